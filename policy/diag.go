@@ -1,0 +1,160 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Pos is a 1-based position in a policy file. Col counts characters (runes)
+// from 1; Col 0 means the column is unknown.
+type Pos struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Col  int    `json:"col"`
+}
+
+// String renders the position as file:line:col.
+func (p Pos) String() string {
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+}
+
+// IsZero reports whether the position is unknown.
+func (p Pos) IsZero() bool { return p.Line == 0 }
+
+// Compare orders positions by file, line and column.
+func (p Pos) Compare(o Pos) int {
+	return cmp.Or(cmp.Compare(p.File, o.File), cmp.Compare(p.Line, o.Line), cmp.Compare(p.Col, o.Col))
+}
+
+// Severity grades a diagnostic.
+type Severity string
+
+// Severities, from most to least severe.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+	SeverityInfo    Severity = "info"
+)
+
+// Rank orders severities: error 3, warning 2, info 1, anything else 0.
+func (s Severity) Rank() int {
+	switch s {
+	case SeverityError:
+		return 3
+	case SeverityWarning:
+		return 2
+	case SeverityInfo:
+		return 1
+	}
+	return 0
+}
+
+// Code is a stable, machine-readable diagnostic identifier. Codes are never
+// renamed or reused: CI filters and editors match on them. docs/diagnostics.md
+// documents each one with an example and its fix.
+type Code string
+
+// Diagnostic codes. Messages may change; codes may not.
+const (
+	CodeYAMLSyntax         Code = "yaml_syntax"         // the file is not valid YAML
+	CodeUnknownField       Code = "unknown_field"       // a key the format does not define
+	CodeWrongType          Code = "wrong_type"          // a value of the wrong YAML type
+	CodeMissingField       Code = "missing_field"       // a required key is absent
+	CodeInvalidValue       Code = "invalid_value"       // a value outside the allowed set or range
+	CodeInvalidVerdict     Code = "invalid_verdict"     // verdict is not allow|warn|block|halt|ask|modify
+	CodeInvalidPhase       Code = "invalid_phase"       // phase is not before|after
+	CodeInvalidDuration    Code = "invalid_duration"    // a window that is not a positive Go duration
+	CodeInvalidGlob        Code = "invalid_glob"        // a malformed tool-name glob
+	CodeInvalidID          Code = "invalid_id"          // a name or id with characters outside [A-Za-z0-9_.-]
+	CodeDuplicateRuleID    Code = "duplicate_rule_id"   // two rules share an id in one policy set
+	CodeDuplicatePolicy    Code = "duplicate_policy"    // two policies share a name in one policy set
+	CodeDuplicateName      Code = "duplicate_name"      // two variables or counters share a name in one policy
+	CodeReservedName       Code = "reserved_name"       // a variable named like a built-in variable
+	CodeVerdictPhase       Code = "verdict_phase"       // a verdict the phase cannot honour (ask after the call)
+	CodeModifyMismatch     Code = "modify_mismatch"     // a modify block on a non-modify rule, or the reverse
+	CodeModifyPhase        Code = "modify_phase"        // a modify field the phase cannot apply
+	CodeCELSyntax          Code = "cel_syntax"          // a CEL expression that does not parse
+	CodeCELType            Code = "cel_type"            // a CEL expression that does not type-check
+	CodeWrongResultType    Code = "wrong_result_type"   // an expression of the wrong result type
+	CodeResultInBefore     Code = "result_in_before"    // `result` read where no result exists yet
+	CodeUndeclaredCounter  Code = "undeclared_counter"  // counters.X where X is not declared
+	CodeConflictingDefault Code = "conflicting_default" // two policies set different default verdicts
+	CodeNoPolicies         Code = "no_policies"         // a load that found no policy file
+	CodeIO                 Code = "io"                  // a file that could not be read
+	CodeTooManyRules       Code = "too_many_rules"      // more rules than the compiler's limit
+)
+
+// Diagnostic is one problem found in a policy file.
+type Diagnostic struct {
+	Code     Code     `json:"code"`
+	Severity Severity `json:"severity"`
+	Pos      Pos      `json:"pos"`
+	Message  string   `json:"message"`
+	// Related points at other places involved, such as the first definition of
+	// a duplicate id.
+	Related []Pos `json:"related,omitempty"`
+}
+
+// Error renders the diagnostic as file:line:col: code: message.
+func (d Diagnostic) Error() string {
+	return fmt.Sprintf("%s: %s: %s", d.Pos, d.Code, d.Message)
+}
+
+// Diagnostics is every problem found, sorted by position. It implements error;
+// use Err to turn an empty list into a nil error.
+type Diagnostics []Diagnostic
+
+// Error lists every diagnostic, one a line.
+func (ds Diagnostics) Error() string {
+	var b strings.Builder
+	if len(ds) > 1 {
+		fmt.Fprintf(&b, "%d problems:\n", len(ds))
+	}
+	for i, d := range ds {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(d.Error())
+	}
+	return b.String()
+}
+
+// Sort orders diagnostics by file, line, column, code and message.
+func (ds Diagnostics) Sort() {
+	slices.SortStableFunc(ds, func(a, b Diagnostic) int {
+		return cmp.Or(a.Pos.Compare(b.Pos), cmp.Compare(a.Code, b.Code), cmp.Compare(a.Message, b.Message))
+	})
+}
+
+// HasErrors reports whether any diagnostic has error severity.
+func (ds Diagnostics) HasErrors() bool {
+	return slices.ContainsFunc(ds, func(d Diagnostic) bool { return d.Severity == SeverityError })
+}
+
+// Errors returns only the diagnostics of error severity.
+func (ds Diagnostics) Errors() Diagnostics {
+	var out Diagnostics
+	for _, d := range ds {
+		if d.Severity == SeverityError {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Err returns nil when there is no error-severity diagnostic, and the sorted
+// list otherwise. It avoids the typed-nil interface trap.
+func (ds Diagnostics) Err() error {
+	if !ds.HasErrors() {
+		return nil
+	}
+	ds.Sort()
+	return ds
+}
+
+// errorf appends an error-severity diagnostic.
+func (ds *Diagnostics) errorf(code Code, pos Pos, format string, args ...any) {
+	*ds = append(*ds, Diagnostic{Code: code, Severity: SeverityError, Pos: pos, Message: fmt.Sprintf(format, args...)})
+}

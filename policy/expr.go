@@ -1,0 +1,213 @@
+package policy
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Expr is CEL source text as written in a policy file, with the file position
+// of every character so that a CEL error points into the YAML file, not into
+// the expression alone.
+type Expr struct {
+	// Text is the expression after YAML unquoting and folding.
+	Text string
+	// Pos is the position of the first character of Text.
+	Pos Pos
+	// at holds the file position of each rune of Text, plus one past the end;
+	// nil means Text sits on one line starting at Pos.
+	at []Pos
+}
+
+// NewExpr returns an expression whose text starts at pos on a single line. It
+// is meant for expressions built in code and for tests.
+func NewExpr(text string, pos Pos) Expr { return Expr{Text: text, Pos: pos} }
+
+// PosAt maps a location inside Text to the file. line is 1-based and col is a
+// 0-based rune column, as cel-go reports them (common.Location).
+func (e Expr) PosAt(line, col int) Pos {
+	off := 0
+	rest := e.Text
+	for l := 1; l < line; l++ {
+		i := strings.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		off += utf8.RuneCountInString(rest[:i+1])
+		rest = rest[i+1:]
+	}
+	return e.PosOffset(off + col)
+}
+
+// PosOffset maps a rune offset inside Text to the file.
+func (e Expr) PosOffset(off int) Pos {
+	if off < 0 {
+		off = 0
+	}
+	if e.at == nil {
+		return Pos{File: e.Pos.File, Line: e.Pos.Line, Col: e.Pos.Col + off}
+	}
+	if off >= len(e.at) {
+		off = len(e.at) - 1
+	}
+	return e.at[off]
+}
+
+// exprFromNode builds an Expr from a scalar node, aligning the decoded value
+// with the raw source so every rune has its file position. lines is the file
+// split into lines of runes.
+func exprFromNode(file string, lines [][]rune, n *yaml.Node) Expr {
+	start := Pos{File: file, Line: n.Line, Col: n.Column}
+	e := Expr{Text: n.Value, Pos: start}
+	value := []rune(n.Value)
+	a := aligner{lines: lines, file: file}
+	switch n.Style {
+	case yaml.LiteralStyle, yaml.FoldedStyle:
+		a.block = true
+		a.line = n.Line // 1-based; the indicator line
+		a.line++
+		a.indent = blockIndent(lines, a.line)
+		a.col = a.indent
+	default:
+		a.line, a.col = n.Line, n.Column-1
+		switch n.Style {
+		case yaml.DoubleQuotedStyle:
+			a.quote = '"'
+			a.col++
+		case yaml.SingleQuotedStyle:
+			a.quote = '\''
+			a.col++
+		}
+	}
+	at, ok := a.align(value)
+	if !ok {
+		// The source did not line up (an unusual YAML construct); fall back
+		// to the scalar's own position for the whole expression.
+		return e
+	}
+	e.at = at
+	if len(at) > 0 {
+		e.Pos = at[0]
+	}
+	return e
+}
+
+// blockIndent returns the indentation of the first non-blank line at or after
+// line (1-based).
+func blockIndent(lines [][]rune, line int) int {
+	for l := line; l <= len(lines); l++ {
+		s := lines[l-1]
+		i := 0
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+		if i < len(s) {
+			return i
+		}
+	}
+	return 0
+}
+
+type aligner struct {
+	lines  [][]rune
+	file   string
+	line   int // 1-based
+	col    int // 0-based rune index in the line
+	quote  rune
+	block  bool
+	indent int
+}
+
+func (a *aligner) cur() (rune, bool) {
+	if a.line < 1 || a.line > len(a.lines) {
+		return 0, false
+	}
+	l := a.lines[a.line-1]
+	if a.col >= len(l) {
+		return '\n', true
+	}
+	return l[a.col], true
+}
+
+func (a *aligner) pos() Pos { return Pos{File: a.file, Line: a.line, Col: a.col + 1} }
+
+// nextLine moves to the start of the content of the next line.
+func (a *aligner) nextLine() bool {
+	a.line++
+	if a.line > len(a.lines) {
+		return false
+	}
+	a.col = 0
+	l := a.lines[a.line-1]
+	if a.block {
+		for a.col < a.indent && a.col < len(l) && l[a.col] == ' ' {
+			a.col++
+		}
+		return true
+	}
+	for a.col < len(l) && (l[a.col] == ' ' || l[a.col] == '\t') {
+		a.col++
+	}
+	return true
+}
+
+func (a *aligner) align(value []rune) ([]Pos, bool) {
+	at := make([]Pos, 0, len(value)+1)
+	for i := 0; i < len(value); {
+		r, ok := a.cur()
+		if !ok {
+			return nil, false
+		}
+		v := value[i]
+		switch {
+		case r == '\n' && (v == '\n' || v == ' '):
+			// A line break in the source: kept as \n (literal) or folded to
+			// a space. Blank lines in folded scalars become \n; each one
+			// consumes one source line.
+			at = append(at, a.pos())
+			i++
+			if !a.nextLine() {
+				return nil, false
+			}
+		case r == '\n':
+			// A folded break that produced nothing (for example a trailing
+			// escaped line break): skip the source line.
+			if !a.nextLine() {
+				return nil, false
+			}
+		case a.quote == '\'' && r == '\'' && v == '\'':
+			at = append(at, a.pos())
+			a.col += 2
+			i++
+		case a.quote == '"' && r == '\\':
+			at = append(at, a.pos())
+			a.col += escapeLen(a.lines[a.line-1][a.col:])
+			i++
+		case r == v:
+			at = append(at, a.pos())
+			a.col++
+			i++
+		default:
+			return nil, false
+		}
+	}
+	at = append(at, a.pos())
+	return at, true
+}
+
+// escapeLen is the length in runes of the escape sequence at the start of s.
+func escapeLen(s []rune) int {
+	if len(s) < 2 {
+		return len(s)
+	}
+	switch s[1] {
+	case 'x':
+		return min(4, len(s))
+	case 'u':
+		return min(6, len(s))
+	case 'U':
+		return min(10, len(s))
+	}
+	return 2
+}

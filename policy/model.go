@@ -1,0 +1,236 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+)
+
+// APIVersion is the only apiVersion this release reads.
+const APIVersion = "celguard.dev/v1"
+
+// Kind is the kind of a policy file.
+const Kind = "Policy"
+
+// Policy is one parsed policy file. Only the parser builds it; after parsing
+// it is read-only.
+type Policy struct {
+	File        string
+	Pos         Pos // the start of the document
+	Name        String
+	Description string
+	Defaults    Defaults
+	Variables   []Variable
+	Counters    []Counter
+	Rules       []Rule
+}
+
+// String is a scalar with the position of its value.
+type String struct {
+	Value string
+	Pos   Pos
+}
+
+// Defaults holds the policy-wide defaults.
+type Defaults struct {
+	// FailurePolicy says what a runtime error in a condition does; the zero
+	// value is FailClosed.
+	FailurePolicy FailurePolicy
+	// Verdict, when set, is the verdict of a call no rule matches. Every
+	// policy in a set that sets it must agree.
+	Verdict    Verdict
+	VerdictPos Pos
+}
+
+// Variable is a named CEL expression, evaluated lazily, at most once per call.
+type Variable struct {
+	Name String
+	Expr Expr
+}
+
+// Scope is how long a counter's counts live.
+type Scope uint8
+
+// Counter scopes.
+const (
+	ScopeTurn    Scope = iota // reset when a turn starts
+	ScopeSession              // kept for the whole session
+)
+
+// String returns "turn" or "session".
+func (s Scope) String() string {
+	if s == ScopeSession {
+		return "session"
+	}
+	return "turn"
+}
+
+// Counter counts events per key, for loop detection and rate limits.
+type Counter struct {
+	Name  String
+	Scope Scope
+	// Key is a CEL string expression over the call; nil means the tool name.
+	Key *Expr
+	// IncrementWhen is a CEL bool expression evaluated after the call.
+	IncrementWhen Expr
+	// ResetWhen, when set, is a CEL bool expression evaluated after the call
+	// that clears this call's key.
+	ResetWhen *Expr
+	// Window, when positive, makes the counter count only the events of the
+	// last Window (a sliding window).
+	Window time.Duration
+}
+
+// Phase is when a rule runs.
+type Phase uint8
+
+// Phases.
+const (
+	PhaseBefore Phase = iota // before the tool runs; the default
+	PhaseAfter               // after the tool ran, with its result
+)
+
+// String returns "before" or "after".
+func (p Phase) String() string {
+	if p == PhaseAfter {
+		return "after"
+	}
+	return "before"
+}
+
+// ParsePhase parses "before" or "after".
+func ParsePhase(s string) (Phase, error) {
+	switch s {
+	case "before":
+		return PhaseBefore, nil
+	case "after":
+		return PhaseAfter, nil
+	}
+	return PhaseBefore, fmt.Errorf("phase must be before or after, not %q", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (p Phase) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (p *Phase) UnmarshalText(b []byte) error {
+	v, err := ParsePhase(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// Verdict is what a matching rule decides. The zero value is unspecified and
+// never the verdict of a rule.
+type Verdict uint8
+
+// Verdicts.
+const (
+	VerdictUnspecified Verdict = iota
+	Allow                      // the tool runs
+	Warn                       // the tool runs; the host shows the warning
+	Ask                        // an approver decides
+	Modify                     // the call or its result is rewritten
+	Block                      // the tool is skipped, or its result withheld
+	Halt                       // the whole turn is aborted
+)
+
+var verdictNames = [...]string{"", "allow", "warn", "ask", "modify", "block", "halt"}
+
+// String returns the verdict's name as written in policy files.
+func (v Verdict) String() string {
+	if int(v) < len(verdictNames) {
+		return verdictNames[v]
+	}
+	return fmt.Sprintf("verdict(%d)", v)
+}
+
+// ParseVerdict parses a verdict name.
+func ParseVerdict(s string) (Verdict, error) {
+	for i, n := range verdictNames {
+		if i > 0 && n == s {
+			return Verdict(i), nil
+		}
+	}
+	return VerdictUnspecified, fmt.Errorf("verdict must be one of allow, warn, block, halt, ask, modify, not %q", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (v *Verdict) UnmarshalText(b []byte) error {
+	p, err := ParseVerdict(string(b))
+	if err != nil {
+		return err
+	}
+	*v = p
+	return nil
+}
+
+// FailurePolicy says what a runtime error in a rule's expressions does.
+type FailurePolicy uint8
+
+// Failure policies.
+const (
+	FailInherit FailurePolicy = iota // a rule without its own takes the policy's
+	FailClosed                       // the call is blocked with code policy_error
+	FailOpen                         // the rule does not match
+)
+
+// String returns "closed", "open" or "" for FailInherit.
+func (f FailurePolicy) String() string {
+	switch f {
+	case FailClosed:
+		return "closed"
+	case FailOpen:
+		return "open"
+	}
+	return ""
+}
+
+// Rule is one rule of a policy.
+type Rule struct {
+	ID          String
+	Pos         Pos // the start of the rule's mapping
+	Description string
+	Priority    int
+	Phase       Phase
+	// Tools are exact tool names or globs; empty means every tool.
+	Tools []String
+	// Condition is a CEL bool expression; nil means true.
+	Condition *Expr
+	Verdict   Verdict
+	// VerdictPos is where the verdict is written.
+	VerdictPos Pos
+	// Reason is static text for the model and the user.
+	Reason string
+	// Message, when set, is a CEL string expression that overrides Reason.
+	Message *Expr
+	// Code is a machine-readable code for hosts and logs.
+	Code          string
+	FailurePolicy FailurePolicy
+	Modify        *ModifySpec
+}
+
+// ModifySpec rewrites a call's arguments (before phase) or its result content
+// (after phase).
+type ModifySpec struct {
+	Pos Pos
+	// Args, when set, is a CEL map expression that replaces the arguments.
+	Args *Expr
+	// Set maps argument names to CEL expressions giving their new values.
+	Set []SetArg
+	// Unset removes arguments.
+	Unset []String
+	// Content, when set, is a CEL string expression giving the new result
+	// content (after phase only).
+	Content *Expr
+}
+
+// SetArg is one entry of modify.set.
+type SetArg struct {
+	Key  String
+	Expr Expr
+}

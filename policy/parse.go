@@ -1,0 +1,541 @@
+package policy
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxFileSize is the largest policy file Parse reads.
+const MaxFileSize = 4 << 20
+
+// ReservedNames are the identifiers a variable may not take: the built-in
+// variables of the CEL environment and the stdlib namespaces.
+var ReservedNames = []string{
+	"tool", "args", "cwd", "counters", "result", "session", "phase",
+	"shell", "path", "glob", "hash", "secrets", "url", "canonical",
+}
+
+var (
+	idPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
+	identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	celKeywords  = []string{"true", "false", "null", "in", "as", "break", "const", "continue", "else",
+		"for", "function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
+	yamlLineRe = regexp.MustCompile(`line (\d+)`)
+)
+
+// Parse reads one policy file. It returns the policy (as much of it as could
+// be read) and every problem found, each at its file:line:col. The policy is
+// nil only when the file is not YAML at all.
+func Parse(file string, src []byte) (p *Policy, ds Diagnostics) {
+	if len(src) > MaxFileSize {
+		ds.errorf(CodeInvalidValue, Pos{File: file, Line: 1, Col: 1}, "file is %d bytes; policy files are limited to %d", len(src), MaxFileSize)
+		return nil, ds
+	}
+	var doc yaml.Node
+	if err := decodeYAML(src, &doc); err != nil {
+		ds = append(ds, yamlError(file, err))
+		return nil, ds
+	}
+	d := &decoder{file: file, lines: splitLines(src)}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		d.ds.errorf(CodeMissingField, Pos{File: file, Line: 1, Col: 1}, "empty policy file: expected apiVersion, kind, name and rules")
+		return nil, d.ds
+	}
+	p = d.policy(doc.Content[0])
+	d.ds = append(d.ds, validateSchema(file, doc.Content[0], d.ds)...)
+	d.ds.Sort()
+	return p, d.ds
+}
+
+// decodeYAML decodes one YAML document into a node, turning a panic in the
+// YAML library into an error and rejecting a second document.
+func decodeYAML(src []byte, doc *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: %v", r)
+		}
+	}()
+	dec := yaml.NewDecoder(strings.NewReader(string(src)))
+	if err := dec.Decode(doc); err != nil {
+		if err.Error() == "EOF" {
+			return nil
+		}
+		return err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return fmt.Errorf("yaml: line %d: a policy file holds one document; split this one into its own file", extra.Line)
+	}
+	return nil
+}
+
+func yamlError(file string, err error) Diagnostic {
+	line := 1
+	if m := yamlLineRe.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = yamlLineRe.ReplaceAllString(msg, "")
+	msg = strings.TrimLeft(msg, ": ")
+	return Diagnostic{Code: CodeYAMLSyntax, Severity: SeverityError, Pos: Pos{File: file, Line: line, Col: 1}, Message: msg}
+}
+
+func splitLines(src []byte) [][]rune {
+	s := strings.ReplaceAll(string(src), "\r\n", "\n")
+	parts := strings.Split(s, "\n")
+	lines := make([][]rune, len(parts))
+	for i, p := range parts {
+		lines[i] = []rune(p)
+	}
+	return lines
+}
+
+type decoder struct {
+	file  string
+	lines [][]rune
+	ds    Diagnostics
+}
+
+func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
+
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return "null"
+		case "!!str":
+			return "a string"
+		case "!!int":
+			return "an integer"
+		case "!!bool":
+			return "a boolean"
+		case "!!float":
+			return "a number"
+		}
+		return "a scalar"
+	}
+	return "a value"
+}
+
+// fields walks a mapping node. Each known key's value is handed to its
+// handler; an unknown key is reported with the keys that are allowed.
+func (d *decoder) fields(n *yaml.Node, what string, handlers map[string]func(key, val *yaml.Node)) bool {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		d.ds.errorf(CodeWrongType, d.pos(n), "%s must be a mapping, not %s", what, kindName(n))
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		h, ok := handlers[k.Value]
+		if !ok {
+			keys := make([]string, 0, len(handlers))
+			for name := range handlers {
+				keys = append(keys, name)
+			}
+			slices.Sort(keys)
+			d.ds.errorf(CodeUnknownField, d.pos(k), "unknown field %q in %s; expected one of: %s", k.Value, what, strings.Join(keys, ", "))
+			continue
+		}
+		h(k, v)
+	}
+	return true
+}
+
+func has(n *yaml.Node, key string) bool {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		return true // already reported as the wrong type
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *decoder) require(n *yaml.Node, what string, keys ...string) {
+	for _, k := range keys {
+		if !has(n, k) {
+			d.ds.errorf(CodeMissingField, d.pos(n), "%s is missing the required field %q", what, k)
+		}
+	}
+}
+
+// str reads a scalar as text. Numbers and booleans are accepted as their
+// spelling; null, lists and mappings are not.
+func (d *decoder) str(n *yaml.Node, what string) (String, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		d.ds.errorf(CodeWrongType, d.pos(n), "%s must be a string, not %s", what, kindName(n))
+		return String{Pos: d.pos(n)}, false
+	}
+	return String{Value: n.Value, Pos: d.pos(n)}, true
+}
+
+func (d *decoder) id(n *yaml.Node, what string) String {
+	s, ok := d.str(n, what)
+	if ok && !idPattern.MatchString(s.Value) {
+		d.ds.errorf(CodeInvalidID, s.Pos, "%s %q must start with a letter or digit and use only letters, digits and _ . : -", what, s.Value)
+	}
+	return s
+}
+
+func (d *decoder) ident(n *yaml.Node, what string) String {
+	s, ok := d.str(n, what)
+	if !ok {
+		return s
+	}
+	switch {
+	case !identPattern.MatchString(s.Value):
+		d.ds.errorf(CodeInvalidID, s.Pos, "%s %q must be a CEL identifier: a letter or _ followed by letters, digits or _", what, s.Value)
+	case slices.Contains(celKeywords, s.Value):
+		d.ds.errorf(CodeReservedName, s.Pos, "%s %q is a CEL keyword", what, s.Value)
+	}
+	return s
+}
+
+func (d *decoder) expr(n *yaml.Node, what string) (Expr, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		d.ds.errorf(CodeWrongType, d.pos(n), "%s must be a CEL expression (a string), not %s", what, kindName(n))
+		return Expr{}, false
+	}
+	if strings.TrimSpace(n.Value) == "" {
+		d.ds.errorf(CodeInvalidValue, d.pos(n), "%s is an empty CEL expression", what)
+		return Expr{}, false
+	}
+	return exprFromNode(d.file, d.lines, n), true
+}
+
+func (d *decoder) exprPtr(n *yaml.Node, what string) *Expr {
+	e, ok := d.expr(n, what)
+	if !ok {
+		return nil
+	}
+	return &e
+}
+
+func (d *decoder) list(n *yaml.Node, what string) []*yaml.Node {
+	if n.Kind != yaml.SequenceNode {
+		d.ds.errorf(CodeWrongType, d.pos(n), "%s must be a list, not %s", what, kindName(n))
+		return nil
+	}
+	out := make([]*yaml.Node, len(n.Content))
+	for i, c := range n.Content {
+		out[i] = resolve(c)
+	}
+	return out
+}
+
+func (d *decoder) policy(n *yaml.Node) *Policy {
+	p := &Policy{File: d.file, Pos: d.pos(n)}
+	ok := d.fields(n, "the policy", map[string]func(k, v *yaml.Node){
+		"apiVersion": func(_, v *yaml.Node) {
+			if s, ok := d.str(v, "apiVersion"); ok && s.Value != APIVersion {
+				d.ds.errorf(CodeInvalidValue, s.Pos, "apiVersion must be %q, not %q", APIVersion, s.Value)
+			}
+		},
+		"kind": func(_, v *yaml.Node) {
+			if s, ok := d.str(v, "kind"); ok && s.Value != Kind {
+				d.ds.errorf(CodeInvalidValue, s.Pos, "kind must be %q, not %q", Kind, s.Value)
+			}
+		},
+		"name":        func(_, v *yaml.Node) { p.Name = d.id(v, "policy name") },
+		"description": func(_, v *yaml.Node) { p.Description = d.text(v, "description") },
+		"defaults":    func(_, v *yaml.Node) { d.defaults(v, &p.Defaults) },
+		"variables": func(_, v *yaml.Node) {
+			for _, c := range d.list(v, "variables") {
+				p.Variables = append(p.Variables, d.variable(c))
+			}
+		},
+		"counters": func(_, v *yaml.Node) {
+			for _, c := range d.list(v, "counters") {
+				p.Counters = append(p.Counters, d.counter(c))
+			}
+		},
+		"rules": func(_, v *yaml.Node) {
+			for _, c := range d.list(v, "rules") {
+				p.Rules = append(p.Rules, d.rule(c))
+			}
+		},
+	})
+	if ok {
+		d.require(n, "the policy", "apiVersion", "kind", "name", "rules")
+	}
+	if p.Defaults.FailurePolicy == FailInherit {
+		p.Defaults.FailurePolicy = FailClosed
+	}
+	d.checkNames(p)
+	return p
+}
+
+// text reads an optional free-text scalar.
+func (d *decoder) text(n *yaml.Node, what string) string {
+	s, _ := d.str(n, what)
+	return s.Value
+}
+
+func (d *decoder) failurePolicy(n *yaml.Node) FailurePolicy {
+	s, ok := d.str(n, "failure_policy")
+	if !ok {
+		return FailInherit
+	}
+	switch s.Value {
+	case "closed":
+		return FailClosed
+	case "open":
+		return FailOpen
+	}
+	d.ds.errorf(CodeInvalidValue, s.Pos, "failure_policy must be closed or open, not %q", s.Value)
+	return FailInherit
+}
+
+func (d *decoder) verdict(n *yaml.Node) (Verdict, Pos) {
+	s, ok := d.str(n, "verdict")
+	if !ok {
+		return VerdictUnspecified, s.Pos
+	}
+	v, err := ParseVerdict(s.Value)
+	if err != nil {
+		d.ds.errorf(CodeInvalidVerdict, s.Pos, "%v", err)
+	}
+	return v, s.Pos
+}
+
+func (d *decoder) defaults(n *yaml.Node, def *Defaults) {
+	d.fields(n, "defaults", map[string]func(k, v *yaml.Node){
+		"failure_policy": func(_, v *yaml.Node) { def.FailurePolicy = d.failurePolicy(v) },
+		"verdict": func(_, v *yaml.Node) {
+			def.Verdict, def.VerdictPos = d.verdict(v)
+			if def.Verdict == Modify || def.Verdict == Ask {
+				d.ds.errorf(CodeInvalidVerdict, def.VerdictPos, "the default verdict must be allow, warn, block or halt: %s needs a rule to say how", def.Verdict)
+			}
+		},
+	})
+}
+
+func (d *decoder) variable(n *yaml.Node) Variable {
+	var v Variable
+	if d.fields(n, "a variable", map[string]func(k, v *yaml.Node){
+		"name":       func(_, val *yaml.Node) { v.Name = d.ident(val, "variable name") },
+		"expression": func(_, val *yaml.Node) { v.Expr, _ = d.expr(val, "expression") },
+	}) {
+		d.require(n, "a variable", "name", "expression")
+	}
+	if v.Name.Value != "" && slices.Contains(ReservedNames, v.Name.Value) {
+		d.ds.errorf(CodeReservedName, v.Name.Pos, "variable name %q is reserved for a built-in variable or library", v.Name.Value)
+	}
+	return v
+}
+
+func (d *decoder) counter(n *yaml.Node) Counter {
+	var c Counter
+	if d.fields(n, "a counter", map[string]func(k, v *yaml.Node){
+		"name": func(_, v *yaml.Node) { c.Name = d.ident(v, "counter name") },
+		"scope": func(_, v *yaml.Node) {
+			s, ok := d.str(v, "scope")
+			switch {
+			case !ok:
+			case s.Value == "turn":
+				c.Scope = ScopeTurn
+			case s.Value == "session":
+				c.Scope = ScopeSession
+			default:
+				d.ds.errorf(CodeInvalidValue, s.Pos, "scope must be turn or session, not %q", s.Value)
+			}
+		},
+		"key":            func(_, v *yaml.Node) { c.Key = d.exprPtr(v, "key") },
+		"increment_when": func(_, v *yaml.Node) { c.IncrementWhen, _ = d.expr(v, "increment_when") },
+		"reset_when":     func(_, v *yaml.Node) { c.ResetWhen = d.exprPtr(v, "reset_when") },
+		"window": func(_, v *yaml.Node) {
+			s, ok := d.str(v, "window")
+			if !ok {
+				return
+			}
+			w, err := time.ParseDuration(s.Value)
+			if err != nil || w <= 0 {
+				d.ds.errorf(CodeInvalidDuration, s.Pos, "window must be a positive duration such as 60s or 5m, not %q", s.Value)
+				return
+			}
+			c.Window = w
+		},
+	}) {
+		d.require(n, "a counter", "name", "increment_when")
+	}
+	return c
+}
+
+func (d *decoder) rule(n *yaml.Node) Rule {
+	r := Rule{Pos: d.pos(n)}
+	var modifyNode *yaml.Node
+	if d.fields(n, "a rule", map[string]func(k, v *yaml.Node){
+		"id":          func(_, v *yaml.Node) { r.ID = d.id(v, "rule id") },
+		"description": func(_, v *yaml.Node) { r.Description = d.text(v, "description") },
+		"priority": func(_, v *yaml.Node) {
+			if v.Kind != yaml.ScalarNode || v.Tag != "!!int" {
+				d.ds.errorf(CodeWrongType, d.pos(v), "priority must be an integer, not %s", kindName(v))
+				return
+			}
+			p, err := strconv.ParseInt(v.Value, 0, 32)
+			if err != nil {
+				d.ds.errorf(CodeInvalidValue, d.pos(v), "priority %s is out of range (a 32-bit integer)", v.Value)
+				return
+			}
+			r.Priority = int(p)
+		},
+		"phase": func(_, v *yaml.Node) {
+			s, ok := d.str(v, "phase")
+			if !ok {
+				return
+			}
+			ph, err := ParsePhase(s.Value)
+			if err != nil {
+				d.ds.errorf(CodeInvalidPhase, s.Pos, "%v", err)
+			}
+			r.Phase = ph
+		},
+		"match": func(_, v *yaml.Node) {
+			d.fields(v, "match", map[string]func(k, v *yaml.Node){
+				"tools": func(_, v *yaml.Node) {
+					for _, t := range d.list(v, "match.tools") {
+						s, ok := d.str(t, "a tool name")
+						if !ok {
+							continue
+						}
+						if s.Value == "" || !doublestar.ValidatePattern(s.Value) {
+							d.ds.errorf(CodeInvalidGlob, s.Pos, "tool name %q is not a valid name or glob", s.Value)
+							continue
+						}
+						r.Tools = append(r.Tools, s)
+					}
+				},
+			})
+		},
+		"condition":      func(_, v *yaml.Node) { r.Condition = d.exprPtr(v, "condition") },
+		"verdict":        func(_, v *yaml.Node) { r.Verdict, r.VerdictPos = d.verdict(v) },
+		"reason":         func(_, v *yaml.Node) { r.Reason = d.text(v, "reason") },
+		"message":        func(_, v *yaml.Node) { r.Message = d.exprPtr(v, "message") },
+		"code":           func(_, v *yaml.Node) { r.Code = d.text(v, "code") },
+		"failure_policy": func(_, v *yaml.Node) { r.FailurePolicy = d.failurePolicy(v) },
+		"modify":         func(_, v *yaml.Node) { modifyNode = v },
+	}) {
+		d.require(n, "a rule", "id", "verdict")
+	}
+	if modifyNode != nil {
+		r.Modify = d.modify(modifyNode)
+	}
+	d.checkRule(&r)
+	return r
+}
+
+func (d *decoder) modify(n *yaml.Node) *ModifySpec {
+	m := &ModifySpec{Pos: d.pos(n)}
+	d.fields(n, "modify", map[string]func(k, v *yaml.Node){
+		"args":    func(_, v *yaml.Node) { m.Args = d.exprPtr(v, "modify.args") },
+		"content": func(_, v *yaml.Node) { m.Content = d.exprPtr(v, "modify.content") },
+		"set": func(_, v *yaml.Node) {
+			if v.Kind != yaml.MappingNode {
+				d.ds.errorf(CodeWrongType, d.pos(v), "modify.set must be a mapping of argument names to CEL expressions, not %s", kindName(v))
+				return
+			}
+			for i := 0; i+1 < len(v.Content); i += 2 {
+				k, val := v.Content[i], resolve(v.Content[i+1])
+				key, ok := d.str(k, "an argument name")
+				if !ok {
+					continue
+				}
+				if e, ok := d.expr(val, fmt.Sprintf("modify.set.%s", key.Value)); ok {
+					m.Set = append(m.Set, SetArg{Key: key, Expr: e})
+				}
+			}
+		},
+		"unset": func(_, v *yaml.Node) {
+			for _, c := range d.list(v, "modify.unset") {
+				if s, ok := d.str(c, "an argument name"); ok {
+					m.Unset = append(m.Unset, s)
+				}
+			}
+		},
+	})
+	return m
+}
+
+// checkRule reports the combinations of fields that are each valid alone but
+// make no sense together.
+func (d *decoder) checkRule(r *Rule) {
+	if r.Verdict == Ask && r.Phase == PhaseAfter {
+		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "ask cannot be used in the after phase: the tool has already run; use block or warn")
+	}
+	switch {
+	case r.Modify != nil && r.Verdict != Modify && r.Verdict != VerdictUnspecified:
+		d.ds.errorf(CodeModifyMismatch, r.Modify.Pos, "a modify block needs verdict: modify, but this rule's verdict is %s", r.Verdict)
+	case r.Modify == nil && r.Verdict == Modify:
+		d.ds.errorf(CodeModifyMismatch, r.VerdictPos, "verdict modify needs a modify block saying what to rewrite (args, set, unset or content)")
+	}
+	m := r.Modify
+	if m == nil {
+		return
+	}
+	if m.Args == nil && len(m.Set) == 0 && len(m.Unset) == 0 && m.Content == nil {
+		d.ds.errorf(CodeModifyMismatch, m.Pos, "the modify block rewrites nothing: give args, set, unset or content")
+	}
+	if r.Phase == PhaseBefore && m.Content != nil {
+		d.ds.errorf(CodeModifyPhase, m.Content.Pos, "modify.content rewrites a result and needs phase: after; before the call, rewrite args with args, set or unset")
+	}
+	if r.Phase == PhaseAfter {
+		for _, e := range []*Expr{m.Args} {
+			if e != nil {
+				d.ds.errorf(CodeModifyPhase, e.Pos, "modify.args cannot be used in the after phase: the tool has already run; rewrite the result with content")
+			}
+		}
+		if len(m.Set) > 0 {
+			d.ds.errorf(CodeModifyPhase, m.Set[0].Key.Pos, "modify.set cannot be used in the after phase: the tool has already run; rewrite the result with content")
+		}
+		if len(m.Unset) > 0 {
+			d.ds.errorf(CodeModifyPhase, m.Unset[0].Pos, "modify.unset cannot be used in the after phase: the tool has already run; rewrite the result with content")
+		}
+	}
+}
+
+// checkNames reports variables and counters that share a name in one policy.
+func (d *decoder) checkNames(p *Policy) {
+	seen := map[string]Pos{}
+	for _, v := range p.Variables {
+		d.dup(seen, "variable", v.Name)
+	}
+	seen = map[string]Pos{}
+	for _, c := range p.Counters {
+		d.dup(seen, "counter", c.Name)
+	}
+}
+
+func (d *decoder) dup(seen map[string]Pos, what string, s String) {
+	if s.Value == "" {
+		return
+	}
+	if first, ok := seen[s.Value]; ok {
+		d.ds = append(d.ds, Diagnostic{Code: CodeDuplicateName, Severity: SeverityError, Pos: s.Pos, Related: []Pos{first},
+			Message: fmt.Sprintf("%s %q is already declared at %d:%d", what, s.Value, first.Line, first.Col)})
+		return
+	}
+	seen[s.Value] = s.Pos
+}

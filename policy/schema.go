@@ -1,0 +1,223 @@
+package policy
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"go.yaml.in/yaml/v3"
+)
+
+// SchemaJSON is the JSON Schema (draft 2020-12) of policy files. Editors can
+// use it to complete and validate policies.
+//
+//go:embed schema/policy.schema.json
+var SchemaJSON []byte
+
+var compiledSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(SchemaJSON)))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	const url = "https://celguard.dev/schema/v1/policy.schema.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+})
+
+// validateSchema checks the document against the JSON Schema and returns the
+// problems the decoder has not already reported at the same place.
+func validateSchema(file string, root *yaml.Node, already Diagnostics) Diagnostics {
+	sch, err := compiledSchema()
+	if err != nil {
+		// The schema is embedded and tested; failing here is a build defect.
+		return Diagnostics{{Code: CodeInvalidValue, Severity: SeverityError, Pos: Pos{File: file, Line: 1, Col: 1},
+			Message: fmt.Sprintf("internal: policy schema does not compile: %v", err)}}
+	}
+	inst, err := toJSONValue(root, 0)
+	if err != nil {
+		return nil // the decoder reports what is wrong with the shape
+	}
+	err = sch.Validate(inst)
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		return nil
+	}
+	seen := map[Pos]bool{}
+	for _, d := range already {
+		seen[d.Pos] = true
+	}
+	var out Diagnostics
+	for _, leaf := range leaves(verr) {
+		for _, d := range schemaDiagnostics(file, root, leaf) {
+			if !seen[d.Pos] {
+				seen[d.Pos] = true
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		return []*jsonschema.ValidationError{e}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+// schemaDiagnostics maps one schema error to diagnostics at the YAML node it
+// is about: the offending key for an unknown property, the value otherwise.
+func schemaDiagnostics(file string, root *yaml.Node, e *jsonschema.ValidationError) Diagnostics {
+	n := nodeAt(root, e.InstanceLocation)
+	pos := Pos{File: file, Line: n.Line, Col: n.Column}
+	where := "/" + strings.Join(e.InstanceLocation, "/")
+	mk := func(code Code, p Pos, msg string) Diagnostic {
+		return Diagnostic{Code: code, Severity: SeverityError, Pos: p, Message: msg}
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.AdditionalProperties:
+		var out Diagnostics
+		for _, prop := range k.Properties {
+			kp := pos
+			if kn := keyNode(n, prop); kn != nil {
+				kp = Pos{File: file, Line: kn.Line, Col: kn.Column}
+			}
+			out = append(out, mk(CodeUnknownField, kp, fmt.Sprintf("unknown field %q at %s", prop, where)))
+		}
+		return out
+	case *kind.Required:
+		return Diagnostics{mk(CodeMissingField, pos, fmt.Sprintf("%s is missing the required field(s) %s", where, strings.Join(k.Missing, ", ")))}
+	case *kind.Type:
+		return Diagnostics{mk(CodeWrongType, pos, fmt.Sprintf("%s must be %s, not %s", where, strings.Join(k.Want, " or "), k.Got))}
+	case *kind.Enum, *kind.Const:
+		code := CodeInvalidValue
+		if last(e.InstanceLocation) == "verdict" {
+			code = CodeInvalidVerdict
+		} else if last(e.InstanceLocation) == "phase" {
+			code = CodeInvalidPhase
+		}
+		return Diagnostics{mk(code, pos, fmt.Sprintf("%s: %s", where, e.Error()))}
+	default:
+		return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s: %s", where, firstLine(e.Error())))}
+	}
+}
+
+func last(p []string) string {
+	if len(p) == 0 {
+		return ""
+	}
+	return p[len(p)-1]
+}
+
+func firstLine(s string) string {
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		s = strings.TrimSpace(s[i+1:])
+	}
+	return strings.TrimPrefix(s, "- ")
+}
+
+// nodeAt follows a JSON pointer's tokens through the YAML tree and returns the
+// deepest node reached.
+func nodeAt(n *yaml.Node, path []string) *yaml.Node {
+	n = resolve(n)
+	for _, tok := range path {
+		switch n.Kind {
+		case yaml.MappingNode:
+			next := valueNode(n, tok)
+			if next == nil {
+				return n
+			}
+			n = resolve(next)
+		case yaml.SequenceNode:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return n
+			}
+			n = resolve(n.Content[i])
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+func keyNode(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i]
+		}
+	}
+	return nil
+}
+
+func valueNode(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// toJSONValue converts a YAML node to the JSON data model the validator reads.
+func toJSONValue(n *yaml.Node, depth int) (any, error) {
+	if depth > 100 {
+		return nil, errors.New("too deeply nested")
+	}
+	n = resolve(n)
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v, err := toJSONValue(n.Content[i+1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			m[n.Content[i].Value] = v
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		l := make([]any, len(n.Content))
+		for i, c := range n.Content {
+			v, err := toJSONValue(c, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			l[i] = v
+		}
+		return l, nil
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return nil, nil
+		case "!!bool":
+			return n.Value == "true" || n.Value == "True" || n.Value == "TRUE", nil
+		case "!!int", "!!float":
+			var v any
+			if err := json.Unmarshal([]byte(n.Value), &v); err == nil {
+				if f, ok := v.(float64); ok {
+					return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
+				}
+			}
+			if i, err := strconv.ParseInt(n.Value, 0, 64); err == nil {
+				return json.Number(strconv.FormatInt(i, 10)), nil
+			}
+			return n.Value, nil
+		}
+		return n.Value, nil
+	}
+	return nil, errors.New("unsupported YAML node")
+}

@@ -1,0 +1,205 @@
+package stdlib
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
+)
+
+// maxCanonicalDepth bounds the nesting Canonical follows, so a cyclic Go value
+// becomes an error instead of a stack overflow.
+const maxCanonicalDepth = 64
+
+// Canonical returns the canonical JSON form of a CEL value: object keys sorted,
+// no insignificant white space, and numbers in one spelling, so that two values
+// that are equal as data always yield the same string whatever their key order.
+//
+// The mapping is JSON with these choices: a double with an integral value of
+// magnitude below 2^53 is written as an integer (1.0 and 1 are the same key, as
+// they are for a JSON decoder); NaN and the infinities are the strings "NaN",
+// "Infinity" and "-Infinity"; bytes are base64 strings; timestamps are RFC 3339
+// strings in UTC; durations are strings such as "1.5s"; map keys that are not
+// strings are written in their decimal or boolean spelling.
+func Canonical(v ref.Val) (string, error) {
+	var b strings.Builder
+	if err := writeCanonical(&b, v, 0); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// CanonicalNative is Canonical for a Go value (for example tool-call arguments
+// decoded from JSON), converted with cel-go's default type adapter.
+func CanonicalNative(v any) (string, error) {
+	val := types.DefaultTypeAdapter.NativeToValue(v)
+	if types.IsError(val) {
+		return "", fmt.Errorf("canonical: %v", val)
+	}
+	return Canonical(val)
+}
+
+func writeCanonical(b *strings.Builder, v ref.Val, depth int) error {
+	if depth > maxCanonicalDepth {
+		return errors.New("canonical: value nested more than 64 levels deep")
+	}
+	switch x := v.(type) {
+	case types.Null:
+		b.WriteString("null")
+	case types.Bool:
+		b.WriteString(strconv.FormatBool(bool(x)))
+	case types.Int:
+		b.WriteString(strconv.FormatInt(int64(x), 10))
+	case types.Uint:
+		b.WriteString(strconv.FormatUint(uint64(x), 10))
+	case types.Double:
+		writeDouble(b, float64(x))
+	case types.String:
+		writeString(b, string(x))
+	case types.Bytes:
+		writeString(b, base64.StdEncoding.EncodeToString([]byte(x)))
+	case types.Timestamp:
+		writeString(b, x.Time.UTC().Format(time.RFC3339Nano))
+	case types.Duration:
+		writeString(b, x.Duration.String())
+	case *types.Err:
+		return fmt.Errorf("canonical: %v", x)
+	case traits.Mapper:
+		return writeMap(b, x, depth)
+	case traits.Lister:
+		b.WriteByte('[')
+		n, ok := x.Size().(types.Int)
+		if !ok {
+			return errors.New("canonical: list without a size")
+		}
+		for i := types.Int(0); i < n; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeCanonical(b, x.Get(i), depth+1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	default:
+		if v == nil {
+			b.WriteString("null")
+			return nil
+		}
+		return fmt.Errorf("canonical: unsupported value of type %s", v.Type())
+	}
+	return nil
+}
+
+func writeMap(b *strings.Builder, m traits.Mapper, depth int) error {
+	type entry struct {
+		key string
+		val ref.Val
+	}
+	var entries []entry
+	it := m.Iterator()
+	for it.HasNext() == types.True {
+		k := it.Next()
+		var ks string
+		switch kv := k.(type) {
+		case types.String:
+			ks = string(kv)
+		case types.Int:
+			ks = strconv.FormatInt(int64(kv), 10)
+		case types.Uint:
+			ks = strconv.FormatUint(uint64(kv), 10)
+		case types.Bool:
+			ks = strconv.FormatBool(bool(kv))
+		default:
+			return fmt.Errorf("canonical: unsupported map key of type %s", k.Type())
+		}
+		entries = append(entries, entry{ks, m.Get(k)})
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	b.WriteByte('{')
+	for i, e := range entries {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeString(b, e.key)
+		b.WriteByte(':')
+		if err := writeCanonical(b, e.val, depth+1); err != nil {
+			return err
+		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+func writeDouble(b *strings.Builder, f float64) {
+	switch {
+	case math.IsNaN(f):
+		b.WriteString(`"NaN"`)
+	case math.IsInf(f, 1):
+		b.WriteString(`"Infinity"`)
+	case math.IsInf(f, -1):
+		b.WriteString(`"-Infinity"`)
+	case f == math.Trunc(f) && math.Abs(f) < 1<<53:
+		b.WriteString(strconv.FormatInt(int64(f), 10))
+	default:
+		b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
+	}
+}
+
+func writeString(b *strings.Builder, s string) {
+	// json.Marshal of a string cannot fail; SetEscapeHTML is not needed because
+	// the output is a key, not HTML, but the standard escaping is stable.
+	enc, _ := json.Marshal(s)
+	b.Write(enc)
+}
+
+// CanonicalLib returns the library that declares canonical.
+//
+// # canonical
+//
+// Returns the canonical JSON form of any value: sorted keys, one spelling per
+// number, no white space. Argument order in a map never changes the result, so
+// it is the building block of counter keys and fingerprints.
+//
+//	canonical(<dyn>) -> <string>
+//
+// Examples:
+//
+//	canonical({"b": 1, "a": [true, null]}) // '{"a":[true,null],"b":1}'
+//	canonical(1.0) == canonical(1)          // true
+//
+// Introduced in stdlib version 1.
+func CanonicalLib() cel.EnvOption { return cel.Lib(canonicalLib{}) }
+
+type canonicalLib struct{}
+
+// LibraryName implements cel.SingletonLibrary.
+func (canonicalLib) LibraryName() string { return "celguard.lib.canonical" }
+
+// CompileOptions implements cel.Library.
+func (canonicalLib) CompileOptions() []cel.EnvOption {
+	return []cel.EnvOption{
+		cel.Function("canonical",
+			cel.Overload("canonical_dyn", []*cel.Type{cel.DynType}, cel.StringType,
+				cel.UnaryBinding(func(v ref.Val) ref.Val {
+					s, err := Canonical(v)
+					if err != nil {
+						return types.NewErr("%v", err)
+					}
+					return types.String(s)
+				}))),
+	}
+}
+
+// ProgramOptions implements cel.Library.
+func (canonicalLib) ProgramOptions() []cel.ProgramOption { return nil }
