@@ -1,0 +1,172 @@
+// Package celenv defines the one CEL environment every celguard policy is
+// compiled in: the variables a rule sees, the libraries it may call and the
+// limits every evaluation runs under.
+//
+// Variables (renaming one is a breaking change):
+//
+//	tool     string            the tool's name, e.g. "Bash"
+//	args     map(string, dyn)  the call's arguments
+//	cwd      string            the agent's working directory
+//	phase    string            "before" or "after"
+//	counters map(string, int)  each counter of the rule's policy, for this call's key
+//	result   map(string, dyn)  after the call only: is_error, content, and what the host adds (exit_code, ...)
+//	session  map(string, dyn)  host metadata: agent, user, mode, ids
+//
+// Policies add their own named variables on top (see compile). Libraries:
+// cel-go's optional types and the ext libraries strings, lists, sets, regex,
+// math, encoders and bindings, and celguard's stdlib.
+package celenv
+
+import (
+	"fmt"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/ext"
+
+	"github.com/celguard/celguard/stdlib"
+)
+
+// Names of the built-in variables.
+const (
+	VarTool     = "tool"
+	VarArgs     = "args"
+	VarCwd      = "cwd"
+	VarPhase    = "phase"
+	VarCounters = "counters"
+	VarResult   = "result"
+	VarSession  = "session"
+)
+
+// DefaultCostLimit is the runtime cost budget of one expression evaluation,
+// in cel-go cost units (roughly one unit per operation or per element
+// scanned). A condition that exceeds it is a runtime error, which the rule's
+// failure policy turns into a block (closed) or a non-match (open).
+const DefaultCostLimit uint64 = 1_000_000
+
+// DefaultInterruptCheckFrequency is how many comprehension iterations run
+// between two checks of the context's cancellation.
+const DefaultInterruptCheckFrequency = 100
+
+// Option configures an Env. Options validate their arguments.
+type Option func(*config) error
+
+type config struct {
+	costLimit  uint64
+	stdlibOpts []stdlib.Option
+	libraries  []cel.EnvOption
+}
+
+// WithCostLimit sets the runtime cost budget of one evaluation.
+func WithCostLimit(n uint64) Option {
+	return func(c *config) error {
+		if n == 0 {
+			return fmt.Errorf("celenv.WithCostLimit: the limit must be positive")
+		}
+		c.costLimit = n
+		return nil
+	}
+}
+
+// WithStdlib passes options (home directory, symlink resolution) to the stdlib.
+func WithStdlib(opts ...stdlib.Option) Option {
+	return func(c *config) error {
+		c.stdlibOpts = append(c.stdlibOpts, opts...)
+		return nil
+	}
+}
+
+// WithLibrary adds a CEL library (a cel.Lib or any EnvOption) to the
+// environment: the hook for functions an embedding program provides.
+func WithLibrary(lib cel.EnvOption) Option {
+	return func(c *config) error {
+		if lib == nil {
+			return fmt.Errorf("celenv.WithLibrary: nil library")
+		}
+		c.libraries = append(c.libraries, lib)
+		return nil
+	}
+}
+
+// Env is the compiled-in environment with its limits. It is immutable and safe
+// for concurrent use.
+type Env struct {
+	cel       *cel.Env
+	lib       *stdlib.Lib
+	costLimit uint64
+}
+
+// New builds the environment.
+func New(opts ...Option) (*Env, error) {
+	cfg := config{costLimit: DefaultCostLimit}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	lib, err := stdlib.New(cfg.stdlibOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("celenv: %w", err)
+	}
+	envOpts := []cel.EnvOption{
+		cel.Variable(VarTool, cel.StringType),
+		cel.Variable(VarArgs, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(VarCwd, cel.StringType),
+		cel.Variable(VarPhase, cel.StringType),
+		cel.Variable(VarCounters, cel.MapType(cel.StringType, cel.IntType)),
+		cel.Variable(VarResult, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(VarSession, cel.MapType(cel.StringType, cel.DynType)),
+		cel.OptionalTypes(),
+		cel.CrossTypeNumericComparisons(true),
+		cel.DefaultUTCTimeZone(true),
+		ext.Strings(),
+		ext.Lists(),
+		ext.Sets(),
+		ext.Regex(),
+		ext.Math(),
+		ext.Encoders(),
+		ext.Bindings(),
+		cel.ASTValidators(
+			cel.ValidateRegexLiterals(),
+			cel.ValidateDurationLiterals(),
+			cel.ValidateTimestampLiterals(),
+			cel.ValidateComprehensionNestingLimit(4),
+		),
+	}
+	envOpts = append(envOpts, lib.EnvOptions()...)
+	envOpts = append(envOpts, cfg.libraries...)
+	env, err := cel.NewEnv(envOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("celenv: %w", err)
+	}
+	return &Env{cel: env, lib: lib, costLimit: cfg.costLimit}, nil
+}
+
+// Default is the environment with default options, built once on first use.
+var Default = sync.OnceValues(func() (*Env, error) { return New() })
+
+// CEL returns the underlying cel-go environment.
+func (e *Env) CEL() *cel.Env { return e.cel }
+
+// Stdlib returns the stdlib instance the environment was built with.
+func (e *Env) Stdlib() *stdlib.Lib { return e.lib }
+
+// CostLimit returns the runtime cost budget of one evaluation.
+func (e *Env) CostLimit() uint64 { return e.costLimit }
+
+// ProgramOptions are applied to every compiled expression: the cost limit
+// with stdlib-aware cost tracking, interruption on context cancellation, and
+// constant folding.
+func (e *Env) ProgramOptions() []cel.ProgramOption {
+	return []cel.ProgramOption{
+		cel.EvalOptions(cel.OptOptimize),
+		cel.CostTracking(e.lib.ActualCostEstimator()),
+		cel.CostLimit(e.costLimit),
+		cel.InterruptCheckFrequency(DefaultInterruptCheckFrequency),
+	}
+}
+
+// ReservedNames are the identifiers a policy variable may not take.
+func ReservedNames() []string {
+	return []string{VarTool, VarArgs, VarCwd, VarPhase, VarCounters, VarResult, VarSession}
+}
