@@ -84,6 +84,8 @@ const (
 	CodeNoPolicies         Code = "no_policies"         // a load that found no policy file
 	CodeIO                 Code = "io"                  // a file that could not be read
 	CodeTooManyRules       Code = "too_many_rules"      // more rules than the compiler's limit
+	CodeCounterInCounter   Code = "counter_in_counter"  // a counter expression that reads counters
+	CodeInvalidLiteral     Code = "invalid_literal"     // a malformed regex, glob or domain literal
 )
 
 // Diagnostic is one problem found in a policy file.

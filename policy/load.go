@@ -1,7 +1,7 @@
 package policy
 
 import (
-		"fmt"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"

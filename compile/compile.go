@@ -1,0 +1,487 @@
+package compile
+
+import (
+	"cmp"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
+	"cel.dev/cel-go/common/types"
+
+	"github.com/celguard/celguard/celenv"
+	"github.com/celguard/celguard/policy"
+)
+
+// DefaultMaxRules is the largest number of rules a set may hold unless
+// WithMaxRules says otherwise.
+const DefaultMaxRules = 100_000
+
+// Option configures Compile. Options validate their arguments.
+type Option func(*config) error
+
+type config struct {
+	env            *celenv.Env
+	defaultVerdict policy.Verdict
+	maxRules       int
+}
+
+// WithEnv compiles in the given environment instead of celenv.Default.
+func WithEnv(env *celenv.Env) Option {
+	return func(c *config) error {
+		if env == nil {
+			return fmt.Errorf("compile.WithEnv: nil environment")
+		}
+		c.env = env
+		return nil
+	}
+}
+
+// WithDefaultVerdict sets the verdict of a call no rule matches (allow unless
+// set). A policy's defaults.verdict, when present, must agree.
+func WithDefaultVerdict(v policy.Verdict) Option {
+	return func(c *config) error {
+		switch v {
+		case policy.Allow, policy.Warn, policy.Block, policy.Halt:
+			c.defaultVerdict = v
+			return nil
+		}
+		return fmt.Errorf("compile.WithDefaultVerdict: %s cannot be a default verdict", v)
+	}
+}
+
+// WithMaxRules caps the number of rules in a set.
+func WithMaxRules(n int) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("compile.WithMaxRules: the limit must be positive, got %d", n)
+		}
+		c.maxRules = n
+		return nil
+	}
+}
+
+// CompileFS compiles every policy file below root in fsys.
+func CompileFS(fsys fs.FS, root string, opts ...Option) (*PolicySet, error) {
+	srcs, err := policy.LoadFS(fsys, root, "")
+	if err != nil {
+		return nil, err
+	}
+	return Compile(srcs, opts...)
+}
+
+// CompilePaths compiles the policy files and directories at paths.
+func CompilePaths(paths []string, opts ...Option) (*PolicySet, error) {
+	srcs, err := policy.LoadPaths(paths...)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(srcs, opts...)
+}
+
+// Compile parses and compiles policy sources into a PolicySet. Sources are
+// ordered by name, so rules of equal priority keep file order with files in
+// path order. On any error-severity problem it returns a nil set and an error
+// that is a policy.Diagnostics listing every problem found (use errors.As);
+// the other errors are option errors. Warnings of a successful compile are in
+// PolicySet.Warnings.
+func Compile(srcs []policy.Source, opts ...Option) (*PolicySet, error) {
+	set, ds, err := Check(srcs, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if ds.HasErrors() {
+		return nil, ds
+	}
+	return set, nil
+}
+
+// Check is Compile for linters: it returns every diagnostic of every
+// severity, and the set when there is no error among them.
+func Check(srcs []policy.Source, opts ...Option) (*PolicySet, policy.Diagnostics, error) {
+	cfg := config{defaultVerdict: policy.VerdictUnspecified, maxRules: DefaultMaxRules}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.env == nil {
+		env, err := celenv.Default()
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.env = env
+	}
+	c := &compiler{cfg: cfg, set: &PolicySet{env: cfg.env, byID: map[string]*Rule{}}}
+	srcs = slices.Clone(srcs)
+	slices.SortStableFunc(srcs, func(a, b policy.Source) int { return strings.Compare(a.Name, b.Name) })
+	if len(srcs) == 0 {
+		c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeNoPolicies, Severity: policy.SeverityError,
+			Message: "no policy files were given"})
+	}
+	for _, src := range srcs {
+		p, ds := policy.Parse(src.Name, src.Data)
+		c.ds = append(c.ds, ds...)
+		if p != nil {
+			c.policy(p)
+		}
+	}
+	c.finish()
+	c.ds.Sort()
+	if c.ds.HasErrors() {
+		return nil, c.ds, nil
+	}
+	for _, d := range c.ds {
+		c.set.warnings = append(c.set.warnings, d)
+	}
+	return c.set, c.ds, nil
+}
+
+type compiler struct {
+	cfg         config
+	set         *PolicySet
+	ds          policy.Diagnostics
+	policyNames map[string]policy.Pos
+	ruleIDs     map[string]policy.Pos
+	defaultFrom policy.Pos
+	order       int
+	parsedRules []*Rule
+}
+
+func (c *compiler) errorf(code policy.Code, pos policy.Pos, format string, args ...any) {
+	c.ds = append(c.ds, policy.Diagnostic{Code: code, Severity: policy.SeverityError, Pos: pos, Message: fmt.Sprintf(format, args...)})
+}
+
+// scope is what an expression may see: the policy's environment, and what
+// the place it is written in allows.
+type scope struct {
+	env  *cel.Env
+	pol  *Policy
+	what string
+	// noResult forbids `result` (before-phase rules, counter keys).
+	noResult bool
+	// noCounters forbids `counters` (counter expressions).
+	noCounters bool
+	want       *cel.Type // nil: any type
+}
+
+// exprInfo records which built-ins an expression reads, directly or through
+// variables.
+type exprInfo struct {
+	result, counters bool
+}
+
+func (c *compiler) policy(p *policy.Policy) {
+	if p.Name.Value != "" {
+		if c.policyNames == nil {
+			c.policyNames = map[string]policy.Pos{}
+		}
+		if first, dup := c.policyNames[p.Name.Value]; dup {
+			c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeDuplicatePolicy, Severity: policy.SeverityError, Pos: p.Name.Pos,
+				Related: []policy.Pos{first}, Message: fmt.Sprintf("policy name %q is already used at %s", p.Name.Value, first)})
+		} else {
+			c.policyNames[p.Name.Value] = p.Name.Pos
+		}
+	}
+	if p.Defaults.Verdict != policy.VerdictUnspecified {
+		c.defaultVerdict(p.Defaults.Verdict, p.Defaults.VerdictPos)
+	}
+	cp := &Policy{Name: p.Name.Value, File: p.File, Description: p.Description, FailurePolicy: p.Defaults.FailurePolicy,
+		Source: p, varByName: map[string]*Variable{}}
+	c.set.policies = append(c.set.policies, cp)
+
+	env := c.cfg.env.CEL()
+	info := map[string]exprInfo{}
+	for i := range p.Variables {
+		v := &p.Variables[i]
+		if v.Name.Value == "" || v.Expr.Text == "" {
+			continue
+		}
+		ast, ei, ok := c.check(scope{env: env, pol: cp, what: "variable " + v.Name.Value}, v.Expr, info)
+		if !ok {
+			continue
+		}
+		ext, err := env.Extend(cel.Variable(v.Name.Value, ast.OutputType()))
+		if err != nil {
+			c.errorf(policy.CodeCELType, v.Name.Pos, "variable %q cannot be declared: %v", v.Name.Value, err)
+			continue
+		}
+		prg := c.program(env, ast, v.Expr)
+		if prg == nil {
+			continue
+		}
+		env = ext
+		info[v.Name.Value] = ei
+		cv := &Variable{Name: v.Name.Value, Slot: c.set.varSlots, Type: ast.OutputType(), Program: prg, Expr: v.Expr}
+		c.set.varSlots++
+		cp.Variables = append(cp.Variables, cv)
+		cp.varByName[cv.Name] = cv
+	}
+
+	for i := range p.Counters {
+		d := p.Counters[i]
+		if d.Name.Value == "" {
+			continue
+		}
+		ct := &Counter{ID: cp.Name + "/" + d.Name.Value, Name: d.Name.Value, Policy: cp, Decl: d}
+		what := "counter " + d.Name.Value
+		if d.Key != nil {
+			ct.Key = c.compileExpr(scope{env: env, pol: cp, what: what + " key", noResult: true, noCounters: true, want: cel.StringType}, *d.Key, info)
+		}
+		if d.IncrementWhen.Text != "" {
+			ct.IncrementWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " increment_when", noCounters: true, want: cel.BoolType}, d.IncrementWhen, info)
+		}
+		if d.ResetWhen != nil {
+			ct.ResetWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " reset_when", noCounters: true, want: cel.BoolType}, *d.ResetWhen, info)
+		}
+		cp.Counters = append(cp.Counters, ct)
+		c.set.counters = append(c.set.counters, ct)
+	}
+
+	for i := range p.Rules {
+		c.rule(env, cp, &p.Rules[i], info)
+	}
+}
+
+func (c *compiler) defaultVerdict(v policy.Verdict, pos policy.Pos) {
+	if c.cfg.defaultVerdict == policy.VerdictUnspecified {
+		c.cfg.defaultVerdict = v
+		c.defaultFrom = pos
+		return
+	}
+	if c.cfg.defaultVerdict != v {
+		d := policy.Diagnostic{Code: policy.CodeConflictingDefault, Severity: policy.SeverityError, Pos: pos,
+			Message: fmt.Sprintf("default verdict %s conflicts with %s set elsewhere; one policy set has one default", v, c.cfg.defaultVerdict)}
+		if !c.defaultFrom.IsZero() {
+			d.Related = []policy.Pos{c.defaultFrom}
+			d.Message = fmt.Sprintf("default verdict %s conflicts with %s set at %s; one policy set has one default", v, c.cfg.defaultVerdict, c.defaultFrom)
+		}
+		c.ds = append(c.ds, d)
+	}
+}
+
+func (c *compiler) rule(env *cel.Env, cp *Policy, r *policy.Rule, info map[string]exprInfo) {
+	if r.ID.Value != "" {
+		if c.ruleIDs == nil {
+			c.ruleIDs = map[string]policy.Pos{}
+		}
+		if first, dup := c.ruleIDs[r.ID.Value]; dup {
+			c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeDuplicateRuleID, Severity: policy.SeverityError, Pos: r.ID.Pos,
+				Related: []policy.Pos{first}, Message: fmt.Sprintf("rule id %q is already defined at %s", r.ID.Value, first)})
+		} else {
+			c.ruleIDs[r.ID.Value] = r.ID.Pos
+		}
+	}
+	fp := r.FailurePolicy
+	if fp == policy.FailInherit {
+		fp = cp.FailurePolicy
+	}
+	cr := &Rule{ID: r.ID.Value, Policy: cp, Pos: r.Pos, Description: r.Description, Priority: r.Priority, Phase: r.Phase,
+		Verdict: r.Verdict, Reason: r.Reason, Code: r.Code, FailurePolicy: fp, Source: r}
+	for _, t := range r.Tools {
+		cr.Tools = append(cr.Tools, t.Value)
+	}
+	before := r.Phase == policy.PhaseBefore
+	what := "rule " + r.ID.Value
+	if r.Condition != nil {
+		cr.Condition = c.compileExpr(scope{env: env, pol: cp, what: what + " condition", noResult: before, want: cel.BoolType}, *r.Condition, info)
+	}
+	if r.Message != nil {
+		cr.Message = c.compileExpr(scope{env: env, pol: cp, what: what + " message", noResult: before, want: cel.StringType}, *r.Message, info)
+	}
+	if m := r.Modify; m != nil {
+		cm := &Modify{}
+		if m.Args != nil {
+			cm.Args = c.compileExpr(scope{env: env, pol: cp, what: what + " modify.args", noResult: before,
+				want: cel.MapType(cel.StringType, cel.DynType)}, *m.Args, info)
+		}
+		for _, s := range m.Set {
+			prg := c.compileExpr(scope{env: env, pol: cp, what: what + " modify.set." + s.Key.Value, noResult: before}, s.Expr, info)
+			cm.Set = append(cm.Set, SetArg{Key: s.Key.Value, Program: prg})
+		}
+		for _, u := range m.Unset {
+			cm.Unset = append(cm.Unset, u.Value)
+		}
+		if m.Content != nil {
+			cm.Content = c.compileExpr(scope{env: env, pol: cp, what: what + " modify.content", want: cel.StringType}, *m.Content, info)
+		}
+		cr.Modify = cm
+	}
+	c.parsedRules = append(c.parsedRules, cr)
+}
+
+// compileExpr checks an expression and builds its program; nil on error
+// (already reported).
+func (c *compiler) compileExpr(sc scope, e policy.Expr, info map[string]exprInfo) cel.Program {
+	ast, _, ok := c.check(sc, e, info)
+	if !ok {
+		return nil
+	}
+	return c.program(sc.env, ast, e)
+}
+
+func (c *compiler) program(env *cel.Env, ast *cel.Ast, e policy.Expr) cel.Program {
+	prg, err := env.Program(ast, c.cfg.env.ProgramOptions()...)
+	if err != nil {
+		c.errorf(policy.CodeCELType, e.Pos, "%v", err)
+		return nil
+	}
+	return prg
+}
+
+// check parses and type-checks an expression, reporting CEL errors at their
+// place in the YAML file, then the celguard-specific checks.
+func (c *compiler) check(sc scope, e policy.Expr, info map[string]exprInfo) (*cel.Ast, exprInfo, bool) {
+	parsed, iss := sc.env.Parse(e.Text)
+	if iss.Err() != nil {
+		c.celIssues(policy.CodeCELSyntax, sc, e, iss)
+		return nil, exprInfo{}, false
+	}
+	checked, iss := sc.env.Check(parsed)
+	if iss.Err() != nil {
+		c.celIssues(policy.CodeCELType, sc, e, iss)
+		return nil, exprInfo{}, false
+	}
+	ok := true
+	if sc.want != nil && !assignable(sc.want, checked.OutputType()) {
+		c.errorf(policy.CodeWrongResultType, e.Pos, "%s must be of type %s, but the expression is of type %s",
+			sc.what, typeName(sc.want), typeName(checked.OutputType()))
+		ok = false
+	}
+	ei, refsOK := c.references(sc, e, checked, info)
+	return checked, ei, ok && refsOK
+}
+
+func assignable(want, got *cel.Type) bool {
+	if got.Kind() == types.DynKind || want.IsAssignableType(got) {
+		return true
+	}
+	return false
+}
+
+func typeName(t *cel.Type) string { return t.String() }
+
+func (c *compiler) celIssues(code policy.Code, sc scope, e policy.Expr, iss *cel.Issues) {
+	for _, ce := range iss.Errors() {
+		pos := e.Pos
+		if ce.Location != nil && ce.Location.Line() > 0 {
+			pos = e.PosAt(ce.Location.Line(), ce.Location.Column())
+		}
+		c.errorf(literalCode(code, ce.Message), pos, "%s: %s", sc.what, ce.Message)
+	}
+}
+
+// literalCode classifies the errors the literal validators report.
+func literalCode(code policy.Code, msg string) policy.Code {
+	if code == policy.CodeCELType && strings.Contains(msg, "invalid") && (strings.Contains(msg, "regex") ||
+		strings.Contains(msg, "glob") || strings.Contains(msg, "domain") || strings.Contains(msg, "pattern")) {
+		return policy.CodeInvalidLiteral
+	}
+	return code
+}
+
+// references walks the checked expression: it finds reads of result and
+// counters (directly or through variables) and checks that every counter
+// read is declared in the policy.
+func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[string]exprInfo) (exprInfo, bool) {
+	native := ast.NativeRep()
+	src := native.SourceInfo()
+	var ei exprInfo
+	ok := true
+	posOf := func(id int64) policy.Pos {
+		loc := src.GetStartLocation(id)
+		if loc.Line() <= 0 {
+			return e.Pos
+		}
+		return e.PosAt(loc.Line(), loc.Column())
+	}
+	declared := func(name string) bool {
+		return slices.ContainsFunc(sc.pol.Source.Counters, func(ct policy.Counter) bool { return ct.Name.Value == name })
+	}
+	checkCounter := func(id int64, name string) {
+		if !declared(name) {
+			c.errorf(policy.CodeUndeclaredCounter, posOf(id), "%s reads counters.%s, but policy %q declares no counter %q", sc.what, name, sc.pol.Name, name)
+			ok = false
+		}
+	}
+	celast.PreOrderVisit(native.Expr(), celast.NewExprVisitor(func(x celast.Expr) {
+		switch x.Kind() {
+		case celast.IdentKind:
+			name := x.AsIdent()
+			switch name {
+			case celenv.VarResult:
+				ei.result = true
+				if sc.noResult {
+					c.errorf(policy.CodeResultInBefore, posOf(x.ID()), "%s reads result, but there is no result before the call; use phase: after", sc.what)
+					ok = false
+				}
+			case celenv.VarCounters:
+				ei.counters = true
+				if sc.noCounters {
+					c.errorf(policy.CodeCounterInCounter, posOf(x.ID()), "%s reads counters; counter expressions cannot depend on counters", sc.what)
+					ok = false
+				}
+			default:
+				if vi, isVar := info[name]; isVar {
+					if vi.result && sc.noResult {
+						c.errorf(policy.CodeResultInBefore, posOf(x.ID()), "%s uses variable %s, which reads result; there is no result before the call", sc.what, name)
+						ok = false
+					}
+					if vi.counters && sc.noCounters {
+						c.errorf(policy.CodeCounterInCounter, posOf(x.ID()), "%s uses variable %s, which reads counters; counter expressions cannot depend on counters", sc.what, name)
+						ok = false
+					}
+					ei.result = ei.result || vi.result
+					ei.counters = ei.counters || vi.counters
+				}
+			}
+		case celast.SelectKind:
+			sel := x.AsSelect()
+			if op := sel.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == celenv.VarCounters && !sel.IsTestOnly() {
+				checkCounter(x.ID(), sel.FieldName())
+			}
+		case celast.CallKind:
+			call := x.AsCall()
+			if call.FunctionName() == operators.Index && len(call.Args()) == 2 {
+				m, k := call.Args()[0], call.Args()[1]
+				if m.Kind() == celast.IdentKind && m.AsIdent() == celenv.VarCounters && k.Kind() == celast.LiteralKind {
+					if s, isStr := k.AsLiteral().(types.String); isStr {
+						checkCounter(k.ID(), string(s))
+					}
+				}
+			}
+		}
+	}))
+	return ei, ok
+}
+
+// finish orders the rules, checks the set-wide limits and builds the index.
+func (c *compiler) finish() {
+	rules := c.parsedRules
+	if len(rules) > c.cfg.maxRules {
+		c.errorf(policy.CodeTooManyRules, rules[c.cfg.maxRules].Pos, "the set has %d rules; the limit is %d", len(rules), c.cfg.maxRules)
+	}
+	// Stable sort: priority descending; ties keep file order, files in path order.
+	slices.SortStableFunc(rules, func(a, b *Rule) int { return cmp.Compare(b.Priority, a.Priority) })
+	var byPhase [2][]*Rule
+	for i, r := range rules {
+		r.Order = i
+		if r.ID != "" {
+			if _, seen := c.set.byID[r.ID]; !seen {
+				c.set.byID[r.ID] = r
+			}
+		}
+		byPhase[r.Phase] = append(byPhase[r.Phase], r)
+	}
+	c.set.rules = rules
+	for ph := range byPhase {
+		c.set.phases[ph] = newPhaseIndex(byPhase[ph])
+	}
+	c.set.defaultVerdict = c.cfg.defaultVerdict
+	if c.set.defaultVerdict == policy.VerdictUnspecified {
+		c.set.defaultVerdict = policy.Allow
+	}
+}

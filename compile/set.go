@@ -1,0 +1,236 @@
+// Package compile turns policy files into an immutable, indexed PolicySet:
+// every expression parsed and type-checked once into a CEL program, rules in
+// evaluation order, an index from tool name to the rules that can match it,
+// and every problem reported in one pass with its file:line:col.
+//
+// A PolicySet and everything reachable from it is read-only after Compile and
+// safe for concurrent use; the eval package runs it.
+package compile
+
+import (
+	"slices"
+
+	"cel.dev/cel-go/cel"
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/celguard/celguard/celenv"
+	"github.com/celguard/celguard/policy"
+)
+
+// PolicySet is the compiled form of a set of policy files.
+type PolicySet struct {
+	env            *celenv.Env
+	policies       []*Policy
+	rules          []*Rule
+	counters       []*Counter
+	byID           map[string]*Rule
+	phases         [2]phaseIndex
+	defaultVerdict policy.Verdict
+	varSlots       int
+	warnings       policy.Diagnostics
+}
+
+// Env returns the CEL environment the set was compiled in.
+func (s *PolicySet) Env() *celenv.Env { return s.env }
+
+// Policies returns the policies in file order. The slice must not be modified.
+func (s *PolicySet) Policies() []*Policy { return s.policies }
+
+// Rules returns every rule in evaluation order (both phases). The slice must
+// not be modified.
+func (s *PolicySet) Rules() []*Rule { return s.rules }
+
+// Rule returns the rule with the given id.
+func (s *PolicySet) Rule(id string) (*Rule, bool) {
+	r, ok := s.byID[id]
+	return r, ok
+}
+
+// Counters returns every declared counter. The slice must not be modified.
+func (s *PolicySet) Counters() []*Counter { return s.counters }
+
+// DefaultVerdict is the verdict of a call no rule matches.
+func (s *PolicySet) DefaultVerdict() policy.Verdict { return s.defaultVerdict }
+
+// VariableSlots is the number of named variables across all policies; each
+// has a Slot in [0, VariableSlots).
+func (s *PolicySet) VariableSlots() int { return s.varSlots }
+
+// Warnings returns the diagnostics below error severity found while compiling.
+func (s *PolicySet) Warnings() policy.Diagnostics { return s.warnings }
+
+// Candidates returns, in evaluation order, the rules of a phase whose tool
+// matcher admits tool. Rules whose matcher excludes the tool are never in the
+// list, so they are never evaluated. The slice must not be modified.
+func (s *PolicySet) Candidates(phase policy.Phase, tool string) []*Rule {
+	return s.phases[phase].candidates(tool)
+}
+
+// Policy is one compiled policy file.
+type Policy struct {
+	Name          string
+	File          string
+	Description   string
+	FailurePolicy policy.FailurePolicy
+	Variables     []*Variable
+	Counters      []*Counter
+	// Source is the parsed file.
+	Source *policy.Policy
+
+	varByName map[string]*Variable
+}
+
+// Variable returns the policy's variable of that name.
+func (p *Policy) Variable(name string) (*Variable, bool) {
+	v, ok := p.varByName[name]
+	return v, ok
+}
+
+// Variable is a compiled named expression.
+type Variable struct {
+	Name    string
+	Slot    int
+	Type    *cel.Type
+	Program cel.Program
+	Expr    policy.Expr
+}
+
+// Counter is a compiled counter declaration.
+type Counter struct {
+	// ID is "policy/name", the identity that survives a hot swap.
+	ID     string
+	Name   string
+	Policy *Policy
+	Decl   policy.Counter
+	// Key computes the counter key; nil means the tool name.
+	Key           cel.Program
+	IncrementWhen cel.Program
+	ResetWhen     cel.Program
+}
+
+// Rule is a compiled rule.
+type Rule struct {
+	ID            string
+	Policy        *Policy
+	Pos           policy.Pos
+	Description   string
+	Priority      int
+	Phase         policy.Phase
+	Verdict       policy.Verdict
+	Reason        string
+	Code          string
+	FailurePolicy policy.FailurePolicy
+	// Condition is nil for a rule without a condition (always true).
+	Condition cel.Program
+	// Message, when set, computes the text that overrides Reason.
+	Message cel.Program
+	Modify  *Modify
+	// Tools are the names and globs of the matcher; empty matches every tool.
+	Tools []string
+	// Order is the rule's place in evaluation order (0 first).
+	Order int
+	// Source is the parsed rule.
+	Source *policy.Rule
+}
+
+// MatchesTool reports whether the rule's tool matcher admits tool.
+func (r *Rule) MatchesTool(tool string) bool {
+	if len(r.Tools) == 0 {
+		return true
+	}
+	for _, t := range r.Tools {
+		if t == tool {
+			return true
+		}
+		if ok, _ := doublestar.Match(t, tool); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Modify is a compiled modify block.
+type Modify struct {
+	// Args, when set, computes the replacement argument map.
+	Args cel.Program
+	// Set computes new values of single arguments, in file order.
+	Set []SetArg
+	// Unset lists the arguments removed.
+	Unset []string
+	// Content, when set, computes the new result content (after phase).
+	Content cel.Program
+}
+
+// SetArg is one compiled modify.set entry.
+type SetArg struct {
+	Key     string
+	Program cel.Program
+}
+
+// phaseIndex maps tool names to the rules that can match them.
+type phaseIndex struct {
+	// exact holds, for each tool name some rule names exactly, every rule
+	// that can match that name (globs and match-all rules included), in order.
+	exact map[string][]*Rule
+	// open holds the rules that can match a tool no rule names exactly:
+	// match-all rules and glob rules, in order.
+	open []*Rule
+	// all is every rule of the phase that has no matcher.
+	matchAll []*Rule
+	// hasGlobs says whether any rule in open has a glob to test at run time.
+	hasGlobs bool
+}
+
+func newPhaseIndex(rules []*Rule) phaseIndex {
+	ix := phaseIndex{exact: map[string][]*Rule{}}
+	names := map[string]bool{}
+	for _, r := range rules {
+		if len(r.Tools) == 0 {
+			ix.open = append(ix.open, r)
+			ix.matchAll = append(ix.matchAll, r)
+			continue
+		}
+		glob := false
+		for _, t := range r.Tools {
+			if isGlob(t) {
+				glob = true
+			} else {
+				names[t] = true
+			}
+		}
+		if glob {
+			ix.open = append(ix.open, r)
+			ix.hasGlobs = true
+		}
+	}
+	for name := range names {
+		var list []*Rule
+		for _, r := range rules {
+			if r.MatchesTool(name) {
+				list = append(list, r)
+			}
+		}
+		ix.exact[name] = list
+	}
+	return ix
+}
+
+func (ix *phaseIndex) candidates(tool string) []*Rule {
+	if l, ok := ix.exact[tool]; ok {
+		return l
+	}
+	if !ix.hasGlobs {
+		return ix.matchAll
+	}
+	out := make([]*Rule, 0, len(ix.open))
+	for _, r := range ix.open {
+		if r.MatchesTool(tool) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func isGlob(s string) bool {
+	return slices.ContainsFunc([]rune(s), func(r rune) bool { return r == '*' || r == '?' || r == '[' || r == '{' || r == '\\' })
+}

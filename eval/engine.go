@@ -1,0 +1,257 @@
+// Package eval decides what happens to an AI-agent tool call.
+//
+// An Engine wraps a compiled PolicySet and is safe for concurrent use by many
+// sessions. Each agent session gets a Session, which holds its counters and
+// remembered approvals; StartTurn begins a turn (turn-scoped counters reset).
+// Before decides a call before the tool runs and After decides its result.
+//
+// Rules are tried in priority order (higher first, ties in file order) and
+// the first rule whose condition is true decides, with one exception: a
+// modify rule rewrites the call (or result) and evaluation starts again from
+// the top with the rewritten call, each modify rule applying at most once, so
+// a rewrite can never carry a call past a block of any priority. When no rule
+// matches, the set's default verdict applies.
+//
+// A run-time error in a rule's condition (a missing key, a type error, the
+// cost limit) follows the rule's failure policy: closed (the default) blocks
+// the call with code policy_error and a reason naming the rule and the error;
+// open treats the rule as not matching. Evaluation never panics and never
+// allows a call silently: whenever Before or After returns an error, the
+// Decision it returns with it is a block (or a halt), so a host that ignores
+// the error still fails closed.
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/stdlib"
+)
+
+// Defaults of the bounds a session keeps.
+const (
+	DefaultMaxCounterKeys  = 4096
+	DefaultMaxWindowEvents = 4096
+	DefaultMaxApprovals    = 4096
+)
+
+// Option configures an Engine. Options validate their arguments.
+type Option func(*config) error
+
+type config struct {
+	approver        Approver
+	now             func() time.Time
+	maxCounterKeys  int
+	maxWindowEvents int
+}
+
+// WithApprover sets who settles ask verdicts. Without one, ask is a block
+// with code approval_required.
+func WithApprover(a Approver) Option {
+	return func(c *config) error {
+		c.approver = a
+		return nil
+	}
+}
+
+// WithClock sets the clock window counters read; the default is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return errors.New("eval.WithClock: nil clock")
+		}
+		c.now = now
+		return nil
+	}
+}
+
+// WithMaxCounterKeys bounds how many keys each counter keeps per session;
+// past it, the least recently touched key is forgotten.
+func WithMaxCounterKeys(n int) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("eval.WithMaxCounterKeys: the bound must be positive, got %d", n)
+		}
+		c.maxCounterKeys = n
+		return nil
+	}
+}
+
+// WithMaxWindowEvents bounds how many event times a window counter keeps per
+// key; a window count saturates at this bound.
+func WithMaxWindowEvents(n int) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("eval.WithMaxWindowEvents: the bound must be positive, got %d", n)
+		}
+		c.maxWindowEvents = n
+		return nil
+	}
+}
+
+// Engine decides tool calls against a PolicySet. It is safe for concurrent
+// use; Swap replaces the set atomically.
+type Engine struct {
+	cfg config
+	set atomic.Pointer[compile.PolicySet]
+	lib *stdlib.Lib
+	// scopes pools per-call memo scopes of the current environment.
+	scopes sync.Pool
+}
+
+// New builds an Engine for set.
+func New(set *compile.PolicySet, opts ...Option) (*Engine, error) {
+	if set == nil {
+		return nil, errors.New("eval.New: nil policy set")
+	}
+	cfg := config{now: time.Now, maxCounterKeys: DefaultMaxCounterKeys, maxWindowEvents: DefaultMaxWindowEvents}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	e := &Engine{cfg: cfg}
+	e.set.Store(set)
+	return e, nil
+}
+
+// PolicySet returns the set in force.
+func (e *Engine) PolicySet() *compile.PolicySet { return e.set.Load() }
+
+// Swap replaces the set in force. Calls already being decided finish with the
+// set they started with; sessions keep their counters, matched by counter id
+// (policy/name), and their remembered approvals.
+func (e *Engine) Swap(set *compile.PolicySet) error {
+	if set == nil {
+		return errors.New("eval.Engine.Swap: nil policy set")
+	}
+	e.set.Store(set)
+	return nil
+}
+
+// Session is one agent session: its counters, its turn, its remembered
+// approvals. It is safe for concurrent use (hosts may run tools in parallel).
+type Session struct {
+	eng  *Engine
+	id   string
+	meta map[string]any
+
+	mu        sync.Mutex
+	turn      uint64
+	halted    *Decision
+	counters  map[string]*counterState
+	approvals map[string]bool
+}
+
+// NewSession starts a session. meta is the host's metadata (agent, user,
+// mode, ...), visible to rules as `session`, with id added under "id".
+func (e *Engine) NewSession(id string, meta map[string]any) *Session {
+	m := make(map[string]any, len(meta)+1)
+	for k, v := range meta {
+		m[k] = v
+	}
+	m["id"] = id
+	return &Session{eng: e, id: id, meta: m, turn: 1, counters: map[string]*counterState{}, approvals: map[string]bool{}}
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// StartTurn begins a new turn: turn-scoped counters reset and a halt of the
+// previous turn is lifted.
+func (s *Session) StartTurn() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turn++
+	s.halted = nil
+}
+
+// Turn returns the number of the current turn, from 1.
+func (s *Session) Turn() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.turn
+}
+
+// CallOption changes how one call is decided.
+type CallOption func(*callConfig)
+
+type callConfig struct {
+	trace bool
+}
+
+// WithTrace records every rule considered in Decision.Trace.
+func WithTrace() CallOption { return func(c *callConfig) { c.trace = true } }
+
+// counterFor returns the state of a counter, resetting turn-scoped counts of
+// an earlier turn. The caller holds s.mu.
+func (s *Session) counterFor(c *compile.Counter) *counterState {
+	cs, ok := s.counters[c.ID]
+	if !ok {
+		cs = newCounterState()
+		cs.turn = s.turn
+		s.counters[c.ID] = cs
+	}
+	if c.Decl.Scope == policy.ScopeTurn && cs.turn != s.turn {
+		cs.clear()
+		cs.turn = s.turn
+	}
+	return cs
+}
+
+func (s *Session) counterValue(c *compile.Counter, key string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counterFor(c).value(key, c.Decl.Window, s.eng.cfg.now())
+}
+
+// Before decides a call before the tool runs.
+func (s *Session) Before(ctx context.Context, call Call, opts ...CallOption) (Decision, error) {
+	return s.decide(ctx, policy.PhaseBefore, call, nil, opts)
+}
+
+// After decides a call's result: counters update first, then after-phase
+// rules run.
+func (s *Session) After(ctx context.Context, call Call, res Result, opts ...CallOption) (Decision, error) {
+	return s.decide(ctx, policy.PhaseAfter, call, &res, opts)
+}
+
+func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
+	var cc callConfig
+	for _, o := range opts {
+		o(&cc)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	d := Decision{Phase: phase, Tool: call.Tool}
+	if call.Tool == "" {
+		d.Verdict, d.Code, d.Reason = policy.Block, CodeInvalidCall, "the call has no tool name"
+		return d, errors.New("eval: call without a tool name")
+	}
+	s.mu.Lock()
+	halted := s.halted
+	s.mu.Unlock()
+	if halted != nil {
+		d.Verdict, d.Code = policy.Halt, CodeTurnHalted
+		d.RuleID, d.Policy, d.File = halted.RuleID, halted.Policy, halted.File
+		d.Reason = "this turn was halted: " + halted.Reason
+		return d, nil
+	}
+	set := s.eng.set.Load()
+	ev := newEvaluation(ctx, s, set, phase, call, res, cc.trace)
+	defer ev.release()
+	d, err := ev.run()
+	if d.Verdict == policy.Halt {
+		s.mu.Lock()
+		s.halted = &d
+		s.mu.Unlock()
+	}
+	return d, err
+}

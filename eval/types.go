@@ -1,0 +1,157 @@
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	"github.com/celguard/celguard/policy"
+)
+
+// Call is one tool call as the agent asked for it.
+type Call struct {
+	// Tool is the tool's name as the host calls it, e.g. "Bash".
+	Tool string `json:"tool"`
+	// Args are the call's arguments, as decoded from JSON.
+	Args map[string]any `json:"args,omitempty"`
+	// Cwd is the agent's working directory.
+	Cwd string `json:"cwd,omitempty"`
+}
+
+// Result is what a tool returned.
+type Result struct {
+	// IsError says whether the tool failed.
+	IsError bool
+	// Content is the text the model will see.
+	Content string
+	// Fields are whatever else the host reports, such as exit_code; CEL sees
+	// them next to is_error and content in `result`.
+	Fields map[string]any
+}
+
+// MarshalJSON writes the result as one flat object: is_error, content and
+// the extra fields.
+func (r Result) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(r.Fields)+2)
+	maps.Copy(m, r.Fields)
+	m["is_error"] = r.IsError
+	m["content"] = r.Content
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads a flat object: is_error and content, every other key
+// becomes a field.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*r = Result{}
+	if v, ok := m["is_error"]; ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			return fmt.Errorf("result.is_error must be a boolean, not %T", v)
+		}
+		r.IsError = b
+		delete(m, "is_error")
+	}
+	if v, ok := m["content"]; ok {
+		switch c := v.(type) {
+		case string:
+			r.Content = c
+		case nil:
+		default:
+			// Structured content is kept as its JSON text, so rules can
+			// still search it.
+			enc, _ := json.Marshal(c)
+			r.Content = string(enc)
+		}
+		delete(m, "content")
+	}
+	if len(m) > 0 {
+		r.Fields = m
+	}
+	return nil
+}
+
+// Codes of the decisions the engine makes itself, beside the codes rules set.
+const (
+	CodePolicyError      = "policy_error"      // a rule's expression failed at run time (fail closed)
+	CodeApprovalRequired = "approval_required" // an ask rule matched and nobody could be asked
+	CodeApprovalDenied   = "approval_denied"   // the approver said no
+	CodeTurnHalted       = "turn_halted"       // an earlier call halted this turn
+	CodeInvalidCall      = "invalid_call"      // the call itself is malformed (no tool name)
+	CodeCanceled         = "canceled"          // the context ended before a decision
+)
+
+// Decision is the engine's answer for one call, and the record an audit log
+// writes. Its JSON field names are stable.
+type Decision struct {
+	Verdict policy.Verdict `json:"verdict"`
+	Phase   policy.Phase   `json:"phase"`
+	Tool    string         `json:"tool"`
+	// RuleID, Policy and File identify the rule that decided; empty when no
+	// rule matched and the default verdict applied.
+	RuleID string `json:"rule_id,omitempty"`
+	Policy string `json:"policy,omitempty"`
+	File   string `json:"file,omitempty"`
+	// Reason is the rule's message, or its reason when it has none.
+	Reason string `json:"reason,omitempty"`
+	Code   string `json:"code,omitempty"`
+	// Args are the rewritten arguments, when a modify rule applied before
+	// the call.
+	Args map[string]any `json:"args,omitempty"`
+	// Content is the rewritten result content, when a modify rule applied
+	// after the call.
+	Content *string `json:"content,omitempty"`
+	// Modified lists the modify rules applied, in order.
+	Modified []string `json:"modified_by,omitempty"`
+	// Approval records how an ask rule was settled.
+	Approval *ApprovalRecord `json:"approval,omitempty"`
+	// Error is the run-time error behind a policy_error decision.
+	Error string `json:"error,omitempty"`
+	// Trace lists the rules considered, when tracing was asked for.
+	Trace []TraceStep `json:"trace,omitempty"`
+}
+
+// Allowed reports whether the tool may run (before) or its result reach the
+// model (after): allow, warn and modify.
+func (d Decision) Allowed() bool {
+	switch d.Verdict {
+	case policy.Allow, policy.Warn, policy.Modify:
+		return true
+	}
+	return false
+}
+
+// ApprovalRecord says how an ask rule was settled.
+type ApprovalRecord struct {
+	// Rule is the ask rule.
+	Rule string `json:"rule"`
+	// Outcome is approved, denied, deferred or remembered.
+	Outcome string `json:"outcome"`
+	// Remember is the scope the approval was remembered for, if any.
+	Remember string `json:"remember,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// TraceStep is one rule as the evaluator considered it.
+type TraceStep struct {
+	Rule    string `json:"rule"`
+	Policy  string `json:"policy"`
+	Verdict string `json:"verdict"`
+	// Outcome is one of: tool_not_matched, no_match, matched, applied
+	// (a modify), already_applied, error.
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Trace outcomes.
+const (
+	OutcomeToolNotMatched = "tool_not_matched"
+	OutcomeNoMatch        = "no_match"
+	OutcomeMatched        = "matched"
+	OutcomeApplied        = "applied"
+	OutcomeAlreadyApplied = "already_applied"
+	OutcomeError          = "error"
+)
