@@ -1,0 +1,391 @@
+package policytest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+// Epoch is the time the test clock starts at.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Options configure a run.
+type Options struct {
+	// Run, when set, keeps only the cases whose "suite/case" name matches.
+	Run *regexp.Regexp
+	// Compile are extra options for compiling each suite's policies.
+	Compile []compile.Option
+	// Load, when set, supplies the policies of a suite that names none
+	// (default: every policy file in the suite's directory).
+	Load func(fsys fs.FS, suiteFile string) ([]policy.Source, error)
+}
+
+// Report is the result of a run.
+type Report struct {
+	Suites []SuiteResult `json:"suites"`
+	Passed int           `json:"passed"`
+	Failed int           `json:"failed"`
+}
+
+// OK reports whether every case passed.
+func (r *Report) OK() bool { return r.Failed == 0 }
+
+// SuiteResult is one suite's outcome.
+type SuiteResult struct {
+	File  string       `json:"file"`
+	Name  string       `json:"name"`
+	Cases []CaseResult `json:"cases"`
+	// Error is set when the suite could not run at all (unreadable, its
+	// policies did not compile).
+	Error string `json:"error,omitempty"`
+	// Rules lists every rule of the suite's policies, for coverage.
+	Rules []RuleRef `json:"rules,omitempty"`
+	// Fired counts, per rule id, the decisions each rule made or shaped.
+	Fired map[string]int `json:"fired,omitempty"`
+}
+
+// RuleRef names a rule for coverage.
+type RuleRef struct {
+	ID     string `json:"id"`
+	Policy string `json:"policy"`
+	File   string `json:"file"`
+}
+
+// CaseResult is one case's outcome.
+type CaseResult struct {
+	Name     string   `json:"name"`
+	Line     int      `json:"line"`
+	Pass     bool     `json:"pass"`
+	Failures []string `json:"failures,omitempty"`
+	// Mismatches hold the expected and actual decisions of failing steps.
+	Mismatches []Mismatch    `json:"mismatches,omitempty"`
+	Duration   time.Duration `json:"duration_ns"`
+}
+
+// Mismatch is a step whose decision differed from what was expected.
+type Mismatch struct {
+	Step     int           `json:"step"`
+	Expected Expect        `json:"expected"`
+	Actual   eval.Decision `json:"actual"`
+}
+
+// RunFS finds every *_test.yaml below root in fsys and runs it.
+func RunFS(ctx context.Context, fsys fs.FS, root string, opts Options) (*Report, error) {
+	var files []string
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != root && strings.HasPrefix(d.Name(), ".") {
+			return fs.SkipDir
+		}
+		if !d.IsDir() && policy.IsTestFile(p) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	rep := &Report{}
+	for _, f := range files {
+		data, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return nil, err
+		}
+		var sr SuiteResult
+		s, err := ParseSuite(f, data)
+		if err != nil {
+			sr = SuiteResult{File: f, Name: f, Error: err.Error()}
+		} else {
+			sr = RunSuite(ctx, fsys, s, opts)
+		}
+		rep.add(sr)
+	}
+	return rep, nil
+}
+
+func (r *Report) add(sr SuiteResult) {
+	r.Suites = append(r.Suites, sr)
+	if sr.Error != "" {
+		r.Failed++
+	}
+	for _, c := range sr.Cases {
+		if c.Pass {
+			r.Passed++
+		} else {
+			r.Failed++
+		}
+	}
+}
+
+// loadPolicies returns the sources a suite tests.
+func loadPolicies(fsys fs.FS, s *Suite, opts Options) ([]policy.Source, error) {
+	if len(s.Policies.Inline) > 0 {
+		return s.Policies.Inline, nil
+	}
+	dir := path.Dir(s.File)
+	if len(s.Policies.Paths) > 0 {
+		var out []policy.Source
+		for _, p := range s.Policies.Paths {
+			full := path.Join(dir, p)
+			data, err := fs.ReadFile(fsys, full)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, policy.Source{Name: full, Data: data})
+		}
+		return out, nil
+	}
+	if opts.Load != nil {
+		return opts.Load(fsys, s.File)
+	}
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []policy.Source
+	for _, e := range entries {
+		if e.IsDir() || !policy.IsPolicyFile(e.Name()) {
+			continue
+		}
+		full := path.Join(dir, e.Name())
+		data, err := fs.ReadFile(fsys, full)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, policy.Source{Name: full, Data: data})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no policy files next to %s", s.File)
+	}
+	return out, nil
+}
+
+// RunSuite runs every case of a suite. Policies named by path are read from
+// fsys relative to the suite's directory.
+func RunSuite(ctx context.Context, fsys fs.FS, s *Suite, opts Options) SuiteResult {
+	sr := SuiteResult{File: s.File, Name: s.Name, Fired: map[string]int{}}
+	srcs, err := loadPolicies(fsys, s, opts)
+	if err != nil {
+		sr.Error = err.Error()
+		return sr
+	}
+	set, ds, err := compile.Check(srcs, opts.Compile...)
+	if err != nil {
+		sr.Error = err.Error()
+		return sr
+	}
+	if set != nil {
+		for _, r := range set.Rules() {
+			sr.Rules = append(sr.Rules, RuleRef{ID: r.ID, Policy: r.Policy.Name, File: r.Policy.File})
+		}
+	}
+	for i := range s.Cases {
+		c := &s.Cases[i]
+		if opts.Run != nil && !opts.Run.MatchString(s.Name+"/"+c.Name) {
+			continue
+		}
+		start := time.Now()
+		var cr CaseResult
+		if len(c.WantErrors) > 0 {
+			cr = checkErrors(c, ds)
+		} else if set == nil {
+			cr = CaseResult{Name: c.Name, Line: c.Line, Failures: []string{"policies do not compile:\n" + ds.Errors().Error()}}
+		} else {
+			cr = runCase(ctx, set, s, c, sr.Fired)
+		}
+		cr.Duration = time.Since(start)
+		sr.Cases = append(sr.Cases, cr)
+	}
+	return sr
+}
+
+func checkErrors(c *Case, ds policy.Diagnostics) CaseResult {
+	cr := CaseResult{Name: c.Name, Line: c.Line}
+	var got []string
+	for _, d := range ds.Errors() {
+		got = append(got, string(d.Code))
+	}
+	want := slices.Clone(c.WantErrors)
+	slices.Sort(got)
+	slices.Sort(want)
+	got = slices.Compact(got)
+	want = slices.Compact(want)
+	if !slices.Equal(got, want) {
+		cr.Failures = append(cr.Failures, fmt.Sprintf("compile errors: got codes %v, want %v\n%s", got, want, ds.Error()))
+	}
+	cr.Pass = len(cr.Failures) == 0
+	return cr
+}
+
+// scripted answers ask verdicts from a case's script.
+type scripted struct {
+	mu      sync.Mutex
+	answers []string
+}
+
+func (s *scripted) Approve(_ context.Context, req eval.ApprovalRequest) (eval.Approval, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.answers) == 0 {
+		return eval.Approval{}, errors.New("the approver was asked more often than the case scripted")
+	}
+	a := s.answers[0]
+	s.answers = s.answers[1:]
+	ans, rem, err := parseAnswer(a)
+	return eval.Approval{Answer: ans, Remember: rem}, err
+}
+
+func runCase(ctx context.Context, set *compile.PolicySet, s *Suite, c *Case, fired map[string]int) CaseResult {
+	cr := CaseResult{Name: c.Name, Line: c.Line}
+	now := Epoch
+	opts := []eval.Option{eval.WithClock(func() time.Time { return now })}
+	if c.Approver != nil {
+		opts = append(opts, eval.WithApprover(&scripted{answers: slices.Clone(c.Approver)}))
+	}
+	eng, err := eval.New(set, opts...)
+	if err != nil {
+		cr.Failures = append(cr.Failures, err.Error())
+		return cr
+	}
+	meta := map[string]any{}
+	for k, v := range s.Session {
+		meta[k] = v
+	}
+	for k, v := range c.Session {
+		meta[k] = v
+	}
+	sess := eng.NewSession("test", meta)
+	for i, st := range c.Steps {
+		step := i + 1
+		switch {
+		case st.Turn:
+			sess.StartTurn()
+			continue
+		case st.Advance != "":
+			d, _ := time.ParseDuration(st.Advance)
+			now = now.Add(d)
+			continue
+		}
+		var d eval.Decision
+		var err error
+		for n := 0; n < max(1, st.Repeat); n++ {
+			if st.Before != nil {
+				d, err = sess.Before(ctx, normalize(st.Before.Call()))
+			} else {
+				res, _ := resultOf(st.Result)
+				d, err = sess.After(ctx, normalize(st.After.Call()), res)
+			}
+			if d.RuleID != "" {
+				fired[d.RuleID]++
+			}
+			for _, m := range d.Modified {
+				if m != d.RuleID {
+					fired[m]++
+				}
+			}
+		}
+		if err != nil {
+			cr.Failures = append(cr.Failures, fmt.Sprintf("step %d: error: %v", step, err))
+		}
+		if st.Expect == nil {
+			continue
+		}
+		if diffs := compare(*st.Expect, d); len(diffs) > 0 {
+			cr.Failures = append(cr.Failures, fmt.Sprintf("step %d: %s", step, strings.Join(diffs, "; ")))
+			cr.Mismatches = append(cr.Mismatches, Mismatch{Step: step, Expected: *st.Expect, Actual: d})
+		}
+	}
+	cr.Pass = len(cr.Failures) == 0
+	return cr
+}
+
+// normalize passes the arguments through JSON, as a host's would arrive.
+func normalize(c eval.Call) eval.Call {
+	c.Args = jsonValue(c.Args).(map[string]any)
+	return c
+}
+
+func jsonValue(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return v
+	}
+	if out == nil {
+		if _, isMap := v.(map[string]any); isMap {
+			return map[string]any{}
+		}
+	}
+	return out
+}
+
+// compare lists how a decision differs from the expectation.
+func compare(e Expect, d eval.Decision) []string {
+	var diffs []string
+	if e.Verdict != "" && e.Verdict != d.Verdict.String() {
+		diffs = append(diffs, fmt.Sprintf("verdict: got %s, want %s", d.Verdict, e.Verdict))
+	}
+	if e.Rule != nil {
+		want := *e.Rule
+		if want == "none" {
+			want = ""
+		}
+		if want != d.RuleID {
+			diffs = append(diffs, fmt.Sprintf("rule: got %q, want %q", d.RuleID, want))
+		}
+	}
+	if e.Code != nil && *e.Code != d.Code {
+		diffs = append(diffs, fmt.Sprintf("code: got %q, want %q", d.Code, *e.Code))
+	}
+	if e.Reason != nil && *e.Reason != d.Reason {
+		diffs = append(diffs, fmt.Sprintf("reason: got %q, want %q", d.Reason, *e.Reason))
+	}
+	if e.ReasonContains != "" && !strings.Contains(d.Reason, e.ReasonContains) {
+		diffs = append(diffs, fmt.Sprintf("reason: got %q, want it to contain %q", d.Reason, e.ReasonContains))
+	}
+	if e.Args != nil && !reflect.DeepEqual(jsonValue(e.Args), jsonValue(d.Args)) {
+		got, _ := json.Marshal(d.Args)
+		want, _ := json.Marshal(e.Args)
+		diffs = append(diffs, fmt.Sprintf("args: got %s, want %s", got, want))
+	}
+	if e.Content != nil {
+		if d.Content == nil {
+			diffs = append(diffs, fmt.Sprintf("content: got none, want %q", *e.Content))
+		} else if *d.Content != *e.Content {
+			diffs = append(diffs, fmt.Sprintf("content: got %q, want %q", *d.Content, *e.Content))
+		}
+	}
+	if e.ModifiedBy != nil && !slices.Equal(e.ModifiedBy, d.Modified) {
+		diffs = append(diffs, fmt.Sprintf("modified_by: got %v, want %v", d.Modified, e.ModifiedBy))
+	}
+	if e.Approval != "" {
+		got := ""
+		if d.Approval != nil {
+			got = d.Approval.Outcome
+		}
+		if got != e.Approval {
+			diffs = append(diffs, fmt.Sprintf("approval: got %q, want %q", got, e.Approval))
+		}
+	}
+	return diffs
+}

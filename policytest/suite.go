@@ -1,0 +1,244 @@
+// Package policytest reads and runs celguard policy test suites
+// (*_test.yaml files): named cases, each a sequence of steps (turn start,
+// before call, after call with a result, clock advance) with the decision
+// expected at each step.
+//
+// It is a top-level package because it sits above both compile and eval and
+// is shared by three users that have no other common home: `go test` of the
+// built-in policies, the conformance suite and the `celguard test` command.
+package policytest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+// Suite is one test file.
+type Suite struct {
+	// File is the suite's name for messages.
+	File string `yaml:"-"`
+	// Name describes the suite; it defaults to the file name.
+	Name string `yaml:"name"`
+	// Policies are the policy files the suite tests, relative to the suite's
+	// directory, or inline policies keyed by file name (conformance cases).
+	// Empty means every policy file in the suite's directory.
+	Policies PolicyRefs `yaml:"policies"`
+	// Session is the default session metadata of every case.
+	Session map[string]any `yaml:"session"`
+	Cases   []Case         `yaml:"cases"`
+}
+
+// PolicyRefs is either a list of paths or a mapping of inline files.
+type PolicyRefs struct {
+	Paths  []string
+	Inline []policy.Source
+}
+
+// UnmarshalYAML accepts a list of paths or a mapping of file name to text.
+func (p *PolicyRefs) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return n.Decode(&p.Paths)
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind != yaml.ScalarNode {
+				return fmt.Errorf("line %d: inline policy %q must be a string of YAML text", v.Line, k.Value)
+			}
+			// Inline policies keep their line numbers relative to their
+			// own text, so diagnostics read as if they were files.
+			p.Inline = append(p.Inline, policy.Source{Name: k.Value, Data: []byte(v.Value)})
+		}
+		return nil
+	}
+	return fmt.Errorf("line %d: policies must be a list of paths or a mapping of file names to policy text", n.Line)
+}
+
+// Case is one named scenario.
+type Case struct {
+	Name string `yaml:"name"`
+	// Line is where the case starts in its file.
+	Line int `yaml:"-"`
+	// Session overrides the suite's session metadata.
+	Session map[string]any `yaml:"session"`
+	// Approver scripts the approver's answers, in order: approve, deny,
+	// defer, approve_call (remembered for this call), approve_rule
+	// (remembered for the rule). Absent means no approver.
+	Approver []string `yaml:"approver"`
+	// WantErrors makes the case a compile test: the policies must fail to
+	// compile with exactly these diagnostic codes (in any order).
+	WantErrors []string `yaml:"want_errors"`
+	Steps      []Step   `yaml:"steps"`
+}
+
+// Step is one event of a case. Exactly one of Turn, Before, After and
+// Advance is set.
+type Step struct {
+	// Turn starts a new turn.
+	Turn bool `yaml:"turn"`
+	// Before decides a call before it runs.
+	Before *CallSpec `yaml:"before"`
+	// After decides a call's result, given in Result.
+	After *CallSpec `yaml:"after"`
+	// Result is the tool's result: is_error, content and any other fields.
+	Result map[string]any `yaml:"result"`
+	// Advance moves the clock, e.g. 30s.
+	Advance string `yaml:"advance"`
+	// Repeat runs a before or after step this many times; Expect is checked
+	// on the last run.
+	Repeat int     `yaml:"repeat"`
+	Expect *Expect `yaml:"expect"`
+}
+
+// Expect is the expected decision. Only the fields given are checked.
+type Expect struct {
+	Verdict string `yaml:"verdict"`
+	// Rule is the deciding rule's id; "none" asserts that no rule decided.
+	Rule           *string        `yaml:"rule"`
+	Code           *string        `yaml:"code"`
+	Reason         *string        `yaml:"reason"`
+	ReasonContains string         `yaml:"reason_contains"`
+	Args           map[string]any `yaml:"args"`
+	Content        *string        `yaml:"content"`
+	ModifiedBy     []string       `yaml:"modified_by"`
+	// Approval is the approval outcome: approved, denied, deferred,
+	// remembered, unavailable.
+	Approval string `yaml:"approval"`
+}
+
+// CallSpec is a tool call as written in a test file.
+type CallSpec struct {
+	Tool string         `yaml:"tool"`
+	Args map[string]any `yaml:"args"`
+	Cwd  string         `yaml:"cwd"`
+}
+
+// Call converts the spec to an eval.Call.
+func (c CallSpec) Call() eval.Call { return eval.Call{Tool: c.Tool, Args: c.Args, Cwd: c.Cwd} }
+
+// resultOf converts a result mapping to an eval.Result.
+func resultOf(m map[string]any) (eval.Result, error) {
+	var r eval.Result
+	b, err := json.Marshal(m)
+	if err != nil {
+		return r, err
+	}
+	err = json.Unmarshal(b, &r)
+	return r, err
+}
+
+// ParseSuite reads a test file. Unknown keys are errors.
+func ParseSuite(file string, data []byte) (*Suite, error) {
+	var s Suite
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	s.File = file
+	if s.Name == "" {
+		s.Name = file
+	}
+	// A second pass over the node tree finds each case's line.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err == nil && len(doc.Content) > 0 {
+		root := doc.Content[0]
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if root.Content[i].Value == "cases" {
+				for j, c := range root.Content[i+1].Content {
+					if j < len(s.Cases) {
+						s.Cases[j].Line = c.Line
+					}
+				}
+			}
+		}
+	}
+	for i := range s.Cases {
+		if err := s.Cases[i].validate(); err != nil {
+			return nil, fmt.Errorf("%s:%d: case %q: %v", file, s.Cases[i].Line, s.Cases[i].Name, err)
+		}
+	}
+	return &s, nil
+}
+
+func (c *Case) validate() error {
+	if c.Name == "" {
+		return fmt.Errorf("a case needs a name")
+	}
+	if len(c.Steps) == 0 && len(c.WantErrors) == 0 {
+		return fmt.Errorf("a case needs steps or want_errors")
+	}
+	for _, a := range c.Approver {
+		if _, _, err := parseAnswer(a); err != nil {
+			return err
+		}
+	}
+	for i, st := range c.Steps {
+		n := 0
+		if st.Turn {
+			n++
+		}
+		if st.Before != nil {
+			n++
+		}
+		if st.After != nil {
+			n++
+		}
+		if st.Advance != "" {
+			n++
+			if d, err := time.ParseDuration(st.Advance); err != nil || d < 0 {
+				return fmt.Errorf("step %d: advance must be a duration such as 30s, not %q", i+1, st.Advance)
+			}
+		}
+		if n != 1 {
+			return fmt.Errorf("step %d: give exactly one of turn, before, after and advance", i+1)
+		}
+		if st.After != nil && st.Result == nil {
+			return fmt.Errorf("step %d: an after step needs a result", i+1)
+		}
+		if st.Result != nil {
+			if _, err := resultOf(st.Result); err != nil {
+				return fmt.Errorf("step %d: %v", i+1, err)
+			}
+		}
+		if st.Result != nil && st.After == nil {
+			return fmt.Errorf("step %d: result goes with an after step", i+1)
+		}
+		if st.Expect != nil && st.Before == nil && st.After == nil {
+			return fmt.Errorf("step %d: expect goes with a before or after step", i+1)
+		}
+		if st.Expect != nil && st.Expect.Verdict != "" {
+			if _, err := policy.ParseVerdict(st.Expect.Verdict); err != nil {
+				return fmt.Errorf("step %d: %v", i+1, err)
+			}
+		}
+		if st.Repeat < 0 {
+			return fmt.Errorf("step %d: repeat must not be negative", i+1)
+		}
+	}
+	return nil
+}
+
+func parseAnswer(s string) (eval.Answer, eval.Remember, error) {
+	switch s {
+	case "approve":
+		return eval.Approve, eval.RememberNone, nil
+	case "approve_call":
+		return eval.Approve, eval.RememberCall, nil
+	case "approve_rule":
+		return eval.Approve, eval.RememberRule, nil
+	case "deny":
+		return eval.Deny, eval.RememberNone, nil
+	case "defer":
+		return eval.Defer, eval.RememberNone, nil
+	}
+	return eval.Deny, eval.RememberNone, fmt.Errorf("approver answer %q must be approve, approve_call, approve_rule, deny or defer", s)
+}
