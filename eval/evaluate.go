@@ -102,7 +102,7 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 	if val := ev.vars[v.Slot]; val != nil {
 		return val, true
 	}
-	out, _, err := v.Program.ContextEval(ev.ctx, ev)
+	out, err := ev.exec(v.Program)
 	if err != nil {
 		out = types.NewErr("variable %s: %v", name, err)
 	}
@@ -128,7 +128,7 @@ func (ev *evaluation) counterKey(c *compile.Counter) (string, error) {
 	if c.Key != nil {
 		saved := ev.cur
 		ev.cur = c.Policy
-		out, _, err := c.Key.ContextEval(ev.ctx, ev)
+		out, err := ev.exec(c.Key)
 		ev.cur = saved
 		if err != nil {
 			return "", fmt.Errorf("counter %s key: %w", c.ID, err)
@@ -168,10 +168,24 @@ func (ev *evaluation) counterValues(p *compile.Policy) map[string]int64 {
 	return m
 }
 
+// run evaluates a program against this call. With a context that can end,
+// evaluation is interruptible (comprehensions check it); with one that
+// cannot, the cheaper Eval is used (the cost limit still bounds the work).
+func (ev *evaluation) exec(prg cel.Program) (ref.Val, error) {
+	var out ref.Val
+	var err error
+	if ev.ctx.Done() != nil {
+		out, _, err = prg.ContextEval(ev.ctx, ev)
+	} else {
+		out, _, err = prg.Eval(ev)
+	}
+	return out, err
+}
+
 // eval runs one program for policy p and returns its value.
 func (ev *evaluation) eval(p *compile.Policy, prg cel.Program) (ref.Val, error) {
 	ev.cur = p
-	out, _, err := prg.ContextEval(ev.ctx, ev)
+	out, err := ev.exec(prg)
 	if err != nil {
 		return nil, err
 	}
