@@ -82,7 +82,6 @@ const (
 	CodeUndeclaredCounter  Code = "undeclared_counter"  // counters.X where X is not declared
 	CodeConflictingDefault Code = "conflicting_default" // two policies set different default verdicts
 	CodeNoPolicies         Code = "no_policies"         // a load that found no policy file
-	CodeIO                 Code = "io"                  // a file that could not be read
 	CodeTooManyRules       Code = "too_many_rules"      // more rules than the compiler's limit
 	CodeCounterInCounter   Code = "counter_in_counter"  // a counter expression that reads counters
 	CodeInvalidLiteral     Code = "invalid_literal"     // a malformed regex, glob or domain literal
