@@ -240,7 +240,7 @@ func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res
 	s.mu.Unlock()
 	if halted != nil {
 		d.Verdict, d.Code = policy.Halt, CodeTurnHalted
-		d.RuleID, d.Policy, d.File = halted.RuleID, halted.Policy, halted.File
+		d.RuleID, d.Policy, d.File, d.Line = halted.RuleID, halted.Policy, halted.File, halted.Line
 		d.Reason = "this turn was halted: " + halted.Reason
 		return d, nil
 	}

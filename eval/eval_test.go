@@ -38,7 +38,7 @@ rules:
 
 func TestDecisionJSONFieldNames(t *testing.T) {
 	content := "x"
-	d := eval.Decision{Verdict: policy.Modify, Phase: policy.PhaseAfter, Tool: "Bash", RuleID: "r", Policy: "p", File: "p.yaml:3:5",
+	d := eval.Decision{Verdict: policy.Modify, Phase: policy.PhaseAfter, Tool: "Bash", RuleID: "r", Policy: "p", File: "p.yaml", Line: 3,
 		Reason: "why", Code: "c", Args: map[string]any{"a": 1}, Content: &content, Modified: []string{"r"},
 		Approval: &eval.ApprovalRecord{Rule: "r", Outcome: "approved"}, Error: "e",
 		Trace: []eval.TraceStep{{Rule: "r", Policy: "p", Verdict: "modify", Outcome: "applied"}}}
@@ -46,7 +46,7 @@ func TestDecisionJSONFieldNames(t *testing.T) {
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(b, &m))
-	want := []string{"verdict", "phase", "tool", "rule_id", "policy", "file", "reason", "code", "args", "content", "modified_by", "approval", "error", "trace"}
+	want := []string{"verdict", "phase", "tool", "rule_id", "policy", "file", "line", "reason", "code", "args", "content", "modified_by", "approval", "error", "trace"}
 	for _, k := range want {
 		assert.Contains(t, m, k)
 	}

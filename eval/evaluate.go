@@ -307,7 +307,7 @@ func (ev *evaluation) finishModified(d *Decision, modified []string) {
 // fromRule fills the decision from the rule that decided.
 func (ev *evaluation) fromRule(d *Decision, r *compile.Rule) {
 	d.Verdict = r.Verdict
-	d.RuleID, d.Policy, d.File = r.ID, r.Policy.Name, r.Pos.String()
+	d.RuleID, d.Policy, d.File, d.Line = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line
 	d.Code = r.Code
 	d.Reason = r.Reason
 	if r.Message != nil {
@@ -323,7 +323,7 @@ func (ev *evaluation) fromRule(d *Decision, r *compile.Rule) {
 func (ev *evaluation) policyError(d Decision, r *compile.Rule, err error, modified []string) Decision {
 	d.Trace = append([]TraceStep(nil), d.Trace...)
 	d.Verdict = policy.Block
-	d.RuleID, d.Policy, d.File = r.ID, r.Policy.Name, r.Pos.String()
+	d.RuleID, d.Policy, d.File, d.Line = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line
 	d.Code = CodePolicyError
 	d.Reason = fmt.Sprintf("rule %s of policy %s failed: %v", r.ID, r.Policy.Name, err)
 	d.Error = err.Error()
@@ -335,7 +335,7 @@ func (ev *evaluation) policyError(d Decision, r *compile.Rule, err error, modifi
 func (ev *evaluation) canceled(d Decision, err error) (Decision, error) {
 	d.Verdict, d.Code = policy.Block, CodeCanceled
 	d.Reason = "the decision was not finished: " + err.Error()
-	d.RuleID, d.Policy, d.File, d.Args = "", "", "", nil
+	d.RuleID, d.Policy, d.File, d.Line, d.Args = "", "", "", 0, nil
 	return d, err
 }
 

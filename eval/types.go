@@ -50,7 +50,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	if v, ok := m["is_error"]; ok {
 		b, isBool := v.(bool)
 		if !isBool {
-			return fmt.Errorf("result.is_error must be a boolean, not %T", v)
+			return fmt.Errorf("result.is_error must be true or false, not %s", jsonKind(v))
 		}
 		r.IsError = b
 		delete(m, "is_error")
@@ -74,6 +74,23 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// jsonKind names the JSON type of a decoded value for error messages.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case float64, json.Number:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return "a JSON value"
+}
+
 // Codes of the decisions the engine makes itself, beside the codes rules set.
 const (
 	CodePolicyError      = "policy_error"      // a rule's expression failed at run time (fail closed)
@@ -90,11 +107,12 @@ type Decision struct {
 	Verdict policy.Verdict `json:"verdict"`
 	Phase   policy.Phase   `json:"phase"`
 	Tool    string         `json:"tool"`
-	// RuleID, Policy and File identify the rule that decided; empty when no
-	// rule matched and the default verdict applied.
+	// RuleID, Policy, File and Line identify the rule that decided; empty
+	// when no rule matched and the default verdict applied.
 	RuleID string `json:"rule_id,omitempty"`
 	Policy string `json:"policy,omitempty"`
 	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
 	// Reason is the rule's message, or its reason when it has none.
 	Reason string `json:"reason,omitempty"`
 	Code   string `json:"code,omitempty"`

@@ -15,8 +15,15 @@ type Pos struct {
 	Col  int    `json:"col"`
 }
 
-// String renders the position as file:line:col.
+// String renders the position as file:line:col, or only what is known of
+// it: the file name alone when the line is unknown.
 func (p Pos) String() string {
+	switch {
+	case p.Line == 0 && p.File == "":
+		return "celguard"
+	case p.Line == 0:
+		return p.File
+	}
 	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
 }
 

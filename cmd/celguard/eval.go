@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celguard/celguard/cmd/celguard/internal/input"
+	"github.com/celguard/celguard/cmd/celguard/internal/output"
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+// evalParams is what `celguard eval` was asked to do.
+type evalParams struct {
+	policyPaths []string // files and directories; none means the built-in policies
+	trace       bool
+	stdio
+}
+
+func newEvalCmd(sio stdio) *cobra.Command {
+	var p evalParams
+	cmd := &cobra.Command{
+		Use:   "eval [flags] < CALL_OR_EVENTS",
+		Short: "Decide tool calls read from stdin and print each decision as JSON",
+		Long: `Eval reads tool calls from stdin, decides them against the policies and
+prints each decision as one line of JSON with a top-level "verdict" (allow,
+warn, ask, modify, block or halt), the rule that decided, its reason and
+code, and for modify the rewritten "args" (before) or "content" (after).
+
+Stdin is either one call:
+
+  {"tool": "Bash", "args": {"command": "ls"}, "cwd": "/repo"}
+
+with optional "session" metadata (visible to rules as session) and an
+optional "result" ({"is_error": true, "content": "..."}), which decides the
+call after it ran instead of before; or a JSONL stream of events, decided in
+order in one session so that counters carry over from event to event:
+
+  {"event": "turn_start"}
+  {"event": "before", "tool": "Bash", "args": {...}, "cwd": "/repo"}
+  {"event": "after", "tool": "Bash", "args": {...}, "result": {"is_error": true, "content": "..."}}
+
+The first value decides which: a stream starts with an object that has an
+"event" key. A stream prints one decision per before and after event;
+turn_start starts a new turn (turn-scoped counters reset). Unknown fields are
+errors. An ask verdict is printed as ask: the caller decides.
+
+With no --policy flag, the built-in policies decide.
+
+Exit codes: 0 when every call was decided, whatever the verdicts; 2 when
+the input is not valid, a policy path cannot be read or the policies do not
+compile (the diagnostics go to stderr).`,
+		Example: `  # Decide one call with the built-in policies
+  echo '{"tool": "Bash", "args": {"command": "make"}}' | celguard eval
+
+  # Decide with your own policies, showing every rule considered
+  celguard eval --policy policies/ --policy extra.yaml --trace < call.json
+
+  # Decide a result after the call ran
+  echo '{"tool": "Bash", "args": {"command": "make"}, "result": {"is_error": true, "content": "make: *** error"}}' | celguard eval
+
+  # Replay a session's events
+  celguard eval --policy policies/ < events.jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p.stdio = sio
+			return status(runEval(cmd.Context(), p))
+		},
+	}
+	cmd.Flags().StringArrayVarP(&p.policyPaths, "policy", "p", nil, "a policy file or directory (repeatable; default: the built-in policies)")
+	cmd.Flags().BoolVar(&p.trace, "trace", false, "list every rule considered in each decision's \"trace\"")
+	return cmd
+}
+
+// deferToCaller leaves ask verdicts to whoever reads the decisions.
+var deferToCaller = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
+	return eval.Approval{Answer: eval.Defer}, nil
+})
+
+func runEval(ctx context.Context, p evalParams) int {
+	eng, code := evalEngine(p)
+	if eng == nil {
+		return code
+	}
+	var opts []eval.CallOption
+	if p.trace {
+		opts = append(opts, eval.WithTrace())
+	}
+	r := input.NewReader(p.stdin, "stdin")
+	var sess *eval.Session
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return exitOK
+		}
+		if err != nil {
+			fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
+			return exitUsage
+		}
+		if sess == nil {
+			sess = eng.NewSession(sessionID(ev.Session), ev.Session)
+		}
+		var d eval.Decision
+		switch ev.Kind {
+		case input.TurnStart:
+			sess.StartTurn()
+			continue
+		case input.Before:
+			d, err = sess.Before(ctx, ev.Call, opts...)
+		case input.After:
+			d, err = sess.After(ctx, ev.Call, ev.Result, opts...)
+		}
+		// On an engine error the decision is still a block: print it, so
+		// that a host reading stdout fails closed, then report the error.
+		if werr := output.Decision(p.stdout, d); werr != nil {
+			fmt.Fprintf(p.stderr, "celguard eval: cannot write the decision: %v\n", werr)
+			return exitUsage
+		}
+		if err != nil {
+			fmt.Fprintf(p.stderr, "celguard eval: stdin:%d: the call could not be decided: %v\n", ev.Line, err)
+			return exitUsage
+		}
+	}
+}
+
+// evalEngine loads and compiles the policies; on failure it reports why and
+// returns the exit code.
+func evalEngine(p evalParams) (*eval.Engine, int) {
+	srcs, err := loadSources(p.policyPaths)
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
+		return nil, exitUsage
+	}
+	set, err := compile.Compile(srcs)
+	var ds policy.Diagnostics
+	if errors.As(err, &ds) {
+		_ = output.DiagnosticsText(p.stderr, ds, policy.LinesOf(srcs))
+		fmt.Fprintf(p.stderr, "celguard eval: the policies do not compile: %s\n", output.Summary(ds, len(srcs)))
+		return nil, exitUsage
+	}
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
+		return nil, exitUsage
+	}
+	eng, err := eval.New(set, eval.WithApprover(deferToCaller))
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
+		return nil, exitUsage
+	}
+	return eng, exitOK
+}
+
+// sessionID is the "id" of the session metadata, or "cli".
+func sessionID(meta map[string]any) string {
+	if id, ok := meta["id"].(string); ok && id != "" {
+		return id
+	}
+	return "cli"
+}

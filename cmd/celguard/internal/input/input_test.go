@@ -1,0 +1,102 @@
+package input
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// readAll reads every event, or stops at the first error.
+func readAll(r io.Reader) ([]Event, error) {
+	rd := NewReader(r, "stdin")
+	var evs []Event
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return evs, nil
+		}
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+}
+
+func TestStreamLines(t *testing.T) {
+	in := "{\"event\": \"turn_start\"}\n\n" +
+		"{\"event\": \"before\", \"tool\": \"Bash\", \"args\": {\"command\": \"ls\"}, \"cwd\": \"/r\"}\n" +
+		"  {\"event\": \"after\",\n   \"tool\": \"Bash\", \"result\": {\"is_error\": true, \"content\": \"no\", \"exit_code\": 2}}\n" +
+		"{\"event\": \"before\", \"tool\": \"Read\"}"
+	for name, r := range map[string]func() io.Reader{
+		"whole":    func() io.Reader { return strings.NewReader(in) },
+		"one byte": func() io.Reader { return iotest.OneByteReader(strings.NewReader(in)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			evs, err := readAll(r())
+			if err != nil {
+				t.Fatalf("readAll() error = %v", err)
+			}
+			wantKinds := []Kind{TurnStart, Before, After, Before}
+			wantLines := []int{1, 3, 4, 6}
+			if len(evs) != len(wantKinds) {
+				t.Fatalf("readAll() = %d events, want %d", len(evs), len(wantKinds))
+			}
+			for i, ev := range evs {
+				if ev.Kind != wantKinds[i] || ev.Line != wantLines[i] {
+					t.Errorf("event %d = kind %d line %d, want kind %d line %d", i, ev.Kind, ev.Line, wantKinds[i], wantLines[i])
+				}
+			}
+			if got := evs[1].Call; got.Tool != "Bash" || got.Cwd != "/r" || got.Args["command"] != "ls" {
+				t.Errorf("before call = %+v", got)
+			}
+			if got := evs[2].Result; !got.IsError || got.Content != "no" || got.Fields["exit_code"] != float64(2) {
+				t.Errorf("after result = %+v", got)
+			}
+		})
+	}
+}
+
+func TestSingleCall(t *testing.T) {
+	evs, err := readAll(strings.NewReader(`{"tool": "Bash", "args": {"command": "ls"}, "session": {"id": "s1", "mode": "ci"}, "result": {"is_error": false}}` + "\n\n"))
+	if err != nil {
+		t.Fatalf("readAll() error = %v", err)
+	}
+	if len(evs) != 1 || evs[0].Kind != After || evs[0].Session["mode"] != "ci" {
+		t.Fatalf("readAll() = %+v, want one after call with session metadata", evs)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		in, want string
+	}{
+		{"", `stdin: no input: expected a call`},
+		{"  \n ", `stdin: no input`},
+		{`"Bash"`, `stdin:1: expected a JSON object (a call or an event), found a string`},
+		{"{\"event\": \"turn_start\"}\n{\"event\": \"before\", \"tool\": 1}", `stdin:2: tool must be a string, not a number`},
+		{"{\"event\": \"turn_start\"}\n\n {\"event\": \"befor\"}", `stdin:3: event must be turn_start, before or after, not "befor"`},
+		{`{"event": "turn_start", "tool": "x"}`, `stdin:1: unknown field "tool" in a turn_start event`},
+		{`{"event": "before", "tool": "x", "result": {}}`, `stdin:1: a before event takes no "result"`},
+		{`{"event": "after", "tool": "x"}`, `stdin:1: an after event needs a "result"`},
+		{`{"tool": ""}`, `stdin:1: tool must not be empty`},
+		{`{"tool": "x", "cwd": 3}`, `stdin:1: cwd must be a string, not a number`},
+		{`{"tool": "x", "session": []}`, `stdin:1: session must be an object, not an array`},
+		{`{"tool": "x", "result": "ok"}`, `stdin:1: result must be an object, not a string`},
+		{"{\"tool\": \"x\"}\n\n  junk", `stdin:3:3: invalid JSON: invalid character 'j' looking for beginning of value`},
+		{"{\"tool\": \"x\",\n \"args\": {\n", `stdin:1: invalid JSON: the value is cut off at the end of the input`},
+	}
+	for _, tt := range tests {
+		for _, one := range []bool{false, true} {
+			var r io.Reader = strings.NewReader(tt.in)
+			if one {
+				r = iotest.OneByteReader(r)
+			}
+			_, err := readAll(r)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("readAll(%q) error = %v, want prefix %q", tt.in, err, tt.want)
+			}
+		}
+	}
+}

@@ -1,0 +1,71 @@
+// Package output renders what the celguard commands report: decisions as
+// JSON lines, diagnostics for people, and one-line summaries. Each format is
+// a function of its own, so commands pick one by name.
+package output
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+// Decision writes d as one line of JSON, with the field names of
+// eval.Decision (verdict first).
+func Decision(w io.Writer, d eval.Decision) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(d)
+}
+
+// DiagnosticsText writes diagnostics for people: file:line:col: severity:
+// code: message, then the source line and a caret under the column.
+func DiagnosticsText(w io.Writer, ds policy.Diagnostics, lines policy.SourceLines) error {
+	return policy.WriteText(w, ds, lines)
+}
+
+// Summary says in one line what a lint of files policy files found:
+// "2 errors, 1 warning in 1 file" or "3 files, no problems".
+func Summary(ds policy.Diagnostics, files int) string {
+	if len(ds) == 0 {
+		return fmt.Sprintf("%s, no problems", plural(files, "file", "files"))
+	}
+	var counts []string
+	for _, sev := range []policy.Severity{policy.SeverityError, policy.SeverityWarning, policy.SeverityInfo} {
+		n := 0
+		for _, d := range ds {
+			if d.Severity == sev {
+				n++
+			}
+		}
+		if n > 0 {
+			many := string(sev) + "s"
+			if sev == policy.SeverityInfo {
+				many = string(sev)
+			}
+			counts = append(counts, plural(n, string(sev), many))
+		}
+	}
+	var inFiles []string
+	for _, d := range ds {
+		if d.Pos.File != "" && !slices.Contains(inFiles, d.Pos.File) {
+			inFiles = append(inFiles, d.Pos.File)
+		}
+	}
+	s := strings.Join(counts, ", ")
+	if len(inFiles) > 0 {
+		s += " in " + plural(len(inFiles), "file", "files")
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

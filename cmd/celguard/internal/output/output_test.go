@@ -1,0 +1,42 @@
+package output
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+func TestSummary(t *testing.T) {
+	d := func(sev policy.Severity, file string) policy.Diagnostic {
+		return policy.Diagnostic{Severity: sev, Pos: policy.Pos{File: file, Line: 1, Col: 1}}
+	}
+	tests := []struct {
+		ds    policy.Diagnostics
+		files int
+		want  string
+	}{
+		{nil, 1, "1 file, no problems"},
+		{nil, 3, "3 files, no problems"},
+		{policy.Diagnostics{d(policy.SeverityError, "a.yaml")}, 3, "1 error in 1 file"},
+		{policy.Diagnostics{d(policy.SeverityError, "a.yaml"), d(policy.SeverityWarning, "b.yaml"), d(policy.SeverityError, "a.yaml")}, 3, "2 errors, 1 warning in 2 files"},
+		{policy.Diagnostics{d(policy.SeverityInfo, "a.yaml"), d(policy.SeverityInfo, "a.yaml")}, 1, "2 info in 1 file"},
+	}
+	for _, tt := range tests {
+		if got := Summary(tt.ds, tt.files); got != tt.want {
+			t.Errorf("Summary(%v, %d) = %q, want %q", tt.ds, tt.files, got, tt.want)
+		}
+	}
+}
+
+func TestDecisionIsOneLine(t *testing.T) {
+	var b bytes.Buffer
+	if err := Decision(&b, eval.Decision{Verdict: policy.Block, Tool: "Bash", Reason: "<no> & \"never\""}); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"verdict":"block","phase":"before","tool":"Bash","reason":"<no> & \"never\""}` + "\n"
+	if got := b.String(); got != want {
+		t.Errorf("Decision() wrote %q, want %q", got, want)
+	}
+}
