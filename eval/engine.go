@@ -10,7 +10,8 @@
 // modify rule rewrites the call (or result) and evaluation starts again from
 // the top with the rewritten call, each modify rule applying at most once, so
 // a rewrite can never carry a call past a block of any priority. When no rule
-// matches, the set's default verdict applies.
+// matches before the call, the set's default verdict applies; after the call,
+// the result of a call that was let through passes unchanged.
 //
 // A run-time error in a rule's condition (a missing key, a type error, the
 // cost limit) follows the rule's failure policy: closed (the default) blocks

@@ -270,11 +270,17 @@ restart:
 		}
 		return d, nil
 	}
-	d.Verdict = ev.set.DefaultVerdict()
-	if len(modified) > 0 {
+	// No rule decided. Before the call the set's default verdict applies;
+	// after it, the result of a call that was let through passes.
+	d.Verdict = policy.Allow
+	if ev.phase == policy.PhaseBefore {
+		d.Verdict = ev.set.DefaultVerdict()
+	}
+	if len(modified) > 0 && d.Verdict == policy.Allow {
+		// The rewritten call runs: the last rewrite speaks for it.
 		last, _ := ev.set.Rule(modified[len(modified)-1])
 		ev.fromRule(&d, last)
-		d.Verdict = ev.set.DefaultVerdict()
+		d.Verdict = policy.Allow
 	}
 	ev.finishModified(&d, modified)
 	return d, nil
@@ -290,7 +296,7 @@ func (ev *evaluation) finishModified(d *Decision, modified []string) {
 	}
 	d.Modified = modified
 	if d.Verdict == policy.Block || d.Verdict == policy.Halt {
-		d.Content = nil
+		d.Args, d.Content = nil, nil
 		return
 	}
 	if d.Verdict == policy.Allow {
@@ -328,7 +334,7 @@ func (ev *evaluation) policyError(d Decision, r *compile.Rule, err error, modifi
 	d.Reason = fmt.Sprintf("rule %s of policy %s failed: %v", r.ID, r.Policy.Name, err)
 	d.Error = err.Error()
 	d.Modified = modified
-	d.Args = nil
+	d.Args, d.Content = nil, nil
 	return d
 }
 
@@ -491,19 +497,19 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 	remembered := s.approvals[callKey] || s.approvals[ruleKey]
 	s.mu.Unlock()
 	if remembered {
-		d.Verdict = policy.Allow
+		d.Verdict = approvedVerdict(d)
 		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: "remembered"}
 		return d, nil
 	}
 	a := s.eng.cfg.approver
 	if a == nil {
-		d.Verdict, d.Code = policy.Block, CodeApprovalRequired
+		d.Verdict, d.Code, d.Args = policy.Block, CodeApprovalRequired, nil
 		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: "unavailable"}
 		return d, nil
 	}
 	ans, err := a.Approve(ev.ctx, ApprovalRequest{SessionID: s.id, Rule: r.ID, Policy: r.Policy.Name, Reason: d.Reason, Code: r.Code, Call: ev.call})
 	if err != nil {
-		d.Verdict, d.Code = policy.Block, CodeApprovalRequired
+		d.Verdict, d.Code, d.Args = policy.Block, CodeApprovalRequired, nil
 		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: "error", Reason: err.Error()}
 		if cerr := ev.ctx.Err(); cerr != nil {
 			return d, cerr
@@ -512,10 +518,7 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 	}
 	switch ans.Answer {
 	case Approve:
-		d.Verdict = policy.Allow
-		if len(d.Modified) > 0 {
-			d.Verdict = policy.Modify
-		}
+		d.Verdict = approvedVerdict(d)
 		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: "approved", Remember: ans.Remember.String(), Reason: ans.Reason}
 		s.mu.Lock()
 		switch ans.Remember {
@@ -528,13 +531,22 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 	case Defer:
 		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: "deferred"}
 	default:
-		d.Verdict, d.Code = policy.Block, CodeApprovalDenied
+		d.Verdict, d.Code, d.Args = policy.Block, CodeApprovalDenied, nil
 		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: "denied", Reason: ans.Reason}
 		if ans.Reason != "" {
 			d.Reason = strings.TrimSpace(d.Reason + " (denied: " + ans.Reason + ")")
 		}
 	}
 	return d, nil
+}
+
+// approvedVerdict is allow, or modify when a rewrite preceded the ask, so
+// a host that applies rewrites only on modify still applies it.
+func approvedVerdict(d Decision) policy.Verdict {
+	if len(d.Modified) > 0 {
+		return policy.Modify
+	}
+	return policy.Allow
 }
 
 // remember records an approval; the caller holds s.mu. The set is bounded:
