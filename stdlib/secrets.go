@@ -1,0 +1,268 @@
+package stdlib
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+)
+
+// SecretFinding is one credential found in a text.
+type SecretFinding struct {
+	// Kind is one of: private_key, aws_access_key, aws_secret_key,
+	// github_token, gitlab_token, slack_token, slack_webhook, jwt,
+	// authorization.
+	Kind string
+	// Start and End are byte offsets of the secret in the text (for
+	// authorization headers and aws_secret_key, of the credential only).
+	Start, End int
+}
+
+type secretFinding = SecretFinding
+
+type secretPattern struct {
+	kind string
+	// re is anchored (^) at an occurrence of one of the anchors, which are
+	// lower-case literals searched case-insensitively; scanning for literals
+	// first keeps the cost near that of strings.Index.
+	re      *regexp.Regexp
+	anchors []string
+	group   int  // submatch holding the secret (0: whole match)
+	max     int  // longest possible match in bytes (0: unbounded)
+	bound   bool // the match must not follow or be followed by a word character
+}
+
+var secretPatterns = []secretPattern{
+	{kind: "private_key", anchors: []string{"-----begin"},
+		re: regexp.MustCompile(`^-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z)`)},
+	{kind: "aws_access_key", anchors: []string{"akia", "asia", "abia", "acca", "a3t"}, max: 20, bound: true,
+		re: regexp.MustCompile(`^(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}`)},
+	{kind: "aws_secret_key", anchors: []string{"aws"}, group: 1, max: 200,
+		re: regexp.MustCompile(`^(?i:aws_?secret_?(?:access_?)?key)["']?\s*[:=]\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)`)},
+	{kind: "github_token", anchors: []string{"gh", "github_pat_"}, max: 300, bound: true,
+		re: regexp.MustCompile(`^(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})`)},
+	{kind: "gitlab_token", anchors: []string{"gl"}, max: 300, bound: true,
+		re: regexp.MustCompile(`^gl(?:pat|dt|rt|ptt|cbt|ft|imt|soat|oas|agent)-[A-Za-z0-9_\-]{20,255}`)},
+	{kind: "slack_token", anchors: []string{"xox"}, max: 300, bound: true,
+		re: regexp.MustCompile(`^xox[abposre]-[A-Za-z0-9-]{10,255}`)},
+	{kind: "slack_webhook", anchors: []string{"https://hooks.slack.com/"}, max: 300,
+		re: regexp.MustCompile(`^https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+`)},
+	{kind: "authorization", anchors: []string{"authorization"}, group: 1, max: 8192,
+		re: regexp.MustCompile(`^(?i:authorization)["']?\s*[:=]\s*["']?(?i:bearer|token|basic)\s+([A-Za-z0-9._~+/=-]{8,})`)},
+	{kind: "authorization", anchors: []string{"bearer"}, group: 1, max: 8192, bound: true,
+		re: regexp.MustCompile(`^(?i:bearer)\s+([A-Za-z0-9._~+/-]{20,}=*)`)},
+	{kind: "jwt", anchors: []string{"eyj"}, max: 8192, bound: true,
+		re: regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`)},
+}
+
+// FindSecrets returns the credentials in text, in order, without overlaps.
+func FindSecrets(text string) []SecretFinding { return findSecrets(text) }
+
+// RedactSecrets replaces each credential in text with [REDACTED:<kind>].
+func RedactSecrets(text string) string { return redactWith(text, findSecrets(text)) }
+
+func isWordByte(c byte) bool {
+	return c == '_' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+}
+
+// asciiLower lower-cases ASCII letters only, so byte offsets are unchanged.
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+func findSecrets(text string) []secretFinding {
+	if len(text) < 8 {
+		return nil
+	}
+	lower := asciiLower(text)
+	var all []secretFinding
+	for _, p := range secretPatterns {
+		for _, a := range p.anchors {
+			for off := 0; off < len(lower); {
+				j := strings.Index(lower[off:], a)
+				if j < 0 {
+					break
+				}
+				i := off + j
+				off = i + 1
+				if p.bound && i > 0 && isWordByte(text[i-1]) {
+					continue
+				}
+				window := text[i:]
+				if p.max > 0 && len(window) > p.max+1 {
+					window = window[:p.max+1]
+				}
+				m := p.re.FindStringSubmatchIndex(window)
+				if m == nil {
+					continue
+				}
+				if p.bound && m[1] < len(window) && isWordByte(window[m[1]]) {
+					continue
+				}
+				s, e := m[2*p.group], m[2*p.group+1]
+				if s < 0 || e <= s {
+					continue
+				}
+				all = append(all, secretFinding{Kind: p.kind, Start: i + s, End: i + e})
+				off = i + m[1]
+			}
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].Start != all[j].Start {
+			return all[i].Start < all[j].Start
+		}
+		return all[i].End > all[j].End
+	})
+	out := all[:0]
+	end := -1
+	for _, f := range all {
+		if f.Start < end {
+			continue
+		}
+		out = append(out, f)
+		end = f.End
+	}
+	return out
+}
+
+func redactWith(text string, fs []secretFinding) string {
+	if len(fs) == 0 {
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	last := 0
+	for _, f := range fs {
+		b.WriteString(text[last:f.Start])
+		b.WriteString("[REDACTED:")
+		b.WriteString(f.Kind)
+		b.WriteString("]")
+		last = f.End
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
+
+func findingsToVal(text string, fs []secretFinding) ref.Val {
+	out := make([]ref.Val, len(fs))
+	runes, at := 0, 0 // code points before byte offset at
+	toRunes := func(off int) int {
+		runes += utf8.RuneCountInString(text[at:off])
+		at = off
+		return runes
+	}
+	for i, f := range fs {
+		start := toRunes(f.Start)
+		end := toRunes(f.End)
+		out[i] = types.NewRefValMap(adapter, map[ref.Val]ref.Val{
+			str("kind"):    str(f.Kind),
+			str("start"):   types.Int(start),
+			str("end"):     types.Int(end),
+			str("preview"): str(preview(text[f.Start:f.End])),
+		})
+	}
+	return types.NewRefValList(adapter, out)
+}
+
+// preview shows the first four characters of a secret, never more.
+func preview(s string) string {
+	n := 0
+	for i := range s {
+		if n == 4 {
+			return s[:i] + "****"
+		}
+		n++
+	}
+	return "****"
+}
+
+// Secrets returns the secrets library (celguard.lib.secrets): find and redact
+// common credentials in text, typically a tool's output after the call. The
+// kinds are private_key (PEM private key blocks, also unterminated),
+// aws_access_key (AKIA..., ASIA...), aws_secret_key (after an
+// aws_secret_access_key label), github_token (ghp_, gho_, ghu_, ghs_, ghr_,
+// github_pat_), gitlab_token (glpat-, gldt-, glrt-, ...), slack_token (xoxb-,
+// xoxp-, ...), slack_webhook, jwt, and authorization (the credential of an
+// "Authorization: Bearer|Token|Basic" header, or of a bare "Bearer <token>").
+// The scan of a text is memoised per call: find, has and redact share it.
+//
+// # secrets.find
+//
+// The credentials in a text, in order: maps with kind, start and end (code
+// point offsets, so text.substring(f.start, f.end) is the secret) and a
+// preview holding at most the first four characters.
+//
+//	secrets.find(<string>) -> <list(map(string, dyn))>
+//
+// Examples:
+//
+//	secrets.find("key=AKIAIOSFODNN7EXAMPLE")[0].kind // "aws_access_key"
+//	secrets.find("nothing here")                     // []
+//
+// Introduced in stdlib version 1.
+//
+// # secrets.has
+//
+// Reports whether the text holds any credential.
+//
+//	secrets.has(<string>) -> <bool>
+//
+// Examples:
+//
+//	secrets.has("Authorization: Bearer abcdef123456") // true
+//
+// Introduced in stdlib version 1.
+//
+// # secrets.redact
+//
+// The text with each credential replaced by [REDACTED:<kind>].
+//
+//	secrets.redact(<string>) -> <string>
+//
+// Examples:
+//
+//	secrets.redact("token ghp_0123456789abcdefghijABCDEFGHIJ012345") // "token [REDACTED:github_token]"
+//
+// Introduced in stdlib version 1.
+func (l *Lib) Secrets() cel.EnvOption {
+	return cel.Lib(&library{l: l, ns: "secrets"})
+}
+
+// secretsCostPerChar is the cost of scanning one character (see
+// BenchmarkSecrets).
+const secretsCostPerChar = 0.2
+
+func (l *Lib) secretsFns() []*fnDef {
+	c := linearCost(20, 0, secretsCostPerChar)
+	s := []*cel.Type{cel.StringType}
+	return []*fnDef{
+		{ns: "secrets", name: "secrets.find", version: 1, late: true, ovs: []*ovDef{
+			{id: "secrets_find_string", args: s, result: cel.ListType(mapStrDyn), cost: c},
+		}},
+		{ns: "secrets", name: "secrets.has", version: 1, late: true, ovs: []*ovDef{
+			{id: "secrets_has_string", args: s, result: cel.BoolType, cost: c},
+		}},
+		{ns: "secrets", name: "secrets.redact", version: 1, late: true, ovs: []*ovDef{
+			{id: "secrets_redact_string", args: s, result: cel.StringType, cost: c},
+		}},
+	}
+}

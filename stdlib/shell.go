@@ -1,0 +1,695 @@
+package stdlib
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Limits of the shell parser. They bound the work one command string can
+// cause, so a hostile command cannot make policy evaluation hang.
+const (
+	// MaxShellInput is the longest command string ParseShell parses (1 MiB).
+	// A longer one yields OK == false and a fallback split.
+	MaxShellInput = 1 << 20
+	// MaxShellDepth bounds nesting of scripts inside scripts: $( ), ` `,
+	// <( ), >( ), bash -c, eval, find -exec and here-documents fed to a shell.
+	// Anything deeper is not parsed and makes the result Opaque.
+	MaxShellDepth = 8
+	// MaxShellCommands bounds the number of simple commands reported.
+	MaxShellCommands = 10000
+	// MaxShellNesting bounds how deeply brackets ( ) { } $( ) may nest in a
+	// command string; deeper strings are not parsed (OK == false), which
+	// keeps parsing time linear on adversarial input.
+	MaxShellNesting = 500
+	// maxInheritedRedirects bounds the redirections of enclosing compound
+	// commands copied into each command.
+	maxInheritedRedirects = 16
+)
+
+// ShellParse is the parsed view of a shell command string (bash dialect).
+type ShellParse struct {
+	// OK is false when the string does not parse as bash. Commands then holds
+	// a best-effort split (Via "fallback") so deny rules still see the words;
+	// rules that allow should require OK.
+	OK bool
+	// Error is the parse error ("" when OK).
+	Error string
+	// Opaque is true when some code would run that the parse cannot see: a
+	// program name or a bash -c / eval script that is not a literal, nesting
+	// beyond MaxShellDepth, or more than MaxShellCommands commands.
+	Opaque bool
+	// OpaqueReasons says why Opaque is set, one entry per cause.
+	OpaqueReasons []string
+	// Commands is every simple command the string would run, in execution
+	// order, reaching into every list, pipeline, compound command, function
+	// body, substitution and shell -c script.
+	Commands []*ShellCommand
+}
+
+// ShellCommand is one simple command: a program and its words.
+type ShellCommand struct {
+	// Program is the basename of Path: "git" for /usr/bin/git. It is "" for
+	// a command that is only redirections ("> file").
+	Program string
+	// Path is argv[0] as written, quotes removed.
+	Path string
+	// Argv is the command's words after the wrappers, quotes removed. A word
+	// that is not a literal (it contains $VAR, $( ), $(( )), <( )) is kept
+	// with its expansions in source form, or with a variable's value when the
+	// same string assigned it a literal earlier, and is marked in ArgvDynamic.
+	Argv []string
+	// ArgvDynamic is parallel to Argv: true for a word that is not a literal.
+	ArgvDynamic []bool
+	// Env holds the leading NAME=value assignments, including those given to
+	// an env or sudo wrapper.
+	Env map[string]string
+	// Redirects are the command's redirections, then those of enclosing
+	// compound commands ({ ...; } > f).
+	Redirects []ShellRedirect
+	// Wrappers are the programs stripped to reach Program (sudo, env,
+	// timeout, nice, nohup, time, command, xargs, exec, ...), outermost first,
+	// followed for a nested command by the shell (bash -c) or find -exec
+	// that runs it.
+	Wrappers []ShellWrapper
+	// Depth is 0 for a top-level command and one more for each enclosing
+	// substitution or nested script.
+	Depth int
+	// Via says how the command is reached: "" at top level, "$()" (also for
+	// backticks), "<()", ">()", "-c" (shell -c script), "eval",
+	// "find -exec", "<<" (here-document or here-string fed to a shell), or
+	// "fallback" when the string did not parse.
+	Via string
+	// Upstream lists the programs of the earlier stages of the pipeline the
+	// command is in, so curl x | sh has Upstream ["curl"] for sh.
+	Upstream []string
+	// Background is true for a command run with &.
+	Background bool
+	// Text is the source text of the command, wrappers included.
+	Text string
+}
+
+// ShellRedirect is one redirection of a command.
+type ShellRedirect struct {
+	// Op is the operator: > >> < <> <& >& >| << <<- <<< &> &>>.
+	Op string
+	// FD is the file descriptor written before the operator ("2" in 2>), or "".
+	FD string
+	// Target is the word after the operator, quotes removed (the delimiter
+	// for a here-document).
+	Target string
+	// Dynamic is true when Target is not a literal.
+	Dynamic bool
+	// Body is the text of a here-document or here-string, else "".
+	Body string
+}
+
+// ShellWrapper is one stripped wrapper and its own words, e.g. sudo -u root.
+type ShellWrapper struct {
+	// Program is the wrapper's basename ("sudo").
+	Program string
+	// Argv is the wrapper with its own options ("sudo", "-u", "root").
+	Argv []string
+}
+
+// ParseShell parses a command string as bash and returns its flat list of
+// simple commands. It never fails: a string that does not parse yields
+// OK == false. It is safe for concurrent use; CallScope memoises it per call.
+func ParseShell(cmd string) *ShellParse {
+	p := shellParsers.Get().(*syntax.Parser)
+	defer shellParsers.Put(p)
+	return parseShellWith(p, cmd)
+}
+
+// shellParsers pools parsers, which are reusable but not concurrency-safe.
+var shellParsers = sync.Pool{New: func() any { return newShellParser() }}
+
+func newShellParser() *syntax.Parser {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash))
+}
+
+func parseShellWith(p *syntax.Parser, cmd string) *ShellParse {
+	if p == nil {
+		p = newShellParser()
+	}
+	res := &ShellParse{OK: true}
+	w := &shellWalker{res: res, parser: p, vars: map[string]string{}}
+	if len(cmd) > MaxShellInput {
+		res.OK = false
+		res.Error = fmt.Sprintf("command is longer than %d bytes", MaxShellInput)
+		w.fallback(cmd[:MaxShellInput])
+		return res
+	}
+	if n := bracketNesting(cmd); n > MaxShellNesting {
+		res.OK = false
+		res.Error = fmt.Sprintf("brackets nested deeper than %d levels", MaxShellNesting)
+		w.fallback(cmd)
+		return res
+	}
+	f, err := w.parse(cmd)
+	if err != nil {
+		res.OK = false
+		res.Error = err.Error()
+		w.fallback(cmd)
+		return res
+	}
+	w.src = cmd
+	w.stmts(f.Stmts)
+	return res
+}
+
+// bracketNesting returns an upper bound of the nesting depth of ( ) { } in a
+// command, skipping single-quoted text and escaped characters.
+func bracketNesting(s string) int {
+	depth, max := 0, 0
+	inDouble := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			i++
+		case c == '\'' && !inDouble:
+			if j := strings.IndexByte(s[i+1:], '\''); j >= 0 {
+				i += j + 1
+			} else {
+				i = len(s)
+			}
+		case c == '"':
+			inDouble = !inDouble
+		case c == '(' || c == '{':
+			depth++
+			if depth > max {
+				max = depth
+			}
+		case c == ')' || c == '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return max
+}
+
+// shellWalker flattens a parsed script into ShellCommands.
+type shellWalker struct {
+	res    *ShellParse
+	parser *syntax.Parser
+	src    string
+	vars   map[string]string // literal values assigned so far
+
+	depth      int
+	via        string
+	wrappers   []ShellWrapper  // inherited by commands of a nested script
+	upstream   []string        // programs of earlier pipeline stages
+	redirs     []ShellRedirect // of enclosing compound commands
+	background bool
+	full       bool // MaxShellCommands reached
+}
+
+func (w *shellWalker) parse(src string) (f *syntax.File, err error) {
+	defer func() {
+		// The parser is not expected to panic, but a policy engine must not
+		// crash on an adversarial command.
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("shell parser panic: %v", r)
+		}
+	}()
+	return w.parser.Parse(strings.NewReader(src), "")
+}
+
+func (w *shellWalker) opaque(reason string) {
+	w.res.Opaque = true
+	for _, r := range w.res.OpaqueReasons {
+		if r == reason {
+			return
+		}
+	}
+	w.res.OpaqueReasons = append(w.res.OpaqueReasons, reason)
+}
+
+func (w *shellWalker) stmts(ss []*syntax.Stmt) {
+	for _, s := range ss {
+		w.stmt(s)
+	}
+}
+
+func (w *shellWalker) stmt(s *syntax.Stmt) {
+	if s == nil || w.full {
+		return
+	}
+	redirs := w.redirects(s.Redirs)
+	savedBg := w.background
+	if s.Background {
+		w.background = true
+	}
+	defer func() { w.background = savedBg }()
+	switch c := s.Cmd.(type) {
+	case nil:
+		if len(redirs) > 0 {
+			w.add(&ShellCommand{Redirects: append(redirs, w.redirs...), Text: w.text(s)})
+		}
+		return
+	case *syntax.CallExpr:
+		w.call(s, c, redirs)
+		return
+	case *syntax.DeclClause:
+		w.decl(s, c, redirs)
+		return
+	}
+	// A compound command: its redirections apply to every command inside.
+	savedRedirs := w.redirs
+	if len(redirs) > 0 {
+		w.redirs = append(append([]ShellRedirect(nil), redirs...), w.redirs...)
+		if len(w.redirs) > maxInheritedRedirects {
+			w.redirs = w.redirs[:maxInheritedRedirects]
+		}
+	}
+	defer func() { w.redirs = savedRedirs }()
+	switch c := s.Cmd.(type) {
+	case *syntax.BinaryCmd:
+		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+			w.pipeline(c)
+		} else {
+			w.stmt(c.X)
+			w.stmt(c.Y)
+		}
+	case *syntax.Subshell:
+		w.stmts(c.Stmts)
+	case *syntax.Block:
+		w.stmts(c.Stmts)
+	case *syntax.IfClause:
+		for ic := c; ic != nil; ic = ic.Else {
+			w.stmts(ic.Cond)
+			w.stmts(ic.Then)
+		}
+	case *syntax.WhileClause:
+		w.stmts(c.Cond)
+		w.stmts(c.Do)
+	case *syntax.ForClause:
+		w.substs(c.Loop)
+		w.stmts(c.Do)
+	case *syntax.CaseClause:
+		w.substs(c.Word)
+		for _, it := range c.Items {
+			for _, p := range it.Patterns {
+				w.substs(p)
+			}
+			w.stmts(it.Stmts)
+		}
+	case *syntax.FuncDecl:
+		w.stmt(c.Body)
+	case *syntax.ArithmCmd:
+		w.substs(c.X)
+	case *syntax.TestClause:
+		w.substs(c.X)
+	case *syntax.LetClause:
+		for _, x := range c.Exprs {
+			w.substs(x)
+		}
+	case *syntax.TimeClause:
+		if c.Stmt != nil {
+			saved := w.wrappers
+			w.wrappers = appendWrapper(w.wrappers, ShellWrapper{Program: "time", Argv: []string{"time"}})
+			w.stmt(c.Stmt)
+			w.wrappers = saved
+		}
+	case *syntax.CoprocClause:
+		w.stmt(c.Stmt)
+	case *syntax.TestDecl:
+		w.stmt(c.Body)
+	}
+}
+
+// pipeline walks the stages of a | b | c, recording for each stage the
+// programs of the earlier ones.
+func (w *shellWalker) pipeline(c *syntax.BinaryCmd) {
+	var stages []*syntax.Stmt
+	var flatten func(s *syntax.Stmt)
+	flatten = func(s *syntax.Stmt) {
+		if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) && len(s.Redirs) == 0 && !s.Negated {
+			flatten(b.X)
+			flatten(b.Y)
+			return
+		}
+		stages = append(stages, s)
+	}
+	flatten(c.X)
+	flatten(c.Y)
+	saved := w.upstream
+	// Each stage sees a length-clipped view of one growing slice, so a long
+	// pipeline costs linear, not quadratic, time and memory.
+	up := append([]string(nil), saved...)
+	for _, st := range stages {
+		w.upstream = up[:len(up):len(up)]
+		start := len(w.res.Commands)
+		w.stmt(st)
+		for _, cmd := range w.res.Commands[start:] {
+			if cmd.Depth == w.depth && cmd.Program != "" {
+				up = append(up, cmd.Program)
+			}
+		}
+	}
+	w.upstream = saved
+}
+
+// redirects converts redirections, walking the substitutions in their words
+// and here-document bodies.
+func (w *shellWalker) redirects(rs []*syntax.Redirect) []ShellRedirect {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]ShellRedirect, 0, len(rs))
+	for _, r := range rs {
+		sr := ShellRedirect{Op: r.Op.String()}
+		if r.N != nil {
+			sr.FD = r.N.Value
+		}
+		if r.Word != nil {
+			w.substs(r.Word)
+			sr.Target, sr.Dynamic, _ = w.word(r.Word)
+		}
+		switch {
+		case r.Hdoc != nil:
+			w.substs(r.Hdoc)
+			sr.Body, _, _ = w.wordIn(r.Hdoc, true)
+		case r.Op == syntax.WordHdoc:
+			sr.Body = sr.Target
+		}
+		out = append(out, sr)
+	}
+	return out
+}
+
+// substs walks the command and process substitutions inside a node, adding
+// the commands they run one level deeper.
+func (w *shellWalker) substs(n syntax.Node) {
+	if n == nil || w.full {
+		return
+	}
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.CmdSubst:
+			w.nested("$()", nil, func() { w.stmts(x.Stmts) })
+			return false
+		case *syntax.ProcSubst:
+			via := "<()"
+			if x.Op == syntax.CmdOut {
+				via = ">()"
+			}
+			w.nested(via, nil, func() { w.stmts(x.Stmts) })
+			return false
+		}
+		return true
+	})
+}
+
+// nested runs walk one level deeper, in a fresh context.
+func (w *shellWalker) nested(via string, wrappers []ShellWrapper, walk func()) {
+	if w.depth+1 > MaxShellDepth {
+		w.opaque(fmt.Sprintf("nested deeper than %d levels", MaxShellDepth))
+		return
+	}
+	saved := *w
+	w.depth++
+	w.via = via
+	w.wrappers = wrappers
+	w.upstream = nil
+	w.redirs = nil
+	w.background = false
+	walk()
+	res, full, vars := w.res, w.full, w.vars
+	*w = saved
+	w.res, w.full, w.vars = res, full, vars
+}
+
+// nestedScript parses and walks a script found in a word (bash -c, eval, a
+// here-document fed to a shell).
+func (w *shellWalker) nestedScript(script, via string, wrappers []ShellWrapper) {
+	if w.depth+1 > MaxShellDepth {
+		w.opaque(fmt.Sprintf("nested deeper than %d levels", MaxShellDepth))
+		return
+	}
+	f, err := w.parse(script)
+	if err != nil {
+		w.opaque(fmt.Sprintf("%s script does not parse: %v", via, err))
+		return
+	}
+	savedSrc := w.src
+	w.nested(via, wrappers, func() {
+		w.src = script
+		w.stmts(f.Stmts)
+	})
+	w.src = savedSrc
+}
+
+func (w *shellWalker) add(c *ShellCommand) {
+	if len(w.res.Commands) >= MaxShellCommands {
+		w.full = true
+		w.opaque(fmt.Sprintf("more than %d commands", MaxShellCommands))
+		return
+	}
+	c.Depth = w.depth
+	c.Via = w.via
+	c.Background = c.Background || w.background
+	if len(w.upstream) > 0 {
+		c.Upstream = w.upstream // shared and clipped: never appended to through c
+	}
+	if len(w.wrappers) > 0 {
+		c.Wrappers = append(append([]ShellWrapper(nil), w.wrappers...), c.Wrappers...)
+	}
+	if c.Env == nil {
+		c.Env = map[string]string{}
+	}
+	if c.Argv == nil {
+		c.Argv = []string{}
+		c.ArgvDynamic = []bool{}
+	}
+	w.res.Commands = append(w.res.Commands, c)
+}
+
+func (w *shellWalker) text(n syntax.Node) string {
+	a, b := int(n.Pos().Offset()), int(n.End().Offset())
+	if a < 0 || b > len(w.src) || a > b {
+		return ""
+	}
+	return w.src[a:b]
+}
+
+// call handles a simple command.
+func (w *shellWalker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []ShellRedirect) {
+	for _, a := range c.Assigns {
+		w.substs(a)
+	}
+	for _, a := range c.Args {
+		w.substs(a)
+	}
+	if len(c.Args) == 0 {
+		// Assignments only: they set shell variables.
+		for _, a := range c.Assigns {
+			w.assign(a)
+		}
+		if len(redirs) > 0 {
+			w.add(&ShellCommand{Env: w.assignEnv(c.Assigns), Redirects: append(redirs, w.redirs...), Text: w.text(s)})
+		}
+		return
+	}
+	words := make([]shellWord, len(c.Args))
+	for i, a := range c.Args {
+		words[i].text, words[i].dyn, words[i].resolved = w.word(a)
+	}
+	w.emit(words, w.assignEnv(c.Assigns), append(redirs, w.redirs...), w.text(s))
+}
+
+// decl handles export/declare/local/readonly/typeset/nameref, which set
+// variables and are also commands in their own right.
+func (w *shellWalker) decl(s *syntax.Stmt, c *syntax.DeclClause, redirs []ShellRedirect) {
+	words := []shellWord{{text: c.Variant.Value}}
+	for _, a := range c.Args {
+		w.substs(a)
+		w.assign(a)
+		var sw shellWord
+		switch {
+		case a.Name != nil && a.Naked:
+			sw.text = a.Name.Value
+		case a.Name != nil:
+			v, dyn, res := "", false, false
+			if a.Value != nil {
+				v, dyn, res = w.word(a.Value)
+			} else if a.Array != nil {
+				v, dyn = w.text(a.Array), true
+			}
+			sw = shellWord{text: a.Name.Value + "=" + v, dyn: dyn, resolved: res}
+		case a.Value != nil:
+			sw.text, sw.dyn, sw.resolved = w.word(a.Value)
+		}
+		words = append(words, sw)
+	}
+	w.emit(words, nil, append(redirs, w.redirs...), w.text(s))
+}
+
+func (w *shellWalker) assign(a *syntax.Assign) {
+	if a == nil || a.Name == nil || a.Naked {
+		return
+	}
+	if a.Value == nil || a.Index != nil || a.Append {
+		delete(w.vars, a.Name.Value)
+		return
+	}
+	v, dyn, resolved := w.word(a.Value)
+	if dyn && !resolved {
+		delete(w.vars, a.Name.Value)
+		return
+	}
+	w.vars[a.Name.Value] = v
+}
+
+func (w *shellWalker) assignEnv(as []*syntax.Assign) map[string]string {
+	if len(as) == 0 {
+		return nil
+	}
+	env := make(map[string]string, len(as))
+	for _, a := range as {
+		if a.Name == nil {
+			continue
+		}
+		switch {
+		case a.Value != nil:
+			env[a.Name.Value], _, _ = w.word(a.Value)
+		case a.Array != nil:
+			env[a.Name.Value] = w.text(a.Array)
+		default:
+			env[a.Name.Value] = ""
+		}
+	}
+	return env
+}
+
+// emit strips wrappers from words, records the command and walks what it
+// runs in turn (shell -c scripts, eval, find -exec, here-documents fed to a
+// shell).
+func (w *shellWalker) emit(words []shellWord, env map[string]string, redirs []ShellRedirect, text string) {
+	rest, wrappers, wenv := stripWrappers(words)
+	if len(wenv) > 0 {
+		if env == nil {
+			env = map[string]string{}
+		}
+		for k, v := range wenv {
+			env[k] = v
+		}
+	}
+	cmd := &ShellCommand{
+		Path:      rest[0].text,
+		Program:   programName(rest[0].text),
+		Argv:      make([]string, len(rest)),
+		Env:       env,
+		Redirects: redirs,
+		Wrappers:  wrappers,
+		Text:      text,
+	}
+	cmd.ArgvDynamic = make([]bool, len(rest))
+	for i, x := range rest {
+		cmd.Argv[i] = x.text
+		cmd.ArgvDynamic[i] = x.dyn
+	}
+	if rest[0].dyn && !rest[0].resolved {
+		w.opaque("program name is not a literal: " + rest[0].text)
+	}
+	w.add(cmd)
+	if w.full {
+		return
+	}
+	w.follow(cmd, rest)
+}
+
+// follow walks the scripts a command runs itself.
+func (w *shellWalker) follow(cmd *ShellCommand, rest []shellWord) {
+	chain := cmd.Wrappers
+	switch {
+	case shellPrograms[cmd.Program]:
+		script, ok := shellScriptArg(rest)
+		if ok {
+			if script.dyn && !script.resolved {
+				w.opaque(cmd.Program + " -c script is not a literal")
+			}
+			wr := appendWrapper(chain, ShellWrapper{Program: cmd.Program, Argv: wordTexts(rest[:scriptIndex(rest)])})
+			w.nestedScriptQuiet(script.text, "-c", wr, script.dyn && !script.resolved)
+			return
+		}
+		if shellReadsStdin(rest) {
+			for _, r := range cmd.Redirects {
+				if r.Op == "<<" || r.Op == "<<-" || r.Op == "<<<" {
+					wr := appendWrapper(chain, ShellWrapper{Program: cmd.Program, Argv: wordTexts(rest)})
+					w.nestedScriptQuiet(r.Body, "<<", wr, false)
+					break
+				}
+			}
+		}
+	case cmd.Program == "eval" && len(rest) > 1:
+		dyn := false
+		for _, x := range rest[1:] {
+			dyn = dyn || (x.dyn && !x.resolved)
+		}
+		if dyn {
+			w.opaque("eval of a non-literal")
+		}
+		wr := appendWrapper(chain, ShellWrapper{Program: "eval", Argv: []string{"eval"}})
+		w.nestedScriptQuiet(strings.Join(wordTexts(rest[1:]), " "), "eval", wr, dyn)
+	case cmd.Program == "find":
+		for _, ex := range findExecs(rest) {
+			if len(ex) == 0 {
+				continue
+			}
+			wr := appendWrapper(chain, ShellWrapper{Program: "find", Argv: []string{"find", "-exec"}})
+			w.nested("find -exec", wr, func() { w.emit(ex, nil, nil, strings.Join(wordTexts(ex), " ")) })
+		}
+	}
+}
+
+// nestedScriptQuiet parses a nested script; when the script is known to be
+// partly dynamic a parse failure is expected and not reported again.
+func (w *shellWalker) nestedScriptQuiet(script, via string, wrappers []ShellWrapper, dynamic bool) {
+	if !dynamic {
+		w.nestedScript(script, via, wrappers)
+		return
+	}
+	if w.depth+1 > MaxShellDepth {
+		w.opaque(fmt.Sprintf("nested deeper than %d levels", MaxShellDepth))
+		return
+	}
+	f, err := w.parse(script)
+	if err != nil {
+		return
+	}
+	savedSrc := w.src
+	w.nested(via, wrappers, func() {
+		w.src = script
+		w.stmts(f.Stmts)
+	})
+	w.src = savedSrc
+}
+
+func appendWrapper(ws []ShellWrapper, more ...ShellWrapper) []ShellWrapper {
+	out := make([]ShellWrapper, 0, len(ws)+len(more))
+	return append(append(out, ws...), more...)
+}
+
+func wordTexts(ws []shellWord) []string {
+	out := make([]string, len(ws))
+	for i, x := range ws {
+		out[i] = x.text
+	}
+	return out
+}
+
+// programName is the basename of argv[0]: /usr/bin/git -> git.
+func programName(p string) string {
+	q := strings.TrimRight(p, "/")
+	if q == "" {
+		return p
+	}
+	if i := strings.LastIndexByte(q, '/'); i >= 0 {
+		return q[i+1:]
+	}
+	return q
+}

@@ -1,0 +1,575 @@
+package stdlib
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// shellWord is one rendered word: quotes removed, expansions in source form
+// (or substituted when a literal value is known).
+type shellWord struct {
+	text     string
+	dyn      bool // contains an expansion
+	resolved bool // every expansion was a variable with a known literal value
+}
+
+// Rendering modes of literal text.
+const (
+	modeUnquoted = iota // backslash escapes any character
+	modeDouble          // inside "": backslash escapes $ ` " \ and newline
+	modeHeredoc         // unquoted here-document: $ ` \ and newline
+	modeRaw             // quoted here-document: no escapes
+)
+
+func (w *shellWalker) word(wd *syntax.Word) (string, bool, bool) {
+	return w.wordIn(wd, false)
+}
+
+// wordIn renders a word; hdoc selects here-document rules for its literals.
+func (w *shellWalker) wordIn(wd *syntax.Word, hdoc bool) (string, bool, bool) {
+	if wd == nil {
+		return "", false, false
+	}
+	mode := modeUnquoted
+	if hdoc {
+		mode = modeHeredoc
+	}
+	var b strings.Builder
+	st := wordState{}
+	w.parts(&b, wd.Parts, mode, &st)
+	return b.String(), st.dyn, st.dyn && !st.unresolved
+}
+
+type wordState struct{ dyn, unresolved bool }
+
+func (w *shellWalker) parts(b *strings.Builder, parts []syntax.WordPart, mode int, st *wordState) {
+	for _, p := range parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescapeShell(x.Value, mode))
+		case *syntax.SglQuoted:
+			if x.Dollar {
+				b.WriteString(ansiC(x.Value))
+			} else {
+				b.WriteString(x.Value)
+			}
+		case *syntax.DblQuoted:
+			w.parts(b, x.Parts, modeDouble, st)
+		case *syntax.ParamExp:
+			st.dyn = true
+			if name, ok := simpleParam(x); ok {
+				if v, known := w.vars[name]; known {
+					b.WriteString(v)
+					continue
+				}
+			}
+			st.unresolved = true
+			b.WriteString(w.text(x))
+		case *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst:
+			st.dyn = true
+			st.unresolved = true
+			b.WriteString(w.text(x))
+		default: // ExtGlob, BraceExp: patterns expanded by the shell, kept as written
+			b.WriteString(w.text(x))
+		}
+	}
+}
+
+func simpleParam(p *syntax.ParamExp) (string, bool) {
+	if p.Param == nil || p.Flags != nil || p.Excl || p.Length || p.Width || p.IsSet ||
+		p.NestedParam != nil || p.Index != nil || len(p.Modifiers) > 0 || p.Slice != nil ||
+		p.Repl != nil || p.Names != 0 || p.Exp != nil {
+		return "", false
+	}
+	return p.Param.Value, true
+}
+
+func unescapeShell(s string, mode int) string {
+	if mode == modeRaw || !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		n := s[i+1]
+		switch mode {
+		case modeUnquoted:
+			i++
+			if n != '\n' {
+				b.WriteByte(n)
+			}
+		case modeDouble, modeHeredoc:
+			switch {
+			case n == '$' || n == '`' || n == '\\' || (n == '"' && mode == modeDouble):
+				b.WriteByte(n)
+				i++
+			case n == '\n':
+				i++
+			default:
+				b.WriteByte(c)
+			}
+		}
+	}
+	return b.String()
+}
+
+// ansiC decodes the escapes of a $'...' string.
+func ansiC(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch e := s[i]; e {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'e', 'E':
+			b.WriteByte(0x1b)
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte('\v')
+		case '\\', '\'', '"', '?':
+			b.WriteByte(e)
+		case 'c':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i] & 0x1f)
+			}
+		case 'x', 'u', 'U':
+			max := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+			j := i + 1
+			for j < len(s) && j-i-1 < max && isHex(s[j]) {
+				j++
+			}
+			if j == i+1 {
+				b.WriteByte('\\')
+				b.WriteByte(e)
+				continue
+			}
+			v, _ := strconv.ParseUint(s[i+1:j], 16, 32)
+			if e == 'x' {
+				b.WriteByte(byte(v))
+			} else if r := rune(v); utf8.ValidRune(r) {
+				b.WriteRune(r)
+			}
+			i = j - 1
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			j := i
+			for j < len(s) && j-i < 3 && s[j] >= '0' && s[j] <= '7' {
+				j++
+			}
+			v, _ := strconv.ParseUint(s[i:j], 8, 32)
+			b.WriteByte(byte(v))
+			i = j - 1
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(e)
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
+}
+
+// wrapperSpec describes a program that runs another program given in its
+// arguments, and how to skip its own options to find it.
+type wrapperSpec struct {
+	valueShort  string          // short options that take a value: "ug" for -u X -g Y
+	valueLong   map[string]bool // long options that take a separate value
+	assignments bool            // NAME=value words may follow the options (env, sudo)
+	positionals int             // words after the options before the command (timeout's duration)
+	stopShort   string          // short options meaning "does not run the command" (command -v)
+	splitShort  string          // env -S "cmd args": the value is a command line
+}
+
+func longs(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// wrapperSpecs are the programs stripped to reach the real program.
+var wrapperSpecs = map[string]wrapperSpec{
+	"sudo": {valueShort: "ugpChDrtUT", valueLong: longs("--user", "--group", "--host", "--prompt", "--close-from",
+		"--chdir", "--role", "--type", "--other-user", "--command-timeout"), assignments: true, stopShort: "elvV"},
+	"doas":    {valueShort: "uC", stopShort: "L"},
+	"env":     {valueShort: "uCS", valueLong: longs("--unset", "--chdir", "--split-string"), assignments: true, splitShort: "S"},
+	"timeout": {valueShort: "sk", valueLong: longs("--signal", "--kill-after"), positionals: 1},
+	"nice":    {valueShort: "n", valueLong: longs("--adjustment")},
+	"nohup":   {},
+	"time":    {valueShort: "fo", valueLong: longs("--format", "--output")},
+	"command": {stopShort: "vV"},
+	"builtin": {},
+	"exec":    {valueShort: "a"},
+	"xargs": {valueShort: "ILnPsdEa", valueLong: longs("--arg-file", "--delimiter", "--max-args",
+		"--max-procs", "--max-chars", "--process-slot-var")},
+	"stdbuf":    {valueShort: "ioe", valueLong: longs("--input", "--output", "--error")},
+	"setsid":    {},
+	"ionice":    {valueShort: "cnpPu", valueLong: longs("--class", "--classdata", "--pid", "--pgid", "--uid")},
+	"chroot":    {valueLong: longs("--userspec", "--groups"), positionals: 1},
+	"nocorrect": {},
+	"noglob":    {},
+	"busybox":   {},
+}
+
+// stripWrappers removes wrapper programs (and their options) from the front of
+// words. It returns the remaining words (never empty), the wrappers and the
+// NAME=value assignments the wrappers set.
+func stripWrappers(words []shellWord) ([]shellWord, []ShellWrapper, map[string]string) {
+	var wrappers []ShellWrapper
+	var env map[string]string
+	for iter := 0; iter < 32 && len(words) > 1; iter++ {
+		if words[0].dyn && !words[0].resolved {
+			break
+		}
+		name := programName(words[0].text)
+		spec, ok := wrapperSpecs[name]
+		if !ok {
+			break
+		}
+		n, assigns, split, stop := spec.consume(words)
+		if stop || n >= len(words) && split == nil {
+			break
+		}
+		for k, v := range assigns {
+			if env == nil {
+				env = map[string]string{}
+			}
+			env[k] = v
+		}
+		wrappers = append(wrappers, ShellWrapper{Program: name, Argv: wordTexts(words[:n])})
+		rest := words[n:]
+		if split != nil {
+			rest = append(split, rest...)
+		}
+		if len(rest) == 0 {
+			// env -S "" or similar: nothing runs; keep the wrapper as the program.
+			wrappers = wrappers[:len(wrappers)-1]
+			break
+		}
+		words = rest
+	}
+	return words, wrappers, env
+}
+
+// consume returns how many words the wrapper takes (itself, its options and
+// positionals), assignments it makes, and an env -S command line. stop is
+// true when the options say the wrapper will not run a command.
+func (s wrapperSpec) consume(words []shellWord) (n int, assigns map[string]string, split []shellWord, stop bool) {
+	i := 1
+	for i < len(words) {
+		t := words[i].text
+		if words[i].dyn && !words[i].resolved {
+			return i, assigns, split, false
+		}
+		if t == "--" {
+			i++
+			break
+		}
+		if s.assignments && isAssignmentWord(t) {
+			if assigns == nil {
+				assigns = map[string]string{}
+			}
+			k, v, _ := strings.Cut(t, "=")
+			assigns[k] = v
+			i++
+			continue
+		}
+		if len(t) < 2 || t[0] != '-' {
+			break
+		}
+		if strings.HasPrefix(t, "--") {
+			name, val, hasVal := strings.Cut(t, "=")
+			if name == "--split-string" && s.splitShort != "" {
+				v := val
+				if !hasVal && i+1 < len(words) {
+					v = words[i+1].text
+					i++
+				}
+				split = append(split, fallbackWords(v)...)
+				i++
+				continue
+			}
+			i++
+			if !hasVal && s.valueLong[name] {
+				i++
+			}
+			continue
+		}
+		// A cluster of short options: -u root, -uroot, -Eu root.
+		consumed := 1
+		for j := 1; j < len(t); j++ {
+			c := t[j]
+			if strings.IndexByte(s.stopShort, c) >= 0 {
+				return i, assigns, split, true
+			}
+			if strings.IndexByte(s.valueShort, c) >= 0 {
+				val := t[j+1:]
+				if val == "" {
+					if i+1 < len(words) {
+						val = words[i+1].text
+					}
+					consumed = 2
+				}
+				if strings.IndexByte(s.splitShort, c) >= 0 {
+					split = append(split, fallbackWords(val)...)
+				}
+				break
+			}
+		}
+		i += consumed
+	}
+	if i > len(words) {
+		i = len(words)
+	}
+	for k := 0; k < s.positionals && i < len(words); k++ {
+		i++
+	}
+	// Assignments may also follow positionals-free wrappers after options
+	// (sudo -u root A=b cmd).
+	for s.assignments && i < len(words) && isAssignmentWord(words[i].text) && !(words[i].dyn && !words[i].resolved) {
+		if assigns == nil {
+			assigns = map[string]string{}
+		}
+		k, v, _ := strings.Cut(words[i].text, "=")
+		assigns[k] = v
+		i++
+	}
+	return i, assigns, split, false
+}
+
+func isAssignmentWord(t string) bool {
+	eq := strings.IndexByte(t, '=')
+	if eq <= 0 {
+		return false
+	}
+	for k := 0; k < eq; k++ {
+		c := t[k]
+		if !(c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || (k > 0 && '0' <= c && c <= '9')) {
+			return false
+		}
+	}
+	return true
+}
+
+// shellPrograms are the shells whose -c script is parsed in turn.
+var shellPrograms = map[string]bool{
+	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true,
+	"ash": true, "yash": true, "posh": true, "rbash": true,
+}
+
+// shellScriptArg finds the script of "bash [options] -c script [name args]".
+func shellScriptArg(words []shellWord) (shellWord, bool) {
+	i := scriptIndex(words)
+	if i < 0 || i >= len(words) {
+		return shellWord{}, false
+	}
+	return words[i], true
+}
+
+// scriptIndex returns the index of the -c script, or -1.
+func scriptIndex(words []shellWord) int {
+	hasC := false
+	for i := 1; i < len(words); i++ {
+		t := words[i].text
+		switch {
+		case t == "--" || t == "-":
+			if hasC && i+1 < len(words) {
+				return i + 1
+			}
+			return -1
+		case t == "--rcfile" || t == "--init-file" || t == "-o" || t == "+o" || t == "-O" || t == "+O":
+			i++
+		case strings.HasPrefix(t, "--"):
+		case len(t) > 1 && (t[0] == '-' || t[0] == '+'):
+			if t[0] == '-' && strings.IndexByte(t[1:], 'c') >= 0 {
+				hasC = true
+			}
+			// -o/-O inside a cluster take the next word.
+			if strings.ContainsAny(t[1:], "oO") {
+				i++
+			}
+		default:
+			if hasC {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// shellReadsStdin reports whether a shell invocation reads its script from
+// standard input (no script file operand).
+func shellReadsStdin(words []shellWord) bool {
+	for i := 1; i < len(words); i++ {
+		t := words[i].text
+		if t == "--rcfile" || t == "--init-file" || t == "-o" || t == "+o" || t == "-O" || t == "+O" {
+			i++
+			continue
+		}
+		if len(t) > 1 && (t[0] == '-' || t[0] == '+') {
+			if t[0] == '-' && strings.IndexByte(t[1:], 's') >= 0 {
+				return true
+			}
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// findExecs returns the commands of find's -exec, -execdir, -ok and -okdir.
+func findExecs(words []shellWord) [][]shellWord {
+	var out [][]shellWord
+	for i := 1; i < len(words); i++ {
+		switch words[i].text {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(words) && words[j].text != ";" && words[j].text != "+" {
+				j++
+			}
+			if j > i+1 {
+				out = append(out, words[i+1:j])
+			}
+			i = j
+		}
+	}
+	return out
+}
+
+// fallback splits a string that does not parse, quote-aware but without
+// grammar, into pseudo-commands at ; & | ( ) ` $( and newlines, so rules still
+// see the words. Each pseudo-command is then treated like a parsed one
+// (wrappers stripped, bash -c scripts parsed).
+func (w *shellWalker) fallback(src string) {
+	w.src = src
+	saved := w.via
+	w.via = "fallback"
+	for _, words := range fallbackSplit(src) {
+		if w.full {
+			break
+		}
+		w.emit(words, nil, nil, strings.Join(wordTexts(words), " "))
+	}
+	w.via = saved
+}
+
+// fallbackWords splits a string into words with shell-like quoting.
+func fallbackWords(s string) []shellWord {
+	var out []shellWord
+	for _, c := range fallbackSplit(s) {
+		out = append(out, c...)
+	}
+	return out
+}
+
+func fallbackSplit(src string) [][]shellWord {
+	var cmds [][]shellWord
+	var cur []shellWord
+	var word strings.Builder
+	inWord := false
+	dyn := false
+	endWord := func() {
+		if inWord {
+			cur = append(cur, shellWord{text: word.String(), dyn: dyn})
+		}
+		word.Reset()
+		inWord, dyn = false, false
+	}
+	endCmd := func() {
+		endWord()
+		// Drop leading NAME=value words, as the parser does for env.
+		for len(cur) > 0 && isAssignmentWord(cur[0].text) {
+			cur = cur[1:]
+		}
+		if len(cur) > 0 {
+			cmds = append(cmds, cur)
+		}
+		cur = nil
+	}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case c == '\\' && i+1 < len(src):
+			i++
+			if src[i] != '\n' {
+				word.WriteByte(src[i])
+				inWord = true
+			}
+		case c == '\'':
+			inWord = true
+			j := strings.IndexByte(src[i+1:], '\'')
+			if j < 0 {
+				word.WriteString(src[i+1:])
+				i = len(src)
+			} else {
+				word.WriteString(src[i+1 : i+1+j])
+				i += j + 1
+			}
+		case c == '"':
+			inWord = true
+			j := i + 1
+			for j < len(src) && src[j] != '"' {
+				if src[j] == '\\' && j+1 < len(src) {
+					j++
+				}
+				if src[j] == '$' {
+					dyn = true
+				}
+				word.WriteByte(src[j])
+				j++
+			}
+			i = j
+		case c == '$' && i+1 < len(src) && src[i+1] == '(':
+			endCmd()
+			i++
+		case c == '$':
+			dyn = true
+			inWord = true
+			word.WriteByte(c)
+		case c == ' ' || c == '\t' || c == '\r':
+			endWord()
+		case c == ';' || c == '&' || c == '|' || c == '(' || c == ')' || c == '`' || c == '\n' || c == '{' || c == '}':
+			if (c == '{' || c == '}') && inWord {
+				word.WriteByte(c)
+				continue
+			}
+			endCmd()
+		case c == '<' || c == '>':
+			endWord()
+		default:
+			word.WriteByte(c)
+			inWord = true
+		}
+	}
+	endCmd()
+	return cmds
+}
