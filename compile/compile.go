@@ -4,12 +4,16 @@ import (
 	"cmp"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
 	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/operators"
+	"cel.dev/cel-go/common/overloads"
 	"cel.dev/cel-go/common/types"
 
 	"github.com/celguard/celguard/celenv"
@@ -126,10 +130,14 @@ func Check(srcs []policy.Source, opts ...Option) (*PolicySet, policy.Diagnostics
 		p, ds := policy.Parse(src.Name, src.Data)
 		c.ds = append(c.ds, ds...)
 		if p != nil {
+			c.parseDS = ds
 			c.policy(p)
 		}
 	}
 	c.finish()
+	if !c.ds.HasErrors() {
+		c.lint() // lint.go: the analyses of a set that compiles
+	}
 	c.ds.Sort()
 	if c.ds.HasErrors() {
 		return nil, c.ds, nil
@@ -149,6 +157,17 @@ type compiler struct {
 	defaultFrom policy.Pos
 	order       int
 	parsedRules []*Rule
+	// parseDS holds the parser's diagnostics of the policy being compiled.
+	parseDS policy.Diagnostics
+	// checked holds every expression that type-checked, for lint.go.
+	checked []checkedExpr
+}
+
+// flagged reports whether the parser found an error at pos.
+func (c *compiler) flagged(pos policy.Pos) bool {
+	return slices.ContainsFunc(c.parseDS, func(d policy.Diagnostic) bool {
+		return d.Pos == pos && d.Severity == policy.SeverityError
+	})
 }
 
 func (c *compiler) errorf(code policy.Code, pos policy.Pos, format string, args ...any) {
@@ -202,6 +221,11 @@ func (c *compiler) policy(p *policy.Policy) {
 		}
 		ast, ei, ok := c.check(scope{env: env, pol: cp, what: "variable " + v.Name.Value}, v.Expr, info)
 		if !ok {
+			continue
+		}
+		if c.flagged(v.Name.Pos) {
+			// A reserved, malformed or duplicate name (already reported):
+			// declaring it would break every later expression.
 			continue
 		}
 		ext, err := env.Extend(cel.Variable(v.Name.Value, ast.OutputType()))
@@ -287,7 +311,12 @@ func (c *compiler) rule(env *cel.Env, cp *Policy, r *policy.Rule, info map[strin
 	before := r.Phase == policy.PhaseBefore
 	what := "rule " + r.ID.Value
 	if r.Condition != nil {
-		cr.Condition = c.compileExpr(scope{env: env, pol: cp, what: what + " condition", noResult: before, want: cel.BoolType}, *r.Condition, info)
+		sc := scope{env: env, pol: cp, what: what + " condition", noResult: before, want: cel.BoolType}
+		if ast, _, ok := c.check(sc, *r.Condition, info); ok {
+			if cr.Condition = c.program(env, ast, *r.Condition); cr.Condition != nil {
+				cr.ConditionAST = ast
+			}
+		}
 	}
 	if r.Message != nil {
 		cr.Message = c.compileExpr(scope{env: env, pol: cp, what: what + " message", noResult: before, want: cel.StringType}, *r.Message, info)
@@ -352,6 +381,9 @@ func (c *compiler) check(sc scope, e policy.Expr, info map[string]exprInfo) (*ce
 		ok = false
 	}
 	ei, refsOK := c.references(sc, e, checked, info)
+	if ok && refsOK {
+		c.checked = append(c.checked, checkedExpr{sc: sc, expr: e, ast: checked})
+	}
 	return checked, ei, ok && refsOK
 }
 
@@ -368,15 +400,74 @@ func (c *compiler) celIssues(code policy.Code, sc scope, e policy.Expr, iss *cel
 	for _, ce := range iss.Errors() {
 		pos := e.Pos
 		if ce.Location != nil && ce.Location.Line() > 0 {
-			pos = e.PosAt(ce.Location.Line(), ce.Location.Column())
+			pos = errorPos(e, ce.Location.Line(), ce.Location.Column(), ce.Message)
 		}
 		c.errorf(literalCode(code, ce.Message), pos, "%s: %s", sc.what, ce.Message)
 	}
 }
 
+// namedCallRe matches the cel-go errors about a function, which cel-go places
+// at the call's opening parenthesis.
+var namedCallRe = regexp.MustCompile(`^(?:undeclared reference to|found no matching overload for) '([^']+)'`)
+
+// runeOffset turns a cel-go location (1-based line, 0-based rune column) into
+// a rune offset in text.
+func runeOffset(text string, line, col int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := strings.IndexByte(text, '\n')
+		if i < 0 {
+			break
+		}
+		off += utf8.RuneCountInString(text[:i+1])
+		text = text[i+1:]
+	}
+	return off + col
+}
+
+// errorPos maps a CEL error location to the file. An error naming a function
+// points at the function's name rather than at the parenthesis after it.
+func errorPos(e policy.Expr, line, col int, msg string) policy.Pos {
+	off := runeOffset(e.Text, line, col)
+	if m := namedCallRe.FindStringSubmatch(msg); m != nil {
+		rs := []rune(e.Text)
+		if off >= 0 && off < len(rs) && rs[off] == '(' {
+			i := off
+			for i > 0 && unicode.IsSpace(rs[i-1]) {
+				i--
+			}
+			if name := []rune(m[1]); i >= len(name) && string(rs[i-len(name):i]) == m[1] {
+				return e.PosOffset(i - len(name))
+			}
+		}
+	}
+	return e.PosOffset(off)
+}
+
+// fieldPos maps the location of a select expression, which cel-go places at
+// its dot, to the field name after the dot.
+func fieldPos(e policy.Expr, line, col int) policy.Pos {
+	off := runeOffset(e.Text, line, col)
+	rs := []rune(e.Text)
+	i := off
+	if i >= 0 && i < len(rs) && rs[i] == '.' {
+		i++
+		if i < len(rs) && rs[i] == '?' {
+			i++
+		}
+		for i < len(rs) && unicode.IsSpace(rs[i]) {
+			i++
+		}
+		if i < len(rs) {
+			return e.PosOffset(i)
+		}
+	}
+	return e.PosOffset(off)
+}
+
 // literalCode classifies the errors the literal validators report.
 func literalCode(code policy.Code, msg string) policy.Code {
-	if code == policy.CodeCELType && strings.Contains(msg, "invalid") && (strings.Contains(msg, "regex") ||
+	if code == policy.CodeCELType && strings.Contains(msg, "invalid") && (strings.Contains(msg, "regex") || strings.Contains(msg, "matches") ||
 		strings.Contains(msg, "glob") || strings.Contains(msg, "domain") || strings.Contains(msg, "pattern")) {
 		return policy.CodeInvalidLiteral
 	}
@@ -401,9 +492,9 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 	declared := func(name string) bool {
 		return slices.ContainsFunc(sc.pol.Source.Counters, func(ct policy.Counter) bool { return ct.Name.Value == name })
 	}
-	checkCounter := func(id int64, name string) {
+	checkCounter := func(pos policy.Pos, name string) {
 		if !declared(name) {
-			c.errorf(policy.CodeUndeclaredCounter, posOf(id), "%s reads counters.%s, but policy %q declares no counter %q", sc.what, name, sc.pol.Name, name)
+			c.errorf(policy.CodeUndeclaredCounter, pos, "%s reads counters.%s, but policy %q declares no counter %q", sc.what, name, sc.pol.Name, name)
 			ok = false
 		}
 	}
@@ -441,7 +532,11 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 		case celast.SelectKind:
 			sel := x.AsSelect()
 			if op := sel.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == celenv.VarCounters && !sel.IsTestOnly() {
-				checkCounter(x.ID(), sel.FieldName())
+				pos := e.Pos
+				if loc := src.GetStartLocation(x.ID()); loc.Line() > 0 {
+					pos = fieldPos(e, loc.Line(), loc.Column())
+				}
+				checkCounter(pos, sel.FieldName())
 			}
 		case celast.CallKind:
 			call := x.AsCall()
@@ -449,7 +544,19 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 				m, k := call.Args()[0], call.Args()[1]
 				if m.Kind() == celast.IdentKind && m.AsIdent() == celenv.VarCounters && k.Kind() == celast.LiteralKind {
 					if s, isStr := k.AsLiteral().(types.String); isStr {
-						checkCounter(k.ID(), string(s))
+						checkCounter(posOf(k.ID()), string(s))
+					}
+				}
+			}
+			// cel-go validates the regex literal of s.matches(re) but not of
+			// matches(s, re).
+			if call.FunctionName() == overloads.Matches && !call.IsMemberFunction() && len(call.Args()) == 2 {
+				if lit := call.Args()[1]; lit.Kind() == celast.LiteralKind {
+					if re, isStr := lit.AsLiteral().(types.String); isStr {
+						if _, err := regexp.Compile(string(re)); err != nil {
+							c.errorf(policy.CodeInvalidLiteral, posOf(lit.ID()), "%s: invalid matches argument: %v", sc.what, err)
+							ok = false
+						}
 					}
 				}
 			}

@@ -122,6 +122,10 @@ type Rule struct {
 	FailurePolicy policy.FailurePolicy
 	// Condition is nil for a rule without a condition (always true).
 	Condition cel.Program
+	// ConditionAST is the checked AST Condition was built from (nil when
+	// Condition is), kept so that eval can build a state-tracking program
+	// on demand to explain a decision.
+	ConditionAST *cel.Ast
 	// Message, when set, computes the text that overrides Reason.
 	Message cel.Program
 	Modify  *Modify

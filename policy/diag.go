@@ -94,6 +94,18 @@ const (
 	CodeInvalidLiteral     Code = "invalid_literal"     // a malformed regex, glob or domain literal
 )
 
+// Lint codes: warnings compile.Check reports about a set that compiles, for
+// rules, variables and counters that cannot do what their author meant.
+const (
+	CodeShadowedRule            Code = "shadowed_rule"             // an earlier unconditional rule always decides first
+	CodeFalseCondition          Code = "false_condition"           // a rule whose condition is the literal false
+	CodeUnusedVariable          Code = "unused_variable"           // a variable no rule or counter reads
+	CodeUnusedCounter           Code = "unused_counter"            // a counter no rule or variable reads
+	CodeCounterNeverIncremented Code = "counter_never_incremented" // a counter read but whose increment_when is false
+	CodeMissingReason           Code = "missing_reason"            // block, halt or ask with neither reason nor message
+	CodeCostOverBudget          Code = "cost_over_budget"          // an expression whose worst-case cost exceeds the budget
+)
+
 // Diagnostic is one problem found in a policy file.
 type Diagnostic struct {
 	Code     Code     `json:"code"`

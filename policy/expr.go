@@ -71,6 +71,7 @@ func exprFromNode(file string, lines [][]rune, n *yaml.Node) Expr {
 		a.col = a.indent
 	default:
 		a.line, a.col = n.Line, n.Column-1
+		a.skipProperties()
 		switch n.Style {
 		case yaml.DoubleQuotedStyle:
 			a.quote = '"'
@@ -79,6 +80,9 @@ func exprFromNode(file string, lines [][]rune, n *yaml.Node) Expr {
 			a.quote = '\''
 			a.col++
 		}
+	}
+	if r, ok := a.cur(); ok && r != '\n' {
+		e.Pos = a.pos() // the first character, should the alignment fail
 	}
 	at, ok := a.align(value)
 	if !ok {
@@ -132,6 +136,32 @@ func (a *aligner) cur() (rune, bool) {
 
 func (a *aligner) pos() Pos { return Pos{File: a.file, Line: a.line, Col: a.col + 1} }
 
+// skipProperties moves past the anchor (&a) and tag (!t) written before a
+// flow scalar: yaml.v3 places such a node at its first property.
+func (a *aligner) skipProperties() {
+	for seen := false; ; {
+		r, ok := a.cur()
+		switch {
+		case !ok:
+			return
+		case r == '&' || r == '!':
+			seen = true
+			for ok && r != ' ' && r != '\t' && r != '\n' {
+				a.col++
+				r, ok = a.cur()
+			}
+		case seen && (r == ' ' || r == '\t'):
+			a.col++
+		case seen && r == '\n':
+			if !a.nextLine() {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
 // nextLine moves to the start of the content of the next line.
 func (a *aligner) nextLine() bool {
 	a.line++
@@ -154,7 +184,9 @@ func (a *aligner) nextLine() bool {
 
 func (a *aligner) align(value []rune) ([]Pos, bool) {
 	at := make([]Pos, 0, len(value)+1)
+	endsInBreak := false // the last rune of value is a line break of the source
 	for i := 0; i < len(value); {
+		endsInBreak = false
 		r, ok := a.cur()
 		if !ok {
 			return nil, false
@@ -167,6 +199,7 @@ func (a *aligner) align(value []rune) ([]Pos, bool) {
 			// consumes one source line.
 			at = append(at, a.pos())
 			i++
+			endsInBreak = true
 			if !a.nextLine() {
 				return nil, false
 			}
@@ -180,6 +213,11 @@ func (a *aligner) align(value []rune) ([]Pos, bool) {
 			at = append(at, a.pos())
 			a.col += 2
 			i++
+		case a.quote == '"' && r == '\\' && a.col+1 >= len(a.lines[a.line-1]):
+			// An escaped line break joins the lines and produces nothing.
+			if !a.nextLine() {
+				return nil, false
+			}
 		case a.quote == '"' && r == '\\':
 			at = append(at, a.pos())
 			a.col += escapeLen(a.lines[a.line-1][a.col:])
@@ -188,12 +226,32 @@ func (a *aligner) align(value []rune) ([]Pos, bool) {
 			at = append(at, a.pos())
 			a.col++
 			i++
+		case !a.block && (r == ' ' || r == '\t') && blank(a.lines[a.line-1][a.col:]):
+			// Trailing white space before a line break of a flow scalar is
+			// not part of the value.
+			a.col = len(a.lines[a.line-1])
 		default:
 			return nil, false
 		}
 	}
-	at = append(at, a.pos())
+	if endsInBreak {
+		// One past the end is the end of the last line, not the start of
+		// the next key: a CEL error at the end of the text (an unfinished
+		// expression in a block scalar) points after its last token.
+		at = append(at, at[len(at)-1])
+	} else {
+		at = append(at, a.pos())
+	}
 	return at, true
+}
+
+func blank(s []rune) bool {
+	for _, r := range s {
+		if r != ' ' && r != '\t' {
+			return false
+		}
+	}
+	return true
 }
 
 // escapeLen is the length in runes of the escape sequence at the start of s.

@@ -39,11 +39,16 @@ func Parse(file string, src []byte) (p *Policy, ds Diagnostics) {
 		return nil, ds
 	}
 	var doc yaml.Node
+	lines := splitLines(src)
 	if err := decodeYAML(src, &doc); err != nil {
-		ds = append(ds, yamlError(file, err))
+		d := yamlError(file, err)
+		// A problem at the end of a file without a final line break is on
+		// its last line.
+		d.Pos.Line = min(d.Pos.Line, len(lines))
+		ds = append(ds, d)
 		return nil, ds
 	}
-	d := &decoder{file: file, lines: splitLines(src)}
+	d := &decoder{file: file, lines: lines}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		d.ds.errorf(CodeMissingField, Pos{File: file, Line: 1, Col: 1}, "empty policy file: expected apiVersion, kind, name and rules")
 		return nil, d.ds
@@ -76,14 +81,28 @@ func decodeYAML(src []byte, doc *yaml.Node) (err error) {
 	return nil
 }
 
+// yamlParserProblems are the problems the YAML parser (as opposed to its
+// scanner) reports. yaml.v3 gives their line 0-based: the line before the
+// construct that failed.
+var yamlParserProblems = []string{
+	"did not find expected <stream-start>", "did not find expected <document start>",
+	"did not find expected node content", "did not find expected key", "did not find expected '-' indicator",
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'", "found undefined tag handle",
+	"found duplicate %YAML directive", "found incompatible YAML document", "found duplicate %TAG directive",
+}
+
 func yamlError(file string, err error) Diagnostic {
 	line := 1
-	if m := yamlLineRe.FindStringSubmatch(err.Error()); m != nil {
+	m := yamlLineRe.FindStringSubmatch(err.Error())
+	if m != nil {
 		line, _ = strconv.Atoi(m[1])
 	}
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	msg = yamlLineRe.ReplaceAllString(msg, "")
 	msg = strings.TrimLeft(msg, ": ")
+	if m != nil && slices.Contains(yamlParserProblems, msg) {
+		line++
+	}
 	return Diagnostic{Code: CodeYAMLSyntax, Severity: SeverityError, Pos: Pos{File: file, Line: line, Col: 1}, Message: msg}
 }
 
@@ -144,8 +163,12 @@ func (d *decoder) fields(n *yaml.Node, what string, handlers map[string]func(key
 		d.ds.errorf(CodeWrongType, d.pos(n), "%s must be a mapping, not %s", what, kindName(n))
 		return false
 	}
+	seen := map[string]Pos{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolve(n.Content[i+1])
+		if d.duplicateKey(seen, k) {
+			continue
+		}
 		h, ok := handlers[k.Value]
 		if !ok {
 			keys := make([]string, 0, len(handlers))
@@ -159,6 +182,19 @@ func (d *decoder) fields(n *yaml.Node, what string, handlers map[string]func(key
 		h(k, v)
 	}
 	return true
+}
+
+// duplicateKey reports a key already seen in the same mapping. YAML forbids
+// it, and yaml.v3 does not check it when decoding into nodes: without this,
+// the second value would silently replace the first.
+func (d *decoder) duplicateKey(seen map[string]Pos, k *yaml.Node) bool {
+	if first, dup := seen[k.Value]; dup {
+		d.ds = append(d.ds, Diagnostic{Code: CodeYAMLSyntax, Severity: SeverityError, Pos: d.pos(k), Related: []Pos{first},
+			Message: fmt.Sprintf("key %q is already set at %d:%d; a key may appear once in a mapping", k.Value, first.Line, first.Col)})
+		return true
+	}
+	seen[k.Value] = d.pos(k)
+	return false
 }
 
 func has(n *yaml.Node, key string) bool {
@@ -457,10 +493,11 @@ func (d *decoder) modify(n *yaml.Node) *ModifySpec {
 				d.ds.errorf(CodeWrongType, d.pos(v), "modify.set must be a mapping of argument names to CEL expressions, not %s", kindName(v))
 				return
 			}
+			seen := map[string]Pos{}
 			for i := 0; i+1 < len(v.Content); i += 2 {
 				k, val := v.Content[i], resolve(v.Content[i+1])
 				key, ok := d.str(k, "an argument name")
-				if !ok {
+				if !ok || d.duplicateKey(seen, k) {
 					continue
 				}
 				if e, ok := d.expr(val, fmt.Sprintf("modify.set.%s", key.Value)); ok {

@@ -42,7 +42,8 @@ func validateSchema(file string, root *yaml.Node, already Diagnostics) Diagnosti
 		return Diagnostics{{Code: CodeInvalidValue, Severity: SeverityError, Pos: Pos{File: file, Line: 1, Col: 1},
 			Message: fmt.Sprintf("internal: policy schema does not compile: %v", err)}}
 	}
-	inst, err := toJSONValue(root, 0)
+	budget := 1 << 20 // nodes; aliases could otherwise expand a small file exponentially
+	inst, err := toJSONValue(root, 0, &budget)
 	if err != nil {
 		return nil // the decoder reports what is wrong with the shape
 	}
@@ -173,16 +174,20 @@ func valueNode(n *yaml.Node, key string) *yaml.Node {
 }
 
 // toJSONValue converts a YAML node to the JSON data model the validator reads.
-func toJSONValue(n *yaml.Node, depth int) (any, error) {
+// It expands aliases, visiting at most *budget nodes.
+func toJSONValue(n *yaml.Node, depth int, budget *int) (any, error) {
 	if depth > 100 {
 		return nil, errors.New("too deeply nested")
+	}
+	if *budget--; *budget < 0 {
+		return nil, errors.New("too many nodes once aliases are expanded")
 	}
 	n = resolve(n)
 	switch n.Kind {
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			v, err := toJSONValue(n.Content[i+1], depth+1)
+			v, err := toJSONValue(n.Content[i+1], depth+1, budget)
 			if err != nil {
 				return nil, err
 			}
@@ -192,7 +197,7 @@ func toJSONValue(n *yaml.Node, depth int) (any, error) {
 	case yaml.SequenceNode:
 		l := make([]any, len(n.Content))
 		for i, c := range n.Content {
-			v, err := toJSONValue(c, depth+1)
+			v, err := toJSONValue(c, depth+1, budget)
 			if err != nil {
 				return nil, err
 			}

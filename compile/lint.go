@@ -1,0 +1,518 @@
+package compile
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/common/operators"
+	"cel.dev/cel-go/common/types"
+
+	"github.com/celguard/celguard/celenv"
+	"github.com/celguard/celguard/policy"
+)
+
+// CostAssumedSize is the size assumption of the static cost analysis
+// (cost_over_budget). cel-go estimates an expression's worst-case cost from
+// the sizes of its inputs, and the inputs of a policy (args, result, session,
+// the strings and lists read from them, variables) have no declared bound,
+// so the analysis assumes that every string, bytes, list or map whose size
+// cel-go cannot infer holds at most this many characters, bytes or entries.
+//
+// The assumption is deliberately the same for strings and collections (most
+// inputs are dyn, and cel-go sizes a value once however it is used). A single
+// linear scan stays far below the budget even for much larger inputs (a
+// contains over 1 MB costs about 100,000), so what the analysis finds is
+// multiplication: nested comprehensions, a regex or shell parse inside a
+// loop, string building in a loop. The runtime budget applies to the actual
+// sizes either way.
+const CostAssumedSize = 1_000
+
+// checkedExpr is an expression that type-checked, with the scope it was
+// checked in.
+type checkedExpr struct {
+	sc   scope
+	expr policy.Expr
+	ast  *cel.Ast
+}
+
+// lint runs the analyses of a set that compiled without error: they reason
+// about evaluation order, checked expressions and the references between
+// them, none of which is reliable while errors remain (a condition that
+// failed to compile would look absent, a variable read only by a broken
+// expression would look unused). Every finding is a warning.
+func (c *compiler) lint() {
+	byPos := make(map[policy.Pos]checkedExpr, len(c.checked))
+	for _, ce := range c.checked {
+		byPos[ce.expr.Pos] = ce
+	}
+	l := &linter{c: c, byPos: byPos}
+	l.rules()
+	for _, p := range c.set.policies {
+		l.references(p)
+	}
+	l.costs()
+}
+
+type linter struct {
+	c     *compiler
+	byPos map[policy.Pos]checkedExpr
+}
+
+func (l *linter) warn(code policy.Code, pos policy.Pos, related []policy.Pos, format string, args ...any) {
+	l.c.ds = append(l.c.ds, policy.Diagnostic{Code: code, Severity: policy.SeverityWarning, Pos: pos,
+		Related: related, Message: fmt.Sprintf(format, args...)})
+}
+
+// literalBool reports the value of an expression that is a bool literal
+// (`true`, `false`, with or without parentheses).
+func (l *linter) literalBool(e *policy.Expr) (value, ok bool) {
+	if e == nil {
+		return false, false
+	}
+	ce, found := l.byPos[e.Pos]
+	if !found {
+		return false, false
+	}
+	x := ce.ast.NativeRep().Expr()
+	if x.Kind() != celast.LiteralKind {
+		return false, false
+	}
+	b, isBool := x.AsLiteral().(types.Bool)
+	return bool(b), isBool
+}
+
+// unconditional reports whether a rule's condition always holds: it has
+// none, or it is the literal true.
+func (l *linter) unconditional(r *Rule) bool {
+	if r.Source.Condition == nil {
+		return true
+	}
+	v, ok := l.literalBool(r.Source.Condition)
+	return ok && v
+}
+
+// rules reports rules that can never fire (false_condition, shadowed_rule)
+// and rules that stop a call without saying why (missing_reason).
+func (l *linter) rules() {
+	var byPhase [2][]*Rule
+	for _, r := range l.c.set.rules {
+		byPhase[r.Phase] = append(byPhase[r.Phase], r)
+	}
+	for _, rules := range byPhase {
+		l.shadowing(rules)
+	}
+	for _, r := range l.c.set.rules {
+		src := r.Source
+		switch r.Verdict {
+		case policy.Block, policy.Halt, policy.Ask:
+			if strings.TrimSpace(src.Reason) == "" && src.Message == nil {
+				l.warn(policy.CodeMissingReason, src.VerdictPos, nil,
+					"rule %q decides %s with neither reason nor message: the model and the user are not told why", r.ID, r.Verdict)
+			}
+		}
+	}
+}
+
+// shadowBudget bounds the glob comparisons of the shadowing analysis, so a
+// set of many thousands of unconditional glob rules stays fast to lint; past
+// it, only match-all and exact-name shadowing is reported.
+const shadowBudget = 1 << 20
+
+// shadowing reports, for the rules of one phase in evaluation order, each
+// rule an earlier rule always decides first: a rule with no condition (or
+// the condition true) and a verdict other than modify stops evaluation for
+// every tool its matcher admits, so a later rule whose tools are all among
+// those can never fire. The tools of the later rule may be covered by
+// several earlier rules together; each is named.
+func (l *linter) shadowing(rules []*Rule) {
+	var (
+		matchAll *Rule                // the first unconditional rule that matches every tool
+		exact    = map[string]*Rule{} // the first unconditional rule naming a tool exactly
+		globbed  []*Rule              // unconditional rules with at least one glob, in order
+		budget   = shadowBudget
+	)
+	for _, r := range rules {
+		if v, ok := l.literalBool(r.Source.Condition); ok && !v {
+			l.warn(policy.CodeFalseCondition, r.Source.Condition.Pos, nil,
+				"rule %q can never fire: its condition is the literal false", r.ID)
+			continue
+		}
+		if by := l.coveredBy(r, matchAll, exact, globbed, &budget); len(by) > 0 {
+			l.reportShadowed(r, by)
+		}
+		if r.Verdict == policy.Modify || !l.unconditional(r) {
+			continue
+		}
+		switch {
+		case matchesAll(r):
+			if matchAll == nil {
+				matchAll = r
+			}
+		default:
+			for _, t := range r.Tools {
+				if isGlob(t) {
+					if !slices.Contains(globbed, r) {
+						globbed = append(globbed, r)
+					}
+				} else if _, seen := exact[t]; !seen {
+					exact[t] = r
+				}
+			}
+		}
+	}
+}
+
+// probeTool is a tool name no matcher names: a rule without tools that does
+// not admit it is narrowed by something other than its tool list.
+const probeTool = "\x00celguard-lint-probe"
+
+// matchesAll reports whether a rule admits every tool.
+func matchesAll(r *Rule) bool { return len(r.Tools) == 0 && r.MatchesTool(probeTool) }
+
+// coveredBy returns the earlier unconditional rules that together admit
+// every tool r admits, or nil when some tool of r may reach r.
+func (l *linter) coveredBy(r *Rule, matchAll *Rule, exact map[string]*Rule, globbed []*Rule, budget *int) []*Rule {
+	if matchAll != nil {
+		return []*Rule{matchAll}
+	}
+	patterns := r.Tools
+	if len(patterns) == 0 {
+		patterns = []string{"**"} // every tool
+	}
+	var by []*Rule
+	for _, p := range patterns {
+		var cover *Rule
+		if !isGlob(p) {
+			cover = exact[p]
+		}
+		for _, g := range globbed {
+			if cover != nil && cover.Order < g.Order {
+				break // the earliest covering rule is enough
+			}
+			if *budget <= 0 {
+				break
+			}
+			*budget -= len(g.Tools)
+			if ruleCovers(g, p) {
+				cover = g
+				break
+			}
+		}
+		if cover == nil {
+			return nil
+		}
+		if !slices.Contains(by, cover) {
+			by = append(by, cover)
+		}
+	}
+	slices.SortFunc(by, func(a, b *Rule) int { return a.Order - b.Order })
+	return by
+}
+
+// ruleCovers reports whether rule g admits every tool pattern p admits.
+func ruleCovers(g *Rule, p string) bool {
+	if !isGlob(p) {
+		return g.MatchesTool(p)
+	}
+	for _, t := range g.Tools {
+		if globCovers(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// globCovers reports whether glob g matches every name glob p matches. It is
+// exact for the common shapes (the same glob, "**", "*", a literal prefix
+// followed by "*") and says false for the others: a shadowed rule is only
+// reported when it certainly is.
+func globCovers(g, p string) bool {
+	switch {
+	case g == p, g == "**":
+		return true
+	case !strings.HasSuffix(g, "*"):
+		return false
+	}
+	lit := strings.TrimRight(g, "*")
+	if isGlob(lit) || (lit == "" && g != "*") {
+		return false
+	}
+	// g is lit followed by "*" (or "**" inside a name, which doublestar
+	// reads as "*"): it matches every name that starts with lit and has no
+	// "/". p must start with the same literal text, and none of its names
+	// may hold a "/" (a literal one, or one matched by "**" or a class).
+	return strings.HasPrefix(p, lit) && !strings.ContainsAny(p, "/[\\") && !strings.Contains(p, "**")
+}
+
+func (l *linter) reportShadowed(r *Rule, by []*Rule) {
+	related := make([]policy.Pos, 0, len(by))
+	names := make([]string, 0, len(by))
+	for _, b := range by {
+		related = append(related, b.Source.ID.Pos)
+		names = append(names, fmt.Sprintf("%q (%s, verdict %s)", b.ID, b.Source.ID.Pos, b.Verdict))
+	}
+	subject := "rule " + names[0] + " comes"
+	if len(names) > 1 {
+		subject = "rules " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " come"
+	}
+	l.warn(policy.CodeShadowedRule, r.Source.ID.Pos, related,
+		"rule %q can never fire: %s first in evaluation order, with no condition and a matcher that covers every tool this rule matches",
+		r.ID, subject)
+}
+
+// refs is what one expression reads.
+type refs struct {
+	vars     []string // policy variables, by name
+	counters []string // counters read as counters.x or counters["x"]
+	// allCounters is set when the expression uses the counters map other
+	// than through a constant key, so any counter may be read.
+	allCounters bool
+}
+
+// readsOf walks a checked expression for the identifiers it reads, skipping
+// the ones comprehension variables (and cel.bind) shadow.
+func readsOf(x celast.Expr, vars map[string]bool) refs {
+	var r refs
+	var walk func(x celast.Expr, bound []string)
+	walk = func(x celast.Expr, bound []string) {
+		switch x.Kind() {
+		case celast.IdentKind:
+			name := x.AsIdent()
+			if slices.Contains(bound, name) {
+				return
+			}
+			if name == celenv.VarCounters {
+				r.allCounters = true
+			} else if vars[name] && !slices.Contains(r.vars, name) {
+				r.vars = append(r.vars, name)
+			}
+		case celast.SelectKind:
+			sel := x.AsSelect()
+			op := sel.Operand()
+			if op.Kind() == celast.IdentKind && op.AsIdent() == celenv.VarCounters && !slices.Contains(bound, celenv.VarCounters) {
+				r.counters = append(r.counters, sel.FieldName())
+				return
+			}
+			walk(op, bound)
+		case celast.CallKind:
+			call := x.AsCall()
+			if call.FunctionName() == operators.Index && len(call.Args()) == 2 {
+				m, k := call.Args()[0], call.Args()[1]
+				if m.Kind() == celast.IdentKind && m.AsIdent() == celenv.VarCounters && !slices.Contains(bound, celenv.VarCounters) && k.Kind() == celast.LiteralKind {
+					if s, isStr := k.AsLiteral().(types.String); isStr {
+						r.counters = append(r.counters, string(s))
+						return
+					}
+				}
+			}
+			if call.IsMemberFunction() {
+				walk(call.Target(), bound)
+			}
+			for _, a := range call.Args() {
+				walk(a, bound)
+			}
+		case celast.ListKind:
+			for _, e := range x.AsList().Elements() {
+				walk(e, bound)
+			}
+		case celast.MapKind:
+			for _, e := range x.AsMap().Entries() {
+				me := e.AsMapEntry()
+				walk(me.Key(), bound)
+				walk(me.Value(), bound)
+			}
+		case celast.StructKind:
+			for _, f := range x.AsStruct().Fields() {
+				walk(f.AsStructField().Value(), bound)
+			}
+		case celast.ComprehensionKind:
+			comp := x.AsComprehension()
+			walk(comp.IterRange(), bound)
+			walk(comp.AccuInit(), bound)
+			inner := append(slices.Clone(bound), comp.IterVar(), comp.AccuVar())
+			if comp.HasIterVar2() {
+				inner = append(inner, comp.IterVar2())
+			}
+			walk(comp.LoopCondition(), inner)
+			walk(comp.LoopStep(), inner)
+			walk(comp.Result(), inner)
+		}
+	}
+	walk(x, nil)
+	return r
+}
+
+// references reports the variables and counters of a policy that nothing
+// reads, and the counters read but never incremented. A variable is used
+// when a rule or counter expression reads it, or a used variable does.
+func (l *linter) references(p *Policy) {
+	src := p.Source
+	varNames := map[string]bool{}
+	defOf := map[policy.Pos]string{} // a variable's expression → its name
+	for _, v := range src.Variables {
+		varNames[v.Name.Value] = true
+		defOf[v.Expr.Pos] = v.Name.Value
+	}
+	varRefs := map[string]refs{}
+	var roots []refs
+	for _, ce := range l.c.checked {
+		if ce.sc.pol != p {
+			continue
+		}
+		rs := readsOf(ce.ast.NativeRep().Expr(), varNames)
+		if name, isDef := defOf[ce.expr.Pos]; isDef {
+			varRefs[name] = rs
+		} else {
+			roots = append(roots, rs)
+		}
+	}
+	// Liveness: from the rules and counters through the variables they read.
+	used := map[string]bool{}
+	readBy := map[string][]string{} // variable → the variables reading it
+	var queue []string
+	mark := func(rs refs) {
+		for _, v := range rs.vars {
+			if !used[v] {
+				used[v] = true
+				queue = append(queue, v)
+			}
+		}
+	}
+	for _, rs := range roots {
+		mark(rs)
+	}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		mark(varRefs[v])
+	}
+	for name, rs := range varRefs {
+		for _, v := range rs.vars {
+			readBy[v] = append(readBy[v], name)
+		}
+	}
+	for _, v := range src.Variables {
+		if used[v.Name.Value] {
+			continue
+		}
+		if rb := readBy[v.Name.Value]; len(rb) > 0 {
+			slices.Sort(rb)
+			l.warn(policy.CodeUnusedVariable, v.Name.Pos, nil,
+				"variable %q is only read by variables nothing uses (%s)", v.Name.Value, strings.Join(rb, ", "))
+			continue
+		}
+		l.warn(policy.CodeUnusedVariable, v.Name.Pos, nil,
+			"variable %q is never read: no rule, counter or other variable of policy %q refers to it", v.Name.Value, p.Name)
+	}
+
+	// Counters read by the rules, the counters' own expressions (which may
+	// not read counters) and the used variables.
+	readCounters := map[string]bool{}
+	all := false
+	note := func(rs refs) {
+		all = all || rs.allCounters
+		for _, c := range rs.counters {
+			readCounters[c] = true
+		}
+	}
+	for _, rs := range roots {
+		note(rs)
+	}
+	for v := range used {
+		note(varRefs[v])
+	}
+	for _, ct := range src.Counters {
+		if !all && !readCounters[ct.Name.Value] {
+			l.warn(policy.CodeUnusedCounter, ct.Name.Pos, nil,
+				"counter %q is never read: no rule or used variable reads counters.%s, so counting has no effect", ct.Name.Value, ct.Name.Value)
+			continue
+		}
+		if v, ok := l.literalBool(&ct.IncrementWhen); ok && !v {
+			l.warn(policy.CodeCounterNeverIncremented, ct.IncrementWhen.Pos, nil,
+				"counter %q is read but never incremented: its increment_when is the literal false, so it is always 0", ct.Name.Value)
+		}
+	}
+}
+
+// costs reports the expressions whose worst-case cost, as cel-go estimates
+// it under the size assumptions above, exceeds the runtime cost budget.
+func (l *linter) costs() {
+	env := l.c.cfg.env
+	limit := env.CostLimit()
+	est := sizeAssumptions{lib: env.Stdlib().CostEstimator()}
+	for _, ce := range l.c.checked {
+		e, err := ce.sc.env.EstimateCost(ce.ast, est)
+		if err != nil || e.Max <= limit {
+			continue
+		}
+		l.warn(policy.CodeCostOverBudget, ce.expr.Pos, nil, "%s: %s", ce.sc.what, overBudget(e.Max, limit))
+	}
+}
+
+// overBudget says by how much an estimate exceeds the budget, and what to do.
+func overBudget(est, limit uint64) string {
+	factor := "more than 100x"
+	if r := float64(est) / float64(limit); r < 100 {
+		factor = fmt.Sprintf("%.1fx", r)
+	}
+	size := "unknown"
+	if est < 1<<62 {
+		size = groupDigits(est)
+	}
+	return fmt.Sprintf("estimated worst-case cost %s exceeds the runtime budget of %s by %s "+
+		"(assuming inputs of up to %s characters or entries); "+
+		"at run time an over-budget evaluation is an error that the failure policy decides. "+
+		"Avoid nesting comprehensions (use `in`, sets.intersects or a map lookup instead of exists inside exists), "+
+		"scan a string once with a stdlib function (shell.*, glob.match, path.*) rather than in a loop, "+
+		"and test size() before iterating so the runtime cost stays bounded",
+		size, groupDigits(limit), factor, groupDigits(CostAssumedSize))
+}
+
+// groupDigits writes n with thousands separators: 1,000,000.
+func groupDigits(n uint64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// sizeAssumptions is the cost estimator of the cost analysis: the stdlib's
+// function costs, and CostAssumedSize for every string, bytes, list or map
+// whose size cel-go cannot infer.
+type sizeAssumptions struct {
+	lib cost.Estimator
+}
+
+// EstimateSize implements cost.Estimator.
+func (s sizeAssumptions) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+	if sz := n.ComputedSize(); sz != nil {
+		return nil
+	}
+	t := n.Type()
+	if t == nil {
+		return nil
+	}
+	switch t.Kind() {
+	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind, types.DynKind:
+	default:
+		return nil
+	}
+	return &cost.SizeEstimate{Min: 0, Max: CostAssumedSize}
+}
+
+// EstimateCallCost implements cost.Estimator.
+func (s sizeAssumptions) EstimateCallCost(function, overloadID string, target *cost.AstNode, args []cost.AstNode) *cost.CallEstimate {
+	if s.lib == nil {
+		return nil
+	}
+	return s.lib.EstimateCallCost(function, overloadID, target, args)
+}
