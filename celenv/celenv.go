@@ -11,6 +11,9 @@
 //	counters map(string, int)  each counter of the rule's policy, for this call's key
 //	result   map(string, dyn)  after the call only: is_error, content, and what the host adds (exit_code, ...)
 //	session  map(string, dyn)  host metadata: agent, user, mode, ids
+//	classes  list(string)      the tool's classes (shell, file_read, ...), from the set's ToolClasses files
+//	command  string            the shell command, from the argument its class names (command_args); "" if none
+//	paths    list(string)      the file paths, from the arguments its classes name (path_args), as written
 //
 // Policies add their own named variables on top (see compile). Libraries:
 // cel-go's optional types and the ext libraries strings, lists, sets, regex,
@@ -36,6 +39,9 @@ const (
 	VarCounters = "counters"
 	VarResult   = "result"
 	VarSession  = "session"
+	VarClasses  = "classes"
+	VarCommand  = "command"
+	VarPaths    = "paths"
 )
 
 // DefaultCostLimit is the runtime cost budget of one expression evaluation,
@@ -116,6 +122,9 @@ func New(opts ...Option) (*Env, error) {
 		cel.Variable(VarCounters, cel.MapType(cel.StringType, cel.IntType)),
 		cel.Variable(VarResult, cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable(VarSession, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(VarClasses, cel.ListType(cel.StringType)),
+		cel.Variable(VarCommand, cel.StringType),
+		cel.Variable(VarPaths, cel.ListType(cel.StringType)),
 		cel.OptionalTypes(),
 		cel.CrossTypeNumericComparisons(true),
 		cel.DefaultUTCTimeZone(true),
@@ -168,5 +177,5 @@ func (e *Env) ProgramOptions() []cel.ProgramOption {
 
 // ReservedNames are the identifiers a policy variable may not take.
 func ReservedNames() []string {
-	return []string{VarTool, VarArgs, VarCwd, VarPhase, VarCounters, VarResult, VarSession}
+	return []string{VarTool, VarArgs, VarCwd, VarPhase, VarCounters, VarResult, VarSession, VarClasses, VarCommand, VarPaths}
 }

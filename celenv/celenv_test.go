@@ -26,6 +26,9 @@ func TestVariablesAndTypes(t *testing.T) {
 		{`counters`, "map(string, int)"},
 		{`result`, "map(string, dyn)"},
 		{`session`, "map(string, dyn)"},
+		{`classes`, "list(string)"},
+		{`command`, "string"},
+		{`paths`, "list(string)"},
 		{`canonical(args)`, "string"},
 		{`"a,b".split(",")`, "list(string)"},             // ext strings
 		{`[1, 2].distinct()`, "list(int)"},               // ext lists
@@ -104,7 +107,7 @@ func TestCostLimitStopsRunawayEvaluation(t *testing.T) {
 }
 
 func TestReservedNamesCoverEveryVariable(t *testing.T) {
-	assert.ElementsMatch(t, []string{"tool", "args", "cwd", "phase", "counters", "result", "session"}, celenv.ReservedNames())
+	assert.ElementsMatch(t, []string{"tool", "args", "cwd", "phase", "counters", "result", "session", "classes", "command", "paths"}, celenv.ReservedNames())
 }
 
 // The policy package keeps its own list (it sits below celenv); it must

@@ -119,20 +119,34 @@ func Check(srcs []policy.Source, opts ...Option) (*PolicySet, policy.Diagnostics
 		}
 		cfg.env = env
 	}
-	c := &compiler{cfg: cfg, set: &PolicySet{env: cfg.env, byID: map[string]*Rule{}}}
+	classes := newClassTable()
+	c := &compiler{cfg: cfg, classes: classes, set: &PolicySet{env: cfg.env, byID: map[string]*Rule{}, classes: classes}}
 	srcs = slices.Clone(srcs)
 	slices.SortStableFunc(srcs, func(a, b policy.Source) int { return strings.Compare(a.Name, b.Name) })
 	if len(srcs) == 0 {
 		c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeNoPolicies, Severity: policy.SeverityError,
 			Message: "no policy files were given"})
 	}
+	// Tool classes first: a policy may sort before the file declaring the
+	// classes it matches on.
+	type parsed struct {
+		p  *policy.Policy
+		ds policy.Diagnostics
+	}
+	var pols []parsed
 	for _, src := range srcs {
-		p, ds := policy.Parse(src.Name, src.Data)
+		doc, ds := policy.ParseDocument(src.Name, src.Data)
 		c.ds = append(c.ds, ds...)
-		if p != nil {
-			c.parseDS = ds
-			c.policy(p)
+		switch {
+		case doc.Classes != nil:
+			c.classes.add(doc.Classes)
+		case doc.Policy != nil:
+			pols = append(pols, parsed{doc.Policy, ds})
 		}
+	}
+	for _, p := range pols {
+		c.parseDS = p.ds
+		c.policy(p.p)
 	}
 	c.finish()
 	if !c.ds.HasErrors() {
@@ -149,6 +163,7 @@ func Check(srcs []policy.Source, opts ...Option) (*PolicySet, policy.Diagnostics
 }
 
 type compiler struct {
+	classes     *classTable
 	cfg         config
 	set         *PolicySet
 	ds          policy.Diagnostics
@@ -305,9 +320,14 @@ func (c *compiler) rule(env *cel.Env, cp *Policy, r *policy.Rule, info map[strin
 	}
 	cr := &Rule{ID: r.ID.Value, Policy: cp, Pos: r.Pos, Description: r.Description, Priority: r.Priority, Phase: r.Phase,
 		Verdict: r.Verdict, Reason: r.Reason, Code: r.Code, FailurePolicy: fp, Source: r}
+	cr.set = c.set
 	for _, t := range r.Tools {
 		cr.Tools = append(cr.Tools, t.Value)
 	}
+	for _, cl := range r.Classes {
+		cr.Classes = append(cr.Classes, cl.Value)
+	}
+	c.checkRuleClasses(r)
 	before := r.Phase == policy.PhaseBefore
 	what := "rule " + r.ID.Value
 	if r.Condition != nil {
@@ -585,7 +605,7 @@ func (c *compiler) finish() {
 	}
 	c.set.rules = rules
 	for ph := range byPhase {
-		c.set.phases[ph] = newPhaseIndex(byPhase[ph])
+		c.set.phases[ph] = newPhaseIndex(byPhase[ph], c.classes)
 	}
 	c.set.defaultVerdict = c.cfg.defaultVerdict
 	if c.set.defaultVerdict == policy.VerdictUnspecified {

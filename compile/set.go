@@ -28,7 +28,22 @@ type PolicySet struct {
 	defaultVerdict policy.Verdict
 	varSlots       int
 	warnings       policy.Diagnostics
+	classes        *classTable
 }
+
+// ClassesOf returns the tool classes a tool belongs to, in declaration
+// order (exact names before globs). The slice must not be modified.
+func (s *PolicySet) ClassesOf(tool string) []string { return s.classes.classesOf(tool) }
+
+// Class returns a tool class by name.
+func (s *PolicySet) Class(name string) (*Class, bool) {
+	c, ok := s.classes.byName[name]
+	return c, ok
+}
+
+// Classes returns every tool class, in declaration order. The slice must
+// not be modified.
+func (s *PolicySet) Classes() []*Class { return s.classes.order }
 
 // Env returns the CEL environment the set was compiled in.
 func (s *PolicySet) Env() *celenv.Env { return s.env }
@@ -129,17 +144,26 @@ type Rule struct {
 	// Message, when set, computes the text that overrides Reason.
 	Message cel.Program
 	Modify  *Modify
-	// Tools are the names and globs of the matcher; empty matches every tool.
-	Tools []string
+	// Tools are the names and globs of the matcher, and Classes its tool
+	// classes; a tool named by either matches. Both empty match every tool.
+	Tools   []string
+	Classes []string
 	// Order is the rule's place in evaluation order (0 first).
 	Order int
 	// Source is the parsed rule.
 	Source *policy.Rule
+
+	set *PolicySet
 }
 
-// MatchesTool reports whether the rule's tool matcher admits tool.
+// MatchesTool reports whether the rule's matcher admits tool: by name, by
+// glob, or by one of the tool's classes.
 func (r *Rule) MatchesTool(tool string) bool {
-	if len(r.Tools) == 0 {
+	return r.matches(tool, r.set.ClassesOf(tool))
+}
+
+func (r *Rule) matches(tool string, classes []string) bool {
+	if len(r.Tools) == 0 && len(r.Classes) == 0 {
 		return true
 	}
 	for _, t := range r.Tools {
@@ -147,6 +171,11 @@ func (r *Rule) MatchesTool(tool string) bool {
 			return true
 		}
 		if ok, _ := doublestar.Match(t, tool); ok {
+			return true
+		}
+	}
+	for _, c := range r.Classes {
+		if slices.Contains(classes, c) {
 			return true
 		}
 	}
@@ -176,41 +205,47 @@ type phaseIndex struct {
 	// exact holds, for each tool name some rule names exactly, every rule
 	// that can match that name (globs and match-all rules included), in order.
 	exact map[string][]*Rule
-	// open holds the rules that can match a tool no rule names exactly:
-	// match-all rules and glob rules, in order.
+	// open holds the rules that can match a tool nothing names exactly:
+	// match-all rules, glob rules and class rules, in order.
 	open []*Rule
 	// all is every rule of the phase that has no matcher.
 	matchAll []*Rule
-	// hasGlobs says whether any rule in open has a glob to test at run time.
-	hasGlobs bool
+	// dynamic says whether any rule in open has a glob or classes to test at
+	// run time.
+	dynamic bool
+	classes *classTable
 }
 
-func newPhaseIndex(rules []*Rule) phaseIndex {
-	ix := phaseIndex{exact: map[string][]*Rule{}}
+func newPhaseIndex(rules []*Rule, classes *classTable) phaseIndex {
+	ix := phaseIndex{exact: map[string][]*Rule{}, classes: classes}
 	names := map[string]bool{}
+	for name := range classes.exact {
+		names[name] = true
+	}
 	for _, r := range rules {
-		if len(r.Tools) == 0 {
+		if len(r.Tools) == 0 && len(r.Classes) == 0 {
 			ix.open = append(ix.open, r)
 			ix.matchAll = append(ix.matchAll, r)
 			continue
 		}
-		glob := false
+		dynamic := len(r.Classes) > 0 // a tool no one names may be in a class by glob
 		for _, t := range r.Tools {
 			if isGlob(t) {
-				glob = true
+				dynamic = true
 			} else {
 				names[t] = true
 			}
 		}
-		if glob {
+		if dynamic {
 			ix.open = append(ix.open, r)
-			ix.hasGlobs = true
+			ix.dynamic = true
 		}
 	}
 	for name := range names {
+		cls := classes.classesOf(name)
 		var list []*Rule
 		for _, r := range rules {
-			if r.MatchesTool(name) {
+			if r.matches(name, cls) {
 				list = append(list, r)
 			}
 		}
@@ -223,12 +258,13 @@ func (ix *phaseIndex) candidates(tool string) []*Rule {
 	if l, ok := ix.exact[tool]; ok {
 		return l
 	}
-	if !ix.hasGlobs {
+	if !ix.dynamic {
 		return ix.matchAll
 	}
+	cls := ix.classes.classesOf(tool)
 	out := make([]*Rule, 0, len(ix.open))
 	for _, r := range ix.open {
-		if r.MatchesTool(tool) {
+		if r.matches(tool, cls) {
 			out = append(out, r)
 		}
 	}

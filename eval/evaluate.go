@@ -30,6 +30,8 @@ type evaluation struct {
 	call  Call
 	res   *Result
 	trace bool
+	// explain, when set, records an Explanation (WithExplain).
+	explain *explainer
 
 	cur      *compile.Policy
 	vars     []ref.Val
@@ -37,6 +39,8 @@ type evaluation struct {
 	keys     map[*compile.Counter]string
 	result   map[string]any
 	scope    *stdlib.CallScope
+	// derived holds command and paths once computed (they depend on args).
+	derived *derivedArgs
 }
 
 var _ interpreter.FunctionActivation = (*evaluation)(nil)
@@ -65,7 +69,87 @@ func (ev *evaluation) resetCall() {
 	clear(ev.vars)
 	ev.counters = nil
 	ev.keys = nil
+	ev.derived = nil
 	ev.scope.Reset()
+}
+
+// derivedArgs are the class-driven views of the arguments.
+type derivedArgs struct {
+	command string
+	paths   []string
+}
+
+// derive reads the command and the paths from the arguments the tool's
+// classes name. A list of strings under a path argument contributes each.
+func (ev *evaluation) derive() *derivedArgs {
+	if ev.derived != nil {
+		return ev.derived
+	}
+	d := &derivedArgs{paths: []string{}}
+	found := false
+	for _, name := range ev.set.ClassesOf(ev.call.Tool) {
+		cl, ok := ev.set.Class(name)
+		if !ok {
+			continue
+		}
+		for _, a := range cl.CommandArgs {
+			if found {
+				break
+			}
+			switch v := ev.call.Args[a].(type) {
+			case string:
+				d.command, found = v, true
+			case []any: // an argv array, as Codex's shell tool sends
+				if cmd, ok := joinArgv(v); ok {
+					d.command, found = cmd, true
+				}
+			}
+		}
+		for _, a := range cl.PathArgs {
+			switch v := ev.call.Args[a].(type) {
+			case string:
+				d.paths = appendUnique(d.paths, v)
+			case []any:
+				for _, x := range v {
+					if s, ok := x.(string); ok {
+						d.paths = appendUnique(d.paths, s)
+					}
+				}
+			}
+		}
+	}
+	ev.derived = d
+	return d
+}
+
+// joinArgv turns an argv array into one command line, quoting each word for
+// the shell so that the shell parser sees the same words.
+func joinArgv(argv []any) (string, bool) {
+	words := make([]string, 0, len(argv))
+	for _, x := range argv {
+		s, ok := x.(string)
+		if !ok {
+			return "", false
+		}
+		if s != "" && strings.IndexFunc(s, func(r rune) bool {
+			return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '=' || r == ':' || r == ',' || r == '+' || r == '@' ||
+				('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9'))
+		}) < 0 {
+			words = append(words, s)
+			continue
+		}
+		words = append(words, "'"+strings.ReplaceAll(s, "'", `'\''`)+"'")
+	}
+	return strings.Join(words, " "), true
+}
+
+func appendUnique(l []string, s string) []string {
+	for _, x := range l {
+		if x == s {
+			return l
+		}
+	}
+	return append(l, s)
 }
 
 // ResolveName implements interpreter.Activation.
@@ -81,6 +165,12 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 		return ev.phase.String(), true
 	case celenv.VarSession:
 		return ev.s.meta, true
+	case celenv.VarClasses:
+		return ev.set.ClassesOf(ev.call.Tool), true
+	case celenv.VarCommand:
+		return ev.derive().command, true
+	case celenv.VarPaths:
+		return ev.derive().paths, true
 	case celenv.VarResult:
 		if ev.result == nil {
 			return nil, false
@@ -233,6 +323,7 @@ restart:
 		if r.Condition != nil {
 			var err error
 			matched, err = ev.evalBool(r.Policy, r.Condition)
+			ev.explain.conditionDone(r)
 			if err != nil {
 				if cerr := ev.ctx.Err(); cerr != nil {
 					return ev.canceled(d, cerr)
@@ -346,6 +437,7 @@ func (ev *evaluation) canceled(d Decision, err error) (Decision, error) {
 }
 
 func (ev *evaluation) addTrace(d *Decision, r *compile.Rule, outcome string, err error) {
+	ev.explain.step(r, outcome, err)
 	if !ev.trace {
 		return
 	}

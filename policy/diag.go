@@ -92,6 +92,7 @@ const (
 	CodeTooManyRules       Code = "too_many_rules"      // more rules than the compiler's limit
 	CodeCounterInCounter   Code = "counter_in_counter"  // a counter expression that reads counters
 	CodeInvalidLiteral     Code = "invalid_literal"     // a malformed regex, glob or domain literal
+	CodeUndeclaredClass    Code = "undeclared_class"    // match.classes names a class no ToolClasses file declares
 )
 
 // Lint codes: warnings compile.Check reports about a set that compiles, for

@@ -8,8 +8,8 @@ import (
 // APIVersion is the only apiVersion this release reads.
 const APIVersion = "celguard.dev/v1"
 
-// Kind is the kind of a policy file.
-const Kind = "Policy"
+// KindPolicy is the kind of a policy file.
+const KindPolicy = "Policy"
 
 // Policy is one parsed policy file. Only the parser builds it; after parsing
 // it is read-only.
@@ -197,8 +197,11 @@ type Rule struct {
 	Description string
 	Priority    int
 	Phase       Phase
-	// Tools are exact tool names or globs; empty means every tool.
-	Tools []String
+	// Tools are exact tool names or globs, and Classes tool classes (see
+	// ToolClasses); a rule matches a tool named in either. Both empty means
+	// every tool.
+	Tools   []String
+	Classes []String
 	// Condition is a CEL bool expression; nil means true.
 	Condition *Expr
 	Verdict   Verdict

@@ -18,7 +18,7 @@ const MaxFileSize = 4 << 20
 // ReservedNames are the identifiers a variable may not take: the built-in
 // variables of the CEL environment and the stdlib namespaces.
 var ReservedNames = []string{
-	"tool", "args", "cwd", "counters", "result", "session", "phase",
+	"tool", "args", "cwd", "counters", "result", "session", "phase", "classes", "command", "paths",
 	"shell", "path", "glob", "hash", "secrets", "url", "canonical",
 }
 
@@ -34,9 +34,29 @@ var (
 // be read) and every problem found, each at its file:line:col. The policy is
 // nil only when the file is not YAML at all.
 func Parse(file string, src []byte) (p *Policy, ds Diagnostics) {
+	doc, ds := ParseDocument(file, src)
+	if doc.Classes != nil {
+		ds = append(ds, Diagnostic{Code: CodeInvalidValue, Severity: SeverityError, Pos: doc.Classes.Pos,
+			Message: "this is a ToolClasses file, not a policy"})
+	}
+	return doc.Policy, ds
+}
+
+// Document is one parsed file of a policy set: a Policy or a ToolClasses
+// mapping, as its kind says. At most one field is set.
+type Document struct {
+	Policy  *Policy
+	Classes *ToolClasses
+}
+
+// ParseDocument reads one file of a policy set, of either kind, and returns
+// every problem found, each at its file:line:col. Both fields are nil only
+// when the file is not YAML at all.
+func ParseDocument(file string, src []byte) (Document, Diagnostics) {
+	var ds Diagnostics
 	if len(src) > MaxFileSize {
 		ds.errorf(CodeInvalidValue, Pos{File: file, Line: 1, Col: 1}, "file is %d bytes; policy files are limited to %d", len(src), MaxFileSize)
-		return nil, ds
+		return Document{}, ds
 	}
 	var doc yaml.Node
 	lines := splitLines(src)
@@ -46,17 +66,25 @@ func Parse(file string, src []byte) (p *Policy, ds Diagnostics) {
 		// its last line.
 		d.Pos.Line = min(d.Pos.Line, len(lines))
 		ds = append(ds, d)
-		return nil, ds
+		return Document{}, ds
 	}
 	d := &decoder{file: file, lines: lines}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		d.ds.errorf(CodeMissingField, Pos{File: file, Line: 1, Col: 1}, "empty policy file: expected apiVersion, kind, name and rules")
-		return nil, d.ds
+		return Document{}, d.ds
 	}
-	p = d.policy(doc.Content[0])
-	d.ds = append(d.ds, validateSchema(file, doc.Content[0], d.ds)...)
+	root := doc.Content[0]
+	var out Document
+	kind := KindPolicy
+	if k := valueNode(resolve(root), "kind"); k != nil && resolve(k).Value == KindToolClasses {
+		kind = KindToolClasses
+		out.Classes = d.toolClasses(root)
+	} else {
+		out.Policy = d.policy(root)
+	}
+	d.ds = append(d.ds, validateSchema(file, kind, root, d.ds)...)
 	d.ds.Sort()
-	return p, d.ds
+	return out, d.ds
 }
 
 // decodeYAML decodes one YAML document into a node, turning a panic in the
@@ -291,8 +319,8 @@ func (d *decoder) policy(n *yaml.Node) *Policy {
 			}
 		},
 		"kind": func(_, v *yaml.Node) {
-			if s, ok := d.str(v, "kind"); ok && s.Value != Kind {
-				d.ds.errorf(CodeInvalidValue, s.Pos, "kind must be %q, not %q", Kind, s.Value)
+			if s, ok := d.str(v, "kind"); ok && s.Value != KindPolicy {
+				d.ds.errorf(CodeInvalidValue, s.Pos, "kind must be %q or %q, not %q", KindPolicy, KindToolClasses, s.Value)
 			}
 		},
 		"name":        func(_, v *yaml.Node) { p.Name = d.id(v, "policy name") },
@@ -451,6 +479,13 @@ func (d *decoder) rule(n *yaml.Node) Rule {
 		},
 		"match": func(_, v *yaml.Node) {
 			d.fields(v, "match", map[string]func(k, v *yaml.Node){
+				"classes": func(_, v *yaml.Node) {
+					for _, c := range d.list(v, "match.classes") {
+						if s := d.ident(c, "a tool class"); s.Value != "" {
+							r.Classes = append(r.Classes, s)
+						}
+					}
+				},
 				"tools": func(_, v *yaml.Node) {
 					for _, t := range d.list(v, "match.tools") {
 						s, ok := d.str(t, "a tool name")

@@ -20,23 +20,41 @@ import (
 //go:embed schema/policy.schema.json
 var SchemaJSON []byte
 
-var compiledSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(SchemaJSON)))
-	if err != nil {
-		return nil, err
+// ToolClassesSchemaJSON is the JSON Schema (draft 2020-12) of ToolClasses
+// files.
+//
+//go:embed schema/toolclasses.schema.json
+var ToolClassesSchemaJSON []byte
+
+var compiledSchemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
+	out := map[string]*jsonschema.Schema{}
+	for kind, src := range map[string][]byte{KindPolicy: SchemaJSON, KindToolClasses: ToolClassesSchemaJSON} {
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(src)))
+		if err != nil {
+			return nil, err
+		}
+		c := jsonschema.NewCompiler()
+		url := "https://celguard.dev/schema/v1/" + strings.ToLower(kind) + ".schema.json"
+		if err := c.AddResource(url, doc); err != nil {
+			return nil, err
+		}
+		sch, err := c.Compile(url)
+		if err != nil {
+			return nil, err
+		}
+		out[kind] = sch
 	}
-	c := jsonschema.NewCompiler()
-	const url = "https://celguard.dev/schema/v1/policy.schema.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
+	return out, nil
 })
 
 // validateSchema checks the document against the JSON Schema and returns the
 // problems the decoder has not already reported at the same place.
-func validateSchema(file string, root *yaml.Node, already Diagnostics) Diagnostics {
-	sch, err := compiledSchema()
+func validateSchema(file, kind string, root *yaml.Node, already Diagnostics) Diagnostics {
+	schemas, err := compiledSchemas()
+	sch := schemas[kind]
+	if err == nil && sch == nil {
+		err = fmt.Errorf("no schema for kind %q", kind)
+	}
 	if err != nil {
 		// The schema is embedded and tested; failing here is a build defect.
 		return Diagnostics{{Code: CodeInvalidValue, Severity: SeverityError, Pos: Pos{File: file, Line: 1, Col: 1},

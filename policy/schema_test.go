@@ -16,9 +16,11 @@ import (
 
 func TestSchemaCompiles(t *testing.T) {
 	require.True(t, json.Valid(SchemaJSON), "the embedded schema is not valid JSON")
-	sch, err := compiledSchema()
+	require.True(t, json.Valid(ToolClassesSchemaJSON), "the embedded tool-class schema is not valid JSON")
+	schemas, err := compiledSchemas()
 	require.NoError(t, err)
-	require.NotNil(t, sch)
+	require.NotNil(t, schemas[KindPolicy])
+	require.NotNil(t, schemas[KindToolClasses])
 }
 
 // rootOf decodes a policy file into its root node.
@@ -34,15 +36,16 @@ func rootOf(t *testing.T, src []byte) (*yaml.Node, bool) {
 // schemaErrors validates a document against the JSON Schema alone.
 func schemaErrors(t *testing.T, file string, root *yaml.Node) Diagnostics {
 	t.Helper()
-	sch, err := compiledSchema()
+	schemas, err := compiledSchemas()
 	require.NoError(t, err)
+	sch := schemas[KindPolicy]
 	budget := MaxFileSize
 	inst, err := toJSONValue(root, 0, &budget)
 	require.NoError(t, err)
 	if sch.Validate(inst) == nil {
 		return nil
 	}
-	ds := validateSchema(file, root, nil)
+	ds := validateSchema(file, KindPolicy, root, nil)
 	require.NotEmpty(t, ds, "the schema rejects the document, but no diagnostic is mapped")
 	return ds
 }
@@ -102,7 +105,7 @@ func TestSchemaAgreesWithTheDecoder(t *testing.T) {
 				sch := schemaErrors(t, f.Name, root)
 				assert.Equal(t, hasStructural(dec), len(sch) > 0,
 					"decoder: %v\nschema: %v\ngot decoder structural=%v, schema=%v, want them equal", dec, sch, hasStructural(dec), len(sch) > 0)
-				assert.Empty(t, validateSchema(f.Name, root, dec), "schema problems the decoder missed")
+				assert.Empty(t, validateSchema(f.Name, KindPolicy, root, dec), "schema problems the decoder missed")
 			})
 		}
 	}

@@ -1,0 +1,118 @@
+package compile
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/celguard/celguard/policy"
+)
+
+// Class is a tool class merged from every ToolClasses file of the set.
+type Class struct {
+	Name string
+	// Tools are the exact names and globs of the class, in file order.
+	Tools []string
+	// CommandArgs are the arguments that carry a shell command, tried in
+	// order.
+	CommandArgs []string
+	// PathArgs are the arguments that carry file paths.
+	PathArgs []string
+}
+
+// classTable resolves tool names to their classes.
+type classTable struct {
+	byName map[string]*Class
+	order  []*Class
+	// exact maps a tool name to the classes that name it exactly.
+	exact map[string][]string
+	// globs are the class patterns that are not exact names.
+	globs []classGlob
+}
+
+type classGlob struct {
+	pattern, class string
+}
+
+func newClassTable() *classTable {
+	return &classTable{byName: map[string]*Class{}, exact: map[string][]string{}}
+}
+
+// add merges one ToolClasses file into the table.
+func (t *classTable) add(tc *policy.ToolClasses) {
+	for _, c := range tc.Classes {
+		if c.Name.Value == "" {
+			continue
+		}
+		cl, ok := t.byName[c.Name.Value]
+		if !ok {
+			cl = &Class{Name: c.Name.Value}
+			t.byName[cl.Name] = cl
+			t.order = append(t.order, cl)
+		}
+		for _, tool := range c.Tools {
+			if slices.Contains(cl.Tools, tool.Value) {
+				continue
+			}
+			cl.Tools = append(cl.Tools, tool.Value)
+			if isGlob(tool.Value) {
+				t.globs = append(t.globs, classGlob{pattern: tool.Value, class: cl.Name})
+			} else if !slices.Contains(t.exact[tool.Value], cl.Name) {
+				t.exact[tool.Value] = append(t.exact[tool.Value], cl.Name)
+			}
+		}
+		for _, a := range c.CommandArgs {
+			if !slices.Contains(cl.CommandArgs, a.Value) {
+				cl.CommandArgs = append(cl.CommandArgs, a.Value)
+			}
+		}
+		for _, a := range c.PathArgs {
+			if !slices.Contains(cl.PathArgs, a.Value) {
+				cl.PathArgs = append(cl.PathArgs, a.Value)
+			}
+		}
+	}
+}
+
+// classesOf returns the classes of a tool, exact names first, then globs, in
+// declaration order. The result must not be modified.
+func (t *classTable) classesOf(tool string) []string {
+	exact := t.exact[tool]
+	if len(t.globs) == 0 {
+		return exact
+	}
+	var out []string
+	for _, g := range t.globs {
+		if ok, _ := doublestar.Match(g.pattern, tool); ok && !slices.Contains(exact, g.class) && !slices.Contains(out, g.class) {
+			if out == nil {
+				out = append(make([]string, 0, len(exact)+1), exact...)
+			}
+			out = append(out, g.class)
+		}
+	}
+	if out == nil {
+		return exact
+	}
+	return out
+}
+
+// checkRuleClasses reports classes a rule names that no ToolClasses file
+// declares: such a rule would silently never match.
+func (c *compiler) checkRuleClasses(r *policy.Rule) {
+	for _, cl := range r.Classes {
+		if _, ok := c.classes.byName[cl.Value]; !ok {
+			names := make([]string, 0, len(c.classes.order))
+			for _, k := range c.classes.order {
+				names = append(names, k.Name)
+			}
+			msg := fmt.Sprintf("rule %s matches tool class %q, but no ToolClasses file of the set declares it", r.ID.Value, cl.Value)
+			if len(names) > 0 {
+				msg += fmt.Sprintf("; declared: %v", names)
+			} else {
+				msg += "; include the built-in tool classes or a ToolClasses file of your own"
+			}
+			c.errorf(policy.CodeUndeclaredClass, cl.Pos, "%s", msg)
+		}
+	}
+}
