@@ -273,6 +273,9 @@ func (c *compiler) policy(p *policy.Policy) {
 		if d.IncrementWhen.Text != "" {
 			ct.IncrementWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " increment_when", noCounters: true, want: cel.BoolType}, d.IncrementWhen, info)
 		}
+		if d.Streak != nil {
+			ct.Streak = c.compileExpr(scope{env: env, pol: cp, what: what + " streak", noCounters: true}, *d.Streak, info)
+		}
 		if d.ResetWhen != nil {
 			ct.ResetWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " reset_when", noCounters: true, want: cel.BoolType}, *d.ResetWhen, info)
 		}

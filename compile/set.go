@@ -121,6 +121,8 @@ type Counter struct {
 	Key           cel.Program
 	IncrementWhen cel.Program
 	ResetWhen     cel.Program
+	// Streak, when set, computes the value whose repetition is counted.
+	Streak cel.Program
 }
 
 // Rule is a compiled rule.

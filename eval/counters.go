@@ -21,6 +21,7 @@ type keyState struct {
 	key    string
 	count  int64
 	events []time.Time // window counters: event times, oldest first
+	last   string      // streak counters: the last streak value
 }
 
 func newCounterState() *counterState {
@@ -58,7 +59,9 @@ func (c *counterState) reset(key string) {
 	}
 }
 
-func (c *counterState) increment(key string, window time.Duration, now time.Time, maxKeys, maxEvents int) {
+// increment counts one event for key. With a streak value (streak != nil),
+// an event whose value differs from the key's last one restarts the count.
+func (c *counterState) increment(key string, window time.Duration, now time.Time, maxKeys, maxEvents int, streak *string) {
 	el, ok := c.keys[key]
 	if ok {
 		c.order.MoveToFront(el)
@@ -73,6 +76,12 @@ func (c *counterState) increment(key string, window time.Duration, now time.Time
 	}
 	ks := el.Value.(*keyState)
 	ks.count++
+	if streak != nil {
+		if ks.count > 1 && ks.last != *streak {
+			ks.count = 1
+		}
+		ks.last = *streak
+	}
 	if window > 0 {
 		// Drop events that left the window, then bound what is left.
 		cut := now.Add(-window)

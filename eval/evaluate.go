@@ -526,6 +526,7 @@ func (ev *evaluation) updateCounters() (Decision, error, bool) {
 		c          *compile.Counter
 		key        string
 		inc, reset bool
+		streak     *string
 	}
 	var updates []update
 	for _, c := range ev.set.Counters() {
@@ -539,6 +540,22 @@ func (ev *evaluation) updateCounters() (Decision, error, bool) {
 			u.inc, err = ev.evalBool(c.Policy, c.IncrementWhen)
 			if err != nil {
 				err = fmt.Errorf("counter %s increment_when: %w", c.ID, err)
+			}
+		}
+		if err == nil && u.inc && c.Streak != nil {
+			var out ref.Val
+			out, err = ev.eval(c.Policy, c.Streak)
+			if err == nil {
+				var v string
+				if s, isStr := out.(types.String); isStr {
+					v = string(s)
+				} else {
+					v, err = stdlib.Canonical(out)
+				}
+				u.streak = &v
+			}
+			if err != nil {
+				err = fmt.Errorf("counter %s streak: %w", c.ID, err)
 			}
 		}
 		if err == nil && c.ResetWhen != nil {
@@ -568,7 +585,7 @@ func (ev *evaluation) updateCounters() (Decision, error, bool) {
 			cs.reset(u.key)
 		}
 		if u.inc {
-			cs.increment(u.key, u.c.Decl.Window, now, s.eng.cfg.maxCounterKeys, s.eng.cfg.maxWindowEvents)
+			cs.increment(u.key, u.c.Decl.Window, now, s.eng.cfg.maxCounterKeys, s.eng.cfg.maxWindowEvents, u.streak)
 		}
 	}
 	s.mu.Unlock()

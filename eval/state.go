@@ -38,6 +38,8 @@ type KeyCount struct {
 	Key    string      `json:"key"`
 	Count  int64       `json:"count"`
 	Events []time.Time `json:"events,omitempty"`
+	// Last is the last streak value, for streak counters.
+	Last string `json:"last,omitempty"`
 }
 
 // State returns a copy of the session's state.
@@ -56,7 +58,7 @@ func (s *Session) State() SessionState {
 			c := CounterState{Turn: cs.turn}
 			for el := cs.order.Front(); el != nil; el = el.Next() {
 				ks := el.Value.(*keyState)
-				c.Keys = append(c.Keys, KeyCount{Key: ks.key, Count: ks.count, Events: slices.Clone(ks.events)})
+				c.Keys = append(c.Keys, KeyCount{Key: ks.key, Count: ks.count, Events: slices.Clone(ks.events), Last: ks.last})
 			}
 			st.Counters[id] = c
 		}
@@ -96,7 +98,7 @@ func (e *Engine) RestoreSession(st SessionState) (*Session, error) {
 			if len(ev) > e.cfg.maxWindowEvents {
 				ev = ev[len(ev)-e.cfg.maxWindowEvents:]
 			}
-			cs.keys[k.Key] = cs.order.PushBack(&keyState{key: k.Key, count: k.Count, events: slices.Clone(ev)})
+			cs.keys[k.Key] = cs.order.PushBack(&keyState{key: k.Key, count: k.Count, events: slices.Clone(ev), last: k.Last})
 		}
 		s.counters[id] = cs
 	}

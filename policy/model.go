@@ -78,6 +78,11 @@ type Counter struct {
 	// Window, when positive, makes the counter count only the events of the
 	// last Window (a sliding window).
 	Window time.Duration
+	// Streak, when set, is a CEL expression evaluated after the call: the
+	// counter then counts consecutive increments of a key whose streak
+	// value is the same; a different value restarts the count at 1 (for
+	// "returned the same result again").
+	Streak *Expr
 }
 
 // Phase is when a rule runs.

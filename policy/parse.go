@@ -430,6 +430,7 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 		"key":            func(_, v *yaml.Node) { c.Key = d.exprPtr(v, "key") },
 		"increment_when": func(_, v *yaml.Node) { c.IncrementWhen, _ = d.expr(v, "increment_when") },
 		"reset_when":     func(_, v *yaml.Node) { c.ResetWhen = d.exprPtr(v, "reset_when") },
+		"streak":         func(_, v *yaml.Node) { c.Streak = d.exprPtr(v, "streak") },
 		"window": func(_, v *yaml.Node) {
 			s, ok := d.str(v, "window")
 			if !ok {
@@ -444,6 +445,9 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 		},
 	}) {
 		d.require(n, "a counter", "name", "increment_when")
+	}
+	if c.Streak != nil && c.Window > 0 {
+		d.ds.errorf(CodeInvalidValue, c.Streak.Pos, "counter %s: streak and window cannot be combined: a streak counts consecutive events, a window counts recent ones", c.Name.Value)
 	}
 	return c
 }
