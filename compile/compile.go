@@ -129,24 +129,23 @@ func Check(srcs []policy.Source, opts ...Option) (*PolicySet, policy.Diagnostics
 	}
 	// Tool classes first: a policy may sort before the file declaring the
 	// classes it matches on.
-	type parsed struct {
-		p  *policy.Policy
-		ds policy.Diagnostics
-	}
-	var pols []parsed
+	var pols []layered
+	var ovs []layeredOverrides
 	for _, src := range srcs {
 		doc, ds := policy.ParseDocument(src.Name, src.Data)
 		c.ds = append(c.ds, ds...)
 		switch {
 		case doc.Classes != nil:
 			c.classes.add(doc.Classes)
+		case doc.Overrides != nil:
+			ovs = append(ovs, layeredOverrides{doc.Overrides, src.Layer})
 		case doc.Policy != nil:
-			pols = append(pols, parsed{doc.Policy, ds})
+			pols = append(pols, layered{doc.Policy, ds, src.Layer})
 		}
 	}
-	for _, p := range pols {
+	for _, p := range c.resolveLayers(pols, ovs) {
 		c.parseDS = p.ds
-		c.policy(p.p)
+		c.policy(p.p, p.layer)
 	}
 	c.finish()
 	if !c.ds.HasErrors() {
@@ -208,7 +207,7 @@ type exprInfo struct {
 	result, counters bool
 }
 
-func (c *compiler) policy(p *policy.Policy) {
+func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
 	if p.Name.Value != "" {
 		if c.policyNames == nil {
 			c.policyNames = map[string]policy.Pos{}
@@ -223,7 +222,7 @@ func (c *compiler) policy(p *policy.Policy) {
 	if p.Defaults.Verdict != policy.VerdictUnspecified {
 		c.defaultVerdict(p.Defaults.Verdict, p.Defaults.VerdictPos)
 	}
-	cp := &Policy{Name: p.Name.Value, File: p.File, Description: p.Description, FailurePolicy: p.Defaults.FailurePolicy,
+	cp := &Policy{Name: p.Name.Value, File: p.File, Layer: layer, Description: p.Description, FailurePolicy: p.Defaults.FailurePolicy,
 		Source: p, varByName: map[string]*Variable{}}
 	c.set.policies = append(c.set.policies, cp)
 

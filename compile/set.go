@@ -29,6 +29,7 @@ type PolicySet struct {
 	varSlots       int
 	warnings       policy.Diagnostics
 	classes        *classTable
+	exclusions     []Exclusion
 }
 
 // ClassesOf returns the tool classes a tool belongs to, in declaration
@@ -83,8 +84,10 @@ func (s *PolicySet) Candidates(phase policy.Phase, tool string) []*Rule {
 
 // Policy is one compiled policy file.
 type Policy struct {
-	Name          string
-	File          string
+	Name string
+	File string
+	// Layer is where the policy's file comes from.
+	Layer         policy.Layer
 	Description   string
 	FailurePolicy policy.FailurePolicy
 	Variables     []*Variable

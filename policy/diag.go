@@ -92,6 +92,8 @@ const (
 	CodeTooManyRules       Code = "too_many_rules"      // more rules than the compiler's limit
 	CodeCounterInCounter   Code = "counter_in_counter"  // a counter expression that reads counters
 	CodeInvalidLiteral     Code = "invalid_literal"     // a malformed regex, glob or domain literal
+	CodeOverridden         Code = "overridden"          // info: a policy or rule replaced or disabled by a higher layer
+	CodeUnknownOverride    Code = "unknown_override"    // warning: an Overrides file disables something no lower layer has
 	CodeUndeclaredClass    Code = "undeclared_class"    // match.classes names a class no ToolClasses file declares
 )
 

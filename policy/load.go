@@ -15,6 +15,8 @@ import (
 type Source struct {
 	Name string
 	Data []byte
+	// Layer is where the file comes from; higher layers win collisions.
+	Layer Layer
 }
 
 // IsPolicyFile reports whether a file name is read as a policy: a .yaml or

@@ -35,9 +35,13 @@ var (
 // nil only when the file is not YAML at all.
 func Parse(file string, src []byte) (p *Policy, ds Diagnostics) {
 	doc, ds := ParseDocument(file, src)
-	if doc.Classes != nil {
+	switch {
+	case doc.Classes != nil:
 		ds = append(ds, Diagnostic{Code: CodeInvalidValue, Severity: SeverityError, Pos: doc.Classes.Pos,
 			Message: "this is a ToolClasses file, not a policy"})
+	case doc.Overrides != nil:
+		ds = append(ds, Diagnostic{Code: CodeInvalidValue, Severity: SeverityError, Pos: doc.Overrides.Pos,
+			Message: "this is an Overrides file, not a policy"})
 	}
 	return doc.Policy, ds
 }
@@ -45,8 +49,9 @@ func Parse(file string, src []byte) (p *Policy, ds Diagnostics) {
 // Document is one parsed file of a policy set: a Policy or a ToolClasses
 // mapping, as its kind says. At most one field is set.
 type Document struct {
-	Policy  *Policy
-	Classes *ToolClasses
+	Policy    *Policy
+	Classes   *ToolClasses
+	Overrides *Overrides
 }
 
 // ParseDocument reads one file of a policy set, of either kind, and returns
@@ -76,10 +81,18 @@ func ParseDocument(file string, src []byte) (Document, Diagnostics) {
 	root := doc.Content[0]
 	var out Document
 	kind := KindPolicy
-	if k := valueNode(resolve(root), "kind"); k != nil && resolve(k).Value == KindToolClasses {
-		kind = KindToolClasses
+	if k := valueNode(resolve(root), "kind"); k != nil {
+		switch resolve(k).Value {
+		case KindToolClasses, KindOverrides:
+			kind = resolve(k).Value
+		}
+	}
+	switch kind {
+	case KindToolClasses:
 		out.Classes = d.toolClasses(root)
-	} else {
+	case KindOverrides:
+		out.Overrides = d.overrides(root)
+	default:
 		out.Policy = d.policy(root)
 	}
 	d.ds = append(d.ds, validateSchema(file, kind, root, d.ds)...)
@@ -320,7 +333,7 @@ func (d *decoder) policy(n *yaml.Node) *Policy {
 		},
 		"kind": func(_, v *yaml.Node) {
 			if s, ok := d.str(v, "kind"); ok && s.Value != KindPolicy {
-				d.ds.errorf(CodeInvalidValue, s.Pos, "kind must be %q or %q, not %q", KindPolicy, KindToolClasses, s.Value)
+				d.ds.errorf(CodeInvalidValue, s.Pos, "kind must be %q, %q or %q, not %q", KindPolicy, KindToolClasses, KindOverrides, s.Value)
 			}
 		},
 		"name":        func(_, v *yaml.Node) { p.Name = d.id(v, "policy name") },

@@ -26,9 +26,14 @@ var SchemaJSON []byte
 //go:embed schema/toolclasses.schema.json
 var ToolClassesSchemaJSON []byte
 
+// OverridesSchemaJSON is the JSON Schema (draft 2020-12) of Overrides files.
+//
+//go:embed schema/overrides.schema.json
+var OverridesSchemaJSON []byte
+
 var compiledSchemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 	out := map[string]*jsonschema.Schema{}
-	for kind, src := range map[string][]byte{KindPolicy: SchemaJSON, KindToolClasses: ToolClassesSchemaJSON} {
+	for kind, src := range map[string][]byte{KindPolicy: SchemaJSON, KindToolClasses: ToolClassesSchemaJSON, KindOverrides: OverridesSchemaJSON} {
 		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(src)))
 		if err != nil {
 			return nil, err
