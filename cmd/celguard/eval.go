@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -17,8 +18,9 @@ import (
 
 // evalParams is what `celguard eval` was asked to do.
 type evalParams struct {
-	policyPaths []string // files and directories; none means the built-in policies
-	trace       bool
+	policies selection // --policy, --bundle, --include, --exclude
+	trace    bool
+	explain  string // "", "text" or "json"
 	stdio
 }
 
@@ -50,7 +52,21 @@ The first value decides which: a stream starts with an object that has an
 turn_start starts a new turn (turn-scoped counters reset). Unknown fields are
 errors. An ask verdict is printed as ask: the caller decides.
 
-With no --policy flag, the built-in policies decide.
+With no --policy flag, every layer decides: the recommended built-in bundle
+(choose another with --bundle, adjust it with --include and --exclude), the
+user's policies ($XDG_CONFIG_HOME/celguard) and the project's (.celguard/ at
+the repository root); higher layers win collisions and can disable lower
+ones with an Overrides file. With --policy alone, only those files decide;
+add --bundle to layer them over the others.
+
+--explain prints, instead of each decision, how it was reached: the rules
+in the order they were considered (skipped by the tool matcher, condition
+false with the values of the sub-expressions that made it false, error with
+the error, the rule that fired and why), the modify rules applied and the
+counters with their values for the call. --explain (or --explain=text) is
+for people; --explain=json prints one JSON object per decision with the
+field names of eval.Explanation (docs/authoring.md). Write the value with
+"=": "--explain json" reads json as an argument.
 
 Exit codes: 0 when every call was decided, whatever the verdicts; 2 when
 the input is not valid, a policy path cannot be read or the policies do not
@@ -65,15 +81,28 @@ compile (the diagnostics go to stderr).`,
   echo '{"tool": "Bash", "args": {"command": "make"}, "result": {"is_error": true, "content": "make: *** error"}}' | celguard eval
 
   # Replay a session's events
-  celguard eval --policy policies/ < events.jsonl`,
-		Args: cobra.NoArgs,
+  celguard eval --policy policies/ < events.jsonl
+
+  # Why was this call blocked, and why didn't my rule fire?
+  celguard eval --policy policies/ --explain < call.json
+
+  # The same explanation as JSON, one object per call
+  celguard eval --policy policies/ --explain=json < events.jsonl`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && (args[0] == "text" || args[0] == "json") && cmd.Flags().Changed("explain") {
+				return fmt.Errorf("write --explain=%s, with \"=\" (eval reads calls from stdin and takes no arguments)", args[0])
+			}
+			return cobra.NoArgs(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p.stdio = sio
 			return status(runEval(cmd.Context(), p))
 		},
 	}
-	cmd.Flags().StringArrayVarP(&p.policyPaths, "policy", "p", nil, "a policy file or directory (repeatable; default: the built-in policies)")
+	p.policies.addFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&p.trace, "trace", false, "list every rule considered in each decision's \"trace\"")
+	cmd.Flags().StringVar(&p.explain, "explain", "", "explain each decision instead of printing it: text (the default) or json, as --explain=json")
+	cmd.Flags().Lookup("explain").NoOptDefVal = "text"
 	return cmd
 }
 
@@ -83,6 +112,12 @@ var deferToCaller = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest
 })
 
 func runEval(ctx context.Context, p evalParams) int {
+	switch p.explain {
+	case "", "text", "json":
+	default:
+		fmt.Fprintf(p.stderr, "celguard eval: --explain must be text or json, not %q\n", p.explain)
+		return exitUsage
+	}
 	eng, code := evalEngine(p)
 	if eng == nil {
 		return code
@@ -93,6 +128,7 @@ func runEval(ctx context.Context, p evalParams) int {
 	}
 	r := input.NewReader(p.stdin, "stdin")
 	var sess *eval.Session
+	explained := 0
 	for {
 		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -106,18 +142,36 @@ func runEval(ctx context.Context, p evalParams) int {
 			sess = eng.NewSession(sessionID(ev.Session), ev.Session)
 		}
 		var d eval.Decision
+		var x eval.Explanation
+		callOpts := opts
+		if p.explain != "" {
+			callOpts = append(slices.Clone(opts), eval.WithExplain(&x))
+		}
 		switch ev.Kind {
 		case input.TurnStart:
 			sess.StartTurn()
 			continue
 		case input.Before:
-			d, err = sess.Before(ctx, ev.Call, opts...)
+			d, err = sess.Before(ctx, ev.Call, callOpts...)
 		case input.After:
-			d, err = sess.After(ctx, ev.Call, ev.Result, opts...)
+			d, err = sess.After(ctx, ev.Call, ev.Result, callOpts...)
 		}
 		// On an engine error the decision is still a block: print it, so
 		// that a host reading stdout fails closed, then report the error.
-		if werr := output.Decision(p.stdout, d); werr != nil {
+		var werr error
+		switch p.explain {
+		case "text":
+			if explained > 0 {
+				_, _ = io.WriteString(p.stdout, "\n")
+			}
+			werr = output.ExplanationText(p.stdout, x)
+		case "json":
+			werr = output.ExplanationJSON(p.stdout, x)
+		default:
+			werr = output.Decision(p.stdout, d)
+		}
+		explained++
+		if werr != nil {
 			fmt.Fprintf(p.stderr, "celguard eval: cannot write the decision: %v\n", werr)
 			return exitUsage
 		}
@@ -131,7 +185,7 @@ func runEval(ctx context.Context, p evalParams) int {
 // evalEngine loads and compiles the policies; on failure it reports why and
 // returns the exit code.
 func evalEngine(p evalParams) (*eval.Engine, int) {
-	srcs, err := loadSources(p.policyPaths)
+	srcs, err := p.policies.sources()
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
 		return nil, exitUsage
