@@ -184,7 +184,8 @@ func (s *Session) Turn() uint64 {
 type CallOption func(*callConfig)
 
 type callConfig struct {
-	trace bool
+	trace   bool
+	explain *Explanation
 }
 
 // WithTrace records every rule considered in Decision.Trace.
@@ -243,12 +244,15 @@ func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res
 		d.Verdict, d.Code = policy.Halt, CodeTurnHalted
 		d.RuleID, d.Policy, d.File, d.Line = halted.RuleID, halted.Policy, halted.File, halted.Line
 		d.Reason = "this turn was halted: " + halted.Reason
+		explainHalted(cc.explain, d)
 		return d, nil
 	}
 	set := s.eng.set.Load()
 	ev := newEvaluation(ctx, s, set, phase, call, res, cc.trace)
 	defer ev.release()
+	ev.explain = newExplainer(ev, cc.explain)
 	d, err := ev.run()
+	ev.explain.finish(d)
 	if d.Verdict == policy.Halt {
 		s.mu.Lock()
 		s.halted = &d

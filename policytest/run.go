@@ -78,9 +78,11 @@ type CaseResult struct {
 
 // Mismatch is a step whose decision differed from what was expected.
 type Mismatch struct {
-	Step     int           `json:"step"`
-	Expected Expect        `json:"expected"`
-	Actual   eval.Decision `json:"actual"`
+	Step     int    `json:"step"`
+	Expected Expect `json:"expected"`
+	// Actual is the decision the step got, with its Trace (the rules tried
+	// and what came of each).
+	Actual eval.Decision `json:"actual"`
 }
 
 // RunFS finds every *_test.yaml below root in fsys and runs it.
@@ -285,12 +287,17 @@ func runCase(ctx context.Context, set *compile.PolicySet, s *Suite, c *Case, fir
 		}
 		var d eval.Decision
 		var err error
+		// A checked step is traced, so a mismatch can show the rules tried.
+		var copts []eval.CallOption
+		if st.Expect != nil {
+			copts = append(copts, eval.WithTrace())
+		}
 		for n := 0; n < max(1, st.Repeat); n++ {
 			if st.Before != nil {
-				d, err = sess.Before(ctx, normalize(st.Before.Call()))
+				d, err = sess.Before(ctx, normalize(st.Before.Call()), copts...)
 			} else {
 				res, _ := resultOf(st.Result)
-				d, err = sess.After(ctx, normalize(st.After.Call()), res)
+				d, err = sess.After(ctx, normalize(st.After.Call()), res, copts...)
 			}
 			if d.RuleID != "" {
 				fired[d.RuleID]++

@@ -100,18 +100,18 @@ type Step struct {
 
 // Expect is the expected decision. Only the fields given are checked.
 type Expect struct {
-	Verdict string `yaml:"verdict"`
+	Verdict string `yaml:"verdict" json:"verdict,omitempty"`
 	// Rule is the deciding rule's id; "none" asserts that no rule decided.
-	Rule           *string        `yaml:"rule"`
-	Code           *string        `yaml:"code"`
-	Reason         *string        `yaml:"reason"`
-	ReasonContains string         `yaml:"reason_contains"`
-	Args           map[string]any `yaml:"args"`
-	Content        *string        `yaml:"content"`
-	ModifiedBy     []string       `yaml:"modified_by"`
+	Rule           *string        `yaml:"rule" json:"rule,omitempty"`
+	Code           *string        `yaml:"code" json:"code,omitempty"`
+	Reason         *string        `yaml:"reason" json:"reason,omitempty"`
+	ReasonContains string         `yaml:"reason_contains" json:"reason_contains,omitempty"`
+	Args           map[string]any `yaml:"args" json:"args,omitempty"`
+	Content        *string        `yaml:"content" json:"content,omitempty"`
+	ModifiedBy     []string       `yaml:"modified_by" json:"modified_by,omitempty"`
 	// Approval is the approval outcome: approved, denied, deferred,
 	// remembered, unavailable.
-	Approval string `yaml:"approval"`
+	Approval string `yaml:"approval" json:"approval,omitempty"`
 }
 
 // CallSpec is a tool call as written in a test file.

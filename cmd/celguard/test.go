@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celguard/celguard/cmd/celguard/internal/output"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/policytest"
@@ -19,10 +19,17 @@ import (
 
 // testParams is what `celguard test` was asked to do.
 type testParams struct {
-	paths []string
-	run   string
+	paths       []string
+	run         string
+	format      string // text | json | junit
+	coverage    bool
+	coverageMin float64 // percent; negative when not given
 	stdio
 }
+
+// zeroDurations makes reports deterministic for golden files; only the
+// tests set it.
+var zeroDurations bool
 
 func newTestCmd(sio stdio) *cobra.Command {
 	p := testParams{stdio: sio}
@@ -35,27 +42,74 @@ steps (turn start, before call, after call with a result, clock advance)
 with the decision expected at each step. A suite tests the policies it names,
 or every policy file in its directory.
 
-A failing case prints each differing field, expected against actual. The
-last line is the count: "N passed, M failed".
+Formats (--format):
+  text   one line per passing suite; for each failing step a table of the
+         checked fields (field, expected, actual; an x marks the ones that
+         differ) and under it the rules the evaluator tried and what came of
+         each; the last line is the count "N passed, M failed".
+  json   one JSON document: {"suites": [...], "passed": N, "failed": M},
+         each suite with its cases, each failing case with "mismatches"
+         (step, expected, actual decision with its trace), and with
+         --coverage a "coverage" object. The field names are stable
+         (docs/authoring.md describes them).
+  junit  JUnit XML for CI test reporters: one testsuite per suite file, one
+         testcase per case (classname is the suite's name), a failure
+         element with the differing fields, and the expected and actual
+         decisions in system-out.
 
-Exit codes: 0 when every case passes, 1 when any fails, 2 when a path cannot
-be read or the flags are wrong.`,
+--coverage reports, per policy, how many of its rules the cases made fire
+(decided a step, or rewrote a call on the way) and which never fired: a
+table after the text report, a "coverage" object in JSON, a table on stderr
+with junit. --coverage-min N fails the run when fewer than N percent of all
+rules fired and names the policies below N.
+
+Exit codes: 0 when every case passes (and coverage is at least
+--coverage-min), 1 when a case fails or coverage is below --coverage-min,
+2 when a path cannot be read or the flags are wrong.`,
 		Example: `  # Run the suites next to your policies
   celguard test policies/
 
   # Only the cases whose "suite/case" name matches
-  celguard test --run 'loop-detection/.*turn' policies/`,
+  celguard test --run 'loop-detection/.*turn' policies/
+
+  # Which rules do the tests never exercise? Fail below 80%
+  celguard test --coverage --coverage-min 80 policies/
+
+  # JUnit XML for the CI's test report
+  celguard test --format junit policies/ > celguard-junit.xml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p.paths = args
+			if !cmd.Flags().Changed("coverage-min") {
+				p.coverageMin = -1
+			} else if p.coverageMin < 0 {
+				fmt.Fprintf(p.stderr, "celguard test: --coverage-min is a percentage from 0 to 100, not %g\n", p.coverageMin)
+				return status(exitUsage)
+			}
 			return status(runTest(cmd.Context(), p))
 		},
 	}
 	cmd.Flags().StringVar(&p.run, "run", "", `run only the cases whose "suite/case" name matches this regular expression`)
+	cmd.Flags().StringVar(&p.format, "format", "text", "output format: text, json or junit")
+	cmd.Flags().BoolVar(&p.coverage, "coverage", false, "report which rules the cases made fire, per policy")
+	cmd.Flags().Float64Var(&p.coverageMin, "coverage-min", 0, "fail (exit 1) when fewer than this percent of the rules fired; implies --coverage")
 	return cmd
 }
 
 func runTest(ctx context.Context, p testParams) int {
 	opts := policytest.Options{}
+	switch p.format {
+	case "text", "json", "junit":
+	default:
+		fmt.Fprintf(p.stderr, "celguard test: --format must be text, json or junit, not %q\n", p.format)
+		return exitUsage
+	}
+	if p.coverageMin > 100 {
+		fmt.Fprintf(p.stderr, "celguard test: --coverage-min is a percentage from 0 to 100, not %g\n", p.coverageMin)
+		return exitUsage
+	}
+	if p.coverageMin >= 0 {
+		p.coverage = true
+	}
 	if p.run != "" {
 		re, err := regexp.Compile(p.run)
 		if err != nil {
@@ -85,11 +139,53 @@ func runTest(ctx context.Context, p testParams) int {
 		fmt.Fprintf(p.stderr, "celguard test: no *_test.yaml suites in %s\n", strings.Join(p.paths, ", "))
 		return exitUsage
 	}
-	writeTestText(p.stdout, rep)
-	if !rep.OK() {
-		return exitFindings
+	if zeroDurations {
+		for i := range rep.Suites {
+			for j := range rep.Suites[i].Cases {
+				rep.Suites[i].Cases[j].Duration = 0
+			}
+		}
 	}
-	return exitOK
+	var cov *policytest.Coverage
+	if p.coverage {
+		c := rep.Coverage()
+		cov = &c
+	}
+	var err error
+	switch p.format {
+	case "json":
+		err = output.TestJSON(p.stdout, rep, cov)
+	case "junit":
+		err = output.JUnit(p.stdout, rep)
+		if err == nil && cov != nil {
+			err = output.CoverageText(p.stderr, *cov)
+		}
+	default:
+		err = output.TestText(p.stdout, rep)
+		if err == nil && cov != nil {
+			err = output.CoverageText(p.stdout, *cov)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard test: cannot write the report: %v\n", err)
+		return exitUsage
+	}
+	code := exitOK
+	if !rep.OK() {
+		code = exitFindings
+	}
+	if cov != nil && p.coverageMin >= 0 && cov.Percent < p.coverageMin {
+		var short []string
+		for _, pc := range cov.Below(p.coverageMin) {
+			short = append(short, fmt.Sprintf("%s (%s) %.1f%%, never fired: %s", pc.Policy, pc.File, pc.Percent, strings.Join(pc.NeverFired, ", ")))
+		}
+		fmt.Fprintf(p.stderr, "celguard test: coverage %.1f%% is below --coverage-min %g\n", cov.Percent, p.coverageMin)
+		for _, s := range short {
+			fmt.Fprintf(p.stderr, "  %s\n", s)
+		}
+		code = exitFindings
+	}
+	return code
 }
 
 // testPath runs one suite file or every suite below a directory.
@@ -144,6 +240,9 @@ func testPath(ctx context.Context, arg string, opts policytest.Options) (*policy
 func prefix(r *policytest.Report, dir string) {
 	for i := range r.Suites {
 		r.Suites[i].File = path.Join(dir, r.Suites[i].File)
+		for j := range r.Suites[i].Rules {
+			r.Suites[i].Rules[j].File = path.Join(dir, r.Suites[i].Rules[j].File)
+		}
 	}
 }
 
@@ -154,35 +253,4 @@ func merge(into, r *policytest.Report, dir string) {
 	into.Suites = append(into.Suites, r.Suites...)
 	into.Passed += r.Passed
 	into.Failed += r.Failed
-}
-
-// writeTestText prints failures in detail and passing suites in one line.
-func writeTestText(w io.Writer, rep *policytest.Report) {
-	for _, s := range rep.Suites {
-		if s.Error != "" {
-			fmt.Fprintf(w, "FAIL %s: %s\n", s.File, s.Error)
-			continue
-		}
-		failed := 0
-		for _, c := range s.Cases {
-			if !c.Pass {
-				failed++
-			}
-		}
-		if failed == 0 {
-			fmt.Fprintf(w, "ok   %s (%d cases)\n", s.File, len(s.Cases))
-			continue
-		}
-		fmt.Fprintf(w, "FAIL %s (%d of %d cases failed)\n", s.File, failed, len(s.Cases))
-		for _, c := range s.Cases {
-			if c.Pass {
-				continue
-			}
-			fmt.Fprintf(w, "  --- FAIL %s:%d: %s\n", s.File, c.Line, c.Name)
-			for _, f := range c.Failures {
-				fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(f, "\n", "\n      "))
-			}
-		}
-	}
-	fmt.Fprintf(w, "%d passed, %d failed\n", rep.Passed, rep.Failed)
 }

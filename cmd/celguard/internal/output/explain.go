@@ -1,0 +1,170 @@
+package output
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/celguard/celguard/eval"
+)
+
+// maxValueText bounds how much of a value the text explanation shows.
+const maxValueText = 120
+
+// ExplanationJSON writes x as one line of JSON, with eval.Explanation's
+// field names.
+func ExplanationJSON(w io.Writer, x eval.Explanation) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(x)
+}
+
+// ExplanationText writes x for people: the decision, then every rule in the
+// order it was considered with what came of it; under each condition that
+// was tried, the sub-expressions that gave it its value and the values of
+// their operands; then the modify rules applied and the counters.
+func ExplanationText(w io.Writer, x eval.Explanation) error {
+	ew := &errWriter{w: w}
+	d := x.Decision
+	ew.printf("%s (%s): %s\n", d.Tool, d.Phase, d.Verdict)
+	if d.RuleID != "" {
+		ew.printf("  decided by %s (%s:%d, policy %s)\n", d.RuleID, d.File, d.Line, d.Policy)
+	} else if !x.Halted {
+		ew.printf("  no rule decided: %s is the default\n", d.Verdict)
+	}
+	if d.Reason != "" {
+		ew.printf("  reason: %s\n", d.Reason)
+	}
+	if d.Code != "" {
+		ew.printf("  code: %s\n", d.Code)
+	}
+	if d.Error != "" {
+		ew.printf("  error: %s\n", d.Error)
+	}
+	if d.Approval != nil {
+		ew.printf("  approval: %s\n", d.Approval.Outcome)
+	}
+	if x.Halted {
+		ew.printf("  no rule was tried: an earlier call halted this turn\n")
+		return ew.err
+	}
+	ew.printf("\nrules, in the order considered:\n")
+	if len(x.Steps) == 0 {
+		ew.printf("  (no rule of this phase)\n")
+	}
+	for _, st := range x.Steps {
+		where := fmt.Sprintf("%s:%d", st.File, st.Line)
+		pass := ""
+		if st.Pass > 1 {
+			pass = fmt.Sprintf(" [pass %d, after a rewrite]", st.Pass)
+		}
+		ew.printf("  %-16s %s (%s, %s)%s\n", explainOutcome(st.Outcome), st.Rule, st.Verdict, where, pass)
+		switch st.Outcome {
+		case eval.OutcomeToolNotMatched:
+			ew.printf("      the rule's tool matcher does not admit %s\n", d.Tool)
+			continue
+		case eval.OutcomeAlreadyApplied:
+			ew.printf("      a modify rule rewrites a call at most once\n")
+			continue
+		}
+		if st.Condition == "" {
+			ew.printf("      no condition: the rule always matches\n")
+		} else {
+			ew.printf("      condition: %s\n", oneLine(st.Condition))
+		}
+		if st.Error != "" {
+			ew.printf("      error: %s\n", st.Error)
+		}
+		if len(st.Because) > 0 {
+			ew.printf("      %s\n", becauseHeading(st.Outcome))
+			writeBecause(ew, st.Because)
+		}
+	}
+	if len(d.Modified) > 0 {
+		ew.printf("\nmodify rules applied: %s\n", strings.Join(d.Modified, ", "))
+		if d.Args != nil {
+			ew.printf("  rewritten args: %s\n", valueText(d.Args))
+		}
+		if d.Content != nil {
+			ew.printf("  rewritten content: %s\n", valueText(*d.Content))
+		}
+	}
+	if len(x.Counters) > 0 {
+		ew.printf("\ncounters:\n")
+		var b strings.Builder
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for _, c := range x.Counters {
+			if c.Error != "" {
+				fmt.Fprintf(tw, "  %s\t(key failed: %s)\n", c.Counter, c.Error)
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t[%s]\t= %d\n", c.Counter, valueText(c.Key), c.Value)
+		}
+		_ = tw.Flush()
+		ew.printf("%s", b.String())
+	}
+	return ew.err
+}
+
+func explainOutcome(o string) string {
+	switch o {
+	case eval.OutcomeToolNotMatched:
+		return "skipped"
+	case eval.OutcomeNoMatch:
+		return "condition false"
+	case eval.OutcomeMatched:
+		return "FIRED"
+	case eval.OutcomeApplied:
+		return "applied (modify)"
+	case eval.OutcomeAlreadyApplied:
+		return "already applied"
+	case eval.OutcomeError:
+		return "ERROR"
+	}
+	return o
+}
+
+func becauseHeading(outcome string) string {
+	switch outcome {
+	case eval.OutcomeNoMatch:
+		return "false because:"
+	case eval.OutcomeError:
+		return "failed at:"
+	}
+	return "true because:"
+}
+
+func writeBecause(ew *errWriter, vs []eval.ExprValue) {
+	for _, v := range vs {
+		ew.printf("        %s  %s   (%s)\n", oneLine(v.Expr), exprValueText(v), v.Pos)
+		for _, op := range v.Operands {
+			ew.printf("            %s %s\n", oneLine(op.Expr), exprValueText(op))
+		}
+	}
+}
+
+func exprValueText(v eval.ExprValue) string {
+	if v.Error != "" {
+		return "error: " + v.Error
+	}
+	return "= " + valueText(v.Value)
+}
+
+// valueText renders a value as JSON, cut at maxValueText characters.
+func valueText(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	s := fmt.Sprint(v)
+	if err := enc.Encode(v); err == nil {
+		s = strings.TrimSuffix(b.String(), "\n")
+	}
+	if r := []rune(s); len(r) > maxValueText {
+		s = string(r[:maxValueText]) + "…"
+	}
+	return s
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

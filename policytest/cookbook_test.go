@@ -1,0 +1,74 @@
+package policytest_test
+
+import (
+	"os"
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/policytest"
+)
+
+// TestCookbook runs the suites of docs/cookbook: every case passes, every
+// rule fires in some case, every policy compiles without warnings, and
+// docs/cookbook.md shows each file exactly as it is.
+func TestCookbook(t *testing.T) {
+	const dir = "../docs/cookbook"
+	fsys := os.DirFS(dir)
+	rep, err := policytest.RunFS(t.Context(), fsys, ".", policytest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Suites) != 10 {
+		t.Errorf("the cookbook has %d suites, want 10", len(rep.Suites))
+	}
+	for _, s := range rep.Suites {
+		if s.Error != "" {
+			t.Errorf("%s: %s", s.File, s.Error)
+		}
+		for _, c := range s.Cases {
+			for _, f := range c.Failures {
+				t.Errorf("%s:%d: %s: %s", s.File, c.Line, c.Name, f)
+			}
+		}
+	}
+	cov := rep.Coverage()
+	for _, p := range cov.Below(100) {
+		t.Errorf("%s: rules no case makes fire: %v", p.File, p.NeverFired)
+	}
+
+	srcs, err := policy.LoadFS(fsys, ".", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(srcs) != 10 {
+		t.Errorf("the cookbook has %d policies, want 10", len(srcs))
+	}
+	doc, err := os.ReadFile("../docs/cookbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range srcs {
+		_, ds, err := compile.Check([]policy.Source{src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.Severity == policy.SeverityError || d.Severity == policy.SeverityWarning {
+				t.Errorf("%s", d)
+			}
+		}
+		suite := strings.TrimSuffix(src.Name, ".yaml") + "_test.yaml"
+		for _, name := range []string{src.Name, suite} {
+			data, err := os.ReadFile(path.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(doc), "```yaml\n"+strings.TrimRight(string(data), "\n")+"\n```") {
+				t.Errorf("docs/cookbook.md does not show %s as it is; regenerate its block", name)
+			}
+		}
+	}
+}
