@@ -132,7 +132,7 @@ func (l *linter) shadowing(rules []*Rule) {
 	var (
 		matchAll *Rule                // the first unconditional rule that matches every tool
 		exact    = map[string]*Rule{} // the first unconditional rule naming a tool exactly
-		globbed  []*Rule              // unconditional rules with at least one glob, in order
+		globbed  []*Rule              // unconditional rules with a glob or a class, in order
 		budget   = shadowBudget
 	)
 	for _, r := range rules {
@@ -153,6 +153,9 @@ func (l *linter) shadowing(rules []*Rule) {
 				matchAll = r
 			}
 		default:
+			if len(r.Classes) > 0 {
+				globbed = append(globbed, r)
+			}
 			for _, t := range r.Tools {
 				if isGlob(t) {
 					if !slices.Contains(globbed, r) {
@@ -166,8 +169,9 @@ func (l *linter) shadowing(rules []*Rule) {
 	}
 }
 
-// probeTool is a tool name no matcher names: a rule without tools that does
-// not admit it is narrowed by something other than its tool list.
+// probeTool is a tool name no matcher names and no class holds: a rule
+// without tools that does not admit it is narrowed by something other than
+// its tool list (its classes).
 const probeTool = "\x00celguard-lint-probe"
 
 // matchesAll reports whether a rule admits every tool.
@@ -180,8 +184,11 @@ func (l *linter) coveredBy(r *Rule, matchAll *Rule, exact map[string]*Rule, glob
 		return []*Rule{matchAll}
 	}
 	patterns := r.Tools
-	if len(patterns) == 0 {
-		patterns = []string{"**"} // every tool
+	if len(patterns) == 0 || len(r.Classes) > 0 {
+		// Every tool: a rule without a matcher admits them all, and one
+		// with classes admits their tools too, which only a match-all
+		// rule is sure to cover.
+		patterns = []string{"**"}
 	}
 	var by []*Rule
 	for _, p := range patterns {
@@ -196,7 +203,7 @@ func (l *linter) coveredBy(r *Rule, matchAll *Rule, exact map[string]*Rule, glob
 			if *budget <= 0 {
 				break
 			}
-			*budget -= len(g.Tools)
+			*budget -= len(g.Tools) + 1
 			if ruleCovers(g, p) {
 				cover = g
 				break
@@ -213,7 +220,9 @@ func (l *linter) coveredBy(r *Rule, matchAll *Rule, exact map[string]*Rule, glob
 	return by
 }
 
-// ruleCovers reports whether rule g admits every tool pattern p admits.
+// ruleCovers reports whether rule g admits every tool pattern p admits: a
+// name by MatchesTool (tools, globs and classes), a glob by g's own tools
+// (its classes are not counted, so coverage is never overstated).
 func ruleCovers(g *Rule, p string) bool {
 	if !isGlob(p) {
 		return g.MatchesTool(p)

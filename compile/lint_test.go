@@ -203,6 +203,67 @@ func TestLintShadowedAcrossFiles(t *testing.T) {
 	assert.Equal(t, []string{"shadowed_rule b.yaml:5:9 a.yaml:5:9"}, got)
 }
 
+func TestLintShadowingWithToolClasses(t *testing.T) {
+	classes := policy.Source{Name: "classes.yaml", Data: []byte(`apiVersion: celguard.dev/v1
+kind: ToolClasses
+name: classes
+classes:
+  - name: shell
+    tools: [Bash, run_shell_command]
+`)}
+	tests := []struct {
+		name  string
+		rules string
+		want  []string
+	}{
+		{"a class rule covers a tool of its class", `
+  - id: no-shell
+    match: {classes: [shell]}
+    verdict: block
+    reason: r
+  - id: bash
+    match: {tools: [Bash]}
+    verdict: warn
+    reason: r
+`, []string{"shadowed_rule p.yaml:9:9 p.yaml:5:9"}},
+		{"a class rule is not match-all", `
+  - id: no-shell
+    match: {classes: [shell]}
+    verdict: block
+    reason: r
+  - id: all
+    verdict: warn
+    reason: r
+`, nil},
+		{"a rule with classes matches more than its tools", `
+  - id: bash
+    match: {tools: [Bash]}
+    verdict: block
+    reason: r
+  - id: shell
+    match: {tools: [Bash], classes: [shell]}
+    verdict: warn
+    reason: r
+`, nil},
+		{"a tool outside the class is not covered", `
+  - id: no-shell
+    match: {classes: [shell]}
+    verdict: block
+    reason: r
+  - id: write
+    match: {tools: [Write]}
+    verdict: warn
+    reason: r
+`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := lintFindings(t, []policy.Source{classes, lintPolicy("p", "rules:"+tt.rules)})
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
 func TestLintFalseCondition(t *testing.T) {
 	for _, tt := range []struct {
 		cond string
@@ -486,7 +547,7 @@ func TestLintKeepsErrorsShown(t *testing.T) {
 // a narrowed rule match-all and report false shadowing. Add the field here
 // once lint.go handles it.
 func TestLintKnowsEveryMatcherField(t *testing.T) {
-	known := []string{"ID", "Pos", "Description", "Priority", "Phase", "Tools", "Condition", "Verdict", "VerdictPos",
+	known := []string{"ID", "Pos", "Description", "Priority", "Phase", "Tools", "Classes", "Condition", "Verdict", "VerdictPos",
 		"Reason", "Message", "Code", "FailurePolicy", "Modify"}
 	var got []string
 	rt := reflect.TypeFor[policy.Rule]()

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,32 +16,52 @@ import (
 
 // lintParams is what `celguard lint` was asked to do.
 type lintParams struct {
-	paths []string
+	paths  []string
+	format string // text | json | sarif | github
+	failOn string // error | warning | info
 	stdio
 }
 
 func newLintCmd(sio stdio) *cobra.Command {
-	return &cobra.Command{
+	p := lintParams{stdio: sio}
+	cmd := &cobra.Command{
 		Use:   "lint PATH...",
 		Short: "Check policy files and report every problem",
-		Long: `Lint compiles the policy files and directories given and prints every
-diagnostic to stdout as
+		Long: `Lint compiles the policy files and directories given, runs the lint
+analyses on them, and prints every diagnostic to stdout. Directories are
+searched for *.yaml and *.yml files, skipping *_test.yaml suites, testdata
+and names starting with "." or "_". All the paths are checked together as
+one policy set, so duplicate rule ids across files are found.
 
-  file:line:col: severity: code: message
+Diagnostics are errors (the set does not compile), warnings (it compiles,
+but something cannot work as written: a rule that can never fire, an unused
+variable or counter, a block without a reason, an expression over the cost
+budget) and info. docs/diagnostics.md explains every code and its fix.
 
-followed by the source line and a caret under the column. A summary line
-goes to stderr. Directories are searched for *.yaml and *.yml files, skipping
-*_test.yaml suites, testdata and names starting with "." or "_". All the
-paths are checked together as one policy set, so duplicate rule ids across
-files are found.
+Formats (--format):
+  text    file:line:col: severity: code: message, then the source line and
+          a caret under the column; coloured when stdout is a terminal
+          (NO_COLOR turns colour off)
+  json    one JSON document: docs/lint-json.md
+  sarif   SARIF 2.1.0, for GitHub code scanning and other SARIF viewers
+  github  GitHub Actions workflow commands (::error file=...::message) that
+          annotate the pull request
+A summary line goes to stderr in every format.
 
-Exit codes: 0 when there is no error (warnings pass), 1 when there are
-errors, 2 when a path cannot be read.`,
+Exit codes: 0 when no diagnostic is at or above --fail-on (error by
+default, so warnings pass), 1 when one is, 2 for bad flags or a path that
+cannot be read.`,
 		Example: `  # Check one file
   celguard lint policies/workspace.yaml
 
-  # Check every policy in two directories as one set
-  celguard lint policies/ team-policies/`,
+  # Check every policy in two directories as one set; warnings fail too
+  celguard lint --fail-on warning policies/ team-policies/
+
+  # Upload to GitHub code scanning
+  celguard lint --format sarif policies/ > celguard.sarif
+
+  # Annotate the pull request from a GitHub Actions step
+  celguard lint --format github policies/`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("no paths given: name the policy files or directories to check")
@@ -46,12 +69,27 @@ errors, 2 when a path cannot be read.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return status(runLint(cmd.Context(), lintParams{paths: args, stdio: sio}))
+			p.paths = args
+			return status(runLint(cmd.Context(), p))
 		},
 	}
+	cmd.Flags().StringVar(&p.format, "format", output.FormatText, "output format: "+strings.Join(output.DiagnosticFormats, ", "))
+	cmd.Flags().StringVar(&p.failOn, "fail-on", string(policy.SeverityError), "lowest severity that fails the run: error, warning or info")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(output.DiagnosticFormats, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"error", "warning", "info"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
 }
 
 func runLint(_ context.Context, p lintParams) int {
+	if !output.ValidDiagnosticFormat(p.format) {
+		fmt.Fprintf(p.stderr, "celguard lint: unknown --format %q: use one of %s\n", p.format, strings.Join(output.DiagnosticFormats, ", "))
+		return exitUsage
+	}
+	failOn := policy.Severity(p.failOn)
+	if failOn.Rank() == 0 {
+		fmt.Fprintf(p.stderr, "celguard lint: unknown --fail-on %q: use error, warning or info\n", p.failOn)
+		return exitUsage
+	}
 	srcs, err := loadSources(p.paths)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
@@ -62,13 +100,28 @@ func runLint(_ context.Context, p lintParams) int {
 		fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
 		return exitUsage
 	}
-	if err := output.DiagnosticsText(p.stdout, ds, policy.LinesOf(srcs)); err != nil {
+	opts := output.DiagnosticOptions{Lines: policy.LinesOf(srcs), Color: colorable(p.stdout), Files: len(srcs), ToolVersion: version}
+	if err := output.Diagnostics(p.stdout, p.format, ds, opts); err != nil {
 		fmt.Fprintf(p.stderr, "celguard lint: cannot write the diagnostics: %v\n", err)
 		return exitUsage
 	}
 	fmt.Fprintln(p.stderr, output.Summary(ds, len(srcs)))
-	if ds.HasErrors() {
-		return exitFindings
+	for _, d := range ds {
+		if d.Severity.Rank() >= failOn.Rank() {
+			return exitFindings
+		}
 	}
 	return exitOK
+}
+
+// colorable reports whether w is a terminal that should get colour: a
+// character device, with NO_COLOR unset (https://no-color.org) and TERM not
+// "dumb".
+func colorable(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -22,12 +22,6 @@ func Decision(w io.Writer, d eval.Decision) error {
 	return enc.Encode(d)
 }
 
-// DiagnosticsText writes diagnostics for people: file:line:col: severity:
-// code: message, then the source line and a caret under the column.
-func DiagnosticsText(w io.Writer, ds policy.Diagnostics, lines policy.SourceLines) error {
-	return policy.WriteText(w, ds, lines)
-}
-
 // Summary says in one line what a lint of files policy files found:
 // "2 errors, 1 warning in 1 file" or "3 files, no problems".
 func Summary(ds policy.Diagnostics, files int) string {

@@ -1,0 +1,69 @@
+package output
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/celguard/celguard/policy"
+)
+
+// LintJSONVersion is the version of the `celguard lint --format json`
+// document. It changes only when a field changes meaning or is removed;
+// fields may be added without a change. docs/lint-json.md documents the
+// format and docs/lint-json.schema.json is its JSON Schema.
+const LintJSONVersion = 1
+
+// LintJSON is the document `celguard lint --format json` writes.
+type LintJSON struct {
+	Version     int              `json:"version"`
+	Files       int              `json:"files"`
+	Summary     LintJSONSummary  `json:"summary"`
+	Diagnostics []LintDiagnostic `json:"diagnostics"`
+}
+
+// LintJSONSummary counts the diagnostics by severity.
+type LintJSONSummary struct {
+	Errors   int `json:"errors"`
+	Warnings int `json:"warnings"`
+	Info     int `json:"info"`
+}
+
+// LintDiagnostic is one diagnostic of a LintJSON document.
+type LintDiagnostic struct {
+	Code     policy.Code     `json:"code"`
+	Severity policy.Severity `json:"severity"`
+	// Pos is where the problem is; line and col are 0 when unknown (a
+	// problem with the whole set, such as no_policies).
+	Pos     policy.Pos `json:"pos"`
+	Message string     `json:"message"`
+	// Related are the other places involved (never null).
+	Related []policy.Pos `json:"related"`
+	// Help is the diagnostics catalogue's section on the code.
+	Help string `json:"help"`
+}
+
+// DiagnosticsJSON writes ds as one LintJSON document (indented, with a
+// final newline). files is the number of policy files checked.
+func DiagnosticsJSON(w io.Writer, ds policy.Diagnostics, files int) error {
+	doc := LintJSON{Version: LintJSONVersion, Files: files, Diagnostics: make([]LintDiagnostic, 0, len(ds))}
+	for _, d := range ds {
+		switch d.Severity {
+		case policy.SeverityError:
+			doc.Summary.Errors++
+		case policy.SeverityWarning:
+			doc.Summary.Warnings++
+		default:
+			doc.Summary.Info++
+		}
+		rel := d.Related
+		if rel == nil {
+			rel = []policy.Pos{}
+		}
+		doc.Diagnostics = append(doc.Diagnostics, LintDiagnostic{Code: d.Code, Severity: d.Severity, Pos: d.Pos,
+			Message: d.Message, Related: rel, Help: helpURI(d.Code)})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
