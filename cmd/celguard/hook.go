@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/policy"
+)
+
+// maxHookInput bounds the event read from stdin; a larger one fails (closed
+// by default) rather than exhausting memory.
+const maxHookInput = 64 << 20
+
+// hookParams is what `celguard hook HOST` was asked to do.
+type hookParams struct {
+	policyPaths   []string
+	stateDir      string
+	failOpen      bool
+	approve       bool
+	timeout       time.Duration
+	keepDays      int
+	maxStateBytes int64
+	stdio
+}
+
+func newHookCmd(sio stdio) *cobra.Command {
+	var p hookParams
+	cmd := &cobra.Command{
+		Use:   "hook HOST < EVENT",
+		Short: "Answer one hook event of Claude Code, Codex, Gemini CLI or Cursor",
+		Long: `Hook is the command an agent host runs for every hook event. It reads one
+event from stdin in the host's format, decides it with the policies and writes
+exactly what the host expects on stdout, stderr and the exit code. HOST is
+claude-code, codex, gemini or cursor.
+
+Counters, the turn, a halt and remembered approvals are kept per session in
+the state directory ($XDG_STATE_HOME/celguard, or ~/.local/state/celguard),
+one file per session, locked while a hook uses it, so that they survive from
+one hook process to the next. A new user prompt starts a turn; the end of a
+session removes its state; state untouched for --keep-days is removed.
+
+Every verdict maps to the strongest answer the host can express: an ask on a
+host without one (Codex, Gemini CLI) is a block saying approval is needed, a
+rewrite the host cannot apply is a block. If celguard itself fails (an event
+it cannot read, policies that do not compile, unreadable state, --timeout),
+it answers with what the host honours as a block; --fail-open lets the call
+through instead. See docs/hooks.md for the answer to every verdict per host.
+
+Set it up with 'celguard hook install HOST'.`,
+		Example: `  # What Claude Code runs (configured by 'celguard hook install claude-code')
+  celguard hook claude-code < event.json
+
+  # Your own policies, state in a directory of your choice
+  celguard hook codex --policy ~/.config/celguard/policies --state-dir /tmp/celguard`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: hooks.Hosts(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p.stdio = sio
+			return status(runHook(cmd.Context(), args[0], p))
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&p.policyPaths, "policy", "p", nil, "a policy file or directory (repeatable; default: the built-in policies)")
+	f.StringVar(&p.stateDir, "state-dir", "", "where session state is kept (default: $XDG_STATE_HOME/celguard or ~/.local/state/celguard)")
+	f.BoolVar(&p.failOpen, "fail-open", false, "let calls through when celguard itself fails (default: block them)")
+	f.BoolVar(&p.approve, "approve", false, "an allow by an explicit rule approves the call, skipping the host's own permission prompt (Claude Code, Gemini CLI)")
+	f.DurationVar(&p.timeout, "timeout", hooks.DefaultTimeout, "give up (and fail) after this long waiting for the session lock and the decision")
+	f.IntVar(&p.keepDays, "keep-days", int(hooks.DefaultMaxAge/(24*time.Hour)), "remove the state of sessions untouched for this many days (0: never)")
+	f.Int64Var(&p.maxStateBytes, "max-state-bytes", hooks.DefaultMaxStateBytes, "the largest session state file read or written; past it the hook fails")
+	cmd.AddCommand(newHookInstallCmd(sio))
+	return cmd
+}
+
+// hookApprover leaves ask verdicts to the host, which prompts the user
+// (or, for hosts that cannot ask, gets a block saying approval is needed).
+var hookApprover = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
+	return eval.Approval{Answer: eval.Defer}, nil
+})
+
+func runHook(ctx context.Context, hostName string, p hookParams) int {
+	host, err := hooks.New(hostName, hooks.Options{Approve: p.approve})
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard hook: %v\n", err)
+		return exitUsage
+	}
+	if p.timeout <= 0 {
+		fmt.Fprintf(p.stderr, "celguard hook: --timeout must be positive, got %s\n", p.timeout)
+		return exitUsage
+	}
+	if p.keepDays < 0 || p.maxStateBytes <= 0 {
+		fmt.Fprintf(p.stderr, "celguard hook: --keep-days must be 0 or more and --max-state-bytes positive\n")
+		return exitUsage
+	}
+	answer := func(r hooks.Response) int {
+		_, _ = p.stdout.Write(r.Stdout)
+		_, _ = io.WriteString(p.stderr, r.Stderr)
+		return r.Exit
+	}
+	input, err := io.ReadAll(io.LimitReader(p.stdin, maxHookInput+1))
+	if err == nil && len(input) > maxHookInput {
+		err = fmt.Errorf("the event is larger than %d bytes", maxHookInput)
+	}
+	if err != nil {
+		return answer(host.Fail(hooks.Event{}, "cannot read the event from stdin: "+err.Error(), p.failOpen))
+	}
+	dir := p.stateDir
+	if dir == "" {
+		if dir, err = hooks.DefaultStateDir(); err != nil {
+			return answer(host.Fail(hooks.Event{}, err.Error(), p.failOpen))
+		}
+	}
+	store := &hooks.Store{Dir: dir, MaxBytes: p.maxStateBytes, MaxAge: time.Duration(p.keepDays) * 24 * time.Hour}
+	if p.keepDays == 0 {
+		store.MaxAge = -1
+	}
+	r := &hooks.Runner{
+		Host:     host,
+		Store:    store,
+		FailOpen: p.failOpen,
+		Timeout:  p.timeout,
+		Engine:   func() (*eval.Engine, error) { return hookEngine(p.policyPaths) },
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return answer(r.Run(ctx, input))
+}
+
+// hookEngine loads and compiles the policies.
+func hookEngine(paths []string) (*eval.Engine, error) {
+	srcs, err := loadSources(paths)
+	if err != nil {
+		return nil, err
+	}
+	set, err := compile.Compile(srcs)
+	if err != nil {
+		var ds policy.Diagnostics
+		if errors.As(err, &ds) {
+			return nil, fmt.Errorf("the policies do not compile: %v", ds.Errors())
+		}
+		return nil, err
+	}
+	return eval.New(set, eval.WithApprover(hookApprover))
+}
+
+// hookInstallParams is what `celguard hook install HOST` was asked to do.
+type hookInstallParams struct {
+	user, project bool
+	dryRun        bool
+	command       string
+	policyPaths   []string
+	stateDir      string
+	failOpen      bool
+	approve       bool
+	stdio
+}
+
+func newHookInstallCmd(sio stdio) *cobra.Command {
+	var p hookInstallParams
+	cmd := &cobra.Command{
+		Use:   "install HOST [--project|--user] [--dry-run]",
+		Short: "Add celguard's hooks to a host's settings file",
+		Long: `Install merges celguard's hook configuration into HOST's settings file:
+
+  claude-code  .claude/settings.json  (--user: ~/.claude/settings.json)
+  codex        .codex/hooks.json      (--user: ~/.codex/hooks.json)
+  gemini       .gemini/settings.json  (--user: ~/.gemini/settings.json)
+  cursor       .cursor/hooks.json     (--user: ~/.cursor/hooks.json)
+
+The project files are under the current directory. Everything already in the
+file stays: other settings, other hooks, the order of keys. A celguard hook
+already there for HOST is updated in place, so installing twice changes
+nothing. --dry-run prints the change as a diff and writes nothing.
+
+--policy, --state-dir, --fail-open and --approve are passed on to the
+installed 'celguard hook HOST' command; --command names the celguard binary
+the host runs (default: celguard, found on the host's PATH).`,
+		Example: `  # See what would change in this project's Claude Code settings
+  celguard hook install claude-code --dry-run
+
+  # Guard every Codex session of this user with your own policies
+  celguard hook install codex --user --policy ~/.config/celguard/policies`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: hooks.Hosts(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p.stdio = sio
+			return status(runHookInstall(args[0], p))
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&p.project, "project", false, "install into the project's settings under the current directory (the default)")
+	f.BoolVar(&p.user, "user", false, "install into the user's settings under the home directory")
+	f.BoolVar(&p.dryRun, "dry-run", false, "print the change as a diff; write nothing")
+	f.StringVar(&p.command, "command", "celguard", "the celguard binary the host runs")
+	f.StringArrayVarP(&p.policyPaths, "policy", "p", nil, "a policy file or directory for the hook (repeatable)")
+	f.StringVar(&p.stateDir, "state-dir", "", "the hook's state directory")
+	f.BoolVar(&p.failOpen, "fail-open", false, "the hook lets calls through when celguard fails")
+	f.BoolVar(&p.approve, "approve", false, "the hook's explicit allows approve calls")
+	cmd.MarkFlagsMutuallyExclusive("project", "user")
+	return cmd
+}
+
+func runHookInstall(host string, p hookInstallParams) int {
+	if _, err := hooks.New(host, hooks.Options{}); err != nil {
+		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
+		return exitUsage
+	}
+	scope := hooks.ScopeProject
+	if p.user {
+		scope = hooks.ScopeUser
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
+		return exitUsage
+	}
+	home, herr := os.UserHomeDir()
+	if scope == hooks.ScopeUser && herr != nil {
+		fmt.Fprintf(p.stderr, "celguard hook install: no home directory for --user: %v\n", herr)
+		return exitUsage
+	}
+	path, err := hooks.SettingsPath(host, scope, cwd, home)
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
+		return exitUsage
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", describe(err))
+		return exitUsage
+	}
+	command := installCommand(host, p)
+	updated, changed, err := hooks.Install(host, old, command)
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard hook install: %s: %v\n", path, err)
+		return exitUsage
+	}
+	shown := path
+	if rel, err := filepath.Rel(cwd, path); err == nil && !strings.HasPrefix(rel, "..") {
+		shown = rel
+	}
+	if !changed {
+		fmt.Fprintf(p.stdout, "%s: celguard's %s hooks are already installed\n", shown, host)
+		return exitOK
+	}
+	if p.dryRun {
+		fmt.Fprint(p.stdout, hooks.Diff(shown, shown+" (with celguard)", old, updated))
+		return exitOK
+	}
+	if err := writeSettings(path, updated); err != nil {
+		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(p.stdout, "%s: installed celguard's %s hooks (%s)\n", shown, host, strings.Join(hooks.HookEvents(host), ", "))
+	switch host {
+	case "codex":
+		fmt.Fprintln(p.stdout, "Codex runs hooks only with `[features] codex_hooks = true` in ~/.codex/config.toml; review and trust the new hooks with /hooks.")
+	case "gemini":
+		fmt.Fprintln(p.stdout, `Gemini CLI's stable channel runs hooks only with {"hooksConfig": {"enabled": true}} in its settings.`)
+	}
+	return exitOK
+}
+
+// installCommand is the hook command line the host runs.
+func installCommand(host string, p hookInstallParams) string {
+	parts := []string{hooks.ShellQuote(p.command), "hook", host}
+	for _, pp := range p.policyPaths {
+		parts = append(parts, "--policy", hooks.ShellQuote(pp))
+	}
+	if p.stateDir != "" {
+		parts = append(parts, "--state-dir", hooks.ShellQuote(p.stateDir))
+	}
+	if p.failOpen {
+		parts = append(parts, "--fail-open")
+	}
+	if p.approve {
+		parts = append(parts, "--approve")
+	}
+	return strings.Join(parts, " ")
+}
+
+// writeSettings replaces a settings file atomically, keeping its mode.
+func writeSettings(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return describe(err)
+	}
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(dir, ".celguard-*")
+	if err != nil {
+		return describe(err)
+	}
+	_, werr := tmp.Write(data)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), mode)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("cannot write %s: %w", path, werr)
+	}
+	return nil
+}

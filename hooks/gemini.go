@@ -1,0 +1,165 @@
+package hooks
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+// gemini speaks Gemini CLI's hook protocol (google-gemini/gemini-cli
+// docs/hooks/reference.md).
+//
+// BeforeTool answers with decision "allow" or "deny" and reason (sent to the
+// agent as the tool's error), hookSpecificOutput.tool_input, which is merged
+// into the model's arguments (Object.assign: it adds and overrides top-level
+// keys but cannot remove one), and continue: false with stopReason to stop
+// the agent loop. There is no ask. AfterTool answers with decision "deny",
+// whose reason replaces the output the model sees, and
+// hookSpecificOutput.additionalContext, appended to it. BeforeAgent (a user
+// prompt) starts a turn. Exit code 2 blocks with stderr as the reason. Gemini
+// expects JSON on stdout, so every answer is a JSON object, {} when there is
+// nothing to say.
+type gemini struct {
+	opts Options
+}
+
+// Name implements Host.
+func (*gemini) Name() string { return "gemini" }
+
+type geminiOut struct {
+	Decision           string     `json:"decision,omitempty"`
+	Reason             string     `json:"reason,omitempty"`
+	Continue           *bool      `json:"continue,omitempty"`
+	StopReason         string     `json:"stopReason,omitempty"`
+	SystemMessage      string     `json:"systemMessage,omitempty"`
+	HookSpecificOutput *geminiHSO `json:"hookSpecificOutput,omitempty"`
+}
+
+type geminiHSO struct {
+	ToolInput         map[string]any `json:"tool_input,omitempty"`
+	AdditionalContext string         `json:"additionalContext,omitempty"`
+}
+
+// Decode implements Host.
+func (h *gemini) Decode(data []byte) (Event, error) {
+	m, err := decodeObject(data)
+	if err != nil {
+		return Event{}, err
+	}
+	f, err := strs(m, "hook_event_name", "session_id", "cwd", "tool_name")
+	if err != nil {
+		return Event{}, err
+	}
+	ev := Event{Host: h.Name(), Name: f[0], SessionID: f[1], Meta: meta(h.Name(), m)}
+	if ev.Name == "" {
+		return Event{}, fmt.Errorf("the event has no hook_event_name")
+	}
+	switch ev.Name {
+	case "BeforeTool", "AfterTool":
+		if f[3] == "" {
+			return Event{}, fmt.Errorf("%s event without a tool_name", ev.Name)
+		}
+		a, err := args(m, "tool_input")
+		if err != nil {
+			return Event{}, err
+		}
+		ev.Call = eval.Call{Tool: f[3], Args: a, Cwd: f[2]}
+		if ev.Name == "BeforeTool" {
+			ev.Kind = KindBefore
+		} else {
+			ev.Kind = KindAfter
+			ev.response = m["tool_response"]
+			ev.Result = responseResult(ev.response)
+		}
+	case "BeforeAgent":
+		ev.Kind = KindTurnStart
+	case "SessionStart":
+		ev.Kind = KindSessionStart
+	case "SessionEnd":
+		ev.Kind = KindSessionEnd
+	default:
+		ev.Kind = KindIgnore
+	}
+	if ev.Kind != KindIgnore && ev.SessionID == "" {
+		return Event{}, fmt.Errorf("%s event without a session_id", ev.Name)
+	}
+	return ev, nil
+}
+
+// Encode implements Host.
+func (h *gemini) Encode(ev Event, d eval.Decision) Response {
+	switch ev.Kind {
+	case KindBefore:
+		return jsonResponse(h.before(ev, d))
+	case KindAfter:
+		return jsonResponse(h.after(d))
+	}
+	return jsonResponse(struct{}{})
+}
+
+func (h *gemini) before(ev Event, d eval.Decision) geminiOut {
+	msg := message(d)
+	switch d.Verdict {
+	case policy.Allow:
+		if d.RuleID != "" && h.opts.Approve {
+			return geminiOut{Decision: "allow"}
+		}
+		return geminiOut{}
+	case policy.Warn:
+		return geminiOut{SystemMessage: msg}
+	case policy.Ask:
+		return geminiOut{Decision: "deny", Reason: approvalMessage("Gemini CLI", d)}
+	case policy.Modify:
+		if d.Args == nil {
+			return geminiOut{Decision: "deny", Reason: msg + ": the rewritten arguments are missing"}
+		}
+		if gone := removedKeys(ev.Call.Args, d.Args); len(gone) > 0 {
+			why := "Gemini CLI merges a hook's tool_input into the arguments and cannot remove " + strings.Join(gone, ", ")
+			return geminiOut{Decision: "deny", Reason: rewriteMessage("Gemini CLI", d, why)}
+		}
+		// The whole rewritten arguments: merged over the original ones they
+		// give exactly the rewrite, since no key was removed.
+		out := geminiOut{HookSpecificOutput: &geminiHSO{ToolInput: d.Args}}
+		if h.opts.Approve {
+			out.Decision = "allow"
+		}
+		return out
+	case policy.Block:
+		return geminiOut{Decision: "deny", Reason: msg}
+	case policy.Halt:
+		return geminiOut{Decision: "deny", Reason: msg, Continue: stop(), StopReason: msg}
+	}
+	return geminiOut{Decision: "deny", Reason: "celguard: unknown verdict " + d.Verdict.String()}
+}
+
+func (h *gemini) after(d eval.Decision) geminiOut {
+	msg := message(d)
+	switch d.Verdict {
+	case policy.Allow:
+		return geminiOut{}
+	case policy.Warn:
+		return geminiOut{SystemMessage: msg, HookSpecificOutput: &geminiHSO{AdditionalContext: msg}}
+	case policy.Modify:
+		if d.Content == nil {
+			return geminiOut{Decision: "deny", Reason: msg + ": the rewritten output is missing, so it is withheld"}
+		}
+		// deny's reason replaces the output the model sees.
+		if *d.Content == "" {
+			return geminiOut{Decision: "deny", Reason: msg + ": the output was rewritten to nothing"}
+		}
+		return geminiOut{Decision: "deny", Reason: *d.Content}
+	case policy.Block:
+		return geminiOut{Decision: "deny", Reason: msg}
+	case policy.Halt:
+		return geminiOut{Decision: "deny", Reason: msg, Continue: stop(), StopReason: msg}
+	}
+	return geminiOut{Decision: "deny", Reason: "celguard: unknown verdict " + d.Verdict.String(), Continue: stop()}
+}
+
+// Fail implements Host: exit 2 blocks with stderr as the reason; any other
+// non-zero exit is a warning and the CLI carries on.
+func (h *gemini) Fail(_ Event, reason string, open bool) Response {
+	return failExit(reason, open)
+}

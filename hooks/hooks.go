@@ -1,0 +1,322 @@
+// Package hooks speaks the hook protocols of AI-agent hosts: Claude Code,
+// Codex, Gemini CLI and Cursor call a guard as a separate process for every
+// tool call, with one JSON event on stdin, and read a decision from its
+// stdout, its exit code and its stderr. Each host has its own dialect, and
+// the differences matter: a field one host honours another ignores, and a
+// verdict one host can express another cannot.
+//
+// The package exists so that eval never learns any of this. It sits above
+// eval and below the command line: a Host decodes an event into an
+// eval.Call (and eval.Result after the call) plus what the event means (a
+// call about to run, a call that ran, a new turn, a session starting or
+// ending), and encodes an eval.Decision into exactly what that host expects.
+// Runner ties one event to a session whose state (counters, turn, halt,
+// remembered approvals) lives in a Store, one file per session, so that it
+// survives from one hook process to the next.
+//
+// Two rules hold for every host. A verdict maps to the strongest thing the
+// host can express and never to something weaker: an ask on a host that
+// cannot ask becomes a block whose reason says approval is needed, and a
+// rewrite the host cannot apply becomes an ask or a block, never a silent
+// allow. And when celguard itself fails (an unreadable event, a policy that
+// does not compile, unreadable state, a timeout), the answer is what the host
+// honours as a block, unless the caller chose to fail open. The per-host
+// tables are in docs/hooks.md.
+package hooks
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+// Kind is what a host event asks celguard to do.
+type Kind int
+
+// Event kinds.
+const (
+	// KindIgnore is an event celguard does not act on (notifications,
+	// stop hooks, permission dialogs): the answer lets the host carry on.
+	KindIgnore Kind = iota
+	// KindSessionStart is a session starting or resuming.
+	KindSessionStart
+	// KindSessionEnd is a session ending: its state is removed.
+	KindSessionEnd
+	// KindTurnStart is a new user prompt: turn-scoped counters reset and a
+	// halt of the previous turn is lifted.
+	KindTurnStart
+	// KindBefore is a tool call about to run.
+	KindBefore
+	// KindAfter is a tool call that ran, successfully or not.
+	KindAfter
+)
+
+var kindNames = [...]string{"ignore", "session_start", "session_end", "turn_start", "before", "after"}
+
+// String names the kind.
+func (k Kind) String() string {
+	if k >= 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Event is one hook event, decoded.
+type Event struct {
+	// Host is the name of the host that sent it.
+	Host string
+	// Name is the host's name for the event, e.g. "PreToolUse".
+	Name string
+	Kind Kind
+	// SessionID is the host's session (or conversation) id, as sent.
+	SessionID string
+	// Meta is session metadata rules see as `session` (host, model,
+	// permission mode, ...).
+	Meta map[string]any
+	// Call is the tool call (KindBefore and KindAfter).
+	Call eval.Call
+	// Result is the tool's result (KindAfter).
+	Result eval.Result
+
+	// response is the tool's raw output as the host sent it (KindAfter),
+	// kept so a rewrite can be given back in the same shape.
+	response any
+	// failure marks an after event that reports a failed call through a
+	// channel that cannot carry a replacement output (Claude's
+	// PostToolUseFailure).
+	failure bool
+}
+
+// Response is what a hook process answers: exactly these bytes on stdout,
+// this text on stderr, this exit code.
+type Response struct {
+	Stdout []byte
+	Stderr string
+	Exit   int
+}
+
+// Options change how a host encodes decisions.
+type Options struct {
+	// Approve makes an allow decided by an explicit rule approve the call
+	// where the host can (Claude Code's permissionDecision "allow", Gemini's
+	// decision "allow"), skipping the host's own permission prompt. Without
+	// it, allow defers to the host's own permission rules.
+	Approve bool
+}
+
+// Host decodes one host's events and encodes decisions for it.
+type Host interface {
+	// Name is the host's name on the command line, e.g. "claude-code".
+	Name() string
+	// Decode reads one event. It never panics; an error says what is wrong
+	// with the input.
+	Decode(data []byte) (Event, error)
+	// Encode turns a decision about ev into the host's answer. For events
+	// that are not calls (KindIgnore, KindTurnStart, ...) d is ignored.
+	Encode(ev Event, d eval.Decision) Response
+	// Fail answers an event celguard could not decide: what the host
+	// honours as a block, or with open what lets the host carry on, with
+	// reason on stderr either way. ev may be the zero Event when the input
+	// could not be decoded.
+	Fail(ev Event, reason string, open bool) Response
+}
+
+// Hosts lists the host names New accepts.
+func Hosts() []string { return []string{"claude-code", "codex", "gemini", "cursor"} }
+
+// New returns the host called name.
+func New(name string, opts Options) (Host, error) {
+	switch name {
+	case "claude-code":
+		return &claude{opts: opts}, nil
+	case "codex":
+		return &codex{claude{opts: opts}}, nil
+	case "gemini":
+		return &gemini{opts: opts}, nil
+	case "cursor":
+		return &cursor{opts: opts}, nil
+	}
+	return nil, fmt.Errorf("unknown host %q: want one of %s", name, strings.Join(Hosts(), ", "))
+}
+
+// maxMessage bounds the strings celguard writes into a host's answer
+// (Claude Code caps hook output strings at 10,000 characters).
+const maxMessage = 10000
+
+// clip shortens s to at most maxMessage characters.
+func clip(s string) string {
+	if utf8.RuneCountInString(s) <= maxMessage {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:maxMessage-1]) + "…"
+}
+
+// message is the text shown for a decision: the rule's reason, with the
+// rule that decided, so that users can find it.
+func message(d eval.Decision) string {
+	reason := strings.TrimSpace(d.Reason)
+	if reason == "" {
+		switch d.Verdict {
+		case policy.Block, policy.Halt:
+			reason = "blocked by policy"
+		case policy.Ask:
+			reason = "this call needs approval"
+		case policy.Modify:
+			reason = "rewritten by policy"
+		default:
+			reason = "policy " + d.Verdict.String()
+		}
+	}
+	var tag []string
+	if d.RuleID != "" {
+		tag = append(tag, "rule "+d.RuleID)
+	}
+	if d.Code != "" {
+		tag = append(tag, "code "+d.Code)
+	}
+	if len(tag) == 0 {
+		return clip("celguard: " + reason)
+	}
+	return clip("celguard: " + reason + " (" + strings.Join(tag, ", ") + ")")
+}
+
+// approvalMessage is the block reason for an ask on a host that cannot ask.
+func approvalMessage(host string, d eval.Decision) string {
+	return clip(message(d) + ". This call needs a person's approval and " + host +
+		" hooks cannot ask for it, so celguard blocked it: ask the user to approve it, then run it again")
+}
+
+// rewriteMessage is the block reason for a rewrite a host cannot apply.
+func rewriteMessage(host string, d eval.Decision, why string) string {
+	s := message(d) + ". celguard rewrites this call, but " + why + ", so it was blocked"
+	if d.Args != nil {
+		if b, err := marshal(d.Args); err == nil {
+			s += "; run it again with these arguments instead: " + string(b)
+		}
+	}
+	return clip(s)
+}
+
+// marshal encodes v as compact JSON without HTML escaping.
+func marshal(v any) ([]byte, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return []byte(strings.TrimSuffix(b.String(), "\n")), nil
+}
+
+// jsonResponse is an exit-0 answer with v as stdout. Encoding cannot fail
+// for the wire types of this package; if it ever did, the answer is a
+// failure (exit 2), never an empty allow.
+func jsonResponse(v any) Response {
+	b, err := marshal(v)
+	if err != nil {
+		return Response{Stderr: "celguard: cannot encode the answer: " + err.Error(), Exit: 2}
+	}
+	return Response{Stdout: append(b, '\n')}
+}
+
+// decodeObject decodes data as one JSON object. Numbers become float64, as
+// in eval.Call.
+func decodeObject(data []byte) (map[string]any, error) {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("the event is not valid JSON: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the event must be a JSON object, not %s", kindOf(v))
+	}
+	return m, nil
+}
+
+// kindOf names a decoded JSON value's type for error messages.
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return "a JSON value"
+}
+
+// str reads an optional string field; a field of another type is an error.
+func str(m map[string]any, key string) (string, error) {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("%s must be a string, not %s", key, kindOf(v))
+	}
+	return s, nil
+}
+
+// strs reads several optional string fields.
+func strs(m map[string]any, keys ...string) ([]string, error) {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		s, err := str(m, k)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// args reads a tool input: an object, or absent/null for no arguments.
+func args(m map[string]any, key string) (map[string]any, error) {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return map[string]any{}, nil
+	}
+	a, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s must be an object, not %s", key, kindOf(v))
+	}
+	return a, nil
+}
+
+// meta builds session metadata from the string fields of an event that are
+// present, plus the host's name.
+func meta(host string, m map[string]any, keys ...string) map[string]any {
+	out := map[string]any{"host": host}
+	for _, k := range keys {
+		if s, ok := m[k].(string); ok && s != "" {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+// removedKeys lists, sorted, the keys of before that after lacks.
+func removedKeys(before, after map[string]any) []string {
+	var out []string
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,234 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+// beforeEvents is one before-call event per host.
+var beforeEvents = map[string]string{
+	"claude-code": `{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls","mode":"x"},"cwd":"/r"}`,
+	"codex":       `{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls","mode":"x"},"cwd":"/r"}`,
+	"gemini":      `{"session_id":"s1","hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"ls","mode":"x"},"cwd":"/r"}`,
+	"cursor":      `{"conversation_id":"s1","hook_event_name":"beforeMCPExecution","tool_name":"q","tool_input":"{\"command\":\"ls\",\"mode\":\"x\"}"}`,
+}
+
+// allowsSilently reports whether an answer lets a call run with nothing
+// said: what must never follow a verdict other than allow.
+func allowsSilently(r Response) bool {
+	if r.Exit == 2 {
+		return false
+	}
+	out := strings.TrimSpace(string(r.Stdout))
+	return out == "" || out == "{}" || out == `{"permission":"allow"}`
+}
+
+// TestNoVerdictWeakensToSilentAllow decides every blocking verdict, and a
+// rewrite each host cannot apply (one that removes an argument), for every
+// host: the answer is never a silent allow.
+func TestNoVerdictWeakensToSilentAllow(t *testing.T) {
+	for host, in := range beforeEvents {
+		h, err := New(host, Options{})
+		require.NoError(t, err)
+		ev, err := h.Decode([]byte(in))
+		require.NoError(t, err)
+		for _, d := range []eval.Decision{
+			{Verdict: policy.Block, RuleID: "r"},
+			{Verdict: policy.Halt, RuleID: "r"},
+			{Verdict: policy.Ask, RuleID: "r"},
+			{Verdict: policy.Ask, RuleID: "r", Args: map[string]any{"command": "ls"}},
+			{Verdict: policy.Modify, RuleID: "r", Args: map[string]any{"command": "ls"}},
+			{Verdict: policy.Modify, RuleID: "r"},
+			{Verdict: policy.Verdict(99), RuleID: "r"},
+		} {
+			r := h.Encode(ev, d)
+			if d.Verdict == policy.Modify && d.Args != nil && (host == "claude-code" || host == "codex") {
+				// Applied: the answer carries the rewrite.
+				assert.Contains(t, string(r.Stdout), `"updatedInput":{"command":"ls"}`, "%s %v", host, d)
+				continue
+			}
+			assert.False(t, allowsSilently(r), "%s: %s became %q", host, d.Verdict, r.Stdout)
+			if d.Verdict != policy.Ask || host == "claude-code" || (host == "cursor" && d.Args == nil) {
+				continue
+			}
+			assert.Contains(t, string(r.Stdout), "deny", "%s: an ask it cannot express is a deny", host)
+		}
+	}
+}
+
+// TestApproveOption: an explicit allow defers to the host's own permission
+// rules unless Approve is set; a default allow never approves.
+func TestApproveOption(t *testing.T) {
+	explicit := eval.Decision{Verdict: policy.Allow, RuleID: "allow-ls", Reason: "fine"}
+	byDefault := eval.Decision{Verdict: policy.Allow}
+	for _, host := range []string{"claude-code", "gemini"} {
+		off, _ := New(host, Options{})
+		on, _ := New(host, Options{Approve: true})
+		ev, err := off.Decode([]byte(beforeEvents[host]))
+		require.NoError(t, err)
+		assert.True(t, allowsSilently(off.Encode(ev, explicit)), host)
+		assert.True(t, allowsSilently(on.Encode(ev, byDefault)), host)
+		assert.Contains(t, string(on.Encode(ev, explicit).Stdout), `"allow"`, host)
+	}
+	// Codex: allow without updatedInput is rejected, so there is nothing to
+	// say even with Approve.
+	cx, _ := New("codex", Options{Approve: true})
+	ev, _ := cx.Decode([]byte(beforeEvents["codex"]))
+	assert.Empty(t, cx.Encode(ev, explicit).Stdout)
+}
+
+// TestFailClosed: what each host honours as a block when celguard fails,
+// and what lets the call through with --fail-open.
+func TestFailClosed(t *testing.T) {
+	broken := func() (*eval.Engine, error) { return nil, errors.New("the policies do not compile: p.yaml:3:1: boom") }
+	for host, in := range beforeEvents {
+		h, _ := New(host, Options{})
+		for _, open := range []bool{false, true} {
+			r := &Runner{Host: h, Store: &Store{Dir: t.TempDir()}, Engine: broken, FailOpen: open}
+			got := r.Run(context.Background(), []byte(in))
+			assert.Contains(t, got.Stderr, "p.yaml:3:1: boom", host)
+			switch {
+			case !open && host == "cursor":
+				assert.Equal(t, 2, got.Exit)
+				assert.Contains(t, string(got.Stdout), `"permission":"deny"`)
+			case !open:
+				assert.Equal(t, 2, got.Exit, "%s: exit 2 blocks", host)
+			case host == "cursor":
+				assert.Equal(t, 0, got.Exit)
+				assert.Equal(t, `{"permission":"allow"}`+"\n", string(got.Stdout))
+			default:
+				assert.Equal(t, 1, got.Exit, "%s: a non-blocking error", host)
+			}
+		}
+	}
+}
+
+// TestFailClosedOnState: unreadable state, state over the cap and a lock
+// held past the timeout all block.
+func TestFailClosedOnState(t *testing.T) {
+	eng := testEngine(t)
+	in := []byte(beforeEvents["claude-code"])
+	newRunner := func(dir string) *Runner {
+		h, _ := New("claude-code", Options{})
+		return &Runner{Host: h, Store: &Store{Dir: dir, MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,
+			Engine: func() (*eval.Engine, error) { return eng, nil }}
+	}
+
+	dir := t.TempDir()
+	r := newRunner(dir)
+	require.NoError(t, os.WriteFile(r.Store.Path("s1"), []byte("{not json"), 0o600))
+	got := r.Run(context.Background(), in)
+	assert.Equal(t, 2, got.Exit)
+	assert.Contains(t, got.Stderr, "is not valid")
+
+	require.NoError(t, os.WriteFile(r.Store.Path("s1"), []byte(`{"id":"s1","meta":{"x":"`+strings.Repeat("a", 2000)+`"}}`), 0o600))
+	got = r.Run(context.Background(), in)
+	assert.Equal(t, 2, got.Exit)
+	assert.Contains(t, got.Stderr, "larger than 1024 bytes")
+
+	require.NoError(t, os.Remove(r.Store.Path("s1")))
+	held, err := r.Store.Lock(context.Background(), "s1")
+	require.NoError(t, err)
+	got = r.Run(context.Background(), in)
+	assert.Equal(t, 2, got.Exit)
+	assert.Contains(t, got.Stderr, "cannot lock")
+	require.NoError(t, held.Close())
+	got = r.Run(context.Background(), in)
+	assert.Equal(t, 0, got.Exit, got.Stderr)
+}
+
+// TestCodexHaltKeepsTurnHalted: Codex cannot stop a turn before a call, so
+// a halt is a deny and every later call of the turn is denied too, until
+// the next prompt.
+func TestCodexHaltKeepsTurnHalted(t *testing.T) {
+	eng := testEngine(t, filepath.Join("testdata", "policy.yaml"))
+	r := testRunner(t, "codex", Options{}, eng)
+	ev := func(name, cmd string) []byte {
+		b, _ := json.Marshal(map[string]any{"session_id": "cx", "hook_event_name": name, "tool_name": "Bash",
+			"tool_input": map[string]any{"command": cmd}, "cwd": "/r"})
+		return b
+	}
+	assert.Contains(t, string(r.Run(context.Background(), ev("PreToolUse", "shutdown now")).Stdout), "deny")
+	got := r.Run(context.Background(), ev("PreToolUse", "ls"))
+	assert.Contains(t, string(got.Stdout), "this turn was halted")
+	r.Run(context.Background(), ev("UserPromptSubmit", ""))
+	assert.Empty(t, r.Run(context.Background(), ev("PreToolUse", "ls")).Stdout)
+}
+
+// TestSessionEndRemovesState.
+func TestSessionEndRemovesState(t *testing.T) {
+	r := testRunner(t, "claude-code", Options{}, testEngine(t))
+	r.Run(context.Background(), []byte(`{"session_id":"gone","hook_event_name":"UserPromptSubmit"}`))
+	_, err := os.Stat(r.Store.Path("gone"))
+	require.NoError(t, err)
+	got := r.Run(context.Background(), []byte(`{"session_id":"gone","hook_event_name":"SessionEnd","reason":"other"}`))
+	assert.Equal(t, 0, got.Exit)
+	_, err = os.Stat(r.Store.Path("gone"))
+	assert.True(t, os.IsNotExist(err))
+}
+
+// TestResponseRewrite: a rewrite goes back in the output's own shape.
+func TestResponseRewrite(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		text string
+		want string
+	}{
+		{`"plain"`, "plain", `"NEW"`},
+		{`{"stdout":"a","stderr":"b","interrupted":false}`, "a\nb", `{"interrupted":false,"stderr":"","stdout":"NEW"}`},
+		{`{"llmContent":"x","returnDisplay":"x"}`, "x", `{"llmContent":"NEW","returnDisplay":"NEW"}`},
+		{`{"content":[{"type":"text","text":"x"},{"type":"image"}]}`, "x", `{"content":[{"text":"NEW","type":"text"}]}`},
+		{`[{"type":"text","text":"x"}]`, "x", `[{"text":"NEW","type":"text"}]`},
+		{`{"type":"text","file":{"filePath":"/a","content":"x"}}`, "x", `{"file":{"content":"NEW","filePath":"/a"},"type":"text"}`},
+		{`{"filePath":"/a","success":true}`, `{"filePath":"/a","success":true}`, ``},
+	} {
+		var resp any
+		require.NoError(t, json.Unmarshal([]byte(c.in), &resp))
+		text, _ := locate(resp)
+		assert.Equal(t, c.text, text, c.in)
+		got, ok := rewriteResponse(resp, "NEW")
+		if c.want == "" {
+			assert.False(t, ok, "%s: NEW is not JSON of the output's shape", c.in)
+			continue
+		}
+		require.True(t, ok, c.in)
+		b, _ := json.Marshal(got)
+		assert.Equal(t, c.want, string(b), c.in)
+	}
+	var resp any
+	require.NoError(t, json.Unmarshal([]byte(`{"filePath":"/secret","success":true}`), &resp))
+	b, _ := json.Marshal(withheld(resp, "gone"))
+	assert.Equal(t, `{"filePath":"","success":true}`, string(b), "no original text survives")
+}
+
+// TestResponseIsError reads the usual error markers.
+func TestResponseIsError(t *testing.T) {
+	for in, want := range map[string]bool{
+		`"text"`:                          false,
+		`{"stdout":"x"}`:                  false,
+		`{"is_error":true}`:               true,
+		`{"isError":true}`:                true,
+		`{"success":false}`:               true,
+		`{"exit_code":1}`:                 true,
+		`{"exit_code":0}`:                 false,
+		`{"error":{"message":"x"}}`:       true,
+		`{"error":""}`:                    false,
+		`{"llmContent":"x","error":null}`: false,
+	} {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(in), &v))
+		assert.Equal(t, want, responseIsError(v), in)
+	}
+}

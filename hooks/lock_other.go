@@ -1,0 +1,74 @@
+//go:build !unix
+
+package hooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// staleLock is how old a lock file must be before it is taken to be left
+// behind by a process that died holding it.
+const staleLock = 30 * time.Second
+
+// fileLock is a lock file created exclusively (O_EXCL), for systems without
+// flock(2). It exists only while held.
+type fileLock struct {
+	path string
+}
+
+// lockFile takes the lock on path, waiting until ctx ends.
+func lockFile(ctx context.Context, path string) (*fileLock, error) {
+	delay := time.Millisecond
+	for {
+		l, err := tryLockFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if l != nil {
+			return l, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("gave up waiting for %s: %w", path, ctx.Err())
+		case <-t.C:
+		}
+		if delay < 16*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// tryLockFile takes the lock if nobody holds it; it returns nil and no
+// error when somebody does.
+func tryLockFile(path string) (*fileLock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		f.Close()
+		return &fileLock{path: path}, nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	if fi, serr := os.Stat(path); serr == nil && time.Since(fi.ModTime()) > staleLock {
+		_ = os.Remove(path)
+	}
+	return nil, nil
+}
+
+// removeLocked is a no-op: unlock removes the file.
+func (l *fileLock) removeLocked() {}
+
+// unlock releases the lock.
+func (l *fileLock) unlock() error {
+	if err := os.Remove(l.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}

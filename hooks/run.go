@@ -1,0 +1,120 @@
+package hooks
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/celguard/celguard/eval"
+)
+
+// DefaultTimeout bounds one hook invocation's wait for the session lock and
+// its decision. It is well below the hosts' own hook timeouts (a host that
+// times a hook out lets the call through).
+const DefaultTimeout = 10 * time.Second
+
+// Runner answers one hook event: it decodes the event, takes the session's
+// lock, restores the session from the Store, decides, saves the state and
+// encodes the decision. Whatever fails on the way is answered with
+// Host.Fail: a block, unless FailOpen.
+type Runner struct {
+	Host Host
+	// Engine returns the engine to decide with. It is called only for
+	// events that need one, so that events celguard ignores never pay for
+	// compiling policies; its error is answered as a failure.
+	Engine func() (*eval.Engine, error)
+	Store  *Store
+	// FailOpen lets calls through when celguard fails.
+	FailOpen bool
+	// Timeout bounds the lock wait and the decision; zero means
+	// DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Run answers the event in input.
+func (r *Runner) Run(ctx context.Context, input []byte) Response {
+	ev, err := r.Host.Decode(input)
+	if err != nil {
+		return r.Host.Fail(Event{Host: r.Host.Name()}, fmt.Sprintf("cannot read the %s hook event: %v", r.Host.Name(), err), r.FailOpen)
+	}
+	resp, err := r.handle(ctx, ev)
+	if err != nil {
+		return r.Host.Fail(ev, fmt.Sprintf("%s event: %v", ev.Name, err), r.FailOpen)
+	}
+	if r.Store != nil {
+		// Cheap: one stat unless a cleanup is due. Its errors must not
+		// change the answer.
+		_, _ = r.Store.MaybeCleanup()
+	}
+	return resp
+}
+
+func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
+	if ev.Kind == KindIgnore {
+		return r.Host.Encode(ev, eval.Decision{}), nil
+	}
+	if r.Engine == nil || r.Store == nil {
+		return Response{}, fmt.Errorf("the hook runner has no engine or no state store")
+	}
+	var eng *eval.Engine
+	if ev.Kind != KindSessionEnd {
+		var err error
+		if eng, err = r.Engine(); err != nil {
+			return Response{}, err
+		}
+		if eng == nil {
+			return Response{}, fmt.Errorf("no engine to decide with")
+		}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	ss, err := r.Store.Lock(ctx, ev.SessionID)
+	if err != nil {
+		return Response{}, err
+	}
+	defer ss.Close()
+	if ev.Kind == KindSessionEnd {
+		if err := ss.Remove(); err != nil {
+			return Response{}, err
+		}
+		return r.Host.Encode(ev, eval.Decision{}), nil
+	}
+	st, _, err := ss.Load()
+	if err != nil {
+		return Response{}, err
+	}
+	// The latest metadata wins (the permission mode or model may change).
+	if st.Meta == nil {
+		st.Meta = map[string]any{}
+	}
+	maps.Copy(st.Meta, ev.Meta)
+	sess, err := eng.RestoreSession(st)
+	if err != nil {
+		return Response{}, err
+	}
+	var d eval.Decision
+	switch ev.Kind {
+	case KindTurnStart:
+		sess.StartTurn()
+	case KindBefore:
+		d, err = sess.Before(ctx, ev.Call)
+	case KindAfter:
+		d, err = sess.After(ctx, ev.Call, ev.Result)
+	}
+	if err != nil {
+		return Response{}, fmt.Errorf("the %s call could not be decided: %w", ev.Call.Tool, err)
+	}
+	if err := ss.Save(sess.State()); err != nil {
+		return Response{}, err
+	}
+	return r.Host.Encode(ev, d), nil
+}

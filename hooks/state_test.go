@@ -1,0 +1,171 @@
+package hooks
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/eval"
+)
+
+// TestFileNameIsSafe: no session id can name a path outside the state
+// directory, and ids that sanitise alike still get their own files.
+func TestFileNameIsSafe(t *testing.T) {
+	seen := map[string]string{}
+	for _, id := range []string{"../../etc/passwd", "..", ".", "/abs/path", `a\b`, "a/b", "a_b", "a b", "abc123",
+		"x\x00y", strings.Repeat("z", 500), "ünïcode", "-rf", ".hidden"} {
+		name := FileName(id)
+		assert.Equal(t, name, filepath.Base(name), id)
+		assert.NotContains(t, name, "..", id)
+		assert.True(t, strings.HasPrefix(name, "s-") && strings.HasSuffix(name, ".json"), name)
+		assert.LessOrEqual(t, len(name), 100, id)
+		if other, dup := seen[name]; dup {
+			t.Errorf("%q and %q share %s", id, other, name)
+		}
+		seen[name] = id
+		dir := t.TempDir()
+		s := &Store{Dir: dir}
+		assert.Equal(t, dir, filepath.Dir(s.Path(id)), id)
+	}
+}
+
+// TestStoreRoundTrip: state saved under the lock is what the next lock
+// loads.
+func TestStoreRoundTrip(t *testing.T) {
+	s := &Store{Dir: filepath.Join(t.TempDir(), "new", "dir")}
+	ss, err := s.Lock(context.Background(), "abc")
+	require.NoError(t, err)
+	st, found, err := ss.Load()
+	require.NoError(t, err)
+	assert.False(t, found)
+	st.Turn = 7
+	st.Approvals = []string{"k"}
+	require.NoError(t, ss.Save(st))
+	require.NoError(t, ss.Close())
+
+	ss, err = s.Lock(context.Background(), "abc")
+	require.NoError(t, err)
+	defer ss.Close()
+	got, found, err := ss.Load()
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.Equal(t, uint64(7), got.Turn)
+	assert.Equal(t, []string{"k"}, got.Approvals)
+	fi, err := os.Stat(s.Dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+
+	// Another session's file is refused.
+	data, _ := os.ReadFile(ss.Path())
+	require.NoError(t, os.WriteFile(s.Path("other"), data, 0o600))
+	os2, err := s.Lock(context.Background(), "other")
+	require.NoError(t, err)
+	defer os2.Close()
+	_, _, err = os2.Load()
+	assert.ErrorContains(t, err, `belongs to session "abc"`)
+}
+
+// TestStoreCap: a state that would grow past the cap is not written, and
+// the old state stays.
+func TestStoreCap(t *testing.T) {
+	s := &Store{Dir: t.TempDir(), MaxBytes: 200}
+	ss, err := s.Lock(context.Background(), "a")
+	require.NoError(t, err)
+	defer ss.Close()
+	require.NoError(t, ss.Save(eval.SessionState{ID: "a", Turn: 1}))
+	err = ss.Save(eval.SessionState{ID: "a", Approvals: []string{strings.Repeat("k", 300)}})
+	assert.ErrorContains(t, err, "more than the cap of 200")
+	st, _, err := ss.Load()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), st.Turn)
+}
+
+// TestConcurrentSessionUpdates: goroutines (each as a hook process would)
+// lock, load, add one and save; no update is lost.
+func TestConcurrentSessionUpdates(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ss, err := s.Lock(context.Background(), "shared")
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer ss.Close()
+			st, _, err := ss.Load()
+			if err == nil {
+				st.Turn++
+				err = ss.Save(st)
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	ss, err := s.Lock(context.Background(), "shared")
+	require.NoError(t, err)
+	defer ss.Close()
+	st, _, err := ss.Load()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(n), st.Turn)
+}
+
+// TestCleanup removes old sessions and their lock files, keeps recent ones
+// and held ones, and runs at most every few hours through MaybeCleanup.
+func TestCleanup(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	s := &Store{Dir: dir, MaxAge: 24 * time.Hour, Now: func() time.Time { return now }}
+	mk := func(id string, age time.Duration) string {
+		ss, err := s.Lock(context.Background(), id)
+		require.NoError(t, err)
+		require.NoError(t, ss.Save(eval.SessionState{ID: id}))
+		require.NoError(t, ss.Close())
+		p := s.Path(id)
+		old := now.Add(-age)
+		require.NoError(t, os.Chtimes(p, old, old))
+		require.NoError(t, os.Chtimes(strings.TrimSuffix(p, ".json")+".lock", old, old))
+		return p
+	}
+	oldPath := mk("old", 48*time.Hour)
+	newPath := mk("new", time.Hour)
+	heldPath := mk("held", 48*time.Hour)
+	held, err := s.Lock(context.Background(), "held")
+	require.NoError(t, err)
+	defer held.Close()
+
+	n, err := s.MaybeCleanup()
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.NoFileExists(t, oldPath)
+	assert.NoFileExists(t, strings.TrimSuffix(oldPath, ".json")+".lock")
+	assert.FileExists(t, newPath)
+	assert.FileExists(t, heldPath, "a session in use is never removed")
+
+	// Within the interval, nothing is scanned.
+	mk("old2", 48*time.Hour)
+	n, err = s.MaybeCleanup()
+	require.NoError(t, err)
+	assert.Equal(t, 0, n)
+	now = now.Add(cleanupEvery + time.Minute)
+	n, err = s.MaybeCleanup()
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+}
