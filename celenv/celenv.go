@@ -164,11 +164,13 @@ func (e *Env) Stdlib() *stdlib.Lib { return e.lib }
 func (e *Env) CostLimit() uint64 { return e.costLimit }
 
 // ProgramOptions are applied to every compiled expression: the cost limit
-// with stdlib-aware cost tracking, interruption on context cancellation, and
-// constant folding.
+// with stdlib-aware cost tracking, interruption on context cancellation,
+// constant folding, and constant regular expressions compiled once with a
+// literal prefilter.
 func (e *Env) ProgramOptions() []cel.ProgramOption {
 	return []cel.ProgramOption{
 		cel.EvalOptions(cel.OptOptimize),
+		cel.OptimizeRegex(prefilteredMatches...),
 		cel.CostTracking(e.lib.ActualCostEstimator()),
 		cel.CostLimit(e.costLimit),
 		cel.InterruptCheckFrequency(DefaultInterruptCheckFrequency),

@@ -375,7 +375,7 @@ func (c *compiler) compileExpr(sc scope, e policy.Expr, info map[string]exprInfo
 }
 
 func (c *compiler) program(env *cel.Env, ast *cel.Ast, e policy.Expr) cel.Program {
-	prg, err := env.Program(ast, c.cfg.env.ProgramOptions()...)
+	prg, err := env.Program(ast, c.cfg.env.ProgramOptionsFor(ast)...)
 	if err != nil {
 		c.errorf(policy.CodeCELType, e.Pos, "%v", err)
 		return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/functions"
@@ -41,27 +42,80 @@ type evaluation struct {
 	scope    *stdlib.CallScope
 	// derived holds command and paths once computed (they depend on args).
 	derived *derivedArgs
+	// pooledScope and pooledResult are kept from an earlier call for reuse.
+	pooledScope  *stdlib.CallScope
+	pooledResult map[string]any
 }
 
 var _ interpreter.FunctionActivation = (*evaluation)(nil)
 
+// evaluations pools the per-call state, so a decision allocates little.
+var evaluations = sync.Pool{New: func() any { return new(evaluation) }}
+
+// emptyArgs stands for a call without arguments. It is never written:
+// rewrites copy the arguments first.
+var emptyArgs = map[string]any{}
+
 func newEvaluation(ctx context.Context, s *Session, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, trace bool) *evaluation {
-	ev := &evaluation{ctx: ctx, s: s, set: set, phase: phase, call: call, res: res, trace: trace}
+	ev := evaluations.Get().(*evaluation)
+	scope, vars, result := ev.pooledScope, ev.vars, ev.pooledResult
+	*ev = evaluation{ctx: ctx, s: s, set: set, phase: phase, call: call, res: res, trace: trace}
 	if ev.call.Args == nil {
-		ev.call.Args = map[string]any{}
+		ev.call.Args = emptyArgs
 	}
 	if res != nil {
-		ev.result = make(map[string]any, len(res.Fields)+2)
-		maps.Copy(ev.result, res.Fields)
-		ev.result["is_error"] = res.IsError
-		ev.result["content"] = res.Content
+		if result == nil {
+			result = make(map[string]any, len(res.Fields)+2)
+		}
+		maps.Copy(result, res.Fields)
+		result["is_error"] = res.IsError
+		result["content"] = res.Content
+		ev.result = result
 	}
-	ev.vars = make([]ref.Val, set.VariableSlots())
-	ev.scope = set.Env().Stdlib().NewCallScope()
+	ev.pooledResult = result
+	n := set.VariableSlots()
+	if cap(vars) < n {
+		vars = make([]ref.Val, n)
+	}
+	ev.vars = vars[:n]
+	// A memo scope from an earlier call serves again if the stdlib is the
+	// same (a hot swap may bring another).
+	if scope != nil && scope.Lib() == set.Env().Stdlib() {
+		ev.pooledScope = scope
+	}
 	return ev
 }
 
-func (ev *evaluation) release() {}
+// release returns the evaluation to the pool. A Decision never refers to
+// pooled state: rewritten arguments are fresh maps and content is copied.
+func (ev *evaluation) release() {
+	clear(ev.vars)
+	if ev.pooledResult != nil {
+		clear(ev.pooledResult)
+	}
+	scope := ev.scope
+	if scope == nil {
+		scope = ev.pooledScope
+	}
+	if scope != nil {
+		scope.Reset()
+	}
+	*ev = evaluation{pooledScope: scope, vars: ev.vars[:0], pooledResult: ev.pooledResult}
+	evaluations.Put(ev)
+}
+
+// callScope returns the per-call memo of the stdlib functions, made on
+// first use.
+func (ev *evaluation) callScope() *stdlib.CallScope {
+	if ev.scope == nil {
+		if ev.pooledScope != nil {
+			ev.scope = ev.pooledScope
+		} else {
+			ev.scope = ev.set.Env().Stdlib().NewCallScope()
+		}
+	}
+	return ev.scope
+}
 
 // resetCall forgets everything derived from the call's arguments or result,
 // after a modify rule rewrote them.
@@ -70,7 +124,9 @@ func (ev *evaluation) resetCall() {
 	ev.counters = nil
 	ev.keys = nil
 	ev.derived = nil
-	ev.scope.Reset()
+	if ev.scope != nil {
+		ev.scope.Reset()
+	}
 }
 
 // derivedArgs are the class-driven views of the arguments.
@@ -206,7 +262,7 @@ func (ev *evaluation) Parent() interpreter.Activation { return nil }
 // ResolveFunction implements interpreter.FunctionActivation: the late-bound
 // stdlib functions, memoised for this call.
 func (ev *evaluation) ResolveFunction(name string) (functions.LateBoundOp, bool) {
-	return ev.scope.ResolveFunction(name)
+	return ev.callScope().ResolveFunction(name)
 }
 
 // counterKey computes a counter's key for this call.

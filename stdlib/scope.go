@@ -46,6 +46,9 @@ func newCallScope(l *Lib) *CallScope {
 	return s
 }
 
+// Lib returns the stdlib the scope memoises for.
+func (s *CallScope) Lib() *Lib { return s.l }
+
 // ResolveFunction returns the scope's implementation of a late-bound stdlib
 // function, by its CEL name. It implements the function half of
 // cel.FunctionActivation.
