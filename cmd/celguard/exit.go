@@ -7,7 +7,8 @@ const (
 	// exitOK: success. Lint found no error-severity diagnostic; eval printed
 	// a decision for every call, whatever its verdict.
 	exitOK = 0
-	// exitFindings: lint found error-severity diagnostics.
+	// exitFindings: lint found diagnostics at or above --fail-on (error
+	// by default).
 	exitFindings = 1
 	// exitUsage: bad flags or arguments, unreadable files, invalid input,
 	// policies that do not compile (eval), or a call the engine could not
@@ -19,7 +20,8 @@ const (
 const exitCodesHelp = `Exit codes (the same for every command):
   0  success: lint found no errors (warnings are printed but pass), or eval
      printed a decision for every call, whatever the verdict
-  1  findings: lint found diagnostics of error severity
+  1  findings: lint found diagnostics at or above --fail-on (errors by
+     default)
   2  usage or I/O error: bad flags or arguments, a missing or unreadable
      file, input that is not valid JSON or not a valid call or event,
      policies that do not compile (eval), a call the engine could not

@@ -39,6 +39,8 @@ var codeCatalogue = []codeInfo{
 	{policy.CodeTooManyRules, policy.SeverityError, "More rules than the compiler's limit."},
 	{policy.CodeCounterInCounter, policy.SeverityError, "A counter expression that reads counters."},
 	{policy.CodeInvalidLiteral, policy.SeverityError, "A malformed regex, glob or domain literal."},
+	{policy.CodeOverridden, policy.SeverityInfo, "A policy or rule replaced or disabled by a higher layer."},
+	{policy.CodeUnknownOverride, policy.SeverityWarning, "An Overrides file disables something no lower layer has."},
 	{policy.CodeUndeclaredClass, policy.SeverityError, "match.classes names a class no tool-class file declares."},
 	{policy.CodeShadowedRule, policy.SeverityWarning, "A rule that can never fire: an earlier unconditional rule always decides first."},
 	{policy.CodeFalseCondition, policy.SeverityWarning, "A rule whose condition is the literal false."},
