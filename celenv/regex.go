@@ -25,16 +25,40 @@ func prefilterFactory(call interpreter.InterpretableCall, pattern string) (inter
 	if err != nil {
 		return nil, err
 	}
-	return interpreter.NewCall(call.ID(), call.Function(), call.OverloadID(), call.Args(), func(values ...ref.Val) ref.Val {
-		if len(values) != 2 {
-			return types.NoSuchOverloadErr()
-		}
-		in, ok := values[0].(types.String)
-		if !ok {
-			return types.NoSuchOverloadErr()
-		}
-		return types.Bool(match(string(in)))
-	}), nil
+	return &matchCall{id: call.ID(), function: call.Function(), overload: call.OverloadID(), args: call.Args(), match: match}, nil
+}
+
+// matchCall is a `matches` call with a constant pattern. It evaluates only
+// the string operand, and allocates nothing (cel-go's generic call node
+// allocates its argument slice on every evaluation).
+type matchCall struct {
+	id                 int64
+	function, overload string
+	args               []interpreter.InterpretableV2
+	match              func(string) bool
+}
+
+func (c *matchCall) ID() int64                           { return c.id }
+func (c *matchCall) Function() string                    { return c.function }
+func (c *matchCall) OverloadID() string                  { return c.overload }
+func (c *matchCall) Args() []interpreter.InterpretableV2 { return c.args }
+
+// Exec implements interpreter.InterpretableV2.
+func (c *matchCall) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	return c.apply(c.args[0].Exec(frame))
+}
+
+// Eval implements interpreter.Interpretable.
+func (c *matchCall) Eval(act interpreter.Activation) ref.Val { return c.apply(c.args[0].Eval(act)) }
+
+func (c *matchCall) apply(v ref.Val) ref.Val {
+	switch in := v.(type) {
+	case types.String:
+		return types.Bool(c.match(string(in)))
+	case *types.Err, *types.Unknown:
+		return v
+	}
+	return types.NoSuchOverloadErr()
 }
 
 // compileMatcher compiles pattern as cel-go does (RE2 syntax) and returns a

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"testing"
 
+	"cel.dev/cel-go/cel"
+
 	"github.com/stretchr/testify/assert"
 )
 
@@ -45,4 +47,42 @@ func FuzzPrefilterAgreesWithRegexp(f *testing.F) {
 			t.Fatalf("pattern %q on %q: prefiltered %v, regexp %v (literal %q)", pattern, in, got, want, RequiredLiteral(pattern))
 		}
 	})
+}
+
+// Through CEL: both forms of matches use the prefilter and keep the
+// standard answers, including errors from the operand.
+func TestMatchesThroughCEL(t *testing.T) {
+	env, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		expr    string
+		want    any
+		wantErr bool
+	}{
+		{`args.command.matches("rm\\s+-rf")`, true, false},
+		{`matches(args.command, "git\\s+push")`, false, false},
+		{`args.command.matches("^rm")`, true, false},
+		{`args.missing.matches("rm")`, nil, true},
+	} {
+		ast, iss := env.CEL().Compile(tc.expr)
+		if iss.Err() != nil {
+			t.Fatalf("%s: %v", tc.expr, iss.Err())
+		}
+		for _, opts := range [][]cel.ProgramOption{env.ProgramOptions(), env.ProgramOptionsFor(ast)} {
+			prg, err := env.CEL().Program(ast, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := prg.Eval(map[string]any{"args": map[string]any{"command": "rm  -rf build"}})
+			if tc.wantErr {
+				assert.Error(t, err, tc.expr)
+				continue
+			}
+			if assert.NoError(t, err, tc.expr) {
+				assert.Equal(t, tc.want, out.Value(), tc.expr)
+			}
+		}
+	}
 }

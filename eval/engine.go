@@ -225,9 +225,14 @@ func (s *Session) After(ctx context.Context, call Call, res Result, opts ...Call
 }
 
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
+	// Options are rare on the hot path; without them nothing is allocated.
 	var cc callConfig
-	for _, o := range opts {
-		o(&cc)
+	if len(opts) > 0 {
+		c := new(callConfig)
+		for _, o := range opts {
+			o(c)
+		}
+		cc = *c
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -254,8 +259,9 @@ func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res
 	d, err := ev.run()
 	ev.explain.finish(d)
 	if d.Verdict == policy.Halt {
+		h := d
 		s.mu.Lock()
-		s.halted = &d
+		s.halted = &h
 		s.mu.Unlock()
 	}
 	return d, err
