@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
@@ -45,6 +46,8 @@ type claudeHSO struct {
 	UpdatedInput             map[string]any `json:"updatedInput,omitempty"`
 	AdditionalContext        string         `json:"additionalContext,omitempty"`
 	UpdatedToolOutput        any            `json:"updatedToolOutput,omitempty"`
+	// UpdatedMCPToolOutput is the older field for MCP tools' output.
+	UpdatedMCPToolOutput any `json:"updatedMCPToolOutput,omitempty"`
 }
 
 var stop = func() *bool { f := false; return &f }
@@ -182,7 +185,7 @@ func (h *claude) after(ev Event, d eval.Decision) Response {
 	}
 	if verdict == policy.Modify {
 		if r, ok := rewriteResponse(ev.response, *d.Content); ok {
-			hso.UpdatedToolOutput = r
+			h.setOutput(ev, hso, r)
 			return jsonResponse(out)
 		}
 		verdict = policy.Block
@@ -201,7 +204,7 @@ func (h *claude) after(ev Event, d eval.Decision) Response {
 			break
 		}
 		out.Decision, out.Reason = "block", msg
-		hso.UpdatedToolOutput = withheld(ev.response, msg)
+		h.setOutput(ev, hso, withheld(ev.response, msg))
 		if verdict == policy.Halt {
 			out.Continue, out.StopReason = stop(), msg
 		}
@@ -210,6 +213,16 @@ func (h *claude) after(ev Event, d eval.Decision) Response {
 		out.Continue, out.StopReason = stop(), out.Reason
 	}
 	return jsonResponse(out)
+}
+
+// setOutput replaces the tool's output: updatedToolOutput, and for MCP
+// tools (mcp__server__tool) also updatedMCPToolOutput, which Claude Code
+// versions before updatedToolOutput read.
+func (h *claude) setOutput(ev Event, hso *claudeHSO, v any) {
+	hso.UpdatedToolOutput = v
+	if strings.HasPrefix(ev.Call.Tool, "mcp__") {
+		hso.UpdatedMCPToolOutput = v
+	}
 }
 
 // Fail implements Host: exit 2 with the reason on stderr blocks a tool call
