@@ -223,9 +223,19 @@ type phaseIndex struct {
 
 func newPhaseIndex(rules []*Rule, classes *classTable) phaseIndex {
 	ix := phaseIndex{exact: map[string][]*Rule{}, classes: classes}
-	names := map[string]bool{}
+	// byName collects, in evaluation order, the rules that name a tool
+	// exactly, by tool name or through a class listing it by name.
+	byName := map[string][]*Rule{}
+	add := func(name string, r *Rule) {
+		l := byName[name]
+		if len(l) == 0 || l[len(l)-1] != r {
+			byName[name] = append(l, r)
+		}
+	}
 	for name := range classes.exact {
-		names[name] = true
+		if _, ok := byName[name]; !ok {
+			byName[name] = nil
+		}
 	}
 	for _, r := range rules {
 		if len(r.Tools) == 0 && len(r.Classes) == 0 {
@@ -233,12 +243,25 @@ func newPhaseIndex(rules []*Rule, classes *classTable) phaseIndex {
 			ix.matchAll = append(ix.matchAll, r)
 			continue
 		}
-		dynamic := len(r.Classes) > 0 // a tool no one names may be in a class by glob
+		dynamic := false
 		for _, t := range r.Tools {
 			if isGlob(t) {
 				dynamic = true
 			} else {
-				names[t] = true
+				add(t, r)
+			}
+		}
+		for _, c := range r.Classes {
+			cl := classes.byName[c]
+			if cl == nil {
+				continue
+			}
+			for _, t := range cl.Tools {
+				if isGlob(t) {
+					dynamic = true // a tool no one names may be in the class by glob
+				} else {
+					add(t, r)
+				}
 			}
 		}
 		if dynamic {
@@ -246,14 +269,26 @@ func newPhaseIndex(rules []*Rule, classes *classTable) phaseIndex {
 			ix.dynamic = true
 		}
 	}
-	for name := range names {
+	// Each known name's candidates: its own rules merged, in evaluation
+	// order, with the open rules that match it.
+	for name, own := range byName {
 		cls := classes.classesOf(name)
-		var list []*Rule
-		for _, r := range rules {
-			if r.matches(name, cls) {
-				list = append(list, r)
+		list := make([]*Rule, 0, len(own)+len(ix.open))
+		i := 0
+		for _, r := range ix.open {
+			if !r.matches(name, cls) {
+				continue
 			}
+			for i < len(own) && own[i].Order < r.Order {
+				list = append(list, own[i])
+				i++
+			}
+			if i < len(own) && own[i] == r {
+				i++
+			}
+			list = append(list, r)
 		}
+		list = append(list, own[i:]...)
 		ix.exact[name] = list
 	}
 	return ix
