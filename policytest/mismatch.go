@@ -9,7 +9,8 @@ import (
 // FieldDiff is one checked field of a step, expected against actual.
 type FieldDiff struct {
 	// Field is the expectation's key: verdict, rule, code, reason,
-	// reason_contains, args, content, modified_by or approval.
+	// reason_contains, args, content, content_contains, modified_by or
+	// approval.
 	Field    string `json:"field"`
 	Expected string `json:"expected"`
 	Actual   string `json:"actual"`
@@ -62,6 +63,13 @@ func (m Mismatch) Fields() []FieldDiff {
 			got = quote(*d.Content)
 		}
 		add("content", quote(*e.Content), got, Expect{Content: e.Content})
+	}
+	if e.ContentContains != "" {
+		got := "none"
+		if d.Content != nil {
+			got = quote(*d.Content)
+		}
+		add("content_contains", quote(e.ContentContains), got, Expect{ContentContains: e.ContentContains})
 	}
 	if e.ModifiedBy != nil {
 		add("modified_by", "["+strings.Join(e.ModifiedBy, ", ")+"]", "["+strings.Join(d.Modified, ", ")+"]", Expect{ModifiedBy: e.ModifiedBy})

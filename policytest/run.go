@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -381,6 +382,13 @@ func compare(e Expect, d eval.Decision) []string {
 		} else if *d.Content != *e.Content {
 			diffs = append(diffs, fmt.Sprintf("content: got %q, want %q", *d.Content, *e.Content))
 		}
+	}
+	if e.ContentContains != "" && (d.Content == nil || !strings.Contains(*d.Content, e.ContentContains)) {
+		got := "none"
+		if d.Content != nil {
+			got = strconv.Quote(*d.Content)
+		}
+		diffs = append(diffs, fmt.Sprintf("content: got %s, want it to contain %q", got, e.ContentContains))
 	}
 	if e.ModifiedBy != nil && !slices.Equal(e.ModifiedBy, d.Modified) {
 		diffs = append(diffs, fmt.Sprintf("modified_by: got %v, want %v", d.Modified, e.ModifiedBy))

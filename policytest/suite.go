@@ -102,13 +102,16 @@ type Step struct {
 type Expect struct {
 	Verdict string `yaml:"verdict" json:"verdict,omitempty"`
 	// Rule is the deciding rule's id; "none" asserts that no rule decided.
-	Rule           *string        `yaml:"rule" json:"rule,omitempty"`
-	Code           *string        `yaml:"code" json:"code,omitempty"`
-	Reason         *string        `yaml:"reason" json:"reason,omitempty"`
-	ReasonContains string         `yaml:"reason_contains" json:"reason_contains,omitempty"`
-	Args           map[string]any `yaml:"args" json:"args,omitempty"`
-	Content        *string        `yaml:"content" json:"content,omitempty"`
-	ModifiedBy     []string       `yaml:"modified_by" json:"modified_by,omitempty"`
+	Rule           *string `yaml:"rule" json:"rule,omitempty"`
+	Code           *string `yaml:"code" json:"code,omitempty"`
+	Reason         *string `yaml:"reason" json:"reason,omitempty"`
+	ReasonContains string  `yaml:"reason_contains" json:"reason_contains,omitempty"`
+	// ContentContains checks that the rewritten result content holds this
+	// text (after-phase modify).
+	ContentContains string         `yaml:"content_contains" json:"content_contains,omitempty"`
+	Args            map[string]any `yaml:"args" json:"args,omitempty"`
+	Content         *string        `yaml:"content" json:"content,omitempty"`
+	ModifiedBy      []string       `yaml:"modified_by" json:"modified_by,omitempty"`
 	// Approval is the approval outcome: approved, denied, deferred,
 	// remembered, unavailable.
 	Approval string `yaml:"approval" json:"approval,omitempty"`
