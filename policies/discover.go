@@ -56,6 +56,14 @@ func Names() []string {
 
 const classesFile = "tool-classes.yaml"
 
+// ToolClasses returns the built-in tool-class mapping as a source of the
+// built-in layer. Tool classes are vocabulary, not policy: commands that
+// compile a user's files alone add it, so rules matching classes compile.
+func ToolClasses() policy.Source {
+	data, _ := fs.ReadFile(files, classesFile) // embedded; a missing file fails the package's tests
+	return policy.Source{Name: "builtin/" + classesFile, Data: data, Layer: policy.LayerBuiltin}
+}
+
 // Options say which layers Discover reads.
 type Options struct {
 	// Bundle selects the built-in policies: recommended (the default when
@@ -155,12 +163,7 @@ func builtins(o Options) ([]policy.Source, error) {
 		}
 	}
 	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(o.Exclude, n) })
-	out := []policy.Source{}
-	data, err := fs.ReadFile(files, classesFile)
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, policy.Source{Name: "builtin/" + classesFile, Data: data, Layer: policy.LayerBuiltin})
+	out := []policy.Source{ToolClasses()}
 	sort.Strings(names)
 	for _, n := range names {
 		data, err := fs.ReadFile(files, n+".yaml")

@@ -30,6 +30,9 @@ type Options struct {
 	Run *regexp.Regexp
 	// Compile are extra options for compiling each suite's policies.
 	Compile []compile.Option
+	// Extra are sources added to every suite's policies, such as the
+	// built-in tool classes.
+	Extra []policy.Source
 	// Load, when set, supplies the policies of a suite that names none
 	// (default: every policy file in the suite's directory).
 	Load func(fsys fs.FS, suiteFile string) ([]policy.Source, error)
@@ -189,6 +192,7 @@ func RunSuite(ctx context.Context, fsys fs.FS, s *Suite, opts Options) SuiteResu
 		sr.Error = err.Error()
 		return sr
 	}
+	srcs = append(slices.Clone(srcs), opts.Extra...)
 	set, ds, err := compile.Check(srcs, opts.Compile...)
 	if err != nil {
 		sr.Error = err.Error()

@@ -100,12 +100,13 @@ func runLint(_ context.Context, p lintParams) int {
 		fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
 		return exitUsage
 	}
-	opts := output.DiagnosticOptions{Lines: policy.LinesOf(srcs), Color: colorable(p.stdout), Files: len(srcs), ToolVersion: version}
+	files := len(srcs) - 1 // the built-in tool classes are not the user's
+	opts := output.DiagnosticOptions{Lines: policy.LinesOf(srcs), Color: colorable(p.stdout), Files: files, ToolVersion: version}
 	if err := output.Diagnostics(p.stdout, p.format, ds, opts); err != nil {
 		fmt.Fprintf(p.stderr, "celguard lint: cannot write the diagnostics: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintln(p.stderr, output.Summary(ds, len(srcs)))
+	fmt.Fprintln(p.stderr, output.Summary(ds, files))
 	for _, d := range ds {
 		if d.Severity.Rank() >= failOn.Rank() {
 			return exitFindings

@@ -78,6 +78,8 @@ func loadSources(paths []string) ([]policy.Source, error) {
 	if len(srcs) == 0 {
 		return nil, fmt.Errorf("no policy files in %s (policy files are *.yaml and *.yml, not *_test.yaml)", quoteList(paths))
 	}
+	// The built-in tool classes come with every set: rules may match on them.
+	srcs = append(srcs, policies.ToolClasses())
 	return srcs, nil
 }
 

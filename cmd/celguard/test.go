@@ -96,7 +96,7 @@ Exit codes: 0 when every case passes (and coverage is at least
 }
 
 func runTest(ctx context.Context, p testParams) int {
-	opts := policytest.Options{}
+	opts := policytest.Options{Extra: []policy.Source{policies.ToolClasses()}}
 	switch p.format {
 	case "text", "json", "junit":
 	default:
