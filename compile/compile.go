@@ -28,6 +28,7 @@ const DefaultMaxRules = 100_000
 type Option func(*config) error
 
 type config struct {
+	cache          ASTCache
 	env            *celenv.Env
 	defaultVerdict policy.Verdict
 	maxRules       int
@@ -90,10 +91,11 @@ func CompilePaths(paths []string, opts ...Option) (*PolicySet, error) {
 // ordered by name, so rules of equal priority keep file order with files in
 // path order. On any error-severity problem it returns a nil set and an error
 // that is a policy.Diagnostics listing every problem found (use errors.As);
-// the other errors are option errors. Warnings of a successful compile are in
-// PolicySet.Warnings.
+// the other errors are option errors. Compile does not run the lint
+// analyses (shadowed rules, unused declarations, cost estimates): Check does.
+// Warnings of a successful compile are in PolicySet.Warnings.
 func Compile(srcs []policy.Source, opts ...Option) (*PolicySet, error) {
-	set, ds, err := Check(srcs, opts...)
+	set, ds, err := check(srcs, false, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +108,13 @@ func Compile(srcs []policy.Source, opts ...Option) (*PolicySet, error) {
 // Check is Compile for linters: it returns every diagnostic of every
 // severity, and the set when there is no error among them.
 func Check(srcs []policy.Source, opts ...Option) (*PolicySet, policy.Diagnostics, error) {
+	return check(srcs, true, opts)
+}
+
+// check compiles; with analyses it also runs the lint analyses (lint.go),
+// which only a linter needs: Compile, on every process start of a hook,
+// skips them.
+func check(srcs []policy.Source, analyses bool, opts []Option) (*PolicySet, policy.Diagnostics, error) {
 	cfg := config{defaultVerdict: policy.VerdictUnspecified, maxRules: DefaultMaxRules}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
@@ -149,7 +158,9 @@ func Check(srcs []policy.Source, opts ...Option) (*PolicySet, policy.Diagnostics
 	}
 	c.finish()
 	if !c.ds.HasErrors() {
-		c.lint() // lint.go: the analyses of a set that compiles
+		if analyses {
+			c.lint() // lint.go: the analyses of a set that compiles
+		}
 	}
 	c.ds.Sort()
 	if c.ds.HasErrors() {
@@ -162,6 +173,9 @@ func Check(srcs []policy.Source, opts ...Option) (*PolicySet, policy.Diagnostics
 }
 
 type compiler struct {
+	// declKey lists the policy variables declared so far (name:type), for
+	// AST cache keys.
+	declKey     string
 	classes     *classTable
 	cfg         config
 	set         *PolicySet
@@ -227,6 +241,7 @@ func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
 	c.set.policies = append(c.set.policies, cp)
 
 	env := c.cfg.env.CEL()
+	c.declKey = ""
 	info := map[string]exprInfo{}
 	for i := range p.Variables {
 		v := &p.Variables[i]
@@ -252,6 +267,7 @@ func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
 			continue
 		}
 		env = ext
+		c.declKey += v.Name.Value + ":" + ast.OutputType().String() + ";"
 		info[v.Name.Value] = ei
 		cv := &Variable{Name: v.Name.Value, Slot: c.set.varSlots, Type: ast.OutputType(), Program: prg, Expr: v.Expr}
 		c.set.varSlots++
@@ -386,17 +402,10 @@ func (c *compiler) program(env *cel.Env, ast *cel.Ast, e policy.Expr) cel.Progra
 // check parses and type-checks an expression, reporting CEL errors at their
 // place in the YAML file, then the celguard-specific checks.
 func (c *compiler) check(sc scope, e policy.Expr, info map[string]exprInfo) (*cel.Ast, exprInfo, bool) {
-	parsed, iss := sc.env.Parse(e.Text)
-	if iss.Err() != nil {
-		c.celIssues(policy.CodeCELSyntax, sc, e, iss)
+	checked, ok := c.parseAndCheck(sc, e)
+	if !ok {
 		return nil, exprInfo{}, false
 	}
-	checked, iss := sc.env.Check(parsed)
-	if iss.Err() != nil {
-		c.celIssues(policy.CodeCELType, sc, e, iss)
-		return nil, exprInfo{}, false
-	}
-	ok := true
 	if sc.want != nil && !assignable(sc.want, checked.OutputType()) {
 		c.errorf(policy.CodeWrongResultType, e.Pos, "%s must be of type %s, but the expression is of type %s",
 			sc.what, typeName(sc.want), typeName(checked.OutputType()))
@@ -407,6 +416,36 @@ func (c *compiler) check(sc scope, e policy.Expr, info map[string]exprInfo) (*ce
 		c.checked = append(c.checked, checkedExpr{sc: sc, expr: e, ast: checked})
 	}
 	return checked, ei, ok && refsOK
+}
+
+// parseAndCheck parses and type-checks an expression, or takes the checked
+// expression from the AST cache. Only expressions that check are cached.
+func (c *compiler) parseAndCheck(sc scope, e policy.Expr) (*cel.Ast, bool) {
+	var key string
+	if c.cfg.cache != nil {
+		key = c.cacheKey(e.Text)
+		if b, hit := c.cfg.cache.Get(key); hit {
+			if ast, err := decodeAST(b); err == nil && ast.IsChecked() {
+				return ast, true
+			}
+		}
+	}
+	parsed, iss := sc.env.Parse(e.Text)
+	if iss.Err() != nil {
+		c.celIssues(policy.CodeCELSyntax, sc, e, iss)
+		return nil, false
+	}
+	checked, iss := sc.env.Check(parsed)
+	if iss.Err() != nil {
+		c.celIssues(policy.CodeCELType, sc, e, iss)
+		return nil, false
+	}
+	if c.cfg.cache != nil {
+		if b, err := encodeAST(checked); err == nil {
+			c.cfg.cache.Put(key, b)
+		}
+	}
+	return checked, true
 }
 
 func assignable(want, got *cel.Type) bool {

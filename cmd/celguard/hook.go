@@ -129,7 +129,7 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 		Store:    store,
 		FailOpen: p.failOpen,
 		Timeout:  p.timeout,
-		Engine:   func() (*eval.Engine, error) { return hookEngine(p.policyPaths) },
+		Engine:   func() (*eval.Engine, error) { return hookEngine(p.policyPaths, dir) },
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -138,12 +138,18 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 }
 
 // hookEngine loads and compiles the policies.
-func hookEngine(paths []string) (*eval.Engine, error) {
+//
+// Checked expressions are cached in the state directory: a hook runs one
+// process per event, and parsing and type-checking the policies is most of
+// a compile. The cache never decides: a miss only costs time.
+func hookEngine(paths []string, stateDir string) (*eval.Engine, error) {
 	srcs, err := loadSources(paths)
 	if err != nil {
 		return nil, err
 	}
-	set, err := compile.Compile(srcs)
+	cache := hooks.LoadASTCache(stateDir)
+	set, err := compile.Compile(srcs, compile.WithASTCache(cache))
+	_ = cache.Save() // best effort: the next process compiles without it
 	if err != nil {
 		var ds policy.Diagnostics
 		if errors.As(err, &ds) {

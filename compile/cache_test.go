@@ -1,0 +1,82 @@
+package compile_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+func decide(t *testing.T, set *compile.PolicySet, args map[string]any) eval.Decision {
+	t.Helper()
+	eng, err := eval.New(set)
+	require.NoError(t, err)
+	d, err := eng.NewSession("s", nil).Before(context.Background(), eval.Call{Tool: "Bash", Args: args})
+	require.NoError(t, err)
+	return d
+}
+
+func TestASTCacheGivesTheSameSet(t *testing.T) {
+	srcs := []policy.Source{{Name: "p.yaml", Data: []byte(`apiVersion: celguard.dev/v1
+kind: Policy
+name: p
+variables:
+  - {name: cmd, expression: 'has(args.command) ? string(args.command) : ""'}
+rules:
+  - id: no-rm
+    condition: 'cmd.startsWith("rm ")'
+    verdict: block
+    reason: no rm
+`)}}
+	cache := &compile.MemoryASTCache{}
+	cold, err := compile.Compile(srcs, compile.WithASTCache(cache))
+	require.NoError(t, err)
+	require.Equal(t, 2, cache.Len(), "the variable and the condition are cached")
+	warm, err := compile.Compile(srcs, compile.WithASTCache(cache))
+	require.NoError(t, err)
+	for _, args := range []map[string]any{{"command": "rm -rf x"}, {"command": "ls"}, {}} {
+		assert.Equal(t, decide(t, cold, args).Verdict, decide(t, warm, args).Verdict, "%v", args)
+	}
+	assert.Equal(t, policy.Block, decide(t, warm, map[string]any{"command": "rm -rf x"}).Verdict)
+}
+
+// The same text means different things under different declarations: a
+// cached check must not leak from one to the other.
+func TestASTCacheKeysCoverDeclarations(t *testing.T) {
+	pol := func(varExpr, cond string) []policy.Source {
+		return []policy.Source{{Name: "p.yaml", Data: []byte(`apiVersion: celguard.dev/v1
+kind: Policy
+name: p
+variables:
+  - {name: v, expression: '` + varExpr + `'}
+rules:
+  - {id: r, condition: '` + cond + `', verdict: block, reason: x}
+`)}}
+	}
+	cache := &compile.MemoryASTCache{}
+	_, err := compile.Compile(pol(`"a"`, `v == "a"`), compile.WithASTCache(cache))
+	require.NoError(t, err)
+	// v is now an int: the same condition text must be checked again, and fail.
+	_, err = compile.Compile(pol(`1`, `v == "a"`), compile.WithASTCache(cache))
+	var ds policy.Diagnostics
+	require.ErrorAs(t, err, &ds, "a cached check from another declaration was reused")
+	assert.Equal(t, policy.CodeCELType, ds[0].Code)
+}
+
+type corruptCache struct{ compile.MemoryASTCache }
+
+func (c *corruptCache) Get(string) ([]byte, bool) { return []byte("not a checked expression"), true }
+
+func TestASTCacheIgnoresCorruptEntries(t *testing.T) {
+	srcs := []policy.Source{{Name: "p.yaml", Data: []byte("apiVersion: celguard.dev/v1\nkind: Policy\nname: p\nrules:\n  - {id: r, condition: 'tool == \"Bash\"', verdict: block, reason: x}\n")}}
+	set, err := compile.Compile(srcs, compile.WithASTCache(&corruptCache{}))
+	require.NoError(t, err)
+	assert.Equal(t, policy.Block, decide(t, set, nil).Verdict)
+	_, err = compile.Compile(srcs, compile.WithASTCache(nil))
+	assert.Error(t, err)
+}
