@@ -22,6 +22,11 @@ import (
 // so the analysis assumes that every string, bytes, list or map whose size
 // cel-go cannot infer holds at most this many characters, bytes or entries.
 //
+// Values known better are sized better (lint_cost.go): constant policy
+// variables have their exact size, other variables the estimated size of
+// their expression's result, and shell results the bounds of
+// stdlib.ShellResultSize for a command string of the size assumed here.
+//
 // The assumption is deliberately the same for strings and collections (most
 // inputs are dyn, and cel-go sizes a value once however it is used). A single
 // linear scan stays far below the budget even for much larger inputs (a
@@ -449,12 +454,37 @@ func (l *linter) references(p *Policy) {
 
 // costs reports the expressions whose worst-case cost, as cel-go estimates
 // it under the size assumptions above, exceeds the runtime cost budget.
+//
+// The policy's variables are sized as they are declared, so an expression
+// reading one gets a precise size for it: the exact size of a constant
+// variable's value (see costSizes), and for the others the size cel-go
+// estimates for their expression's result.
 func (l *linter) costs() {
 	env := l.c.cfg.env
 	limit := env.CostLimit()
-	est := sizeAssumptions{lib: env.Stdlib().CostEstimator()}
+	lib := env.Stdlib().CostEstimator()
+	sizers := map[*Policy]*costSizes{}
 	for _, ce := range l.c.checked {
-		e, err := ce.sc.env.EstimateCost(ce.ast, est)
+		sz := sizers[ce.sc.pol]
+		if sz == nil {
+			sz = newCostSizes(env, ce.sc.pol)
+			sizers[ce.sc.pol] = sz
+		}
+		v := sz.variable(ce.expr.Pos)
+		est := &sizeAssumptions{lib: lib, sizes: sz, shapes: sz.shapesOf(ce.ast)}
+		ast := ce.ast
+		var probe *probedSize
+		constant := v != nil && sz.isConstant(ce.ast)
+		if v != nil && !constant {
+			if wrapped, err := sizeProbe(ce.ast); err == nil {
+				ast, probe = wrapped, &probedSize{}
+				est.probe = probe
+			}
+		}
+		e, err := ce.sc.env.EstimateCost(ast, est)
+		if v != nil {
+			sz.declare(v, constant, ce.ast, est.shapes, probe)
+		}
 		if err != nil || e.Max <= limit {
 			continue
 		}
@@ -495,16 +525,38 @@ func groupDigits(n uint64) string {
 }
 
 // sizeAssumptions is the cost estimator of the cost analysis: the stdlib's
-// function costs, and CostAssumedSize for every string, bytes, list or map
-// whose size cel-go cannot infer.
+// function costs; the sizes of the policy's variables and of the values
+// read from them or from a shell function's result (costSizes); and
+// CostAssumedSize for every other string, bytes, list or map whose size
+// cel-go cannot infer.
 type sizeAssumptions struct {
-	lib cost.Estimator
+	lib    cost.Estimator
+	sizes  *costSizes
+	shapes map[int64]shape // by expression id, from costSizes.shapesOf
+	probe  *probedSize     // set while estimating a probed variable
 }
 
 // EstimateSize implements cost.Estimator.
-func (s sizeAssumptions) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+func (s *sizeAssumptions) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	if sz := n.ComputedSize(); sz != nil {
 		return nil
+	}
+	if x := n.Expr(); x != nil {
+		if sh := s.shapes[x.ID()]; sh != nil {
+			return sh.size()
+		}
+	}
+	if p := n.Path(); len(p) > 0 && s.sizes != nil {
+		if sh := s.sizes.vars[p[0]]; sh != nil {
+			for _, step := range p[1:] {
+				if sh = sh.child(step); sh == nil {
+					break
+				}
+			}
+			if sh != nil {
+				return sh.size()
+			}
+		}
 	}
 	t := n.Type()
 	if t == nil {
@@ -519,7 +571,14 @@ func (s sizeAssumptions) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 }
 
 // EstimateCallCost implements cost.Estimator.
-func (s sizeAssumptions) EstimateCallCost(function, overloadID string, target *cost.AstNode, args []cost.AstNode) *cost.CallEstimate {
+func (s *sizeAssumptions) EstimateCallCost(function, overloadID string, target *cost.AstNode, args []cost.AstNode) *cost.CallEstimate {
+	if function == sizeProbeFunction && s.probe != nil && len(args) == 1 {
+		s.probe.size = args[0].ComputedSize()
+		if s.probe.size == nil {
+			s.probe.size = s.EstimateSize(args[0])
+		}
+		return &cost.CallEstimate{}
+	}
 	if s.lib == nil {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -479,6 +480,154 @@ func TestLintCostOverBudget(t *testing.T) {
 	}
 }
 
+// TestLintCostSizes checks what the cost analysis knows of the sizes of
+// variables and shell results: each case is a set of variables and a rule
+// condition (at p.yaml:L:17, L = 6, or 7 + 2 × the number of variables).
+func TestLintCostSizes(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		vars    [][2]string // name, expression
+		cond    string
+		flagged bool
+	}{
+		// A constant list variable has its exact size, not CostAssumedSize.
+		{"constant list variable keeps its size",
+			[][2]string{{"names", `["ls", "cat", "head", "tail", "wc", "sort"]`}},
+			`args.a.exists(x, names.exists(n, string(x).startsWith(n)))`, false},
+		{"the same loop over an argument is flagged", nil,
+			`args.a.exists(x, args.b.exists(n, string(x).startsWith(string(n))))`, true},
+		{"a constant derived from constants keeps its size",
+			[][2]string{{"base", `["ls", "cat"]`}, {"names", `base + ["head"] + base.map(b, b + "x")`}},
+			`args.a.exists(x, names.exists(n, string(x).startsWith(n)))`, false},
+		{"a constant map's entries keep their sizes",
+			[][2]string{{"flags", `{"find": ["-exec", "-delete"], "sort": ["-o"]}`}},
+			`args.a.exists(x, flags[string(x)].exists(f, string(x).startsWith(f)))`, false},
+		// A variable bound to an expression that reads call data has the
+		// size cel-go estimates for the expression's result.
+		{"variable bound to an expression keeps its estimate",
+			[][2]string{{"pair", `[tool, cwd]`}},
+			`args.a.exists(x, pair.exists(p, string(x) == p))`, false},
+		{"variable bound to shell.commands costs what the call costs inline",
+			[][2]string{{"cmds", `shell.commands(command)`}},
+			`cmds.exists(c, c.args.exists(a, a in ["-f", "--force"]))`, false},
+		{"variable bound to an argument list is still an unbounded list",
+			[][2]string{{"items", `args.a`}},
+			`items.exists(x, items.exists(y, x == y))`, true},
+		// Nested comprehensions over inputs stay flagged; one scan does not.
+		{"nested comprehension over an argument list is flagged", nil,
+			`args.a.exists(x, args.b.exists(y, x == y))`, true},
+		{"a single scan of an argument list is not", nil,
+			`args.a.exists(x, string(x).contains("y"))`, false},
+		// Shell results: a loop over the words of every command is linear in
+		// the command string; two nested loops over one command's words are not.
+		{"words of every command", nil,
+			`shell.commands(command).exists(c, c.program == "rm" && c.operands.exists(o, o in ["/", "/*", "~", "$HOME"]))`, false},
+		{"words of every command, through shell.parse", nil,
+			`shell.parse(command).commands.exists(c, c.args.exists(a, a.startsWith("--force")))`, false},
+		{"words of one command against themselves", nil,
+			`shell.commands(command).exists(c, c.args.exists(a, c.args.exists(b, a == b + "x")))`, true},
+		{"words of every command against every command", nil,
+			`shell.commands(command).exists(c, c.args.exists(a, shell.commands(command).exists(d, d.args.exists(b, a == b))))`, true},
+		{"a shell parse inside a loop over an argument list", nil,
+			`args.a.exists(x, shell.commands(string(x)).size() > 2)`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := ""
+			if len(tt.vars) > 0 {
+				body = "variables:\n"
+				for _, v := range tt.vars {
+					body += "  - name: " + v[0] + "\n    expression: '" + v[1] + "'\n"
+				}
+			}
+			body += "rules:\n  - id: a\n    condition: '" + tt.cond + "'\n    verdict: warn\n    reason: r\n"
+			got := lintFindings(t, []policy.Source{lintPolicy("p", body)})
+			var want []string
+			if tt.flagged {
+				line := 6
+				if len(tt.vars) > 0 {
+					line = 7 + 2*len(tt.vars)
+				}
+				want = []string{fmt.Sprintf("cost_over_budget p.yaml:%d:17", line)}
+			}
+			assert.Equal(t, want, got)
+		})
+	}
+}
+
+// TestLintCostBuiltinPolicies pins the cost_over_budget warnings of the
+// built-in policies and the cookbook. The cookbook is clean. The built-ins
+// still have these, each an expression that loops over every word of every
+// shell command (or over a list derived from them) and does per-word work
+// proportional to a string's assumed size: the estimate bounds the words of
+// a command string of CostAssumedSize bytes by (MaxShellDepth+1) × (n/2+1)
+// and each word by n bytes, and multiplies the two, while the real sum of
+// word lengths is linear in n only as long as the shell parser does not
+// expand variables ($A$A) beyond the input. Each needs either a cheaper
+// rule or a parser bound that lets the estimate charge strings their share;
+// see the report of the issue. Remove an entry when it is fixed.
+func TestLintCostBuiltinPolicies(t *testing.T) {
+	costWarnings := func(srcs []policy.Source) []string {
+		_, ds, err := compile.Check(srcs)
+		require.NoError(t, err)
+		var out []string
+		for _, d := range ds {
+			if d.Code == policy.CodeCostOverBudget {
+				out = append(out, filepath.Base(d.Pos.File)+" "+strings.SplitN(d.Message, ":", 2)[0])
+			}
+		}
+		return out
+	}
+	builtins, err := policies.Sources()
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		// Paths of every operand, made absolute against cwd (both strings
+		// of up to 1,000 characters, per operand).
+		"dangerous-commands.yaml variable delete_targets",
+		"dangerous-commands.yaml variable permission_targets",
+		"dangerous-commands.yaml variable device_write_targets",
+		"dangerous-commands.yaml rule dangerous-recursive-delete condition",
+		"dangerous-commands.yaml rule dangerous-recursive-delete message",
+		"dangerous-commands.yaml rule dangerous-recursive-permissions condition",
+		"dangerous-commands.yaml rule dangerous-device-write condition",
+		"dangerous-commands.yaml rule dangerous-device-write message",
+		// A regex built from each command's program, matched against the
+		// whole command: commands × command length × program length.
+		"dangerous-commands.yaml rule dangerous-fork-bomb condition",
+		// Wrappers and upstream are not linear in the command (a nested
+		// command inherits its parents' wrappers; a|a|a gives each stage
+		// every earlier one), so their loops keep their full bound.
+		"risky-commands.yaml rule risky-privilege condition",
+		"risky-commands.yaml rule risky-pipe-to-shell condition",
+		// lowerAscii of every argument of every command.
+		"risky-commands.yaml rule risky-skip-hooks condition",
+		// A loop over each command's unsafe_args inside the loop over its args.
+		"safe-defaults.yaml variable unsafe_commands",
+		// A regex replacement over a result of unknown size (documented in
+		// the policy: it fails closed on a huge result).
+		"secret-redaction.yaml rule redact-extra-tokens modify.content",
+		// Every word of every command, normalised and globbed; regex.extractAll
+		// has no result-size estimate, so the lists below it are unbounded.
+		"sensitive-files.yaml variable file_targets",
+		"sensitive-files.yaml variable shell_words",
+		"sensitive-files.yaml variable shell_targets",
+		"sensitive-files.yaml variable shell_globs",
+		"sensitive-files.yaml variable file_hits",
+		"sensitive-files.yaml variable glob_hits",
+		"sensitive-files.yaml variable shell_hits",
+		// Every write target of every command, made absolute and tested
+		// against the workspace and extra_write_dirs.
+		"workspace-boundary.yaml variable outside_file_writes",
+		"workspace-boundary.yaml variable shell_write_targets",
+		"workspace-boundary.yaml variable unresolved_targets",
+		"workspace-boundary.yaml variable outside_shell_writes",
+		"workspace-boundary.yaml variable leaves_workspace",
+	}, costWarnings(builtins))
+
+	cookbook, err := policy.LoadPaths("../docs/cookbook")
+	require.NoError(t, err)
+	assert.Empty(t, costWarnings(cookbook))
+}
+
 func TestLintCostMessageSaysByHowMuchAndWhatToDo(t *testing.T) {
 	src := lintPolicy("p", "rules:\n  - id: a\n    condition: 'args.a.exists(x, shell.commands(string(x)).size() > 2)'\n    verdict: warn\n    reason: r\n")
 	_, ds, err := compile.Check([]policy.Source{src})
@@ -517,11 +666,19 @@ func TestLintOnlyWhenTheSetCompiles(t *testing.T) {
 	assert.True(t, ds.HasErrors())
 }
 
-func TestLintWarningsReachTheCompiledSet(t *testing.T) {
-	set, err := compile.Compile([]policy.Source{lintPolicy("p", "rules:\n  - id: a\n    verdict: block\n")})
-	require.NoError(t, err, "warnings do not fail a compile")
+func TestLintWarningsReachTheCheckedSet(t *testing.T) {
+	srcs := []policy.Source{lintPolicy("p", "rules:\n  - id: a\n    verdict: block\n")}
+	set, ds, err := compile.Check(srcs)
+	require.NoError(t, err)
+	require.NotNil(t, set, "warnings do not fail a compile")
 	require.Len(t, set.Warnings(), 1)
 	assert.Equal(t, policy.CodeMissingReason, set.Warnings()[0].Code)
+	assert.Equal(t, set.Warnings(), ds)
+
+	// Compile, for programs that only decide, skips the analyses.
+	set, err = compile.Compile(srcs)
+	require.NoError(t, err)
+	assert.Empty(t, set.Warnings())
 }
 
 func TestLintKeepsErrorsShown(t *testing.T) {
