@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -52,7 +53,11 @@ type ShellParse struct {
 // ShellCommand is one simple command: a program and its words.
 type ShellCommand struct {
 	// Program is the basename of Path: "git" for /usr/bin/git. It is "" for
-	// a command that is only redirections ("> file").
+	// a command that is only redirections ("> file"). When argv[0] is not a
+	// literal, Program is its last path component only if that component
+	// is literal text ("$X"/bin/rm is rm); otherwise it is Path itself
+	// ($(echo rm), ${EDITOR}, /opt/$TOOL), which holds a $, a ` or a <( and
+	// so never equals a real program name; Opaque is set either way.
 	Program string
 	// Path is argv[0] as written, quotes removed.
 	Path string
@@ -104,6 +109,10 @@ type ShellRedirect struct {
 	Dynamic bool
 	// Body is the text of a here-document or here-string, else "".
 	Body string
+
+	// bodySpans are the ranges of Body that hold an expansion done by the
+	// shell that reads the redirection (not by a shell fed the body).
+	bodySpans []shellSpan
 }
 
 // ShellWrapper is one stripped wrapper and its own words, e.g. sudo -u root.
@@ -120,7 +129,7 @@ type ShellWrapper struct {
 func ParseShell(cmd string) *ShellParse {
 	p := shellParsers.Get().(*syntax.Parser)
 	defer shellParsers.Put(p)
-	return parseShellWith(p, cmd)
+	return parseShellWith(p, cmd, true)
 }
 
 // shellParsers pools parsers, which are reusable but not concurrency-safe.
@@ -130,12 +139,17 @@ func newShellParser() *syntax.Parser {
 	return syntax.NewParser(syntax.Variant(syntax.LangBash))
 }
 
-func parseShellWith(p *syntax.Parser, cmd string) *ShellParse {
+// parseShellWith parses cmd with p; fast allows the fast path for plain
+// commands (see shellWalker.fast).
+func parseShellWith(p *syntax.Parser, cmd string, fast bool) *ShellParse {
 	if p == nil {
 		p = newShellParser()
 	}
 	res := &ShellParse{OK: true}
-	w := &shellWalker{res: res, parser: p, vars: map[string]string{}}
+	w := &shellWalker{res: res, parser: p}
+	if fast && len(cmd) <= MaxShellInput && w.fast(cmd) {
+		return res
+	}
 	if len(cmd) > MaxShellInput {
 		res.OK = false
 		res.Error = fmt.Sprintf("command is longer than %d bytes", MaxShellInput)
@@ -205,6 +219,10 @@ type shellWalker struct {
 	redirs     []ShellRedirect // of enclosing compound commands
 	background bool
 	full       bool // MaxShellCommands reached
+	// skip are the ranges of src that an enclosing shell expanded before
+	// running src as a script (bash -c "$(curl x)"): the substitutions
+	// there were listed at that shell's level and are not walked again.
+	skip []shellSpan
 }
 
 func (w *shellWalker) parse(src string) (f *syntax.File, err error) {
@@ -324,18 +342,8 @@ func (w *shellWalker) stmt(s *syntax.Stmt) {
 // pipeline walks the stages of a | b | c, recording for each stage the
 // programs of the earlier ones.
 func (w *shellWalker) pipeline(c *syntax.BinaryCmd) {
-	var stages []*syntax.Stmt
-	var flatten func(s *syntax.Stmt)
-	flatten = func(s *syntax.Stmt) {
-		if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) && len(s.Redirs) == 0 && !s.Negated {
-			flatten(b.X)
-			flatten(b.Y)
-			return
-		}
-		stages = append(stages, s)
-	}
-	flatten(c.X)
-	flatten(c.Y)
+	var buf [8]*syntax.Stmt
+	stages := flattenPipe(flattenPipe(buf[:0], c.X), c.Y)
 	saved := w.upstream
 	// Each stage sees a length-clipped view of one growing slice, so a long
 	// pipeline costs linear, not quadratic, time and memory.
@@ -353,6 +361,14 @@ func (w *shellWalker) pipeline(c *syntax.BinaryCmd) {
 	w.upstream = saved
 }
 
+// flattenPipe appends the stages of a pipeline statement to stages.
+func flattenPipe(stages []*syntax.Stmt, s *syntax.Stmt) []*syntax.Stmt {
+	if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) && len(s.Redirs) == 0 && !s.Negated {
+		return flattenPipe(flattenPipe(stages, b.X), b.Y)
+	}
+	return append(stages, s)
+}
+
 // redirects converts redirections, walking the substitutions in their words
 // and here-document bodies.
 func (w *shellWalker) redirects(rs []*syntax.Redirect) []ShellRedirect {
@@ -365,14 +381,23 @@ func (w *shellWalker) redirects(rs []*syntax.Redirect) []ShellRedirect {
 		if r.N != nil {
 			sr.FD = r.N.Value
 		}
+		var spans *[]shellSpan
+		if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc {
+			spans = &sr.bodySpans
+		}
 		if r.Word != nil {
 			w.substs(r.Word)
-			sr.Target, sr.Dynamic, _ = w.word(r.Word)
+			var tspans *[]shellSpan
+			if r.Op == syntax.WordHdoc {
+				tspans = spans
+			}
+			tw := w.shellWord(r.Word, false, tspans)
+			sr.Target, sr.Dynamic = tw.text, tw.dyn
 		}
 		switch {
 		case r.Hdoc != nil:
 			w.substs(r.Hdoc)
-			sr.Body, _, _ = w.wordIn(r.Hdoc, true)
+			sr.Body = w.shellWord(r.Hdoc, true, spans).text
 		case r.Op == syntax.WordHdoc:
 			sr.Body = sr.Target
 		}
@@ -384,15 +409,20 @@ func (w *shellWalker) redirects(rs []*syntax.Redirect) []ShellRedirect {
 // substs walks the command and process substitutions inside a node, adding
 // the commands they run one level deeper.
 func (w *shellWalker) substs(n syntax.Node) {
-	if n == nil || w.full {
+	if n == nil || w.full || plainNode(n) {
 		return
 	}
 	syntax.Walk(n, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.CmdSubst:
-			w.nested("$()", nil, func() { w.stmts(x.Stmts) })
+			if !w.skipped(x) {
+				w.nested("$()", nil, func() { w.stmts(x.Stmts) })
+			}
 			return false
 		case *syntax.ProcSubst:
+			if w.skipped(x) {
+				return false
+			}
 			via := "<()"
 			if x.Op == syntax.CmdOut {
 				via = ">()"
@@ -402,6 +432,48 @@ func (w *shellWalker) substs(n syntax.Node) {
 		}
 		return true
 	})
+}
+
+// plainNode reports, cheaply, that a node holds no substitution: a word
+// (or an assignment of a word) made only of literals and quoted text.
+func plainNode(n syntax.Node) bool {
+	switch x := n.(type) {
+	case *syntax.Word:
+		return plainParts(x.Parts)
+	case *syntax.Assign:
+		return x.Index == nil && x.Array == nil && (x.Value == nil || plainParts(x.Value.Parts))
+	}
+	return false
+}
+
+func plainParts(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		switch x := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			if !plainParts(x.Parts) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// skipped reports whether a node lies in a range of src that an enclosing
+// shell expanded (see shellWalker.skip).
+func (w *shellWalker) skipped(n syntax.Node) bool {
+	if len(w.skip) == 0 {
+		return false
+	}
+	a, b := int(n.Pos().Offset()), int(n.End().Offset())
+	for _, sp := range w.skip {
+		if a < sp.b && b > sp.a {
+			return true
+		}
+	}
+	return false
 }
 
 // nested runs walk one level deeper, in a fresh context.
@@ -425,7 +497,7 @@ func (w *shellWalker) nested(via string, wrappers []ShellWrapper, walk func()) {
 
 // nestedScript parses and walks a script found in a word (bash -c, eval, a
 // here-document fed to a shell).
-func (w *shellWalker) nestedScript(script, via string, wrappers []ShellWrapper) {
+func (w *shellWalker) nestedScript(script, via string, wrappers []ShellWrapper, skip []shellSpan) {
 	if w.depth+1 > MaxShellDepth {
 		w.opaque(fmt.Sprintf("nested deeper than %d levels", MaxShellDepth))
 		return
@@ -435,12 +507,11 @@ func (w *shellWalker) nestedScript(script, via string, wrappers []ShellWrapper) 
 		w.opaque(fmt.Sprintf("%s script does not parse: %v", via, err))
 		return
 	}
-	savedSrc := w.src
 	w.nested(via, wrappers, func() {
 		w.src = script
+		w.skip = skip
 		w.stmts(f.Stmts)
 	})
-	w.src = savedSrc
 }
 
 func (w *shellWalker) add(c *ShellCommand) {
@@ -494,9 +565,16 @@ func (w *shellWalker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []ShellRed
 		}
 		return
 	}
-	words := make([]shellWord, len(c.Args))
-	for i, a := range c.Args {
-		words[i].text, words[i].dyn, words[i].resolved = w.word(a)
+	words := make([]shellWord, 0, len(c.Args))
+	for _, a := range c.Args {
+		words = w.argWords(a, words)
+	}
+	if len(words) == 0 {
+		// Every word expanded to nothing (x=; $x): no program runs.
+		if len(redirs) > 0 {
+			w.add(&ShellCommand{Env: w.assignEnv(c.Assigns), Redirects: append(redirs, w.redirs...), Text: w.text(s)})
+		}
+		return
 	}
 	w.emit(words, w.assignEnv(c.Assigns), append(redirs, w.redirs...), w.text(s))
 }
@@ -530,6 +608,13 @@ func (w *shellWalker) decl(s *syntax.Stmt, c *syntax.DeclClause, redirs []ShellR
 
 func (w *shellWalker) assign(a *syntax.Assign) {
 	if a == nil || a.Name == nil || a.Naked {
+		return
+	}
+	if w.vars == nil {
+		w.vars = map[string]string{}
+	}
+	if a.Value == nil && a.Array == nil && a.Index == nil && !a.Append {
+		w.vars[a.Name.Value] = "" // x=
 		return
 	}
 	if a.Value == nil || a.Index != nil || a.Append {
@@ -569,7 +654,7 @@ func (w *shellWalker) assignEnv(as []*syntax.Assign) map[string]string {
 // runs in turn (shell -c scripts, eval, find -exec, here-documents fed to a
 // shell).
 func (w *shellWalker) emit(words []shellWord, env map[string]string, redirs []ShellRedirect, text string) {
-	rest, wrappers, wenv := stripWrappers(words)
+	rest, wrappers, wenv := w.stripCommandWords(words)
 	if len(wenv) > 0 {
 		if env == nil {
 			env = map[string]string{}
@@ -580,7 +665,7 @@ func (w *shellWalker) emit(words []shellWord, env map[string]string, redirs []Sh
 	}
 	cmd := &ShellCommand{
 		Path:      rest[0].text,
-		Program:   programName(rest[0].text),
+		Program:   programOf(rest[0]),
 		Argv:      make([]string, len(rest)),
 		Env:       env,
 		Redirects: redirs,
@@ -613,14 +698,14 @@ func (w *shellWalker) follow(cmd *ShellCommand, rest []shellWord) {
 				w.opaque(cmd.Program + " -c script is not a literal")
 			}
 			wr := appendWrapper(chain, ShellWrapper{Program: cmd.Program, Argv: wordTexts(rest[:scriptIndex(rest)])})
-			w.nestedScriptQuiet(script.text, "-c", wr, script.dyn && !script.resolved)
+			w.nestedScriptQuiet(script.text, "-c", wr, script.dyn && !script.resolved, w.wordSpans(script, 0, nil))
 			return
 		}
 		if shellReadsStdin(rest) {
 			for _, r := range cmd.Redirects {
 				if r.Op == "<<" || r.Op == "<<-" || r.Op == "<<<" {
 					wr := appendWrapper(chain, ShellWrapper{Program: cmd.Program, Argv: wordTexts(rest)})
-					w.nestedScriptQuiet(r.Body, "<<", wr, false)
+					w.nestedScriptQuiet(r.Body, "<<", wr, false, r.bodySpans)
 					break
 				}
 			}
@@ -634,7 +719,13 @@ func (w *shellWalker) follow(cmd *ShellCommand, rest []shellWord) {
 			w.opaque("eval of a non-literal")
 		}
 		wr := appendWrapper(chain, ShellWrapper{Program: "eval", Argv: []string{"eval"}})
-		w.nestedScriptQuiet(strings.Join(wordTexts(rest[1:]), " "), "eval", wr, dyn)
+		var skip []shellSpan
+		off := 0
+		for _, x := range rest[1:] {
+			skip = w.wordSpans(x, off, skip)
+			off += len(x.text) + 1
+		}
+		w.nestedScriptQuiet(strings.Join(wordTexts(rest[1:]), " "), "eval", wr, dyn, skip)
 	case cmd.Program == "find":
 		for _, ex := range findExecs(rest) {
 			if len(ex) == 0 {
@@ -648,9 +739,9 @@ func (w *shellWalker) follow(cmd *ShellCommand, rest []shellWord) {
 
 // nestedScriptQuiet parses a nested script; when the script is known to be
 // partly dynamic a parse failure is expected and not reported again.
-func (w *shellWalker) nestedScriptQuiet(script, via string, wrappers []ShellWrapper, dynamic bool) {
+func (w *shellWalker) nestedScriptQuiet(script, via string, wrappers []ShellWrapper, dynamic bool, skip []shellSpan) {
 	if !dynamic {
-		w.nestedScript(script, via, wrappers)
+		w.nestedScript(script, via, wrappers, skip)
 		return
 	}
 	if w.depth+1 > MaxShellDepth {
@@ -661,12 +752,11 @@ func (w *shellWalker) nestedScriptQuiet(script, via string, wrappers []ShellWrap
 	if err != nil {
 		return
 	}
-	savedSrc := w.src
 	w.nested(via, wrappers, func() {
 		w.src = script
+		w.skip = skip
 		w.stmts(f.Stmts)
 	})
-	w.src = savedSrc
 }
 
 func appendWrapper(ws []ShellWrapper, more ...ShellWrapper) []ShellWrapper {
@@ -692,4 +782,86 @@ func programName(p string) string {
 		return q[i+1:]
 	}
 	return q
+}
+
+// wordSpans appends to acc the ranges of a rendered word that hold an
+// unresolved expansion, shifted by off.
+func (w *shellWalker) wordSpans(sw shellWord, off int, acc []shellSpan) []shellSpan {
+	if sw.src == nil || !sw.dyn || sw.resolved {
+		return acc
+	}
+	var spans []shellSpan
+	var b strings.Builder
+	w.parts(&b, sw.src.Parts, modeUnquoted, &wordState{arg: true, spans: &spans})
+	for _, sp := range spans {
+		acc = append(acc, shellSpan{sp.a + off, sp.b + off})
+	}
+	return acc
+}
+
+// maxBraceWords bounds the words a brace expansion in the command position
+// may produce (also at most one per two bytes of the word); a larger one is
+// not expanded and makes the parse opaque.
+const maxBraceWords = 1024
+
+// stripCommandWords strips the wrappers from the front of a command's words
+// (see stripWrappers). A brace expansion in the command position, before or
+// after a wrapper, is expanded first, as bash does: {rm,-rf,/} runs rm -rf /.
+func (w *shellWalker) stripCommandWords(words []shellWord) ([]shellWord, []ShellWrapper, map[string]string) {
+	words, _ = w.expandHeadBraces(words)
+	rest, wrappers, env := stripWrappers(words)
+	for i := 0; i < 8 && len(wrappers) > 0; i++ {
+		exp, ok := w.expandHeadBraces(rest)
+		if !ok {
+			break
+		}
+		var more []ShellWrapper
+		var menv map[string]string
+		rest, more, menv = stripWrappers(exp)
+		wrappers = append(wrappers, more...)
+		for k, v := range menv {
+			if env == nil {
+				env = map[string]string{}
+			}
+			env[k] = v
+		}
+	}
+	return rest, wrappers, env
+}
+
+// expandHeadBraces replaces the first word, when it holds a brace
+// expansion, by the words it expands to. ok says whether it did.
+func (w *shellWalker) expandHeadBraces(words []shellWord) ([]shellWord, bool) {
+	if len(words) == 0 || words[0].src == nil || strings.IndexByte(words[0].text, '{') < 0 {
+		return words, false
+	}
+	return w.expandBraces(words)
+}
+
+// expandBraces is the rare part of expandHeadBraces, apart so that the
+// common case allocates nothing.
+func (w *shellWalker) expandBraces(words []shellWord) ([]shellWord, bool) {
+	cp := *words[0].src
+	if !syntax.SplitBraces(&cp) {
+		return words, false
+	}
+	// At most one word per two bytes of source, so a command has no more
+	// words than the static cost estimate assumes (see shell_cost.go).
+	limit := min(maxBraceWords, (max(len(w.text(words[0].src)), len(words[0].text))+1)/2)
+	var out []shellWord
+	for x, err := range expand.BracesSeq(nil, &cp) {
+		if err != nil || len(out) >= limit {
+			w.opaque("brace expansion in the command position is too large")
+			return words, false
+		}
+		sw := w.shellWord(x, false, nil)
+		if sw.text == "" && !sw.dyn {
+			continue // an unquoted empty word is removed
+		}
+		out = append(out, sw)
+	}
+	if len(out) == 0 {
+		return words, false
+	}
+	return append(out, words[1:]...), true
 }

@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"cel.dev/cel-go/cel"
-	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
@@ -25,7 +24,9 @@ import (
 //
 // A command is a map(string, dyn) with these keys:
 //
-//	program      string             basename of argv[0] after wrappers: "git" for sudo /usr/bin/git
+//	program      string             basename of argv[0] after wrappers: "git" for sudo /usr/bin/git;
+//	                                for a non-literal argv[0], argv[0] as written ("$(echo rm)")
+//	                                unless its last path component is literal ("$X"/bin/rm: "rm")
 //	path         string             argv[0] as written, quotes removed
 //	argv         list(string)       words after the wrappers, quotes removed, argv[0] included
 //	args         list(string)       argv without argv[0]
@@ -161,11 +162,10 @@ var (
 
 func (l *Lib) shellFns() []*fnDef {
 	parseCost := linearCost(40, 0, shellParseCostPerByte)
-	commandsCost := parseCost
-	commandsCost.result = func(in cost.SizeEstimate) *cost.SizeEstimate {
-		s := cost.RangedSizeEstimate(0, in.Max/2+1)
-		return &s
-	}
+	commandsCost, programsCost := parseCost, parseCost
+	parseCost.result = shellResult("shell.parse") // shell_cost.go
+	commandsCost.result = shellResult("shell.commands")
+	programsCost.result = shellResult("shell.programs")
 	return []*fnDef{
 		{ns: "shell", name: "shell.parse", version: 1, late: true, ovs: []*ovDef{
 			{id: "shell_parse_string", args: []*cel.Type{cel.StringType}, result: mapStrDyn, cost: parseCost},
@@ -174,7 +174,7 @@ func (l *Lib) shellFns() []*fnDef {
 			{id: "shell_commands_string", args: []*cel.Type{cel.StringType}, result: cel.ListType(mapStrDyn), cost: commandsCost},
 		}},
 		{ns: "shell", name: "shell.programs", version: 1, late: true, ovs: []*ovDef{
-			{id: "shell_programs_string", args: []*cel.Type{cel.StringType}, result: listString, cost: commandsCost},
+			{id: "shell_programs_string", args: []*cel.Type{cel.StringType}, result: listString, cost: programsCost},
 		}},
 		{ns: "shell", name: "shell.hasFlag", version: 1, ovs: []*ovDef{
 			{id: "shell_hasFlag_map_string", args: []*cel.Type{mapStrDyn, cel.StringType}, result: cel.BoolType,

@@ -98,6 +98,16 @@ func wantVia(program, via string, depth int) func(t *testing.T, p *ShellParse) {
 	}
 }
 
+func wantProgram(i int, program, path string) func(t *testing.T, p *ShellParse) {
+	return func(t *testing.T, p *ShellParse) {
+		t.Helper()
+		c := cmdAt(t, p, i)
+		if c.Program != program || c.Path != path {
+			t.Errorf("command #%d: program %q path %q, want %q %q", i, c.Program, c.Path, program, path)
+		}
+	}
+}
+
 func all(fs ...func(t *testing.T, p *ShellParse)) func(t *testing.T, p *ShellParse) {
 	return func(t *testing.T, p *ShellParse) {
 		t.Helper()
@@ -465,6 +475,66 @@ var shellCases = []shellCase{
 	{in: "sudo rm -rf / ;;", fail: true, argv: []string{"rm -rf /"}},
 	{in: "a | | b", fail: true, argv: []string{"a", "b"}},
 	{in: "echo $((", fail: true},
+
+	// A program name that is not a literal: program is argv[0] as written
+	// (it holds a $, ` or <( and so never equals a real program), unless its
+	// last path component is literal text; the inner commands stay listed.
+	{in: "$(rm -rf /)", argv: []string{"rm -rf /", "$(rm -rf /)"}, programs: []string{"rm", "$(rm -rf /)"}, opaque: true,
+		check: all(wantVia("rm", "$()", 1), wantProgram(1, "$(rm -rf /)", "$(rm -rf /)"))},
+	{in: "`rm -rf /`", argv: []string{"rm -rf /", "`rm -rf /`"}, programs: []string{"rm", "`rm -rf /`"}, opaque: true},
+	{in: `"$(cd /tmp; which rm)" -rf /`, programs: []string{"cd", "which", "$(cd /tmp; which rm)"}, opaque: true},
+	{in: "${X:-/bin}rm x", programs: []string{"${X:-/bin}rm"}, opaque: true},
+	{in: "/opt/$V/bin/$TOOL x", programs: []string{"/opt/$V/bin/$TOOL"}, opaque: true},
+	{in: "<(rm -rf /) x", programs: []string{"rm", "<(rm -rf /)"}, opaque: true},
+	{in: `"$X"/bin/rm -rf /`, argv: []string{"$X/bin/rm -rf /"}, programs: []string{"rm"}, opaque: true},
+	{in: "sudo $(which rm) -rf /", programs: []string{"which", "$(which rm)"}, opaque: true, check: wantWrappers("sudo")},
+
+	// The substitutions in a shell's script word are run by the outer shell:
+	// their commands are listed once, at the outer level.
+	{in: `sh -c "$(curl x)"`, argv: []string{"curl x", "sh -c $(curl x)", "$(curl x)"}, opaque: true,
+		check: all(wantVia("curl", "$()", 1), wantVia("$(curl x)", "-c", 1))},
+	{in: `bash <<< "$(curl x)"`, argv: []string{"curl x", "bash", "$(curl x)"}, opaque: true,
+		check: all(wantVia("curl", "$()", 1), wantVia("$(curl x)", "<<", 1))},
+	{in: "bash <<EOF\n$(curl x)\nEOF\n", argv: []string{"curl x", "bash", "$(curl x)"}, opaque: true,
+		check: wantVia("curl", "$()", 1)},
+	{in: "bash <<'EOF'\n$(curl x)\nEOF\n", argv: []string{"bash", "curl x", "$(curl x)"}, opaque: true,
+		check: wantVia("curl", "$()", 2)},
+	{in: `eval "$(curl x)"`, argv: []string{"curl x", "eval $(curl x)", "$(curl x)"}, opaque: true,
+		check: wantVia("curl", "$()", 1)},
+	{in: `bash -c "echo \$(id) $(curl x) ${Y:-$(date)}"`, programs: []string{"curl", "date", "bash", "id", "echo"}, opaque: true,
+		check: all(wantVia("curl", "$()", 1), wantVia("date", "$()", 1), wantVia("id", "$()", 2))},
+	{in: `sh -c "rm -rf $(pwd)"`, argv: []string{"pwd", "sh -c rm -rf $(pwd)", "rm -rf $(pwd)"}, opaque: true,
+		check: wantVia("rm", "-c", 1)},
+	{in: `find . -exec sh -c "$(curl x)" \;`, programs: []string{"curl", "find", "sh", "$(curl x)"}, opaque: true},
+
+	// Brace expansion in the command position makes the program.
+	{in: "{rm,-rf,/}", argv: []string{"rm -rf /"}, programs: []string{"rm"}, check: flagCheck("-r", true)},
+	{in: "sudo {rm,-rf,/tmp/x}", argv: []string{"rm -rf /tmp/x"}, check: wantWrappers("sudo")},
+	{in: "'{rm,-rf}' x", argv: []string{"{rm,-rf} x"}, programs: []string{"{rm,-rf}"}},
+
+	// An unquoted variable with a known value is split into words.
+	{in: "x='rm -rf /'; $x", argv: []string{"rm -rf /"}, programs: []string{"rm"}, check: func(t *testing.T, p *ShellParse) {
+		if c := p.Commands[0]; !reflect.DeepEqual(c.ArgvDynamic, []bool{true, true, true}) {
+			t.Errorf("argv_dynamic = %v", c.ArgvDynamic)
+		}
+	}},
+	{in: "F='/ x'; rm -rf $F", argv: []string{"rm -rf / x"}, check: func(t *testing.T, p *ShellParse) {
+		if got := p.Commands[0].Operands(); !reflect.DeepEqual(got, []string{"/", "x"}) {
+			t.Errorf("operands = %q", got)
+		}
+	}},
+	{in: `F='/ x'; rm -rf "$F"`, argv: []string{"rm -rf / x"}, check: func(t *testing.T, p *ShellParse) {
+		if got := p.Commands[0].Operands(); !reflect.DeepEqual(got, []string{"/ x"}) {
+			t.Errorf("operands = %q", got)
+		}
+	}},
+	{in: "x=; $x rm -rf /", argv: []string{"rm -rf /"}, programs: []string{"rm"}},
+	{in: "F='a b'; rm -rf /$F", argv: []string{"rm -rf /$F"}, opaque: false, check: func(t *testing.T, p *ShellParse) {
+		if c := p.Commands[0]; !c.ArgvDynamic[2] {
+			t.Errorf("argv_dynamic = %v", c.ArgvDynamic)
+		}
+	}},
+	{in: "x='a b'; y=$x; echo \"$y\"", argv: []string{"echo a b"}},
 
 	// Other compound forms.
 	{in: "coproc cat", argv: []string{"cat"}},

@@ -14,7 +14,14 @@ type shellWord struct {
 	text     string
 	dyn      bool // contains an expansion
 	resolved bool // every expansion was a variable with a known literal value
+	// tail is the offset in text where the literal text after the last
+	// unresolved expansion starts (0 for a word without one).
+	tail int
+	src  *syntax.Word // the parsed word, nil for words of the fallback split
 }
+
+// shellSpan is a byte range [a, b) of a rendered word or script.
+type shellSpan struct{ a, b int }
 
 // Rendering modes of literal text.
 const (
@@ -25,25 +32,96 @@ const (
 )
 
 func (w *shellWalker) word(wd *syntax.Word) (string, bool, bool) {
-	return w.wordIn(wd, false)
+	sw := w.shellWord(wd, false, nil)
+	return sw.text, sw.dyn, sw.resolved
 }
 
 // wordIn renders a word; hdoc selects here-document rules for its literals.
 func (w *shellWalker) wordIn(wd *syntax.Word, hdoc bool) (string, bool, bool) {
+	sw := w.shellWord(wd, hdoc, nil)
+	return sw.text, sw.dyn, sw.resolved
+}
+
+// shellWord renders a word. When spans is not nil, the ranges of the
+// rendered text that hold an unresolved expansion in source form are
+// appended to it.
+func (w *shellWalker) shellWord(wd *syntax.Word, hdoc bool, spans *[]shellSpan) shellWord {
 	if wd == nil {
-		return "", false, false
+		return shellWord{}
+	}
+	// Fast path: a word that is one literal with nothing to unescape, or
+	// one plain single-quoted string, is its own text.
+	if len(wd.Parts) == 1 {
+		switch x := wd.Parts[0].(type) {
+		case *syntax.Lit:
+			if !strings.Contains(x.Value, `\`) {
+				return shellWord{text: x.Value, src: wd}
+			}
+		case *syntax.SglQuoted:
+			if !x.Dollar {
+				return shellWord{text: x.Value, src: wd}
+			}
+		}
 	}
 	mode := modeUnquoted
 	if hdoc {
 		mode = modeHeredoc
 	}
 	var b strings.Builder
-	st := wordState{}
+	st := wordState{spans: spans}
 	w.parts(&b, wd.Parts, mode, &st)
-	return b.String(), st.dyn, st.dyn && !st.unresolved
+	return shellWord{text: b.String(), dyn: st.dyn, resolved: st.dyn && !st.unresolved, tail: st.tail, src: wd}
 }
 
-type wordState struct{ dyn, unresolved bool }
+// ifsBlanks are the characters of the default IFS.
+const ifsBlanks = " \t\n"
+
+// argWords renders a word of a simple command. An unquoted $NAME whose
+// known value holds blanks is split into fields, as bash does
+// (x='rm -rf /'; $x runs rm); one whose value is empty is removed.
+func (w *shellWalker) argWords(wd *syntax.Word, out []shellWord) []shellWord {
+	if len(wd.Parts) == 1 {
+		if pe, ok := wd.Parts[0].(*syntax.ParamExp); ok {
+			if name, ok := simpleParam(pe); ok {
+				if v, known := w.vars[name]; known && (v == "" || strings.ContainsAny(v, ifsBlanks)) {
+					for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' }) {
+						out = append(out, shellWord{text: f, dyn: true, resolved: true, src: wd})
+					}
+					return out
+				}
+			}
+		}
+	}
+	if len(wd.Parts) == 1 {
+		if _, ok := wd.Parts[0].(*syntax.Lit); ok {
+			return append(out, w.shellWord(wd, false, nil))
+		}
+	}
+	mode := modeUnquoted
+	var b strings.Builder
+	st := wordState{arg: true}
+	w.parts(&b, wd.Parts, mode, &st)
+	return append(out, shellWord{text: b.String(), dyn: st.dyn, resolved: st.dyn && !st.unresolved, tail: st.tail, src: wd})
+}
+
+type wordState struct {
+	dyn, unresolved bool
+	arg             bool // a command word: unquoted values are split into fields
+	tail            int // end of the last unresolved expansion
+	spans           *[]shellSpan
+}
+
+// unresolvedText writes the source text of an unresolved expansion.
+func (w *shellWalker) unresolvedText(b *strings.Builder, n syntax.Node, st *wordState) {
+	st.dyn = true
+	st.unresolved = true
+	a := b.Len()
+	b.WriteString(w.text(n))
+	st.tail = b.Len()
+	if st.spans != nil {
+		*st.spans = append(*st.spans, shellSpan{a, st.tail})
+	}
+}
 
 func (w *shellWalker) parts(b *strings.Builder, parts []syntax.WordPart, mode int, st *wordState) {
 	for _, p := range parts {
@@ -59,23 +137,64 @@ func (w *shellWalker) parts(b *strings.Builder, parts []syntax.WordPart, mode in
 		case *syntax.DblQuoted:
 			w.parts(b, x.Parts, modeDouble, st)
 		case *syntax.ParamExp:
-			st.dyn = true
 			if name, ok := simpleParam(x); ok {
-				if v, known := w.vars[name]; known {
+				// An unquoted value with blanks would be split into several
+				// words (see argWords); inside a larger word it is unknown.
+				if v, known := w.vars[name]; known && !(st.arg && mode == modeUnquoted && strings.ContainsAny(v, ifsBlanks)) {
+					st.dyn = true
 					b.WriteString(v)
 					continue
 				}
 			}
-			st.unresolved = true
-			b.WriteString(w.text(x))
+			w.unresolvedText(b, x, st)
 		case *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst:
-			st.dyn = true
-			st.unresolved = true
-			b.WriteString(w.text(x))
+			w.unresolvedText(b, x, st)
 		default: // ExtGlob, BraceExp: patterns expanded by the shell, kept as written
 			b.WriteString(w.text(x))
 		}
 	}
+}
+
+// programOf is the program a command word names: the basename of the word.
+// For a word that is not a literal, the basename is taken only when the
+// last path component is literal text ("$X"/bin/rm is rm); otherwise the
+// program is the word as written ($(echo rm), /opt/$TOOL), which holds a $,
+// a ` or a <( and so is never mistaken for a real program.
+func programOf(sw shellWord) string {
+	if !sw.dyn || sw.resolved {
+		return programName(sw.text)
+	}
+	tail := sw.tail
+	if sw.src == nil {
+		tail = fallbackTail(sw.text)
+	}
+	if tail > len(sw.text) {
+		tail = len(sw.text)
+	}
+	if i := strings.LastIndexByte(sw.text, '/'); i >= tail && i+1 < len(sw.text) {
+		return sw.text[i+1:]
+	}
+	return sw.text
+}
+
+// fallbackTail estimates, for a word of the fallback split, where the
+// literal text after its last $NAME or ${...} starts.
+func fallbackTail(t string) int {
+	i := strings.LastIndexByte(t, '$')
+	if i < 0 {
+		return 0
+	}
+	j := i + 1
+	if j < len(t) && t[j] == '{' {
+		if k := strings.IndexByte(t[j:], '}'); k >= 0 {
+			return j + k + 1
+		}
+		return len(t)
+	}
+	for j < len(t) && (t[j] == '_' || ('a' <= t[j] && t[j] <= 'z') || ('A' <= t[j] && t[j] <= 'Z') || ('0' <= t[j] && t[j] <= '9')) {
+		j++
+	}
+	return j
 }
 
 func simpleParam(p *syntax.ParamExp) (string, bool) {
