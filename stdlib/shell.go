@@ -626,8 +626,20 @@ func (w *shellWalker) assign(a *syntax.Assign) {
 		delete(w.vars, a.Name.Value)
 		return
 	}
+	if len(v) > maxVarValue(len(w.src)) {
+		// Values built from values (A=$B$B) can grow exponentially with
+		// the command's length: past a bound the value is unknown, and
+		// the command cannot be seen through.
+		delete(w.vars, a.Name.Value)
+		w.opaque("a variable's value grows longer than the command itself")
+		return
+	}
 	w.vars[a.Name.Value] = v
 }
+
+// maxVarValue bounds the length of a variable value the walker carries
+// forward: the length of the script it appears in, and at least 4 KiB.
+func maxVarValue(srcLen int) int { return max(srcLen, 4096) }
 
 func (w *shellWalker) assignEnv(as []*syntax.Assign) map[string]string {
 	if len(as) == 0 {

@@ -3,6 +3,7 @@ package stdlib
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -692,5 +693,32 @@ func TestParseShellAdversarialNesting(t *testing.T) {
 	}
 	if got := bracketNesting(`echo '((((' "(" \( $(a) {`); got != 2 {
 		t.Errorf("bracketNesting = %d, want 2", got)
+	}
+}
+
+// A value built from values doubles with each assignment: the walker must
+// stop carrying it before it costs memory, and say it cannot see through.
+func TestShellVariableGrowthIsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("A0=xxxxxxxx; ")
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&b, "A%d=$A%d$A%d; ", i, i-1, i-1)
+	}
+	b.WriteString("echo $A40; rm -rf /")
+	p := ParseShell(b.String())
+	longest := 0
+	for _, c := range p.Commands {
+		for _, a := range c.Argv {
+			longest = max(longest, len(a))
+		}
+	}
+	if longest > maxVarValue(b.Len()) {
+		t.Errorf("a word of %d bytes came out of a %d-byte command", longest, b.Len())
+	}
+	if !p.Opaque {
+		t.Errorf("got opaque false, want true: the echoed value is unknown")
+	}
+	if progs := p.Programs(); !slices.Contains(progs, "rm") {
+		t.Errorf("programs %v: the rm after the growth must still be seen", progs)
 	}
 }
