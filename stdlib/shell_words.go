@@ -107,7 +107,7 @@ func (w *shellWalker) argWords(wd *syntax.Word, out []shellWord) []shellWord {
 type wordState struct {
 	dyn, unresolved bool
 	arg             bool // a command word: unquoted values are split into fields
-	tail            int // end of the last unresolved expansion
+	tail            int  // end of the last unresolved expansion
 	spans           *[]shellSpan
 }
 
