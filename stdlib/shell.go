@@ -838,7 +838,43 @@ func (w *shellWalker) stripCommandWords(words []shellWord) ([]shellWord, []Shell
 			env[k] = v
 		}
 	}
-	return rest, wrappers, env
+	return w.expandArgBraces(rest), wrappers, env
+}
+
+// expandArgBraces expands brace expansions in the arguments, as bash does:
+// rm -rf {/,x} removes / and x. Together they may add at most
+// maxBraceWords words (and one per two bytes of each word); past that the
+// words stay as written and the parse is opaque.
+func (w *shellWalker) expandArgBraces(words []shellWord) []shellWord {
+	var out []shellWord
+	budget := maxBraceWords
+	for i, wd := range words {
+		if i == 0 || wd.src == nil || strings.IndexByte(wd.text, '{') < 0 {
+			if out != nil {
+				out = append(out, wd)
+			}
+			continue
+		}
+		exp, ok := w.expandBraces([]shellWord{wd})
+		if !ok {
+			if out != nil {
+				out = append(out, wd)
+			}
+			continue
+		}
+		if budget -= len(exp); budget < 0 {
+			w.opaque("brace expansion in the arguments is too large")
+			return words
+		}
+		if out == nil {
+			out = append(make([]shellWord, 0, len(words)+len(exp)), words[:i]...)
+		}
+		out = append(out, exp...)
+	}
+	if out == nil {
+		return words
+	}
+	return out
 }
 
 // expandHeadBraces replaces the first word, when it holds a brace
@@ -863,7 +899,7 @@ func (w *shellWalker) expandBraces(words []shellWord) ([]shellWord, bool) {
 	var out []shellWord
 	for x, err := range expand.BracesSeq(nil, &cp) {
 		if err != nil || len(out) >= limit {
-			w.opaque("brace expansion in the command position is too large")
+			w.opaque("a brace expansion is too large")
 			return words, false
 		}
 		sw := w.shellWord(x, false, nil)

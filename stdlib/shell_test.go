@@ -167,7 +167,11 @@ var shellCases = []shellCase{
 	{in: `echo "a\"b" 'c"d'`, argv: []string{`echo a"b c"d`}},
 	{in: "git status # && rm -rf /", argv: []string{"git status"}},
 	{in: "echo a\\\nb", argv: []string{"echo ab"}},
-	{in: "echo {a,b} *.go ~/.ssh", argv: []string{"echo {a,b} *.go ~/.ssh"}},
+	{in: "echo {a,b} *.go ~/.ssh", argv: []string{"echo a b *.go ~/.ssh"}}, // braces expand, as in bash; globs and ~ stay
+	{in: "rm -rf {/,x}", argv: []string{"rm -rf / x"}},
+	{in: "rm -rf /{usr,etc}", argv: []string{"rm -rf /usr /etc"}},
+	{in: "echo '{a,b}' \"{c,d}\"", argv: []string{"echo {a,b} {c,d}"}}, // quoted braces do not expand
+	{in: "find . -exec rm {} \\;", argv: []string{"find . -exec rm {} ;", "rm {}"}},
 
 	// Lists and pipelines.
 	{in: "cd x && git push", argv: []string{"cd x", "git push"}},
