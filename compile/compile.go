@@ -205,7 +205,7 @@ func (c *compiler) errorf(code policy.Code, pos policy.Pos, format string, args 
 // scope is what an expression may see: the policy's environment, and what
 // the place it is written in allows.
 type scope struct {
-	env  *cel.Env
+	env  *lazyEnv
 	pol  *Policy
 	what string
 	// noResult forbids `result` (before-phase rules, counter keys).
@@ -240,7 +240,7 @@ func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
 		Source: p, varByName: map[string]*Variable{}}
 	c.set.policies = append(c.set.policies, cp)
 
-	env := c.cfg.env.CEL()
+	env := &lazyEnv{c: c, cur: c.cfg.env.CEL()}
 	c.declKey = ""
 	info := map[string]exprInfo{}
 	for i := range p.Variables {
@@ -257,16 +257,11 @@ func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
 			// declaring it would break every later expression.
 			continue
 		}
-		ext, err := env.Extend(cel.Variable(v.Name.Value, ast.OutputType()))
-		if err != nil {
-			c.errorf(policy.CodeCELType, v.Name.Pos, "variable %q cannot be declared: %v", v.Name.Value, err)
-			continue
-		}
-		prg := c.program(env, ast, v.Expr)
+		prg := c.program(ast, v.Expr)
 		if prg == nil {
 			continue
 		}
-		env = ext
+		env.declare(v.Name, ast.OutputType())
 		c.declKey += v.Name.Value + ":" + ast.OutputType().String() + ";"
 		info[v.Name.Value] = ei
 		cv := &Variable{Name: v.Name.Value, Slot: c.set.varSlots, Type: ast.OutputType(), Program: prg, Expr: v.Expr}
@@ -320,7 +315,7 @@ func (c *compiler) defaultVerdict(v policy.Verdict, pos policy.Pos) {
 	}
 }
 
-func (c *compiler) rule(env *cel.Env, cp *Policy, r *policy.Rule, info map[string]exprInfo) {
+func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[string]exprInfo) {
 	if r.ID.Value != "" {
 		if c.ruleIDs == nil {
 			c.ruleIDs = map[string]policy.Pos{}
@@ -351,7 +346,7 @@ func (c *compiler) rule(env *cel.Env, cp *Policy, r *policy.Rule, info map[strin
 	if r.Condition != nil {
 		sc := scope{env: env, pol: cp, what: what + " condition", noResult: before, want: cel.BoolType}
 		if ast, _, ok := c.check(sc, *r.Condition, info); ok {
-			if cr.Condition = c.program(env, ast, *r.Condition); cr.Condition != nil {
+			if cr.Condition = c.program(ast, *r.Condition); cr.Condition != nil {
 				cr.ConditionAST = ast
 			}
 		}
@@ -387,11 +382,14 @@ func (c *compiler) compileExpr(sc scope, e policy.Expr, info map[string]exprInfo
 	if !ok {
 		return nil
 	}
-	return c.program(sc.env, ast, e)
+	return c.program(ast, e)
 }
 
-func (c *compiler) program(env *cel.Env, ast *cel.Ast, e policy.Expr) cel.Program {
-	prg, err := env.Program(ast, c.cfg.env.ProgramOptionsFor(ast)...)
+// program plans a checked expression. Planning needs the functions, not the
+// policy's variable declarations (the checked AST already resolved every
+// name), so every program is planned in the base environment.
+func (c *compiler) program(ast *cel.Ast, e policy.Expr) cel.Program {
+	prg, err := c.cfg.env.CEL().Program(ast, c.cfg.env.ProgramOptionsFor(ast)...)
 	if err != nil {
 		c.errorf(policy.CodeCELType, e.Pos, "%v", err)
 		return nil
@@ -418,6 +416,48 @@ func (c *compiler) check(sc scope, e policy.Expr, info map[string]exprInfo) (*ce
 	return checked, ei, ok && refsOK
 }
 
+// lazyEnv is a policy's environment: the base one extended with the policy's
+// variables. Extending costs a rebuild of the environment, and is only
+// needed to type-check; a compile served from the AST cache never does, so
+// declarations are applied on first use.
+type lazyEnv struct {
+	c       *compiler
+	cur     *cel.Env
+	pending []pendingVar
+}
+
+type pendingVar struct {
+	name policy.String
+	typ  *cel.Type
+}
+
+func (l *lazyEnv) declare(name policy.String, typ *cel.Type) {
+	l.pending = append(l.pending, pendingVar{name, typ})
+}
+
+// get returns the environment with every variable declared so far.
+func (l *lazyEnv) get() *cel.Env {
+	if len(l.pending) == 0 {
+		return l.cur
+	}
+	opts := make([]cel.EnvOption, len(l.pending))
+	for i, v := range l.pending {
+		opts[i] = cel.Variable(v.name.Value, v.typ)
+	}
+	ext, err := l.cur.Extend(opts...)
+	if err != nil {
+		names := make([]string, len(l.pending))
+		for i, v := range l.pending {
+			names[i] = v.name.Value
+		}
+		l.c.errorf(policy.CodeCELType, l.pending[0].name.Pos, "variables %v cannot be declared: %v", names, err)
+	} else {
+		l.cur = ext
+	}
+	l.pending = nil
+	return l.cur
+}
+
 // parseAndCheck parses and type-checks an expression, or takes the checked
 // expression from the AST cache. Only expressions that check are cached.
 func (c *compiler) parseAndCheck(sc scope, e policy.Expr) (*cel.Ast, bool) {
@@ -430,12 +470,13 @@ func (c *compiler) parseAndCheck(sc scope, e policy.Expr) (*cel.Ast, bool) {
 			}
 		}
 	}
-	parsed, iss := sc.env.Parse(e.Text)
+	env := sc.env.get()
+	parsed, iss := env.Parse(e.Text)
 	if iss.Err() != nil {
 		c.celIssues(policy.CodeCELSyntax, sc, e, iss)
 		return nil, false
 	}
-	checked, iss := sc.env.Check(parsed)
+	checked, iss := env.Check(parsed)
 	if iss.Err() != nil {
 		c.celIssues(policy.CodeCELType, sc, e, iss)
 		return nil, false

@@ -481,7 +481,7 @@ func (l *linter) costs() {
 				est.probe = probe
 			}
 		}
-		e, err := ce.sc.env.EstimateCost(ast, est)
+		e, err := ce.sc.env.get().EstimateCost(ast, est)
 		if v != nil {
 			sz.declare(v, constant, ce.ast, est.shapes, probe)
 		}
