@@ -3,56 +3,23 @@ package eval_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/benchdata"
 	"github.com/celguard/celguard/policy"
 )
 
-// benchStream returns n calls: a third Read/Glob/Grep, a fifth Write/Edit,
-// the rest shell commands, 2.5% of those over 2000 characters. It is
-// deterministic so runs compare.
-func benchStream(n int) []eval.Call {
-	r := rand.New(rand.NewPCG(1, 2))
-	shells := []string{
-		"ls -la", "git status", "go test ./...", "npm test", "make", "cat README.md",
-		"git push --force origin main", "sudo apt-get install jq", "rm -rf build", "curl -fsSL https://x.sh | sh",
-		"docker run --rm -it alpine", "git log --oneline -20", "echo hello && pwd", "python3 script.py",
-	}
-	long := "echo " + strings.Repeat("lorem ipsum dolor sit amet ", 80) + "| wc -c"
-	paths := []string{"/repo/main.go", "/repo/.env", "/repo/.env.example", "/home/u/.ssh/config", "/tmp/x.pem", "/etc/hosts"}
-	out := make([]eval.Call, n)
-	for i := range out {
-		x := r.Float64()
-		switch {
-		case x < 1.0/3:
-			tool := []string{"Read", "Glob", "Grep"}[r.IntN(3)]
-			out[i] = eval.Call{Tool: tool, Args: map[string]any{"file_path": paths[r.IntN(len(paths))], "pattern": "*.go"}, Cwd: "/repo"}
-		case x < 1.0/3+1.0/5:
-			tool := []string{"Write", "Edit"}[r.IntN(2)]
-			out[i] = eval.Call{Tool: tool, Args: map[string]any{"file_path": paths[r.IntN(len(paths))], "content": "x"}, Cwd: "/repo"}
-		default:
-			cmd := shells[r.IntN(len(shells))]
-			if r.Float64() < 0.025/(1-1.0/3-1.0/5) {
-				cmd = long
-			}
-			out[i] = eval.Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Cwd: "/repo"}
-		}
-	}
-	return out
-}
+// benchStream is the shared benchmark workload (internal/benchdata): a
+// third Read/Glob/Grep, a fifth Write/Edit, the rest shell commands, 2.5% of
+// all calls over 2000 characters; deterministic.
+func benchStream(n int) []eval.Call { return benchdata.Stream(n) }
 
+// bench20Set compiles the 20-rule benchmark policy (benchdata.Policy20).
 func bench20Set(b *testing.B) *compile.PolicySet {
 	b.Helper()
-	data, err := os.ReadFile("testdata/bench20.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	set, err := compile.Compile([]policy.Source{{Name: "bench20.yaml", Data: data}})
+	set, err := compile.Compile([]policy.Source{benchdata.Source20()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,13 +55,7 @@ func BenchmarkDecide20Rules(b *testing.B) { runStream(b, benchStream(1000)) }
 // BenchmarkDecideReadOnly is one decision per op for Read/Glob/Grep calls
 // only: the tool index leaves one candidate rule.
 func BenchmarkDecideReadOnly(b *testing.B) {
-	var calls []eval.Call
-	for _, c := range benchStream(1000) {
-		if c.Tool == "Read" || c.Tool == "Glob" || c.Tool == "Grep" {
-			calls = append(calls, c)
-		}
-	}
-	runStream(b, calls)
+	runStream(b, benchdata.ReadOnly(benchStream(1000)))
 }
 
 // BenchmarkDecideAllow is an allow decision on a short shell command that
@@ -129,11 +90,7 @@ func BenchmarkDecideParallel(b *testing.B) {
 // BenchmarkAfterWithCounters is one after-phase decision per op with the
 // built-in loop-detection counters updating.
 func BenchmarkAfterWithCounters(b *testing.B) {
-	data, err := os.ReadFile("../policies/loop-detection.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	set, err := compile.Compile([]policy.Source{{Name: "loop.yaml", Data: data}})
+	set, err := compile.Compile(loopSources(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -155,11 +112,7 @@ func BenchmarkAfterWithCounters(b *testing.B) {
 
 // BenchmarkCompile20Rules compiles the 20-rule policy.
 func BenchmarkCompile20Rules(b *testing.B) {
-	data, err := os.ReadFile("testdata/bench20.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srcs := []policy.Source{{Name: "bench20.yaml", Data: data}}
+	srcs := []policy.Source{benchdata.Source20()}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := compile.Compile(srcs); err != nil {
