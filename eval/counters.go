@@ -52,6 +52,28 @@ func (c *counterState) value(key string, window time.Duration, now time.Time) in
 	return int64(n)
 }
 
+// pruneOldest drops the expired events of the least recently touched key
+// (other than skip), and the key itself once none is left. One key per
+// increment keeps a window counter's memory proportional to its recent
+// events, not to every key it ever saw.
+func (c *counterState) pruneOldest(skip *list.Element, window time.Duration, now time.Time) {
+	el := c.order.Back()
+	if el == nil || el == skip {
+		return
+	}
+	ks := el.Value.(*keyState)
+	cut := now.Add(-window)
+	i := 0
+	for i < len(ks.events) && !ks.events[i].After(cut) {
+		i++
+	}
+	ks.events = ks.events[i:]
+	if len(ks.events) == 0 {
+		c.order.Remove(el)
+		delete(c.keys, ks.key)
+	}
+}
+
 func (c *counterState) reset(key string) {
 	if el, ok := c.keys[key]; ok {
 		c.order.Remove(el)
@@ -75,6 +97,9 @@ func (c *counterState) increment(key string, window time.Duration, now time.Time
 		c.keys[key] = el
 	}
 	ks := el.Value.(*keyState)
+	if window > 0 {
+		c.pruneOldest(el, window, now)
+	}
 	ks.count++
 	if streak != nil {
 		if ks.count > 1 && ks.last != *streak {

@@ -320,3 +320,57 @@ func TestSwapRejectsNil(t *testing.T) {
 	_, err := eval.New(nil)
 	assert.Error(t, err)
 }
+
+func TestLongCounterKeysAreBounded(t *testing.T) {
+	set := mustSet(t, map[string]string{"c.yaml": `
+counters:
+  - name: fails
+    key: 'tool + ":" + string(args.content)'
+    increment_when: 'result.is_error'
+rules:
+  - id: stop
+    condition: 'counters.fails >= 2'
+    verdict: block
+`})
+	eng, _ := eval.New(set)
+	s := eng.NewSession("s", nil)
+	ctx := context.Background()
+	big := func(c string) eval.Call {
+		return eval.Call{Tool: "Write", Args: map[string]any{"content": strings.Repeat(c, 100_000)}}
+	}
+	for i := 0; i < 2; i++ {
+		_, _ = s.After(ctx, big("a"), eval.Result{IsError: true})
+	}
+	d, _ := s.Before(ctx, big("a"))
+	assert.Equal(t, policy.Block, d.Verdict, "a long key still counts")
+	d, _ = s.Before(ctx, big("b"))
+	assert.Equal(t, policy.Allow, d.Verdict, "long keys stay distinct")
+	for _, k := range s.State().Counters["c/fails"].Keys {
+		assert.LessOrEqual(t, len(k.Key), 256+1+64)
+	}
+}
+
+func TestWindowCountersForgetIdleKeys(t *testing.T) {
+	set := mustSet(t, map[string]string{"c.yaml": `
+counters:
+  - name: calls
+    scope: session
+    window: 10s
+    key: 'string(args.n)'
+    increment_when: 'true'
+rules:
+  - id: r
+    condition: 'counters.calls > 100'
+    verdict: block
+`})
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	eng, _ := eval.New(set, eval.WithClock(func() time.Time { return now }))
+	s := eng.NewSession("s", nil)
+	for i := 0; i < 1000; i++ {
+		_, _ = s.After(context.Background(), eval.Call{Tool: "T", Args: map[string]any{"n": float64(i)}}, eval.Result{})
+		now = now.Add(time.Second)
+	}
+	// Only keys whose events are still in the window, plus at most the
+	// ones not yet visited by pruning, are kept: far fewer than 1000.
+	assert.Less(t, len(s.State().Counters["c/calls"].Keys), 20)
+}

@@ -2,6 +2,8 @@ package eval
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -283,13 +285,27 @@ func (ev *evaluation) counterKey(c *compile.Counter) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("counter %s key is %s, not a string", c.ID, out.Type())
 		}
-		key = string(s)
+		key = boundKey(string(s))
 	}
 	if ev.keys == nil {
 		ev.keys = map[*compile.Counter]string{}
 	}
 	ev.keys[c] = key
 	return key, nil
+}
+
+// maxKeyLen bounds the length of a counter key the session keeps: a longer
+// key (a policy keyed on large arguments) is kept as its first 64 bytes and
+// the SHA-256 of the whole, so memory and state files stay bounded and keys
+// stay distinct.
+const maxKeyLen = 256
+
+func boundKey(k string) string {
+	if len(k) <= maxKeyLen {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	return k[:64] + "#" + hex.EncodeToString(sum[:])
 }
 
 // counterValues returns the counts of a policy's counters for this call. A
