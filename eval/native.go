@@ -3,11 +3,12 @@ package eval
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
+
+	"github.com/celguard/celguard/stdlib"
 )
 
 // toNative converts a CEL value to the JSON data model (nil, bool, int64,
@@ -43,18 +44,9 @@ func toNative(v ref.Val, depth int) (any, error) {
 		it := x.Iterator()
 		for it.HasNext() == types.True {
 			k := it.Next()
-			var ks string
-			switch kv := k.(type) {
-			case types.String:
-				ks = string(kv)
-			case types.Int:
-				ks = strconv.FormatInt(int64(kv), 10)
-			case types.Uint:
-				ks = strconv.FormatUint(uint64(kv), 10)
-			case types.Bool:
-				ks = strconv.FormatBool(bool(kv))
-			default:
-				return nil, fmt.Errorf("map key of type %s", k.Type())
+			ks, err := stdlib.KeyString(k)
+			if err != nil {
+				return nil, err
 			}
 			val, err := toNative(x.Get(k), depth+1)
 			if err != nil {

@@ -110,18 +110,9 @@ func writeMap(b *strings.Builder, m traits.Mapper, depth int) error {
 	it := m.Iterator()
 	for it.HasNext() == types.True {
 		k := it.Next()
-		var ks string
-		switch kv := k.(type) {
-		case types.String:
-			ks = string(kv)
-		case types.Int:
-			ks = strconv.FormatInt(int64(kv), 10)
-		case types.Uint:
-			ks = strconv.FormatUint(uint64(kv), 10)
-		case types.Bool:
-			ks = strconv.FormatBool(bool(kv))
-		default:
-			return fmt.Errorf("canonical: unsupported map key of type %s", k.Type())
+		ks, err := KeyString(k)
+		if err != nil {
+			return fmt.Errorf("canonical: %w", err)
 		}
 		entries = append(entries, entry{ks, m.Get(k)})
 	}
@@ -139,6 +130,23 @@ func writeMap(b *strings.Builder, m traits.Mapper, depth int) error {
 	}
 	b.WriteByte('}')
 	return nil
+}
+
+// KeyString is the JSON object key of a CEL map key: a string as it is, an
+// integer in decimal, a boolean as true or false. Other key types are an
+// error.
+func KeyString(k ref.Val) (string, error) {
+	switch kv := k.(type) {
+	case types.String:
+		return string(kv), nil
+	case types.Int:
+		return strconv.FormatInt(int64(kv), 10), nil
+	case types.Uint:
+		return strconv.FormatUint(uint64(kv), 10), nil
+	case types.Bool:
+		return strconv.FormatBool(bool(kv)), nil
+	}
+	return "", fmt.Errorf("unsupported map key of type %s", k.Type())
 }
 
 func writeDouble(b *strings.Builder, f float64) {
