@@ -8,7 +8,7 @@ import (
 	"cel.dev/cel-go/cel"
 )
 
-const benchShort = "cd /work/app && git -c core.pager=cat push origin main --force"
+const benchShort = "cd /srv/app && git -c core.pager=cat push origin main --force"
 
 func benchLong() string {
 	var b strings.Builder

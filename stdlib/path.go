@@ -52,7 +52,7 @@ import (
 //
 // Examples:
 //
-//	path.abs("../secret", "/work/app") // "/work/secret"
+//	path.abs("../secret", "/srv/app") // "/srv/secret"
 //	path.abs("~/.aws", "/tmp")         // "/home/me/.aws"
 //
 // Introduced in stdlib version 1.
@@ -86,9 +86,9 @@ import (
 //
 // Examples:
 //
-//	path.within("/work/app/src/x.go", "/work/app") // true
-//	path.within("/work/app2", "/work/app")         // false
-//	path.within("/Work/App/x", "/work/app", true)  // true
+//	path.within("/srv/app/src/x.go", "/srv/app") // true
+//	path.within("/srv/app2", "/srv/app")         // false
+//	path.within("/Srv/App/x", "/srv/app", true)  // true
 //
 // Introduced in stdlib version 1.
 //

@@ -13,21 +13,21 @@ import (
 func TestPathGo(t *testing.T) {
 	l := testLib(t)
 	abs := []struct{ p, cwd, want string }{
-		{"../secret", "/work/app", "/work/secret"},
-		{"./x", "/work", "/work/x"},
-		{"x/../x", "/work", "/work/x"},
-		{"//x", "/work", "/x"},
+		{"../secret", "/srv/app", "/srv/secret"},
+		{"./x", "/srv", "/srv/x"},
+		{"x/../x", "/srv", "/srv/x"},
+		{"//x", "/srv", "/x"},
 		{"/a//b///c", "/", "/a/b/c"},
-		{"~", "/work", "/home/me"},
-		{"~/.ssh/id_rsa", "/work", "/home/me/.ssh/id_rsa"},
-		{"$HOME/.aws/credentials", "/work", "/home/me/.aws/credentials"},
-		{"${HOME}/.npmrc", "/work", "/home/me/.npmrc"},
-		{"~user/x", "/work", "/work/~user/x"},
+		{"~", "/srv", "/home/me"},
+		{"~/.ssh/id_rsa", "/srv", "/home/me/.ssh/id_rsa"},
+		{"$HOME/.aws/credentials", "/srv", "/home/me/.aws/credentials"},
+		{"${HOME}/.npmrc", "/srv", "/home/me/.npmrc"},
+		{"~user/x", "/srv", "/srv/~user/x"},
 		{"x", "~/proj", "/home/me/proj/x"},
 		{"x", "", "/x"},
 		{"x", "rel", "/rel/x"},
-		{"../../../../etc/passwd", "/work/app", "/etc/passwd"},
-		{"/work/app/../../etc", "/", "/etc"},
+		{"../../../../etc/passwd", "/srv/app", "/etc/passwd"},
+		{"/srv/app/../../etc", "/", "/etc"},
 	}
 	for _, tc := range abs {
 		assert.Equal(t, tc.want, l.abs(tc.p, tc.cwd), "abs(%q, %q)", tc.p, tc.cwd)
@@ -63,14 +63,14 @@ func TestPathGo(t *testing.T) {
 		fold bool
 		want bool
 	}{
-		{"/work/app/src/x.go", "/work/app", false, true},
-		{"/work/app", "/work/app", false, true},
-		{"/work/app/", "/work/app/", false, true},
-		{"/work/app2", "/work/app", false, false},
-		{"/work/app/../secret", "/work/app", false, false},
-		{"/work/app/./x", "/work/app", false, true},
-		{"/Work/App/x", "/work/app", false, false},
-		{"/Work/App/x", "/work/app", true, true},
+		{"/srv/app/src/x.go", "/srv/app", false, true},
+		{"/srv/app", "/srv/app", false, true},
+		{"/srv/app/", "/srv/app/", false, true},
+		{"/srv/app2", "/srv/app", false, false},
+		{"/srv/app/../secret", "/srv/app", false, false},
+		{"/srv/app/./x", "/srv/app", false, true},
+		{"/Srv/App/x", "/srv/app", false, false},
+		{"/Srv/App/x", "/srv/app", true, true},
 		{"/etc/passwd", "/", false, true},
 		{"rel/x", "/", false, false},
 		{"x/y", ".", false, true},
@@ -102,14 +102,14 @@ func TestPathThroughCEL(t *testing.T) {
 		`path.clean("a//b/./../c")`:                                  "a/c",
 		`path.clean("/../etc")`:                                      "/etc",
 		`path.expand("~/.ssh/id_rsa")`:                               "/home/me/.ssh/id_rsa",
-		`path.abs("../secret", "/work/app")`:                         "/work/secret",
-		`path.abs(p, cwd)`:                                           "/work/.env",
+		`path.abs("../secret", "/srv/app")`:                         "/srv/secret",
+		`path.abs(p, cwd)`:                                           "/srv/.env",
 		`path.normal("./x/.env. ")`:                                  "x/.env",
 		`path.normal(".env::$DATA")`:                                 ".env",
 		`path.normal("Config/.ENV", true)`:                           "config/.env",
-		`path.within("/work/app/src/x.go", "/work/app")`:             true,
-		`path.within("/work/app2", "/work/app")`:                     false,
-		`path.within("/Work/App/x", "/work/app", true)`:              true,
+		`path.within("/srv/app/src/x.go", "/srv/app")`:             true,
+		`path.within("/srv/app2", "/srv/app")`:                     false,
+		`path.within("/Srv/App/x", "/srv/app", true)`:              true,
 		`path.within(path.abs(p, cwd), cwd)`:                         true,
 		`path.base("/a/b/.env")`:                                     ".env",
 		`path.dir("/a/b/c.txt")`:                                     "/a/b",
@@ -122,7 +122,7 @@ func TestPathThroughCEL(t *testing.T) {
 		`".git" in path.segments(path.normal("x/.GIT./HEAD", true))`: true,
 	}
 	for expr, want := range cases {
-		got := evalIn(t, env, s, expr, map[string]any{"p": "./sub/../.env", "cwd": "/work"})
+		got := evalIn(t, env, s, expr, map[string]any{"p": "./sub/../.env", "cwd": "/srv"})
 		assert.Equal(t, types.DefaultTypeAdapter.NativeToValue(want).Equal(got), types.True, "%s = %v, want %v", expr, got, want)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 // fastCorpus are commands for the fast path and near misses of it.
 var fastCorpus = []string{
-	"ls", "git status", "cd /work/app && git -c core.pager=cat push origin main --force",
+	"ls", "git status", "cd /srv/app && git -c core.pager=cat push origin main --force",
 	"a; b; c", "a;b", "a ;", "a; ", "a;", ";", "a;;", "a ;; b", "a;&b", "a && b || c | d ; e",
 	"a | b | c", "a|b|c", "a |& b", "a || | b", "a &", "a & b", "a &&& b", "a && ", "&& a", "| a",
 	"a |", "a ||", "A=1 git push", "git A=1", "env A=1 git push", "time git push", "declare x", "export A",
