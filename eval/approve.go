@@ -55,6 +55,7 @@ const (
 	RememberRule
 )
 
+// String returns "call", "rule", or "" for RememberNone.
 func (r Remember) String() string {
 	switch r {
 	case RememberCall:

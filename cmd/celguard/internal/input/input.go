@@ -63,6 +63,8 @@ type Error struct {
 	Msg  string
 }
 
+// Error renders the error as name:line:col: message, leaving out what is
+// unknown.
 func (e *Error) Error() string {
 	switch {
 	case e.Line == 0:
