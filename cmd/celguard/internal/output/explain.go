@@ -60,7 +60,7 @@ func ExplanationText(w io.Writer, x eval.Explanation) error {
 		if st.Pass > 1 {
 			pass = fmt.Sprintf(" [pass %d, after a rewrite]", st.Pass)
 		}
-		ew.printf("  %-16s %s (%s, %s)%s\n", explainOutcome(st.Outcome), st.Rule, st.Verdict, where, pass)
+		ew.printf("  %-16s %s (%s, %s)%s\n", outcomeWord(st.Outcome), st.Rule, st.Verdict, where, pass)
 		switch st.Outcome {
 		case eval.OutcomeToolNotMatched:
 			ew.printf("      the rule's tool matcher does not admit %s\n", d.Tool)
@@ -106,24 +106,6 @@ func ExplanationText(w io.Writer, x eval.Explanation) error {
 		ew.printf("%s", b.String())
 	}
 	return ew.err
-}
-
-func explainOutcome(o string) string {
-	switch o {
-	case eval.OutcomeToolNotMatched:
-		return "skipped"
-	case eval.OutcomeNoMatch:
-		return "condition false"
-	case eval.OutcomeMatched:
-		return "FIRED"
-	case eval.OutcomeApplied:
-		return "applied (modify)"
-	case eval.OutcomeAlreadyApplied:
-		return "already applied"
-	case eval.OutcomeError:
-		return "ERROR"
-	}
-	return o
 }
 
 func becauseHeading(outcome string) string {
