@@ -287,42 +287,20 @@ type refs struct {
 	allCounters bool
 }
 
-// readsOf walks a checked expression for the identifiers it reads, skipping
-// the ones comprehension variables (and cel.bind) shadow.
-func readsOf(x celast.Expr, vars map[string]bool) refs {
-	var r refs
+// walkScoped visits every node of a checked expression, telling visit which
+// names the enclosing comprehensions (and cel.bind) bind there. visit
+// returns false to skip the node's children.
+func walkScoped(x celast.Expr, visit func(x celast.Expr, bound func(string) bool) bool) {
 	var walk func(x celast.Expr, bound []string)
 	walk = func(x celast.Expr, bound []string) {
+		if !visit(x, func(n string) bool { return slices.Contains(bound, n) }) {
+			return
+		}
 		switch x.Kind() {
-		case celast.IdentKind:
-			name := x.AsIdent()
-			if slices.Contains(bound, name) {
-				return
-			}
-			if name == celenv.VarCounters {
-				r.allCounters = true
-			} else if vars[name] && !slices.Contains(r.vars, name) {
-				r.vars = append(r.vars, name)
-			}
 		case celast.SelectKind:
-			sel := x.AsSelect()
-			op := sel.Operand()
-			if op.Kind() == celast.IdentKind && op.AsIdent() == celenv.VarCounters && !slices.Contains(bound, celenv.VarCounters) {
-				r.counters = append(r.counters, sel.FieldName())
-				return
-			}
-			walk(op, bound)
+			walk(x.AsSelect().Operand(), bound)
 		case celast.CallKind:
 			call := x.AsCall()
-			if call.FunctionName() == operators.Index && len(call.Args()) == 2 {
-				m, k := call.Args()[0], call.Args()[1]
-				if m.Kind() == celast.IdentKind && m.AsIdent() == celenv.VarCounters && !slices.Contains(bound, celenv.VarCounters) && k.Kind() == celast.LiteralKind {
-					if s, isStr := k.AsLiteral().(types.String); isStr {
-						r.counters = append(r.counters, string(s))
-						return
-					}
-				}
-			}
 			if call.IsMemberFunction() {
 				walk(call.Target(), bound)
 			}
@@ -357,6 +335,46 @@ func readsOf(x celast.Expr, vars map[string]bool) refs {
 		}
 	}
 	walk(x, nil)
+}
+
+// readsOf walks a checked expression for the identifiers it reads, skipping
+// the ones comprehension variables (and cel.bind) shadow.
+func readsOf(x celast.Expr, vars map[string]bool) refs {
+	var r refs
+	isCounters := func(e celast.Expr, bound func(string) bool) bool {
+		return e.Kind() == celast.IdentKind && e.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters)
+	}
+	walkScoped(x, func(x celast.Expr, bound func(string) bool) bool {
+		switch x.Kind() {
+		case celast.IdentKind:
+			name := x.AsIdent()
+			if bound(name) {
+				return false
+			}
+			if name == celenv.VarCounters {
+				r.allCounters = true
+			} else if vars[name] && !slices.Contains(r.vars, name) {
+				r.vars = append(r.vars, name)
+			}
+		case celast.SelectKind:
+			if sel := x.AsSelect(); isCounters(sel.Operand(), bound) {
+				r.counters = append(r.counters, sel.FieldName())
+				return false
+			}
+		case celast.CallKind:
+			call := x.AsCall()
+			if call.FunctionName() == operators.Index && len(call.Args()) == 2 {
+				m, k := call.Args()[0], call.Args()[1]
+				if isCounters(m, bound) && k.Kind() == celast.LiteralKind {
+					if s, isStr := k.AsLiteral().(types.String); isStr {
+						r.counters = append(r.counters, string(s))
+						return false
+					}
+				}
+			}
+		}
+		return true
+	})
 	return r
 }
 

@@ -208,57 +208,14 @@ func (s *costSizes) variable(pos policy.Pos) *Variable { return s.byPos[pos] }
 // classes, command, paths) and only constant policy variables.
 func (s *costSizes) isConstant(a *cel.Ast) bool {
 	constant := true
-	var walk func(x celast.Expr, bound map[string]bool)
-	walk = func(x celast.Expr, bound map[string]bool) {
-		if !constant {
-			return
-		}
-		switch x.Kind() {
-		case celast.IdentKind:
-			if name := x.AsIdent(); !bound[name] && !s.constant[name] {
+	walkScoped(a.NativeRep().Expr(), func(x celast.Expr, bound func(string) bool) bool {
+		if x.Kind() == celast.IdentKind {
+			if name := x.AsIdent(); !bound(name) && !s.constant[name] {
 				constant = false
 			}
-		case celast.SelectKind:
-			walk(x.AsSelect().Operand(), bound)
-		case celast.CallKind:
-			call := x.AsCall()
-			if call.IsMemberFunction() {
-				walk(call.Target(), bound)
-			}
-			for _, a := range call.Args() {
-				walk(a, bound)
-			}
-		case celast.ListKind:
-			for _, e := range x.AsList().Elements() {
-				walk(e, bound)
-			}
-		case celast.MapKind:
-			for _, e := range x.AsMap().Entries() {
-				walk(e.AsMapEntry().Key(), bound)
-				walk(e.AsMapEntry().Value(), bound)
-			}
-		case celast.StructKind:
-			for _, f := range x.AsStruct().Fields() {
-				walk(f.AsStructField().Value(), bound)
-			}
-		case celast.ComprehensionKind:
-			comp := x.AsComprehension()
-			walk(comp.IterRange(), bound)
-			walk(comp.AccuInit(), bound)
-			inner := maps.Clone(bound)
-			if inner == nil {
-				inner = map[string]bool{}
-			}
-			inner[comp.IterVar()], inner[comp.AccuVar()] = true, true
-			if comp.HasIterVar2() {
-				inner[comp.IterVar2()] = true
-			}
-			walk(comp.LoopCondition(), inner)
-			walk(comp.LoopStep(), inner)
-			walk(comp.Result(), inner)
 		}
-	}
-	walk(a.NativeRep().Expr(), nil)
+		return constant
+	})
 	return constant
 }
 
