@@ -276,15 +276,47 @@ type commandVal struct {
 	cmd  *ShellCommand
 	once sync.Once
 	full traits.Mapper // materialised for iteration, equality and conversion
+	// vals memoises each field's value: ten rules reading c.args of the
+	// same command build the list once. A commandVal lives in one call's
+	// CallScope, used by one goroutine at a time.
+	vals [len(commandKeyList)]ref.Val
 }
 
 var _ traits.Mapper = (*commandVal)(nil)
 
-// commandKeys are the keys of a command map, in documentation order.
-var commandKeys = []string{"program", "path", "argv", "args", "argv_dynamic", "dynamic", "operands",
+// commandKeyList are the keys of a command map, in documentation order.
+var commandKeyList = [...]string{"program", "path", "argv", "args", "argv_dynamic", "dynamic", "operands",
 	"positionals", "subcommand", "env", "redirects", "wrappers", "depth", "via", "upstream", "background", "text"}
 
+// commandKeys is commandKeyList as a slice.
+var commandKeys = commandKeyList[:]
+
+// commandKeyIndex maps a key to its place in commandKeyList.
+var commandKeyIndex = func() map[string]int {
+	m := make(map[string]int, len(commandKeyList))
+	for i, k := range commandKeyList {
+		m[k] = i
+	}
+	return m
+}()
+
+// field returns a field's value, computed once per command.
 func (v *commandVal) field(key string) (ref.Val, bool) {
+	i, ok := commandKeyIndex[key]
+	if !ok {
+		return nil, false
+	}
+	if val := v.vals[i]; val != nil {
+		return val, true
+	}
+	val, ok := v.computeField(key)
+	if ok {
+		v.vals[i] = val
+	}
+	return val, ok
+}
+
+func (v *commandVal) computeField(key string) (ref.Val, bool) {
 	c := v.cmd
 	switch key {
 	case "program":
