@@ -3,9 +3,7 @@
 package hooks
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"time"
@@ -19,30 +17,6 @@ const staleLock = 30 * time.Second
 // flock(2). It exists only while held.
 type fileLock struct {
 	path string
-}
-
-// lockFile takes the lock on path, waiting until ctx ends.
-func lockFile(ctx context.Context, path string) (*fileLock, error) {
-	delay := time.Millisecond
-	for {
-		l, err := tryLockFile(path)
-		if err != nil {
-			return nil, err
-		}
-		if l != nil {
-			return l, nil
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("gave up waiting for %s: %w", path, ctx.Err())
-		case <-t.C:
-		}
-		if delay < 16*time.Millisecond {
-			delay *= 2
-		}
-	}
 }
 
 // tryLockFile takes the lock if nobody holds it; it returns nil and no

@@ -3,43 +3,16 @@
 package hooks
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"syscall"
-	"time"
 )
 
 // fileLock is an exclusive flock(2) on a lock file.
 type fileLock struct {
 	f    *os.File
 	path string
-}
-
-// lockFile takes the lock on path, creating the file, waiting until ctx
-// ends.
-func lockFile(ctx context.Context, path string) (*fileLock, error) {
-	delay := 500 * time.Microsecond
-	for {
-		l, err := tryLockFile(path)
-		if err != nil {
-			return nil, err
-		}
-		if l != nil {
-			return l, nil
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("gave up waiting for %s: %w", path, ctx.Err())
-		case <-t.C:
-		}
-		if delay < 16*time.Millisecond {
-			delay *= 2
-		}
-	}
 }
 
 // tryLockFile takes the lock on path if nobody holds it; it returns nil and
