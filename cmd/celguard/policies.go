@@ -105,14 +105,22 @@ func runPoliciesList(_ context.Context, p policiesParams) int {
 		fmt.Fprintf(p.stderr, "celguard policies list: %v\n", err)
 		return exitUsage
 	}
+	return writePolicyTable(p, set, "NAME\tFILE\tRULES\tDESCRIPTION", func(pol *compile.Policy, rules int) string {
+		return fmt.Sprintf("%s\t%s\t%d\t%s", pol.Name, pol.File, rules, firstSentence(pol.Description))
+	})
+}
+
+// writePolicyTable prints one row per policy of set, with its rule count,
+// under header (tab-separated columns).
+func writePolicyTable(p policiesParams, set *compile.PolicySet, header string, row func(pol *compile.Policy, rules int) string) int {
 	counts := map[*compile.Policy]int{}
 	for _, r := range set.Rules() {
 		counts[r.Policy]++
 	}
 	tw := tabwriter.NewWriter(p.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tFILE\tRULES\tDESCRIPTION")
+	fmt.Fprintln(tw, header)
 	for _, pol := range set.Policies() {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", pol.Name, pol.File, counts[pol], firstSentence(pol.Description))
+		fmt.Fprintln(tw, row(pol, counts[pol]))
 	}
 	if err := tw.Flush(); err != nil {
 		fmt.Fprintf(p.stderr, "celguard policies list: %v\n", err)
@@ -133,18 +141,10 @@ func runPoliciesEffective(_ context.Context, p policiesParams) int {
 		fmt.Fprintf(p.stderr, "celguard policies list: the policies do not compile: %v\n", err)
 		return exitUsage
 	}
-	counts := map[*compile.Policy]int{}
-	for _, r := range set.Rules() {
-		counts[r.Policy]++
-	}
-	tw := tabwriter.NewWriter(p.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LAYER\tNAME\tFILE\tRULES")
-	for _, pol := range set.Policies() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", pol.Layer, pol.Name, pol.File, counts[pol])
-	}
-	if err := tw.Flush(); err != nil {
-		fmt.Fprintf(p.stderr, "celguard policies list: %v\n", err)
-		return exitUsage
+	if code := writePolicyTable(p, set, "LAYER\tNAME\tFILE\tRULES", func(pol *compile.Policy, rules int) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%d", pol.Layer, pol.Name, pol.File, rules)
+	}); code != exitOK {
+		return code
 	}
 	if ex := set.Exclusions(); len(ex) > 0 {
 		fmt.Fprintln(p.stdout, "\nLeft out:")
