@@ -36,17 +36,7 @@ func runStream(b *testing.B, calls []eval.Call) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := eng.NewSession("bench", nil)
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
-		if _, err := s.Before(ctx, calls[i%len(calls)]); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
+	decideLoop(b, eng.NewSession("bench", nil), calls)
 }
 
 // BenchmarkDecide20Rules is one decision per op over the mixed stream.
@@ -62,29 +52,6 @@ func BenchmarkDecideReadOnly(b *testing.B) {
 // passes every block and ask rule.
 func BenchmarkDecideAllow(b *testing.B) {
 	runStream(b, []eval.Call{{Tool: "Bash", Args: map[string]any{"command": "git status"}, Cwd: "/repo"}})
-}
-
-// BenchmarkDecideParallel runs the mixed stream on all cores, one session
-// per goroutine.
-func BenchmarkDecideParallel(b *testing.B) {
-	calls := benchStream(1000)
-	eng, err := eval.New(bench20Set(b), eval.WithApprover(approveAll))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		s := eng.NewSession("bench", nil)
-		i := 0
-		for pb.Next() {
-			if _, err := s.Before(ctx, calls[i%len(calls)]); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
-	})
 }
 
 // BenchmarkAfterWithCounters is one after-phase decision per op with the
