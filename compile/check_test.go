@@ -122,3 +122,36 @@ func TestCompileExample(t *testing.T) {
 	assert.Len(t, set.Counters(), 2)
 	assert.False(t, set.Warnings().HasErrors())
 }
+
+// A comprehension variable shadows the built-in of the same name: a
+// before-phase rule iterating with `result` reads no result, and a counter
+// key iterating with `counters` reads no counter. Outside the comprehension
+// the built-ins are checked as always.
+func TestComprehensionVariablesShadowBuiltins(t *testing.T) {
+	pol := func(cond, key string) []policy.Source {
+		return []policy.Source{{Name: "p.yaml", Data: []byte(`apiVersion: celguard.dev/v1
+kind: Policy
+name: p
+counters:
+  - name: n
+    key: '` + key + `'
+    increment_when: 'true'
+rules:
+  - id: r
+    condition: '` + cond + `'
+    verdict: block
+    reason: x
+`)}}
+	}
+	_, err := compile.Compile(pol(`args.items.exists(result, result == "x") && counters.n > 1`, `[tool].exists(counters, counters == "a") ? "k" : tool`))
+	require.NoError(t, err)
+
+	_, err = compile.Compile(pol(`args.items.exists(r, r == "x") && result.is_error`, `tool`))
+	var ds policy.Diagnostics
+	require.ErrorAs(t, err, &ds)
+	assert.Equal(t, policy.CodeResultInBefore, ds[0].Code)
+
+	_, err = compile.Compile(pol(`true`, `string(counters.n)`))
+	require.ErrorAs(t, err, &ds)
+	assert.Equal(t, policy.CodeCounterInCounter, ds[0].Code)
+}

@@ -600,10 +600,16 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 			ok = false
 		}
 	}
-	celast.PreOrderVisit(native.Expr(), celast.NewExprVisitor(func(x celast.Expr) {
+	// Names a comprehension (or cel.bind) binds are its own, not the
+	// built-in variables or the policy's: [..].exists(result, ...) reads no
+	// result.
+	walkScoped(native.Expr(), func(x celast.Expr, bound func(string) bool) bool {
 		switch x.Kind() {
 		case celast.IdentKind:
 			name := x.AsIdent()
+			if bound(name) {
+				return false
+			}
 			switch name {
 			case celenv.VarResult:
 				ei.result = true
@@ -633,7 +639,7 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 			}
 		case celast.SelectKind:
 			sel := x.AsSelect()
-			if op := sel.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == celenv.VarCounters && !sel.IsTestOnly() {
+			if op := sel.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters) && !sel.IsTestOnly() {
 				pos := e.Pos
 				if loc := src.GetStartLocation(x.ID()); loc.Line() > 0 {
 					pos = fieldPos(e, loc.Line(), loc.Column())
@@ -644,7 +650,7 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 			call := x.AsCall()
 			if call.FunctionName() == operators.Index && len(call.Args()) == 2 {
 				m, k := call.Args()[0], call.Args()[1]
-				if m.Kind() == celast.IdentKind && m.AsIdent() == celenv.VarCounters && k.Kind() == celast.LiteralKind {
+				if m.Kind() == celast.IdentKind && m.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters) && k.Kind() == celast.LiteralKind {
 					if s, isStr := k.AsLiteral().(types.String); isStr {
 						checkCounter(posOf(k.ID()), string(s))
 					}
@@ -663,7 +669,8 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 				}
 			}
 		}
-	}))
+		return true
+	})
 	return ei, ok
 }
 
