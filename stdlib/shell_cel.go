@@ -1,6 +1,7 @@
 package stdlib
 
 import (
+	"errors"
 	"reflect"
 	"sync"
 
@@ -291,6 +292,14 @@ var commandKeyList = [...]string{"program", "path", "argv", "args", "argv_dynami
 // commandKeys is commandKeyList as a slice.
 var commandKeys = commandKeyList[:]
 
+// commandKeyVals are the keys as CEL strings, made once.
+var commandKeyVals = func() (out [len(commandKeyList)]ref.Val) {
+	for i, k := range commandKeyList {
+		out[i] = types.String(k)
+	}
+	return out
+}()
+
 // commandKeyIndex maps a key to its place in commandKeyList.
 var commandKeyIndex = func() map[string]int {
 	m := make(map[string]int, len(commandKeyList))
@@ -393,8 +402,8 @@ func (v *commandVal) computeField(key string) (ref.Val, bool) {
 func (v *commandVal) mapVal() traits.Mapper {
 	v.once.Do(func() {
 		m := make(map[ref.Val]ref.Val, len(commandKeys))
-		for _, k := range commandKeys {
-			m[str(k)], _ = v.field(k)
+		for i, k := range commandKeys {
+			m[commandKeyVals[i]], _ = v.field(k)
 		}
 		v.full = types.NewRefValMap(adapter, m)
 	})
@@ -427,8 +436,50 @@ func (v *commandVal) Contains(key ref.Val) ref.Val {
 // Size implements traits.Sizer.
 func (v *commandVal) Size() ref.Val { return types.Int(len(commandKeys)) }
 
-// Iterator implements traits.Iterable.
-func (v *commandVal) Iterator() traits.Iterator { return v.mapVal().Iterator() }
+// Iterator implements traits.Iterable. It walks the keys without computing
+// the fields: cel-go's runtime type guard on a map(string, dyn) argument
+// (shell.hasFlag(c, ...)) reads the first key and its value only.
+func (v *commandVal) Iterator() traits.Iterator { return &commandKeyIterator{} }
+
+// commandKeyIterator iterates over the keys of a command map, in
+// commandKeyList order.
+type commandKeyIterator struct {
+	i int
+}
+
+var _ traits.Iterator = (*commandKeyIterator)(nil)
+
+// HasNext implements traits.Iterator.
+func (it *commandKeyIterator) HasNext() ref.Val { return types.Bool(it.i < len(commandKeyList)) }
+
+// Next implements traits.Iterator.
+func (it *commandKeyIterator) Next() ref.Val {
+	if it.i >= len(commandKeyList) {
+		return nil
+	}
+	k := commandKeyVals[it.i]
+	it.i++
+	return k
+}
+
+// ConvertToNative implements ref.Val.
+func (it *commandKeyIterator) ConvertToNative(reflect.Type) (any, error) {
+	return nil, errors.New("type conversion on iterators not supported")
+}
+
+// ConvertToType implements ref.Val.
+func (it *commandKeyIterator) ConvertToType(ref.Type) ref.Val {
+	return types.NewErr("no such overload")
+}
+
+// Equal implements ref.Val.
+func (it *commandKeyIterator) Equal(ref.Val) ref.Val { return types.NewErr("no such overload") }
+
+// Type implements ref.Val.
+func (it *commandKeyIterator) Type() ref.Type { return types.IteratorType }
+
+// Value implements ref.Val.
+func (it *commandKeyIterator) Value() any { return nil }
 
 // ConvertToNative implements ref.Val.
 func (v *commandVal) ConvertToNative(t reflect.Type) (any, error) {

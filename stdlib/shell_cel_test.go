@@ -92,6 +92,12 @@ func TestShellRulesThroughCEL(t *testing.T) {
 		{`shell.hasFlag({"argv": ["rm", "-rf", "/"]}, "-r")`, "", true},
 		{`shell.hasPrefix({"program": "git", "argv": ["/usr/bin/git", "log"]}, "git log")`, "", true},
 		{`shell.hasFlags(shell.commands("rm --recursive x")[0], ["-r|--recursive", "-f|--force"])`, "", false},
+		// A command map iterates over its 17 keys, each once; reading the
+		// keys does not need the fields.
+		{`shell.commands("git status")[0].size() == 17`, "", true},
+		{`shell.commands("git status")[0].all(k, k in ["program", "path", "argv", "args", "argv_dynamic", "dynamic", "operands", "positionals", "subcommand", "env", "redirects", "wrappers", "depth", "via", "upstream", "background", "text"])`, "", true},
+		{`shell.commands("git status")[0].exists_one(k, k == "subcommand")`, "", true},
+		{`shell.commands("git status")[0].filter(k, k.startsWith("argv")) == ["argv", "argv_dynamic"]`, "", true},
 		{`shell.hasFlag(shell.commands("rm -- -r")[0], "-r")`, "", false},
 	}
 	for _, tc := range cases {
