@@ -68,12 +68,19 @@ func NeedsCostTracking(ast *cel.Ast) bool {
 }
 
 // ProgramOptionsFor returns the program options for a checked expression:
-// ProgramOptions when it needs cost tracking, the same without the
-// accounting otherwise.
+// ProgramOptions when it needs cost tracking, UntrackedProgramOptions
+// otherwise.
 func (e *Env) ProgramOptionsFor(ast *cel.Ast) []cel.ProgramOption {
 	if NeedsCostTracking(ast) {
 		return e.ProgramOptions()
 	}
+	return e.UntrackedProgramOptions()
+}
+
+// UntrackedProgramOptions are ProgramOptions without the runtime cost
+// accounting and limit: for expressions that cannot run away, or whose
+// worst-case cost for the input at hand is proven within the limit.
+func (e *Env) UntrackedProgramOptions() []cel.ProgramOption {
 	return []cel.ProgramOption{
 		cel.EvalOptions(cel.OptOptimize),
 		cel.OptimizeRegex(prefilteredMatches...),

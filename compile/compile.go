@@ -158,6 +158,7 @@ func check(srcs []policy.Source, analyses bool, opts []Option) (*PolicySet, poli
 	}
 	c.finish()
 	if !c.ds.HasErrors() {
+		c.proveBounds() // bounds.go: programs without cost accounting for small inputs
 		if analyses {
 			c.lint() // lint.go: the analyses of a set that compiles
 		}
@@ -189,6 +190,8 @@ type compiler struct {
 	parseDS policy.Diagnostics
 	// checked holds every expression that type-checked, for lint.go.
 	checked []checkedExpr
+	// programs are the programs built, by checked expression.
+	programs map[*cel.Ast]*Program
 }
 
 // flagged reports whether the parser found an error at pos.
@@ -377,24 +380,12 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 
 // compileExpr checks an expression and builds its program; nil on error
 // (already reported).
-func (c *compiler) compileExpr(sc scope, e policy.Expr, info map[string]exprInfo) cel.Program {
+func (c *compiler) compileExpr(sc scope, e policy.Expr, info map[string]exprInfo) *Program {
 	ast, _, ok := c.check(sc, e, info)
 	if !ok {
 		return nil
 	}
 	return c.program(ast, e)
-}
-
-// program plans a checked expression. Planning needs the functions, not the
-// policy's variable declarations (the checked AST already resolved every
-// name), so every program is planned in the base environment.
-func (c *compiler) program(ast *cel.Ast, e policy.Expr) cel.Program {
-	prg, err := c.cfg.env.CEL().Program(ast, c.cfg.env.ProgramOptionsFor(ast)...)
-	if err != nil {
-		c.errorf(policy.CodeCELType, e.Pos, "%v", err)
-		return nil
-	}
-	return prg
 }
 
 // check parses and type-checks an expression, reporting CEL errors at their
@@ -695,6 +686,12 @@ func (c *compiler) finish() {
 	c.set.rules = rules
 	for ph := range byPhase {
 		c.set.phases[ph] = newPhaseIndex(byPhase[ph], c.classes)
+	}
+	for _, p := range c.set.policies {
+		c.set.countersSize = max(c.set.countersSize, uint64(len(p.Counters)))
+		for _, ct := range p.Counters {
+			c.set.countersSize = max(c.set.countersSize, uint64(len(ct.Name)))
+		}
 	}
 	c.set.defaultVerdict = c.cfg.defaultVerdict
 	if c.set.defaultVerdict == policy.VerdictUnspecified {

@@ -489,7 +489,7 @@ func (l *linter) costs() {
 			sizers[ce.sc.pol] = sz
 		}
 		v := sz.variable(ce.expr.Pos)
-		est := &sizeAssumptions{lib: lib, sizes: sz, shapes: sz.shapesOf(ce.ast)}
+		est := &sizeAssumptions{assumed: CostAssumedSize, lib: lib, sizes: sz, shapes: sz.shapesOf(ce.ast)}
 		ast := ce.ast
 		var probe *probedSize
 		constant := v != nil && sz.isConstant(ce.ast)
@@ -548,6 +548,14 @@ func groupDigits(n uint64) string {
 // CostAssumedSize for every other string, bytes, list or map whose size
 // cel-go cannot infer.
 type sizeAssumptions struct {
+	// assumed bounds every input string, bytes, list or map (see
+	// CostAssumedSize).
+	assumed uint64
+	// strict limits the assumption to the inputs (the built-in variables
+	// and their parts): a value an expression computes whose size cel-go
+	// cannot bound stays unknown. The proofs of bounds.go need it; the lint
+	// is lenient.
+	strict bool
 	lib    cost.Estimator
 	sizes  *costSizes
 	shapes map[int64]shape // by expression id, from costSizes.shapesOf
@@ -585,7 +593,10 @@ func (s *sizeAssumptions) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	default:
 		return nil
 	}
-	return &cost.SizeEstimate{Min: 0, Max: CostAssumedSize}
+	if s.strict && !isInputPath(n.Path()) {
+		return nil // a value computed in the expression, of unknown size
+	}
+	return &cost.SizeEstimate{Min: 0, Max: s.assumed}
 }
 
 // EstimateCallCost implements cost.Estimator.
@@ -602,3 +613,12 @@ func (s *sizeAssumptions) EstimateCallCost(function, overloadID string, target *
 	}
 	return s.lib.EstimateCallCost(function, overloadID, target, args)
 }
+
+// inputNames are the built-in variables: the call's inputs, whose every
+// part the runtime measures (eval's input size).
+var inputNames = map[string]bool{celenv.VarTool: true, celenv.VarArgs: true, celenv.VarCwd: true, celenv.VarPhase: true,
+	celenv.VarCounters: true, celenv.VarResult: true, celenv.VarSession: true, celenv.VarClasses: true,
+	celenv.VarCommand: true, celenv.VarPaths: true}
+
+// isInputPath reports whether a cost-analysis path starts at an input.
+func isInputPath(p []string) bool { return len(p) > 0 && inputNames[p[0]] }

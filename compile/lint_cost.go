@@ -187,11 +187,16 @@ type costSizes struct {
 	vars     map[string]shape   // what is known of each variable's size
 	constant map[string]bool    // the variables that read no call data
 	values   map[string]ref.Val // the constant variables' values
+	// assumed is the input size assumption (CostAssumedSize for the lint).
+	assumed uint64
+	// consts, when set, holds the constant variables evaluated by an
+	// earlier analysis of the same set.
+	consts map[*Variable]constResult
 }
 
 func newCostSizes(env *celenv.Env, p *Policy) *costSizes {
 	s := &costSizes{env: env, byPos: map[policy.Pos]*Variable{}, vars: map[string]shape{},
-		constant: map[string]bool{}, values: map[string]ref.Val{}}
+		constant: map[string]bool{}, values: map[string]ref.Val{}, assumed: CostAssumedSize}
 	if p != nil {
 		for _, v := range p.Variables {
 			s.byPos[v.Expr.Pos] = v
@@ -228,7 +233,7 @@ const constEvalTimeout = 100 * time.Millisecond
 // the probe recorded.
 func (s *costSizes) declare(v *Variable, constant bool, a *cel.Ast, shapes map[int64]shape, probe *probedSize) {
 	if constant && v.Program != nil {
-		if val, ok := s.evalConstant(v); ok {
+		if val, ok := s.constantValue(v); ok {
 			s.constant[v.Name] = true
 			s.values[v.Name] = val
 			s.vars[v.Name] = valueShape{val}
@@ -244,6 +249,25 @@ func (s *costSizes) declare(v *Variable, constant bool, a *cel.Ast, shapes map[i
 	}
 }
 
+// constantValue evaluates a constant variable, once per analysis.
+func (s *costSizes) constantValue(v *Variable) (ref.Val, bool) {
+	if s.consts == nil {
+		return s.evalConstant(v)
+	}
+	if c, done := s.consts[v]; done {
+		return c.val, c.ok
+	}
+	val, ok := s.evalConstant(v)
+	s.consts[v] = constResult{val, ok}
+	return val, ok
+}
+
+// constResult is a constant variable's value, when it has one.
+type constResult struct {
+	val ref.Val
+	ok  bool
+}
+
 func (s *costSizes) evalConstant(v *Variable) (ref.Val, bool) {
 	vars := make(map[string]any, len(s.values))
 	for k, val := range s.values {
@@ -255,7 +279,7 @@ func (s *costSizes) evalConstant(v *Variable) (ref.Val, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), constEvalTimeout)
 	defer cancel()
-	val, _, err := v.Program.ContextEval(ctx, act)
+	val, _, err := v.Program.Tracked().ContextEval(ctx, act)
 	if err != nil || types.IsError(val) || types.IsUnknown(val) {
 		return nil, false
 	}
@@ -345,7 +369,7 @@ func (s *costSizes) shapesOf(a *cel.Ast) map[int64]shape {
 			case fn == "dyn" && len(args) == 1:
 				sh = args[0]
 			case shellFunctions[fn] && len(args) == 1 && !call.IsMemberFunction():
-				n := uint64(CostAssumedSize)
+				n := s.assumed
 				if arg := call.Args()[0]; arg.Kind() == celast.LiteralKind {
 					if lit, isStr := arg.AsLiteral().(types.String); isStr {
 						n = uint64(utf8.RuneCountInString(string(lit)))

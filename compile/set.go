@@ -30,6 +30,7 @@ type PolicySet struct {
 	warnings       policy.Diagnostics
 	classes        *classTable
 	exclusions     []Exclusion
+	countersSize   uint64
 }
 
 // ClassesOf returns the tool classes a tool belongs to, in declaration
@@ -67,6 +68,11 @@ func (s *PolicySet) Counters() []*Counter { return s.counters }
 
 // DefaultVerdict is the verdict of a call no rule matches.
 func (s *PolicySet) DefaultVerdict() policy.Verdict { return s.defaultVerdict }
+
+// CountersSize is the size of the largest counters map an expression can
+// read (the number of a policy's counters, or the longest counter name): an
+// input of every evaluation, for Program.For.
+func (s *PolicySet) CountersSize() uint64 { return s.countersSize }
 
 // VariableSlots is the number of named variables across all policies; each
 // has a Slot in [0, VariableSlots).
@@ -109,7 +115,7 @@ type Variable struct {
 	Name    string
 	Slot    int
 	Type    *cel.Type
-	Program cel.Program
+	Program *Program
 	Expr    policy.Expr
 }
 
@@ -121,11 +127,11 @@ type Counter struct {
 	Policy *Policy
 	Decl   policy.Counter
 	// Key computes the counter key; nil means the tool name.
-	Key           cel.Program
-	IncrementWhen cel.Program
-	ResetWhen     cel.Program
+	Key           *Program
+	IncrementWhen *Program
+	ResetWhen     *Program
 	// Streak, when set, computes the value whose repetition is counted.
-	Streak cel.Program
+	Streak *Program
 }
 
 // Rule is a compiled rule.
@@ -141,13 +147,13 @@ type Rule struct {
 	Code          string
 	FailurePolicy policy.FailurePolicy
 	// Condition is nil for a rule without a condition (always true).
-	Condition cel.Program
+	Condition *Program
 	// ConditionAST is the checked AST Condition was built from (nil when
 	// Condition is), kept so that eval can build a state-tracking program
 	// on demand to explain a decision.
 	ConditionAST *cel.Ast
 	// Message, when set, computes the text that overrides Reason.
-	Message cel.Program
+	Message *Program
 	Modify  *Modify
 	// Tools are the names and globs of the matcher, and Classes its tool
 	// classes; a tool named by either matches. Both empty match every tool.
@@ -190,19 +196,19 @@ func (r *Rule) matches(tool string, classes []string) bool {
 // Modify is a compiled modify block.
 type Modify struct {
 	// Args, when set, computes the replacement argument map.
-	Args cel.Program
+	Args *Program
 	// Set computes new values of single arguments, in file order.
 	Set []SetArg
 	// Unset lists the arguments removed.
 	Unset []string
 	// Content, when set, computes the new result content (after phase).
-	Content cel.Program
+	Content *Program
 }
 
 // SetArg is one compiled modify.set entry.
 type SetArg struct {
 	Key     string
-	Program cel.Program
+	Program *Program
 }
 
 // phaseIndex maps tool names to the rules that can match them.

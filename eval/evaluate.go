@@ -44,6 +44,8 @@ type evaluation struct {
 	scope    *stdlib.CallScope
 	// derived holds command and paths once computed (they depend on args).
 	derived *derivedArgs
+	// size is inputSize()+1 once computed, 0 before.
+	size uint64
 	// pooledScope and pooledResult are kept from an earlier call for reuse.
 	pooledScope  *stdlib.CallScope
 	pooledResult map[string]any
@@ -126,6 +128,7 @@ func (ev *evaluation) resetCall() {
 	ev.counters = nil
 	ev.keys = nil
 	ev.derived = nil
+	ev.size = 0
 	if ev.scope != nil {
 		ev.scope.Reset()
 	}
@@ -333,7 +336,8 @@ func (ev *evaluation) counterValues(p *compile.Policy) map[string]int64 {
 // run evaluates a program against this call. With a context that can end,
 // evaluation is interruptible (comprehensions check it); with one that
 // cannot, the cheaper Eval is used (the cost limit still bounds the work).
-func (ev *evaluation) exec(prg cel.Program) (ref.Val, error) {
+func (ev *evaluation) exec(p *compile.Program) (ref.Val, error) {
+	prg := p.For(ev.inputSize())
 	var out ref.Val
 	var err error
 	if ev.ctx.Done() != nil {
@@ -341,11 +345,19 @@ func (ev *evaluation) exec(prg cel.Program) (ref.Val, error) {
 	} else {
 		out, _, err = prg.Eval(ev)
 	}
+	if checkFast != nil && prg != p.Tracked() {
+		tracked, det, terr := p.Tracked().Eval(ev)
+		checkFast(p, ev.inputSize(), det, out, tracked, err, terr)
+	}
 	return out, err
 }
 
+// checkFast, set by tests only, sees every evaluation that skipped the cost
+// accounting, with the same expression evaluated with it.
+var checkFast func(p *compile.Program, size uint64, tracked *cel.EvalDetails, fastOut, trackedOut ref.Val, fastErr, trackedErr error)
+
 // eval runs one program for policy p and returns its value.
-func (ev *evaluation) eval(p *compile.Policy, prg cel.Program) (ref.Val, error) {
+func (ev *evaluation) eval(p *compile.Policy, prg *compile.Program) (ref.Val, error) {
 	ev.cur = p
 	out, err := ev.exec(prg)
 	if err != nil {
@@ -357,7 +369,7 @@ func (ev *evaluation) eval(p *compile.Policy, prg cel.Program) (ref.Val, error) 
 	return out, nil
 }
 
-func (ev *evaluation) evalBool(p *compile.Policy, prg cel.Program) (bool, error) {
+func (ev *evaluation) evalBool(p *compile.Policy, prg *compile.Program) (bool, error) {
 	out, err := ev.eval(p, prg)
 	if err != nil {
 		return false, err

@@ -48,6 +48,45 @@ type costModel struct {
 	// result, when set, estimates the result size from the scaled argument's
 	// size (for lists and strings the function returns).
 	result func(in cost.SizeEstimate) *cost.SizeEstimate
+	// size, when set (and result is not), bounds the result size from the
+	// sizes of all the arguments. Every string or list a function returns
+	// should have one: the cost analysis that lets evaluation skip the
+	// runtime accounting treats an unsized result as unbounded.
+	size func(args []cost.SizeEstimate) cost.SizeEstimate
+}
+
+// withSize returns the model with a result size bound.
+func (m costModel) withSize(f func(args []cost.SizeEstimate) cost.SizeEstimate) costModel {
+	m.size = f
+	return m
+}
+
+// sumSize bounds a string built from its arguments: at most the sum of
+// their sizes plus extra code points.
+func sumSize(extra uint64) func(args []cost.SizeEstimate) cost.SizeEstimate {
+	return func(args []cost.SizeEstimate) cost.SizeEstimate {
+		out := cost.FixedSizeEstimate(0)
+		for _, a := range args {
+			out = out.Add(cost.RangedSizeEstimate(0, a.Max))
+		}
+		return out.Add(cost.RangedSizeEstimate(0, extra))
+	}
+}
+
+// firstArgSize bounds a string derived from the first argument alone: at
+// most its size plus extra code points.
+func firstArgSize(extra uint64) func(args []cost.SizeEstimate) cost.SizeEstimate {
+	return func(args []cost.SizeEstimate) cost.SizeEstimate {
+		if len(args) == 0 {
+			return cost.RangedSizeEstimate(0, extra)
+		}
+		return cost.RangedSizeEstimate(0, args[0].Max).Add(cost.RangedSizeEstimate(0, extra))
+	}
+}
+
+// fixedSize bounds a string of at most n code points.
+func fixedSize(n uint64) func([]cost.SizeEstimate) cost.SizeEstimate {
+	return func([]cost.SizeEstimate) cost.SizeEstimate { return cost.RangedSizeEstimate(0, n) }
 }
 
 func fixedCost(n uint64) costModel { return costModel{base: n, arg: -1, arg2: -1} }
@@ -144,8 +183,16 @@ func (m costModel) estimate(est cost.Estimator, args []cost.AstNode) *cost.CallE
 		c = c.Add(sizeOf(est, args[m.arg2]).MultiplyByCostFactor(m.perUnit2))
 	}
 	var rs *cost.SizeEstimate
-	if m.result != nil && m.arg >= 0 {
+	switch {
+	case m.result != nil && m.arg >= 0:
 		rs = m.result(in)
+	case m.size != nil:
+		sizes := make([]cost.SizeEstimate, len(args))
+		for i, a := range args {
+			sizes[i] = sizeOf(est, a)
+		}
+		r := m.size(sizes)
+		rs = &r
 	}
 	return cost.NewCallEstimate(c, rs)
 }

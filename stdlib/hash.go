@@ -84,7 +84,7 @@ func (l *Lib) hashFns() []*fnDef {
 	valueCost := linearCost(20, 0, 0.1)
 	return []*fnDef{
 		{ns: "hash", name: "hash.short", version: 1, ovs: []*ovDef{{
-			id: "hash_short_dyn", args: []*cel.Type{cel.DynType}, result: cel.StringType, cost: valueCost,
+			id: "hash_short_dyn", args: []*cel.Type{cel.DynType}, result: cel.StringType, cost: valueCost.withSize(fixedSize(ShortHashLen)),
 			unary: func(v ref.Val) ref.Val {
 				h, err := ShortHash(v)
 				if err != nil {
@@ -94,7 +94,7 @@ func (l *Lib) hashFns() []*fnDef {
 			},
 		}}},
 		{ns: "hash", name: "hash.value", version: 1, ovs: []*ovDef{{
-			id: "hash_value_dyn", args: []*cel.Type{cel.DynType}, result: cel.StringType, cost: valueCost,
+			id: "hash_value_dyn", args: []*cel.Type{cel.DynType}, result: cel.StringType, cost: valueCost.withSize(fixedSize(64)),
 			unary: func(v ref.Val) ref.Val {
 				h, err := ValueHash(v)
 				if err != nil {
@@ -105,7 +105,7 @@ func (l *Lib) hashFns() []*fnDef {
 		}}},
 		{ns: "hash", name: "hash.sha256", version: 1, ovs: []*ovDef{
 			{id: "hash_sha256_string", args: []*cel.Type{cel.StringType}, result: cel.StringType,
-				cost: linearCost(10, 0, 0.1), unary: func(v ref.Val) ref.Val {
+				cost: linearCost(10, 0, 0.1).withSize(fixedSize(64)), unary: func(v ref.Val) ref.Val {
 					s, ok := v.(types.String)
 					if !ok {
 						return types.MaybeNoSuchOverloadErr(v)
@@ -114,7 +114,7 @@ func (l *Lib) hashFns() []*fnDef {
 					return types.String(hex.EncodeToString(sum[:]))
 				}},
 			{id: "hash_sha256_bytes", args: []*cel.Type{cel.BytesType}, result: cel.StringType,
-				cost: linearCost(10, 0, 0.1), unary: func(v ref.Val) ref.Val {
+				cost: linearCost(10, 0, 0.1).withSize(fixedSize(64)), unary: func(v ref.Val) ref.Val {
 					b, ok := v.(types.Bytes)
 					if !ok {
 						return types.MaybeNoSuchOverloadErr(v)

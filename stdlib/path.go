@@ -4,8 +4,10 @@ import (
 	"os"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 )
@@ -174,23 +176,34 @@ func (l *Lib) Path() cel.EnvOption {
 func (l *Lib) pathFns() []*fnDef {
 	s := []*cel.Type{cel.StringType}
 	ss := []*cel.Type{cel.StringType, cel.StringType}
+	// Result sizes: cleaning never lengthens a path except "" -> "."; the
+	// home directory (H code points) replaces at most one leading ~.
+	home := uint64(utf8.RuneCountInString(l.cfg.home))
+	unaryCost := linearCost(1, 0, 0.2).withSize(firstArgSize(1))
 	unary := func(name, id string, f func(string) string) *fnDef {
 		return &fnDef{ns: "path", name: name, version: 1, ovs: []*ovDef{{
-			id: id, args: s, result: cel.StringType, cost: linearCost(1, 0, 0.2),
+			id: id, args: s, result: cel.StringType, cost: unaryCost,
 			unary: strFn(f),
 		}}}
 	}
 	absCost := linearCost(2, 0, 0.2)
 	absCost.arg2, absCost.perUnit2 = 1, 0.2
 	if l.cfg.symlinks {
+		// A symlink's target can be any length: no size bound.
 		absCost.base = 200
 		absCost.perUnit = 20
+	} else {
+		absCost = absCost.withSize(sumSize(2*home + 2))
 	}
 	pairCost := linearCost(2, 0, 0.3)
 	pairCost.arg2, pairCost.perUnit2 = 1, 0.3
+	expand := &fnDef{ns: "path", name: "path.expand", version: 1, ovs: []*ovDef{{
+		id: "path_expand_string", args: s, result: cel.StringType,
+		cost: linearCost(1, 0, 0.2).withSize(firstArgSize(home + 1)), unary: strFn(l.expandHome),
+	}}}
 	return []*fnDef{
 		unary("path.clean", "path_clean_string", cleanPath),
-		unary("path.expand", "path_expand_string", l.expandHome),
+		expand,
 		{ns: "path", name: "path.abs", version: 1, ovs: []*ovDef{{
 			id: "path_abs_string_string", args: ss, result: cel.StringType, cost: absCost,
 			binary: func(p, cwd ref.Val) ref.Val {
@@ -202,10 +215,10 @@ func (l *Lib) pathFns() []*fnDef {
 			},
 		}}},
 		{ns: "path", name: "path.normal", version: 1, ovs: []*ovDef{
-			{id: "path_normal_string", args: s, result: cel.StringType, cost: linearCost(2, 0, 0.3),
+			{id: "path_normal_string", args: s, result: cel.StringType, cost: linearCost(2, 0, 0.3).withSize(firstArgSize(home + 1)),
 				unary: strFn(func(p string) string { return l.normal(p, false) })},
 			{id: "path_normal_string_bool", args: []*cel.Type{cel.StringType, cel.BoolType}, result: cel.StringType,
-				cost: linearCost(2, 0, 0.4), binary: func(p, fold ref.Val) ref.Val {
+				cost: linearCost(2, 0, 0.4).withSize(firstArgSize(home + 1)), binary: func(p, fold ref.Val) ref.Val {
 					ps, ok := p.(types.String)
 					fb, ok2 := fold.(types.Bool)
 					if !ok || !ok2 {
@@ -253,7 +266,7 @@ func (l *Lib) pathFns() []*fnDef {
 			},
 		}}},
 		{ns: "path", name: "path.join", version: 1, ovs: []*ovDef{{
-			id: "path_join_string_string", args: ss, result: cel.StringType, cost: pairCost,
+			id: "path_join_string_string", args: ss, result: cel.StringType, cost: pairCost.withSize(sumSize(2)),
 			binary: func(p, q ref.Val) ref.Val {
 				a, b, err := twoStrings(p, q)
 				if err != nil {
@@ -263,7 +276,14 @@ func (l *Lib) pathFns() []*fnDef {
 			},
 		}}},
 		{ns: "path", name: "path.segments", version: 1, ovs: []*ovDef{{
-			id: "path_segments_string", args: s, result: listString, cost: linearCost(2, 0, 0.3),
+			id: "path_segments_string", args: s, result: listString,
+			cost: linearCost(2, 0, 0.3).withSize(func(args []cost.SizeEstimate) cost.SizeEstimate {
+				n := args[0].Max
+				elem := cost.RangedSizeEstimate(0, n)
+				out := cost.RangedSizeEstimate(0, n/2+1) // segments are separated by "/"
+				out.Elem = &elem
+				return out
+			}),
 			unary: func(p ref.Val) ref.Val {
 				ps, ok := p.(types.String)
 				if !ok {

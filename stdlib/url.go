@@ -88,7 +88,7 @@ func (l *Lib) urlFns() []*fnDef {
 			},
 		}}},
 		{ns: "url", name: "url.host", version: 1, ovs: []*ovDef{{
-			id: "url_host_string", args: s, result: cel.StringType, cost: linearCost(10, 0, 0.5),
+			id: "url_host_string", args: s, result: cel.StringType, cost: linearCost(10, 0, 0.5).withSize(firstArgSize(0)),
 			unary: func(v ref.Val) ref.Val {
 				u, ok := v.(types.String)
 				if !ok {

@@ -1,0 +1,85 @@
+package compile
+
+import (
+	"math"
+
+	"cel.dev/cel-go/cel"
+
+	"github.com/celguard/celguard/celenv"
+	"github.com/celguard/celguard/policy"
+)
+
+// Program is a compiled expression, ready to evaluate.
+//
+// Every expression that can run away (a comprehension, a function that is
+// not linear in its input) is evaluated with cel-go's runtime cost
+// accounting and the environment's cost limit, so its work is bounded
+// whatever the input. The accounting is a large share of a rule's
+// evaluation time (about a third on the recommended bundle), and most calls
+// are small, so the compiler also proves, where it can, that the limit
+// cannot be reached for small inputs: the static cost analysis (cel-go's
+// estimator, with the stdlib's own bounds on what its functions return)
+// bounds the expression's worst-case cost when every input string, list and
+// map holds at most n code points or entries, at n = 16, 64, 256, ... The
+// largest n whose bound is within the limit is the program's FastUpTo, and
+// a call whose inputs are all within it is evaluated by a second program
+// without the accounting. The choice depends on the input's size alone, so
+// a decision never depends on machine load, and the limit holds either way.
+type Program struct {
+	tracked cel.Program
+	fast    cel.Program
+	// fastUpTo is the largest input size for which fast is used; 0 when
+	// there is no fast program, math.MaxUint64 when no accounting is needed.
+	fastUpTo uint64
+	// bound is the proven worst-case cost at fastUpTo.
+	bound uint64
+	// needsTracking is set when tracked carries the accounting.
+	needsTracking bool
+	ast           *cel.Ast
+}
+
+// For returns the program to evaluate for a call whose input size is n: the
+// largest size in code points or entries of any string, bytes, list or map
+// among the call's inputs (tool, args and everything inside them, cwd,
+// phase, session, classes, command, paths, result and everything inside
+// it, counters). The caller must not understate n.
+func (p *Program) For(n uint64) cel.Program {
+	if p.fast != nil && n <= p.fastUpTo {
+		return p.fast
+	}
+	return p.tracked
+}
+
+// Tracked returns the program with runtime cost accounting (the only one
+// when the expression needs none: then it has no accounting either).
+func (p *Program) Tracked() cel.Program { return p.tracked }
+
+// FastUpTo returns the largest input size for which For returns a program
+// without cost accounting (0: none; math.MaxUint64: the expression never
+// needs accounting) and the proven worst-case cost at that size.
+func (p *Program) FastUpTo() (n, bound uint64) { return p.fastUpTo, p.bound }
+
+// AST returns the checked expression.
+func (p *Program) AST() *cel.Ast { return p.ast }
+
+// program plans a checked expression. Planning needs the functions, not the
+// policy's variable declarations (the checked AST already resolved every
+// name), so every program is planned in the base environment.
+func (c *compiler) program(ast *cel.Ast, e policy.Expr) *Program {
+	env := c.cfg.env
+	needs := celenv.NeedsCostTracking(ast)
+	prg, err := env.CEL().Program(ast, env.ProgramOptionsFor(ast)...)
+	if err != nil {
+		c.errorf(policy.CodeCELType, e.Pos, "%v", err)
+		return nil
+	}
+	p := &Program{tracked: prg, needsTracking: needs, ast: ast}
+	if !needs {
+		p.fast, p.fastUpTo = prg, math.MaxUint64
+	}
+	if c.programs == nil {
+		c.programs = map[*cel.Ast]*Program{}
+	}
+	c.programs[ast] = p
+	return p
+}

@@ -1,0 +1,85 @@
+package eval
+
+import (
+	"math"
+	"time"
+
+	"github.com/celguard/celguard/compile"
+)
+
+// inputSize is the largest size of any string (in bytes, never fewer than
+// its code points), list or map among the call's inputs, and inside them:
+// what compile.Program.For needs to choose the program without cost
+// accounting. Past compile.MaxProvenInput the exact figure does not matter,
+// so the walk stops there. Computed once per call (again after a rewrite).
+func (ev *evaluation) inputSize() uint64 {
+	if ev.size != 0 {
+		return ev.size - 1
+	}
+	m := ev.set.CountersSize()
+	m = max(m, uint64(len(ev.call.Tool)), uint64(len(ev.call.Cwd)), uint64(len(ev.phase.String())))
+	classes := ev.set.ClassesOf(ev.call.Tool)
+	m = max(m, uint64(len(classes)))
+	for _, c := range classes {
+		m = max(m, uint64(len(c)))
+	}
+	d := ev.derive()
+	m = max(m, uint64(len(d.command)), uint64(len(d.paths)))
+	for _, p := range d.paths {
+		m = max(m, uint64(len(p)))
+	}
+	m = sizeOf(ev.call.Args, m)
+	m = sizeOf(ev.s.meta, m)
+	if ev.result != nil {
+		m = sizeOf(ev.result, m)
+	}
+	ev.size = m + 1
+	return m
+}
+
+// sizeOf returns the larger of m and the size of v and of every value
+// inside it. A value of a type it does not know is unbounded.
+func sizeOf(v any, m uint64) uint64 {
+	if m > compile.MaxProvenInput {
+		return m
+	}
+	switch x := v.(type) {
+	case nil, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64,
+		time.Time, time.Duration:
+		return m
+	case string:
+		return max(m, uint64(len(x)))
+	case []byte:
+		return max(m, uint64(len(x)))
+	case []string:
+		m = max(m, uint64(len(x)))
+		for _, s := range x {
+			m = max(m, uint64(len(s)))
+		}
+		return m
+	case []any:
+		m = max(m, uint64(len(x)))
+		for _, e := range x {
+			if m = sizeOf(e, m); m > compile.MaxProvenInput {
+				return m
+			}
+		}
+		return m
+	case map[string]any:
+		m = max(m, uint64(len(x)))
+		for k, e := range x {
+			m = max(m, uint64(len(k)))
+			if m = sizeOf(e, m); m > compile.MaxProvenInput {
+				return m
+			}
+		}
+		return m
+	case map[string]string:
+		m = max(m, uint64(len(x)))
+		for k, e := range x {
+			m = max(m, uint64(len(k)), uint64(len(e)))
+		}
+		return m
+	}
+	return math.MaxUint64
+}
