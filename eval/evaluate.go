@@ -46,6 +46,8 @@ type evaluation struct {
 	derived *derivedArgs
 	// size is inputSize()+1 once computed, 0 before.
 	size uint64
+	// box holds the built-in variables as CEL values (ResolveName).
+	box [numBoxed]ref.Val
 	// pooledScope and pooledResult are kept from an earlier call for reuse.
 	pooledScope  *stdlib.CallScope
 	pooledResult map[string]any
@@ -129,6 +131,7 @@ func (ev *evaluation) resetCall() {
 	ev.keys = nil
 	ev.derived = nil
 	ev.size = 0
+	ev.box = [numBoxed]ref.Val{}
 	if ev.scope != nil {
 		ev.scope.Reset()
 	}
@@ -213,25 +216,27 @@ func appendUnique(l []string, s string) []string {
 	return append(l, s)
 }
 
-// ResolveName implements interpreter.Activation.
+// ResolveName implements interpreter.Activation. The built-in variables are
+// handed to CEL as CEL values made once per call, so that the dozens of
+// programs reading them do not each convert them again.
 func (ev *evaluation) ResolveName(name string) (any, bool) {
 	switch name {
 	case celenv.VarTool:
-		return ev.call.Tool, true
+		return ev.boxed(boxTool), true
 	case celenv.VarArgs:
-		return ev.call.Args, true
+		return ev.boxed(boxArgs), true
 	case celenv.VarCwd:
-		return ev.call.Cwd, true
+		return ev.boxed(boxCwd), true
 	case celenv.VarPhase:
-		return ev.phase.String(), true
+		return ev.boxed(boxPhase), true
 	case celenv.VarSession:
 		return ev.s.meta, true
 	case celenv.VarClasses:
-		return ev.set.ClassesOf(ev.call.Tool), true
+		return ev.boxed(boxClasses), true
 	case celenv.VarCommand:
-		return ev.derive().command, true
+		return ev.boxed(boxCommand), true
 	case celenv.VarPaths:
-		return ev.derive().paths, true
+		return ev.boxed(boxPaths), true
 	case celenv.VarResult:
 		if ev.result == nil {
 			return nil, false
@@ -259,6 +264,44 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 	}
 	ev.vars[v.Slot] = out
 	return out, true
+}
+
+// The built-in variables ResolveName converts once per call.
+const (
+	boxTool = iota
+	boxArgs
+	boxCwd
+	boxPhase
+	boxClasses
+	boxCommand
+	boxPaths
+	numBoxed
+)
+
+// boxed returns the CEL value of a built-in variable, made on first use.
+func (ev *evaluation) boxed(i int) ref.Val {
+	if v := ev.box[i]; v != nil {
+		return v
+	}
+	var v ref.Val
+	switch i {
+	case boxTool:
+		v = types.String(ev.call.Tool)
+	case boxArgs:
+		v = types.NewStringInterfaceMap(types.DefaultTypeAdapter, ev.call.Args)
+	case boxCwd:
+		v = types.String(ev.call.Cwd)
+	case boxPhase:
+		v = types.String(ev.phase.String())
+	case boxClasses:
+		v = types.NewStringList(types.DefaultTypeAdapter, ev.set.ClassesOf(ev.call.Tool))
+	case boxCommand:
+		v = types.String(ev.derive().command)
+	case boxPaths:
+		v = types.NewStringList(types.DefaultTypeAdapter, ev.derive().paths)
+	}
+	ev.box[i] = v
+	return v
 }
 
 // Parent implements interpreter.Activation.

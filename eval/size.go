@@ -23,10 +23,14 @@ func (ev *evaluation) inputSize() uint64 {
 	for _, c := range classes {
 		m = max(m, uint64(len(c)))
 	}
-	d := ev.derive()
-	m = max(m, uint64(len(d.command)), uint64(len(d.paths)))
-	for _, p := range d.paths {
-		m = max(m, uint64(len(p)))
+	// command and paths come from the arguments the tool's classes name;
+	// without such classes they are empty (and not worth deriving).
+	if ev.derived != nil || ev.hasDerivedArgs(classes) {
+		d := ev.derive()
+		m = max(m, uint64(len(d.command)), uint64(len(d.paths)))
+		for _, p := range d.paths {
+			m = max(m, uint64(len(p)))
+		}
 	}
 	m = sizeOf(ev.call.Args, m)
 	m = sizeOf(ev.s.meta, m)
@@ -82,4 +86,15 @@ func sizeOf(v any, m uint64) uint64 {
 		return m
 	}
 	return math.MaxUint64
+}
+
+// hasDerivedArgs reports whether one of the classes names a command or path
+// argument.
+func (ev *evaluation) hasDerivedArgs(classes []string) bool {
+	for _, name := range classes {
+		if cl, ok := ev.set.Class(name); ok && (len(cl.CommandArgs) > 0 || len(cl.PathArgs) > 0) {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package stdlib
 
 import (
 	"strings"
+	"unicode"
 )
 
 // Args returns Argv without argv[0].
@@ -201,20 +202,32 @@ func (c *ShellCommand) Subcommand() string {
 // git -c k=v push, git --git-dir=x push and git -C dir push -f;
 // "kubectl delete pod" matches kubectl -n prod delete pod x.
 func (c *ShellCommand) HasSubcommand(spec string) bool {
-	want := strings.Fields(spec)
-	if len(want) == 0 || !c.programIs(want[0]) {
+	// The spec's words are read in place (no allocation: a rule may test
+	// a list of 25 specs against every command of every call).
+	first, rest := nextField(spec)
+	if first == "" || !c.programIs(first) {
 		return false
 	}
 	pos := c.Positionals()
-	if len(pos) < len(want)-1 {
-		return false
-	}
-	for i, wnt := range want[1:] {
-		if pos[i] != wnt {
+	for i := 0; ; i++ {
+		var w string
+		if w, rest = nextField(rest); w == "" {
+			return true
+		}
+		if i >= len(pos) || pos[i] != w {
 			return false
 		}
 	}
-	return true
+}
+
+// nextField returns the first whitespace-separated word of s and the rest,
+// as strings.Fields would split it; "" when there is none.
+func nextField(s string) (word, rest string) {
+	s = strings.TrimLeftFunc(s, unicode.IsSpace)
+	if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
+		return s[:i], s[i:]
+	}
+	return s, ""
 }
 
 // Programs returns the program of every command, in order, with duplicates.
