@@ -1,5 +1,7 @@
 package compile
 
+import "cel.dev/cel-go/common/cost"
+
 // boundSizes are the input sizes at which the compiler tries to prove an
 // expression's worst-case cost within the limit (see Program). Each step is
 // 4x the last: a short command and its working directory fit in 64, a long
@@ -23,10 +25,8 @@ const MaxProvenInput = 4096
 func (c *compiler) proveBounds() {
 	env := c.cfg.env
 	limit := env.CostLimit()
-	lib := env.Stdlib().CostEstimator()
-	base := env.CEL()
 	consts := map[*Variable]constResult{}
-	// open are the programs still proven at every size so far.
+	// open are the programs proven at every size so far.
 	open := map[*Program]bool{}
 	for _, p := range c.programs {
 		if p.needsTracking {
@@ -38,50 +38,18 @@ func (c *compiler) proveBounds() {
 		if len(open) == 0 {
 			break
 		}
-		sizers := map[*Policy]*costSizes{}
-		for _, ce := range c.checked {
-			sz := sizers[ce.sc.pol]
-			if sz == nil {
-				sz = newCostSizes(env, ce.sc.pol)
-				sz.assumed, sz.consts = n, consts
-				sizers[ce.sc.pol] = sz
-			}
-			p := c.programs[ce.ast]
-			v := sz.variable(ce.expr.Pos)
-			constant := v != nil && sz.isConstant(ce.ast)
-			if constant {
-				sz.declare(v, true, ce.ast, nil, nil)
-				continue
-			}
-			if v == nil && !open[p] {
-				continue // nothing to prove and no size to record
-			}
-			est := &sizeAssumptions{assumed: n, strict: true, lib: lib, sizes: sz, shapes: sz.shapesOf(ce.ast)}
-			ast := ce.ast
-			var probe *probedSize
-			if v != nil {
-				if wrapped, err := sizeProbe(ce.ast); err == nil {
-					ast, probe = wrapped, &probedSize{}
-					est.probe = probe
+		c.costPass(n, true, consts, func(ce checkedExpr) bool { return open[c.programs[ce.ast]] },
+			func(ce checkedExpr, e cost.CostEstimate, err error) {
+				p := c.programs[ce.ast]
+				if err != nil || e.Max > limit {
+					delete(open, p)
+					return
 				}
-			}
-			e, err := base.EstimateCost(ast, est)
-			if v != nil {
-				sz.declare(v, false, ce.ast, est.shapes, probe)
-			}
-			if !open[p] {
-				continue
-			}
-			if err != nil || e.Max > limit {
-				delete(open, p)
-				continue
-			}
-			proven[p] = n
-			p.bound = e.Max
-		}
+				proven[p], p.bound = n, e.Max
+			})
 	}
 	for p, n := range proven {
-		fast, err := base.Program(p.ast, env.UntrackedProgramOptions()...)
+		fast, err := env.CEL().Program(p.ast, env.UntrackedProgramOptions()...)
 		if err != nil {
 			continue // keep the accounting
 		}

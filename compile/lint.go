@@ -478,35 +478,57 @@ func (l *linter) references(p *Policy) {
 // variable's value (see costSizes), and for the others the size cel-go
 // estimates for their expression's result.
 func (l *linter) costs() {
-	env := l.c.cfg.env
-	limit := env.CostLimit()
+	limit := l.c.cfg.env.CostLimit()
+	l.c.costPass(CostAssumedSize, false, nil, func(checkedExpr) bool { return true }, func(ce checkedExpr, e cost.CostEstimate, err error) {
+		if err == nil && e.Max > limit {
+			l.warn(policy.CodeCostOverBudget, ce.expr.Pos, nil, "%s: %s", ce.sc.what, overBudget(e.Max, limit))
+		}
+	})
+}
+
+// costPass runs the cost analysis over every checked expression, in order,
+// with every input assumed to hold at most assumed code points or entries
+// (strict: see sizeAssumptions). Each variable's size is recorded for the
+// expressions after it; want selects the expressions whose estimate visit
+// receives (a non-constant variable is estimated either way, for its
+// size). consts, when set, keeps constant variables' values across passes.
+func (c *compiler) costPass(assumed uint64, strict bool, consts map[*Variable]constResult,
+	want func(checkedExpr) bool, visit func(checkedExpr, cost.CostEstimate, error)) {
+	env := c.cfg.env
 	lib := env.Stdlib().CostEstimator()
 	sizers := map[*Policy]*costSizes{}
-	for _, ce := range l.c.checked {
+	for _, ce := range c.checked {
 		sz := sizers[ce.sc.pol]
 		if sz == nil {
 			sz = newCostSizes(env, ce.sc.pol)
+			sz.assumed, sz.consts = assumed, consts
 			sizers[ce.sc.pol] = sz
 		}
 		v := sz.variable(ce.expr.Pos)
-		est := &sizeAssumptions{assumed: CostAssumedSize, lib: lib, sizes: sz, shapes: sz.shapesOf(ce.ast)}
+		constant := v != nil && sz.isConstant(ce.ast)
+		wanted := want(ce)
+		if !wanted && (v == nil || constant) {
+			if constant {
+				sz.declare(v, true, ce.ast, nil, nil)
+			}
+			continue
+		}
+		est := &sizeAssumptions{assumed: assumed, strict: strict, lib: lib, sizes: sz, shapes: sz.shapesOf(ce.ast)}
 		ast := ce.ast
 		var probe *probedSize
-		constant := v != nil && sz.isConstant(ce.ast)
 		if v != nil && !constant {
 			if wrapped, err := sizeProbe(ce.ast); err == nil {
 				ast, probe = wrapped, &probedSize{}
 				est.probe = probe
 			}
 		}
-		e, err := ce.sc.env.get().EstimateCost(ast, est)
+		e, err := env.CEL().EstimateCost(ast, est)
 		if v != nil {
 			sz.declare(v, constant, ce.ast, est.shapes, probe)
 		}
-		if err != nil || e.Max <= limit {
-			continue
+		if wanted {
+			visit(ce, e, err)
 		}
-		l.warn(policy.CodeCostOverBudget, ce.expr.Pos, nil, "%s: %s", ce.sc.what, overBudget(e.Max, limit))
 	}
 }
 
