@@ -29,7 +29,7 @@ func (c *compiler) proveBounds() {
 	// open are the programs proven at every size so far.
 	open := map[*Program]bool{}
 	for _, p := range c.programs {
-		if p.needsTracking {
+		if p.accounts() {
 			open[p] = true
 		}
 	}

@@ -33,9 +33,7 @@ type Program struct {
 	fastUpTo uint64
 	// bound is the proven worst-case cost at fastUpTo.
 	bound uint64
-	// needsTracking is set when tracked carries the accounting.
-	needsTracking bool
-	ast           *cel.Ast
+	ast   *cel.Ast
 }
 
 // For returns the program to evaluate for a call whose input size is n: the
@@ -59,6 +57,9 @@ func (p *Program) Tracked() cel.Program { return p.tracked }
 // needs accounting) and the proven worst-case cost at that size.
 func (p *Program) FastUpTo() (n, bound uint64) { return p.fastUpTo, p.bound }
 
+// accounts reports whether the tracked program carries the cost accounting.
+func (p *Program) accounts() bool { return p.fastUpTo != math.MaxUint64 }
+
 // AST returns the checked expression.
 func (p *Program) AST() *cel.Ast { return p.ast }
 
@@ -73,7 +74,7 @@ func (c *compiler) program(ast *cel.Ast, e policy.Expr) *Program {
 		c.errorf(policy.CodeCELType, e.Pos, "%v", err)
 		return nil
 	}
-	p := &Program{tracked: prg, needsTracking: needs, ast: ast}
+	p := &Program{tracked: prg, ast: ast}
 	if !needs {
 		p.fast, p.fastUpTo = prg, math.MaxUint64
 	}
