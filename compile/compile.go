@@ -517,7 +517,8 @@ func runeOffset(text string, line, col int) int {
 }
 
 // errorPos maps a CEL error location to the file. An error naming a function
-// points at the function's name rather than at the parenthesis after it.
+// (celCalledFunction) points at the function's name rather than at the
+// parenthesis after it.
 func errorPos(e policy.Expr, line, col int, msg string) policy.Pos {
 	off := runeOffset(e.Text, line, col)
 	if fn, ok := celCalledFunction(msg); ok {
