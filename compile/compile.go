@@ -18,6 +18,7 @@ import (
 
 	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/stdlib"
 )
 
 // DefaultMaxRules is the largest number of rules a set may hold unless
@@ -495,13 +496,10 @@ func (c *compiler) celIssues(code policy.Code, sc scope, e policy.Expr, iss *cel
 		if ce.Location != nil && ce.Location.Line() > 0 {
 			pos = errorPos(e, ce.Location.Line(), ce.Location.Column(), ce.Message)
 		}
-		c.errorf(literalCode(code, ce.Message), pos, "%s: %s", sc.what, ce.Message)
+		code, msg := literalCode(code, ce.Message)
+		c.errorf(code, pos, "%s: %s", sc.what, msg)
 	}
 }
-
-// namedCallRe matches the cel-go errors about a function, which cel-go places
-// at the call's opening parenthesis.
-var namedCallRe = regexp.MustCompile(`^(?:undeclared reference to|found no matching overload for) '([^']+)'`)
 
 // runeOffset turns a cel-go location (1-based line, 0-based rune column) into
 // a rune offset in text.
@@ -519,17 +517,18 @@ func runeOffset(text string, line, col int) int {
 }
 
 // errorPos maps a CEL error location to the file. An error naming a function
-// points at the function's name rather than at the parenthesis after it.
+// (celCalledFunction) points at the function's name rather than at the
+// parenthesis after it.
 func errorPos(e policy.Expr, line, col int, msg string) policy.Pos {
 	off := runeOffset(e.Text, line, col)
-	if m := namedCallRe.FindStringSubmatch(msg); m != nil {
+	if fn, ok := celCalledFunction(msg); ok {
 		rs := []rune(e.Text)
 		if off >= 0 && off < len(rs) && rs[off] == '(' {
 			i := off
 			for i > 0 && unicode.IsSpace(rs[i-1]) {
 				i--
 			}
-			if name := []rune(m[1]); i >= len(name) && string(rs[i-len(name):i]) == m[1] {
+			if name := []rune(fn); i >= len(name) && string(rs[i-len(name):i]) == fn {
 				return e.PosOffset(i - len(name))
 			}
 		}
@@ -558,13 +557,20 @@ func fieldPos(e policy.Expr, line, col int) policy.Pos {
 	return e.PosOffset(off)
 }
 
-// literalCode classifies the errors the literal validators report.
-func literalCode(code policy.Code, msg string) policy.Code {
-	if code == policy.CodeCELType && strings.Contains(msg, "invalid") && (strings.Contains(msg, "regex") || strings.Contains(msg, "matches") ||
-		strings.Contains(msg, "glob") || strings.Contains(msg, "domain") || strings.Contains(msg, "pattern")) {
-		return policy.CodeInvalidLiteral
+// literalCode classifies the type errors the literal validators report, the
+// stdlib's (tagged: their message loses the tag) and cel-go's for regexes,
+// as invalid_literal. Other issues keep code and message.
+func literalCode(code policy.Code, msg string) (policy.Code, string) {
+	if code != policy.CodeCELType {
+		return code, msg
 	}
-	return code
+	if m, ok := stdlib.CutInvalidLiteral(msg); ok {
+		return policy.CodeInvalidLiteral, m
+	}
+	if celInvalidRegexLiteral(msg) {
+		return policy.CodeInvalidLiteral, msg
+	}
+	return code, msg
 }
 
 // references walks the checked expression: it finds reads of result and

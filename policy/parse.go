@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -27,7 +29,6 @@ var (
 	identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	celKeywords  = []string{"true", "false", "null", "in", "as", "break", "const", "continue", "else",
 		"for", "function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
-	yamlLineRe = regexp.MustCompile(`line (\d+)`)
 )
 
 // Parse reads one policy file. It returns the policy (as much of it as could
@@ -66,11 +67,7 @@ func ParseDocument(file string, src []byte) (Document, Diagnostics) {
 	var doc yaml.Node
 	lines := splitLines(src)
 	if err := decodeYAML(src, &doc); err != nil {
-		d := yamlError(file, err)
-		// A problem at the end of a file without a final line break is on
-		// its last line.
-		d.Pos.Line = min(d.Pos.Line, len(lines))
-		ds = append(ds, d)
+		ds = append(ds, yamlError(file, err, len(lines)))
 		return Document{}, ds
 	}
 	d := &decoder{file: file, lines: lines}
@@ -110,7 +107,7 @@ func decodeYAML(src []byte, doc *yaml.Node) (err error) {
 	}()
 	dec := yaml.NewDecoder(strings.NewReader(string(src)))
 	if err := dec.Decode(doc); err != nil {
-		if err.Error() == "EOF" {
+		if errors.Is(err, io.EOF) { // no document: the file is empty
 			return nil
 		}
 		return err
@@ -120,31 +117,6 @@ func decodeYAML(src []byte, doc *yaml.Node) (err error) {
 		return fmt.Errorf("yaml: line %d: a policy file holds one document; split this one into its own file", extra.Line)
 	}
 	return nil
-}
-
-// yamlParserProblems are the problems the YAML parser (as opposed to its
-// scanner) reports. yaml.v3 gives their line 0-based: the line before the
-// construct that failed.
-var yamlParserProblems = []string{
-	"did not find expected <stream-start>", "did not find expected <document start>",
-	"did not find expected node content", "did not find expected key", "did not find expected '-' indicator",
-	"did not find expected ',' or ']'", "did not find expected ',' or '}'", "found undefined tag handle",
-	"found duplicate %YAML directive", "found incompatible YAML document", "found duplicate %TAG directive",
-}
-
-func yamlError(file string, err error) Diagnostic {
-	line := 1
-	m := yamlLineRe.FindStringSubmatch(err.Error())
-	if m != nil {
-		line, _ = strconv.Atoi(m[1])
-	}
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	msg = yamlLineRe.ReplaceAllString(msg, "")
-	msg = strings.TrimLeft(msg, ": ")
-	if m != nil && slices.Contains(yamlParserProblems, msg) {
-		line++
-	}
-	return Diagnostic{Code: CodeYAMLSyntax, Severity: SeverityError, Pos: Pos{File: file, Line: line, Col: 1}, Message: msg}
 }
 
 func splitLines(src []byte) [][]rune {

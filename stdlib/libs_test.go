@@ -200,7 +200,7 @@ func TestSecretsThroughCEL(t *testing.T) {
 }
 
 // TestLiteralValidation: bad literal globs and domain patterns are compile
-// errors reported at the literal.
+// errors reported at the literal, which CutInvalidLiteral recognises.
 func TestLiteralValidation(t *testing.T) {
 	l := testLib(t)
 	env := testEnv(t, l)
@@ -222,6 +222,19 @@ func TestLiteralValidation(t *testing.T) {
 		src := strings.Split(tc.expr, "\n")[loc.Line()-1]
 		assert.True(t, strings.HasPrefix(src[loc.Column():], tc.lit),
 			"%s: error at %d:%d (%q), want the literal %s", tc.expr, loc.Line(), loc.Column(), src[loc.Column():], tc.lit)
+		msg, tagged := CutInvalidLiteral(errs[0].Message)
+		assert.True(t, tagged, "%s: CutInvalidLiteral does not recognise %q", tc.expr, errs[0].Message)
+		fn, _, _ := strings.Cut(msg, ": ")
+		assert.Contains(t, tc.expr, fn+"(", "%s: the message %q does not begin with the function", tc.expr, msg)
+	}
+	// Other issues are not the validators'.
+	for _, other := range []string{`glob.match(p)`, `invalid_literal`, `url.hostMatches(p, 1)`} {
+		_, iss := env.Compile(other)
+		require.Error(t, iss.Err(), other)
+		for _, e := range iss.Errors() {
+			_, tagged := CutInvalidLiteral(e.Message)
+			assert.False(t, tagged, "%s: %q", other, e.Message)
+		}
 	}
 	for _, ok := range []string{`glob.match(p, "src/**/*.go")`, `glob.match(p, p)`, `url.hostMatches(p, ["*.x.io", p])`} {
 		_, iss := env.Compile(ok)

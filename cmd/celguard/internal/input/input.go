@@ -100,7 +100,7 @@ func (r *Reader) Next() (Event, error) {
 		return Event{}, io.EOF
 	}
 	raw, line, err := r.value()
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		r.done = true
 		if r.mode == ModeUnknown {
 			return Event{}, &Error{Name: r.name, Msg: `no input: expected a call ({"tool": ..., "args": {...}}) or a JSONL stream of events ({"event": "before", ...})`}
@@ -146,7 +146,7 @@ func (r *Reader) value() (json.RawMessage, int, error) {
 	prevEnd := r.dec.InputOffset()
 	var raw json.RawMessage
 	err := r.dec.Decode(&raw)
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		return nil, 0, io.EOF
 	}
 	start := r.lt.skipSpace(prevEnd)
@@ -169,7 +169,7 @@ func (r *Reader) value() (json.RawMessage, int, error) {
 // expectEnd checks that nothing follows a single call.
 func (r *Reader) expectEnd() error {
 	_, line, err := r.value()
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		return nil
 	}
 	if err != nil {
