@@ -248,11 +248,19 @@ func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
 	info := map[string]exprInfo{}
 	for i := range p.Variables {
 		v := &p.Variables[i]
-		if v.Name.Value == "" || v.Expr.Text == "" {
+		if v.Name.Value == "" {
 			continue
 		}
-		ast, ei, ok := c.check(scope{env: env, pol: cp, what: "variable " + v.Name.Value}, v.Expr, info)
-		if !ok {
+		var (
+			ast *cel.Ast
+			ei  exprInfo
+			ok  bool
+		)
+		if v.Expr.Text != "" {
+			ast, ei, ok = c.check(scope{env: env, pol: cp, what: "variable " + v.Name.Value}, v.Expr, info)
+		} else if !c.parseDS.HasErrors() {
+			// The parser reports a missing or empty expression; declare
+			// only a failure certainly reported, so the set fails closed.
 			continue
 		}
 		if c.flagged(v.Name.Pos) {
@@ -260,14 +268,25 @@ func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
 			// declaring it would break every later expression.
 			continue
 		}
-		prg := c.program(ast, v.Expr)
+		var prg *Program
+		if ok {
+			prg = c.program(ast, v.Expr)
+		}
+		// A variable that failed (reported) is declared all the same, as
+		// dyn when it has no type, as cel-go does: the expressions reading
+		// it then report their own mistakes, not each an undeclared
+		// reference to it. The set has an error, so it never decides.
+		typ := cel.DynType
+		if ast != nil {
+			typ = ast.OutputType()
+		}
+		env.declare(v.Name, typ)
+		c.declKey += v.Name.Value + ":" + typ.String() + ";"
+		info[v.Name.Value] = ei
 		if prg == nil {
 			continue
 		}
-		env.declare(v.Name, ast.OutputType())
-		c.declKey += v.Name.Value + ":" + ast.OutputType().String() + ";"
-		info[v.Name.Value] = ei
-		cv := &Variable{Name: v.Name.Value, Slot: c.set.varSlots, Type: ast.OutputType(), Program: prg, Expr: v.Expr}
+		cv := &Variable{Name: v.Name.Value, Slot: c.set.varSlots, Type: typ, Program: prg, Expr: v.Expr}
 		c.set.varSlots++
 		cp.Variables = append(cp.Variables, cv)
 		cp.varByName[cv.Name] = cv
