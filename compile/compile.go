@@ -167,9 +167,7 @@ func check(srcs []policy.Source, analyses bool, opts []Option) (*PolicySet, poli
 	if c.ds.HasErrors() {
 		return nil, c.ds, nil
 	}
-	for _, d := range c.ds {
-		c.set.warnings = append(c.set.warnings, d)
-	}
+	c.set.warnings = append(c.set.warnings, c.ds...)
 	return c.set, c.ds, nil
 }
 
@@ -184,7 +182,6 @@ type compiler struct {
 	policyNames map[string]policy.Pos
 	ruleIDs     map[string]policy.Pos
 	defaultFrom policy.Pos
-	order       int
 	parsedRules []*Rule
 	// parseDS holds the parser's diagnostics of the policy being compiled.
 	parseDS policy.Diagnostics
