@@ -158,7 +158,7 @@ func check(srcs []policy.Source, analyses bool, opts []Option) (*PolicySet, poli
 	}
 	c.finish()
 	if !c.ds.HasErrors() {
-		c.proveBounds() // bounds.go: programs without cost accounting for small inputs
+		c.proveBounds() // cost_proof.go: programs without cost accounting for small inputs
 		if analyses {
 			c.lint() // lint.go: the analyses of a set that compiles
 		}
@@ -169,6 +169,14 @@ func check(srcs []policy.Source, analyses bool, opts []Option) (*PolicySet, poli
 	}
 	c.set.warnings = append(c.set.warnings, c.ds...)
 	return c.set, c.ds, nil
+}
+
+// checkedExpr is an expression that type-checked, with the scope it was
+// checked in.
+type checkedExpr struct {
+	sc   scope
+	expr policy.Expr
+	ast  *cel.Ast
 }
 
 type compiler struct {
@@ -185,7 +193,8 @@ type compiler struct {
 	parsedRules []*Rule
 	// parseDS holds the parser's diagnostics of the policy being compiled.
 	parseDS policy.Diagnostics
-	// checked holds every expression that type-checked, for lint.go.
+	// checked holds every expression that type-checked, for the lint
+	// analyses and the cost analysis.
 	checked []checkedExpr
 	// programs are the programs built, by checked expression.
 	programs map[*cel.Ast]*Program

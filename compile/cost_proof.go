@@ -16,7 +16,7 @@ const MaxProvenInput = 4096
 // whose worst-case cost the static analysis bounds within the limit for
 // small inputs, a second program without the accounting (Program.For).
 //
-// The analysis is the lint's (lint_cost.go) in its strict form: every input
+// The analysis is the lint's (cost.go) in its strict form: every input
 // string, list or map holds at most n code points or entries; constant
 // variables have their exact size; other variables, shell results and
 // function results the sizes cel-go and the stdlib derive from that; and a
