@@ -42,7 +42,7 @@ const CostAssumedSize = 1_000
 // receives (a non-constant variable is estimated either way, for its
 // size). consts, when set, keeps constant variables' values across passes.
 func (c *compiler) costPass(assumed uint64, strict bool, consts map[*Variable]constResult,
-	want func(checkedExpr) bool, visit func(checkedExpr, cost.CostEstimate, error)) {
+	want func(checkedExpr) bool, visit func(checkedExpr, cost.Estimate, error)) {
 	env := c.cfg.env
 	lib := env.Stdlib().CostEstimator()
 	sizers := map[*Policy]*costSizes{}

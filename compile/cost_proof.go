@@ -39,7 +39,7 @@ func (c *compiler) proveBounds() {
 			break
 		}
 		c.costPass(n, true, consts, func(ce checkedExpr) bool { return open[c.programs[ce.ast]] },
-			func(ce checkedExpr, e cost.CostEstimate, err error) {
+			func(ce checkedExpr, e cost.Estimate, err error) {
 				p := c.programs[ce.ast]
 				if err != nil || e.Max > limit {
 					delete(open, p)

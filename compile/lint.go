@@ -449,7 +449,7 @@ func (l *linter) references(p *Policy) {
 // estimates for their expression's result.
 func (l *linter) costs() {
 	limit := l.c.cfg.env.CostLimit()
-	l.c.costPass(CostAssumedSize, false, nil, func(checkedExpr) bool { return true }, func(ce checkedExpr, e cost.CostEstimate, err error) {
+	l.c.costPass(CostAssumedSize, false, nil, func(checkedExpr) bool { return true }, func(ce checkedExpr, e cost.Estimate, err error) {
 		if err == nil && e.Max > limit {
 			l.warn(policy.CodeCostOverBudget, ce.expr.Pos, nil, "%s: %s", ce.sc.what, overBudget(e.Max, limit))
 		}
