@@ -95,7 +95,7 @@ func CompilePaths(paths []string, opts ...Option) (*PolicySet, error) {
 // analyses (shadowed rules, unused declarations, cost estimates): Check does.
 // Warnings of a successful compile are in PolicySet.Warnings.
 func Compile(srcs []policy.Source, opts ...Option) (*PolicySet, error) {
-	set, ds, err := check(srcs, false, opts)
+	set, ds, err := compileSet(srcs, false, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -108,13 +108,13 @@ func Compile(srcs []policy.Source, opts ...Option) (*PolicySet, error) {
 // Check is Compile for linters: it returns every diagnostic of every
 // severity, and the set when there is no error among them.
 func Check(srcs []policy.Source, opts ...Option) (*PolicySet, policy.Diagnostics, error) {
-	return check(srcs, true, opts)
+	return compileSet(srcs, true, opts)
 }
 
-// check compiles; with analyses it also runs the lint analyses (lint.go),
-// which only a linter needs: Compile, on every process start of a hook,
-// skips them.
-func check(srcs []policy.Source, analyses bool, opts []Option) (*PolicySet, policy.Diagnostics, error) {
+// compileSet compiles the sources into a set, with every diagnostic; with
+// lint it also runs the lint analyses (lint.go), which only a linter needs:
+// Compile, on every process start of a hook, skips them.
+func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, policy.Diagnostics, error) {
 	cfg := config{defaultVerdict: policy.VerdictUnspecified, maxRules: DefaultMaxRules}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
@@ -159,7 +159,7 @@ func check(srcs []policy.Source, analyses bool, opts []Option) (*PolicySet, poli
 	c.finish()
 	if !c.ds.HasErrors() {
 		c.proveBounds() // cost_proof.go: programs without cost accounting for small inputs
-		if analyses {
+		if lint {
 			c.lint() // lint.go: the analyses of a set that compiles
 		}
 	}
@@ -263,7 +263,7 @@ func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
 			ok  bool
 		)
 		if v.Expr.Text != "" {
-			ast, ei, ok = c.check(scope{env: env, pol: cp, what: "variable " + v.Name.Value}, v.Expr, info)
+			ast, ei, ok = c.typeCheck(scope{env: env, pol: cp, what: "variable " + v.Name.Value}, v.Expr, info)
 		} else if !c.parseDS.HasErrors() {
 			// The parser reports a missing or empty expression; declare
 			// only a failure certainly reported, so the set fails closed.
@@ -373,7 +373,7 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 	what := "rule " + r.ID.Value
 	if r.Condition != nil {
 		sc := scope{env: env, pol: cp, what: what + " condition", noResult: before, want: cel.BoolType}
-		if ast, _, ok := c.check(sc, *r.Condition, info); ok {
+		if ast, _, ok := c.typeCheck(sc, *r.Condition, info); ok {
 			if cr.Condition = c.program(ast, *r.Condition); cr.Condition != nil {
 				cr.ConditionAST = ast
 			}
@@ -403,20 +403,22 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 	c.parsedRules = append(c.parsedRules, cr)
 }
 
-// compileExpr checks an expression and builds its program; nil on error
-// (already reported).
+// compileExpr type-checks an expression and builds its program; nil on
+// error (already reported).
 func (c *compiler) compileExpr(sc scope, e policy.Expr, info map[string]exprInfo) *Program {
-	ast, _, ok := c.check(sc, e, info)
+	ast, _, ok := c.typeCheck(sc, e, info)
 	if !ok {
 		return nil
 	}
 	return c.program(ast, e)
 }
 
-// check parses and type-checks an expression, reporting CEL errors at their
-// place in the YAML file, then the celguard-specific checks.
-func (c *compiler) check(sc scope, e policy.Expr, info map[string]exprInfo) (*cel.Ast, exprInfo, bool) {
-	checked, ok := c.parseAndCheck(sc, e)
+// typeCheck parses and type-checks one expression, reporting CEL errors at
+// their place in the YAML file, then makes the celguard-specific checks: the
+// type the place wants, and what the expression reads (references). It
+// returns the checked expression even when only the latter checks fail.
+func (c *compiler) typeCheck(sc scope, e policy.Expr, info map[string]exprInfo) (*cel.Ast, exprInfo, bool) {
+	checked, ok := c.checkedAST(sc, e)
 	if !ok {
 		return nil, exprInfo{}, false
 	}
@@ -474,9 +476,10 @@ func (l *lazyEnv) get() *cel.Env {
 	return l.cur
 }
 
-// parseAndCheck parses and type-checks an expression, or takes the checked
-// expression from the AST cache. Only expressions that check are cached.
-func (c *compiler) parseAndCheck(sc scope, e policy.Expr) (*cel.Ast, bool) {
+// checkedAST returns an expression's checked AST: from the AST cache, or by
+// parsing and type-checking it with CEL. Only expressions that check are
+// cached.
+func (c *compiler) checkedAST(sc scope, e policy.Expr) (*cel.Ast, bool) {
 	var key string
 	if c.cfg.cache != nil {
 		key = c.cacheKey(e.Text)
