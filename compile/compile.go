@@ -129,7 +129,8 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 		cfg.env = env
 	}
 	classes := newClassTable()
-	c := &compiler{cfg: cfg, classes: classes, set: &PolicySet{env: cfg.env, byID: map[string]*Rule{}, classes: classes}}
+	c := &compiler{cfg: cfg, classes: classes, set: &PolicySet{env: cfg.env, byID: map[string]*Rule{}, classes: classes},
+		policyNames: map[string]policy.Pos{}, ruleIDs: map[string]policy.Pos{}}
 	srcs = slices.Clone(srcs)
 	slices.SortStableFunc(srcs, func(a, b policy.Source) int { return strings.Compare(a.Name, b.Name) })
 	if len(srcs) == 0 {
@@ -187,8 +188,8 @@ type compiler struct {
 	cfg         config
 	set         *PolicySet
 	ds          policy.Diagnostics
-	policyNames map[string]policy.Pos
-	ruleIDs     map[string]policy.Pos
+	policyNames map[string]policy.Pos // where each is first defined
+	ruleIDs     map[string]policy.Pos // where each is first defined
 	defaultFrom policy.Pos
 	parsedRules []*Rule
 	// parseDS holds the parser's diagnostics of the policy being compiled.
@@ -231,17 +232,7 @@ type exprInfo struct {
 }
 
 func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
-	if p.Name.Value != "" {
-		if c.policyNames == nil {
-			c.policyNames = map[string]policy.Pos{}
-		}
-		if first, dup := c.policyNames[p.Name.Value]; dup {
-			c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeDuplicatePolicy, Severity: policy.SeverityError, Pos: p.Name.Pos,
-				Related: []policy.Pos{first}, Message: fmt.Sprintf("policy name %q is already used at %s", p.Name.Value, first)})
-		} else {
-			c.policyNames[p.Name.Value] = p.Name.Pos
-		}
-	}
+	c.unique(c.policyNames, p.Name, policy.CodeDuplicatePolicy, "policy name %q is already used at %s")
 	if p.Defaults.Verdict != policy.VerdictUnspecified {
 		c.defaultVerdict(p.Defaults.Verdict, p.Defaults.VerdictPos)
 	}
@@ -326,6 +317,22 @@ func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
 	}
 }
 
+// unique records where a name that must be unique in the set (a policy
+// name, a rule id) is first defined, in seen, and reports every later
+// definition as code, with the message format of the name and the first
+// place. An empty name is not recorded.
+func (c *compiler) unique(seen map[string]policy.Pos, name policy.String, code policy.Code, format string) {
+	if name.Value == "" {
+		return
+	}
+	if first, dup := seen[name.Value]; dup {
+		c.ds = append(c.ds, policy.Diagnostic{Code: code, Severity: policy.SeverityError, Pos: name.Pos,
+			Related: []policy.Pos{first}, Message: fmt.Sprintf(format, name.Value, first)})
+		return
+	}
+	seen[name.Value] = name.Pos
+}
+
 func (c *compiler) defaultVerdict(v policy.Verdict, pos policy.Pos) {
 	if c.cfg.defaultVerdict == policy.VerdictUnspecified {
 		c.cfg.defaultVerdict = v
@@ -344,17 +351,7 @@ func (c *compiler) defaultVerdict(v policy.Verdict, pos policy.Pos) {
 }
 
 func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[string]exprInfo) {
-	if r.ID.Value != "" {
-		if c.ruleIDs == nil {
-			c.ruleIDs = map[string]policy.Pos{}
-		}
-		if first, dup := c.ruleIDs[r.ID.Value]; dup {
-			c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeDuplicateRuleID, Severity: policy.SeverityError, Pos: r.ID.Pos,
-				Related: []policy.Pos{first}, Message: fmt.Sprintf("rule id %q is already defined at %s", r.ID.Value, first)})
-		} else {
-			c.ruleIDs[r.ID.Value] = r.ID.Pos
-		}
-	}
+	c.unique(c.ruleIDs, r.ID, policy.CodeDuplicateRuleID, "rule id %q is already defined at %s")
 	fp := r.FailurePolicy
 	if fp == policy.FailInherit {
 		fp = cp.FailurePolicy
