@@ -173,11 +173,12 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 }
 
 // checkedExpr is an expression that type-checked, with the scope it was
-// checked in.
+// checked in and what it reads.
 type checkedExpr struct {
-	sc   scope
-	expr policy.Expr
-	ast  *cel.Ast
+	sc    scope
+	expr  policy.Expr
+	ast   *cel.Ast
+	reads refs
 }
 
 type compiler struct {
@@ -229,6 +230,15 @@ type scope struct {
 // variables.
 type exprInfo struct {
 	result, counters bool
+}
+
+// refs is what one expression reads itself.
+type refs struct {
+	vars     []string // policy variables, by name
+	counters []string // counters read as counters.x or counters["x"]
+	// allCounters is set when the expression uses the counters map other
+	// than through a constant key, so any counter may be read.
+	allCounters bool
 }
 
 func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
@@ -424,9 +434,9 @@ func (c *compiler) typeCheck(sc scope, e policy.Expr, info map[string]exprInfo) 
 			sc.what, typeName(sc.want), typeName(checked.OutputType()))
 		ok = false
 	}
-	ei, refsOK := c.references(sc, e, checked, info)
+	ei, rs, refsOK := c.references(sc, e, checked, info)
 	if ok && refsOK {
-		c.checked = append(c.checked, checkedExpr{sc: sc, expr: e, ast: checked})
+		c.checked = append(c.checked, checkedExpr{sc: sc, expr: e, ast: checked, reads: rs})
 	}
 	return checked, ei, ok && refsOK
 }
@@ -592,13 +602,20 @@ func literalCode(code policy.Code, msg string) policy.Code {
 	return code
 }
 
-// references walks the checked expression: it finds reads of result and
-// counters (directly or through variables) and checks that every counter
-// read is declared in the policy.
-func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[string]exprInfo) (exprInfo, bool) {
+// references walks the checked expression for what it reads: result and
+// counters, directly or through variables (exprInfo), checking that the
+// place allows them and that every counter read is declared in the policy;
+// and the policy variables and counters it names, for the lint (refs).
+func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[string]exprInfo) (exprInfo, refs, bool) {
 	native := ast.NativeRep()
 	src := native.SourceInfo()
-	var ei exprInfo
+	var (
+		ei exprInfo
+		rs refs
+		// named are the counters identifiers read as counters.x or
+		// counters["x"], which name the counter they read.
+		named = map[int64]bool{}
+	)
 	ok := true
 	posOf := func(id int64) policy.Pos {
 		loc := src.GetStartLocation(id)
@@ -635,12 +652,16 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 				}
 			case celenv.VarCounters:
 				ei.counters = true
+				rs.allCounters = rs.allCounters || !named[x.ID()]
 				if sc.noCounters {
 					c.errorf(policy.CodeCounterInCounter, posOf(x.ID()), "%s reads counters; counter expressions cannot depend on counters", sc.what)
 					ok = false
 				}
 			default:
 				if vi, isVar := info[name]; isVar {
+					if !slices.Contains(rs.vars, name) {
+						rs.vars = append(rs.vars, name)
+					}
 					if vi.result && sc.noResult {
 						c.errorf(policy.CodeResultInBefore, posOf(x.ID()), "%s uses variable %s, which reads result; there is no result before the call", sc.what, name)
 						ok = false
@@ -655,12 +676,16 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 			}
 		case celast.SelectKind:
 			sel := x.AsSelect()
-			if op := sel.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters) && !sel.IsTestOnly() {
-				pos := e.Pos
-				if loc := src.GetStartLocation(x.ID()); loc.Line() > 0 {
-					pos = fieldPos(e, loc.Line(), loc.Column())
+			if op := sel.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters) {
+				rs.counters = append(rs.counters, sel.FieldName())
+				named[op.ID()] = true
+				if !sel.IsTestOnly() {
+					pos := e.Pos
+					if loc := src.GetStartLocation(x.ID()); loc.Line() > 0 {
+						pos = fieldPos(e, loc.Line(), loc.Column())
+					}
+					checkCounter(pos, sel.FieldName())
 				}
-				checkCounter(pos, sel.FieldName())
 			}
 		case celast.CallKind:
 			call := x.AsCall()
@@ -668,6 +693,8 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 				m, k := call.Args()[0], call.Args()[1]
 				if m.Kind() == celast.IdentKind && m.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters) && k.Kind() == celast.LiteralKind {
 					if s, isStr := k.AsLiteral().(types.String); isStr {
+						rs.counters = append(rs.counters, string(s))
+						named[m.ID()] = true
 						checkCounter(posOf(k.ID()), string(s))
 					}
 				}
@@ -687,7 +714,7 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 		}
 		return true
 	})
-	return ei, ok
+	return ei, rs, ok
 }
 
 // finish orders the rules, checks the set-wide limits and builds the index.

@@ -7,7 +7,6 @@ import (
 
 	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/cost"
-	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
 
 	"github.com/celguard/celguard/celenv"
@@ -248,15 +247,6 @@ func (l *linter) reportShadowed(r *Rule, by []*Rule) {
 		r.ID, subject)
 }
 
-// refs is what one expression reads.
-type refs struct {
-	vars     []string // policy variables, by name
-	counters []string // counters read as counters.x or counters["x"]
-	// allCounters is set when the expression uses the counters map other
-	// than through a constant key, so any counter may be read.
-	allCounters bool
-}
-
 // walkScoped visits every node of a checked expression, telling visit which
 // names the enclosing comprehensions (and cel.bind) bind there. visit
 // returns false to skip the node's children.
@@ -307,56 +297,13 @@ func walkScoped(x celast.Expr, visit func(x celast.Expr, bound func(string) bool
 	walk(x, nil)
 }
 
-// readsOf walks a checked expression for the identifiers it reads, skipping
-// the ones comprehension variables (and cel.bind) shadow.
-func readsOf(x celast.Expr, vars map[string]bool) refs {
-	var r refs
-	isCounters := func(e celast.Expr, bound func(string) bool) bool {
-		return e.Kind() == celast.IdentKind && e.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters)
-	}
-	walkScoped(x, func(x celast.Expr, bound func(string) bool) bool {
-		switch x.Kind() {
-		case celast.IdentKind:
-			name := x.AsIdent()
-			if bound(name) {
-				return false
-			}
-			if name == celenv.VarCounters {
-				r.allCounters = true
-			} else if vars[name] && !slices.Contains(r.vars, name) {
-				r.vars = append(r.vars, name)
-			}
-		case celast.SelectKind:
-			if sel := x.AsSelect(); isCounters(sel.Operand(), bound) {
-				r.counters = append(r.counters, sel.FieldName())
-				return false
-			}
-		case celast.CallKind:
-			call := x.AsCall()
-			if call.FunctionName() == operators.Index && len(call.Args()) == 2 {
-				m, k := call.Args()[0], call.Args()[1]
-				if isCounters(m, bound) && k.Kind() == celast.LiteralKind {
-					if s, isStr := k.AsLiteral().(types.String); isStr {
-						r.counters = append(r.counters, string(s))
-						return false
-					}
-				}
-			}
-		}
-		return true
-	})
-	return r
-}
-
 // references reports the variables and counters of a policy that nothing
 // reads, and the counters read but never incremented. A variable is used
 // when a rule or counter expression reads it, or a used variable does.
 func (l *linter) references(p *Policy) {
 	src := p.Source
-	varNames := map[string]bool{}
 	defOf := map[policy.Pos]string{} // a variable's expression → its name
 	for _, v := range src.Variables {
-		varNames[v.Name.Value] = true
 		defOf[v.Expr.Pos] = v.Name.Value
 	}
 	varRefs := map[string]refs{}
@@ -365,7 +312,7 @@ func (l *linter) references(p *Policy) {
 		if ce.sc.pol != p {
 			continue
 		}
-		rs := readsOf(ce.ast.NativeRep().Expr(), varNames)
+		rs := ce.reads
 		if name, isDef := defOf[ce.expr.Pos]; isDef {
 			varRefs[name] = rs
 		} else {
