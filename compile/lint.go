@@ -247,56 +247,6 @@ func (l *linter) reportShadowed(r *Rule, by []*Rule) {
 		r.ID, subject)
 }
 
-// walkScoped visits every node of a checked expression, telling visit which
-// names the enclosing comprehensions (and cel.bind) bind there. visit
-// returns false to skip the node's children.
-func walkScoped(x celast.Expr, visit func(x celast.Expr, bound func(string) bool) bool) {
-	var walk func(x celast.Expr, bound []string)
-	walk = func(x celast.Expr, bound []string) {
-		if !visit(x, func(n string) bool { return slices.Contains(bound, n) }) {
-			return
-		}
-		switch x.Kind() {
-		case celast.SelectKind:
-			walk(x.AsSelect().Operand(), bound)
-		case celast.CallKind:
-			call := x.AsCall()
-			if call.IsMemberFunction() {
-				walk(call.Target(), bound)
-			}
-			for _, a := range call.Args() {
-				walk(a, bound)
-			}
-		case celast.ListKind:
-			for _, e := range x.AsList().Elements() {
-				walk(e, bound)
-			}
-		case celast.MapKind:
-			for _, e := range x.AsMap().Entries() {
-				me := e.AsMapEntry()
-				walk(me.Key(), bound)
-				walk(me.Value(), bound)
-			}
-		case celast.StructKind:
-			for _, f := range x.AsStruct().Fields() {
-				walk(f.AsStructField().Value(), bound)
-			}
-		case celast.ComprehensionKind:
-			comp := x.AsComprehension()
-			walk(comp.IterRange(), bound)
-			walk(comp.AccuInit(), bound)
-			inner := append(slices.Clone(bound), comp.IterVar(), comp.AccuVar())
-			if comp.HasIterVar2() {
-				inner = append(inner, comp.IterVar2())
-			}
-			walk(comp.LoopCondition(), inner)
-			walk(comp.LoopStep(), inner)
-			walk(comp.Result(), inner)
-		}
-	}
-	walk(x, nil)
-}
-
 // references reports the variables and counters of a policy that nothing
 // reads, and the counters read but never incremented. A variable is used
 // when a rule or counter expression reads it, or a used variable does.
