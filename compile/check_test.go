@@ -155,3 +155,38 @@ rules:
 	require.ErrorAs(t, err, &ds)
 	assert.Equal(t, policy.CodeCounterInCounter, ds[0].Code)
 }
+
+// A variable that fails is declared all the same (dyn when it has no type),
+// so its mistake is reported once, not again at each use; and the set still
+// has an error, so it is never returned to decide: the rules reading the
+// failed variable would type-check against dyn, and must not run.
+func TestFailedVariableIsOneErrorAndFailsClosed(t *testing.T) {
+	for name, c := range map[string]struct {
+		variable string
+		code     policy.Code
+	}{
+		"typo":               {"    expression: 'tool == \"Bash\" && comand == \"rm\"'\n", policy.CodeCELType},
+		"syntax":             {"    expression: 'tool == '\n", policy.CodeCELSyntax},
+		"undeclared counter": {"    expression: 'counters.nope > 3'\n", policy.CodeUndeclaredCounter},
+		"empty expression":   {"    expression: ''\n", policy.CodeInvalidValue},
+		"no expression":      {"", policy.CodeMissingField},
+	} {
+		s := []policy.Source{src("p.yaml", header+"name: p\nvariables:\n  - name: risky\n"+c.variable+
+			"  - name: risky_bash\n    expression: 'risky && tool == \"Bash\"'\n"+
+			"rules:\n  - id: a\n    condition: 'risky'\n    verdict: allow\n"+
+			"  - id: b\n    condition: 'risky_bash || risky'\n    verdict: allow\n")}
+		set, err := compile.Compile(s)
+		assert.Nil(t, set, "%s: got a set, want none", name)
+		var ds policy.Diagnostics
+		if !assert.ErrorAs(t, err, &ds, "%s", name) {
+			continue
+		}
+		if assert.Len(t, ds, 1, "%s: got %v, want the variable's error alone", name, ds) {
+			assert.Equal(t, c.code, ds[0].Code, "%s", name)
+		}
+		set, ds, err = compile.Check(s)
+		require.NoError(t, err)
+		assert.Nil(t, set, "%s: Check returned a set", name)
+		assert.True(t, ds.HasErrors(), "%s", name)
+	}
+}

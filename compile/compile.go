@@ -96,7 +96,7 @@ func CompilePaths(paths []string, opts ...Option) (*PolicySet, error) {
 // analyses (shadowed rules, unused declarations, cost estimates): Check does.
 // Warnings of a successful compile are in PolicySet.Warnings.
 func Compile(srcs []policy.Source, opts ...Option) (*PolicySet, error) {
-	set, ds, err := check(srcs, false, opts)
+	set, ds, err := compileSet(srcs, false, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -109,13 +109,13 @@ func Compile(srcs []policy.Source, opts ...Option) (*PolicySet, error) {
 // Check is Compile for linters: it returns every diagnostic of every
 // severity, and the set when there is no error among them.
 func Check(srcs []policy.Source, opts ...Option) (*PolicySet, policy.Diagnostics, error) {
-	return check(srcs, true, opts)
+	return compileSet(srcs, true, opts)
 }
 
-// check compiles; with analyses it also runs the lint analyses (lint.go),
-// which only a linter needs: Compile, on every process start of a hook,
-// skips them.
-func check(srcs []policy.Source, analyses bool, opts []Option) (*PolicySet, policy.Diagnostics, error) {
+// compileSet compiles the sources into a set, with every diagnostic; with
+// lint it also runs the lint analyses (lint.go), which only a linter needs:
+// Compile, on every process start of a hook, skips them.
+func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, policy.Diagnostics, error) {
 	cfg := config{defaultVerdict: policy.VerdictUnspecified, maxRules: DefaultMaxRules}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
@@ -130,7 +130,8 @@ func check(srcs []policy.Source, analyses bool, opts []Option) (*PolicySet, poli
 		cfg.env = env
 	}
 	classes := newClassTable()
-	c := &compiler{cfg: cfg, classes: classes, set: &PolicySet{env: cfg.env, byID: map[string]*Rule{}, classes: classes}}
+	c := &compiler{cfg: cfg, classes: classes, set: &PolicySet{env: cfg.env, byID: map[string]*Rule{}, classes: classes},
+		policyNames: map[string]policy.Pos{}, ruleIDs: map[string]policy.Pos{}}
 	srcs = slices.Clone(srcs)
 	slices.SortStableFunc(srcs, func(a, b policy.Source) int { return strings.Compare(a.Name, b.Name) })
 	if len(srcs) == 0 {
@@ -159,8 +160,8 @@ func check(srcs []policy.Source, analyses bool, opts []Option) (*PolicySet, poli
 	}
 	c.finish()
 	if !c.ds.HasErrors() {
-		c.proveBounds() // bounds.go: programs without cost accounting for small inputs
-		if analyses {
+		c.proveBounds() // cost_proof.go: programs without cost accounting for small inputs
+		if lint {
 			c.lint() // lint.go: the analyses of a set that compiles
 		}
 	}
@@ -168,10 +169,17 @@ func check(srcs []policy.Source, analyses bool, opts []Option) (*PolicySet, poli
 	if c.ds.HasErrors() {
 		return nil, c.ds, nil
 	}
-	for _, d := range c.ds {
-		c.set.warnings = append(c.set.warnings, d)
-	}
+	c.set.warnings = append(c.set.warnings, c.ds...)
 	return c.set, c.ds, nil
+}
+
+// checkedExpr is an expression that type-checked, with the scope it was
+// checked in and what it reads.
+type checkedExpr struct {
+	sc    scope
+	expr  policy.Expr
+	ast   *cel.Ast
+	reads refs
 }
 
 type compiler struct {
@@ -182,14 +190,14 @@ type compiler struct {
 	cfg         config
 	set         *PolicySet
 	ds          policy.Diagnostics
-	policyNames map[string]policy.Pos
-	ruleIDs     map[string]policy.Pos
+	policyNames map[string]policy.Pos // where each is first defined
+	ruleIDs     map[string]policy.Pos // where each is first defined
 	defaultFrom policy.Pos
-	order       int
 	parsedRules []*Rule
 	// parseDS holds the parser's diagnostics of the policy being compiled.
 	parseDS policy.Diagnostics
-	// checked holds every expression that type-checked, for lint.go.
+	// checked holds every expression that type-checked, for the lint
+	// analyses and the cost analysis.
 	checked []checkedExpr
 	// programs are the programs built, by checked expression.
 	programs map[*cel.Ast]*Program
@@ -225,18 +233,17 @@ type exprInfo struct {
 	result, counters bool
 }
 
+// refs is what one expression reads itself.
+type refs struct {
+	vars     []string // policy variables, by name
+	counters []string // counters read as counters.x or counters["x"]
+	// allCounters is set when the expression uses the counters map other
+	// than through a constant key, so any counter may be read.
+	allCounters bool
+}
+
 func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
-	if p.Name.Value != "" {
-		if c.policyNames == nil {
-			c.policyNames = map[string]policy.Pos{}
-		}
-		if first, dup := c.policyNames[p.Name.Value]; dup {
-			c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeDuplicatePolicy, Severity: policy.SeverityError, Pos: p.Name.Pos,
-				Related: []policy.Pos{first}, Message: fmt.Sprintf("policy name %q is already used at %s", p.Name.Value, first)})
-		} else {
-			c.policyNames[p.Name.Value] = p.Name.Pos
-		}
-	}
+	c.unique(c.policyNames, p.Name, policy.CodeDuplicatePolicy, "policy name %q is already used at %s")
 	if p.Defaults.Verdict != policy.VerdictUnspecified {
 		c.defaultVerdict(p.Defaults.Verdict, p.Defaults.VerdictPos)
 	}
@@ -249,11 +256,19 @@ func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
 	info := map[string]exprInfo{}
 	for i := range p.Variables {
 		v := &p.Variables[i]
-		if v.Name.Value == "" || v.Expr.Text == "" {
+		if v.Name.Value == "" {
 			continue
 		}
-		ast, ei, ok := c.check(scope{env: env, pol: cp, what: "variable " + v.Name.Value}, v.Expr, info)
-		if !ok {
+		var (
+			ast *cel.Ast
+			ei  exprInfo
+			ok  bool
+		)
+		if v.Expr.Text != "" {
+			ast, ei, ok = c.typeCheck(scope{env: env, pol: cp, what: "variable " + v.Name.Value}, v.Expr, info)
+		} else if !c.parseDS.HasErrors() {
+			// The parser reports a missing or empty expression; declare
+			// only a failure certainly reported, so the set fails closed.
 			continue
 		}
 		if c.flagged(v.Name.Pos) {
@@ -261,14 +276,25 @@ func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
 			// declaring it would break every later expression.
 			continue
 		}
-		prg := c.program(ast, v.Expr)
+		var prg *Program
+		if ok {
+			prg = c.program(ast, v.Expr)
+		}
+		// A variable that failed (reported) is declared all the same, as
+		// dyn when it has no type, as cel-go does: the expressions reading
+		// it then report their own mistakes, not each an undeclared
+		// reference to it. The set has an error, so it never decides.
+		typ := cel.DynType
+		if ast != nil {
+			typ = ast.OutputType()
+		}
+		env.declare(v.Name, typ)
+		c.declKey += v.Name.Value + ":" + typ.String() + ";"
+		info[v.Name.Value] = ei
 		if prg == nil {
 			continue
 		}
-		env.declare(v.Name, ast.OutputType())
-		c.declKey += v.Name.Value + ":" + ast.OutputType().String() + ";"
-		info[v.Name.Value] = ei
-		cv := &Variable{Name: v.Name.Value, Slot: c.set.varSlots, Type: ast.OutputType(), Program: prg, Expr: v.Expr}
+		cv := &Variable{Name: v.Name.Value, Slot: c.set.varSlots, Type: typ, Program: prg, Expr: v.Expr}
 		c.set.varSlots++
 		cp.Variables = append(cp.Variables, cv)
 		cp.varByName[cv.Name] = cv
@@ -302,6 +328,22 @@ func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
 	}
 }
 
+// unique records where a name that must be unique in the set (a policy
+// name, a rule id) is first defined, in seen, and reports every later
+// definition as code, with the message format of the name and the first
+// place. An empty name is not recorded.
+func (c *compiler) unique(seen map[string]policy.Pos, name policy.String, code policy.Code, format string) {
+	if name.Value == "" {
+		return
+	}
+	if first, dup := seen[name.Value]; dup {
+		c.ds = append(c.ds, policy.Diagnostic{Code: code, Severity: policy.SeverityError, Pos: name.Pos,
+			Related: []policy.Pos{first}, Message: fmt.Sprintf(format, name.Value, first)})
+		return
+	}
+	seen[name.Value] = name.Pos
+}
+
 func (c *compiler) defaultVerdict(v policy.Verdict, pos policy.Pos) {
 	if c.cfg.defaultVerdict == policy.VerdictUnspecified {
 		c.cfg.defaultVerdict = v
@@ -320,17 +362,7 @@ func (c *compiler) defaultVerdict(v policy.Verdict, pos policy.Pos) {
 }
 
 func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[string]exprInfo) {
-	if r.ID.Value != "" {
-		if c.ruleIDs == nil {
-			c.ruleIDs = map[string]policy.Pos{}
-		}
-		if first, dup := c.ruleIDs[r.ID.Value]; dup {
-			c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeDuplicateRuleID, Severity: policy.SeverityError, Pos: r.ID.Pos,
-				Related: []policy.Pos{first}, Message: fmt.Sprintf("rule id %q is already defined at %s", r.ID.Value, first)})
-		} else {
-			c.ruleIDs[r.ID.Value] = r.ID.Pos
-		}
-	}
+	c.unique(c.ruleIDs, r.ID, policy.CodeDuplicateRuleID, "rule id %q is already defined at %s")
 	fp := r.FailurePolicy
 	if fp == policy.FailInherit {
 		fp = cp.FailurePolicy
@@ -349,7 +381,7 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 	what := "rule " + r.ID.Value
 	if r.Condition != nil {
 		sc := scope{env: env, pol: cp, what: what + " condition", noResult: before, want: cel.BoolType}
-		if ast, _, ok := c.check(sc, *r.Condition, info); ok {
+		if ast, _, ok := c.typeCheck(sc, *r.Condition, info); ok {
 			if cr.Condition = c.program(ast, *r.Condition); cr.Condition != nil {
 				cr.ConditionAST = ast
 			}
@@ -379,20 +411,22 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 	c.parsedRules = append(c.parsedRules, cr)
 }
 
-// compileExpr checks an expression and builds its program; nil on error
-// (already reported).
+// compileExpr type-checks an expression and builds its program; nil on
+// error (already reported).
 func (c *compiler) compileExpr(sc scope, e policy.Expr, info map[string]exprInfo) *Program {
-	ast, _, ok := c.check(sc, e, info)
+	ast, _, ok := c.typeCheck(sc, e, info)
 	if !ok {
 		return nil
 	}
 	return c.program(ast, e)
 }
 
-// check parses and type-checks an expression, reporting CEL errors at their
-// place in the YAML file, then the celguard-specific checks.
-func (c *compiler) check(sc scope, e policy.Expr, info map[string]exprInfo) (*cel.Ast, exprInfo, bool) {
-	checked, ok := c.parseAndCheck(sc, e)
+// typeCheck parses and type-checks one expression, reporting CEL errors at
+// their place in the YAML file, then makes the celguard-specific checks: the
+// type the place wants, and what the expression reads (references). It
+// returns the checked expression even when only the latter checks fail.
+func (c *compiler) typeCheck(sc scope, e policy.Expr, info map[string]exprInfo) (*cel.Ast, exprInfo, bool) {
+	checked, ok := c.checkedAST(sc, e)
 	if !ok {
 		return nil, exprInfo{}, false
 	}
@@ -401,9 +435,9 @@ func (c *compiler) check(sc scope, e policy.Expr, info map[string]exprInfo) (*ce
 			sc.what, typeName(sc.want), typeName(checked.OutputType()))
 		ok = false
 	}
-	ei, refsOK := c.references(sc, e, checked, info)
+	ei, rs, refsOK := c.references(sc, e, checked, info)
 	if ok && refsOK {
-		c.checked = append(c.checked, checkedExpr{sc: sc, expr: e, ast: checked})
+		c.checked = append(c.checked, checkedExpr{sc: sc, expr: e, ast: checked, reads: rs})
 	}
 	return checked, ei, ok && refsOK
 }
@@ -450,9 +484,10 @@ func (l *lazyEnv) get() *cel.Env {
 	return l.cur
 }
 
-// parseAndCheck parses and type-checks an expression, or takes the checked
-// expression from the AST cache. Only expressions that check are cached.
-func (c *compiler) parseAndCheck(sc scope, e policy.Expr) (*cel.Ast, bool) {
+// checkedAST returns an expression's checked AST: from the AST cache, or by
+// parsing and type-checking it with CEL. Only expressions that check are
+// cached.
+func (c *compiler) checkedAST(sc scope, e policy.Expr) (*cel.Ast, bool) {
 	var key string
 	if c.cfg.cache != nil {
 		key = c.cacheKey(e.Text)
@@ -573,13 +608,20 @@ func literalCode(code policy.Code, msg string) (policy.Code, string) {
 	return code, msg
 }
 
-// references walks the checked expression: it finds reads of result and
-// counters (directly or through variables) and checks that every counter
-// read is declared in the policy.
-func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[string]exprInfo) (exprInfo, bool) {
+// references walks the checked expression for what it reads: result and
+// counters, directly or through variables (exprInfo), checking that the
+// place allows them and that every counter read is declared in the policy;
+// and the policy variables and counters it names, for the lint (refs).
+func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[string]exprInfo) (exprInfo, refs, bool) {
 	native := ast.NativeRep()
 	src := native.SourceInfo()
-	var ei exprInfo
+	var (
+		ei exprInfo
+		rs refs
+		// named are the counters identifiers read as counters.x or
+		// counters["x"], which name the counter they read.
+		named = map[int64]bool{}
+	)
 	ok := true
 	posOf := func(id int64) policy.Pos {
 		loc := src.GetStartLocation(id)
@@ -616,12 +658,16 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 				}
 			case celenv.VarCounters:
 				ei.counters = true
+				rs.allCounters = rs.allCounters || !named[x.ID()]
 				if sc.noCounters {
 					c.errorf(policy.CodeCounterInCounter, posOf(x.ID()), "%s reads counters; counter expressions cannot depend on counters", sc.what)
 					ok = false
 				}
 			default:
 				if vi, isVar := info[name]; isVar {
+					if !slices.Contains(rs.vars, name) {
+						rs.vars = append(rs.vars, name)
+					}
 					if vi.result && sc.noResult {
 						c.errorf(policy.CodeResultInBefore, posOf(x.ID()), "%s uses variable %s, which reads result; there is no result before the call", sc.what, name)
 						ok = false
@@ -636,12 +682,16 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 			}
 		case celast.SelectKind:
 			sel := x.AsSelect()
-			if op := sel.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters) && !sel.IsTestOnly() {
-				pos := e.Pos
-				if loc := src.GetStartLocation(x.ID()); loc.Line() > 0 {
-					pos = fieldPos(e, loc.Line(), loc.Column())
+			if op := sel.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters) {
+				rs.counters = append(rs.counters, sel.FieldName())
+				named[op.ID()] = true
+				if !sel.IsTestOnly() {
+					pos := e.Pos
+					if loc := src.GetStartLocation(x.ID()); loc.Line() > 0 {
+						pos = fieldPos(e, loc.Line(), loc.Column())
+					}
+					checkCounter(pos, sel.FieldName())
 				}
-				checkCounter(pos, sel.FieldName())
 			}
 		case celast.CallKind:
 			call := x.AsCall()
@@ -649,6 +699,8 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 				m, k := call.Args()[0], call.Args()[1]
 				if m.Kind() == celast.IdentKind && m.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters) && k.Kind() == celast.LiteralKind {
 					if s, isStr := k.AsLiteral().(types.String); isStr {
+						rs.counters = append(rs.counters, string(s))
+						named[m.ID()] = true
 						checkCounter(posOf(k.ID()), string(s))
 					}
 				}
@@ -668,7 +720,57 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 		}
 		return true
 	})
-	return ei, ok
+	return ei, rs, ok
+}
+
+// walkScoped visits every node of a checked expression, telling visit which
+// names the enclosing comprehensions (and cel.bind) bind there. visit
+// returns false to skip the node's children.
+func walkScoped(x celast.Expr, visit func(x celast.Expr, bound func(string) bool) bool) {
+	var walk func(x celast.Expr, bound []string)
+	walk = func(x celast.Expr, bound []string) {
+		if !visit(x, func(n string) bool { return slices.Contains(bound, n) }) {
+			return
+		}
+		switch x.Kind() {
+		case celast.SelectKind:
+			walk(x.AsSelect().Operand(), bound)
+		case celast.CallKind:
+			call := x.AsCall()
+			if call.IsMemberFunction() {
+				walk(call.Target(), bound)
+			}
+			for _, a := range call.Args() {
+				walk(a, bound)
+			}
+		case celast.ListKind:
+			for _, e := range x.AsList().Elements() {
+				walk(e, bound)
+			}
+		case celast.MapKind:
+			for _, e := range x.AsMap().Entries() {
+				me := e.AsMapEntry()
+				walk(me.Key(), bound)
+				walk(me.Value(), bound)
+			}
+		case celast.StructKind:
+			for _, f := range x.AsStruct().Fields() {
+				walk(f.AsStructField().Value(), bound)
+			}
+		case celast.ComprehensionKind:
+			comp := x.AsComprehension()
+			walk(comp.IterRange(), bound)
+			walk(comp.AccuInit(), bound)
+			inner := append(slices.Clone(bound), comp.IterVar(), comp.AccuVar())
+			if comp.HasIterVar2() {
+				inner = append(inner, comp.IterVar2())
+			}
+			walk(comp.LoopCondition(), inner)
+			walk(comp.LoopStep(), inner)
+			walk(comp.Result(), inner)
+		}
+	}
+	walk(x, nil)
 }
 
 // finish orders the rules, checks the set-wide limits and builds the index.

@@ -1,7 +1,6 @@
 package compile
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 
@@ -148,6 +147,6 @@ func (c *compiler) resolveLayers(pols []layered, ovs []layeredOverrides) []layer
 	}
 	report(offPolicy, "policy")
 	report(offRule, "rule")
-	slices.SortStableFunc(c.set.exclusions, func(a, b Exclusion) int { return cmp.Compare(a.Pos.String(), b.Pos.String()) })
+	slices.SortStableFunc(c.set.exclusions, func(a, b Exclusion) int { return a.Pos.Compare(b.Pos) })
 	return kept
 }

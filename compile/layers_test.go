@@ -1,6 +1,7 @@
 package compile_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -118,4 +119,24 @@ func TestSameLayerCollisionsStayErrors(t *testing.T) {
 		codes = append(codes, d.Code)
 	}
 	assert.ElementsMatch(t, []policy.Code{policy.CodeDuplicatePolicy, policy.CodeDuplicateRuleID}, codes)
+}
+
+// Exclusions are in file order: by file, then line and column as numbers
+// (line 9 before line 11, which sorting the text "p.yaml:11:9" would not do).
+func TestExclusionsInFileOrder(t *testing.T) {
+	pol := "kind: Policy\nname: p\nrules:\n"
+	for i := 5; i <= 12; i++ {
+		pol += fmt.Sprintf("  - {id: r%d, verdict: warn, reason: x}\n", i)
+	}
+	set, ds, err := compile.Check([]policy.Source{
+		layerSrc("builtin/p.yaml", policy.LayerBuiltin, pol),
+		layerSrc("user/off.yaml", policy.LayerUser, "kind: Overrides\nname: off\ndisable:\n  rules: [r11, r9, r10]\n"),
+	})
+	require.NoError(t, err)
+	require.NotNil(t, set, "%v", ds)
+	var lines []int
+	for _, e := range set.Exclusions() {
+		lines = append(lines, e.Pos.Line)
+	}
+	assert.Equal(t, []int{9, 10, 11}, lines)
 }

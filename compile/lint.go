@@ -5,44 +5,13 @@ import (
 	"slices"
 	"strings"
 
-	"cel.dev/cel-go/cel"
 	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/cost"
-	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
 
 	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/policy"
 )
-
-// CostAssumedSize is the size assumption of the static cost analysis
-// (cost_over_budget). cel-go estimates an expression's worst-case cost from
-// the sizes of its inputs, and the inputs of a policy (args, result, session,
-// the strings and lists read from them, variables) have no declared bound,
-// so the analysis assumes that every string, bytes, list or map whose size
-// cel-go cannot infer holds at most this many characters, bytes or entries.
-//
-// Values known better are sized better (lint_cost.go): constant policy
-// variables have their exact size, other variables the estimated size of
-// their expression's result, and shell results the bounds of
-// stdlib.ShellResultSize for a command string of the size assumed here.
-//
-// The assumption is deliberately the same for strings and collections (most
-// inputs are dyn, and cel-go sizes a value once however it is used). A single
-// linear scan stays far below the budget even for much larger inputs (a
-// contains over 1 MB costs about 100,000), so what the analysis finds is
-// multiplication: nested comprehensions, a regex or shell parse inside a
-// loop, string building in a loop. The runtime budget applies to the actual
-// sizes either way.
-const CostAssumedSize = 1_000
-
-// checkedExpr is an expression that type-checked, with the scope it was
-// checked in.
-type checkedExpr struct {
-	sc   scope
-	expr policy.Expr
-	ast  *cel.Ast
-}
 
 // lint runs the analyses of a set that compiled without error: they reason
 // about evaluation order, checked expressions and the references between
@@ -278,115 +247,13 @@ func (l *linter) reportShadowed(r *Rule, by []*Rule) {
 		r.ID, subject)
 }
 
-// refs is what one expression reads.
-type refs struct {
-	vars     []string // policy variables, by name
-	counters []string // counters read as counters.x or counters["x"]
-	// allCounters is set when the expression uses the counters map other
-	// than through a constant key, so any counter may be read.
-	allCounters bool
-}
-
-// walkScoped visits every node of a checked expression, telling visit which
-// names the enclosing comprehensions (and cel.bind) bind there. visit
-// returns false to skip the node's children.
-func walkScoped(x celast.Expr, visit func(x celast.Expr, bound func(string) bool) bool) {
-	var walk func(x celast.Expr, bound []string)
-	walk = func(x celast.Expr, bound []string) {
-		if !visit(x, func(n string) bool { return slices.Contains(bound, n) }) {
-			return
-		}
-		switch x.Kind() {
-		case celast.SelectKind:
-			walk(x.AsSelect().Operand(), bound)
-		case celast.CallKind:
-			call := x.AsCall()
-			if call.IsMemberFunction() {
-				walk(call.Target(), bound)
-			}
-			for _, a := range call.Args() {
-				walk(a, bound)
-			}
-		case celast.ListKind:
-			for _, e := range x.AsList().Elements() {
-				walk(e, bound)
-			}
-		case celast.MapKind:
-			for _, e := range x.AsMap().Entries() {
-				me := e.AsMapEntry()
-				walk(me.Key(), bound)
-				walk(me.Value(), bound)
-			}
-		case celast.StructKind:
-			for _, f := range x.AsStruct().Fields() {
-				walk(f.AsStructField().Value(), bound)
-			}
-		case celast.ComprehensionKind:
-			comp := x.AsComprehension()
-			walk(comp.IterRange(), bound)
-			walk(comp.AccuInit(), bound)
-			inner := append(slices.Clone(bound), comp.IterVar(), comp.AccuVar())
-			if comp.HasIterVar2() {
-				inner = append(inner, comp.IterVar2())
-			}
-			walk(comp.LoopCondition(), inner)
-			walk(comp.LoopStep(), inner)
-			walk(comp.Result(), inner)
-		}
-	}
-	walk(x, nil)
-}
-
-// readsOf walks a checked expression for the identifiers it reads, skipping
-// the ones comprehension variables (and cel.bind) shadow.
-func readsOf(x celast.Expr, vars map[string]bool) refs {
-	var r refs
-	isCounters := func(e celast.Expr, bound func(string) bool) bool {
-		return e.Kind() == celast.IdentKind && e.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters)
-	}
-	walkScoped(x, func(x celast.Expr, bound func(string) bool) bool {
-		switch x.Kind() {
-		case celast.IdentKind:
-			name := x.AsIdent()
-			if bound(name) {
-				return false
-			}
-			if name == celenv.VarCounters {
-				r.allCounters = true
-			} else if vars[name] && !slices.Contains(r.vars, name) {
-				r.vars = append(r.vars, name)
-			}
-		case celast.SelectKind:
-			if sel := x.AsSelect(); isCounters(sel.Operand(), bound) {
-				r.counters = append(r.counters, sel.FieldName())
-				return false
-			}
-		case celast.CallKind:
-			call := x.AsCall()
-			if call.FunctionName() == operators.Index && len(call.Args()) == 2 {
-				m, k := call.Args()[0], call.Args()[1]
-				if isCounters(m, bound) && k.Kind() == celast.LiteralKind {
-					if s, isStr := k.AsLiteral().(types.String); isStr {
-						r.counters = append(r.counters, string(s))
-						return false
-					}
-				}
-			}
-		}
-		return true
-	})
-	return r
-}
-
 // references reports the variables and counters of a policy that nothing
 // reads, and the counters read but never incremented. A variable is used
 // when a rule or counter expression reads it, or a used variable does.
 func (l *linter) references(p *Policy) {
 	src := p.Source
-	varNames := map[string]bool{}
 	defOf := map[policy.Pos]string{} // a variable's expression → its name
 	for _, v := range src.Variables {
-		varNames[v.Name.Value] = true
 		defOf[v.Expr.Pos] = v.Name.Value
 	}
 	varRefs := map[string]refs{}
@@ -395,7 +262,7 @@ func (l *linter) references(p *Policy) {
 		if ce.sc.pol != p {
 			continue
 		}
-		rs := readsOf(ce.ast.NativeRep().Expr(), varNames)
+		rs := ce.reads
 		if name, isDef := defOf[ce.expr.Pos]; isDef {
 			varRefs[name] = rs
 		} else {
@@ -470,8 +337,8 @@ func (l *linter) references(p *Policy) {
 	}
 }
 
-// costs reports the expressions whose worst-case cost, as cel-go estimates
-// it under the size assumptions above, exceeds the runtime cost budget.
+// costs reports the expressions whose worst-case cost, as the static cost
+// analysis (cost.go) estimates it under CostAssumedSize, exceeds the runtime cost budget.
 //
 // The policy's variables are sized as they are declared, so an expression
 // reading one gets a precise size for it: the exact size of a constant
@@ -479,57 +346,11 @@ func (l *linter) references(p *Policy) {
 // estimates for their expression's result.
 func (l *linter) costs() {
 	limit := l.c.cfg.env.CostLimit()
-	l.c.costPass(CostAssumedSize, false, nil, func(checkedExpr) bool { return true }, func(ce checkedExpr, e cost.CostEstimate, err error) {
+	l.c.costPass(CostAssumedSize, false, nil, func(checkedExpr) bool { return true }, func(ce checkedExpr, e cost.Estimate, err error) {
 		if err == nil && e.Max > limit {
 			l.warn(policy.CodeCostOverBudget, ce.expr.Pos, nil, "%s: %s", ce.sc.what, overBudget(e.Max, limit))
 		}
 	})
-}
-
-// costPass runs the cost analysis over every checked expression, in order,
-// with every input assumed to hold at most assumed code points or entries
-// (strict: see sizeAssumptions). Each variable's size is recorded for the
-// expressions after it; want selects the expressions whose estimate visit
-// receives (a non-constant variable is estimated either way, for its
-// size). consts, when set, keeps constant variables' values across passes.
-func (c *compiler) costPass(assumed uint64, strict bool, consts map[*Variable]constResult,
-	want func(checkedExpr) bool, visit func(checkedExpr, cost.CostEstimate, error)) {
-	env := c.cfg.env
-	lib := env.Stdlib().CostEstimator()
-	sizers := map[*Policy]*costSizes{}
-	for _, ce := range c.checked {
-		sz := sizers[ce.sc.pol]
-		if sz == nil {
-			sz = newCostSizes(env, ce.sc.pol)
-			sz.assumed, sz.consts = assumed, consts
-			sizers[ce.sc.pol] = sz
-		}
-		v := sz.variable(ce.expr.Pos)
-		constant := v != nil && sz.isConstant(ce.ast)
-		wanted := want(ce)
-		if !wanted && (v == nil || constant) {
-			if constant {
-				sz.declare(v, true, ce.ast, nil, nil)
-			}
-			continue
-		}
-		est := &sizeAssumptions{assumed: assumed, strict: strict, lib: lib, sizes: sz, shapes: sz.shapesOf(ce.ast)}
-		ast := ce.ast
-		var probe *probedSize
-		if v != nil && !constant {
-			if wrapped, err := sizeProbe(ce.ast); err == nil {
-				ast, probe = wrapped, &probedSize{}
-				est.probe = probe
-			}
-		}
-		e, err := env.CEL().EstimateCost(ast, est)
-		if v != nil {
-			sz.declare(v, constant, ce.ast, est.shapes, probe)
-		}
-		if wanted {
-			visit(ce, e, err)
-		}
-	}
 }
 
 // overBudget says by how much an estimate exceeds the budget, and what to do.
@@ -562,78 +383,6 @@ func groupDigits(n uint64) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// sizeAssumptions is the cost estimator of the cost analysis: the stdlib's
-// function costs; the sizes of the policy's variables and of the values
-// read from them or from a shell function's result (costSizes); and
-// CostAssumedSize for every other string, bytes, list or map whose size
-// cel-go cannot infer.
-type sizeAssumptions struct {
-	// assumed bounds every input string, bytes, list or map (see
-	// CostAssumedSize).
-	assumed uint64
-	// strict limits the assumption to the inputs (the built-in variables
-	// and their parts): a value an expression computes whose size cel-go
-	// cannot bound stays unknown. The proofs of bounds.go need it; the lint
-	// is lenient.
-	strict bool
-	lib    cost.Estimator
-	sizes  *costSizes
-	shapes map[int64]shape // by expression id, from costSizes.shapesOf
-	probe  *probedSize     // set while estimating a probed variable
-}
-
-// EstimateSize implements cost.Estimator.
-func (s *sizeAssumptions) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
-	if sz := n.ComputedSize(); sz != nil {
-		return nil
-	}
-	if x := n.Expr(); x != nil {
-		if sh := s.shapes[x.ID()]; sh != nil {
-			return sh.size()
-		}
-	}
-	if p := n.Path(); len(p) > 0 && s.sizes != nil {
-		if sh := s.sizes.vars[p[0]]; sh != nil {
-			for _, step := range p[1:] {
-				if sh = sh.child(step); sh == nil {
-					break
-				}
-			}
-			if sh != nil {
-				return sh.size()
-			}
-		}
-	}
-	t := n.Type()
-	if t == nil {
-		return nil
-	}
-	switch t.Kind() {
-	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind, types.DynKind:
-	default:
-		return nil
-	}
-	if s.strict && !isInputPath(n.Path()) {
-		return nil // a value computed in the expression, of unknown size
-	}
-	return &cost.SizeEstimate{Min: 0, Max: s.assumed}
-}
-
-// EstimateCallCost implements cost.Estimator.
-func (s *sizeAssumptions) EstimateCallCost(function, overloadID string, target *cost.AstNode, args []cost.AstNode) *cost.CallEstimate {
-	if function == sizeProbeFunction && s.probe != nil && len(args) == 1 {
-		s.probe.size = args[0].ComputedSize()
-		if s.probe.size == nil {
-			s.probe.size = s.EstimateSize(args[0])
-		}
-		return &cost.CallEstimate{}
-	}
-	if s.lib == nil {
-		return nil
-	}
-	return s.lib.EstimateCallCost(function, overloadID, target, args)
 }
 
 // inputNames are the built-in variables: the call's inputs, whose every

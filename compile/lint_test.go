@@ -393,6 +393,30 @@ rules:
     verdict: warn
     reason: r
 `, nil},
+		{"reading counters by name reads only the counters named", `counters:
+  - name: a
+    increment_when: 'true'
+  - name: b
+    increment_when: 'true'
+  - name: c
+    increment_when: 'true'
+rules:
+  - id: r
+    condition: 'counters.a > 1 || counters["b"] > 1'
+    verdict: warn
+    reason: r
+`, []string{"unused_counter p.yaml:9:11"}},
+		{"a counter tested with has is read", `counters:
+  - name: a
+    increment_when: 'true'
+  - name: b
+    increment_when: 'true'
+rules:
+  - id: r
+    condition: 'has(counters.a)'
+    verdict: warn
+    reason: r
+`, []string{"unused_counter p.yaml:7:11"}},
 		{"a counter read only by an unused variable", `variables:
   - name: many
     expression: 'counters.a > 2'

@@ -16,7 +16,7 @@ const MaxProvenInput = 4096
 // whose worst-case cost the static analysis bounds within the limit for
 // small inputs, a second program without the accounting (Program.For).
 //
-// The analysis is the lint's (lint_cost.go) in its strict form: every input
+// The analysis is the lint's (cost.go) in its strict form: every input
 // string, list or map holds at most n code points or entries; constant
 // variables have their exact size; other variables, shell results and
 // function results the sizes cel-go and the stdlib derive from that; and a
@@ -39,7 +39,7 @@ func (c *compiler) proveBounds() {
 			break
 		}
 		c.costPass(n, true, consts, func(ce checkedExpr) bool { return open[c.programs[ce.ast]] },
-			func(ce checkedExpr, e cost.CostEstimate, err error) {
+			func(ce checkedExpr, e cost.Estimate, err error) {
 				p := c.programs[ce.ast]
 				if err != nil || e.Max > limit {
 					delete(open, p)

@@ -20,7 +20,7 @@ import (
 )
 
 // This file sizes the values an expression reads, for the cost analysis
-// (linter.costs): cel-go asks the estimator for the size of every string,
+// (cost.go): cel-go asks the estimator for the size of every string,
 // list or map it cannot size from the expression itself, naming it by its
 // expression node and, when it is reached from a variable, by a path
 // (["cmds", "@items", "args"]). Without help every such value would be
