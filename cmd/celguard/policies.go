@@ -48,7 +48,7 @@ layer (the built-in bundle, the user's and the project's policies, --policy
 files), each policy with its layer and file, then what layering left out
 (a policy replaced by a higher layer's of the same name, a rule redefined,
 anything an Overrides file disabled) and why. --policy, --bundle, --include
-and --exclude choose the set as they do for eval.
+and --exclude choose the set as they do for eval and hook.
 
 Exit codes: 0 on success, 2 when the policies cannot be read or compiled.`,
 		Example: `  celguard policies list
@@ -131,7 +131,7 @@ func writePolicyTable(p policiesParams, set *compile.PolicySet, header string, r
 
 // runPoliciesEffective lists the policy set in force with its origins.
 func runPoliciesEffective(_ context.Context, p policiesParams) int {
-	srcs, err := p.sel.sources()
+	srcs, err := p.sel.sources(everyLayer)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard policies list: %v\n", err)
 		return exitUsage
