@@ -32,6 +32,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/jsonkind"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -234,28 +235,9 @@ func decodeObject(data []byte) (map[string]any, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("the event must be a JSON object, not %s", kindOf(v))
+		return nil, fmt.Errorf("the event must be a JSON object, not %s", jsonkind.Of(v))
 	}
 	return m, nil
-}
-
-// kindOf names a decoded JSON value's type for error messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return "a JSON value"
 }
 
 // str reads an optional string field; a field of another type is an error.
@@ -266,7 +248,7 @@ func str(m map[string]any, key string) (string, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("%s must be a string, not %s", key, kindOf(v))
+		return "", fmt.Errorf("%s must be a string, not %s", key, jsonkind.Of(v))
 	}
 	return s, nil
 }
@@ -292,7 +274,7 @@ func args(m map[string]any, key string) (map[string]any, error) {
 	}
 	a, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%s must be an object, not %s", key, kindOf(v))
+		return nil, fmt.Errorf("%s must be an object, not %s", key, jsonkind.Of(v))
 	}
 	return a, nil
 }
