@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/atomicfile"
 )
 
 // Defaults of a Store.
@@ -171,22 +172,8 @@ func (ss *Session) Save(st eval.SessionState) error {
 	if max := ss.store.maxBytes(); int64(len(data)) > max {
 		return fmt.Errorf("the session state would be %d bytes, more than the cap of %d", len(data), max)
 	}
-	tmp, err := os.CreateTemp(ss.store.Dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("cannot write the session state: %w", err)
-	}
-	name := tmp.Name()
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(name, ss.path)
-	}
-	if werr != nil {
-		_ = os.Remove(name)
-		return fmt.Errorf("cannot write the session state %s: %w", ss.path, werr)
+	if err := atomicfile.Write(ss.path, data, 0o600); err != nil {
+		return fmt.Errorf("cannot write the session state %s: %w", ss.path, err)
 	}
 	return nil
 }
@@ -253,7 +240,7 @@ func (s *Store) Cleanup() (int, error) {
 		}
 		full := filepath.Join(s.Dir, name)
 		switch {
-		case strings.HasPrefix(name, ".tmp-"):
+		case strings.HasPrefix(name, atomicfile.TempPrefix):
 			if os.Remove(full) == nil {
 				removed++
 			}
