@@ -127,8 +127,8 @@ func (h *cursor) Decode(data []byte) (Event, error) {
 	default:
 		ev.Kind = KindIgnore
 	}
-	if ev.Kind != KindIgnore && ev.SessionID == "" {
-		return Event{}, fmt.Errorf("%s event without a conversation_id", ev.Name)
+	if err := requireSession(ev, "conversation_id"); err != nil {
+		return Event{}, err
 	}
 	return ev, nil
 }
