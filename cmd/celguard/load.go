@@ -26,7 +26,7 @@ type selection struct {
 // addFlags declares --policy, --bundle, --include and --exclude.
 func (s *selection) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&s.paths, "policy", "p", nil, "policy file or directory (repeatable); alone, only these decide")
-	fs.StringVar(&s.bundle, "bundle", "", "built-in bundle under the other layers: recommended, minimal, all or none (default recommended when no --policy is given)")
+	fs.StringVar(&s.bundle, "bundle", "", "built-in bundle under the other layers: recommended (the default when the layers are read), minimal, all or none")
 	fs.StringSliceVar(&s.include, "include", nil, "built-in policy to add to the bundle (repeatable)")
 	fs.StringSliceVar(&s.exclude, "exclude", nil, "built-in policy to leave out of the bundle (repeatable)")
 }
