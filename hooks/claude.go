@@ -23,8 +23,6 @@ type claude struct {
 	opts Options
 }
 
-var stop = func() *bool { f := false; return &f }
-
 func (h *claude) before(ev Event, d eval.Decision) *hookOutput {
 	msg := message(d)
 	out, hso := withOutput(ev)

@@ -147,6 +147,9 @@ func New(name string, opts Options) (Host, error) {
 	return nil, fmt.Errorf("unknown host %q: want one of %s", name, strings.Join(Hosts(), ", "))
 }
 
+// stop is the value of a "continue" field that stops the agent: false.
+var stop = func() *bool { f := false; return &f }
+
 // maxMessage bounds the strings celguard writes into a host's answer
 // (Claude Code caps hook output strings at 10,000 characters).
 const maxMessage = 10000
