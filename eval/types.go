@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/celguard/celguard/internal/jsonkind"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -50,7 +51,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	if v, ok := m["is_error"]; ok {
 		b, isBool := v.(bool)
 		if !isBool {
-			return fmt.Errorf("result.is_error must be true or false, not %s", jsonKind(v))
+			return fmt.Errorf("result.is_error must be true or false, not %s", jsonkind.Of(v))
 		}
 		r.IsError = b
 		delete(m, "is_error")
@@ -72,23 +73,6 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		r.Fields = m
 	}
 	return nil
-}
-
-// jsonKind names the JSON type of a decoded value for error messages.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case float64, json.Number:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return "a JSON value"
 }
 
 // Codes of the decisions the engine makes itself, beside the codes rules set.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/internal/atomicfile"
 )
 
 // Bounds of the compiled-expression cache file.
@@ -71,21 +72,9 @@ func (c *ASTCache) Save() error {
 	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(c.path), ".ast-cache-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
+	if err := atomicfile.Write(c.path, data, 0o600); err != nil {
 		return err
 	}
 	c.dirty = false
-	return os.Rename(tmp.Name(), c.path)
+	return nil
 }

@@ -5,9 +5,10 @@ import (
 	"github.com/celguard/celguard/policy"
 )
 
-// codex speaks Codex's hook protocol (openai/codex codex-rs/hooks;
-// https://developers.openai.com/codex/hooks): Claude Code's wire format with
-// differences that decide whether a call runs.
+// codex is Codex's dialect of the hook protocol it shares with Claude Code
+// (hookSpecificHost; openai/codex codex-rs/hooks;
+// https://developers.openai.com/codex/hooks), with differences that decide
+// whether a call runs.
 //
 //   - permissionDecision "ask" is rejected as unsupported and the call runs,
 //     so an ask is a deny whose reason says approval is needed.
@@ -22,65 +23,39 @@ import (
 //
 // Codex runs matching hooks concurrently; the session state's lock makes
 // that safe.
-type codex struct {
-	claude
-}
+type codex struct{}
 
-// Name implements Host.
-func (*codex) Name() string { return "codex" }
-
-// Decode implements Host.
-func (h *codex) Decode(data []byte) (Event, error) {
-	return decodeClaudeLike(h.Name(), data)
-}
-
-// Encode implements Host.
-func (h *codex) Encode(ev Event, d eval.Decision) Response {
-	switch ev.Kind {
-	case KindBefore:
-		return h.before(ev, d)
-	case KindAfter:
-		return h.after(ev, d)
-	}
-	return Response{}
-}
-
-func (h *codex) before(ev Event, d eval.Decision) Response {
+func (codex) before(ev Event, d eval.Decision) *hookOutput {
 	msg := message(d)
-	hso := &claudeHSO{HookEventName: ev.Name}
-	out := claudeOut{HookSpecificOutput: hso}
+	out, hso := withOutput(ev)
 	switch d.Verdict {
 	case policy.Allow:
-		return Response{}
+		return nil
 	case policy.Warn:
 		hso.AdditionalContext, out.SystemMessage = msg, msg
 	case policy.Ask:
-		hso.PermissionDecision, hso.PermissionDecisionReason = "deny", approvalMessage("Codex", d)
+		hso.decide("deny", approvalMessage("Codex", d))
 	case policy.Modify:
-		if d.Args == nil {
-			hso.PermissionDecision, hso.PermissionDecisionReason = "deny", msg+": the rewritten arguments are missing"
-			break
-		}
-		hso.PermissionDecision, hso.PermissionDecisionReason, hso.UpdatedInput = "allow", msg, d.Args
+		hso.rewrite(d, msg)
 	case policy.Block:
-		hso.PermissionDecision, hso.PermissionDecisionReason = "deny", msg
+		hso.decide("deny", msg)
 	case policy.Halt:
-		hso.PermissionDecision, hso.PermissionDecisionReason = "deny", msg+". The turn is halted: every further call in it is refused"
+		hso.decide("deny", msg+". The turn is halted: every further call in it is refused")
 		out.SystemMessage = msg
 	default:
-		hso.PermissionDecision, hso.PermissionDecisionReason = "deny", "celguard: unknown verdict "+d.Verdict.String()
+		hso.decide("deny", "celguard: unknown verdict "+d.Verdict.String())
 	}
-	return jsonResponse(out)
+	return &out
 }
 
-func (h *codex) after(ev Event, d eval.Decision) Response {
+func (codex) after(ev Event, d eval.Decision) *hookOutput {
 	msg := message(d)
-	out := claudeOut{}
+	out := hookOutput{}
 	switch d.Verdict {
 	case policy.Allow:
-		return Response{}
+		return nil
 	case policy.Warn:
-		out.HookSpecificOutput = &claudeHSO{HookEventName: ev.Name, AdditionalContext: msg}
+		out.HookSpecificOutput = &hookSpecificOutput{HookEventName: ev.Name, AdditionalContext: msg}
 		out.SystemMessage = msg
 	case policy.Modify:
 		reason := clip(msg + ". celguard rewrites this output, but Codex hooks cannot replace a tool's output, so the turn stops")
@@ -97,10 +72,5 @@ func (h *codex) after(ev Event, d eval.Decision) Response {
 		out.Decision, out.Reason = "block", "celguard: unknown verdict "+d.Verdict.String()
 		out.Continue, out.StopReason = stop(), out.Reason
 	}
-	return jsonResponse(out)
-}
-
-// Fail implements Host: exit 2 with a non-empty stderr blocks.
-func (h *codex) Fail(_ Event, reason string, open bool) Response {
-	return failExit(reason, open)
+	return &out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/jsonkind"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -126,8 +127,8 @@ func (h *cursor) Decode(data []byte) (Event, error) {
 	default:
 		ev.Kind = KindIgnore
 	}
-	if ev.Kind != KindIgnore && ev.SessionID == "" {
-		return Event{}, fmt.Errorf("%s event without a conversation_id", ev.Name)
+	if err := requireSession(ev, "conversation_id"); err != nil {
+		return Event{}, err
 	}
 	return ev, nil
 }
@@ -152,7 +153,7 @@ func cursorArgs(m map[string]any) (map[string]any, error) {
 	case nil:
 		return map[string]any{}, nil
 	}
-	return nil, fmt.Errorf("tool_input must hold a JSON object, not %s", kindOf(v))
+	return nil, fmt.Errorf("tool_input must hold a JSON object, not %s", jsonkind.Of(v))
 }
 
 // Encode implements Host.

@@ -122,7 +122,7 @@ func TestEndToEndLoopDetection(t *testing.T) {
 			assert.Empty(t, r.Stdout, "one failure is no loop")
 			continue
 		}
-		var out claudeOut
+		var out hookOutput
 		require.NoError(t, json.Unmarshal(r.Stdout, &out), "%s", r.Stdout)
 		require.NotNil(t, out.HookSpecificOutput, "failure %d warns", i)
 		assert.Equal(t, "PostToolUseFailure", out.HookSpecificOutput.HookEventName)
@@ -132,7 +132,7 @@ func TestEndToEndLoopDetection(t *testing.T) {
 
 	r = run(pre(6))
 	require.Equal(t, 0, r.Exit, r.Stderr)
-	var out claudeOut
+	var out hookOutput
 	require.NoError(t, json.Unmarshal(r.Stdout, &out), "%s", r.Stdout)
 	require.NotNil(t, out.HookSpecificOutput)
 	assert.Equal(t, "deny", out.HookSpecificOutput.PermissionDecision, "five failures block the sixth attempt")

@@ -1,7 +1,6 @@
 package hooks
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/celguard/celguard/eval"
@@ -42,50 +41,18 @@ type geminiHSO struct {
 	AdditionalContext string         `json:"additionalContext,omitempty"`
 }
 
+// geminiEvents are Gemini CLI's events.
+var geminiEvents = eventProtocol{kinds: map[string]Kind{
+	"BeforeTool":   KindBefore,
+	"AfterTool":    KindAfter,
+	"BeforeAgent":  KindTurnStart,
+	"SessionStart": KindSessionStart,
+	"SessionEnd":   KindSessionEnd,
+}}
+
 // Decode implements Host.
 func (h *gemini) Decode(data []byte) (Event, error) {
-	m, err := decodeObject(data)
-	if err != nil {
-		return Event{}, err
-	}
-	f, err := strs(m, "hook_event_name", "session_id", "cwd", "tool_name")
-	if err != nil {
-		return Event{}, err
-	}
-	ev := Event{Host: h.Name(), Name: f[0], SessionID: f[1], Meta: meta(h.Name(), m)}
-	if ev.Name == "" {
-		return Event{}, fmt.Errorf("the event has no hook_event_name")
-	}
-	switch ev.Name {
-	case "BeforeTool", "AfterTool":
-		if f[3] == "" {
-			return Event{}, fmt.Errorf("%s event without a tool_name", ev.Name)
-		}
-		a, err := args(m, "tool_input")
-		if err != nil {
-			return Event{}, err
-		}
-		ev.Call = eval.Call{Tool: f[3], Args: a, Cwd: f[2]}
-		if ev.Name == "BeforeTool" {
-			ev.Kind = KindBefore
-		} else {
-			ev.Kind = KindAfter
-			ev.response = m["tool_response"]
-			ev.Result = responseResult(ev.response)
-		}
-	case "BeforeAgent":
-		ev.Kind = KindTurnStart
-	case "SessionStart":
-		ev.Kind = KindSessionStart
-	case "SessionEnd":
-		ev.Kind = KindSessionEnd
-	default:
-		ev.Kind = KindIgnore
-	}
-	if ev.Kind != KindIgnore && ev.SessionID == "" {
-		return Event{}, fmt.Errorf("%s event without a session_id", ev.Name)
-	}
-	return ev, nil
+	return decodeEvent(h.Name(), data, geminiEvents)
 }
 
 // Encode implements Host.

@@ -27,11 +27,14 @@ package hooks
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/jsonkind"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -133,9 +136,9 @@ func Hosts() []string { return []string{"claude-code", "codex", "gemini", "curso
 func New(name string, opts Options) (Host, error) {
 	switch name {
 	case "claude-code":
-		return &claude{opts: opts}, nil
+		return &hookSpecificHost{name: name, dialect: &claude{opts: opts}}, nil
 	case "codex":
-		return &codex{claude{opts: opts}}, nil
+		return &hookSpecificHost{name: name, dialect: codex{}}, nil
 	case "gemini":
 		return &gemini{opts: opts}, nil
 	case "cursor":
@@ -143,6 +146,9 @@ func New(name string, opts Options) (Host, error) {
 	}
 	return nil, fmt.Errorf("unknown host %q: want one of %s", name, strings.Join(Hosts(), ", "))
 }
+
+// stop is the value of a "continue" field that stops the agent: false.
+var stop = func() *bool { f := false; return &f }
 
 // maxMessage bounds the strings celguard writes into a host's answer
 // (Claude Code caps hook output strings at 10,000 characters).
@@ -225,6 +231,85 @@ func jsonResponse(v any) Response {
 	return Response{Stdout: append(b, '\n')}
 }
 
+// eventProtocol is how a host names its events, for decodeEvent.
+type eventProtocol struct {
+	// kinds maps event names to what they ask; other events are ignored.
+	kinds map[string]Kind
+	// failure, when set, is the after event that reports a failed call by
+	// its "error" text, with no output to replace (PostToolUseFailure).
+	failure string
+	// meta are the string fields kept as session metadata, beside host.
+	meta []string
+}
+
+// exitCodeLine reads Bash's "Exit code N" first error line.
+var exitCodeLine = regexp.MustCompile(`^Exit code (-?\d+)`)
+
+// decodeEvent decodes an event of the format Claude Code, Codex and Gemini
+// CLI share: hook_event_name, session_id, cwd, and for a call tool_name and
+// tool_input, with tool_response after it.
+func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
+	m, err := decodeObject(data)
+	if err != nil {
+		return Event{}, err
+	}
+	f, err := strs(m, "hook_event_name", "session_id", "cwd", "tool_name")
+	if err != nil {
+		return Event{}, err
+	}
+	ev := Event{Host: host, Name: f[0], SessionID: f[1], Meta: meta(host, m, p.meta...)}
+	if ev.Name == "" {
+		return Event{}, fmt.Errorf("the event has no hook_event_name")
+	}
+	ev.Kind = p.kinds[ev.Name] // KindIgnore when absent
+	if ev.Kind == KindBefore || ev.Kind == KindAfter {
+		if f[3] == "" {
+			return Event{}, fmt.Errorf("%s event without a tool_name", ev.Name)
+		}
+		a, err := args(m, "tool_input")
+		if err != nil {
+			return Event{}, err
+		}
+		ev.Call = eval.Call{Tool: f[3], Args: a, Cwd: f[2]}
+	}
+	switch {
+	case ev.Kind == KindAfter && ev.Name == p.failure:
+		ev.failure = true
+		msg, err := str(m, "error")
+		if err != nil {
+			return Event{}, err
+		}
+		ev.Result = eval.Result{IsError: true, Content: msg, Fields: map[string]any{}}
+		if g := exitCodeLine.FindStringSubmatch(msg); g != nil {
+			if n, err := strconv.Atoi(g[1]); err == nil {
+				ev.Result.Fields["exit_code"] = float64(n)
+			}
+		}
+		if b, ok := m["is_interrupt"].(bool); ok {
+			ev.Result.Fields["is_interrupt"] = b
+		}
+		if len(ev.Result.Fields) == 0 {
+			ev.Result.Fields = nil
+		}
+	case ev.Kind == KindAfter:
+		ev.response = m["tool_response"]
+		ev.Result = responseResult(ev.response)
+	}
+	if err := requireSession(ev, "session_id"); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+// requireSession fails an event celguard acts on that names no session;
+// field is the host's name for the session id.
+func requireSession(ev Event, field string) error {
+	if ev.Kind != KindIgnore && ev.SessionID == "" {
+		return fmt.Errorf("%s event without a %s", ev.Name, field)
+	}
+	return nil
+}
+
 // decodeObject decodes data as one JSON object. Numbers become float64, as
 // in eval.Call.
 func decodeObject(data []byte) (map[string]any, error) {
@@ -234,28 +319,9 @@ func decodeObject(data []byte) (map[string]any, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("the event must be a JSON object, not %s", kindOf(v))
+		return nil, fmt.Errorf("the event must be a JSON object, not %s", jsonkind.Of(v))
 	}
 	return m, nil
-}
-
-// kindOf names a decoded JSON value's type for error messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return "a JSON value"
 }
 
 // str reads an optional string field; a field of another type is an error.
@@ -266,7 +332,7 @@ func str(m map[string]any, key string) (string, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("%s must be a string, not %s", key, kindOf(v))
+		return "", fmt.Errorf("%s must be a string, not %s", key, jsonkind.Of(v))
 	}
 	return s, nil
 }
@@ -292,7 +358,7 @@ func args(m map[string]any, key string) (map[string]any, error) {
 	}
 	a, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%s must be an object, not %s", key, kindOf(v))
+		return nil, fmt.Errorf("%s must be an object, not %s", key, jsonkind.Of(v))
 	}
 	return a, nil
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/celguard/celguard/internal/jsonkind"
 )
 
 // Scope is where a hook configuration is installed.
@@ -399,10 +401,8 @@ func orderedKind(v any) string {
 	switch v.(type) {
 	case *object:
 		return "an object"
-	case json.Number:
-		return "a number"
 	}
-	return kindOf(v)
+	return jsonkind.Of(v)
 }
 
 // detectIndent returns the indentation of the first indented line, or two

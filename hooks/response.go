@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/jsonkind"
 )
 
 // Tool outputs come in many shapes: a string, Bash's {stdout, stderr, ...},
@@ -173,7 +174,7 @@ func rewriteResponse(resp any, content string) (any, bool) {
 		if err := json.Unmarshal([]byte(content), &v); err != nil {
 			return nil, false
 		}
-		if kindOf(v) != kindOf(resp) || resp == nil {
+		if jsonkind.Of(v) != jsonkind.Of(resp) || resp == nil {
 			return nil, false
 		}
 		return v, true

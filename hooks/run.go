@@ -77,18 +77,18 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	ss, err := r.Store.Lock(ctx, ev.SessionID)
+	locked, err := r.Store.Lock(ctx, ev.SessionID)
 	if err != nil {
 		return Response{}, err
 	}
-	defer ss.Close()
+	defer locked.Close()
 	if ev.Kind == KindSessionEnd {
-		if err := ss.Remove(); err != nil {
+		if err := locked.Remove(); err != nil {
 			return Response{}, err
 		}
 		return r.Host.Encode(ev, eval.Decision{}), nil
 	}
-	st, _, err := ss.Load()
+	st, _, err := locked.Load()
 	if err != nil {
 		return Response{}, err
 	}
@@ -113,7 +113,7 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	if err != nil {
 		return Response{}, fmt.Errorf("the %s call could not be decided: %w", ev.Call.Tool, err)
 	}
-	if err := ss.Save(sess.State()); err != nil {
+	if err := locked.Save(sess.State()); err != nil {
 		return Response{}, err
 	}
 	return r.Host.Encode(ev, d), nil

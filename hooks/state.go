@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/atomicfile"
 )
 
 // Defaults of a Store.
@@ -102,8 +103,9 @@ func (s *Store) Path(sessionID string) string {
 	return filepath.Join(s.Dir, FileName(sessionID))
 }
 
-// Session is a session's state held under its lock. Close releases it.
-type Session struct {
+// LockedState is a session's state file while its exclusive lock is held
+// (Store.Lock): Load, Save and Remove it, then Close to release the lock.
+type LockedState struct {
 	store *Store
 	id    string
 	path  string
@@ -111,7 +113,7 @@ type Session struct {
 }
 
 // Lock takes the session's exclusive lock, waiting until ctx ends.
-func (s *Store) Lock(ctx context.Context, sessionID string) (*Session, error) {
+func (s *Store) Lock(ctx context.Context, sessionID string) (*LockedState, error) {
 	if sessionID == "" {
 		return nil, errors.New("no session id to keep state for")
 	}
@@ -126,36 +128,36 @@ func (s *Store) Lock(ctx context.Context, sessionID string) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot lock the state of session %q: %w", sessionID, err)
 	}
-	return &Session{store: s, id: sessionID, path: path, lock: l}, nil
+	return &LockedState{store: s, id: sessionID, path: path, lock: l}, nil
 }
 
 // Path is the session's state file.
-func (ss *Session) Path() string { return ss.path }
+func (ls *LockedState) Path() string { return ls.path }
 
 // Load reads the session's state; found is false when there is none yet.
-func (ss *Session) Load() (st eval.SessionState, found bool, err error) {
-	f, err := os.Open(ss.path)
+func (ls *LockedState) Load() (st eval.SessionState, found bool, err error) {
+	f, err := os.Open(ls.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return eval.SessionState{ID: ss.id}, false, nil
+		return eval.SessionState{ID: ls.id}, false, nil
 	}
 	if err != nil {
 		return st, false, fmt.Errorf("cannot read the session state: %w", err)
 	}
 	defer f.Close()
-	max := ss.store.maxBytes()
+	max := ls.store.maxBytes()
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return st, false, fmt.Errorf("cannot read the session state %s: %w", ss.path, err)
+		return st, false, fmt.Errorf("cannot read the session state %s: %w", ls.path, err)
 	}
 	if int64(len(data)) > max {
-		return st, false, fmt.Errorf("the session state %s is larger than %d bytes; delete it to start the session afresh", ss.path, max)
+		return st, false, fmt.Errorf("the session state %s is larger than %d bytes; delete it to start the session afresh", ls.path, max)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&st); err != nil {
-		return st, false, fmt.Errorf("the session state %s is not valid (%v); delete it to start the session afresh", ss.path, err)
+		return st, false, fmt.Errorf("the session state %s is not valid (%v); delete it to start the session afresh", ls.path, err)
 	}
-	if st.ID != ss.id {
-		return st, false, fmt.Errorf("the session state %s belongs to session %q, not %q", ss.path, st.ID, ss.id)
+	if st.ID != ls.id {
+		return st, false, fmt.Errorf("the session state %s belongs to session %q, not %q", ls.path, st.ID, ls.id)
 	}
 	return st, true, nil
 }
@@ -163,37 +165,23 @@ func (ss *Session) Load() (st eval.SessionState, found bool, err error) {
 // Save replaces the session's state atomically: readers see the old state or
 // the new one, never a mix. A state that would encode larger than the cap is
 // not written.
-func (ss *Session) Save(st eval.SessionState) error {
+func (ls *LockedState) Save(st eval.SessionState) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("cannot encode the session state: %w", err)
 	}
-	if max := ss.store.maxBytes(); int64(len(data)) > max {
+	if max := ls.store.maxBytes(); int64(len(data)) > max {
 		return fmt.Errorf("the session state would be %d bytes, more than the cap of %d", len(data), max)
 	}
-	tmp, err := os.CreateTemp(ss.store.Dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("cannot write the session state: %w", err)
-	}
-	name := tmp.Name()
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(name, ss.path)
-	}
-	if werr != nil {
-		_ = os.Remove(name)
-		return fmt.Errorf("cannot write the session state %s: %w", ss.path, werr)
+	if err := atomicfile.Write(ls.path, data, 0o600); err != nil {
+		return fmt.Errorf("cannot write the session state %s: %w", ls.path, err)
 	}
 	return nil
 }
 
 // Remove deletes the session's state (the session ended).
-func (ss *Session) Remove() error {
-	if err := os.Remove(ss.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func (ls *LockedState) Remove() error {
+	if err := os.Remove(ls.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove the session state: %w", err)
 	}
 	return nil
@@ -201,12 +189,12 @@ func (ss *Session) Remove() error {
 
 // Close releases the lock. The lock file stays (removing it would race with
 // a hook waiting on it); Cleanup removes it with the state once it is old.
-func (ss *Session) Close() error {
-	if ss.lock == nil {
+func (ls *LockedState) Close() error {
+	if ls.lock == nil {
 		return nil
 	}
-	err := ss.lock.unlock()
-	ss.lock = nil
+	err := ls.lock.unlock()
+	ls.lock = nil
 	return err
 }
 
@@ -253,7 +241,7 @@ func (s *Store) Cleanup() (int, error) {
 		}
 		full := filepath.Join(s.Dir, name)
 		switch {
-		case strings.HasPrefix(name, ".tmp-"):
+		case strings.HasPrefix(name, atomicfile.TempPrefix):
 			if os.Remove(full) == nil {
 				removed++
 			}

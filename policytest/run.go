@@ -33,6 +33,11 @@ type Options struct {
 	// Extra are sources added to every suite's policies, such as the
 	// built-in tool classes.
 	Extra []policy.Source
+	// Layer is the layer of each suite's own policies (default: the
+	// built-in layer, policy.Layer's zero). A runner whose Extra sources
+	// are layered sets it above them, so that the policies under test win
+	// collisions with them.
+	Layer policy.Layer
 	// Load, when set, supplies the policies of a suite that names none
 	// (default: every policy file in the suite's directory).
 	Load func(fsys fs.FS, suiteFile string) ([]policy.Source, error)
@@ -192,7 +197,11 @@ func RunSuite(ctx context.Context, fsys fs.FS, s *Suite, opts Options) SuiteResu
 		sr.Error = err.Error()
 		return sr
 	}
-	srcs = append(slices.Clone(srcs), opts.Extra...)
+	srcs = slices.Clone(srcs)
+	for i := range srcs {
+		srcs[i].Layer = opts.Layer
+	}
+	srcs = append(srcs, opts.Extra...)
 	set, ds, err := compile.Check(srcs, opts.Compile...)
 	if err != nil {
 		sr.Error = err.Error()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/celguard/celguard/cmd/celguard/internal/input"
 	"github.com/celguard/celguard/cmd/celguard/internal/output"
-	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
 )
@@ -106,8 +105,10 @@ compile (the diagnostics go to stderr).`,
 	return cmd
 }
 
-// deferToCaller leaves ask verdicts to whoever reads the decisions.
-var deferToCaller = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
+// deferAsks leaves ask verdicts to whoever reads the decisions: the caller
+// of eval, or the host of a hook, which prompts the user (or, for hosts that
+// cannot ask, gets a block saying approval is needed).
+var deferAsks = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
 	return eval.Approval{Answer: eval.Defer}, nil
 })
 
@@ -185,12 +186,7 @@ func runEval(ctx context.Context, p evalParams) int {
 // evalEngine loads and compiles the policies; on failure it reports why and
 // returns the exit code.
 func evalEngine(p evalParams) (*eval.Engine, int) {
-	srcs, err := p.policies.sources()
-	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
-		return nil, exitUsage
-	}
-	set, err := compile.Compile(srcs)
+	srcs, set, err := p.policies.policySet(everyLayer)
 	var ds policy.Diagnostics
 	if errors.As(err, &ds) {
 		_ = output.DiagnosticsText(p.stderr, ds, policy.LinesOf(srcs))
@@ -201,7 +197,7 @@ func evalEngine(p evalParams) (*eval.Engine, int) {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
 		return nil, exitUsage
 	}
-	eng, err := eval.New(set, eval.WithApprover(deferToCaller))
+	eng, err := eval.New(set, eval.WithApprover(deferAsks))
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
 		return nil, exitUsage

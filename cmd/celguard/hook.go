@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/internal/atomicfile"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -22,12 +24,42 @@ import (
 // by default) rather than exhausting memory.
 const maxHookInput = 64 << 20
 
+// hookOptions are the options of `celguard hook HOST` that `celguard hook
+// install HOST` passes on to the command it installs.
+type hookOptions struct {
+	policies selection // --policy, --bundle, --include, --exclude
+	stateDir string
+	failOpen bool
+	approve  bool
+}
+
+// addFlags declares the policy selection, --state-dir, --fail-open and
+// --approve.
+func (o *hookOptions) addFlags(f *pflag.FlagSet) {
+	o.policies.addFlags(f)
+	f.StringVar(&o.stateDir, "state-dir", "", "where session state is kept (default: $XDG_STATE_HOME/celguard or ~/.local/state/celguard)")
+	f.BoolVar(&o.failOpen, "fail-open", false, "let calls through when celguard itself fails (default: block them)")
+	f.BoolVar(&o.approve, "approve", false, "an allow by an explicit rule approves the call, skipping the host's own permission prompt (Claude Code, Gemini CLI)")
+}
+
+// args are the flags that give o, as a command line would give them.
+func (o hookOptions) args() []string {
+	out := o.policies.args()
+	if o.stateDir != "" {
+		out = append(out, "--state-dir", o.stateDir)
+	}
+	if o.failOpen {
+		out = append(out, "--fail-open")
+	}
+	if o.approve {
+		out = append(out, "--approve")
+	}
+	return out
+}
+
 // hookParams is what `celguard hook HOST` was asked to do.
 type hookParams struct {
-	policyPaths   []string
-	stateDir      string
-	failOpen      bool
-	approve       bool
+	hookOptions
 	timeout       time.Duration
 	keepDays      int
 	maxStateBytes int64
@@ -43,6 +75,12 @@ func newHookCmd(sio stdio) *cobra.Command {
 event from stdin in the host's format, decides it with the policies and writes
 exactly what the host expects on stdout, stderr and the exit code. HOST is
 claude-code, codex, gemini or cursor.
+
+--policy, --bundle, --include and --exclude choose the policies as they do
+for eval, lint and test: with none of them, every layer decides (the
+recommended built-in bundle, the user's policies and the project's
+.celguard/); with --policy alone, only those files; --bundle, --include or
+--exclude layer the --policy files over the others.
 
 Counters, the turn, a halt and remembered approvals are kept per session in
 the state directory ($XDG_STATE_HOME/celguard, or ~/.local/state/celguard),
@@ -71,22 +109,13 @@ Set it up with 'celguard hook install HOST'.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVarP(&p.policyPaths, "policy", "p", nil, "a policy file or directory (repeatable; default: the built-in policies)")
-	f.StringVar(&p.stateDir, "state-dir", "", "where session state is kept (default: $XDG_STATE_HOME/celguard or ~/.local/state/celguard)")
-	f.BoolVar(&p.failOpen, "fail-open", false, "let calls through when celguard itself fails (default: block them)")
-	f.BoolVar(&p.approve, "approve", false, "an allow by an explicit rule approves the call, skipping the host's own permission prompt (Claude Code, Gemini CLI)")
+	p.addFlags(f)
 	f.DurationVar(&p.timeout, "timeout", hooks.DefaultTimeout, "give up (and fail) after this long waiting for the session lock and the decision")
 	f.IntVar(&p.keepDays, "keep-days", int(hooks.DefaultMaxAge/(24*time.Hour)), "remove the state of sessions untouched for this many days (0: never)")
 	f.Int64Var(&p.maxStateBytes, "max-state-bytes", hooks.DefaultMaxStateBytes, "the largest session state file read or written; past it the hook fails")
 	cmd.AddCommand(newHookInstallCmd(sio))
 	return cmd
 }
-
-// hookApprover leaves ask verdicts to the host, which prompts the user
-// (or, for hosts that cannot ask, gets a block saying approval is needed).
-var hookApprover = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
-	return eval.Approval{Answer: eval.Defer}, nil
-})
 
 func runHook(ctx context.Context, hostName string, p hookParams) int {
 	host, err := hooks.New(hostName, hooks.Options{Approve: p.approve})
@@ -129,7 +158,7 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 		Store:    store,
 		FailOpen: p.failOpen,
 		Timeout:  p.timeout,
-		Engine:   func() (*eval.Engine, error) { return hookEngine(p.policyPaths, dir) },
+		Engine:   func() (*eval.Engine, error) { return hookEngine(p.policies, dir) },
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -142,13 +171,9 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 // Checked expressions are cached in the state directory: a hook runs one
 // process per event, and parsing and type-checking the policies is most of
 // a compile. The cache never decides: a miss only costs time.
-func hookEngine(paths []string, stateDir string) (*eval.Engine, error) {
-	srcs, err := loadSources(paths)
-	if err != nil {
-		return nil, err
-	}
+func hookEngine(sel selection, stateDir string) (*eval.Engine, error) {
 	cache := hooks.LoadASTCache(stateDir)
-	set, err := compile.Compile(srcs, compile.WithASTCache(cache))
+	_, set, err := sel.policySet(everyLayer, compile.WithASTCache(cache))
 	_ = cache.Save() // best effort: the next process compiles without it
 	if err != nil {
 		var ds policy.Diagnostics
@@ -157,7 +182,7 @@ func hookEngine(paths []string, stateDir string) (*eval.Engine, error) {
 		}
 		return nil, err
 	}
-	return eval.New(set, eval.WithApprover(hookApprover))
+	return eval.New(set, eval.WithApprover(deferAsks))
 }
 
 // hookInstallParams is what `celguard hook install HOST` was asked to do.
@@ -165,10 +190,7 @@ type hookInstallParams struct {
 	user, project bool
 	dryRun        bool
 	command       string
-	policyPaths   []string
-	stateDir      string
-	failOpen      bool
-	approve       bool
+	hookOptions
 	stdio
 }
 
@@ -189,8 +211,8 @@ file stays: other settings, other hooks, the order of keys. A celguard hook
 already there for HOST is updated in place, so installing twice changes
 nothing. --dry-run prints the change as a diff and writes nothing.
 
---policy, --state-dir, --fail-open and --approve are passed on to the
-installed 'celguard hook HOST' command; --command names the celguard binary
+--policy, --bundle, --include, --exclude, --state-dir, --fail-open and
+--approve are passed on to the installed 'celguard hook HOST' command; --command names the celguard binary
 the host runs (default: celguard, found on the host's PATH).`,
 		Example: `  # See what would change in this project's Claude Code settings
   celguard hook install claude-code --dry-run
@@ -209,10 +231,7 @@ the host runs (default: celguard, found on the host's PATH).`,
 	f.BoolVar(&p.user, "user", false, "install into the user's settings under the home directory")
 	f.BoolVar(&p.dryRun, "dry-run", false, "print the change as a diff; write nothing")
 	f.StringVar(&p.command, "command", "celguard", "the celguard binary the host runs")
-	f.StringArrayVarP(&p.policyPaths, "policy", "p", nil, "a policy file or directory for the hook (repeatable)")
-	f.StringVar(&p.stateDir, "state-dir", "", "the hook's state directory")
-	f.BoolVar(&p.failOpen, "fail-open", false, "the hook lets calls through when celguard fails")
-	f.BoolVar(&p.approve, "approve", false, "the hook's explicit allows approve calls")
+	p.addFlags(f)
 	cmd.MarkFlagsMutuallyExclusive("project", "user")
 	return cmd
 }
@@ -281,17 +300,8 @@ func runHookInstall(host string, p hookInstallParams) int {
 // installCommand is the hook command line the host runs.
 func installCommand(host string, p hookInstallParams) string {
 	parts := []string{hooks.ShellQuote(p.command), "hook", host}
-	for _, pp := range p.policyPaths {
-		parts = append(parts, "--policy", hooks.ShellQuote(pp))
-	}
-	if p.stateDir != "" {
-		parts = append(parts, "--state-dir", hooks.ShellQuote(p.stateDir))
-	}
-	if p.failOpen {
-		parts = append(parts, "--fail-open")
-	}
-	if p.approve {
-		parts = append(parts, "--approve")
+	for _, a := range p.args() {
+		parts = append(parts, hooks.ShellQuote(a))
 	}
 	return strings.Join(parts, " ")
 }
@@ -306,23 +316,8 @@ func writeSettings(path string, data []byte) error {
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	tmp, err := os.CreateTemp(dir, ".celguard-*")
-	if err != nil {
-		return describe(err)
-	}
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), mode)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("cannot write %s: %w", path, werr)
+	if err := atomicfile.Write(path, data, mode); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil
 }

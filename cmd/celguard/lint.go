@@ -16,9 +16,9 @@ import (
 
 // lintParams is what `celguard lint` was asked to do.
 type lintParams struct {
-	paths  []string
-	format string // text | json | sarif | github
-	failOn string // error | warning | info
+	policies selection // PATH... and --policy, --bundle, --include, --exclude
+	format   string    // text | json | sarif | github
+	failOn   string    // error | warning | info
 	stdio
 }
 
@@ -32,6 +32,12 @@ analyses on them, and prints every diagnostic to stdout. Directories are
 searched for *.yaml and *.yml files, skipping *_test.yaml suites, testdata
 and names starting with "." or "_". All the paths are checked together as
 one policy set, so duplicate rule ids across files are found.
+
+--policy names more paths, as the arguments do. --bundle, --include and
+--exclude choose the policies as they do for eval, hook and test: they lint
+the paths as the explicit layer over the built-in bundle, the user's
+policies and the project's .celguard/ (with them, no path is needed). Without
+them only the paths are checked, with the built-in tool classes.
 
 Diagnostics are errors (the set does not compile), warnings (it compiles,
 but something cannot work as written: a rule that can never fire, an unused
@@ -63,16 +69,17 @@ cannot be read.`,
   # Annotate the pull request from a GitHub Actions step
   celguard lint --format github policies/`,
 		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
+			if len(args) == 0 && p.policies.empty() {
 				return fmt.Errorf("no paths given: name the policy files or directories to check")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p.paths = args
+			p.policies.paths = append(p.policies.paths, args...)
 			return status(runLint(cmd.Context(), p))
 		},
 	}
+	p.policies.addFlags(cmd.Flags())
 	cmd.Flags().StringVar(&p.format, "format", output.FormatText, "output format: "+strings.Join(output.DiagnosticFormats, ", "))
 	cmd.Flags().StringVar(&p.failOn, "fail-on", string(policy.SeverityError), "lowest severity that fails the run: error, warning or info")
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(output.DiagnosticFormats, cobra.ShellCompDirectiveNoFileComp))
@@ -90,7 +97,7 @@ func runLint(_ context.Context, p lintParams) int {
 		fmt.Fprintf(p.stderr, "celguard lint: unknown --fail-on %q: use error, warning or info\n", p.failOn)
 		return exitUsage
 	}
-	srcs, err := loadSources(p.paths)
+	srcs, err := p.policies.sources(classesOnly)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
 		return exitUsage
@@ -100,7 +107,12 @@ func runLint(_ context.Context, p lintParams) int {
 		fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
 		return exitUsage
 	}
-	files := len(srcs) - 1 // the built-in tool classes are not the user's
+	files := 0 // the built-in tool classes and bundle are not the user's
+	for _, src := range srcs {
+		if src.Layer != policy.LayerBuiltin {
+			files++
+		}
+	}
 	opts := output.DiagnosticOptions{Lines: policy.LinesOf(srcs), Color: colorable(p.stdout), Files: files, ToolVersion: version}
 	if err := output.Diagnostics(p.stdout, p.format, ds, opts); err != nil {
 		fmt.Fprintf(p.stderr, "celguard lint: cannot write the diagnostics: %v\n", err)

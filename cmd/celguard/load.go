@@ -8,12 +8,15 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 )
 
-// selection is how a command chooses its policies: --policy paths, and the
-// layers under them.
+// selection is how every command that reads policies (eval, hook, lint,
+// test, policies list --effective) chooses them: --policy paths, and the
+// layers under them. One selection, one set of flags (addFlags), one way to
+// the sources (sources).
 type selection struct {
 	paths            []string
 	bundle           string
@@ -23,27 +26,72 @@ type selection struct {
 // addFlags declares --policy, --bundle, --include and --exclude.
 func (s *selection) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&s.paths, "policy", "p", nil, "policy file or directory (repeatable); alone, only these decide")
-	fs.StringVar(&s.bundle, "bundle", "", "built-in bundle under the other layers: recommended, minimal, all or none (default recommended when no --policy is given)")
+	fs.StringVar(&s.bundle, "bundle", "", "built-in bundle under the other layers: recommended (the default when the layers are read), minimal, all or none")
 	fs.StringSliceVar(&s.include, "include", nil, "built-in policy to add to the bundle (repeatable)")
 	fs.StringSliceVar(&s.exclude, "exclude", nil, "built-in policy to leave out of the bundle (repeatable)")
 }
 
-// layered reports whether the layers (built-in bundle, user and project
-// directories) are read: always without --policy, and with it when a
-// bundle, include or exclude is given.
-func (s selection) layered() bool {
-	return len(s.paths) == 0 || s.bundle != "" || len(s.include) > 0 || len(s.exclude) > 0
+// args are the flags that choose s, as a command line would give them
+// (hook install writes them into the installed command).
+func (s selection) args() []string {
+	var out []string
+	for _, p := range s.paths {
+		out = append(out, "--policy", p)
+	}
+	if s.bundle != "" {
+		out = append(out, "--bundle", s.bundle)
+	}
+	for _, n := range s.include {
+		out = append(out, "--include", n)
+	}
+	for _, n := range s.exclude {
+		out = append(out, "--exclude", n)
+	}
+	return out
 }
 
-// sources returns the policy sources the selection names.
-func (s selection) sources() ([]policy.Source, error) {
-	if !s.layered() {
-		return loadSources(s.paths)
-	}
+// layerFlags reports whether --bundle, --include or --exclude was given:
+// they ask for the layers even beside --policy.
+func (s selection) layerFlags() bool {
+	return s.bundle != "" || len(s.include) > 0 || len(s.exclude) > 0
+}
+
+// empty reports whether nothing was chosen.
+func (s selection) empty() bool { return len(s.paths) == 0 && !s.layerFlags() }
+
+// unchosen says what an empty selection means to a command. It is the one
+// place where the commands' policy selection differs.
+type unchosen bool
+
+const (
+	// everyLayer: with nothing chosen, every layer decides (the
+	// recommended built-in bundle, the user's and the project's policies).
+	// eval, hook and policies list --effective decide calls as an agent's
+	// would be decided here.
+	everyLayer unchosen = true
+	// classesOnly: with nothing chosen, only the built-in tool classes.
+	// lint and test check the files they are given (policy files, test
+	// suites with their own policies); the layers come in only when a flag
+	// asks for them, so that a check does not depend on the user's
+	// directories.
+	classesOnly unchosen = false
+)
+
+// sources returns the policy sources s names: with --policy alone, those
+// files (the explicit layer) and the built-in tool classes; with --bundle,
+// --include or --exclude, every layer with the --policy files on top; with
+// nothing chosen, what whenEmpty says.
+func (s selection) sources(whenEmpty unchosen) ([]policy.Source, error) {
 	for _, p := range s.paths {
 		if _, err := os.Stat(p); err != nil {
 			return nil, describe(err)
 		}
+	}
+	switch {
+	case s.empty() && whenEmpty == classesOnly:
+		return []policy.Source{policies.ToolClasses()}, nil
+	case len(s.paths) > 0 && !s.layerFlags():
+		return explicitSources(s.paths)
 	}
 	srcs, err := policies.Discover(policies.Options{Bundle: s.bundle, Include: s.include, Exclude: s.exclude, Explicit: s.paths})
 	if err != nil {
@@ -52,22 +100,21 @@ func (s selection) sources() ([]policy.Source, error) {
 	return srcs, nil
 }
 
-// loadSources reads the policy files at paths, as the explicit layer; with
-// no paths, every layer: the recommended built-in bundle, the user's and the
-// project's policies.
-func loadSources(paths []string) ([]policy.Source, error) {
-	if len(paths) == 0 {
-		srcs, err := policies.Discover(policies.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("cannot read the policies: %w", err)
-		}
-		return srcs, nil
+// policySet compiles the sources s names (see sources) with opts. The
+// error is compile.Compile's: policy.Diagnostics when the policies do not
+// compile.
+func (s selection) policySet(whenEmpty unchosen, opts ...compile.Option) ([]policy.Source, *compile.PolicySet, error) {
+	srcs, err := s.sources(whenEmpty)
+	if err != nil {
+		return nil, nil, err
 	}
-	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
-			return nil, describe(err)
-		}
-	}
+	set, err := compile.Compile(srcs, opts...)
+	return srcs, set, err
+}
+
+// explicitSources reads the policy files at paths, as the explicit layer,
+// with the built-in tool classes: rules may match on them.
+func explicitSources(paths []string) ([]policy.Source, error) {
 	srcs, err := policy.LoadPaths(paths...)
 	if err != nil {
 		return nil, describe(err)
@@ -78,9 +125,7 @@ func loadSources(paths []string) ([]policy.Source, error) {
 	if len(srcs) == 0 {
 		return nil, fmt.Errorf("no policy files in %s (policy files are *.yaml and *.yml, not *_test.yaml)", quoteList(paths))
 	}
-	// The built-in tool classes come with every set: rules may match on them.
-	srcs = append(srcs, policies.ToolClasses())
-	return srcs, nil
+	return append(srcs, policies.ToolClasses()), nil
 }
 
 // describe rewrites file errors as "path: problem".

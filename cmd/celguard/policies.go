@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -48,7 +49,7 @@ layer (the built-in bundle, the user's and the project's policies, --policy
 files), each policy with its layer and file, then what layering left out
 (a policy replaced by a higher layer's of the same name, a rule redefined,
 anything an Overrides file disabled) and why. --policy, --bundle, --include
-and --exclude choose the set as they do for eval.
+and --exclude choose the set as they do for eval, hook, lint and test.
 
 Exit codes: 0 on success, 2 when the policies cannot be read or compiled.`,
 		Example: `  celguard policies list
@@ -131,14 +132,14 @@ func writePolicyTable(p policiesParams, set *compile.PolicySet, header string, r
 
 // runPoliciesEffective lists the policy set in force with its origins.
 func runPoliciesEffective(_ context.Context, p policiesParams) int {
-	srcs, err := p.sel.sources()
-	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard policies list: %v\n", err)
+	_, set, err := p.sel.policySet(everyLayer)
+	var ds policy.Diagnostics
+	if errors.As(err, &ds) {
+		fmt.Fprintf(p.stderr, "celguard policies list: the policies do not compile: %v\n", err)
 		return exitUsage
 	}
-	set, err := compile.Compile(srcs)
 	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard policies list: the policies do not compile: %v\n", err)
+		fmt.Fprintf(p.stderr, "celguard policies list: %v\n", err)
 		return exitUsage
 	}
 	if code := writePolicyTable(p, set, "LAYER\tNAME\tFILE\tRULES", func(pol *compile.Policy, rules int) string {

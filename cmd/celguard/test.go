@@ -19,7 +19,8 @@ import (
 
 // testParams is what `celguard test` was asked to do.
 type testParams struct {
-	paths       []string
+	paths       []string  // the suites
+	policies    selection // --policy, --bundle, --include, --exclude: under every suite's policies
 	run         string
 	format      string // text | json | junit
 	coverage    bool
@@ -41,6 +42,14 @@ built-in policies' suites when none are given). Each case is a sequence of
 steps (turn start, before call, after call with a result, clock advance)
 with the decision expected at each step. A suite tests the policies it names,
 or every policy file in its directory.
+
+--policy, --bundle, --include and --exclude choose policies to test every
+suite's policies with, as they choose the policies of eval, hook and lint:
+--policy files alone come with the built-in tool classes; --bundle,
+--include or --exclude bring the layers too (the built-in bundle, the
+user's policies, the project's .celguard/). A suite's own policies are the
+highest layer: they win collisions with the chosen ones. With none of these
+flags, the suites get only the built-in tool classes.
 
 Formats (--format):
   text   one line per passing suite; for each failing step a table of the
@@ -88,6 +97,7 @@ Exit codes: 0 when every case passes (and coverage is at least
 			return status(runTest(cmd.Context(), p))
 		},
 	}
+	p.policies.addFlags(cmd.Flags())
 	cmd.Flags().StringVar(&p.run, "run", "", `run only the cases whose "suite/case" name matches this regular expression`)
 	cmd.Flags().StringVar(&p.format, "format", "text", "output format: text, json or junit")
 	cmd.Flags().BoolVar(&p.coverage, "coverage", false, "report which rules the cases made fire, per policy")
@@ -96,7 +106,6 @@ Exit codes: 0 when every case passes (and coverage is at least
 }
 
 func runTest(ctx context.Context, p testParams) int {
-	opts := policytest.Options{Extra: []policy.Source{policies.ToolClasses()}}
 	switch p.format {
 	case "text", "json", "junit":
 	default:
@@ -110,6 +119,13 @@ func runTest(ctx context.Context, p testParams) int {
 	if p.coverageMin >= 0 {
 		p.coverage = true
 	}
+	extra, err := p.policies.sources(classesOnly)
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard test: %v\n", err)
+		return exitUsage
+	}
+	// The suite's policies are the ones under test: above every layer.
+	opts := policytest.Options{Extra: extra, Layer: policy.LayerRegistered}
 	if p.run != "" {
 		re, err := regexp.Compile(p.run)
 		if err != nil {
@@ -151,7 +167,6 @@ func runTest(ctx context.Context, p testParams) int {
 		c := rep.Coverage()
 		cov = &c
 	}
-	var err error
 	switch p.format {
 	case "json":
 		err = output.TestJSON(p.stdout, rep, cov)

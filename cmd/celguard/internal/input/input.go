@@ -10,7 +10,6 @@
 package input
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/jsonkind"
 )
 
 // Kind is what an event asks for.
@@ -179,7 +179,7 @@ func (r *Reader) expectEnd() error {
 }
 
 func (r *Reader) object(raw json.RawMessage, line int) (map[string]json.RawMessage, error) {
-	if k := kindOf(raw); k != "an object" {
+	if k := jsonkind.OfRaw(raw); k != "an object" {
 		return nil, &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("expected a JSON object (a call or an event), found %s", k)}
 	}
 	var fields map[string]json.RawMessage
@@ -225,8 +225,8 @@ func (r *Reader) event(fields map[string]json.RawMessage, line int) (Event, erro
 		return Event{}, &Error{Name: r.name, Line: line, Msg: `missing "event": every value of a stream is an event (turn_start, before or after)`}
 	}
 	var name string
-	if kindOf(raw) != "a string" || json.Unmarshal(raw, &name) != nil {
-		return Event{}, &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("event must be a string, not %s", kindOf(raw))}
+	if jsonkind.OfRaw(raw) != "a string" || json.Unmarshal(raw, &name) != nil {
+		return Event{}, &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("event must be a string, not %s", jsonkind.OfRaw(raw))}
 	}
 	ev := Event{Line: line}
 	switch name {
@@ -265,8 +265,8 @@ func (r *Reader) callFields(ev *Event, fields map[string]json.RawMessage, line i
 	if !ok {
 		return &Error{Name: r.name, Line: line, Msg: `missing "tool": the name of the tool being called`}
 	}
-	if kindOf(raw) != "a string" || json.Unmarshal(raw, &ev.Call.Tool) != nil {
-		return &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("tool must be a string, not %s", kindOf(raw))}
+	if jsonkind.OfRaw(raw) != "a string" || json.Unmarshal(raw, &ev.Call.Tool) != nil {
+		return &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("tool must be a string, not %s", jsonkind.OfRaw(raw))}
 	}
 	if ev.Call.Tool == "" {
 		return &Error{Name: r.name, Line: line, Msg: "tool must not be empty"}
@@ -277,8 +277,8 @@ func (r *Reader) callFields(ev *Event, fields map[string]json.RawMessage, line i
 		}
 	}
 	if raw, ok := present(fields, "cwd"); ok {
-		if kindOf(raw) != "a string" || json.Unmarshal(raw, &ev.Call.Cwd) != nil {
-			return &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("cwd must be a string, not %s", kindOf(raw))}
+		if jsonkind.OfRaw(raw) != "a string" || json.Unmarshal(raw, &ev.Call.Cwd) != nil {
+			return &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("cwd must be a string, not %s", jsonkind.OfRaw(raw))}
 		}
 	}
 	return nil
@@ -286,11 +286,11 @@ func (r *Reader) callFields(ev *Event, fields map[string]json.RawMessage, line i
 
 func (r *Reader) result(raw json.RawMessage, line int, res *eval.Result) error {
 	var m map[string]json.RawMessage
-	if kindOf(raw) != "an object" || json.Unmarshal(raw, &m) != nil {
-		return &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("result must be an object, not %s", kindOf(raw))}
+	if jsonkind.OfRaw(raw) != "an object" || json.Unmarshal(raw, &m) != nil {
+		return &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("result must be an object, not %s", jsonkind.OfRaw(raw))}
 	}
-	if v, ok := m["is_error"]; ok && kindOf(v) != "a boolean" {
-		return &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("result.is_error must be a boolean, not %s", kindOf(v))}
+	if v, ok := m["is_error"]; ok && jsonkind.OfRaw(v) != "a boolean" {
+		return &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("result.is_error must be a boolean, not %s", jsonkind.OfRaw(v))}
 	}
 	if err := json.Unmarshal(raw, res); err != nil {
 		return &Error{Name: r.name, Line: line, Msg: "invalid result: " + err.Error()}
@@ -299,8 +299,8 @@ func (r *Reader) result(raw json.RawMessage, line int, res *eval.Result) error {
 }
 
 func (r *Reader) decodeObject(raw json.RawMessage, line int, field string, dst *map[string]any) error {
-	if kindOf(raw) != "an object" || json.Unmarshal(raw, dst) != nil {
-		return &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("%s must be an object, not %s", field, kindOf(raw))}
+	if jsonkind.OfRaw(raw) != "an object" || json.Unmarshal(raw, dst) != nil {
+		return &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("%s must be an object, not %s", field, jsonkind.OfRaw(raw))}
 	}
 	return nil
 }
@@ -330,31 +330,10 @@ func (r *Reader) known(fields map[string]json.RawMessage, line int, allowed []st
 // present returns a field that is there and not null.
 func present(fields map[string]json.RawMessage, name string) (json.RawMessage, bool) {
 	raw, ok := fields[name]
-	if !ok || kindOf(raw) == "null" {
+	if !ok || jsonkind.OfRaw(raw) == "null" {
 		return nil, false
 	}
 	return raw, true
-}
-
-// kindOf names the JSON type of a value, for messages.
-func kindOf(raw json.RawMessage) string {
-	b := bytes.TrimSpace(raw)
-	if len(b) == 0 {
-		return "nothing"
-	}
-	switch b[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
 
 // lineTracker keeps the bytes the decoder has read but not yet accounted

@@ -1,7 +1,6 @@
 package output
 
 import (
-	"encoding/json"
 	"io"
 
 	"github.com/celguard/celguard/policy"
@@ -62,8 +61,5 @@ func DiagnosticsJSON(w io.Writer, ds policy.Diagnostics, files int) error {
 		doc.Diagnostics = append(doc.Diagnostics, LintDiagnostic{Code: d.Code, Severity: d.Severity, Pos: d.Pos,
 			Message: d.Message, Related: rel, Help: helpURI(d.Code)})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return writeJSON(w, doc, "  ")
 }

@@ -1,7 +1,6 @@
 package output
 
 import (
-	"encoding/json"
 	"io"
 	"net/url"
 	"path/filepath"
@@ -158,8 +157,5 @@ func DiagnosticsSARIF(w io.Writer, ds policy.Diagnostics, version string) error 
 		}
 		run.Results = append(run.Results, r)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(sarifLog{Schema: sarifSchema, Version: sarifVersion, Runs: []sarifRun{run}})
+	return writeJSON(w, sarifLog{Schema: sarifSchema, Version: sarifVersion, Runs: []sarifRun{run}}, "  ")
 }

@@ -1,24 +1,17 @@
 package output
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/celguard/celguard/eval"
 )
 
-// maxValueText bounds how much of a value the text explanation shows.
-const maxValueText = 120
-
 // ExplanationJSON writes x as one line of JSON, with eval.Explanation's
 // field names.
 func ExplanationJSON(w io.Writer, x eval.Explanation) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(x)
+	return writeJSON(w, x, "")
 }
 
 // ExplanationText writes x for people: the decision, then every rule in the
@@ -60,7 +53,8 @@ func ExplanationText(w io.Writer, x eval.Explanation) error {
 		if st.Pass > 1 {
 			pass = fmt.Sprintf(" [pass %d, after a rewrite]", st.Pass)
 		}
-		ew.printf("  %-16s %s (%s, %s)%s\n", outcomeWord(st.Outcome), st.Rule, st.Verdict, where, pass)
+		word, because := outcomeText(st.Outcome)
+		ew.printf("  %-16s %s (%s, %s)%s\n", word, st.Rule, st.Verdict, where, pass)
 		switch st.Outcome {
 		case eval.OutcomeToolNotMatched:
 			ew.printf("      the rule's tool matcher does not admit %s\n", d.Tool)
@@ -78,7 +72,7 @@ func ExplanationText(w io.Writer, x eval.Explanation) error {
 			ew.printf("      error: %s\n", st.Error)
 		}
 		if len(st.Because) > 0 {
-			ew.printf("      %s\n", becauseHeading(st.Outcome))
+			ew.printf("      %s\n", because)
 			writeBecause(ew, st.Because)
 		}
 	}
@@ -93,29 +87,17 @@ func ExplanationText(w io.Writer, x eval.Explanation) error {
 	}
 	if len(x.Counters) > 0 {
 		ew.printf("\ncounters:\n")
-		var b strings.Builder
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		for _, c := range x.Counters {
-			if c.Error != "" {
-				fmt.Fprintf(tw, "  %s\t(key failed: %s)\n", c.Counter, c.Error)
-				continue
+		ew.table(func(tw io.Writer) {
+			for _, c := range x.Counters {
+				if c.Error != "" {
+					fmt.Fprintf(tw, "  %s\t(key failed: %s)\n", c.Counter, c.Error)
+					continue
+				}
+				fmt.Fprintf(tw, "  %s\t[%s]\t= %d\n", c.Counter, valueText(c.Key), c.Value)
 			}
-			fmt.Fprintf(tw, "  %s\t[%s]\t= %d\n", c.Counter, valueText(c.Key), c.Value)
-		}
-		_ = tw.Flush()
-		ew.printf("%s", b.String())
+		})
 	}
 	return ew.err
-}
-
-func becauseHeading(outcome string) string {
-	switch outcome {
-	case eval.OutcomeNoMatch:
-		return "false because:"
-	case eval.OutcomeError:
-		return "failed at:"
-	}
-	return "true because:"
 }
 
 func writeBecause(ew *errWriter, vs []eval.ExprValue) {
@@ -133,20 +115,3 @@ func exprValueText(v eval.ExprValue) string {
 	}
 	return "= " + valueText(v.Value)
 }
-
-// valueText renders a value as JSON, cut at maxValueText characters.
-func valueText(v any) string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	s := fmt.Sprint(v)
-	if err := enc.Encode(v); err == nil {
-		s = strings.TrimSuffix(b.String(), "\n")
-	}
-	if r := []rune(s); len(r) > maxValueText {
-		s = string(r[:maxValueText]) + "…"
-	}
-	return s
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -17,9 +17,7 @@ import (
 // Decision writes d as one line of JSON, with the field names of
 // eval.Decision (verdict first).
 func Decision(w io.Writer, d eval.Decision) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(d)
+	return writeJSON(w, d, "")
 }
 
 // Summary says in one line what a lint of files policy files found:
@@ -55,6 +53,15 @@ func Summary(ds policy.Diagnostics, files int) string {
 		s += " in " + plural(len(inFiles), "file", "files")
 	}
 	return s
+}
+
+// writeJSON writes v as JSON, "<" and ">" as they are: on one line, or with
+// indent, indented by it.
+func writeJSON(w io.Writer, v any, indent string) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	return enc.Encode(v)
 }
 
 func plural(n int, one, many string) string {

@@ -1,11 +1,9 @@
 package output
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policytest"
@@ -59,18 +57,16 @@ func writeCaseText(ew *errWriter, s policytest.SuiteResult, c policytest.CaseRes
 	}
 	for _, m := range c.Mismatches {
 		ew.printf("      step %d:\n", m.Step)
-		var b strings.Builder
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "          \tfield\texpected\tactual\n")
-		for _, f := range m.Fields() {
-			mark := " "
-			if f.Differs {
-				mark = "x"
+		ew.table(func(tw io.Writer) {
+			fmt.Fprintf(tw, "          \tfield\texpected\tactual\n")
+			for _, f := range m.Fields() {
+				mark := " "
+				if f.Differs {
+					mark = "x"
+				}
+				fmt.Fprintf(tw, "        %s \t%s\t%s\t%s\n", mark, f.Field, f.Expected, f.Actual)
 			}
-			fmt.Fprintf(tw, "        %s \t%s\t%s\t%s\n", mark, f.Field, f.Expected, f.Actual)
-		}
-		_ = tw.Flush()
-		ew.printf("%s", b.String())
+		})
 		writeTrace(ew, m.Actual, "        ")
 	}
 }
@@ -78,28 +74,31 @@ func writeCaseText(ew *errWriter, s policytest.SuiteResult, c policytest.CaseRes
 // writeTrace writes the rules a decision tried, with what came of each.
 func writeTrace(ew *errWriter, d eval.Decision, indent string) {
 	skipped := 0
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	var tried []eval.TraceStep
 	for _, st := range d.Trace {
 		if st.Outcome == eval.OutcomeToolNotMatched {
 			skipped++
 			continue
 		}
-		line := fmt.Sprintf("%s  %s\t%s\t(%s, %s)", indent, outcomeWord(st.Outcome), st.Rule, st.Policy, st.Verdict)
-		if st.Error != "" {
-			line += ": " + st.Error
-		}
-		fmt.Fprintln(tw, line)
+		tried = append(tried, st)
 	}
-	_ = tw.Flush()
 	switch {
-	case b.Len() == 0 && skipped == 0 && d.RuleID == "":
+	case len(tried) == 0 && skipped == 0 && d.RuleID == "":
 		ew.printf("%swhy: no rule applies to this tool; %s is the default\n", indent, d.Verdict)
 		return
-	case b.Len() == 0:
+	case len(tried) == 0:
 		ew.printf("%swhy: no rule was tried\n", indent)
 	default:
-		ew.printf("%swhy: the rules tried, in order:\n%s", indent, b.String())
+		ew.printf("%swhy: the rules tried, in order:\n", indent)
+		ew.table(func(tw io.Writer) {
+			for _, st := range tried {
+				line := fmt.Sprintf("%s  %s\t%s\t(%s, %s)", indent, outcomeWord(st.Outcome), st.Rule, st.Policy, st.Verdict)
+				if st.Error != "" {
+					line += ": " + st.Error
+				}
+				fmt.Fprintln(tw, line)
+			}
+		})
 	}
 	if skipped > 0 {
 		ew.printf("%s  (%s skipped by the tool matcher)\n", indent, plural(skipped, "rule", "rules"))
@@ -107,25 +106,6 @@ func writeTrace(ew *errWriter, d eval.Decision, indent string) {
 	if d.RuleID == "" {
 		ew.printf("%s  no rule decided: %s is the default\n", indent, d.Verdict)
 	}
-}
-
-// outcomeWord is a trace outcome for people.
-func outcomeWord(o string) string {
-	switch o {
-	case eval.OutcomeNoMatch:
-		return "condition false"
-	case eval.OutcomeMatched:
-		return "FIRED"
-	case eval.OutcomeApplied:
-		return "applied (modify)"
-	case eval.OutcomeAlreadyApplied:
-		return "already applied"
-	case eval.OutcomeError:
-		return "ERROR"
-	case eval.OutcomeToolNotMatched:
-		return "skipped (tool)"
-	}
-	return o
 }
 
 // TestJSONReport is the JSON form of a test run: policytest.Report's fields
@@ -138,10 +118,7 @@ type TestJSONReport struct {
 // TestJSON writes the report, and the coverage when cov is not nil, as one
 // indented JSON document.
 func TestJSON(w io.Writer, rep *policytest.Report, cov *policytest.Coverage) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(TestJSONReport{Report: rep, Coverage: cov})
+	return writeJSON(w, TestJSONReport{Report: rep, Coverage: cov}, "  ")
 }
 
 // CoverageText writes coverage as a table: one row per policy with its
@@ -149,29 +126,15 @@ func TestJSON(w io.Writer, rep *policytest.Report, cov *policytest.Coverage) err
 func CoverageText(w io.Writer, cov policytest.Coverage) error {
 	ew := &errWriter{w: w}
 	ew.printf("coverage: %d of %d rules fired (%.1f%%)\n", cov.Fired, cov.Rules, cov.Percent)
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  POLICY\tFILE\tRULES\tFIRED\tCOVERAGE\tNEVER FIRED")
-	for _, p := range cov.Policies {
-		never := strings.Join(p.NeverFired, ", ")
-		if never == "" {
-			never = "-"
+	ew.table(func(tw io.Writer) {
+		fmt.Fprintln(tw, "  POLICY\tFILE\tRULES\tFIRED\tCOVERAGE\tNEVER FIRED")
+		for _, p := range cov.Policies {
+			never := strings.Join(p.NeverFired, ", ")
+			if never == "" {
+				never = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%.1f%%\t%s\n", p.Policy, p.File, p.Rules, p.Fired, p.Percent, never)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%.1f%%\t%s\n", p.Policy, p.File, p.Rules, p.Fired, p.Percent, never)
-	}
-	_ = tw.Flush()
-	ew.printf("%s", b.String())
+	})
 	return ew.err
-}
-
-// errWriter remembers the first write error.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) printf(format string, args ...any) {
-	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
-	}
 }
