@@ -18,7 +18,7 @@ var layers = []struct {
 	rank int
 	pkgs []string
 }{
-	{0, []string{"policy", "stdlib/shell/..."}},
+	{0, []string{"policy", "stdlib/shell/...", "internal/atomicfile", "internal/jsonkind"}},
 	{1, []string{"stdlib"}},
 	{2, []string{"celenv", "policies"}},
 	{3, []string{"compile"}},
