@@ -1,6 +1,8 @@
 package stdlib
 
 import (
+	"path"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -95,9 +97,23 @@ func FuzzPathNormal(f *testing.F) {
 		if !l.within(p, p, fold) {
 			t.Fatalf("%q not within itself", p)
 		}
-		extOf(p)
-		segments(p)
-		stripWindowsTricks(p)
+		if e := extOf(p); e != "" && (e[0] != '.' || !strings.HasSuffix(path.Base(p), e)) {
+			t.Fatalf("extOf(%q) = %q is not a suffix of the base name", p, e)
+		}
+		segs := segments(p)
+		if slices.ContainsFunc(segs, func(s string) bool { return s == "" || s == "." || strings.Contains(s, "/") }) {
+			t.Fatalf("segments(%q) = %q", p, segs)
+		}
+		clean := strings.TrimPrefix(path.Clean(p), "/")
+		if clean == "." {
+			clean = ""
+		}
+		if strings.Join(segs, "/") != clean {
+			t.Fatalf("segments(%q) = %q do not join to its clean form %q", p, segs, clean)
+		}
+		if s := stripWindowsTricks(p); !strings.HasPrefix(p, s) || (s == "") != (p == "") {
+			t.Fatalf("stripWindowsTricks(%q) = %q is not a non-empty prefix", p, s)
+		}
 	})
 }
 
@@ -134,8 +150,19 @@ func FuzzURL(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, u, pat string) {
 		p := ParseURL(u)
-		if validateDomainPattern(pat) == nil {
-			HostMatches(p.Host, pat)
+		if p.OK == (p.Error != "") {
+			t.Fatalf("ParseURL(%q): ok %v with error %q", u, p.OK, p.Error)
+		}
+		if HostMatches(p.Host, "*") != (p.Host != "") {
+			t.Fatalf("host %q: * must match exactly the non-empty hosts", p.Host)
+		}
+		if validateDomainPattern(pat) != nil || strings.ContainsAny(pat, "*[]") || !HostMatches(p.Host, pat) {
+			return
+		}
+		// A host that matches a name is not matched by *.name, while
+		// its subdomains are.
+		if HostMatches(p.Host, "*."+pat) || !HostMatches("x."+p.Host, "*."+pat) {
+			t.Fatalf("host %q matches %q: wrong result for *.%s", p.Host, pat, pat)
 		}
 	})
 }
