@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"cel.dev/cel-go/cel"
+
+	"github.com/celguard/celguard/stdlib/shell"
 )
 
 const benchShort = "cd /srv/app && git -c core.pager=cat push origin main --force"
@@ -28,7 +30,7 @@ func BenchmarkShellParse(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(bc.cmd)))
 			for b.Loop() {
-				ParseShell(bc.cmd)
+				shell.Parse(bc.cmd)
 			}
 		})
 	}

@@ -17,7 +17,7 @@ import (
 func TestStaticCost(t *testing.T) {
 	l := testLib(t)
 	env := testEnv(t, l)
-	estimate := func(expr string) cost.CostEstimate {
+	estimate := func(expr string) cost.Estimate {
 		t.Helper()
 		a, iss := env.Compile(expr)
 		require.NoError(t, iss.Err(), expr)

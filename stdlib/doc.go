@@ -16,6 +16,10 @@
 // command that does not parse is not an error: its parse says so (ok is
 // false), so rules can fail closed.
 //
+// The shell analysis itself (parsing a command line into the commands it
+// would run) is package stdlib/shell, which does not depend on CEL; this
+// package holds its CEL bindings, memoisation and cost estimates.
+//
 // Versioning: every function records the stdlib version it arrived in, and
 // WithVersion pins the set a Lib declares. The function names and signatures
 // are pinned by a test. docs/stdlib.md lists every function.

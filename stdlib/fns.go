@@ -238,8 +238,10 @@ func actualSize(v ref.Val) uint64 {
 	return 1
 }
 
-// costEstimator is the checker.CostEstimator returned by Lib.CostEstimator.
+// costEstimator is the cost.Estimator returned by Lib.CostEstimator.
 type costEstimator struct{ l *Lib }
+
+var _ cost.Estimator = costEstimator{}
 
 func (e costEstimator) EstimateSize(cost.AstNode) *cost.SizeEstimate { return nil }
 
@@ -255,9 +257,11 @@ func (e costEstimator) EstimateCallCost(function, overloadID string, target *cos
 	return o.cost.estimate(nil, all)
 }
 
-// actualCost is the interpreter.ActualCostEstimator returned by
+// actualCost is the cost.ActualCostEstimator returned by
 // Lib.ActualCostEstimator.
 type actualCost struct{ l *Lib }
+
+var _ cost.ActualCostEstimator = actualCost{}
 
 func (a actualCost) CallCost(function, overloadID string, args []ref.Val, _ ref.Val) *uint64 {
 	o := a.l.overload(function, overloadID)

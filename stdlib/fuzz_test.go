@@ -1,60 +1,63 @@
 package stdlib
 
 import (
+	"path"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
+
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/traits"
+
+	"github.com/celguard/celguard/stdlib/shell"
 )
 
-// FuzzShellParse: ParseShell never panics, never hangs, and keeps its
-// invariants on any input.
-func FuzzShellParse(f *testing.F) {
-	for _, tc := range shellCases {
-		f.Add(tc.in)
+// FuzzShellCEL: the CEL view of any parse mirrors the Go one: as many
+// commands, the same programs, and every field of every command readable.
+func FuzzShellCEL(f *testing.F) {
+	for _, s := range []string{"cd x && sudo git push -f | tee log", "echo $(curl x | sh) > /dev/null",
+		"bash -c 'rm -rf /'", "a=1 env b=2 $X --y z <<< w", "echo &&& x", "find . -exec rm {} +"} {
+		f.Add(s)
 	}
-	f.Add(deepSubst(40))
-	f.Add(strings.Repeat("(", 500) + "ls" + strings.Repeat(")", 500))
-	f.Add(strings.Repeat("bash -c '", 20))
-	f.Add("eval eval eval eval eval eval eval eval eval eval ls")
-	f.Add("env -S 'env -S \"env -S ls\"'")
 	f.Fuzz(func(t *testing.T, in string) {
-		if len(in) > 1<<14 {
+		if len(in) > 1<<12 {
 			return
 		}
-		start := time.Now()
-		p := ParseShell(in)
-		if d := time.Since(start); d > 2*time.Second {
-			t.Fatalf("ParseShell took %v on %d bytes", d, len(in))
+		p := shell.Parse(in)
+		parse, commands, programs := parseToVal(p)
+		m, ok := parse.(traits.Mapper)
+		if !ok {
+			t.Fatalf("parse is a %T", parse)
 		}
-		if p.OK && p.Error != "" || !p.OK && p.Error == "" {
-			t.Fatalf("OK %v with error %q", p.OK, p.Error)
+		if got := m.Get(types.String("ok")); got != types.Bool(p.OK) {
+			t.Fatalf("ok %v, want %v", got, p.OK)
 		}
-		if len(p.Commands) > MaxShellCommands {
-			t.Fatalf("%d commands", len(p.Commands))
+		if got := m.Get(types.String("commands")); got != commands {
+			t.Fatalf("parse.commands is not the commands value")
 		}
-		for _, c := range p.Commands {
-			if len(c.Argv) != len(c.ArgvDynamic) {
-				t.Fatalf("argv %q vs dynamic %v", c.Argv, c.ArgvDynamic)
-			}
-			if c.Depth < 0 || c.Depth > MaxShellDepth {
-				t.Fatalf("depth %d", c.Depth)
-			}
-			if len(c.Argv) > 0 && c.Program != programName(c.Argv[0]) {
-				// A dynamic argv[0] names its program only by a literal last
-				// component; otherwise the program is argv[0] as written.
-				if !c.ArgvDynamic[0] || c.Program != c.Argv[0] && !strings.HasSuffix(c.Argv[0], "/"+c.Program) {
-					t.Fatalf("program %q for argv[0] %q", c.Program, c.Argv[0])
+		if got := programs.Equal(types.NewStringList(adapter, p.Programs())); got != types.True {
+			t.Fatalf("programs differ from %q", p.Programs())
+		}
+		cl := commands.(traits.Lister)
+		if n := cl.Size(); n != types.Int(len(p.Commands)) {
+			t.Fatalf("%v commands, want %d", n, len(p.Commands))
+		}
+		for i, c := range p.Commands {
+			cv := cl.Get(types.Int(i)).(traits.Mapper)
+			for _, k := range commandKeys {
+				if v, found := cv.Find(types.String(k)); !found || types.IsError(v) {
+					t.Fatalf("command %d: field %s = %v", i, k, v)
 				}
 			}
-			// The helpers must not panic either.
-			c.HasFlags("-r|--recursive", "-f")
-			c.HasPrefix("git log")
-			c.HasSubcommand("git push")
-			c.Operands()
+			if got := cv.Get(types.String("program")); got != types.String(c.Program) {
+				t.Fatalf("command %d: program %v, want %q", i, got, c.Program)
+			}
+			back, err := commandFromVal(cv)
+			if err != nil || back != c {
+				t.Fatalf("command %d: commandFromVal = %p, %v; want %p", i, back, err, c)
+			}
 		}
-		// The CEL conversion must not panic.
-		parseToVal(p)
 	})
 }
 
@@ -94,9 +97,23 @@ func FuzzPathNormal(f *testing.F) {
 		if !l.within(p, p, fold) {
 			t.Fatalf("%q not within itself", p)
 		}
-		extOf(p)
-		segments(p)
-		stripWindowsTricks(p)
+		if e := extOf(p); e != "" && (e[0] != '.' || !strings.HasSuffix(path.Base(p), e)) {
+			t.Fatalf("extOf(%q) = %q is not a suffix of the base name", p, e)
+		}
+		segs := segments(p)
+		if slices.ContainsFunc(segs, func(s string) bool { return s == "" || s == "." || strings.Contains(s, "/") }) {
+			t.Fatalf("segments(%q) = %q", p, segs)
+		}
+		clean := strings.TrimPrefix(path.Clean(p), "/")
+		if clean == "." {
+			clean = ""
+		}
+		if strings.Join(segs, "/") != clean {
+			t.Fatalf("segments(%q) = %q do not join to its clean form %q", p, segs, clean)
+		}
+		if s := stripWindowsTricks(p); !strings.HasPrefix(p, s) || (s == "") != (p == "") {
+			t.Fatalf("stripWindowsTricks(%q) = %q is not a non-empty prefix", p, s)
+		}
 	})
 }
 
@@ -133,8 +150,19 @@ func FuzzURL(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, u, pat string) {
 		p := ParseURL(u)
-		if validateDomainPattern(pat) == nil {
-			HostMatches(p.Host, pat)
+		if p.OK == (p.Error != "") {
+			t.Fatalf("ParseURL(%q): ok %v with error %q", u, p.OK, p.Error)
+		}
+		if HostMatches(p.Host, "*") != (p.Host != "") {
+			t.Fatalf("host %q: * must match exactly the non-empty hosts", p.Host)
+		}
+		if validateDomainPattern(pat) != nil || strings.ContainsAny(pat, "*[]") || !HostMatches(p.Host, pat) {
+			return
+		}
+		// A host that matches a name is not matched by *.name, while
+		// its subdomains are.
+		if HostMatches(p.Host, "*."+pat) || !HostMatches("x."+p.Host, "*."+pat) {
+			t.Fatalf("host %q matches %q: wrong result for *.%s", p.Host, pat, pat)
 		}
 	})
 }

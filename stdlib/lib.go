@@ -8,8 +8,7 @@ import (
 	"strings"
 
 	"cel.dev/cel-go/cel"
-	"cel.dev/cel-go/checker"
-	"cel.dev/cel-go/interpreter"
+	"cel.dev/cel-go/common/cost"
 )
 
 // LatestVersion is the newest stdlib version. A Lib built with WithVersion(n)
@@ -166,12 +165,12 @@ func (l *Lib) NewCallScope() *CallScope { return newCallScope(l) }
 // front of a host's own estimator. The libraries also install the same
 // estimates as per-overload cost options, so an environment built from
 // EnvOptions gets them without this.
-func (l *Lib) CostEstimator() checker.CostEstimator { return costEstimator{l: l} }
+func (l *Lib) CostEstimator() cost.Estimator { return costEstimator{l: l} }
 
 // ActualCostEstimator returns the runtime cost of the stdlib functions for
 // cel.CostTracking; it returns nil for other functions, which keeps cel-go's
 // default cost for them.
-func (l *Lib) ActualCostEstimator() interpreter.ActualCostEstimator { return actualCost{l: l} }
+func (l *Lib) ActualCostEstimator() cost.ActualCostEstimator { return actualCost{l: l} }
 
 // fnsFor returns the functions of the namespace available at the Lib's version.
 func (l *Lib) fnsFor(ns string) []*fnDef {

@@ -6,6 +6,8 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
+
+	"github.com/celguard/celguard/stdlib/shell"
 )
 
 // CallScope is the per-call memo of the late-bound stdlib functions
@@ -31,7 +33,7 @@ type CallScope struct {
 }
 
 type shellEntry struct {
-	parse                   *ShellParse
+	parse                   *shell.Line
 	val, commands, programs ref.Val
 }
 
@@ -110,7 +112,7 @@ func (a scopeActivation) ResolveFunction(name string) (functions.LateBoundOp, bo
 }
 
 // Shell returns the memoised parse of a command (the Go form of shell.parse).
-func (s *CallScope) Shell(cmd string) *ShellParse { return s.shellEntry(cmd).parse }
+func (s *CallScope) Shell(cmd string) *shell.Line { return s.shellEntry(cmd).parse }
 
 func (s *CallScope) shellEntry(cmd string) *shellEntry {
 	if e, ok := s.shell[cmd]; ok {
@@ -120,7 +122,7 @@ func (s *CallScope) shellEntry(cmd string) *shellEntry {
 		s.shell = map[string]*shellEntry{}
 	}
 	s.parses++
-	p := ParseShell(cmd)
+	p := shell.Parse(cmd)
 	e := &shellEntry{parse: p}
 	e.val, e.commands, e.programs = parseToVal(p)
 	s.shell[cmd] = e

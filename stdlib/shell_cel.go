@@ -9,6 +9,8 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
+
+	"github.com/celguard/celguard/stdlib/shell"
 )
 
 // Shell returns the shell library (celguard.lib.shell): a parsed view of a
@@ -187,15 +189,15 @@ func (l *Lib) shellFns() []*fnDef {
 		}},
 		{ns: "shell", name: "shell.hasPrefix", version: 1, ovs: []*ovDef{
 			{id: "shell_hasPrefix_map_string", args: []*cel.Type{mapStrDyn, cel.StringType}, result: cel.BoolType,
-				binary: shellMatcher((*ShellCommand).HasPrefix), cost: linearCost(5, 1, 0.1)},
+				binary: shellMatcher((*shell.Command).HasPrefix), cost: linearCost(5, 1, 0.1)},
 			{id: "shell_hasPrefix_map_list", args: []*cel.Type{mapStrDyn, listString}, result: cel.BoolType,
-				binary: shellMatcher((*ShellCommand).HasPrefix), cost: linearCost(5, 1, 5)},
+				binary: shellMatcher((*shell.Command).HasPrefix), cost: linearCost(5, 1, 5)},
 		}},
 		{ns: "shell", name: "shell.hasSubcommand", version: 1, ovs: []*ovDef{
 			{id: "shell_hasSubcommand_map_string", args: []*cel.Type{mapStrDyn, cel.StringType}, result: cel.BoolType,
-				binary: shellMatcher((*ShellCommand).HasSubcommand), cost: linearCost(10, 1, 0.1)},
+				binary: shellMatcher((*shell.Command).HasSubcommand), cost: linearCost(10, 1, 0.1)},
 			{id: "shell_hasSubcommand_map_list", args: []*cel.Type{mapStrDyn, listString}, result: cel.BoolType,
-				binary: shellMatcher((*ShellCommand).HasSubcommand), cost: linearCost(10, 1, 10)},
+				binary: shellMatcher((*shell.Command).HasSubcommand), cost: linearCost(10, 1, 10)},
 		}},
 	}
 }
@@ -230,7 +232,7 @@ func shellHasFlags(cv, specs ref.Val) ref.Val {
 
 // shellMatcher adapts a string predicate of a command to the string and
 // list(string) (any of) overloads.
-func shellMatcher(f func(*ShellCommand, string) bool) func(ref.Val, ref.Val) ref.Val {
+func shellMatcher(f func(*shell.Command, string) bool) func(ref.Val, ref.Val) ref.Val {
 	return func(cv, arg ref.Val) ref.Val {
 		c, err := commandFromVal(cv)
 		if err != nil {
@@ -269,12 +271,12 @@ func stringList(v ref.Val) ([]string, ref.Val) {
 	return out, nil
 }
 
-// commandVal is the CEL value of a ShellCommand: a map(string, dyn) whose
+// commandVal is the CEL value of a shell.Command: a map(string, dyn) whose
 // fields are computed from the Go value when read, so a parse of a long
 // script costs nothing for the fields no rule looks at. The helpers take the
 // Go value back without decoding the map.
 type commandVal struct {
-	cmd  *ShellCommand
+	cmd  *shell.Command
 	once sync.Once
 	full traits.Mapper // materialised for iteration, equality and conversion
 	// vals memoises each field's value: ten rules reading c.args of the
@@ -498,10 +500,10 @@ func (v *commandVal) Type() ref.Type { return types.MapType }
 // Value implements ref.Val.
 func (v *commandVal) Value() any { return v.mapVal().Value() }
 
-// commandFromVal recovers the ShellCommand behind a command map. A map built
+// commandFromVal recovers the shell.Command behind a command map. A map built
 // in CEL is accepted too: argv (and optionally program, path, argv_dynamic)
 // are read from it.
-func commandFromVal(v ref.Val) (*ShellCommand, ref.Val) {
+func commandFromVal(v ref.Val) (*shell.Command, ref.Val) {
 	if cv, ok := v.(*commandVal); ok {
 		return cv.cmd, nil
 	}
@@ -509,7 +511,7 @@ func commandFromVal(v ref.Val) (*ShellCommand, ref.Val) {
 	if !ok {
 		return nil, types.MaybeNoSuchOverloadErr(v)
 	}
-	c := &ShellCommand{}
+	c := &shell.Command{}
 	if av, found := m.Find(types.String("argv")); found {
 		argv, err := stringList(av)
 		if err != nil {
@@ -528,7 +530,7 @@ func commandFromVal(v ref.Val) (*ShellCommand, ref.Val) {
 	}
 	if len(c.Argv) > 0 {
 		c.Path = c.Argv[0]
-		c.Program = programName(c.Argv[0])
+		c.Program = shell.ProgramName(c.Argv[0])
 	}
 	if pv, found := m.Find(types.String("path")); found {
 		if s, ok := pv.(types.String); ok {
@@ -547,7 +549,7 @@ var adapter = types.DefaultTypeAdapter
 
 func str(s string) ref.Val { return types.String(s) }
 
-func parseToVal(p *ShellParse) (parse, commands, programs ref.Val) {
+func parseToVal(p *shell.Line) (parse, commands, programs ref.Val) {
 	cmds := make([]ref.Val, len(p.Commands))
 	for i, c := range p.Commands {
 		cmds[i] = commandToVal(c)
@@ -569,4 +571,4 @@ func parseToVal(p *ShellParse) (parse, commands, programs ref.Val) {
 	return parse, commands, programs
 }
 
-func commandToVal(c *ShellCommand) ref.Val { return &commandVal{cmd: c} }
+func commandToVal(c *shell.Command) ref.Val { return &commandVal{cmd: c} }

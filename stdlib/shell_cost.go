@@ -4,18 +4,20 @@ import (
 	"math"
 
 	"cel.dev/cel-go/common/cost"
+
+	"github.com/celguard/celguard/stdlib/shell"
 )
 
 // Size bounds of the shell functions' results, for static cost estimation.
 //
-// For a command string of at most n bytes (at most MaxShellInput are parsed):
+// For a command string of at most n bytes (at most shell.MaxInput are parsed):
 //
 //   - commands: at most n/2+1 ("a;a;a" is the densest string), and never
-//     more than MaxShellCommands;
+//     more than shell.MaxCommands;
 //   - words of one command (argv, args, operands, positionals, argv_dynamic,
 //     env, a wrapper's argv): at most n/2+1, one byte and a separator each;
 //   - redirects of one command: as many, plus the redirects it inherits from
-//     enclosing compound commands (at most maxInheritedRedirects);
+//     enclosing compound commands (at most shell.MaxInheritedRedirects);
 //   - upstream programs of one command: at most the number of commands;
 //   - a string (program, path, text, a word, a redirect target): at most n
 //     bytes, and a message (error, opaque_reasons) n plus shellMessageBytes.
@@ -39,7 +41,7 @@ var shellCommandKeys = struct{ n, minLen, maxLen uint64 }{n: 17, minLen: 3, maxL
 // map's), and field names (a command's "args", a redirect's "target", the
 // parse's "commands"). The estimate's Elem and Key bound the elements and
 // keys below it. ok is false for another function or a path the result does
-// not have. An unknown n (math.MaxUint64) is bounded by MaxShellInput, as
+// not have. An unknown n (math.MaxUint64) is bounded by shell.MaxInput, as
 // only that many bytes are parsed.
 func ShellResultSize(function string, path []string, n uint64) (est cost.SizeEstimate, ok bool) {
 	b := shellBounds(n)
@@ -67,11 +69,11 @@ type shellSizes struct {
 }
 
 func shellBounds(n uint64) shellSizes {
-	if n > MaxShellInput {
-		n = MaxShellInput
+	if n > shell.MaxInput {
+		n = shell.MaxInput
 	}
 	half := n/2 + 1
-	return shellSizes{cmds: min(half, MaxShellCommands), words: half, str: n, msg: n + shellMessageBytes}
+	return shellSizes{cmds: min(half, shell.MaxCommands), words: half, str: n, msg: n + shellMessageBytes}
 }
 
 // shellNode is a value whose parts are known by name (a parse result, a
@@ -143,7 +145,7 @@ func (b shellSizes) commandField(name string) (cost.SizeEstimate, bool) {
 	case "redirects":
 		// op, fd, target, dynamic, body; the body of a here-document is
 		// part of the input.
-		return b.list(satAdd(b.words, maxInheritedRedirects), cost.MapSizeEstimate(cost.FixedSizeEstimate(5),
+		return b.list(satAdd(b.words, shell.MaxInheritedRedirects), cost.MapSizeEstimate(cost.FixedSizeEstimate(5),
 			cost.RangedSizeEstimate(2, 7), b.text())), true
 	case "wrappers":
 		// program and argv: the union of a string and a word list.
@@ -227,16 +229,16 @@ func shellResult(function string) func(cost.SizeEstimate) *cost.SizeEstimate {
 // once (commands × share bounds the sum). The words of a command are its
 // own bytes, so each nesting level (bash -c, eval, $( ), find -exec) holds
 // at most n/2+1 of them, and a command inherits at most
-// maxInheritedRedirects redirects. ok is false for the other fields: the
+// shell.MaxInheritedRedirects redirects. ok is false for the other fields: the
 // sum of upstream is quadratic (a|a|a gives each stage every earlier one).
 func ShellCommandShare(field string, n uint64) (share uint64, ok bool) {
 	b := shellBounds(n)
 	var sum uint64
 	switch field {
 	case "argv", "args", "operands", "positionals", "argv_dynamic", "env":
-		sum = b.words * (MaxShellDepth + 1)
+		sum = b.words * (shell.MaxDepth + 1)
 	case "redirects":
-		sum = satAdd(b.words*(MaxShellDepth+1), b.cmds*maxInheritedRedirects)
+		sum = satAdd(b.words*(shell.MaxDepth+1), b.cmds*shell.MaxInheritedRedirects)
 	default:
 		return 0, false
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/stdlib/shell"
 )
 
 func TestShellResultSize(t *testing.T) {
@@ -24,7 +26,7 @@ func TestShellResultSize(t *testing.T) {
 		{"shell.commands", []string{"@items", "args", "@items"}, 1000},
 		{"shell.commands", []string{"@items", "program"}, 1000},
 		{"shell.commands", []string{"@items", "upstream"}, 501},
-		{"shell.commands", []string{"@items", "redirects"}, 501 + maxInheritedRedirects},
+		{"shell.commands", []string{"@items", "redirects"}, 501 + shell.MaxInheritedRedirects},
 		{"shell.commands", []string{"@items", "redirects", "@items", "target"}, 1000},
 		{"shell.commands", []string{"@items", "depth"}, 1},
 		{"shell.parse", []string{"commands"}, 501},
@@ -41,16 +43,16 @@ func TestShellResultSize(t *testing.T) {
 	_, ok = size("path.normal", 1000)
 	assert.False(t, ok)
 
-	// The hard limits: at most MaxShellCommands commands, and only
-	// MaxShellInput bytes are parsed, even of an input of unknown size.
+	// The hard limits: at most shell.MaxCommands commands, and only
+	// shell.MaxInput bytes are parsed, even of an input of unknown size.
 	got, _ := size("shell.commands", math.MaxUint64)
-	assert.Equal(t, uint64(MaxShellCommands), got)
+	assert.Equal(t, uint64(shell.MaxCommands), got)
 	got, _ = size("shell.commands", math.MaxUint64, "@items", "args")
-	assert.Equal(t, uint64(MaxShellInput/2+1), got)
+	assert.Equal(t, uint64(shell.MaxInput/2+1), got)
 
 	// The bounds hold for real parses.
 	for _, cmd := range []string{strings.Repeat("a;", 500), "a" + strings.Repeat(" a", 499), strings.Repeat("a|", 499) + "a"} {
-		p := ParseShell(cmd)
+		p := shell.Parse(cmd)
 		n := uint64(len(cmd))
 		maxCmds, _ := size("shell.commands", n)
 		maxArgs, _ := size("shell.commands", n, "@items", "args")
@@ -66,7 +68,7 @@ func TestShellResultSize(t *testing.T) {
 func TestShellCommandShare(t *testing.T) {
 	share, ok := ShellCommandShare("args", 1000)
 	require.True(t, ok)
-	assert.Equal(t, uint64(MaxShellDepth+1), share, "the words of every nesting level")
+	assert.Equal(t, uint64(shell.MaxDepth+1), share, "the words of every nesting level")
 	_, ok = ShellCommandShare("upstream", 1000)
 	assert.False(t, ok, "a|a|a: the sum of upstream is quadratic")
 	_, ok = ShellCommandShare("program", 1000)
@@ -79,7 +81,7 @@ func TestShellCommandShare(t *testing.T) {
 		strings.Repeat("eval ", 8) + "a" + strings.Repeat(" a", 450),
 		"bash -c 'a b c; bash -c \"d e f; g h\"'",
 	} {
-		p := ParseShell(cmd)
+		p := shell.Parse(cmd)
 		n := uint64(len(cmd))
 		share, _ := ShellCommandShare("args", n)
 		cmds, _ := ShellResultSize("shell.commands", nil, n)

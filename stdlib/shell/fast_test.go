@@ -1,4 +1,4 @@
-package stdlib
+package shell
 
 import (
 	"math/rand/v2"
@@ -24,9 +24,9 @@ var fastCorpus = []string{
 	strings.Repeat("a | ", 300) + "b",
 }
 
-// TestShellFastPathMatchesParser: wherever the fast path applies, its result
+// TestFastPathMatchesParser: wherever the fast path applies, its result
 // is the parser's, field for field.
-func TestShellFastPathMatchesParser(t *testing.T) {
+func TestFastPathMatchesParser(t *testing.T) {
 	inputs := append([]string(nil), fastCorpus...)
 	for _, tc := range shellCases {
 		inputs = append(inputs, tc.in)
@@ -49,7 +49,7 @@ func TestShellFastPathMatchesParser(t *testing.T) {
 }
 
 func fastUsed(in string) bool {
-	w := &shellWalker{res: &ShellParse{OK: true}}
+	w := &shellWalker{res: &Line{OK: true}}
 	return w.fast(in)
 }
 
@@ -62,7 +62,7 @@ func checkFastPath(t *testing.T, in string) {
 	}
 }
 
-func shellViewText(p *ShellParse) string {
+func shellViewText(p *Line) string {
 	var b strings.Builder
 	b.WriteString(shellView(p))
 	for _, c := range p.Commands {
@@ -90,8 +90,8 @@ func randomPlainCommand(rng *rand.Rand) string {
 	return b.String()
 }
 
-// FuzzShellFastPath: on any input, the fast path agrees with the parser.
-func FuzzShellFastPath(f *testing.F) {
+// FuzzFastPath: on any input, the fast path agrees with the parser.
+func FuzzFastPath(f *testing.F) {
 	for _, in := range fastCorpus {
 		f.Add(in)
 	}

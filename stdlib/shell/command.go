@@ -1,4 +1,4 @@
-package stdlib
+package shell
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 )
 
 // Args returns Argv without argv[0].
-func (c *ShellCommand) Args() []string {
+func (c *Command) Args() []string {
 	if len(c.Argv) == 0 {
 		return nil
 	}
@@ -14,7 +14,7 @@ func (c *ShellCommand) Args() []string {
 }
 
 // Dynamic reports whether any word of Argv is not a literal.
-func (c *ShellCommand) Dynamic() bool {
+func (c *Command) Dynamic() bool {
 	for _, d := range c.ArgvDynamic {
 		if d {
 			return true
@@ -27,7 +27,7 @@ func (c *ShellCommand) Dynamic() bool {
 // start with "-" (and every word after "--"). It cannot know which options
 // take a value, so "-n 5" yields the operand "5"; for rules that deny, that
 // errs on the side of seeing more.
-func (c *ShellCommand) Operands() []string {
+func (c *Command) Operands() []string {
 	out := []string{}
 	args := c.Args()
 	for i, a := range args {
@@ -53,7 +53,7 @@ func (c *ShellCommand) Operands() []string {
 //
 // Options are looked for before "--" only; words that are not literals are
 // ignored.
-func (c *ShellCommand) HasFlag(spec string) bool {
+func (c *Command) HasFlag(spec string) bool {
 	for _, alt := range strings.Split(spec, "|") {
 		alt = strings.TrimSpace(alt)
 		if alt != "" && c.hasOneFlag(alt) {
@@ -65,7 +65,7 @@ func (c *ShellCommand) HasFlag(spec string) bool {
 
 // HasFlags reports whether the command has every one of the flags (each may
 // list alternatives, see HasFlag). HasFlags() with no specs is false.
-func (c *ShellCommand) HasFlags(specs ...string) bool {
+func (c *Command) HasFlags(specs ...string) bool {
 	if len(specs) == 0 {
 		return false
 	}
@@ -77,7 +77,7 @@ func (c *ShellCommand) HasFlags(specs ...string) bool {
 	return true
 }
 
-func (c *ShellCommand) hasOneFlag(f string) bool {
+func (c *Command) hasOneFlag(f string) bool {
 	short := len(f) == 2 && f[0] == '-' && f[1] != '-'
 	for i := 1; i < len(c.Argv); i++ {
 		a := c.Argv[i]
@@ -106,7 +106,7 @@ func (c *ShellCommand) hasOneFlag(f string) bool {
 // first word of prefix is compared with Program (or with Path when it
 // contains a "/"). Options are not skipped: "git push" does not match
 // git -c k=v push (use HasSubcommand for that).
-func (c *ShellCommand) HasPrefix(prefix string) bool {
+func (c *Command) HasPrefix(prefix string) bool {
 	want := strings.Fields(prefix)
 	if len(want) == 0 || len(c.Argv) < len(want) {
 		return false
@@ -122,7 +122,7 @@ func (c *ShellCommand) HasPrefix(prefix string) bool {
 	return true
 }
 
-func (c *ShellCommand) programIs(w string) bool {
+func (c *Command) programIs(w string) bool {
 	if strings.Contains(w, "/") {
 		return c.Path == w
 	}
@@ -167,7 +167,7 @@ var globalValueOptions = map[string]map[string]bool{
 // Positionals returns the words after the program that are not options,
 // skipping the values of the program's known global options (git -c k=v,
 // git -C dir, kubectl -n ns, ...). Everything after "--" is positional.
-func (c *ShellCommand) Positionals() []string {
+func (c *Command) Positionals() []string {
 	values := globalValueOptions[c.Program]
 	out := []string{}
 	args := c.Args()
@@ -189,7 +189,7 @@ func (c *ShellCommand) Positionals() []string {
 
 // Subcommand returns the first positional word (see Positionals): "push" for
 // git -c k=v push origin, or "".
-func (c *ShellCommand) Subcommand() string {
+func (c *Command) Subcommand() string {
 	p := c.Positionals()
 	if len(p) == 0 {
 		return ""
@@ -201,7 +201,7 @@ func (c *ShellCommand) Subcommand() string {
 // with options allowed anywhere in between: "git push" matches
 // git -c k=v push, git --git-dir=x push and git -C dir push -f;
 // "kubectl delete pod" matches kubectl -n prod delete pod x.
-func (c *ShellCommand) HasSubcommand(spec string) bool {
+func (c *Command) HasSubcommand(spec string) bool {
 	// The spec's words are read in place (no allocation: a rule may test
 	// a list of 25 specs against every command of every call).
 	first, rest := nextField(spec)
@@ -231,7 +231,7 @@ func nextField(s string) (word, rest string) {
 }
 
 // Programs returns the program of every command, in order, with duplicates.
-func (p *ShellParse) Programs() []string {
+func (p *Line) Programs() []string {
 	out := make([]string, 0, len(p.Commands))
 	for _, c := range p.Commands {
 		if c.Program != "" {

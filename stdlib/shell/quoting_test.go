@@ -1,4 +1,4 @@
-package stdlib
+package shell
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 
 // shellView is what rules see of a parse, without source texts (which
 // differ by construction when a word is requoted).
-func shellView(p *ShellParse) string {
+func shellView(p *Line) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ok=%v opaque=%v\n", p.OK, p.Opaque)
 	for _, c0 := range p.Commands {
@@ -128,16 +128,16 @@ var quotingExtra = []string{
 	"builtin cd /tmp && rm -rf .", "kubectl -n prod delete pod x", "time rm -rf /", "busybox rm -rf /",
 }
 
-// TestShellQuotingInvariance: writing a plain word of a command with
+// TestQuotingInvariance: writing a plain word of a command with
 // different quoting never changes what rules see.
-func TestShellQuotingInvariance(t *testing.T) {
+func TestQuotingInvariance(t *testing.T) {
 	inputs := append([]string(nil), quotingExtra...)
 	for _, tc := range shellCases {
 		inputs = append(inputs, tc.in)
 	}
 	checked := 0
 	for _, in := range inputs {
-		want := ParseShell(in)
+		want := Parse(in)
 		if !want.OK {
 			continue
 		}
@@ -150,7 +150,7 @@ func TestShellQuotingInvariance(t *testing.T) {
 					continue
 				}
 				alt := in[:r[0]] + rq + in[r[1]:]
-				got := ParseShell(alt)
+				got := Parse(alt)
 				checked++
 				if gotView := shellView(got); gotView != wantView {
 					t.Errorf("%s quoting of %q changes the parse:\n %s\n%s\n %s\n%s", q.name, word, in, wantView, alt, gotView)

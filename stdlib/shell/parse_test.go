@@ -1,4 +1,4 @@
-package stdlib
+package shell
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 )
 
 // shellCase is one parse case. argv lists every command's Argv joined with
-// spaces, in order; programs lists ShellParse.Programs(); check may inspect
+// spaces, in order; programs lists Line.Programs(); check may inspect
 // anything else.
 type shellCase struct {
 	in       string
@@ -18,10 +18,10 @@ type shellCase struct {
 	programs []string
 	fail     bool // want OK == false
 	opaque   bool
-	check    func(t *testing.T, p *ShellParse)
+	check    func(t *testing.T, p *Line)
 }
 
-func cmdAt(t *testing.T, p *ShellParse, i int) *ShellCommand {
+func cmdAt(t *testing.T, p *Line, i int) *Command {
 	t.Helper()
 	if i >= len(p.Commands) {
 		t.Fatalf("want a command #%d, have %d", i, len(p.Commands))
@@ -29,7 +29,7 @@ func cmdAt(t *testing.T, p *ShellParse, i int) *ShellCommand {
 	return p.Commands[i]
 }
 
-func find(t *testing.T, p *ShellParse, program string) *ShellCommand {
+func find(t *testing.T, p *Line, program string) *Command {
 	t.Helper()
 	for _, c := range p.Commands {
 		if c.Program == program {
@@ -40,7 +40,7 @@ func find(t *testing.T, p *ShellParse, program string) *ShellCommand {
 	return nil
 }
 
-func wrapperNames(c *ShellCommand) []string {
+func wrapperNames(c *Command) []string {
 	out := []string{}
 	for _, w := range c.Wrappers {
 		out = append(out, w.Program)
@@ -48,8 +48,8 @@ func wrapperNames(c *ShellCommand) []string {
 	return out
 }
 
-func wantWrappers(names ...string) func(t *testing.T, p *ShellParse) {
-	return func(t *testing.T, p *ShellParse) {
+func wantWrappers(names ...string) func(t *testing.T, p *Line) {
+	return func(t *testing.T, p *Line) {
 		t.Helper()
 		c := p.Commands[len(p.Commands)-1]
 		if got := wrapperNames(c); !reflect.DeepEqual(got, names) {
@@ -58,8 +58,8 @@ func wantWrappers(names ...string) func(t *testing.T, p *ShellParse) {
 	}
 }
 
-func wantEnv(env map[string]string) func(t *testing.T, p *ShellParse) {
-	return func(t *testing.T, p *ShellParse) {
+func wantEnv(env map[string]string) func(t *testing.T, p *Line) {
+	return func(t *testing.T, p *Line) {
 		t.Helper()
 		c := p.Commands[len(p.Commands)-1]
 		if !reflect.DeepEqual(c.Env, env) {
@@ -68,8 +68,8 @@ func wantEnv(env map[string]string) func(t *testing.T, p *ShellParse) {
 	}
 }
 
-func wantRedirect(i int, op, target string) func(t *testing.T, p *ShellParse) {
-	return func(t *testing.T, p *ShellParse) {
+func wantRedirect(i int, op, target string) func(t *testing.T, p *Line) {
+	return func(t *testing.T, p *Line) {
 		t.Helper()
 		c := p.Commands[len(p.Commands)-1]
 		if i >= len(c.Redirects) {
@@ -81,10 +81,10 @@ func wantRedirect(i int, op, target string) func(t *testing.T, p *ShellParse) {
 	}
 }
 
-func wantVia(program, via string, depth int) func(t *testing.T, p *ShellParse) {
-	return func(t *testing.T, p *ShellParse) {
+func wantVia(program, via string, depth int) func(t *testing.T, p *Line) {
+	return func(t *testing.T, p *Line) {
 		t.Helper()
-		var c *ShellCommand
+		var c *Command
 		for _, x := range p.Commands {
 			if x.Program == program && x.Via == via {
 				c = x
@@ -99,8 +99,8 @@ func wantVia(program, via string, depth int) func(t *testing.T, p *ShellParse) {
 	}
 }
 
-func wantProgram(i int, program, path string) func(t *testing.T, p *ShellParse) {
-	return func(t *testing.T, p *ShellParse) {
+func wantProgram(i int, program, path string) func(t *testing.T, p *Line) {
+	return func(t *testing.T, p *Line) {
 		t.Helper()
 		c := cmdAt(t, p, i)
 		if c.Program != program || c.Path != path {
@@ -109,8 +109,8 @@ func wantProgram(i int, program, path string) func(t *testing.T, p *ShellParse) 
 	}
 }
 
-func all(fs ...func(t *testing.T, p *ShellParse)) func(t *testing.T, p *ShellParse) {
-	return func(t *testing.T, p *ShellParse) {
+func all(fs ...func(t *testing.T, p *Line)) func(t *testing.T, p *Line) {
+	return func(t *testing.T, p *Line) {
 		t.Helper()
 		for _, f := range fs {
 			f(t, p)
@@ -118,8 +118,8 @@ func all(fs ...func(t *testing.T, p *ShellParse)) func(t *testing.T, p *ShellPar
 	}
 }
 
-func flagCheck(spec string, want bool) func(t *testing.T, p *ShellParse) {
-	return func(t *testing.T, p *ShellParse) {
+func flagCheck(spec string, want bool) func(t *testing.T, p *Line) {
+	return func(t *testing.T, p *Line) {
 		t.Helper()
 		c := cmdAt(t, p, len(p.Commands)-1)
 		if got := c.HasFlag(spec); got != want {
@@ -128,8 +128,8 @@ func flagCheck(spec string, want bool) func(t *testing.T, p *ShellParse) {
 	}
 }
 
-func prefixCheck(prefix string, want bool) func(t *testing.T, p *ShellParse) {
-	return func(t *testing.T, p *ShellParse) {
+func prefixCheck(prefix string, want bool) func(t *testing.T, p *Line) {
+	return func(t *testing.T, p *Line) {
 		t.Helper()
 		c := cmdAt(t, p, 0)
 		if got := c.HasPrefix(prefix); got != want {
@@ -138,8 +138,8 @@ func prefixCheck(prefix string, want bool) func(t *testing.T, p *ShellParse) {
 	}
 }
 
-func subCheck(spec string, want bool) func(t *testing.T, p *ShellParse) {
-	return func(t *testing.T, p *ShellParse) {
+func subCheck(spec string, want bool) func(t *testing.T, p *Line) {
+	return func(t *testing.T, p *Line) {
 		t.Helper()
 		c := cmdAt(t, p, len(p.Commands)-1)
 		if got := c.HasSubcommand(spec); got != want {
@@ -179,12 +179,12 @@ var shellCases = []shellCase{
 	{in: "make || echo failed", argv: []string{"make", "echo failed"}},
 	{in: "a; b; c", argv: []string{"a", "b", "c"}},
 	{in: "a\nb\n\nc", argv: []string{"a", "b", "c"}},
-	{in: "sleep 1 & git push", argv: []string{"sleep 1", "git push"}, check: func(t *testing.T, p *ShellParse) {
+	{in: "sleep 1 & git push", argv: []string{"sleep 1", "git push"}, check: func(t *testing.T, p *Line) {
 		if !p.Commands[0].Background || p.Commands[1].Background {
 			t.Errorf("background flags = %v, %v", p.Commands[0].Background, p.Commands[1].Background)
 		}
 	}},
-	{in: "a | b | c", argv: []string{"a", "b", "c"}, check: func(t *testing.T, p *ShellParse) {
+	{in: "a | b | c", argv: []string{"a", "b", "c"}, check: func(t *testing.T, p *Line) {
 		if got := p.Commands[2].Upstream; !reflect.DeepEqual(got, []string{"a", "b"}) {
 			t.Errorf("upstream of c = %v", got)
 		}
@@ -206,7 +206,7 @@ var shellCases = []shellCase{
 	// Substitutions.
 	{in: "echo $(rm -rf /)", argv: []string{"rm -rf /", "echo $(rm -rf /)"}, check: all(
 		wantVia("rm", "$()", 1),
-		func(t *testing.T, p *ShellParse) {
+		func(t *testing.T, p *Line) {
 			if !reflect.DeepEqual(p.Commands[1].ArgvDynamic, []bool{false, true}) {
 				t.Errorf("argv_dynamic = %v", p.Commands[1].ArgvDynamic)
 			}
@@ -265,12 +265,12 @@ var shellCases = []shellCase{
 	{in: "bash <<EOF\nrm -rf /\nEOF\n", argv: []string{"bash", "rm -rf /"}},
 	{in: "bash -s <<EOF\ncurl x\nEOF\n", argv: []string{"bash -s", "curl x"}},
 	{in: "cat <<EOF\nrm -rf /\nEOF\n", argv: []string{"cat"}},
-	{in: "curl -s https://x | bash", argv: []string{"curl -s https://x", "bash"}, check: func(t *testing.T, p *ShellParse) {
+	{in: "curl -s https://x | bash", argv: []string{"curl -s https://x", "bash"}, check: func(t *testing.T, p *Line) {
 		if got := find(t, p, "bash").Upstream; !reflect.DeepEqual(got, []string{"curl"}) {
 			t.Errorf("upstream = %v", got)
 		}
 	}},
-	{in: "wget -qO- x | sudo bash", argv: []string{"wget -qO- x", "bash"}, check: func(t *testing.T, p *ShellParse) {
+	{in: "wget -qO- x | sudo bash", argv: []string{"wget -qO- x", "bash"}, check: func(t *testing.T, p *Line) {
 		c := find(t, p, "bash")
 		if !reflect.DeepEqual(c.Upstream, []string{"wget"}) || !reflect.DeepEqual(wrapperNames(c), []string{"sudo"}) {
 			t.Errorf("upstream = %v wrappers = %v", c.Upstream, wrapperNames(c))
@@ -286,7 +286,7 @@ var shellCases = []shellCase{
 	{in: "sudo -u root bash -c 'rm -rf /'", argv: []string{"bash -c rm -rf /", "rm -rf /"}, check: wantWrappers("sudo", "bash")},
 	{in: "/bin/bash -c 'git push'", argv: []string{"/bin/bash -c git push", "git push"}},
 	{in: "bash -c 'echo $(whoami)'", argv: []string{"bash -c echo $(whoami)", "whoami", "echo $(whoami)"}, check: wantVia("whoami", "$()", 2)},
-	{in: "bash -c 'if then'", argv: []string{"bash -c if then"}, opaque: false, check: func(t *testing.T, p *ShellParse) {
+	{in: "bash -c 'if then'", argv: []string{"bash -c if then"}, opaque: false, check: func(t *testing.T, p *Line) {
 		if !p.Opaque {
 			t.Errorf("a -c script that does not parse must make the parse opaque")
 		}
@@ -300,7 +300,7 @@ var shellCases = []shellCase{
 
 	// Wrappers.
 	{in: "sudo rm -rf /", argv: []string{"rm -rf /"}, check: wantWrappers("sudo")},
-	{in: "sudo -u root git push", argv: []string{"git push"}, check: func(t *testing.T, p *ShellParse) {
+	{in: "sudo -u root git push", argv: []string{"git push"}, check: func(t *testing.T, p *Line) {
 		w := p.Commands[0].Wrappers
 		if len(w) != 1 || !reflect.DeepEqual(w[0].Argv, []string{"sudo", "-u", "root"}) {
 			t.Errorf("wrappers = %+v", w)
@@ -328,7 +328,7 @@ var shellCases = []shellCase{
 	{in: "nice -n 5 git push", argv: []string{"git push"}},
 	{in: "nice -n5 git push", argv: []string{"git push"}},
 	{in: "nice git push", argv: []string{"git push"}},
-	{in: "nohup git push &", argv: []string{"git push"}, check: func(t *testing.T, p *ShellParse) {
+	{in: "nohup git push &", argv: []string{"git push"}, check: func(t *testing.T, p *Line) {
 		if !p.Commands[0].Background {
 			t.Errorf("not background")
 		}
@@ -354,7 +354,7 @@ var shellCases = []shellCase{
 	{in: "sudo $CMD", argv: []string{"$CMD"}, opaque: true},
 
 	// Program names: absolute paths, escapes, quotes.
-	{in: "/usr/bin/git push", argv: []string{"/usr/bin/git push"}, programs: []string{"git"}, check: func(t *testing.T, p *ShellParse) {
+	{in: "/usr/bin/git push", argv: []string{"/usr/bin/git push"}, programs: []string{"git"}, check: func(t *testing.T, p *Line) {
 		if p.Commands[0].Path != "/usr/bin/git" {
 			t.Errorf("path = %q", p.Commands[0].Path)
 		}
@@ -375,7 +375,7 @@ var shellCases = []shellCase{
 	{in: "VAR=x cmd", argv: []string{"cmd"}, check: wantEnv(map[string]string{"VAR": "x"})},
 	{in: "A=1 B='2 3' git push", argv: []string{"git push"}, check: wantEnv(map[string]string{"A": "1", "B": "2 3"})},
 	{in: "GIT_SSH_COMMAND='rm -rf /' git fetch", argv: []string{"git fetch"}, check: wantEnv(map[string]string{"GIT_SSH_COMMAND": "rm -rf /"})},
-	{in: `V=.env; cat "$V"`, argv: []string{"cat .env"}, check: func(t *testing.T, p *ShellParse) {
+	{in: `V=.env; cat "$V"`, argv: []string{"cat .env"}, check: func(t *testing.T, p *Line) {
 		if !reflect.DeepEqual(p.Commands[0].ArgvDynamic, []bool{false, true}) {
 			t.Errorf("argv_dynamic = %v", p.Commands[0].ArgvDynamic)
 		}
@@ -396,7 +396,7 @@ var shellCases = []shellCase{
 	{in: "$CMD -rf /", argv: []string{"$CMD -rf /"}, opaque: true},
 	{in: "${EDITOR} file", argv: []string{"${EDITOR} file"}, opaque: true},
 	{in: "$(echo rm) -rf /", argv: []string{"echo rm", "$(echo rm) -rf /"}, opaque: true},
-	{in: "rm -rf $HOME", argv: []string{"rm -rf $HOME"}, check: func(t *testing.T, p *ShellParse) {
+	{in: "rm -rf $HOME", argv: []string{"rm -rf $HOME"}, check: func(t *testing.T, p *Line) {
 		if c := p.Commands[0]; !c.Dynamic() || !c.ArgvDynamic[2] {
 			t.Errorf("$HOME not marked dynamic: %v", c.ArgvDynamic)
 		}
@@ -407,7 +407,7 @@ var shellCases = []shellCase{
 	{in: "echo x > .env", argv: []string{"echo x"}, check: wantRedirect(0, ">", ".env")},
 	{in: "echo x >> ~/.bashrc", check: wantRedirect(0, ">>", "~/.bashrc")},
 	{in: "cat < /etc/passwd", check: wantRedirect(0, "<", "/etc/passwd")},
-	{in: "cmd 2>/dev/null", check: func(t *testing.T, p *ShellParse) {
+	{in: "cmd 2>/dev/null", check: func(t *testing.T, p *Line) {
 		if r := p.Commands[0].Redirects[0]; r.FD != "2" || r.Op != ">" || r.Target != "/dev/null" {
 			t.Errorf("redirect = %+v", r)
 		}
@@ -418,20 +418,20 @@ var shellCases = []shellCase{
 	{in: "{ a; b; } > out", argv: []string{"a", "b"}, check: wantRedirect(0, ">", "out")},
 	{in: "while read l; do echo $l; done < in.txt", argv: []string{"read l", "echo $l"}, check: wantRedirect(0, "<", "in.txt")},
 	{in: "cat <<EOF > .env\nA=b\nEOF\n", argv: []string{"cat"}, check: all(wantRedirect(0, "<<", "EOF"), wantRedirect(1, ">", ".env"),
-		func(t *testing.T, p *ShellParse) {
+		func(t *testing.T, p *Line) {
 			if b := p.Commands[0].Redirects[0].Body; b != "A=b\n" {
 				t.Errorf("body = %q", b)
 			}
 		})},
 	{in: "echo x > $(echo f)", argv: []string{"echo f", "echo x"}},
-	{in: "cmd > \"$OUT\"", check: func(t *testing.T, p *ShellParse) {
+	{in: "cmd > \"$OUT\"", check: func(t *testing.T, p *Line) {
 		if !p.Commands[0].Redirects[0].Dynamic {
 			t.Errorf("redirect target not dynamic")
 		}
 	}},
 
 	// The bypasses that broke string-matching engines.
-	{in: "rm -rf build/ --no-preserve-root /", argv: []string{"rm -rf build/ --no-preserve-root /"}, check: func(t *testing.T, p *ShellParse) {
+	{in: "rm -rf build/ --no-preserve-root /", argv: []string{"rm -rf build/ --no-preserve-root /"}, check: func(t *testing.T, p *Line) {
 		if got := p.Commands[0].Operands(); !reflect.DeepEqual(got, []string{"build/", "/"}) {
 			t.Errorf("operands = %v", got)
 		}
@@ -518,23 +518,23 @@ var shellCases = []shellCase{
 	{in: "'{rm,-rf}' x", argv: []string{"{rm,-rf} x"}, programs: []string{"{rm,-rf}"}},
 
 	// An unquoted variable with a known value is split into words.
-	{in: "x='rm -rf /'; $x", argv: []string{"rm -rf /"}, programs: []string{"rm"}, check: func(t *testing.T, p *ShellParse) {
+	{in: "x='rm -rf /'; $x", argv: []string{"rm -rf /"}, programs: []string{"rm"}, check: func(t *testing.T, p *Line) {
 		if c := p.Commands[0]; !reflect.DeepEqual(c.ArgvDynamic, []bool{true, true, true}) {
 			t.Errorf("argv_dynamic = %v", c.ArgvDynamic)
 		}
 	}},
-	{in: "F='/ x'; rm -rf $F", argv: []string{"rm -rf / x"}, check: func(t *testing.T, p *ShellParse) {
+	{in: "F='/ x'; rm -rf $F", argv: []string{"rm -rf / x"}, check: func(t *testing.T, p *Line) {
 		if got := p.Commands[0].Operands(); !reflect.DeepEqual(got, []string{"/", "x"}) {
 			t.Errorf("operands = %q", got)
 		}
 	}},
-	{in: `F='/ x'; rm -rf "$F"`, argv: []string{"rm -rf / x"}, check: func(t *testing.T, p *ShellParse) {
+	{in: `F='/ x'; rm -rf "$F"`, argv: []string{"rm -rf / x"}, check: func(t *testing.T, p *Line) {
 		if got := p.Commands[0].Operands(); !reflect.DeepEqual(got, []string{"/ x"}) {
 			t.Errorf("operands = %q", got)
 		}
 	}},
 	{in: "x=; $x rm -rf /", argv: []string{"rm -rf /"}, programs: []string{"rm"}},
-	{in: "F='a b'; rm -rf /$F", argv: []string{"rm -rf /$F"}, opaque: false, check: func(t *testing.T, p *ShellParse) {
+	{in: "F='a b'; rm -rf /$F", argv: []string{"rm -rf /$F"}, opaque: false, check: func(t *testing.T, p *Line) {
 		if c := p.Commands[0]; !c.ArgvDynamic[2] {
 			t.Errorf("argv_dynamic = %v", c.ArgvDynamic)
 		}
@@ -547,16 +547,16 @@ var shellCases = []shellCase{
 	{in: "a && { b; c; } || (d)", argv: []string{"a", "b", "c", "d"}},
 
 	// Limits.
-	{in: deepSubst(MaxShellDepth), check: func(t *testing.T, p *ShellParse) {
-		if p.Opaque || find(t, p, "rm").Depth != MaxShellDepth {
+	{in: deepSubst(MaxDepth), check: func(t *testing.T, p *Line) {
+		if p.Opaque || find(t, p, "rm").Depth != MaxDepth {
 			t.Errorf("nesting at the limit must be seen: opaque %v", p.OpaqueReasons)
 		}
 	}},
-	{in: deepSubst(MaxShellDepth + 1), opaque: true},
-	{in: strings.Repeat("bash -c '", 1) + deepSubst(MaxShellDepth) + "'", opaque: true},
+	{in: deepSubst(MaxDepth + 1), opaque: true},
+	{in: strings.Repeat("bash -c '", 1) + deepSubst(MaxDepth) + "'", opaque: true},
 }
 
-func TestParseShell(t *testing.T) {
+func TestParse(t *testing.T) {
 	if len(shellCases) < 150 {
 		t.Errorf("want at least 150 shell cases, have %d", len(shellCases))
 	}
@@ -574,18 +574,18 @@ func TestParseShell(t *testing.T) {
 			if tc.argv == nil && tc.programs == nil && tc.check == nil && !tc.fail && !tc.opaque {
 				t.Fatal("case checks nothing")
 			}
-			p := ParseShell(tc.in)
+			p := Parse(tc.in)
 			if p.OK == tc.fail {
-				t.Errorf("ParseShell(%q).OK = %v (error %q), want %v", tc.in, p.OK, p.Error, !tc.fail)
+				t.Errorf("Parse(%q).OK = %v (error %q), want %v", tc.in, p.OK, p.Error, !tc.fail)
 			}
 			if tc.fail && p.Error == "" {
-				t.Errorf("ParseShell(%q): no error text", tc.in)
+				t.Errorf("Parse(%q): no error text", tc.in)
 			}
 			if tc.opaque && !p.Opaque {
-				t.Errorf("ParseShell(%q).Opaque = false, want true", tc.in)
+				t.Errorf("Parse(%q).Opaque = false, want true", tc.in)
 			}
 			if !tc.opaque && tc.check == nil && p.Opaque {
-				t.Errorf("ParseShell(%q).Opaque = true (%v), want false", tc.in, p.OpaqueReasons)
+				t.Errorf("Parse(%q).Opaque = true (%v), want false", tc.in, p.OpaqueReasons)
 			}
 			if tc.argv != nil {
 				got := []string{}
@@ -593,12 +593,12 @@ func TestParseShell(t *testing.T) {
 					got = append(got, strings.Join(c.Argv, " "))
 				}
 				if !reflect.DeepEqual(got, tc.argv) {
-					t.Errorf("ParseShell(%q) argv\n got  %q\n want %q", tc.in, got, tc.argv)
+					t.Errorf("Parse(%q) argv\n got  %q\n want %q", tc.in, got, tc.argv)
 				}
 			}
 			if tc.programs != nil {
 				if got := p.Programs(); !reflect.DeepEqual(got, tc.programs) {
-					t.Errorf("ParseShell(%q).Programs() = %q, want %q", tc.in, got, tc.programs)
+					t.Errorf("Parse(%q).Programs() = %q, want %q", tc.in, got, tc.programs)
 				}
 			}
 			for _, c := range p.Commands {
@@ -613,13 +613,13 @@ func TestParseShell(t *testing.T) {
 	}
 }
 
-func TestParseShellLong(t *testing.T) {
+func TestParseLong(t *testing.T) {
 	var b strings.Builder
 	for i := 0; b.Len() < 3000; i++ {
 		fmt.Fprintf(&b, "git add file%d.go && ", i)
 	}
 	b.WriteString("sudo rm -rf /")
-	p := ParseShell(b.String())
+	p := Parse(b.String())
 	if !p.OK || p.Opaque {
 		t.Fatalf("long command: ok %v error %q opaque %v", p.OK, p.Error, p.OpaqueReasons)
 	}
@@ -629,22 +629,22 @@ func TestParseShellLong(t *testing.T) {
 	}
 }
 
-func TestParseShellTooManyCommands(t *testing.T) {
-	p := ParseShell(strings.Repeat("a;", MaxShellCommands+5))
-	if !p.Opaque || len(p.Commands) != MaxShellCommands {
+func TestParseTooManyCommands(t *testing.T) {
+	p := Parse(strings.Repeat("a;", MaxCommands+5))
+	if !p.Opaque || len(p.Commands) != MaxCommands {
 		t.Errorf("opaque %v, %d commands", p.Opaque, len(p.Commands))
 	}
 }
 
-func TestParseShellTooLong(t *testing.T) {
-	p := ParseShell("rm -rf / " + strings.Repeat("x", MaxShellInput))
+func TestParseTooLong(t *testing.T) {
+	p := Parse("rm -rf / " + strings.Repeat("x", MaxInput))
 	if p.OK || len(p.Commands) == 0 || p.Commands[0].Program != "rm" {
 		t.Errorf("too long: ok %v, commands %d", p.OK, len(p.Commands))
 	}
 }
 
 func TestHasFlagsEmpty(t *testing.T) {
-	c := ParseShell("rm -rf /").Commands[0]
+	c := Parse("rm -rf /").Commands[0]
 	if c.HasFlags() {
 		t.Error("HasFlags() with no specs must be false")
 	}
@@ -653,11 +653,11 @@ func TestHasFlagsEmpty(t *testing.T) {
 	}
 }
 
-func TestParseShellLongPipelineIsLinear(t *testing.T) {
+func TestParseLongPipelineIsLinear(t *testing.T) {
 	start := time.Now()
-	p := ParseShell(strings.Repeat("a | ", MaxShellCommands-2) + "curl x | sh")
+	p := Parse(strings.Repeat("a | ", MaxCommands-2) + "curl x | sh")
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("a %d-stage pipeline took %v", MaxShellCommands, d)
+		t.Errorf("a %d-stage pipeline took %v", MaxCommands, d)
 	}
 	last := p.Commands[len(p.Commands)-1]
 	if last.Program != "sh" || len(last.Upstream) != len(p.Commands)-1 || last.Upstream[len(last.Upstream)-1] != "curl" {
@@ -668,8 +668,8 @@ func TestParseShellLongPipelineIsLinear(t *testing.T) {
 	}
 }
 
-// TestParseShellAdversarialNesting: deep nesting is bounded, not slow.
-func TestParseShellAdversarialNesting(t *testing.T) {
+// TestParseAdversarialNesting: deep nesting is bounded, not slow.
+func TestParseAdversarialNesting(t *testing.T) {
 	n := 20000
 	for _, in := range []string{
 		strings.Repeat("(", n) + "rm -rf /" + strings.Repeat(")", n),
@@ -678,12 +678,12 @@ func TestParseShellAdversarialNesting(t *testing.T) {
 		strings.Repeat("if a; then ", n) + "rm -rf /" + strings.Repeat("; fi >a", n),
 	} {
 		start := time.Now()
-		p := ParseShell(in)
+		p := Parse(in)
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("%.20q...: %v", in, d)
 		}
 		if p.OK && !p.Opaque {
-			if c := find(t, p, "rm"); len(c.Redirects) > maxInheritedRedirects {
+			if c := find(t, p, "rm"); len(c.Redirects) > MaxInheritedRedirects {
 				t.Errorf("%d inherited redirects", len(c.Redirects))
 			}
 		}
@@ -702,14 +702,14 @@ func TestParseShellAdversarialNesting(t *testing.T) {
 
 // A value built from values doubles with each assignment: the walker must
 // stop carrying it before it costs memory, and say it cannot see through.
-func TestShellVariableGrowthIsBounded(t *testing.T) {
+func TestVariableGrowthIsBounded(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("A0=xxxxxxxx; ")
 	for i := 1; i <= 40; i++ {
 		fmt.Fprintf(&b, "A%d=$A%d$A%d; ", i, i-1, i-1)
 	}
 	b.WriteString("echo $A40; rm -rf /")
-	p := ParseShell(b.String())
+	p := Parse(b.String())
 	longest := 0
 	for _, c := range p.Commands {
 		for _, a := range c.Argv {

@@ -1,4 +1,4 @@
-package stdlib
+package shell
 
 import (
 	"strconv"
@@ -33,12 +33,6 @@ const (
 
 func (w *shellWalker) word(wd *syntax.Word) (string, bool, bool) {
 	sw := w.shellWord(wd, false, nil)
-	return sw.text, sw.dyn, sw.resolved
-}
-
-// wordIn renders a word; hdoc selects here-document rules for its literals.
-func (w *shellWalker) wordIn(wd *syntax.Word, hdoc bool) (string, bool, bool) {
-	sw := w.shellWord(wd, hdoc, nil)
 	return sw.text, sw.dyn, sw.resolved
 }
 
@@ -162,7 +156,7 @@ func (w *shellWalker) parts(b *strings.Builder, parts []syntax.WordPart, mode in
 // a ` or a <( and so is never mistaken for a real program.
 func programOf(sw shellWord) string {
 	if !sw.dyn || sw.resolved {
-		return programName(sw.text)
+		return ProgramName(sw.text)
 	}
 	tail := sw.tail
 	if sw.src == nil {
@@ -361,14 +355,14 @@ var wrapperSpecs = map[string]wrapperSpec{
 // stripWrappers removes wrapper programs (and their options) from the front of
 // words. It returns the remaining words (never empty), the wrappers and the
 // NAME=value assignments the wrappers set.
-func stripWrappers(words []shellWord) ([]shellWord, []ShellWrapper, map[string]string) {
-	var wrappers []ShellWrapper
+func stripWrappers(words []shellWord) ([]shellWord, []Wrapper, map[string]string) {
+	var wrappers []Wrapper
 	var env map[string]string
 	for iter := 0; iter < 32 && len(words) > 1; iter++ {
 		if words[0].dyn && !words[0].resolved {
 			break
 		}
-		name := programName(words[0].text)
+		name := ProgramName(words[0].text)
 		spec, ok := wrapperSpecs[name]
 		if !ok {
 			break
@@ -383,7 +377,7 @@ func stripWrappers(words []shellWord) ([]shellWord, []ShellWrapper, map[string]s
 			}
 			env[k] = v
 		}
-		wrappers = append(wrappers, ShellWrapper{Program: name, Argv: wordTexts(words[:n])})
+		wrappers = append(wrappers, Wrapper{Program: name, Argv: wordTexts(words[:n])})
 		rest := words[n:]
 		if split != nil {
 			rest = append(split, rest...)

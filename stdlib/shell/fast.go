@@ -1,9 +1,9 @@
-package stdlib
+package shell
 
 // The fast path: most commands an agent runs are a few plain words joined
 // by &&, ||, | or ;. For them the parse is built without the bash parser,
-// and the result is the same as the parser's (TestShellFastPathMatchesParser
-// and FuzzShellFastPath check this on every table case and a fuzz corpus).
+// and the result is the same as the parser's (TestFastPathMatchesParser
+// and FuzzFastPath check this on every table case and a fuzz corpus).
 
 // fastPlain marks the bytes a fast-path word may hold: letters, digits and
 // punctuation that bash never treats specially inside or at the start of a

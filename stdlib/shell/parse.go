@@ -1,4 +1,4 @@
-package stdlib
+package shell
 
 import (
 	"fmt"
@@ -9,29 +9,29 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// Limits of the shell parser. They bound the work one command string can
-// cause, so a hostile command cannot make policy evaluation hang.
+// Limits of the analysis. They bound the work one command string can cause,
+// so a hostile command cannot make the analysis hang.
 const (
-	// MaxShellInput is the longest command string ParseShell parses (1 MiB).
+	// MaxInput is the longest command string Parse parses (1 MiB).
 	// A longer one yields OK == false and a fallback split.
-	MaxShellInput = 1 << 20
-	// MaxShellDepth bounds nesting of scripts inside scripts: $( ), ` `,
+	MaxInput = 1 << 20
+	// MaxDepth bounds nesting of scripts inside scripts: $( ), ` `,
 	// <( ), >( ), bash -c, eval, find -exec and here-documents fed to a shell.
 	// Anything deeper is not parsed and makes the result Opaque.
-	MaxShellDepth = 8
-	// MaxShellCommands bounds the number of simple commands reported.
-	MaxShellCommands = 10000
-	// MaxShellNesting bounds how deeply brackets ( ) { } $( ) may nest in a
+	MaxDepth = 8
+	// MaxCommands bounds the number of simple commands reported.
+	MaxCommands = 10000
+	// MaxNesting bounds how deeply brackets ( ) { } $( ) may nest in a
 	// command string; deeper strings are not parsed (OK == false), which
 	// keeps parsing time linear on adversarial input.
-	MaxShellNesting = 500
-	// maxInheritedRedirects bounds the redirections of enclosing compound
+	MaxNesting = 500
+	// MaxInheritedRedirects bounds the redirections of enclosing compound
 	// commands copied into each command.
-	maxInheritedRedirects = 16
+	MaxInheritedRedirects = 16
 )
 
-// ShellParse is the parsed view of a shell command string (bash dialect).
-type ShellParse struct {
+// Line is the parsed view of a shell command string (bash dialect).
+type Line struct {
 	// OK is false when the string does not parse as bash. Commands then holds
 	// a best-effort split (Via "fallback") so deny rules still see the words;
 	// rules that allow should require OK.
@@ -40,24 +40,26 @@ type ShellParse struct {
 	Error string
 	// Opaque is true when some code would run that the parse cannot see: a
 	// program name or a bash -c / eval script that is not a literal, nesting
-	// beyond MaxShellDepth, or more than MaxShellCommands commands.
+	// beyond MaxDepth, or more than MaxCommands commands.
 	Opaque bool
 	// OpaqueReasons says why Opaque is set, one entry per cause.
 	OpaqueReasons []string
 	// Commands is every simple command the string would run, in execution
 	// order, reaching into every list, pipeline, compound command, function
 	// body, substitution and shell -c script.
-	Commands []*ShellCommand
+	Commands []*Command
 }
 
-// ShellCommand is one simple command: a program and its words.
-type ShellCommand struct {
+// Command is one simple command: a program and its words. Its methods read
+// only Program, Path, Argv and ArgvDynamic, so they also serve a Command
+// built by hand from a word list.
+type Command struct {
 	// Program is the basename of Path: "git" for /usr/bin/git. It is "" for
 	// a command that is only redirections ("> file"). When argv[0] is not a
 	// literal, Program is its last path component only if that component
 	// is literal text ("$X"/bin/rm is rm); otherwise it is Path itself
 	// ($(echo rm), ${EDITOR}, /opt/$TOOL), which holds a $, a ` or a <( and
-	// so never equals a real program name; Opaque is set either way.
+	// so never equals a real program name; the Line is Opaque either way.
 	Program string
 	// Path is argv[0] as written, quotes removed.
 	Path string
@@ -73,12 +75,12 @@ type ShellCommand struct {
 	Env map[string]string
 	// Redirects are the command's redirections, then those of enclosing
 	// compound commands ({ ...; } > f).
-	Redirects []ShellRedirect
+	Redirects []Redirect
 	// Wrappers are the programs stripped to reach Program (sudo, env,
 	// timeout, nice, nohup, time, command, xargs, exec, ...), outermost first,
 	// followed for a nested command by the shell (bash -c) or find -exec
 	// that runs it.
-	Wrappers []ShellWrapper
+	Wrappers []Wrapper
 	// Depth is 0 for a top-level command and one more for each enclosing
 	// substitution or nested script.
 	Depth int
@@ -96,8 +98,8 @@ type ShellCommand struct {
 	Text string
 }
 
-// ShellRedirect is one redirection of a command.
-type ShellRedirect struct {
+// Redirect is one redirection of a command.
+type Redirect struct {
 	// Op is the operator: > >> < <> <& >& >| << <<- <<< &> &>>.
 	Op string
 	// FD is the file descriptor written before the operator ("2" in 2>), or "".
@@ -115,18 +117,19 @@ type ShellRedirect struct {
 	bodySpans []shellSpan
 }
 
-// ShellWrapper is one stripped wrapper and its own words, e.g. sudo -u root.
-type ShellWrapper struct {
+// Wrapper is one stripped wrapper and its own words, e.g. sudo -u root.
+type Wrapper struct {
 	// Program is the wrapper's basename ("sudo").
 	Program string
 	// Argv is the wrapper with its own options ("sudo", "-u", "root").
 	Argv []string
 }
 
-// ParseShell parses a command string as bash and returns its flat list of
+// Parse parses a command string as bash and returns its flat list of
 // simple commands. It never fails: a string that does not parse yields
-// OK == false. It is safe for concurrent use; CallScope memoises it per call.
-func ParseShell(cmd string) *ShellParse {
+// OK == false. It is safe for concurrent use. Each call parses afresh;
+// memoise the result when the same string is asked about repeatedly.
+func Parse(cmd string) *Line {
 	p := shellParsers.Get().(*syntax.Parser)
 	defer shellParsers.Put(p)
 	return parseShellWith(p, cmd, true)
@@ -141,24 +144,24 @@ func newShellParser() *syntax.Parser {
 
 // parseShellWith parses cmd with p; fast allows the fast path for plain
 // commands (see shellWalker.fast).
-func parseShellWith(p *syntax.Parser, cmd string, fast bool) *ShellParse {
+func parseShellWith(p *syntax.Parser, cmd string, fast bool) *Line {
 	if p == nil {
 		p = newShellParser()
 	}
-	res := &ShellParse{OK: true}
+	res := &Line{OK: true}
 	w := &shellWalker{res: res, parser: p}
-	if fast && len(cmd) <= MaxShellInput && w.fast(cmd) {
+	if fast && len(cmd) <= MaxInput && w.fast(cmd) {
 		return res
 	}
-	if len(cmd) > MaxShellInput {
+	if len(cmd) > MaxInput {
 		res.OK = false
-		res.Error = fmt.Sprintf("command is longer than %d bytes", MaxShellInput)
-		w.fallback(cmd[:MaxShellInput])
+		res.Error = fmt.Sprintf("command is longer than %d bytes", MaxInput)
+		w.fallback(cmd[:MaxInput])
 		return res
 	}
-	if n := bracketNesting(cmd); n > MaxShellNesting {
+	if n := bracketNesting(cmd); n > MaxNesting {
 		res.OK = false
-		res.Error = fmt.Sprintf("brackets nested deeper than %d levels", MaxShellNesting)
+		res.Error = fmt.Sprintf("brackets nested deeper than %d levels", MaxNesting)
 		w.fallback(cmd)
 		return res
 	}
@@ -207,18 +210,18 @@ func bracketNesting(s string) int {
 
 // shellWalker flattens a parsed script into ShellCommands.
 type shellWalker struct {
-	res    *ShellParse
+	res    *Line
 	parser *syntax.Parser
 	src    string
 	vars   map[string]string // literal values assigned so far
 
 	depth      int
 	via        string
-	wrappers   []ShellWrapper  // inherited by commands of a nested script
-	upstream   []string        // programs of earlier pipeline stages
-	redirs     []ShellRedirect // of enclosing compound commands
+	wrappers   []Wrapper  // inherited by commands of a nested script
+	upstream   []string   // programs of earlier pipeline stages
+	redirs     []Redirect // of enclosing compound commands
 	background bool
-	full       bool // MaxShellCommands reached
+	full       bool // MaxCommands reached
 	// skip are the ranges of src that an enclosing shell expanded before
 	// running src as a script (bash -c "$(curl x)"): the substitutions
 	// there were listed at that shell's level and are not walked again.
@@ -265,7 +268,7 @@ func (w *shellWalker) stmt(s *syntax.Stmt) {
 	switch c := s.Cmd.(type) {
 	case nil:
 		if len(redirs) > 0 {
-			w.add(&ShellCommand{Redirects: append(redirs, w.redirs...), Text: w.text(s)})
+			w.add(&Command{Redirects: append(redirs, w.redirs...), Text: w.text(s)})
 		}
 		return
 	case *syntax.CallExpr:
@@ -278,9 +281,9 @@ func (w *shellWalker) stmt(s *syntax.Stmt) {
 	// A compound command: its redirections apply to every command inside.
 	savedRedirs := w.redirs
 	if len(redirs) > 0 {
-		w.redirs = append(append([]ShellRedirect(nil), redirs...), w.redirs...)
-		if len(w.redirs) > maxInheritedRedirects {
-			w.redirs = w.redirs[:maxInheritedRedirects]
+		w.redirs = append(append([]Redirect(nil), redirs...), w.redirs...)
+		if len(w.redirs) > MaxInheritedRedirects {
+			w.redirs = w.redirs[:MaxInheritedRedirects]
 		}
 	}
 	defer func() { w.redirs = savedRedirs }()
@@ -328,7 +331,7 @@ func (w *shellWalker) stmt(s *syntax.Stmt) {
 	case *syntax.TimeClause:
 		if c.Stmt != nil {
 			saved := w.wrappers
-			w.wrappers = appendWrapper(w.wrappers, ShellWrapper{Program: "time", Argv: []string{"time"}})
+			w.wrappers = appendWrapper(w.wrappers, Wrapper{Program: "time", Argv: []string{"time"}})
 			w.stmt(c.Stmt)
 			w.wrappers = saved
 		}
@@ -371,13 +374,13 @@ func flattenPipe(stages []*syntax.Stmt, s *syntax.Stmt) []*syntax.Stmt {
 
 // redirects converts redirections, walking the substitutions in their words
 // and here-document bodies.
-func (w *shellWalker) redirects(rs []*syntax.Redirect) []ShellRedirect {
+func (w *shellWalker) redirects(rs []*syntax.Redirect) []Redirect {
 	if len(rs) == 0 {
 		return nil
 	}
-	out := make([]ShellRedirect, 0, len(rs))
+	out := make([]Redirect, 0, len(rs))
 	for _, r := range rs {
-		sr := ShellRedirect{Op: r.Op.String()}
+		sr := Redirect{Op: r.Op.String()}
 		if r.N != nil {
 			sr.FD = r.N.Value
 		}
@@ -477,9 +480,9 @@ func (w *shellWalker) skipped(n syntax.Node) bool {
 }
 
 // nested runs walk one level deeper, in a fresh context.
-func (w *shellWalker) nested(via string, wrappers []ShellWrapper, walk func()) {
-	if w.depth+1 > MaxShellDepth {
-		w.opaque(fmt.Sprintf("nested deeper than %d levels", MaxShellDepth))
+func (w *shellWalker) nested(via string, wrappers []Wrapper, walk func()) {
+	if w.depth+1 > MaxDepth {
+		w.opaque(fmt.Sprintf("nested deeper than %d levels", MaxDepth))
 		return
 	}
 	saved := *w
@@ -497,9 +500,9 @@ func (w *shellWalker) nested(via string, wrappers []ShellWrapper, walk func()) {
 
 // nestedScript parses and walks a script found in a word (bash -c, eval, a
 // here-document fed to a shell).
-func (w *shellWalker) nestedScript(script, via string, wrappers []ShellWrapper, skip []shellSpan) {
-	if w.depth+1 > MaxShellDepth {
-		w.opaque(fmt.Sprintf("nested deeper than %d levels", MaxShellDepth))
+func (w *shellWalker) nestedScript(script, via string, wrappers []Wrapper, skip []shellSpan) {
+	if w.depth+1 > MaxDepth {
+		w.opaque(fmt.Sprintf("nested deeper than %d levels", MaxDepth))
 		return
 	}
 	f, err := w.parse(script)
@@ -514,10 +517,10 @@ func (w *shellWalker) nestedScript(script, via string, wrappers []ShellWrapper, 
 	})
 }
 
-func (w *shellWalker) add(c *ShellCommand) {
-	if len(w.res.Commands) >= MaxShellCommands {
+func (w *shellWalker) add(c *Command) {
+	if len(w.res.Commands) >= MaxCommands {
 		w.full = true
-		w.opaque(fmt.Sprintf("more than %d commands", MaxShellCommands))
+		w.opaque(fmt.Sprintf("more than %d commands", MaxCommands))
 		return
 	}
 	c.Depth = w.depth
@@ -527,7 +530,7 @@ func (w *shellWalker) add(c *ShellCommand) {
 		c.Upstream = w.upstream // shared and clipped: never appended to through c
 	}
 	if len(w.wrappers) > 0 {
-		c.Wrappers = append(append([]ShellWrapper(nil), w.wrappers...), c.Wrappers...)
+		c.Wrappers = append(append([]Wrapper(nil), w.wrappers...), c.Wrappers...)
 	}
 	if c.Env == nil {
 		c.Env = map[string]string{}
@@ -548,7 +551,7 @@ func (w *shellWalker) text(n syntax.Node) string {
 }
 
 // call handles a simple command.
-func (w *shellWalker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []ShellRedirect) {
+func (w *shellWalker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []Redirect) {
 	for _, a := range c.Assigns {
 		w.substs(a)
 	}
@@ -561,7 +564,7 @@ func (w *shellWalker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []ShellRed
 			w.assign(a)
 		}
 		if len(redirs) > 0 {
-			w.add(&ShellCommand{Env: w.assignEnv(c.Assigns), Redirects: append(redirs, w.redirs...), Text: w.text(s)})
+			w.add(&Command{Env: w.assignEnv(c.Assigns), Redirects: append(redirs, w.redirs...), Text: w.text(s)})
 		}
 		return
 	}
@@ -572,7 +575,7 @@ func (w *shellWalker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []ShellRed
 	if len(words) == 0 {
 		// Every word expanded to nothing (x=; $x): no program runs.
 		if len(redirs) > 0 {
-			w.add(&ShellCommand{Env: w.assignEnv(c.Assigns), Redirects: append(redirs, w.redirs...), Text: w.text(s)})
+			w.add(&Command{Env: w.assignEnv(c.Assigns), Redirects: append(redirs, w.redirs...), Text: w.text(s)})
 		}
 		return
 	}
@@ -581,7 +584,7 @@ func (w *shellWalker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []ShellRed
 
 // decl handles export/declare/local/readonly/typeset/nameref, which set
 // variables and are also commands in their own right.
-func (w *shellWalker) decl(s *syntax.Stmt, c *syntax.DeclClause, redirs []ShellRedirect) {
+func (w *shellWalker) decl(s *syntax.Stmt, c *syntax.DeclClause, redirs []Redirect) {
 	words := []shellWord{{text: c.Variant.Value}}
 	for _, a := range c.Args {
 		w.substs(a)
@@ -665,7 +668,7 @@ func (w *shellWalker) assignEnv(as []*syntax.Assign) map[string]string {
 // emit strips wrappers from words, records the command and walks what it
 // runs in turn (shell -c scripts, eval, find -exec, here-documents fed to a
 // shell).
-func (w *shellWalker) emit(words []shellWord, env map[string]string, redirs []ShellRedirect, text string) {
+func (w *shellWalker) emit(words []shellWord, env map[string]string, redirs []Redirect, text string) {
 	rest, wrappers, wenv := w.stripCommandWords(words)
 	if len(wenv) > 0 {
 		if env == nil {
@@ -675,7 +678,7 @@ func (w *shellWalker) emit(words []shellWord, env map[string]string, redirs []Sh
 			env[k] = v
 		}
 	}
-	cmd := &ShellCommand{
+	cmd := &Command{
 		Path:      rest[0].text,
 		Program:   programOf(rest[0]),
 		Argv:      make([]string, len(rest)),
@@ -700,7 +703,7 @@ func (w *shellWalker) emit(words []shellWord, env map[string]string, redirs []Sh
 }
 
 // follow walks the scripts a command runs itself.
-func (w *shellWalker) follow(cmd *ShellCommand, rest []shellWord) {
+func (w *shellWalker) follow(cmd *Command, rest []shellWord) {
 	chain := cmd.Wrappers
 	switch {
 	case shellPrograms[cmd.Program]:
@@ -709,14 +712,14 @@ func (w *shellWalker) follow(cmd *ShellCommand, rest []shellWord) {
 			if script.dyn && !script.resolved {
 				w.opaque(cmd.Program + " -c script is not a literal")
 			}
-			wr := appendWrapper(chain, ShellWrapper{Program: cmd.Program, Argv: wordTexts(rest[:scriptIndex(rest)])})
+			wr := appendWrapper(chain, Wrapper{Program: cmd.Program, Argv: wordTexts(rest[:scriptIndex(rest)])})
 			w.nestedScriptQuiet(script.text, "-c", wr, script.dyn && !script.resolved, w.wordSpans(script, 0, nil))
 			return
 		}
 		if shellReadsStdin(rest) {
 			for _, r := range cmd.Redirects {
 				if r.Op == "<<" || r.Op == "<<-" || r.Op == "<<<" {
-					wr := appendWrapper(chain, ShellWrapper{Program: cmd.Program, Argv: wordTexts(rest)})
+					wr := appendWrapper(chain, Wrapper{Program: cmd.Program, Argv: wordTexts(rest)})
 					w.nestedScriptQuiet(r.Body, "<<", wr, false, r.bodySpans)
 					break
 				}
@@ -730,7 +733,7 @@ func (w *shellWalker) follow(cmd *ShellCommand, rest []shellWord) {
 		if dyn {
 			w.opaque("eval of a non-literal")
 		}
-		wr := appendWrapper(chain, ShellWrapper{Program: "eval", Argv: []string{"eval"}})
+		wr := appendWrapper(chain, Wrapper{Program: "eval", Argv: []string{"eval"}})
 		var skip []shellSpan
 		off := 0
 		for _, x := range rest[1:] {
@@ -743,7 +746,7 @@ func (w *shellWalker) follow(cmd *ShellCommand, rest []shellWord) {
 			if len(ex) == 0 {
 				continue
 			}
-			wr := appendWrapper(chain, ShellWrapper{Program: "find", Argv: []string{"find", "-exec"}})
+			wr := appendWrapper(chain, Wrapper{Program: "find", Argv: []string{"find", "-exec"}})
 			w.nested("find -exec", wr, func() { w.emit(ex, nil, nil, strings.Join(wordTexts(ex), " ")) })
 		}
 	}
@@ -751,13 +754,13 @@ func (w *shellWalker) follow(cmd *ShellCommand, rest []shellWord) {
 
 // nestedScriptQuiet parses a nested script; when the script is known to be
 // partly dynamic a parse failure is expected and not reported again.
-func (w *shellWalker) nestedScriptQuiet(script, via string, wrappers []ShellWrapper, dynamic bool, skip []shellSpan) {
+func (w *shellWalker) nestedScriptQuiet(script, via string, wrappers []Wrapper, dynamic bool, skip []shellSpan) {
 	if !dynamic {
 		w.nestedScript(script, via, wrappers, skip)
 		return
 	}
-	if w.depth+1 > MaxShellDepth {
-		w.opaque(fmt.Sprintf("nested deeper than %d levels", MaxShellDepth))
+	if w.depth+1 > MaxDepth {
+		w.opaque(fmt.Sprintf("nested deeper than %d levels", MaxDepth))
 		return
 	}
 	f, err := w.parse(script)
@@ -771,8 +774,8 @@ func (w *shellWalker) nestedScriptQuiet(script, via string, wrappers []ShellWrap
 	})
 }
 
-func appendWrapper(ws []ShellWrapper, more ...ShellWrapper) []ShellWrapper {
-	out := make([]ShellWrapper, 0, len(ws)+len(more))
+func appendWrapper(ws []Wrapper, more ...Wrapper) []Wrapper {
+	out := make([]Wrapper, 0, len(ws)+len(more))
 	return append(append(out, ws...), more...)
 }
 
@@ -784,8 +787,10 @@ func wordTexts(ws []shellWord) []string {
 	return out
 }
 
-// programName is the basename of argv[0]: /usr/bin/git -> git.
-func programName(p string) string {
+// ProgramName returns the program a literal argv[0] names, as in
+// Command.Program: its basename, git for /usr/bin/git (trailing slashes
+// ignored; a path of slashes only is returned as is).
+func ProgramName(p string) string {
 	q := strings.TrimRight(p, "/")
 	if q == "" {
 		return p
@@ -819,7 +824,7 @@ const maxBraceWords = 1024
 // stripCommandWords strips the wrappers from the front of a command's words
 // (see stripWrappers). A brace expansion in the command position, before or
 // after a wrapper, is expanded first, as bash does: {rm,-rf,/} runs rm -rf /.
-func (w *shellWalker) stripCommandWords(words []shellWord) ([]shellWord, []ShellWrapper, map[string]string) {
+func (w *shellWalker) stripCommandWords(words []shellWord) ([]shellWord, []Wrapper, map[string]string) {
 	words, _ = w.expandHeadBraces(words)
 	rest, wrappers, env := stripWrappers(words)
 	for i := 0; i < 8 && len(wrappers) > 0; i++ {
@@ -827,7 +832,7 @@ func (w *shellWalker) stripCommandWords(words []shellWord) ([]shellWord, []Shell
 		if !ok {
 			break
 		}
-		var more []ShellWrapper
+		var more []Wrapper
 		var menv map[string]string
 		rest, more, menv = stripWrappers(exp)
 		wrappers = append(wrappers, more...)
@@ -894,7 +899,7 @@ func (w *shellWalker) expandBraces(words []shellWord) ([]shellWord, bool) {
 		return words, false
 	}
 	// At most one word per two bytes of source, so a command has no more
-	// words than the static cost estimate assumes (see shell_cost.go).
+	// words than bytes/2+1 (stdlib's static cost estimates assume this).
 	limit := min(maxBraceWords, (max(len(w.text(words[0].src)), len(words[0].text))+1)/2)
 	var out []shellWord
 	for x, err := range expand.BracesSeq(nil, &cp) {
