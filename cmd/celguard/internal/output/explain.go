@@ -108,7 +108,7 @@ func ExplanationText(w io.Writer, x eval.Explanation) error {
 	return ew.err
 }
 
-func becauseHeading(outcome string) string {
+func becauseHeading(outcome eval.Outcome) string {
 	switch outcome {
 	case eval.OutcomeNoMatch:
 		return "false because:"

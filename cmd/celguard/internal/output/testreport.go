@@ -110,7 +110,7 @@ func writeTrace(ew *errWriter, d eval.Decision, indent string) {
 }
 
 // outcomeWord is a trace outcome for people.
-func outcomeWord(o string) string {
+func outcomeWord(o eval.Outcome) string {
 	switch o {
 	case eval.OutcomeNoMatch:
 		return "condition false"
@@ -125,7 +125,7 @@ func outcomeWord(o string) string {
 	case eval.OutcomeToolNotMatched:
 		return "skipped (tool)"
 	}
-	return o
+	return string(o)
 }
 
 // TestJSONReport is the JSON form of a test run: policytest.Report's fields
