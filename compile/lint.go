@@ -636,11 +636,15 @@ func (s *sizeAssumptions) EstimateCallCost(function, overloadID string, target *
 	return s.lib.EstimateCallCost(function, overloadID, target, args)
 }
 
-// inputNames are the built-in variables: the call's inputs, whose every
-// part the runtime measures (eval's input size).
-var inputNames = map[string]bool{celenv.VarTool: true, celenv.VarArgs: true, celenv.VarCwd: true, celenv.VarPhase: true,
-	celenv.VarCounters: true, celenv.VarResult: true, celenv.VarSession: true, celenv.VarClasses: true,
-	celenv.VarCommand: true, celenv.VarPaths: true}
+// inputNames are the built-in variables (celenv.Variables): the call's
+// inputs, whose every part the runtime measures (eval's input size).
+var inputNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, v := range celenv.Variables() {
+		m[v.Name] = true
+	}
+	return m
+}()
 
 // isInputPath reports whether a cost-analysis path starts at an input.
 func isInputPath(p []string) bool { return len(p) > 0 && inputNames[p[0]] }
