@@ -142,6 +142,7 @@ func check(srcs []policy.Source, analyses bool, opts []Option) (*PolicySet, poli
 	var ovs []layeredOverrides
 	for _, src := range srcs {
 		doc, ds := policy.ParseDocument(src.Name, src.Data)
+		ds = append(ds, reservedNames(doc.Policy)...)
 		c.ds = append(c.ds, ds...)
 		switch {
 		case doc.Classes != nil:
