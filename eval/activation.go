@@ -39,6 +39,9 @@ type evaluation struct {
 	keys     map[*compile.Counter]string
 	result   map[string]any
 	scope    *stdlib.CallScope
+	// classes holds the tool's classes once computed (classesDone).
+	classes     []string
+	classesDone bool
 	// derived holds command and paths once computed (they depend on args).
 	derived *derivedArgs
 	// size is inputSize()+1 once computed, 0 before.
@@ -134,6 +137,15 @@ func (ev *evaluation) resetCall() {
 	}
 }
 
+// toolClasses returns the tool's classes, computed once per call (a
+// rewrite changes the arguments, never the tool).
+func (ev *evaluation) toolClasses() []string {
+	if !ev.classesDone {
+		ev.classes, ev.classesDone = ev.set.ClassesOf(ev.call.Tool), true
+	}
+	return ev.classes
+}
+
 // derivedArgs are the class-driven views of the arguments.
 type derivedArgs struct {
 	command string
@@ -148,7 +160,7 @@ func (ev *evaluation) derive() *derivedArgs {
 	}
 	d := &derivedArgs{paths: []string{}}
 	found := false
-	for _, name := range ev.set.ClassesOf(ev.call.Tool) {
+	for _, name := range ev.toolClasses() {
 		cl, ok := ev.set.Class(name)
 		if !ok {
 			continue
@@ -213,9 +225,11 @@ func appendUnique(l []string, s string) []string {
 	return append(l, s)
 }
 
-// ResolveName implements interpreter.Activation. The built-in variables are
-// handed to CEL as CEL values made once per call, so that the dozens of
-// programs reading them do not each convert them again.
+// ResolveName implements interpreter.Activation. The built-in variables
+// are celenv's table (celenv.Variables): each has a case here and one in
+// sizeOfVariable (size.go). They are handed to CEL as CEL values made once
+// per call, so that the dozens of programs reading them do not each convert
+// them again.
 func (ev *evaluation) ResolveName(name string) (any, bool) {
 	switch name {
 	case celenv.VarTool:
@@ -291,7 +305,7 @@ func (ev *evaluation) boxed(i int) ref.Val {
 	case boxPhase:
 		v = types.String(ev.phase.String())
 	case boxClasses:
-		v = types.NewStringList(types.DefaultTypeAdapter, ev.set.ClassesOf(ev.call.Tool))
+		v = types.NewStringList(types.DefaultTypeAdapter, ev.toolClasses())
 	case boxCommand:
 		v = types.String(ev.derive().command)
 	case boxPaths:
