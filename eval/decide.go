@@ -179,6 +179,7 @@ func (ev *evaluation) refuse(code, reason string, r *compile.Rule) Decision {
 	return refusal(ev.phase, ev.call.Tool, code, reason, r)
 }
 
+// refusal is refuse before there is an evaluation (an invalid call).
 func refusal(phase policy.Phase, tool, code, reason string, r *compile.Rule) Decision {
 	d := Decision{Phase: phase, Tool: tool, Verdict: policy.Block, Code: code, Reason: reason}
 	if r != nil {
