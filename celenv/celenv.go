@@ -2,18 +2,8 @@
 // compiled in: the variables a rule sees, the libraries it may call and the
 // limits every evaluation runs under.
 //
-// Variables (renaming one is a breaking change):
-//
-//	tool     string            the tool's name, e.g. "Bash"
-//	args     map(string, dyn)  the call's arguments
-//	cwd      string            the agent's working directory
-//	phase    string            "before" or "after"
-//	counters map(string, int)  each counter of the rule's policy, for this call's key
-//	result   map(string, dyn)  after the call only: is_error, content, and what the host adds (exit_code, ...)
-//	session  map(string, dyn)  host metadata: agent, user, mode, ids
-//	classes  list(string)      the tool's classes (shell, file_read, ...), from the set's ToolClasses files
-//	command  string            the shell command, from the argument its class names (command_args); "" if none
-//	paths    list(string)      the file paths, from the arguments its classes name (path_args), as written
+// The built-in variables a rule sees are one table, with their names, CEL
+// types and meanings: Variables (variables.go).
 //
 // Policies add their own named variables on top (see compile). Libraries:
 // cel-go's optional types and the ext libraries strings, lists, sets, regex,
@@ -28,20 +18,6 @@ import (
 	"cel.dev/cel-go/ext"
 
 	"github.com/celguard/celguard/stdlib"
-)
-
-// Names of the built-in variables.
-const (
-	VarTool     = "tool"
-	VarArgs     = "args"
-	VarCwd      = "cwd"
-	VarPhase    = "phase"
-	VarCounters = "counters"
-	VarResult   = "result"
-	VarSession  = "session"
-	VarClasses  = "classes"
-	VarCommand  = "command"
-	VarPaths    = "paths"
 )
 
 // DefaultCostLimit is the runtime cost budget of one expression evaluation,
@@ -114,17 +90,7 @@ func New(opts ...Option) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("celenv: %w", err)
 	}
-	envOpts := []cel.EnvOption{
-		cel.Variable(VarTool, cel.StringType),
-		cel.Variable(VarArgs, cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable(VarCwd, cel.StringType),
-		cel.Variable(VarPhase, cel.StringType),
-		cel.Variable(VarCounters, cel.MapType(cel.StringType, cel.IntType)),
-		cel.Variable(VarResult, cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable(VarSession, cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable(VarClasses, cel.ListType(cel.StringType)),
-		cel.Variable(VarCommand, cel.StringType),
-		cel.Variable(VarPaths, cel.ListType(cel.StringType)),
+	envOpts := append(declarations(),
 		cel.OptionalTypes(),
 		cel.CrossTypeNumericComparisons(true),
 		cel.DefaultUTCTimeZone(true),
@@ -141,7 +107,7 @@ func New(opts ...Option) (*Env, error) {
 			cel.ValidateTimestampLiterals(),
 			cel.ValidateComprehensionNestingLimit(4),
 		),
-	}
+	)
 	envOpts = append(envOpts, lib.EnvOptions()...)
 	envOpts = append(envOpts, cfg.libraries...)
 	env, err := cel.NewEnv(envOpts...)
@@ -175,9 +141,4 @@ func (e *Env) ProgramOptions() []cel.ProgramOption {
 		cel.CostLimit(e.costLimit),
 		cel.InterruptCheckFrequency(DefaultInterruptCheckFrequency),
 	}
-}
-
-// ReservedNames are the identifiers a policy variable may not take.
-func ReservedNames() []string {
-	return []string{VarTool, VarArgs, VarCwd, VarPhase, VarCounters, VarResult, VarSession, VarClasses, VarCommand, VarPaths}
 }

@@ -144,6 +144,7 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 	var ovs []layeredOverrides
 	for _, src := range srcs {
 		doc, ds := policy.ParseDocument(src.Name, src.Data)
+		ds = append(ds, reservedNames(doc.Policy)...)
 		c.ds = append(c.ds, ds...)
 		switch {
 		case doc.Classes != nil:

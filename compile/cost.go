@@ -3,6 +3,8 @@ package compile
 import (
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
+
+	"github.com/celguard/celguard/celenv"
 )
 
 // This file is the static cost analysis: cel-go's estimate of an
@@ -152,3 +154,19 @@ func (s *sizeAssumptions) EstimateCallCost(function, overloadID string, target *
 	}
 	return s.lib.EstimateCallCost(function, overloadID, target, args)
 }
+
+// inputNames are the built-in variables whose size the runtime measures
+// (celenv.Variables, Counted): the call's inputs, every part of which eval's
+// input size bounds, so the proofs may assume them within the proven size.
+var inputNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, v := range celenv.Variables() {
+		if v.Size == celenv.Counted {
+			m[v.Name] = true
+		}
+	}
+	return m
+}()
+
+// isInputPath reports whether a cost-analysis path starts at an input.
+func isInputPath(p []string) bool { return len(p) > 0 && inputNames[p[0]] }

@@ -9,7 +9,6 @@ import (
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 
-	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -384,12 +383,3 @@ func groupDigits(n uint64) string {
 	}
 	return b.String()
 }
-
-// inputNames are the built-in variables: the call's inputs, whose every
-// part the runtime measures (eval's input size).
-var inputNames = map[string]bool{celenv.VarTool: true, celenv.VarArgs: true, celenv.VarCwd: true, celenv.VarPhase: true,
-	celenv.VarCounters: true, celenv.VarResult: true, celenv.VarSession: true, celenv.VarClasses: true,
-	celenv.VarCommand: true, celenv.VarPaths: true}
-
-// isInputPath reports whether a cost-analysis path starts at an input.
-func isInputPath(p []string) bool { return len(p) > 0 && inputNames[p[0]] }

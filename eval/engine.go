@@ -32,7 +32,6 @@ import (
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policy"
-	"github.com/celguard/celguard/stdlib"
 )
 
 // Defaults of the bounds a session keeps.
@@ -101,9 +100,6 @@ func WithMaxWindowEvents(n int) Option {
 type Engine struct {
 	cfg config
 	set atomic.Pointer[compile.PolicySet]
-	lib *stdlib.Lib
-	// scopes pools per-call memo scopes of the current environment.
-	scopes sync.Pool
 }
 
 // New builds an Engine for set.
@@ -143,9 +139,10 @@ type Session struct {
 	id   string
 	meta map[string]any
 
-	mu        sync.Mutex
-	turn      uint64
-	halted    *Decision
+	mu   sync.Mutex
+	turn uint64
+	// halt is the decision that halted the turn, if one did (decide.go).
+	halt      *Decision
 	counters  map[string]*counterState
 	approvals map[string]bool
 }
@@ -170,7 +167,7 @@ func (s *Session) StartTurn() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.turn++
-	s.halted = nil
+	s.halt = nil
 }
 
 // Turn returns the number of the current turn, from 1.
@@ -237,32 +234,18 @@ func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	d := Decision{Phase: phase, Tool: call.Tool}
 	if call.Tool == "" {
-		d.Verdict, d.Code, d.Reason = policy.Block, CodeInvalidCall, "the call has no tool name"
-		return d, errors.New("eval: call without a tool name")
+		return refusal(phase, "", CodeInvalidCall, "the call has no tool name", nil), errors.New("eval: call without a tool name")
 	}
-	s.mu.Lock()
-	halted := s.halted
-	s.mu.Unlock()
-	if halted != nil {
-		d.Verdict, d.Code = policy.Halt, CodeTurnHalted
-		d.RuleID, d.Policy, d.File, d.Line = halted.RuleID, halted.Policy, halted.File, halted.Line
-		d.Reason = "this turn was halted: " + halted.Reason
+	if d, ok := s.halted(phase, call.Tool); ok {
 		explainHalted(cc.explain, d)
 		return d, nil
 	}
-	set := s.eng.set.Load()
-	ev := newEvaluation(ctx, s, set, phase, call, res, cc.trace)
+	// The verdict rules are in decide.go.
+	ev := newEvaluation(ctx, s, s.eng.set.Load(), phase, call, res)
 	defer ev.release()
-	ev.explain = newExplainer(ev, cc.explain)
+	ev.obs = newObserver(ev, cc.trace, cc.explain)
 	d, err := ev.run()
-	ev.explain.finish(d)
-	if d.Verdict == policy.Halt {
-		h := d
-		s.mu.Lock()
-		s.halted = &h
-		s.mu.Unlock()
-	}
+	s.haltTurn(d)
 	return d, err
 }

@@ -229,7 +229,7 @@ rules:
 	require.NoError(t, err)
 	var got []string
 	for _, st := range d.Trace {
-		got = append(got, st.Rule+":"+st.Outcome)
+		got = append(got, st.Rule+":"+string(st.Outcome))
 	}
 	assert.Equal(t, []string{
 		"other-tool:tool_not_matched", "false-cond:no_match", "rewrite:applied",
@@ -373,4 +373,15 @@ rules:
 	// Only keys whose events are still in the window, plus at most the
 	// ones not yet visited by pruning, are kept: far fewer than 1000.
 	assert.Less(t, len(s.State().Counters["c/calls"].Keys), 20)
+}
+
+// The outcome types keep the JSON strings hosts and audit logs read.
+func TestOutcomeJSONStrings(t *testing.T) {
+	b, err := json.Marshal([]any{
+		eval.OutcomeToolNotMatched, eval.OutcomeNoMatch, eval.OutcomeMatched, eval.OutcomeApplied, eval.OutcomeAlreadyApplied, eval.OutcomeError,
+		eval.ApprovalRemembered, eval.ApprovalUnavailable, eval.ApprovalError, eval.ApprovalApproved, eval.ApprovalDeferred, eval.ApprovalDenied,
+	})
+	require.NoError(t, err)
+	assert.JSONEq(t, `["tool_not_matched","no_match","matched","applied","already_applied","error",
+		"remembered","unavailable","error","approved","deferred","denied"]`, string(b))
 }

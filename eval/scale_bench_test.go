@@ -179,109 +179,117 @@ func heapInUse() uint64 {
 // op is building the whole population (10,000 sessions, 100,000 keys), so
 // run it with -benchtime 1x; the figures are the custom metrics.
 func BenchmarkMemory(b *testing.B) {
-	b.Run("sessions", func(b *testing.B) {
-		eng, err := eval.New(bench20Set(b))
-		if err != nil {
-			b.Fatal(err)
+	b.Run("sessions", benchMemorySessions)
+	b.Run("sessions-loop-detection", benchMemoryLoopSessions)
+	b.Run("keys-count", func(b *testing.B) { benchMemoryKeys(b, "") })
+	b.Run("keys-window", func(b *testing.B) { benchMemoryKeys(b, "    window: 1h\n") })
+	b.Run("bound", benchMemoryBound)
+}
+
+// benchMemorySessions measures idle sessions.
+func benchMemorySessions(b *testing.B) {
+	eng, err := eval.New(bench20Set(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 10_000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("session-%05d", i)
+	}
+	var per float64
+	for b.Loop() {
+		sessions := make([]*eval.Session, n)
+		before := heapInUse()
+		for i := range sessions {
+			sessions[i] = eng.NewSession(ids[i], nil)
 		}
-		const n = 10_000
-		ids := make([]string, n)
-		for i := range ids {
-			ids[i] = fmt.Sprintf("session-%05d", i)
-		}
-		var per float64
-		for b.Loop() {
-			sessions := make([]*eval.Session, n)
-			before := heapInUse()
-			for i := range sessions {
-				sessions[i] = eng.NewSession(ids[i], nil)
+		after := heapInUse()
+		runtime.KeepAlive(sessions)
+		per = float64(after-before) / n
+	}
+	b.ReportMetric(per, "B/session")
+}
+
+// benchMemoryLoopSessions measures sessions that saw one failing call under
+// the built-in loop-detection policy: two counters, one key each.
+func benchMemoryLoopSessions(b *testing.B) {
+	set, err := compile.Compile(loopSources(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng, err := eval.New(set)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 10_000
+	call := eval.Call{Tool: "Bash", Args: map[string]any{"command": "go test ./..."}, Cwd: "/repo"}
+	var per float64
+	for b.Loop() {
+		sessions := make([]*eval.Session, n)
+		before := heapInUse()
+		for i := range sessions {
+			sessions[i] = eng.NewSession("s", nil)
+			if _, err := sessions[i].After(context.Background(), call, eval.Result{IsError: true, Content: "FAIL"}); err != nil {
+				b.Fatal(err)
 			}
-			after := heapInUse()
-			runtime.KeepAlive(sessions)
-			per = float64(after-before) / n
 		}
-		b.ReportMetric(per, "B/session")
-	})
-	b.Run("sessions-loop-detection", func(b *testing.B) {
-		// Sessions that saw one failing call under the built-in
-		// loop-detection policy: two counters, one key each.
-		set, err := compile.Compile(loopSources(b))
-		if err != nil {
-			b.Fatal(err)
-		}
-		eng, err := eval.New(set)
-		if err != nil {
-			b.Fatal(err)
-		}
-		const n = 10_000
-		call := eval.Call{Tool: "Bash", Args: map[string]any{"command": "go test ./..."}, Cwd: "/repo"}
-		var per float64
-		for b.Loop() {
-			sessions := make([]*eval.Session, n)
-			before := heapInUse()
-			for i := range sessions {
-				sessions[i] = eng.NewSession("s", nil)
-				if _, err := sessions[i].After(context.Background(), call, eval.Result{IsError: true, Content: "FAIL"}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			after := heapInUse()
-			runtime.KeepAlive(sessions)
-			per = float64(after-before) / n
-		}
-		b.ReportMetric(per, "B/session")
-	})
-	for _, kind := range []struct{ name, decl string }{
-		{"keys-count", ""},
-		{"keys-window", "    window: 1h\n"},
-	} {
-		b.Run(kind.name, func(b *testing.B) {
-			const n = 100_000
-			src := policy.Source{Name: "keys.yaml", Data: []byte(`apiVersion: celguard.dev/v1
+		after := heapInUse()
+		runtime.KeepAlive(sessions)
+		per = float64(after-before) / n
+	}
+	b.ReportMetric(per, "B/session")
+}
+
+// benchMemoryKeys measures counter keys; decl is added to the counter's
+// declaration.
+func benchMemoryKeys(b *testing.B, decl string) {
+	const n = 100_000
+	src := policy.Source{Name: "keys.yaml", Data: []byte(`apiVersion: celguard.dev/v1
 kind: Policy
 name: keys
 counters:
   - name: seen
     key: 'string(args.command)'
     increment_when: 'true'
-` + kind.decl + `rules:
+` + decl + `rules:
   - {id: many, phase: after, condition: 'counters.seen > 1000000', verdict: block, reason: never}
 `)}
-			set, err := compile.Compile([]policy.Source{src})
-			if err != nil {
-				b.Fatal(err)
-			}
-			eng, err := eval.New(set, eval.WithMaxCounterKeys(2*n))
-			if err != nil {
-				b.Fatal(err)
-			}
-			calls := make([]eval.Call, n)
-			for i := range calls {
-				calls[i] = eval.Call{Tool: "Bash", Args: map[string]any{"command": fmt.Sprintf("cmd-%06d", i)}}
-			}
-			ctx := context.Background()
-			var per float64
-			for b.Loop() {
-				s := eng.NewSession("keys", nil)
-				before := heapInUse()
-				for _, c := range calls {
-					if _, err := s.After(ctx, c, eval.Result{}); err != nil {
-						b.Fatal(err)
-					}
-				}
-				after := heapInUse()
-				runtime.KeepAlive(s)
-				per = float64(after-before) / n
-			}
-			runtime.KeepAlive(calls)
-			b.ReportMetric(per, "B/key")
-		})
+	set, err := compile.Compile([]policy.Source{src})
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.Run("bound", func(b *testing.B) {
-		// A long session with the default bound: 200,000 distinct keys
-		// through one window counter. What stays is at most
-		// DefaultMaxCounterKeys keys.
-		src := policy.Source{Name: "keys.yaml", Data: []byte(`apiVersion: celguard.dev/v1
+	eng, err := eval.New(set, eval.WithMaxCounterKeys(2*n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	calls := make([]eval.Call, n)
+	for i := range calls {
+		calls[i] = eval.Call{Tool: "Bash", Args: map[string]any{"command": fmt.Sprintf("cmd-%06d", i)}}
+	}
+	ctx := context.Background()
+	var per float64
+	for b.Loop() {
+		s := eng.NewSession("keys", nil)
+		before := heapInUse()
+		for _, c := range calls {
+			if _, err := s.After(ctx, c, eval.Result{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		after := heapInUse()
+		runtime.KeepAlive(s)
+		per = float64(after-before) / n
+	}
+	runtime.KeepAlive(calls)
+	b.ReportMetric(per, "B/key")
+}
+
+// benchMemoryBound is a long session with the default bound: 200,000
+// distinct keys through one window counter. What stays is at most
+// DefaultMaxCounterKeys keys.
+func benchMemoryBound(b *testing.B) {
+	src := policy.Source{Name: "keys.yaml", Data: []byte(`apiVersion: celguard.dev/v1
 kind: Policy
 name: keys
 counters:
@@ -292,36 +300,35 @@ counters:
 rules:
   - {id: many, phase: after, condition: 'counters.seen > 1000000', verdict: block, reason: never}
 `)}
-		set, err := compile.Compile([]policy.Source{src})
-		if err != nil {
-			b.Fatal(err)
-		}
-		eng, err := eval.New(set)
-		if err != nil {
-			b.Fatal(err)
-		}
-		const n = 200_000
-		ctx := context.Background()
-		var grown float64
-		for b.Loop() {
-			s := eng.NewSession("long", nil)
-			before := heapInUse()
-			for i := range n {
-				c := eval.Call{Tool: "Bash", Args: map[string]any{"command": fmt.Sprintf("cmd-%06d", i)}}
-				if _, err := s.After(ctx, c, eval.Result{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			after := heapInUse()
-			runtime.KeepAlive(s)
-			grown = float64(after) - float64(before)
-			st := s.State()
-			if got := len(st.Counters["keys/seen"].Keys); got > eval.DefaultMaxCounterKeys {
-				b.Fatalf("%d keys kept, bound %d", got, eval.DefaultMaxCounterKeys)
+	set, err := compile.Compile([]policy.Source{src})
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng, err := eval.New(set)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 200_000
+	ctx := context.Background()
+	var grown float64
+	for b.Loop() {
+		s := eng.NewSession("long", nil)
+		before := heapInUse()
+		for i := range n {
+			c := eval.Call{Tool: "Bash", Args: map[string]any{"command": fmt.Sprintf("cmd-%06d", i)}}
+			if _, err := s.After(ctx, c, eval.Result{}); err != nil {
+				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(grown, "B/session-after-200k-keys")
-	})
+		after := heapInUse()
+		runtime.KeepAlive(s)
+		grown = float64(after) - float64(before)
+		st := s.State()
+		if got := len(st.Counters["keys/seen"].Keys); got > eval.DefaultMaxCounterKeys {
+			b.Fatalf("%d keys kept, bound %d", got, eval.DefaultMaxCounterKeys)
+		}
+	}
+	b.ReportMetric(grown, "B/session-after-200k-keys")
 }
 
 // loopSources returns the built-in loop-detection policy and the built-in

@@ -4,41 +4,75 @@ import (
 	"math"
 	"time"
 
+	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/compile"
 )
 
 // inputSize is the largest size of any string (in bytes, never fewer than
 // its code points), list or map among the call's inputs, and inside them:
 // what compile.Program.For needs to choose the program without cost
-// accounting. Past compile.MaxProvenInput the exact figure does not matter,
-// so the walk stops there. Computed once per call (again after a rewrite).
+// accounting. The inputs are the built-in variables of celenv's table, each
+// measured by sizeOfVariable, so none is forgotten. Past
+// compile.MaxProvenInput the exact figure does not matter, so the walk
+// stops there. Computed once per call (again after a rewrite).
 func (ev *evaluation) inputSize() uint64 {
 	if ev.size != 0 {
 		return ev.size - 1
 	}
-	m := ev.set.CountersSize()
-	m = max(m, uint64(len(ev.call.Tool)), uint64(len(ev.call.Cwd)), uint64(len(ev.phase.String())))
-	classes := ev.set.ClassesOf(ev.call.Tool)
-	m = max(m, uint64(len(classes)))
-	for _, c := range classes {
-		m = max(m, uint64(len(c)))
-	}
-	// command and paths come from the arguments the tool's classes name;
-	// without such classes they are empty (and not worth deriving).
-	if ev.derived != nil || ev.hasDerivedArgs(classes) {
-		d := ev.derive()
-		m = max(m, uint64(len(d.command)), uint64(len(d.paths)))
-		for _, p := range d.paths {
-			m = max(m, uint64(len(p)))
+	var m uint64
+	for _, v := range celenv.Variables() {
+		if v.Size == celenv.Counted {
+			m = ev.sizeOfVariable(v.Name, m)
 		}
-	}
-	m = sizeOf(ev.call.Args, m)
-	m = sizeOf(ev.s.meta, m)
-	if ev.result != nil {
-		m = sizeOf(ev.result, m)
 	}
 	ev.size = m + 1
 	return m
+}
+
+// sizeOfVariable returns the larger of m and the size of the built-in
+// variable name for this call. A variable it does not know is unbounded, so
+// no program runs without cost accounting until it learns it
+// (TestEveryVariableIsSized).
+func (ev *evaluation) sizeOfVariable(name string, m uint64) uint64 {
+	switch name {
+	case celenv.VarTool:
+		return max(m, uint64(len(ev.call.Tool)))
+	case celenv.VarCwd:
+		return max(m, uint64(len(ev.call.Cwd)))
+	case celenv.VarPhase:
+		return max(m, uint64(len(ev.phase.String())))
+	case celenv.VarClasses:
+		classes := ev.toolClasses()
+		m = max(m, uint64(len(classes)))
+		for _, c := range classes {
+			m = max(m, uint64(len(c)))
+		}
+		return m
+	case celenv.VarCommand, celenv.VarPaths:
+		// They come from the arguments the tool's classes name; without
+		// such classes they are empty (and not worth deriving).
+		if ev.derived == nil && !ev.hasDerivedArgs(ev.toolClasses()) {
+			return m
+		}
+		d := ev.derive()
+		if name == celenv.VarCommand {
+			return max(m, uint64(len(d.command)))
+		}
+		return sizeOf(d.paths, m)
+	case celenv.VarArgs:
+		return sizeOf(ev.call.Args, m)
+	case celenv.VarSession:
+		return sizeOf(ev.s.meta, m)
+	case celenv.VarResult:
+		if ev.result == nil {
+			return m
+		}
+		return sizeOf(ev.result, m)
+	case celenv.VarCounters:
+		// Counts are ints; the map's size is bounded by the set.
+		return max(m, ev.set.CountersSize())
+	}
+	return math.MaxUint64
 }
 
 // sizeOf returns the larger of m and the size of v and of every value

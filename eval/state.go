@@ -48,8 +48,8 @@ func (s *Session) State() SessionState {
 	defer s.mu.Unlock()
 	st := SessionState{ID: s.id, Meta: maps.Clone(s.meta), Turn: s.turn}
 	delete(st.Meta, "id")
-	if s.halted != nil {
-		h := *s.halted
+	if s.halt != nil {
+		h := *s.halt
 		st.Halted = &h
 	}
 	if len(s.counters) > 0 {
@@ -83,7 +83,7 @@ func (e *Engine) RestoreSession(st SessionState) (*Session, error) {
 	}
 	if st.Halted != nil {
 		h := *st.Halted
-		s.halted = &h
+		s.halt = &h
 	}
 	for id, c := range st.Counters {
 		cs := &counterState{keys: map[string]*list.Element{}, order: list.New(), turn: c.Turn}

@@ -61,7 +61,7 @@ func TestStateSurvivesJSONRoundTrip(t *testing.T) {
 		})
 	}
 	assert.Equal(t, 1, approvals, "the remembered approval carried across processes")
-	assert.Equal(t, "remembered", d.Approval.Outcome)
+	assert.Equal(t, eval.ApprovalRemembered, d.Approval.Outcome)
 
 	step(func(s *eval.Session) eval.Decision { d, _ := s.Before(ctx, eval.Call{Tool: "Stop"}); return d })
 	d = step(func(s *eval.Session) eval.Decision { d, _ := s.Before(ctx, eval.Call{Tool: "Read"}); return d })

@@ -130,8 +130,9 @@ func (d Decision) Allowed() bool {
 type ApprovalRecord struct {
 	// Rule is the ask rule.
 	Rule string `json:"rule"`
-	// Outcome is approved, denied, deferred or remembered.
-	Outcome string `json:"outcome"`
+	// Outcome is how: approved, denied, deferred, remembered, or
+	// unavailable and error when nobody could approve.
+	Outcome ApprovalOutcome `json:"outcome"`
 	// Remember is the scope the approval was remembered for, if any.
 	Remember string `json:"remember,omitempty"`
 	Reason   string `json:"reason,omitempty"`
@@ -144,16 +145,26 @@ type TraceStep struct {
 	Verdict string `json:"verdict"`
 	// Outcome is one of: tool_not_matched, no_match, matched, applied
 	// (a modify), already_applied, error.
-	Outcome string `json:"outcome"`
-	Error   string `json:"error,omitempty"`
+	Outcome Outcome `json:"outcome"`
+	Error   string  `json:"error,omitempty"`
 }
 
-// Trace outcomes.
+// Outcome is what came of one rule the evaluator considered, in a trace
+// and in an explanation. Its values are stable JSON strings.
+type Outcome string
+
+// Rule outcomes.
 const (
-	OutcomeToolNotMatched = "tool_not_matched"
-	OutcomeNoMatch        = "no_match"
-	OutcomeMatched        = "matched"
-	OutcomeApplied        = "applied"
-	OutcomeAlreadyApplied = "already_applied"
-	OutcomeError          = "error"
+	// OutcomeToolNotMatched: the rule's tool matcher excludes the tool.
+	OutcomeToolNotMatched Outcome = "tool_not_matched"
+	// OutcomeNoMatch: the condition was false.
+	OutcomeNoMatch Outcome = "no_match"
+	// OutcomeMatched: the rule decided the call.
+	OutcomeMatched Outcome = "matched"
+	// OutcomeApplied: a modify rule rewrote the call (or result).
+	OutcomeApplied Outcome = "applied"
+	// OutcomeAlreadyApplied: a modify rule skipped on a later pass.
+	OutcomeAlreadyApplied Outcome = "already_applied"
+	// OutcomeError: the condition or the rewrite failed.
+	OutcomeError Outcome = "error"
 )

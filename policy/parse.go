@@ -17,13 +17,6 @@ import (
 // MaxFileSize is the largest policy file Parse reads.
 const MaxFileSize = 4 << 20
 
-// ReservedNames are the identifiers a variable may not take: the built-in
-// variables of the CEL environment and the stdlib namespaces.
-var ReservedNames = []string{
-	"tool", "args", "cwd", "counters", "result", "session", "phase", "classes", "command", "paths",
-	"shell", "path", "glob", "hash", "secrets", "url", "canonical",
-}
-
 var (
 	idPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
 	identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -390,9 +383,8 @@ func (d *decoder) variable(n *yaml.Node) Variable {
 	}) {
 		d.require(n, "a variable", "name", "expression")
 	}
-	if v.Name.Value != "" && slices.Contains(ReservedNames, v.Name.Value) {
-		d.ds.errorf(CodeReservedName, v.Name.Pos, "variable name %q is reserved for a built-in variable or library", v.Name.Value)
-	}
+	// Names reserved for the built-in variables and libraries are checked
+	// by compile, which knows them (celenv.ReservedNames).
 	return v
 }
 

@@ -77,7 +77,7 @@ func (m Mismatch) Fields() []FieldDiff {
 	if e.Approval != "" {
 		got := "none"
 		if d.Approval != nil {
-			got = d.Approval.Outcome
+			got = string(d.Approval.Outcome)
 		}
 		add("approval", e.Approval, got, Expect{Approval: e.Approval})
 	}

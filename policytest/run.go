@@ -409,7 +409,7 @@ func compare(e Expect, d eval.Decision) []string {
 	if e.Approval != "" {
 		got := ""
 		if d.Approval != nil {
-			got = d.Approval.Outcome
+			got = string(d.Approval.Outcome)
 		}
 		if got != e.Approval {
 			diffs = append(diffs, fmt.Sprintf("approval: got %q, want %q", got, e.Approval))

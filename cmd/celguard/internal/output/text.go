@@ -16,7 +16,7 @@ import (
 // outcomeText names a rule's outcome for people: word in a list of the
 // rules considered, because over the sub-expressions that gave its
 // condition its value.
-func outcomeText(o string) (word, because string) {
+func outcomeText(o eval.Outcome) (word, because string) {
 	switch o {
 	case eval.OutcomeToolNotMatched:
 		return "skipped (tool)", ""
@@ -31,11 +31,11 @@ func outcomeText(o string) (word, because string) {
 	case eval.OutcomeError:
 		return "ERROR", "failed at:"
 	}
-	return o, "true because:"
+	return string(o), "true because:"
 }
 
 // outcomeWord is outcomeText's word.
-func outcomeWord(o string) string {
+func outcomeWord(o eval.Outcome) string {
 	word, _ := outcomeText(o)
 	return word
 }

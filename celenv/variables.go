@@ -1,0 +1,122 @@
+package celenv
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+
+	"github.com/celguard/celguard/stdlib"
+)
+
+// Names of the built-in variables (renaming one is a breaking change).
+const (
+	VarTool     = "tool"
+	VarArgs     = "args"
+	VarCwd      = "cwd"
+	VarPhase    = "phase"
+	VarCounters = "counters"
+	VarResult   = "result"
+	VarSession  = "session"
+	VarClasses  = "classes"
+	VarCommand  = "command"
+	VarPaths    = "paths"
+)
+
+// Variable is one built-in variable: what a rule sees under Name.
+type Variable struct {
+	Name string
+	// Type is its CEL type.
+	Type *cel.Type
+	// Doc says what it holds.
+	Doc string
+	// Size says whether its value counts toward a call's input size.
+	Size Size
+}
+
+// Size says whether a built-in variable's value counts toward the input
+// size of a call: the size of the largest string, list or map among the
+// call's inputs, which decides whether an expression may run without cost
+// accounting (compile.Program.For). Every variable whose value has a size
+// must be counted, or that proof is unsound; eval's tests check it.
+type Size uint8
+
+// Sizes of the built-in variables. The zero Size is no answer: a variable
+// must say.
+const (
+	// Counted: the value (a string, list or map) counts, with everything
+	// inside it.
+	Counted Size = iota + 1
+	// Unsized: the value is a number or a bool, which has no size.
+	Unsized
+)
+
+// variables is the one table of the built-in variables: the CEL
+// declarations, the reserved names and compile's inputs derive from it, and
+// eval resolves and measures each entry (adding a variable is this entry,
+// its name above, and eval's ResolveName and sizeOfVariable).
+var variables = []Variable{
+	{VarTool, cel.StringType, `the tool's name, e.g. "Bash"`, Counted},
+	{VarArgs, cel.MapType(cel.StringType, cel.DynType), "the call's arguments", Counted},
+	{VarCwd, cel.StringType, "the agent's working directory", Counted},
+	{VarPhase, cel.StringType, `"before" or "after"`, Counted},
+	{VarCounters, cel.MapType(cel.StringType, cel.IntType), "each counter of the rule's policy, for this call's key", Counted},
+	{VarResult, cel.MapType(cel.StringType, cel.DynType), "after the call only: is_error, content, and what the host adds (exit_code, ...)", Counted},
+	{VarSession, cel.MapType(cel.StringType, cel.DynType), "host metadata: agent, user, mode, ids", Counted},
+	{VarClasses, cel.ListType(cel.StringType), "the tool's classes (shell, file_read, ...), from the set's ToolClasses files", Counted},
+	{VarCommand, cel.StringType, `the shell command, from the argument its class names (command_args); "" if none`, Counted},
+	{VarPaths, cel.ListType(cel.StringType), "the file paths, from the arguments its classes name (path_args), as written", Counted},
+}
+
+// Variables returns the built-in variables, in declaration order. The slice
+// must not be modified.
+func Variables() []Variable { return variables }
+
+// declarations are the CEL declarations of the built-in variables.
+func declarations() []cel.EnvOption {
+	out := make([]cel.EnvOption, 0, len(variables))
+	for _, v := range variables {
+		out = append(out, cel.Variable(v.Name, v.Type))
+	}
+	return out
+}
+
+// ReservedNames are the identifiers a policy variable may not take: the
+// built-in variables and the namespaces of the stdlib's libraries (shell,
+// path, ...).
+func ReservedNames() []string { return slices.Clone(reservedNames()) }
+
+var reservedNames = sync.OnceValue(func() []string {
+	names := make([]string, 0, len(variables)+8)
+	for _, v := range variables {
+		names = append(names, v.Name)
+	}
+	return append(names, stdlibNamespaces()...)
+})
+
+// stdlibNamespaces reads the stdlib's namespaces from the names of its
+// libraries (celguard.lib.<namespace>), in an environment of the stdlib
+// alone.
+func stdlibNamespaces() []string {
+	lib, err := stdlib.New()
+	if err == nil {
+		var env *cel.Env
+		if env, err = cel.NewEnv(lib.EnvOptions()...); err == nil {
+			var out []string
+			for _, l := range env.Libraries() {
+				if ns, ok := strings.CutPrefix(l, stdlibPrefix); ok {
+					out = append(out, ns)
+				}
+			}
+			slices.Sort(out)
+			return out
+		}
+	}
+	// The stdlib without options always builds; a failure is a bug.
+	panic(fmt.Sprintf("celenv: the stdlib does not build: %v", err))
+}
+
+// stdlibPrefix starts the names of the stdlib's libraries.
+const stdlibPrefix = "celguard.lib."

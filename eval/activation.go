@@ -1,0 +1,373 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/functions"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/interpreter"
+
+	"github.com/celguard/celguard/celenv"
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/stdlib"
+)
+
+// evaluation is the state of deciding one call: the activation CEL reads
+// (built-in variables, lazily evaluated named variables, counters) and the
+// per-call memo of stdlib functions. The verdict rules that drive it are in
+// decide.go.
+type evaluation struct {
+	ctx   context.Context
+	s     *Session
+	set   *compile.PolicySet
+	phase policy.Phase
+	call  Call
+	res   *Result
+	// obs watches the decision: the trace and the explanation (observe.go).
+	obs observer
+
+	cur      *compile.Policy
+	vars     []ref.Val
+	counters map[*compile.Policy]map[string]int64
+	keys     map[*compile.Counter]string
+	result   map[string]any
+	scope    *stdlib.CallScope
+	// classes holds the tool's classes once computed (classesDone).
+	classes     []string
+	classesDone bool
+	// derived holds command and paths once computed (they depend on args).
+	derived *derivedArgs
+	// size is inputSize()+1 once computed, 0 before.
+	size uint64
+	// box holds the built-in variables as CEL values (ResolveName).
+	box [numBoxed]ref.Val
+	// pooledScope and pooledResult are kept from an earlier call for reuse.
+	pooledScope  *stdlib.CallScope
+	pooledResult map[string]any
+}
+
+var _ interpreter.FunctionActivation = (*evaluation)(nil)
+
+// evaluations pools the per-call state, so a decision allocates little.
+var evaluations = sync.Pool{New: func() any { return new(evaluation) }}
+
+// emptyArgs stands for a call without arguments. It is never written:
+// rewrites copy the arguments first.
+var emptyArgs = map[string]any{}
+
+func newEvaluation(ctx context.Context, s *Session, set *compile.PolicySet, phase policy.Phase, call Call, res *Result) *evaluation {
+	ev := evaluations.Get().(*evaluation)
+	scope, vars, result := ev.pooledScope, ev.vars, ev.pooledResult
+	*ev = evaluation{ctx: ctx, s: s, set: set, phase: phase, call: call, res: res, obs: noObserver{}}
+	if ev.call.Args == nil {
+		ev.call.Args = emptyArgs
+	}
+	if res != nil {
+		if result == nil {
+			result = make(map[string]any, len(res.Fields)+2)
+		}
+		maps.Copy(result, res.Fields)
+		result["is_error"] = res.IsError
+		result["content"] = res.Content
+		ev.result = result
+	}
+	ev.pooledResult = result
+	n := set.VariableSlots()
+	if cap(vars) < n {
+		vars = make([]ref.Val, n)
+	}
+	ev.vars = vars[:n]
+	// A memo scope from an earlier call serves again if the stdlib is the
+	// same (a hot swap may bring another).
+	if scope != nil && scope.Lib() == set.Env().Stdlib() {
+		ev.pooledScope = scope
+	}
+	return ev
+}
+
+// release returns the evaluation to the pool. A Decision never refers to
+// pooled state: rewritten arguments are fresh maps and content is copied.
+func (ev *evaluation) release() {
+	clear(ev.vars)
+	if ev.pooledResult != nil {
+		clear(ev.pooledResult)
+	}
+	scope := ev.scope
+	if scope == nil {
+		scope = ev.pooledScope
+	}
+	if scope != nil {
+		scope.Reset()
+	}
+	*ev = evaluation{pooledScope: scope, vars: ev.vars[:0], pooledResult: ev.pooledResult}
+	evaluations.Put(ev)
+}
+
+// callScope returns the per-call memo of the stdlib functions, made on
+// first use.
+func (ev *evaluation) callScope() *stdlib.CallScope {
+	if ev.scope == nil {
+		if ev.pooledScope != nil {
+			ev.scope = ev.pooledScope
+		} else {
+			ev.scope = ev.set.Env().Stdlib().NewCallScope()
+		}
+	}
+	return ev.scope
+}
+
+// resetCall forgets everything derived from the call's arguments or result,
+// after a modify rule rewrote them.
+func (ev *evaluation) resetCall() {
+	clear(ev.vars)
+	ev.counters = nil
+	ev.keys = nil
+	ev.derived = nil
+	ev.size = 0
+	ev.box = [numBoxed]ref.Val{}
+	if ev.scope != nil {
+		ev.scope.Reset()
+	}
+}
+
+// toolClasses returns the tool's classes, computed once per call (a
+// rewrite changes the arguments, never the tool).
+func (ev *evaluation) toolClasses() []string {
+	if !ev.classesDone {
+		ev.classes, ev.classesDone = ev.set.ClassesOf(ev.call.Tool), true
+	}
+	return ev.classes
+}
+
+// derivedArgs are the class-driven views of the arguments.
+type derivedArgs struct {
+	command string
+	paths   []string
+}
+
+// derive reads the command and the paths from the arguments the tool's
+// classes name. A list of strings under a path argument contributes each.
+func (ev *evaluation) derive() *derivedArgs {
+	if ev.derived != nil {
+		return ev.derived
+	}
+	d := &derivedArgs{paths: []string{}}
+	found := false
+	for _, name := range ev.toolClasses() {
+		cl, ok := ev.set.Class(name)
+		if !ok {
+			continue
+		}
+		for _, a := range cl.CommandArgs {
+			if found {
+				break
+			}
+			switch v := ev.call.Args[a].(type) {
+			case string:
+				d.command, found = v, true
+			case []any: // an argv array, as Codex's shell tool sends
+				if cmd, ok := joinArgv(v); ok {
+					d.command, found = cmd, true
+				}
+			}
+		}
+		for _, a := range cl.PathArgs {
+			switch v := ev.call.Args[a].(type) {
+			case string:
+				d.paths = appendUnique(d.paths, v)
+			case []any:
+				for _, x := range v {
+					if s, ok := x.(string); ok {
+						d.paths = appendUnique(d.paths, s)
+					}
+				}
+			}
+		}
+	}
+	ev.derived = d
+	return d
+}
+
+// joinArgv turns an argv array into one command line, quoting each word for
+// the shell so that the shell parser sees the same words.
+func joinArgv(argv []any) (string, bool) {
+	words := make([]string, 0, len(argv))
+	for _, x := range argv {
+		s, ok := x.(string)
+		if !ok {
+			return "", false
+		}
+		if s != "" && strings.IndexFunc(s, func(r rune) bool {
+			return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '=' || r == ':' || r == ',' || r == '+' || r == '@' ||
+				('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9'))
+		}) < 0 {
+			words = append(words, s)
+			continue
+		}
+		words = append(words, "'"+strings.ReplaceAll(s, "'", `'\''`)+"'")
+	}
+	return strings.Join(words, " "), true
+}
+
+func appendUnique(l []string, s string) []string {
+	for _, x := range l {
+		if x == s {
+			return l
+		}
+	}
+	return append(l, s)
+}
+
+// ResolveName implements interpreter.Activation. The built-in variables
+// are celenv's table (celenv.Variables): each has a case here and one in
+// sizeOfVariable (size.go). They are handed to CEL as CEL values made once
+// per call, so that the dozens of programs reading them do not each convert
+// them again.
+func (ev *evaluation) ResolveName(name string) (any, bool) {
+	switch name {
+	case celenv.VarTool:
+		return ev.boxed(boxTool), true
+	case celenv.VarArgs:
+		return ev.boxed(boxArgs), true
+	case celenv.VarCwd:
+		return ev.boxed(boxCwd), true
+	case celenv.VarPhase:
+		return ev.boxed(boxPhase), true
+	case celenv.VarSession:
+		return ev.s.meta, true
+	case celenv.VarClasses:
+		return ev.boxed(boxClasses), true
+	case celenv.VarCommand:
+		return ev.boxed(boxCommand), true
+	case celenv.VarPaths:
+		return ev.boxed(boxPaths), true
+	case celenv.VarResult:
+		if ev.result == nil {
+			return nil, false
+		}
+		return ev.result, true
+	case celenv.VarCounters:
+		if ev.cur == nil {
+			return nil, false
+		}
+		return ev.counterValues(ev.cur), true
+	}
+	if ev.cur == nil {
+		return nil, false
+	}
+	v, ok := ev.cur.Variable(name)
+	if !ok {
+		return nil, false
+	}
+	if val := ev.vars[v.Slot]; val != nil {
+		return val, true
+	}
+	out, err := ev.exec(v.Program)
+	if err != nil {
+		out = types.NewErr("variable %s: %v", name, err)
+	}
+	ev.vars[v.Slot] = out
+	return out, true
+}
+
+// The built-in variables ResolveName converts once per call.
+const (
+	boxTool = iota
+	boxArgs
+	boxCwd
+	boxPhase
+	boxClasses
+	boxCommand
+	boxPaths
+	numBoxed
+)
+
+// boxed returns the CEL value of a built-in variable, made on first use.
+func (ev *evaluation) boxed(i int) ref.Val {
+	if v := ev.box[i]; v != nil {
+		return v
+	}
+	var v ref.Val
+	switch i {
+	case boxTool:
+		v = types.String(ev.call.Tool)
+	case boxArgs:
+		v = types.NewStringInterfaceMap(types.DefaultTypeAdapter, ev.call.Args)
+	case boxCwd:
+		v = types.String(ev.call.Cwd)
+	case boxPhase:
+		v = types.String(ev.phase.String())
+	case boxClasses:
+		v = types.NewStringList(types.DefaultTypeAdapter, ev.toolClasses())
+	case boxCommand:
+		v = types.String(ev.derive().command)
+	case boxPaths:
+		v = types.NewStringList(types.DefaultTypeAdapter, ev.derive().paths)
+	}
+	ev.box[i] = v
+	return v
+}
+
+// Parent implements interpreter.Activation.
+func (ev *evaluation) Parent() interpreter.Activation { return nil }
+
+// ResolveFunction implements interpreter.FunctionActivation: the late-bound
+// stdlib functions, memoised for this call.
+func (ev *evaluation) ResolveFunction(name string) (functions.LateBoundOp, bool) {
+	return ev.callScope().ResolveFunction(name)
+}
+
+// exec evaluates a program against this call. With a context that can end,
+// evaluation is interruptible (comprehensions check it); with one that
+// cannot, the cheaper Eval is used (the cost limit still bounds the work).
+func (ev *evaluation) exec(p *compile.Program) (ref.Val, error) {
+	prg := p.For(ev.inputSize())
+	var out ref.Val
+	var err error
+	if ev.ctx.Done() != nil {
+		out, _, err = prg.ContextEval(ev.ctx, ev)
+	} else {
+		out, _, err = prg.Eval(ev)
+	}
+	if checkFast != nil && prg != p.Tracked() {
+		tracked, det, terr := p.Tracked().Eval(ev)
+		checkFast(p, ev.inputSize(), det, out, tracked, err, terr)
+	}
+	return out, err
+}
+
+// checkFast, set by tests only, sees every evaluation that skipped the cost
+// accounting, with the same expression evaluated with it.
+var checkFast func(p *compile.Program, size uint64, tracked *cel.EvalDetails, fastOut, trackedOut ref.Val, fastErr, trackedErr error)
+
+// eval runs one program for policy p and returns its value.
+func (ev *evaluation) eval(p *compile.Policy, prg *compile.Program) (ref.Val, error) {
+	ev.cur = p
+	out, err := ev.exec(prg)
+	if err != nil {
+		return nil, err
+	}
+	if types.IsError(out) {
+		return nil, fmt.Errorf("%v", out)
+	}
+	return out, nil
+}
+
+func (ev *evaluation) evalBool(p *compile.Policy, prg *compile.Program) (bool, error) {
+	out, err := ev.eval(p, prg)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, fmt.Errorf("expression returned %s, not a bool", out.Type())
+	}
+	return bool(b), nil
+}

@@ -1,0 +1,168 @@
+package eval
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"cel.dev/cel-go/common/types"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/stdlib"
+)
+
+// This file is the evaluation's side of the counters: their keys, the counts
+// rules read, and the update after a call. counters.go keeps the counts.
+
+// counterKey computes a counter's key for this call.
+func (ev *evaluation) counterKey(c *compile.Counter) (string, error) {
+	if k, ok := ev.keys[c]; ok {
+		return k, nil
+	}
+	key := ev.call.Tool
+	if c.Key != nil {
+		saved := ev.cur
+		ev.cur = c.Policy
+		out, err := ev.exec(c.Key)
+		ev.cur = saved
+		if err != nil {
+			return "", fmt.Errorf("counter %s key: %w", c.ID, err)
+		}
+		s, ok := out.(types.String)
+		if !ok {
+			return "", fmt.Errorf("counter %s key is %s, not a string", c.ID, out.Type())
+		}
+		key = boundKey(string(s))
+	}
+	if ev.keys == nil {
+		ev.keys = map[*compile.Counter]string{}
+	}
+	ev.keys[c] = key
+	return key, nil
+}
+
+// maxKeyLen bounds the length of a counter key the session keeps: a longer
+// key (a policy keyed on large arguments) is kept as its first 64 bytes and
+// the SHA-256 of the whole, so memory and state files stay bounded and keys
+// stay distinct.
+const maxKeyLen = 256
+
+func boundKey(k string) string {
+	if len(k) <= maxKeyLen {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	return k[:64] + "#" + hex.EncodeToString(sum[:])
+}
+
+// counterValues returns the counts of a policy's counters for this call. A
+// counter whose key fails to compute is absent, so reading it is an error
+// that the rule's failure policy handles.
+func (ev *evaluation) counterValues(p *compile.Policy) map[string]int64 {
+	if m, ok := ev.counters[p]; ok {
+		return m
+	}
+	m := make(map[string]int64, len(p.Counters))
+	for _, c := range p.Counters {
+		key, err := ev.counterKey(c)
+		if err != nil {
+			continue
+		}
+		m[c.Name] = ev.s.counterValue(c, key)
+	}
+	if ev.counters == nil {
+		ev.counters = map[*compile.Policy]map[string]int64{}
+	}
+	ev.counters[p] = m
+	return m
+}
+
+// counterUpdate is what one counter does after a call.
+type counterUpdate struct {
+	c          *compile.Counter
+	key        string
+	inc, reset bool
+	streak     *string
+}
+
+// updateCounters runs every counter's reset_when and increment_when after a
+// call, then applies them all at once. A counter expression that fails under
+// a closed failure policy blocks the result (failed is true, and so is it
+// when the context ended).
+func (ev *evaluation) updateCounters() (d Decision, failed bool, err error) {
+	var updates []counterUpdate
+	for _, c := range ev.set.Counters() {
+		if err := ev.ctx.Err(); err != nil {
+			d, err := ev.canceled(err)
+			return d, true, err
+		}
+		u, err := ev.counterUpdate(c)
+		if err != nil {
+			if c.Policy.FailurePolicy == policy.FailOpen {
+				continue
+			}
+			d := ev.refuse(CodePolicyError, fmt.Sprintf("policy %s failed: %v", c.Policy.Name, err), nil)
+			d.Policy, d.File, d.Error = c.Policy.Name, c.Policy.File, err.Error()
+			return d, true, nil
+		}
+		updates = append(updates, u)
+	}
+	s := ev.s
+	now := s.eng.cfg.now()
+	s.mu.Lock()
+	for _, u := range updates {
+		cs := s.counterFor(u.c)
+		if u.reset {
+			cs.reset(u.key)
+		}
+		if u.inc {
+			cs.increment(u.key, u.c.Decl.Window, now, s.eng.cfg.maxCounterKeys, s.eng.cfg.maxWindowEvents, u.streak)
+		}
+	}
+	s.mu.Unlock()
+	// After-phase rules see the updated counts.
+	ev.counters = nil
+	return Decision{}, false, nil
+}
+
+// counterUpdate evaluates one counter's expressions for this call.
+func (ev *evaluation) counterUpdate(c *compile.Counter) (counterUpdate, error) {
+	u := counterUpdate{c: c}
+	key, err := ev.counterKey(c)
+	if err != nil {
+		return u, err
+	}
+	u.key = key
+	if c.IncrementWhen != nil {
+		if u.inc, err = ev.evalBool(c.Policy, c.IncrementWhen); err != nil {
+			return u, fmt.Errorf("counter %s increment_when: %w", c.ID, err)
+		}
+	}
+	if u.inc && c.Streak != nil {
+		v, err := ev.streakValue(c)
+		if err != nil {
+			return u, fmt.Errorf("counter %s streak: %w", c.ID, err)
+		}
+		u.streak = &v
+	}
+	if c.ResetWhen != nil {
+		if u.reset, err = ev.evalBool(c.Policy, c.ResetWhen); err != nil {
+			return u, fmt.Errorf("counter %s reset_when: %w", c.ID, err)
+		}
+	}
+	return u, nil
+}
+
+// streakValue is the value of a streak counter's expression: a string as
+// it is, anything else in its canonical form.
+func (ev *evaluation) streakValue(c *compile.Counter) (string, error) {
+	out, err := ev.eval(c.Policy, c.Streak)
+	if err != nil {
+		return "", err
+	}
+	if s, ok := out.(types.String); ok {
+		return string(s), nil
+	}
+	return stdlib.Canonical(out)
+}

@@ -1,0 +1,226 @@
+// The verdict rules, all of them, for one call in one phase:
+//
+//  1. A halt stops the turn: every later call of the turn is refused, until StartTurn (halted, haltTurn).
+//  2. After the call, the counters update before any rule runs (updateCounters, counting.go).
+//  3. The rules whose tool matcher admits the tool are tried in priority order; the first that matches decides.
+//  4. A matching modify rule rewrites the call (or result) instead, and the rules are tried again from the top on
+//     the rewritten call; each modify rule applies once, so no rewrite carries a call past a block.
+//  5. A verdict that lets the call proceed carries the rewrite; an allow after a rewrite is a modify (carryRewrite).
+//  6. An ask is settled by a remembered approval or the approver (ask, approve.go): approved allows, deferred
+//     stays ask, anything else (no approver, an error, a denial) blocks.
+//  7. When no rule decides, the set's default verdict applies before the call; after it, the result passes.
+//  8. A failing condition or rewrite follows the rule's failure policy: open skips it, closed blocks (policy_error).
+//  9. Every block the engine decides itself (policy_error, canceled, approval_*, invalid_call) is made by refuse.
+
+package eval
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"cel.dev/cel-go/common/types"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/policy"
+)
+
+// run decides the call and completes the trace and the explanation.
+func (ev *evaluation) run() (Decision, error) {
+	d, err := ev.decide()
+	return ev.obs.finish(d), err
+}
+
+// decide applies rules 2 to 8.
+func (ev *evaluation) decide() (Decision, error) {
+	if ev.phase == policy.PhaseAfter {
+		if d, failed, err := ev.updateCounters(); failed {
+			return d, err
+		}
+	}
+	var modified []string // the modify rules applied, in order
+passes:
+	for {
+		ev.obs.startPass()
+		for _, r := range ev.set.Candidates(ev.phase, ev.call.Tool) {
+			if err := ev.ctx.Err(); err != nil {
+				return ev.canceled(err)
+			}
+			if r.Verdict == policy.Modify && slices.Contains(modified, r.ID) {
+				ev.obs.step(r, OutcomeAlreadyApplied, nil)
+				continue
+			}
+			matched, err := ev.matches(r)
+			if err != nil {
+				if cerr := ev.ctx.Err(); cerr != nil {
+					return ev.canceled(cerr)
+				}
+				if d, closed := ev.ruleFailed(r, err, modified); closed {
+					return d, nil
+				}
+				continue
+			}
+			if !matched {
+				ev.obs.step(r, OutcomeNoMatch, nil)
+				continue
+			}
+			if r.Verdict != policy.Modify {
+				ev.obs.step(r, OutcomeMatched, nil)
+				return ev.ruleDecides(r, modified)
+			}
+			if err := ev.applyModify(r); err != nil {
+				if d, closed := ev.ruleFailed(r, err, modified); closed {
+					return d, nil
+				}
+				continue
+			}
+			ev.obs.step(r, OutcomeApplied, nil)
+			modified = append(modified, r.ID)
+			ev.resetCall()
+			continue passes // start again from the top with the rewritten call
+		}
+		return ev.noRuleDecides(modified), nil
+	}
+}
+
+// matches evaluates r's condition; a rule without one always matches.
+func (ev *evaluation) matches(r *compile.Rule) (bool, error) {
+	if r.Condition == nil {
+		return true, nil
+	}
+	matched, err := ev.evalBool(r.Policy, r.Condition)
+	ev.obs.conditionDone(r)
+	return matched, err
+}
+
+// ruleFailed applies r's failure policy to the error of its condition or
+// rewrite: open skips the rule (closed is false), closed blocks the call.
+func (ev *evaluation) ruleFailed(r *compile.Rule, err error, modified []string) (d Decision, closed bool) {
+	ev.obs.step(r, OutcomeError, err)
+	if r.FailurePolicy == policy.FailOpen {
+		return Decision{}, false
+	}
+	return ev.policyError(r, err, modified), true
+}
+
+// ruleDecides is the decision of rule r, which matched: its verdict, an ask
+// settled, and the rewrites applied before it.
+func (ev *evaluation) ruleDecides(r *compile.Rule, modified []string) (Decision, error) {
+	d := ev.fromRule(r)
+	var err error
+	if r.Verdict == policy.Ask {
+		d, err = ev.ask(d, r)
+	}
+	ev.carryRewrite(&d, modified)
+	return d, err
+}
+
+// noRuleDecides is the decision when no rule decided: the set's default
+// verdict before the call, allow after it. A rewritten call that is let
+// through is reported by the last rewrite.
+func (ev *evaluation) noRuleDecides(modified []string) Decision {
+	d := Decision{Phase: ev.phase, Tool: ev.call.Tool, Verdict: policy.Allow}
+	if ev.phase == policy.PhaseBefore {
+		d.Verdict = ev.set.DefaultVerdict()
+	}
+	if len(modified) > 0 && d.Verdict == policy.Allow {
+		last, _ := ev.set.Rule(modified[len(modified)-1])
+		d = ev.fromRule(last)
+		d.Verdict = policy.Allow
+	}
+	ev.carryRewrite(&d, modified)
+	return d
+}
+
+// carryRewrite records the modify rules applied. The rewritten call (or
+// result) goes with every verdict that lets it proceed, never with a block
+// or a halt; an allow that follows a rewrite is reported as modify, so a
+// host that applies rewrites only on modify still applies it.
+func (ev *evaluation) carryRewrite(d *Decision, modified []string) {
+	if len(modified) == 0 {
+		return
+	}
+	d.Modified = modified
+	switch d.Verdict {
+	case policy.Block, policy.Halt:
+		d.Args, d.Content = nil, nil
+		return
+	case policy.Allow:
+		d.Verdict = policy.Modify
+	}
+	if ev.phase == policy.PhaseBefore {
+		d.Args = ev.call.Args
+	} else {
+		c := ev.res.Content
+		d.Content = &c
+	}
+}
+
+// fromRule is the decision rule r makes: its verdict, code, and its message
+// (or reason when the message fails).
+func (ev *evaluation) fromRule(r *compile.Rule) Decision {
+	d := Decision{Phase: ev.phase, Tool: ev.call.Tool, Verdict: r.Verdict, Code: r.Code, Reason: r.Reason}
+	d.RuleID, d.Policy, d.File, d.Line = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line
+	if r.Message != nil {
+		out, err := ev.eval(r.Policy, r.Message)
+		if s, ok := out.(types.String); ok && err == nil {
+			d.Reason = string(s)
+		} else if err != nil {
+			d.Reason = strings.TrimSpace(r.Reason + " (message failed: " + err.Error() + ")")
+		}
+	}
+	return d
+}
+
+// refuse is the one constructor of the blocks the engine decides itself to
+// fail closed: code says why, r (if not nil) is the rule concerned, and the
+// decision carries no rewrite.
+func (ev *evaluation) refuse(code, reason string, r *compile.Rule) Decision {
+	return refusal(ev.phase, ev.call.Tool, code, reason, r)
+}
+
+// refusal is refuse before there is an evaluation (an invalid call).
+func refusal(phase policy.Phase, tool, code, reason string, r *compile.Rule) Decision {
+	d := Decision{Phase: phase, Tool: tool, Verdict: policy.Block, Code: code, Reason: reason}
+	if r != nil {
+		d.RuleID, d.Policy, d.File, d.Line = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line
+	}
+	return d
+}
+
+// policyError refuses the call because rule r failed under a closed
+// failure policy.
+func (ev *evaluation) policyError(r *compile.Rule, err error, modified []string) Decision {
+	d := ev.refuse(CodePolicyError, fmt.Sprintf("rule %s of policy %s failed: %v", r.ID, r.Policy.Name, err), r)
+	d.Error, d.Modified = err.Error(), modified
+	return d
+}
+
+// canceled refuses the call because the context ended before a decision.
+func (ev *evaluation) canceled(err error) (Decision, error) {
+	return ev.refuse(CodeCanceled, "the decision was not finished: "+err.Error(), nil), err
+}
+
+// halted returns the refusal of a call in a turn an earlier call halted
+// (rule 1), if it is. A halt stays a halt, naming the rule that halted.
+func (s *Session) halted(phase policy.Phase, tool string) (Decision, bool) {
+	s.mu.Lock()
+	h := s.halt
+	s.mu.Unlock()
+	if h == nil {
+		return Decision{}, false
+	}
+	d := Decision{Phase: phase, Tool: tool, Verdict: policy.Halt, Code: CodeTurnHalted, Reason: "this turn was halted: " + h.Reason}
+	d.RuleID, d.Policy, d.File, d.Line = h.RuleID, h.Policy, h.File, h.Line
+	return d, true
+}
+
+// haltTurn makes a halt hold for the rest of the turn.
+func (s *Session) haltTurn(d Decision) {
+	if d.Verdict == policy.Halt {
+		h := d
+		s.mu.Lock()
+		s.halt = &h
+		s.mu.Unlock()
+	}
+}
