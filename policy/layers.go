@@ -19,9 +19,10 @@ const (
 	LayerProject                 // the project's .celguard/ directory
 	LayerExplicit                // named on the command line (--policy)
 	LayerRegistered              // added by the embedding program
+	LayerAdmin                   // the machine's administrator (/etc/celguard, root-owned); rules mandatory by default
 )
 
-var layerNames = [...]string{"builtin", "user", "project", "explicit", "registered"}
+var layerNames = [...]string{"builtin", "user", "project", "explicit", "registered", "admin"}
 
 // String returns the layer's name.
 func (l Layer) String() string {

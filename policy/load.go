@@ -17,6 +17,11 @@ type Source struct {
 	Data []byte
 	// Layer is where the file comes from; higher layers win collisions.
 	Layer Layer
+	// Untrusted marks a file of a project layer the user has not trusted
+	// (celguard trust): its policies can only make a decision stricter,
+	// never lift one, and its Overrides and replacements of other layers'
+	// policies and rules are ignored (docs/layers.md).
+	Untrusted bool
 }
 
 // IsPolicyFile reports whether a file name is read as a policy: a .yaml or
