@@ -171,25 +171,31 @@ func clampString(s string, max int) (string, bool) {
 }
 
 // clampStrings returns ss with at most max entries of at most maxLen code
-// points each, and whether it had to cut; ss itself is never written to.
+// points each, and whether it had to cut.
 func clampStrings(ss []string, max, maxLen int) ([]string, bool) {
-	cut := len(ss) > max
+	return clampEach(ss, max, func(s string) (string, bool) { return clampString(s, maxLen) })
+}
+
+// clampEach returns s with at most max elements, each passed through
+// clamp, and whether anything was cut; s itself is never written to.
+func clampEach[T any](s []T, max int, clamp func(T) (T, bool)) ([]T, bool) {
+	cut := len(s) > max
 	if cut {
-		ss = ss[:max]
+		s = s[:max]
 	}
-	var out []string
-	for i, s := range ss {
-		if t, ok := clampString(s, maxLen); ok {
+	var out []T
+	for i, x := range s {
+		if y, ok := clamp(x); ok {
 			if out == nil {
-				out = slices.Clone(ss)
+				out = slices.Clone(s)
 			}
-			out[i], cut = t, true
+			out[i], cut = y, true
 		}
 	}
 	if out != nil {
 		return out, cut
 	}
-	return ss, cut
+	return s, cut
 }
 
 // clampEnv returns env with at most b.Words entries (the first in key
@@ -225,52 +231,24 @@ func clampEnv(env map[string]string, b Bounds) (map[string]string, bool) {
 // clampRedirects returns rs with at most b.Redirects redirections whose
 // fields have at most b.String code points.
 func clampRedirects(rs []Redirect, b Bounds) ([]Redirect, bool) {
-	cut := len(rs) > b.Redirects
-	if cut {
-		rs = rs[:b.Redirects]
-	}
-	var out []Redirect
-	for i, r := range rs {
+	return clampEach(rs, b.Redirects, func(r Redirect) (Redirect, bool) {
 		var c [4]bool
 		r.Op, c[0] = clampString(r.Op, b.String)
 		r.FD, c[1] = clampString(r.FD, b.String)
 		r.Target, c[2] = clampString(r.Target, b.String)
 		r.Body, c[3] = clampString(r.Body, b.String)
-		if slices.Contains(c[:], true) {
-			if out == nil {
-				out = slices.Clone(rs)
-			}
-			r.bodySpans = nil
-			out[i], cut = r, true
-		}
-	}
-	if out != nil {
-		return out, cut
-	}
-	return rs, cut
+		r.bodySpans = nil // they index the whole Body
+		return r, slices.Contains(c[:], true)
+	})
 }
 
 // clampWrappers returns ws with at most b.Words wrappers, each with at most
 // b.Words words, whose strings have at most b.String code points.
 func clampWrappers(ws []Wrapper, b Bounds) ([]Wrapper, bool) {
-	cut := len(ws) > b.Words
-	if cut {
-		ws = ws[:b.Words]
-	}
-	var out []Wrapper
-	for i, w := range ws {
+	return clampEach(ws, b.Words, func(w Wrapper) (Wrapper, bool) {
 		var pc, ac bool
 		w.Program, pc = clampString(w.Program, b.String)
 		w.Argv, ac = clampStrings(w.Argv, b.Words, b.String)
-		if pc || ac {
-			if out == nil {
-				out = slices.Clone(ws)
-			}
-			out[i], cut = w, true
-		}
-	}
-	if out != nil {
-		return out, cut
-	}
-	return ws, cut
+		return w, pc || ac
+	})
 }

@@ -120,7 +120,9 @@ func TestParseKeepsBounds(t *testing.T) {
 	for _, in := range overBounds {
 		p := Parse(in)
 		checkBounds(t, in, p)
-		checkCommand(t, p.Commands[0])
+		for _, c := range p.Commands {
+			checkCommand(t, c)
+		}
 	}
 	// The two reported strings: past their bounds, cut and opaque.
 	for _, tt := range []struct {
