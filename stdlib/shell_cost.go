@@ -1,8 +1,6 @@
 package stdlib
 
 import (
-	"math"
-
 	"cel.dev/cel-go/common/cost"
 
 	"github.com/celguard/celguard/stdlib/shell"
@@ -10,25 +8,29 @@ import (
 
 // Size bounds of the shell functions' results, for static cost estimation.
 //
-// For a command string of at most n bytes (at most shell.MaxInput are parsed):
+// They are shell.SizeBounds, which Parse guarantees (it cuts a Line down to
+// them and marks it opaque when expansions exceed them; see shell.Bounds).
+// For a command string of at most n code points (of at most shell.MaxInput
+// bytes only that many are parsed):
 //
 //   - commands: at most n/2+1 ("a;a;a" is the densest string), and never
-//     more than shell.MaxCommands;
+//     more than shell.MaxCommands; as many opaque_reasons and programs;
 //   - words of one command (argv, args, operands, positionals, argv_dynamic,
-//     env, a wrapper's argv): at most n/2+1, one byte and a separator each;
+//     env, wrappers, a wrapper's argv): at most n/2+1, one byte and a
+//     separator each;
 //   - redirects of one command: as many, plus the redirects it inherits from
 //     enclosing compound commands (at most shell.MaxInheritedRedirects);
 //   - upstream programs of one command: at most the number of commands;
-//   - a string (program, path, text, a word, a redirect target): at most n
-//     bytes, and a message (error, opaque_reasons) n plus shellMessageBytes.
+//   - a string (program, path, text, a word, an env name or value, a
+//     redirect's fields, a wrapper's program): at most n code points, and a
+//     message (error, an opaque reason) n plus shell.MessageExtra;
+//   - via: at most 10 ("find -exec").
 //
 // The bounds hold for each command separately, so a loop over the words of
 // every command is estimated as commands × words: the estimate of a nested
-// loop stays quadratic in n, as cel-go multiplies sizes. The word bound
-// assumes a word is no longer than the input; a word built from variables
-// assigned earlier in the same string ($A$A) can be longer, and only the
-// runtime cost limit bounds that.
-const shellMessageBytes = 200
+// loop stays quadratic in n, as cel-go multiplies sizes. A loop that visits
+// each command once is charged ShellCommandShare per command instead, from
+// the bounds on the sum over all the commands.
 
 // shellCommandKeys bounds the keys of a command map: their number and the
 // length of the shortest and longest ("env", "argv_dynamic").
@@ -52,7 +54,7 @@ func ShellResultSize(function string, path []string, n uint64) (est cost.SizeEst
 	case "shell.commands":
 		node = b.commands()
 	case "shell.programs":
-		node = shellNode{est: b.list(b.cmds, b.text())}
+		node = shellNode{est: b.programs()}
 	default:
 		return cost.SizeEstimate{}, false
 	}
@@ -66,14 +68,15 @@ func ShellResultSize(function string, path []string, n uint64) (est cost.SizeEst
 
 type shellSizes struct {
 	cmds, words, str, msg uint64
+	// wordsTotal and redirectsTotal bound the sums over all the commands
+	// (see ShellCommandShare).
+	wordsTotal, redirectsTotal uint64
 }
 
 func shellBounds(n uint64) shellSizes {
-	if n > shell.MaxInput {
-		n = shell.MaxInput
-	}
-	half := n/2 + 1
-	return shellSizes{cmds: min(half, shell.MaxCommands), words: half, str: n, msg: n + shellMessageBytes}
+	b := shell.SizeBounds(int(min(n, shell.MaxInput)))
+	return shellSizes{cmds: uint64(b.Commands), words: uint64(b.Words), str: uint64(b.String), msg: uint64(b.Message),
+		wordsTotal: uint64(b.WordsTotal), redirectsTotal: uint64(b.RedirectsTotal)}
 }
 
 // shellNode is a value whose parts are known by name (a parse result, a
@@ -145,7 +148,7 @@ func (b shellSizes) commandField(name string) (cost.SizeEstimate, bool) {
 	case "redirects":
 		// op, fd, target, dynamic, body; the body of a here-document is
 		// part of the input.
-		return b.list(satAdd(b.words, shell.MaxInheritedRedirects), cost.MapSizeEstimate(cost.FixedSizeEstimate(5),
+		return b.list(b.words+shell.MaxInheritedRedirects, cost.MapSizeEstimate(cost.FixedSizeEstimate(5),
 			cost.RangedSizeEstimate(2, 7), b.text())), true
 	case "wrappers":
 		// program and argv: the union of a string and a word list.
@@ -184,13 +187,18 @@ func (b shellSizes) commands() shellNode {
 	return shellNode{est: b.list(b.cmds, cmd.est), items: &cmd}
 }
 
-// parse bounds the map shell.parse returns.
+// programs bounds the list of programs, one per command at most.
+func (b shellSizes) programs() cost.SizeEstimate { return b.list(b.cmds, b.text()) }
+
+// parse bounds the map shell.parse returns: ok, error, opaque,
+// opaque_reasons, commands and programs.
 func (b shellSizes) parse() shellNode {
 	cmds := b.commands()
 	msg := cost.RangedSizeEstimate(0, b.msg)
 	reasons := b.list(b.cmds, msg)
-	val := cmds.est.Union(reasons).Union(msg)
-	est := cost.MapSizeEstimate(cost.FixedSizeEstimate(5), cost.RangedSizeEstimate(2, 14), val)
+	programs := b.programs()
+	val := cmds.est.Union(reasons).Union(programs).Union(msg)
+	est := cost.MapSizeEstimate(cost.FixedSizeEstimate(6), cost.RangedSizeEstimate(2, 14), val)
 	return shellNode{est: est, fields: func(name string) (shellNode, bool) {
 		switch name {
 		case "ok", "opaque":
@@ -201,16 +209,11 @@ func (b shellSizes) parse() shellNode {
 			return shellNode{est: reasons}, true
 		case "commands":
 			return cmds, true
+		case "programs":
+			return shellNode{est: programs}, true
 		}
 		return shellNode{}, false
 	}}
-}
-
-func satAdd(a, b uint64) uint64 {
-	if a > math.MaxUint64-b {
-		return math.MaxUint64
-	}
-	return a + b
 }
 
 // shellResult is the result size of a shell function's cost model.
@@ -224,21 +227,23 @@ func shellResult(function string) func(cost.SizeEstimate) *cost.SizeEstimate {
 // ShellCommandShare returns, for a field of a command that holds words
 // (argv, args, operands, positionals, argv_dynamic, env) or redirects, a
 // bound on the sum of the field's sizes over all the commands of a string
-// of at most n bytes, divided by the bound on the number of commands: the
-// size to charge per command when each command of the string is visited
-// once (commands × share bounds the sum). The words of a command are its
-// own bytes, so each nesting level (bash -c, eval, $( ), find -exec) holds
-// at most n/2+1 of them, and a command inherits at most
-// shell.MaxInheritedRedirects redirects. ok is false for the other fields: the
-// sum of upstream is quadratic (a|a|a gives each stage every earlier one).
+// of at most n code points, divided by the bound on the number of commands:
+// the size to charge per command when each command of the string is visited
+// once (commands × share bounds the sum). The sums are
+// shell.Bounds.WordsTotal and RedirectsTotal, which Parse guarantees: the
+// words of a command are its own bytes, so each nesting level (bash -c,
+// eval, $( ), find -exec) holds at most n/2+1 of them, and a command
+// inherits at most shell.MaxInheritedRedirects redirects. ok is false for
+// the other fields: the sum of upstream is quadratic (a|a|a gives each stage
+// every earlier one).
 func ShellCommandShare(field string, n uint64) (share uint64, ok bool) {
 	b := shellBounds(n)
 	var sum uint64
 	switch field {
 	case "argv", "args", "operands", "positionals", "argv_dynamic", "env":
-		sum = b.words * (shell.MaxDepth + 1)
+		sum = b.wordsTotal
 	case "redirects":
-		sum = satAdd(b.words*(shell.MaxDepth+1), b.cmds*shell.MaxInheritedRedirects)
+		sum = b.redirectsTotal
 	default:
 		return 0, false
 	}

@@ -31,7 +31,11 @@ func TestShellResultSize(t *testing.T) {
 		{"shell.commands", []string{"@items", "depth"}, 1},
 		{"shell.parse", []string{"commands"}, 501},
 		{"shell.parse", []string{"commands", "@items", "operands"}, 501},
+		{"shell.parse", nil, 6}, // ok, error, opaque, opaque_reasons, commands, programs
 		{"shell.parse", []string{"ok"}, 1},
+		{"shell.parse", []string{"opaque_reasons"}, 501},
+		{"shell.parse", []string{"opaque_reasons", "@items"}, 1000 + shell.MessageExtra},
+		{"shell.parse", []string{"programs"}, 501},
 		{"shell.programs", nil, 501},
 	} {
 		got, ok := size(tt.fn, 1000, tt.path...)
@@ -50,8 +54,11 @@ func TestShellResultSize(t *testing.T) {
 	got, _ = size("shell.commands", math.MaxUint64, "@items", "args")
 	assert.Equal(t, uint64(shell.MaxInput/2+1), got)
 
-	// The bounds hold for real parses.
-	for _, cmd := range []string{strings.Repeat("a;", 500), "a" + strings.Repeat(" a", 499), strings.Repeat("a|", 499) + "a"} {
+	// The bounds hold for real parses, also of strings whose variables
+	// expand to more commands or words than the string has bytes for
+	// (shell.Parse cuts those down to shell.SizeBounds).
+	for _, cmd := range []string{strings.Repeat("a;", 500), "a" + strings.Repeat(" a", 499), strings.Repeat("a|", 499) + "a",
+		`x='a;a;a;a;a;a;a;a'; eval $x$x$x$x`, `x='a a a a a a a a'; echo $x $x $x $x`} {
 		p := shell.Parse(cmd)
 		n := uint64(len(cmd))
 		maxCmds, _ := size("shell.commands", n)
@@ -80,6 +87,7 @@ func TestShellCommandShare(t *testing.T) {
 		strings.Repeat("a a;", 250),
 		strings.Repeat("eval ", 8) + "a" + strings.Repeat(" a", 450),
 		"bash -c 'a b c; bash -c \"d e f; g h\"'",
+		`a='a a a a a a a a a a a a a a a a a'; e="echo $a$a$a$a;"; f=$e$e$e$e; g=$f$f$f$f; eval $g`,
 	} {
 		p := shell.Parse(cmd)
 		n := uint64(len(cmd))

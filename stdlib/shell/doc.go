@@ -35,7 +35,11 @@
 //   - when some code would run that the analysis cannot see (a program name
 //     that is not a literal, bash -c "$X", eval "$X", nesting deeper than
 //     MaxDepth, more than MaxCommands commands, an oversized brace or
-//     variable expansion) the Line is Opaque and OpaqueReasons says why.
+//     variable expansion) the Line is Opaque and OpaqueReasons says why;
+//   - when expansions would make the Line larger than its Bounds (more
+//     commands or words than the string has room for, or a word longer
+//     than the string), the rest is cut off and the Line is Opaque with
+//     ReasonOverBounds.
 //
 // What it deliberately does not model: the environment the command would
 // run in (variables not assigned in the string, such as $HOME, stay
@@ -49,7 +53,11 @@
 //
 // The work one string can cause is bounded (MaxInput, MaxDepth,
 // MaxCommands, MaxNesting, MaxInheritedRedirects), so a hostile command
-// cannot make the analysis hang. Parse is safe for concurrent use. Most
+// cannot make the analysis hang. The size of the Line is bounded too, in
+// terms of the length of the string (see Bounds and SizeBounds): celguard's
+// static cost model of the shell.* CEL functions (stdlib/shell_cost.go)
+// relies on those bounds to run proven expressions without cost
+// accounting, so Parse guarantees them for every string. Parse is safe for concurrent use. Most
 // command lines are a few plain words joined by &&, ||, | or ;; those take
 // a fast path that builds the same result without the bash parser.
 package shell

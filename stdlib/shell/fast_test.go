@@ -49,7 +49,7 @@ func TestFastPathMatchesParser(t *testing.T) {
 }
 
 func fastUsed(in string) bool {
-	w := &shellWalker{res: &Line{OK: true}}
+	w := &shellWalker{res: &Line{OK: true}, maxCommands: MaxCommands}
 	return w.fast(in)
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzParse: Parse never panics, never hangs, and keeps its invariants on
-// any input.
+// any input, among them the Bounds stdlib's cost model relies on.
 func FuzzParse(f *testing.F) {
 	for _, tc := range shellCases {
 		f.Add(tc.in)
@@ -18,6 +18,9 @@ func FuzzParse(f *testing.F) {
 	f.Add(strings.Repeat("bash -c '", 20))
 	f.Add("eval eval eval eval eval eval eval eval eval eval ls")
 	f.Add("env -S 'env -S \"env -S ls\"'")
+	for _, in := range overBounds {
+		f.Add(in)
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		if len(in) > 1<<14 {
 			return
@@ -39,6 +42,7 @@ func FuzzParse(f *testing.F) {
 		for _, c := range p.Commands {
 			checkCommand(t, c)
 		}
+		checkBounds(t, in, p)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -40,7 +41,8 @@ type Line struct {
 	Error string
 	// Opaque is true when some code would run that the parse cannot see: a
 	// program name or a bash -c / eval script that is not a literal, nesting
-	// beyond MaxDepth, or more than MaxCommands commands.
+	// beyond MaxDepth, more than MaxCommands commands, or expansions that
+	// exceed the Bounds of the string (ReasonOverBounds).
 	Opaque bool
 	// OpaqueReasons says why Opaque is set, one entry per cause.
 	OpaqueReasons []string
@@ -143,13 +145,23 @@ func newShellParser() *syntax.Parser {
 }
 
 // parseShellWith parses cmd with p; fast allows the fast path for plain
-// commands (see shellWalker.fast).
+// commands (see shellWalker.fast). The Line it returns keeps the Bounds of
+// the part of cmd it parsed.
 func parseShellWith(p *syntax.Parser, cmd string, fast bool) *Line {
+	b := SizeBounds(utf8.RuneCountInString(cmd[:min(len(cmd), MaxInput)]))
+	res := walkShell(p, cmd, fast, b.Commands)
+	res.enforceBounds(b)
+	return res
+}
+
+// walkShell is parseShellWith before the Bounds are enforced; the walk
+// stops after maxCommands commands (see shellWalker.add).
+func walkShell(p *syntax.Parser, cmd string, fast bool, maxCommands int) *Line {
 	if p == nil {
 		p = newShellParser()
 	}
 	res := &Line{OK: true}
-	w := &shellWalker{res: res, parser: p}
+	w := &shellWalker{res: res, parser: p, maxCommands: maxCommands}
 	if fast && len(cmd) <= MaxInput && w.fast(cmd) {
 		return res
 	}
@@ -221,7 +233,10 @@ type shellWalker struct {
 	upstream   []string   // programs of earlier pipeline stages
 	redirs     []Redirect // of enclosing compound commands
 	background bool
-	full       bool // MaxCommands reached
+	// maxCommands is Bounds.Commands of the string Parse was given: the
+	// walk stops there, as the rest would be cut off.
+	maxCommands int
+	full        bool // maxCommands reached
 	// skip are the ranges of src that an enclosing shell expanded before
 	// running src as a script (bash -c "$(curl x)"): the substitutions
 	// there were listed at that shell's level and are not walked again.
@@ -518,9 +533,13 @@ func (w *shellWalker) nestedScript(script, via string, wrappers []Wrapper, skip 
 }
 
 func (w *shellWalker) add(c *Command) {
-	if len(w.res.Commands) >= MaxCommands {
+	if len(w.res.Commands) >= w.maxCommands {
 		w.full = true
-		w.opaque(fmt.Sprintf("more than %d commands", MaxCommands))
+		if w.maxCommands == MaxCommands {
+			w.opaque(fmt.Sprintf("more than %d commands", MaxCommands))
+		} else {
+			w.opaque(ReasonOverBounds) // only expansions make this many
+		}
 		return
 	}
 	c.Depth = w.depth
