@@ -583,12 +583,12 @@ func TestLintCostSizes(t *testing.T) {
 // still have these, each an expression that loops over every word of every
 // shell command (or over a list derived from them) and does per-word work
 // proportional to a string's assumed size: the estimate bounds the words of
-// a command string of CostAssumedSize bytes by (MaxShellDepth+1) × (n/2+1)
-// and each word by n bytes, and multiplies the two, while the real sum of
-// word lengths is linear in n only as long as the shell parser does not
-// expand variables ($A$A) beyond the input. Each needs either a cheaper
-// rule or a parser bound that lets the estimate charge strings their share;
-// see the report of the issue. Remove an entry when it is fixed.
+// a command string of CostAssumedSize bytes by (shell.MaxDepth+1) × (n/2+1)
+// and each word by n bytes (shell.SizeBounds, which the parser guarantees),
+// and multiplies the two, while the real sum of word lengths is bounded by
+// far less. Each needs either a cheaper rule or a bound on the total length
+// of the words, which the parser does not promise yet. Remove an entry when
+// it is fixed.
 func TestLintCostBuiltinPolicies(t *testing.T) {
 	costWarnings := func(srcs []policy.Source) []string {
 		_, ds, err := compile.Check(srcs)
