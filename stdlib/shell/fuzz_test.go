@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // FuzzParse: Parse never panics, never hangs, and keeps its invariants on
@@ -25,11 +24,9 @@ func FuzzParse(f *testing.F) {
 		if len(in) > 1<<14 {
 			return
 		}
-		start := time.Now()
+		// No wall-clock limit here: the fuzzer reports a hang itself, and
+		// TestParseAdversarialNesting measures that the work is linear.
 		p := Parse(in)
-		if d := time.Since(start); d > 2*time.Second {
-			t.Fatalf("Parse took %v on %d bytes", d, len(in))
-		}
 		if p.OK && p.Error != "" || !p.OK && p.Error == "" {
 			t.Fatalf("OK %v with error %q", p.OK, p.Error)
 		}

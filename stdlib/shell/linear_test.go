@@ -1,0 +1,70 @@
+package shell
+
+import (
+	"runtime"
+	"testing"
+)
+
+// parseWork is the work Parse does on in, measured as the bytes it
+// allocates: deterministic on a loaded machine, unlike wall-clock time, and
+// a quadratic walk shows in it as surely as in time.
+func parseWork(in string) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	Parse(in)
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// assertLinear fails when parsing gen(2n) does more than three times the
+// work of parsing gen(n): linear work doubles, quadratic work quadruples.
+func assertLinear(t *testing.T, what string, gen func(n int) string, n int) {
+	t.Helper()
+	checkLinear(t, what, func(n int) uint64 { return parseWork(gen(n)) }, n)
+}
+
+func checkLinear(t testing.TB, what string, work func(n int) uint64, n int) {
+	t.Helper()
+	small, large := work(n), work(2*n)
+	if small == 0 {
+		t.Fatalf("%s: no work measured for n=%d", what, n)
+	}
+	if large > 3*small {
+		t.Errorf("%s: 2n=%d does %.1fx the work of n=%d (%d against %d bytes allocated); it must grow linearly",
+			what, 2*n, float64(large)/float64(small), n, large, small)
+	}
+}
+
+// TestCheckLinearCatchesQuadratic makes sure the check above can fail: work
+// that grows with the square of n is reported, and linear work is not.
+func TestCheckLinearCatchesQuadratic(t *testing.T) {
+	var sink []byte
+	alloc := func(size int) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		sink = make([]byte, size)
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	rec := &recorder{}
+	checkLinear(rec, "quadratic", func(n int) uint64 { return alloc(n * n) }, 1000)
+	if !rec.failed {
+		t.Error("quadratic work passed the linearity check")
+	}
+	rec = &recorder{}
+	checkLinear(rec, "linear", func(n int) uint64 { return alloc(1000 * n) }, 1000)
+	if rec.failed {
+		t.Error("linear work failed the linearity check")
+	}
+	_ = sink
+}
+
+// recorder is a testing.TB that records a failure instead of failing.
+type recorder struct {
+	testing.TB
+	failed bool
+}
+
+func (r *recorder) Helper()               {}
+func (r *recorder) Errorf(string, ...any) { r.failed = true }
+func (r *recorder) Fatalf(string, ...any) { r.failed = true }
