@@ -303,6 +303,7 @@ func (d *decoder) policy(n *yaml.Node) *Policy {
 		},
 		"name":        func(_, v *yaml.Node) { p.Name = d.id(v, "policy name") },
 		"description": func(_, v *yaml.Node) { p.Description = d.text(v, "description") },
+		"enforcement": func(_, v *yaml.Node) { p.Enforcement, p.EnforcementPos = d.enforcement(v) },
 		"defaults":    func(_, v *yaml.Node) { d.defaults(v, &p.Defaults) },
 		"variables": func(_, v *yaml.Node) {
 			for _, c := range d.list(v, "variables") {
@@ -349,6 +350,21 @@ func (d *decoder) failurePolicy(n *yaml.Node) FailurePolicy {
 	}
 	d.ds.errorf(CodeInvalidValue, s.Pos, "failure_policy must be closed or open, not %q", s.Value)
 	return FailInherit
+}
+
+// enforcement reads a policy's or a rule's enforcement. It returns the
+// position even of a value it rejects, so that a typo is not mistaken for
+// an absent key.
+func (d *decoder) enforcement(n *yaml.Node) (Enforcement, Pos) {
+	s, ok := d.str(n, "enforcement")
+	if !ok {
+		return EnforcementDefault, s.Pos
+	}
+	e, err := ParseEnforcement(s.Value)
+	if err != nil {
+		d.ds.errorf(CodeInvalidValue, s.Pos, "%v", err)
+	}
+	return e, s.Pos
 }
 
 func (d *decoder) verdict(n *yaml.Node) (Verdict, Pos) {
@@ -489,6 +505,7 @@ func (d *decoder) rule(n *yaml.Node) Rule {
 		"code":           func(_, v *yaml.Node) { r.Code = d.text(v, "code") },
 		"failure_policy": func(_, v *yaml.Node) { r.FailurePolicy = d.failurePolicy(v) },
 		"modify":         func(_, v *yaml.Node) { modifyNode = v },
+		"enforcement":    func(_, v *yaml.Node) { r.Enforcement, r.EnforcementPos = d.enforcement(v) },
 	}) {
 		d.require(n, "a rule", "id", "verdict")
 	}
