@@ -6,10 +6,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Layer is where a policy file comes from. Higher layers win: a policy of
-// the same name in a higher layer replaces the lower one, a rule id defined
-// in two layers is kept from the higher, and an Overrides file disables
-// policies and rules of lower layers only.
+// Layer is where a policy file comes from. Higher layers win: their rules
+// are tried first, a policy of the same name in a higher layer replaces the
+// lower one, a rule id defined in two layers is kept from the higher, and an
+// Overrides file disables policies and rules of lower layers only. Mandatory
+// rules and untrusted projects are the exceptions (docs/layers.md).
 type Layer uint8
 
 // Layers, lowest first.
