@@ -36,6 +36,17 @@ func (l Layer) String() string {
 // MarshalText implements encoding.TextMarshaler.
 func (l Layer) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
+// ParseLayer parses a layer's name: builtin, user, project, explicit,
+// registered or admin.
+func ParseLayer(s string) (Layer, error) {
+	for i, n := range layerNames {
+		if n == s {
+			return Layer(i), nil
+		}
+	}
+	return LayerBuiltin, fmt.Errorf("layer must be one of builtin, user, project, explicit, registered, admin, not %q", s)
+}
+
 // KindOverrides is the kind of a file that disables lower-layer policies or
 // rules by name.
 const KindOverrides = "Overrides"
