@@ -20,23 +20,23 @@ import (
 
 // PolicySet is the compiled form of a set of policy files.
 type PolicySet struct {
-	env            *celenv.Env
-	policies       []*Policy
-	rules          []*Rule
-	counters       []*Counter
-	byID           map[string]*Rule
-	phases         [2]phaseIndex
+	env      *celenv.Env
+	policies []*Policy
+	rules    []*Rule
+	counters []*Counter
+	byID     map[string]*Rule
+	phases   [2]phaseIndex
 	// untrusted indexes the rules of untrusted policies: a track of its
 	// own (docs/layers.md, rule 3).
 	untrusted        [2]phaseIndex
 	hasUntrusted     bool
 	untrustedDefault policy.Verdict
 	defaultVerdict   policy.Verdict
-	varSlots       int
-	warnings       policy.Diagnostics
-	classes        *classTable
-	exclusions     []Exclusion
-	countersSize   uint64
+	varSlots         int
+	warnings         policy.Diagnostics
+	classes          *classTable
+	exclusions       []Exclusion
+	countersSize     uint64
 }
 
 // ClassesOf returns the tool classes a tool belongs to, in declaration

@@ -117,7 +117,7 @@ type Case struct {
 	// least these codes among their warnings (and infos), before its steps,
 	// if any, run.
 	WantWarnings []string `yaml:"want_warnings"`
-	Steps      []Step   `yaml:"steps"`
+	Steps        []Step   `yaml:"steps"`
 }
 
 // Step is one event of a case. Exactly one of Turn, Before, After and
