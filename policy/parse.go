@@ -356,25 +356,25 @@ func (d *decoder) failurePolicy(n *yaml.Node) FailurePolicy {
 // position even of a value it rejects, so that a typo is not mistaken for
 // an absent key.
 func (d *decoder) enforcement(n *yaml.Node) (Enforcement, Pos) {
-	s, ok := d.str(n, "enforcement")
-	if !ok {
-		return EnforcementDefault, s.Pos
-	}
-	e, err := ParseEnforcement(s.Value)
-	if err != nil {
-		d.ds.errorf(CodeInvalidValue, s.Pos, "%v", err)
-	}
-	return e, s.Pos
+	return enumScalar(d, n, "enforcement", CodeInvalidValue, ParseEnforcement)
 }
 
 func (d *decoder) verdict(n *yaml.Node) (Verdict, Pos) {
-	s, ok := d.str(n, "verdict")
+	return enumScalar(d, n, "verdict", CodeInvalidVerdict, ParseVerdict)
+}
+
+// enumScalar reads a scalar naming one value of an enumeration, reporting
+// a value parse rejects as code; it returns the zero value on error, and
+// where the scalar is.
+func enumScalar[T any](d *decoder, n *yaml.Node, what string, code Code, parse func(string) (T, error)) (T, Pos) {
+	var zero T
+	s, ok := d.str(n, what)
 	if !ok {
-		return VerdictUnspecified, s.Pos
+		return zero, s.Pos
 	}
-	v, err := ParseVerdict(s.Value)
+	v, err := parse(s.Value)
 	if err != nil {
-		d.ds.errorf(CodeInvalidVerdict, s.Pos, "%v", err)
+		d.ds.errorf(code, s.Pos, "%v", err)
 	}
 	return v, s.Pos
 }
