@@ -38,6 +38,9 @@ type Options struct {
 	// are layered sets it above them, so that the policies under test win
 	// collisions with them.
 	Layer policy.Layer
+	// Untrusted marks the suite's own policies (those in Layer) as an
+	// untrusted project's, which can only restrict (docs/layers.md).
+	Untrusted bool
 	// Load, when set, supplies the policies of a suite that names none
 	// (default: every policy file in the suite's directory).
 	Load func(fsys fs.FS, suiteFile string) ([]policy.Source, error)
@@ -200,7 +203,7 @@ func RunSuite(ctx context.Context, fsys fs.FS, s *Suite, opts Options) SuiteResu
 	srcs = slices.Clone(srcs)
 	for i := range srcs {
 		if !s.Policies.Layered[srcs[i].Name] {
-			srcs[i].Layer = opts.Layer
+			srcs[i].Layer, srcs[i].Untrusted = opts.Layer, opts.Untrusted
 		}
 	}
 	srcs = append(srcs, opts.Extra...)
