@@ -61,13 +61,13 @@ func (ev *evaluation) decide() (Decision, error) {
 		t := ev.runTrack(false)
 		modified = append(modified, t.modified...)
 		if t.final {
-			return t.d, t.err
+			return t.refusal(modified)
 		}
 		args, content := ev.call.Args, ev.resultContent()
 		u := ev.runTrack(true)
 		modified = append(modified, u.modified...)
 		if u.final {
-			return u.d, u.err
+			return u.refusal(modified)
 		}
 		if len(u.modified) == 0 || content == ev.resultContent() && reflect.DeepEqual(args, ev.call.Args) {
 			if strictness(u.d.Verdict) > strictness(t.d.Verdict) {
@@ -107,6 +107,15 @@ type trackDecision struct {
 	// final marks a refusal (policy_error, canceled) that stands as it is.
 	final bool
 	err   error
+}
+
+// refusal returns a final decision, naming every rewrite applied before it
+// (modified, of both tracks) when it names any.
+func (t trackDecision) refusal(modified []string) (Decision, error) {
+	if t.d.Modified != nil {
+		t.d.Modified = modified
+	}
+	return t.d, t.err
 }
 
 // runTrack applies rules 3, 4, 7 and 8 to the rules of one track: the
