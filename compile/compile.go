@@ -1,7 +1,6 @@
 package compile
 
 import (
-	"cmp"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -142,22 +141,28 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 	// classes it matches on.
 	var pols []layered
 	var ovs []layeredOverrides
+	var untrustedClasses []*policy.ToolClasses
 	for _, src := range srcs {
 		doc, ds := policy.ParseDocument(src.Name, src.Data)
 		ds = append(ds, reservedNames(doc.Policy)...)
 		c.ds = append(c.ds, ds...)
 		switch {
+		case doc.Classes != nil && src.Untrusted:
+			untrustedClasses = append(untrustedClasses, doc.Classes)
 		case doc.Classes != nil:
 			c.classes.add(doc.Classes)
 		case doc.Overrides != nil:
-			ovs = append(ovs, layeredOverrides{doc.Overrides, src.Layer})
+			ovs = append(ovs, layeredOverrides{doc.Overrides, src.Layer, src.Untrusted})
 		case doc.Policy != nil:
-			pols = append(pols, layered{doc.Policy, ds, src.Layer})
+			pols = append(pols, layered{doc.Policy, ds, src.Layer, src.Untrusted})
 		}
+	}
+	for _, tc := range untrustedClasses {
+		c.untrustedClasses(tc)
 	}
 	for _, p := range c.resolveLayers(pols, ovs) {
 		c.parseDS = p.ds
-		c.policy(p.p, p.layer)
+		c.policy(p)
 	}
 	c.finish()
 	if !c.ds.HasErrors() {
@@ -194,6 +199,14 @@ type compiler struct {
 	policyNames map[string]policy.Pos // where each is first defined
 	ruleIDs     map[string]policy.Pos // where each is first defined
 	defaultFrom policy.Pos
+	// untrustedClassNames are the tool classes an untrusted project declared.
+	untrustedClassNames []string
+	// untrustedDefault is the default verdict of the untrusted track and
+	// where it is set.
+	untrustedDefault struct {
+		v   policy.Verdict
+		pos policy.Pos
+	}
 	parsedRules []*Rule
 	// parseDS holds the parser's diagnostics of the policy being compiled.
 	parseDS policy.Diagnostics
@@ -243,13 +256,14 @@ type refs struct {
 	allCounters bool
 }
 
-func (c *compiler) policy(p *policy.Policy, layer policy.Layer) {
+func (c *compiler) policy(lp layered) {
+	p := lp.p
 	c.unique(c.policyNames, p.Name, policy.CodeDuplicatePolicy, "policy name %q is already used at %s")
 	if p.Defaults.Verdict != policy.VerdictUnspecified {
-		c.defaultVerdict(p.Defaults.Verdict, p.Defaults.VerdictPos)
+		c.defaultVerdict(p.Defaults.Verdict, p.Defaults.VerdictPos, lp.untrusted)
 	}
-	cp := &Policy{Name: p.Name.Value, File: p.File, Layer: layer, Description: p.Description, FailurePolicy: p.Defaults.FailurePolicy,
-		Source: p, varByName: map[string]*Variable{}}
+	cp := &Policy{Name: p.Name.Value, File: p.File, Layer: lp.layer, Untrusted: lp.untrusted, Description: p.Description,
+		FailurePolicy: p.Defaults.FailurePolicy, Source: p, varByName: map[string]*Variable{}}
 	c.set.policies = append(c.set.policies, cp)
 
 	env := &lazyEnv{c: c, cur: c.cfg.env.CEL()}
@@ -345,7 +359,20 @@ func (c *compiler) unique(seen map[string]policy.Pos, name policy.String, code p
 	seen[name.Value] = name.Pos
 }
 
-func (c *compiler) defaultVerdict(v policy.Verdict, pos policy.Pos) {
+// defaultVerdict records a policy's default verdict: the set's, or the
+// untrusted track's for an untrusted policy (its own, agreed among the
+// untrusted policies only).
+func (c *compiler) defaultVerdict(v policy.Verdict, pos policy.Pos, untrusted bool) {
+	if untrusted {
+		if c.untrustedDefault.v == policy.VerdictUnspecified {
+			c.untrustedDefault.v, c.untrustedDefault.pos = v, pos
+		} else if c.untrustedDefault.v != v {
+			c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeConflictingDefault, Severity: policy.SeverityError, Pos: pos,
+				Related: []policy.Pos{c.untrustedDefault.pos},
+				Message: fmt.Sprintf("default verdict %s conflicts with %s set at %s; the untrusted project's policies have one default", v, c.untrustedDefault.v, c.untrustedDefault.pos)})
+		}
+		return
+	}
 	if c.cfg.defaultVerdict == policy.VerdictUnspecified {
 		c.cfg.defaultVerdict = v
 		c.defaultFrom = pos
@@ -369,7 +396,9 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 		fp = cp.FailurePolicy
 	}
 	cr := &Rule{ID: r.ID.Value, Policy: cp, Pos: r.Pos, Description: r.Description, Priority: r.Priority, Phase: r.Phase,
-		Verdict: r.Verdict, Reason: r.Reason, Code: r.Code, FailurePolicy: fp, Source: r}
+		Verdict: r.Verdict, Reason: r.Reason, Code: r.Code, FailurePolicy: fp, Source: r,
+		Mandatory: mandatoryRule(cp.Source, r, cp.Layer)}
+	c.checkMandatory(cp, r, cr.Mandatory)
 	cr.set = c.set
 	for _, t := range r.Tools {
 		cr.Tools = append(cr.Tools, t.Value)
@@ -780,9 +809,8 @@ func (c *compiler) finish() {
 	if len(rules) > c.cfg.maxRules {
 		c.errorf(policy.CodeTooManyRules, rules[c.cfg.maxRules].Pos, "the set has %d rules; the limit is %d", len(rules), c.cfg.maxRules)
 	}
-	// Stable sort: priority descending; ties keep file order, files in path order.
-	slices.SortStableFunc(rules, func(a, b *Rule) int { return cmp.Compare(b.Priority, a.Priority) })
-	var byPhase [2][]*Rule
+	slices.SortStableFunc(rules, evaluationOrder)
+	var byPhase [2][2][]*Rule // by track (trusted, untrusted), then phase
 	for i, r := range rules {
 		r.Order = i
 		if r.ID != "" {
@@ -790,11 +818,21 @@ func (c *compiler) finish() {
 				c.set.byID[r.ID] = r
 			}
 		}
-		byPhase[r.Phase] = append(byPhase[r.Phase], r)
+		track := 0
+		if r.Policy.Untrusted {
+			track = 1
+			c.set.hasUntrusted = true
+		}
+		byPhase[track][r.Phase] = append(byPhase[track][r.Phase], r)
 	}
 	c.set.rules = rules
-	for ph := range byPhase {
-		c.set.phases[ph] = newPhaseIndex(byPhase[ph], c.classes)
+	for ph := range byPhase[0] {
+		c.set.phases[ph] = newPhaseIndex(byPhase[0][ph], c.classes)
+		c.set.untrusted[ph] = newPhaseIndex(byPhase[1][ph], c.classes)
+	}
+	c.set.untrustedDefault = c.untrustedDefault.v
+	if c.set.untrustedDefault == policy.VerdictUnspecified {
+		c.set.untrustedDefault = policy.Allow
 	}
 	for _, p := range c.set.policies {
 		c.set.countersSize = max(c.set.countersSize, uint64(len(p.Counters)))

@@ -71,12 +71,20 @@ func (l *linter) unconditional(r *Rule) bool {
 // rules reports rules that can never fire (false_condition, shadowed_rule)
 // and rules that stop a call without saying why (missing_reason).
 func (l *linter) rules() {
-	var byPhase [2][]*Rule
+	// Each track (trusted, untrusted) decides on its own: a rule of one
+	// never shadows a rule of the other.
+	var byPhase [2][2][]*Rule
 	for _, r := range l.c.set.rules {
-		byPhase[r.Phase] = append(byPhase[r.Phase], r)
+		track := 0
+		if r.Policy.Untrusted {
+			track = 1
+		}
+		byPhase[track][r.Phase] = append(byPhase[track][r.Phase], r)
 	}
-	for _, rules := range byPhase {
-		l.shadowing(rules)
+	for _, phases := range byPhase {
+		for _, rules := range phases {
+			l.shadowing(rules)
+		}
 	}
 	for _, r := range l.c.set.rules {
 		src := r.Source

@@ -8,6 +8,7 @@
 package compile
 
 import (
+	"cmp"
 	"slices"
 
 	"cel.dev/cel-go/cel"
@@ -19,18 +20,23 @@ import (
 
 // PolicySet is the compiled form of a set of policy files.
 type PolicySet struct {
-	env            *celenv.Env
-	policies       []*Policy
-	rules          []*Rule
-	counters       []*Counter
-	byID           map[string]*Rule
-	phases         [2]phaseIndex
-	defaultVerdict policy.Verdict
-	varSlots       int
-	warnings       policy.Diagnostics
-	classes        *classTable
-	exclusions     []Exclusion
-	countersSize   uint64
+	env      *celenv.Env
+	policies []*Policy
+	rules    []*Rule
+	counters []*Counter
+	byID     map[string]*Rule
+	phases   [2]phaseIndex
+	// untrusted indexes the rules of untrusted policies: a track of its
+	// own (docs/layers.md, rule 3).
+	untrusted        [2]phaseIndex
+	hasUntrusted     bool
+	untrustedDefault policy.Verdict
+	defaultVerdict   policy.Verdict
+	varSlots         int
+	warnings         policy.Diagnostics
+	classes          *classTable
+	exclusions       []Exclusion
+	countersSize     uint64
 }
 
 // ClassesOf returns the tool classes a tool belongs to, in declaration
@@ -81,11 +87,56 @@ func (s *PolicySet) VariableSlots() int { return s.varSlots }
 // Warnings returns the diagnostics below error severity found while compiling.
 func (s *PolicySet) Warnings() policy.Diagnostics { return s.warnings }
 
-// Candidates returns, in evaluation order, the rules of a phase whose tool
-// matcher admits tool. Rules whose matcher excludes the tool are never in the
-// list, so they are never evaluated. The slice must not be modified.
+// Candidates returns, in evaluation order, the rules of the trusted layers
+// of a phase whose tool matcher admits tool. Rules whose matcher excludes
+// the tool are never in the list, so they are never evaluated. The slice
+// must not be modified.
+//
+// Evaluation order is layer-major (docs/layers.md): mandatory rules first,
+// by priority; then the other rules by layer, highest first, and within a
+// layer by priority; ties keep file order, files in path order.
 func (s *PolicySet) Candidates(phase policy.Phase, tool string) []*Rule {
 	return s.phases[phase].candidates(tool)
+}
+
+// UntrustedCandidates is Candidates for the rules of the untrusted
+// project, which decide on their own (docs/layers.md, rule 3).
+func (s *PolicySet) UntrustedCandidates(phase policy.Phase, tool string) []*Rule {
+	return s.untrusted[phase].candidates(tool)
+}
+
+// HasUntrusted reports whether the set holds rules of an untrusted project.
+func (s *PolicySet) HasUntrusted() bool { return s.hasUntrusted }
+
+// UntrustedDefaultVerdict is the verdict of the untrusted track when none
+// of its rules matches before a call: allow (no objection) unless its
+// policies set a default.
+func (s *PolicySet) UntrustedDefaultVerdict() policy.Verdict { return s.untrustedDefault }
+
+// evaluationOrder compares two rules for the order Rules and Candidates
+// list them in: the trusted track before the untrusted one; in each,
+// mandatory rules first by priority, then the others by layer (highest
+// first) and priority. A stable sort keeps file order on ties.
+func evaluationOrder(a, b *Rule) int {
+	if a.Policy.Untrusted != b.Policy.Untrusted {
+		return boolFirst(b.Policy.Untrusted)
+	}
+	if a.Mandatory != b.Mandatory {
+		return boolFirst(a.Mandatory)
+	}
+	if !a.Mandatory && a.Policy.Layer != b.Policy.Layer {
+		return cmp.Compare(b.Policy.Layer, a.Policy.Layer)
+	}
+	return cmp.Compare(b.Priority, a.Priority)
+}
+
+// boolFirst is -1 when the first of two rules that differ goes first
+// (first is true), 1 otherwise.
+func boolFirst(first bool) int {
+	if first {
+		return -1
+	}
+	return 1
 }
 
 // Policy is one compiled policy file.
@@ -93,7 +144,10 @@ type Policy struct {
 	Name string
 	File string
 	// Layer is where the policy's file comes from.
-	Layer         policy.Layer
+	Layer policy.Layer
+	// Untrusted marks a policy of an untrusted project: its rules are the
+	// untrusted track (UntrustedCandidates), which can only restrict.
+	Untrusted     bool
 	Description   string
 	FailurePolicy policy.FailurePolicy
 	Variables     []*Variable
@@ -146,6 +200,9 @@ type Rule struct {
 	Reason        string
 	Code          string
 	FailurePolicy policy.FailurePolicy
+	// Mandatory rules are tried before every other rule of their track and
+	// cannot be lifted by another layer (docs/layers.md, rule 1).
+	Mandatory bool
 	// Condition is nil for a rule without a condition (always true).
 	Condition *Program
 	// ConditionAST is the checked AST Condition was built from (nil when

@@ -94,8 +94,8 @@ func (ev *evaluation) updateCounters() (d Decision, failed bool, err error) {
 	var updates []counterUpdate
 	for _, c := range ev.set.Counters() {
 		if err := ev.ctx.Err(); err != nil {
-			d, err := ev.canceled(err)
-			return d, true, err
+			t := ev.canceled(err)
+			return t.d, true, t.err
 		}
 		u, err := ev.counterUpdate(c)
 		if err != nil {
@@ -103,7 +103,7 @@ func (ev *evaluation) updateCounters() (d Decision, failed bool, err error) {
 				continue
 			}
 			d := ev.refuse(CodePolicyError, fmt.Sprintf("policy %s failed: %v", c.Policy.Name, err), nil)
-			d.Policy, d.File, d.Error = c.Policy.Name, c.Policy.File, err.Error()
+			d.Policy, d.File, d.Error, d.Untrusted = c.Policy.Name, c.Policy.File, err.Error(), c.Policy.Untrusted
 			return d, true, nil
 		}
 		updates = append(updates, u)

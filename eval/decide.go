@@ -2,7 +2,9 @@
 //
 //  1. A halt stops the turn: every later call of the turn is refused, until StartTurn (halted, haltTurn).
 //  2. After the call, the counters update before any rule runs (updateCounters, counting.go).
-//  3. The rules whose tool matcher admits the tool are tried in priority order; the first that matches decides.
+//  3. The rules of the trusted layers whose tool matcher admits the tool are tried in evaluation order, and the first
+//     that matches decides. The order is layer-major (docs/layers.md): mandatory rules first, by priority; then the
+//     others by layer, highest first, and within a layer by priority; ties keep file order (PolicySet.Candidates).
 //  4. A matching modify rule rewrites the call (or result) instead, and the rules are tried again from the top on
 //     the rewritten call; each modify rule applies once, so no rewrite carries a call past a block.
 //  5. A verdict that lets the call proceed carries the rewrite; an allow after a rewrite is a modify (carryRewrite).
@@ -10,12 +12,20 @@
 //     stays ask, anything else (no approver, an error, a denial) blocks.
 //  7. When no rule decides, the set's default verdict applies before the call; after it, the result passes.
 //  8. A failing condition or rewrite follows the rule's failure policy: open skips it, closed blocks (policy_error).
-//  9. Every block the engine decides itself (policy_error, canceled, approval_*, invalid_call) is made by refuse.
+//  9. Every block the engine decides itself (policy_error, canceled, approval_*, invalid_call, rewrite_conflict) is
+//     made by refuse.
+// 10. An untrusted project's rules decide on their own, after the trusted ones, by rules 3, 4, 7 and 8, with their
+//     own default (allow unless its policies set one). The stricter decision stands (strictness: allow < warn =
+//     modify < ask < block < halt; a tie keeps the trusted one); a decision of the project says Untrusted. Rule 6
+//     settles the ask that stands, once.
+// 11. A rewrite by the untrusted project is decided again by the trusted rules, then by the project's, until the
+//     project changes the call no more; past maxRewriteRounds the call is refused (rewrite_conflict).
 
 package eval
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -25,24 +35,101 @@ import (
 	"github.com/celguard/celguard/policy"
 )
 
+// maxRewriteRounds bounds rule 11: the rounds of a trusted and an untrusted
+// pass over a call the untrusted project keeps rewriting.
+const maxRewriteRounds = 8
+
 // run decides the call and completes the trace and the explanation.
 func (ev *evaluation) run() (Decision, error) {
 	d, err := ev.decide()
 	return ev.obs.finish(d), err
 }
 
-// decide applies rules 2 to 8.
+// decide applies rules 2 to 11.
 func (ev *evaluation) decide() (Decision, error) {
 	if ev.phase == policy.PhaseAfter {
 		if d, failed, err := ev.updateCounters(); failed {
 			return d, err
 		}
 	}
+	if !ev.set.HasUntrusted() {
+		t := ev.runTrack(false)
+		return ev.settle(t, t.modified)
+	}
+	var modified []string // the modify rules applied, in order, by both tracks
+	for range maxRewriteRounds {
+		t := ev.runTrack(false)
+		modified = append(modified, t.modified...)
+		if t.final {
+			return t.refusal(modified)
+		}
+		args, content := ev.call.Args, ev.resultContent()
+		u := ev.runTrack(true)
+		modified = append(modified, u.modified...)
+		if u.final {
+			return u.refusal(modified)
+		}
+		if len(u.modified) == 0 || content == ev.resultContent() && reflect.DeepEqual(args, ev.call.Args) {
+			if strictness(u.d.Verdict) > strictness(t.d.Verdict) {
+				t = u
+			}
+			return ev.settle(t, modified)
+		}
+	}
+	d := ev.refuse(CodeRewriteConflict, fmt.Sprintf("the untrusted project's rewrites of the call did not settle with the trusted rules' in %d rounds", maxRewriteRounds), nil)
+	d.Modified = modified
+	return d, nil
+}
+
+// strictness orders verdicts for rule 10: allow < warn = modify < ask <
+// block < halt.
+func strictness(v policy.Verdict) int {
+	switch v {
+	case policy.Warn, policy.Modify:
+		return 1
+	case policy.Ask:
+		return 2
+	case policy.Block:
+		return 3
+	case policy.Halt:
+		return 4
+	}
+	return 0
+}
+
+// trackDecision is what one track decided, before an ask is settled.
+type trackDecision struct {
+	d Decision
+	// rule is the rule that decided; nil for a default verdict.
+	rule *compile.Rule
+	// modified lists the modify rules the track applied, in order.
+	modified []string
+	// final marks a refusal (policy_error, canceled) that stands as it is.
+	final bool
+	err   error
+}
+
+// refusal returns a final decision, naming every rewrite applied before it
+// (modified, of both tracks) when it names any.
+func (t trackDecision) refusal(modified []string) (Decision, error) {
+	if t.d.Modified != nil {
+		t.d.Modified = modified
+	}
+	return t.d, t.err
+}
+
+// runTrack applies rules 3, 4, 7 and 8 to the rules of one track: the
+// trusted layers', or the untrusted project's.
+func (ev *evaluation) runTrack(untrusted bool) trackDecision {
 	var modified []string // the modify rules applied, in order
 passes:
 	for {
-		ev.obs.startPass()
-		for _, r := range ev.set.Candidates(ev.phase, ev.call.Tool) {
+		ev.obs.startPass(untrusted)
+		cands := ev.set.Candidates(ev.phase, ev.call.Tool)
+		if untrusted {
+			cands = ev.set.UntrustedCandidates(ev.phase, ev.call.Tool)
+		}
+		for _, r := range cands {
 			if err := ev.ctx.Err(); err != nil {
 				return ev.canceled(err)
 			}
@@ -51,26 +138,23 @@ passes:
 				continue
 			}
 			matched, err := ev.matches(r)
+			if err == nil && !matched {
+				ev.obs.step(r, OutcomeNoMatch, nil)
+				continue
+			}
+			if err == nil && r.Verdict != policy.Modify {
+				ev.obs.step(r, OutcomeMatched, nil)
+				return trackDecision{d: ev.fromRule(r), rule: r, modified: modified}
+			}
+			if err == nil {
+				err = ev.applyModify(r)
+			}
 			if err != nil {
 				if cerr := ev.ctx.Err(); cerr != nil {
 					return ev.canceled(cerr)
 				}
 				if d, closed := ev.ruleFailed(r, err, modified); closed {
-					return d, nil
-				}
-				continue
-			}
-			if !matched {
-				ev.obs.step(r, OutcomeNoMatch, nil)
-				continue
-			}
-			if r.Verdict != policy.Modify {
-				ev.obs.step(r, OutcomeMatched, nil)
-				return ev.ruleDecides(r, modified)
-			}
-			if err := ev.applyModify(r); err != nil {
-				if d, closed := ev.ruleFailed(r, err, modified); closed {
-					return d, nil
+					return trackDecision{d: d, modified: modified, final: true}
 				}
 				continue
 			}
@@ -79,8 +163,16 @@ passes:
 			ev.resetCall()
 			continue passes // start again from the top with the rewritten call
 		}
-		return ev.noRuleDecides(modified), nil
+		return ev.noRuleDecides(untrusted, modified)
 	}
+}
+
+// resultContent is the result content after the call, "" before it.
+func (ev *evaluation) resultContent() string {
+	if ev.res == nil {
+		return ""
+	}
+	return ev.res.Content
 }
 
 // matches evaluates r's condition; a rule without one always matches.
@@ -103,33 +195,37 @@ func (ev *evaluation) ruleFailed(r *compile.Rule, err error, modified []string) 
 	return ev.policyError(r, err, modified), true
 }
 
-// ruleDecides is the decision of rule r, which matched: its verdict, an ask
-// settled, and the rewrites applied before it.
-func (ev *evaluation) ruleDecides(r *compile.Rule, modified []string) (Decision, error) {
-	d := ev.fromRule(r)
+// settle is the decision of t: an ask settled (rule 6), and the rewrites
+// applied (modified) carried (rule 5); a rewritten call a default lets
+// through is reported by the last rewrite. A refusal stands as it is.
+func (ev *evaluation) settle(t trackDecision, modified []string) (Decision, error) {
+	if t.final {
+		return t.d, t.err
+	}
+	d := t.d
 	var err error
-	if r.Verdict == policy.Ask {
-		d, err = ev.ask(d, r)
-	}
-	ev.carryRewrite(&d, modified)
-	return d, err
-}
-
-// noRuleDecides is the decision when no rule decided: the set's default
-// verdict before the call, allow after it. A rewritten call that is let
-// through is reported by the last rewrite.
-func (ev *evaluation) noRuleDecides(modified []string) Decision {
-	d := Decision{Phase: ev.phase, Tool: ev.call.Tool, Verdict: policy.Allow}
-	if ev.phase == policy.PhaseBefore {
-		d.Verdict = ev.set.DefaultVerdict()
-	}
-	if len(modified) > 0 && d.Verdict == policy.Allow {
+	switch {
+	case t.rule != nil && t.rule.Verdict == policy.Ask:
+		d, err = ev.ask(d, t.rule)
+	case t.rule == nil && len(modified) > 0 && d.Verdict == policy.Allow:
 		last, _ := ev.set.Rule(modified[len(modified)-1])
 		d = ev.fromRule(last)
 		d.Verdict = policy.Allow
 	}
 	ev.carryRewrite(&d, modified)
-	return d
+	return d, err
+}
+
+// noRuleDecides is the decision of a track where no rule decided: its
+// default verdict before the call, allow after it.
+func (ev *evaluation) noRuleDecides(untrusted bool, modified []string) trackDecision {
+	d := Decision{Phase: ev.phase, Tool: ev.call.Tool, Verdict: policy.Allow, Untrusted: untrusted}
+	if ev.phase == policy.PhaseBefore && untrusted {
+		d.Verdict = ev.set.UntrustedDefaultVerdict()
+	} else if ev.phase == policy.PhaseBefore {
+		d.Verdict = ev.set.DefaultVerdict()
+	}
+	return trackDecision{d: d, modified: modified}
 }
 
 // carryRewrite records the modify rules applied. The rewritten call (or
@@ -159,7 +255,7 @@ func (ev *evaluation) carryRewrite(d *Decision, modified []string) {
 // fromRule is the decision rule r makes: its verdict, code, and its message
 // (or reason when the message fails).
 func (ev *evaluation) fromRule(r *compile.Rule) Decision {
-	d := Decision{Phase: ev.phase, Tool: ev.call.Tool, Verdict: r.Verdict, Code: r.Code, Reason: r.Reason}
+	d := Decision{Phase: ev.phase, Tool: ev.call.Tool, Verdict: r.Verdict, Code: r.Code, Reason: r.Reason, Untrusted: r.Policy.Untrusted}
 	d.RuleID, d.Policy, d.File, d.Line = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line
 	if r.Message != nil {
 		out, err := ev.eval(r.Policy, r.Message)
@@ -184,6 +280,7 @@ func refusal(phase policy.Phase, tool, code, reason string, r *compile.Rule) Dec
 	d := Decision{Phase: phase, Tool: tool, Verdict: policy.Block, Code: code, Reason: reason}
 	if r != nil {
 		d.RuleID, d.Policy, d.File, d.Line = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line
+		d.Untrusted = r.Policy.Untrusted
 	}
 	return d
 }
@@ -197,8 +294,8 @@ func (ev *evaluation) policyError(r *compile.Rule, err error, modified []string)
 }
 
 // canceled refuses the call because the context ended before a decision.
-func (ev *evaluation) canceled(err error) (Decision, error) {
-	return ev.refuse(CodeCanceled, "the decision was not finished: "+err.Error(), nil), err
+func (ev *evaluation) canceled(err error) trackDecision {
+	return trackDecision{d: ev.refuse(CodeCanceled, "the decision was not finished: "+err.Error(), nil), final: true, err: err}
 }
 
 // halted returns the refusal of a call in a turn an earlier call halted

@@ -5,13 +5,16 @@
 // remembered approvals; StartTurn begins a turn (turn-scoped counters reset).
 // Before decides a call before the tool runs and After decides its result.
 //
-// Rules are tried in priority order (higher first, ties in file order) and
-// the first rule whose condition is true decides, with one exception: a
+// Rules are tried in evaluation order (mandatory rules first, then by layer,
+// then by priority, ties in file order; docs/layers.md) and the first rule
+// whose condition is true decides, with one exception: a
 // modify rule rewrites the call (or result) and evaluation starts again from
 // the top with the rewritten call, each modify rule applying at most once, so
 // a rewrite can never carry a call past a block of any priority. When no rule
 // matches before the call, the set's default verdict applies; after the call,
-// the result of a call that was let through passes unchanged.
+// the result of a call that was let through passes unchanged. The rules of
+// an untrusted project decide apart, and the stricter decision stands. Every
+// verdict rule is in decide.go.
 //
 // A run-time error in a rule's condition (a missing key, a type error, the
 // cost limit) follows the rule's failure policy: closed (the default) blocks

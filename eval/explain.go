@@ -61,6 +61,9 @@ type ExplainStep struct {
 	Because []ExprValue `json:"because,omitempty"`
 	// Error is the run-time error of an error step.
 	Error string `json:"error,omitempty"`
+	// Untrusted marks a rule of an untrusted project, whose rules are
+	// tried apart, after the trusted ones (docs/layers.md).
+	Untrusted bool `json:"untrusted,omitempty"`
 }
 
 // ExprValue is the value a sub-expression of a condition had.
@@ -128,7 +131,7 @@ func (e *explainer) conditionDone(r *compile.Rule) {
 }
 
 // startPass implements observer: passes are counted by the rewrites.
-func (e *explainer) startPass() {}
+func (e *explainer) startPass(bool) {}
 
 // newExplainer starts an explanation of ev into x: first the rules the tool
 // matcher excluded.
@@ -152,7 +155,7 @@ func explainHalted(x *Explanation, d Decision) {
 
 func stepOf(r *compile.Rule, outcome Outcome) ExplainStep {
 	st := ExplainStep{Rule: r.ID, Policy: r.Policy.Name, File: r.Pos.File, Line: r.Pos.Line,
-		Verdict: r.Verdict.String(), Outcome: outcome}
+		Verdict: r.Verdict.String(), Outcome: outcome, Untrusted: r.Policy.Untrusted}
 	if r.Source != nil && r.Source.Condition != nil {
 		st.Condition = r.Source.Condition.Text
 	}

@@ -5,9 +5,10 @@ import "github.com/celguard/celguard/compile"
 // observer watches the decision loop (decide.go) without taking part in it:
 // the trace (WithTrace) and the explanation (WithExplain) are observers.
 type observer interface {
-	// startPass is called before each pass over the candidate rules: once,
-	// and again after each rewrite.
-	startPass()
+	// startPass is called before each pass over the candidate rules of a
+	// track (the trusted rules, or the untrusted project's): once, and
+	// again after each rewrite.
+	startPass(untrusted bool)
 	// conditionDone is called right after r's condition was evaluated,
 	// while the call is still the one the condition saw.
 	conditionDone(r *compile.Rule)
@@ -41,7 +42,7 @@ func newObserver(ev *evaluation, trace bool, x *Explanation) observer {
 // noObserver watches nothing: the common case costs nothing.
 type noObserver struct{}
 
-func (noObserver) startPass()                         {}
+func (noObserver) startPass(bool)                     {}
 func (noObserver) conditionDone(*compile.Rule)        {}
 func (noObserver) step(*compile.Rule, Outcome, error) {}
 func (noObserver) finish(d Decision) Decision         { return d }
@@ -49,9 +50,9 @@ func (noObserver) finish(d Decision) Decision         { return d }
 // observers reports to each observer in turn.
 type observers []observer
 
-func (os observers) startPass() {
+func (os observers) startPass(untrusted bool) {
 	for _, o := range os {
-		o.startPass()
+		o.startPass(untrusted)
 	}
 }
 
@@ -75,15 +76,16 @@ func (os observers) finish(d Decision) Decision {
 }
 
 // tracer records Decision.Trace: at the start of each pass the rules of the
-// phase whose tool matcher excludes the tool, then each rule considered.
+// phase and track whose tool matcher excludes the tool, then each rule
+// considered.
 type tracer struct {
 	ev    *evaluation
 	steps []TraceStep
 }
 
-func (t *tracer) startPass() {
+func (t *tracer) startPass(untrusted bool) {
 	for _, r := range t.ev.set.Rules() {
-		if r.Phase == t.ev.phase && !r.MatchesTool(t.ev.call.Tool) {
+		if r.Phase == t.ev.phase && r.Policy.Untrusted == untrusted && !r.MatchesTool(t.ev.call.Tool) {
 			t.steps = append(t.steps, traceStep(r, OutcomeToolNotMatched, nil))
 		}
 	}
@@ -101,7 +103,7 @@ func (t *tracer) finish(d Decision) Decision {
 }
 
 func traceStep(r *compile.Rule, outcome Outcome, err error) TraceStep {
-	st := TraceStep{Rule: r.ID, Policy: r.Policy.Name, Verdict: r.Verdict.String(), Outcome: outcome}
+	st := TraceStep{Rule: r.ID, Policy: r.Policy.Name, Verdict: r.Verdict.String(), Outcome: outcome, Untrusted: r.Policy.Untrusted}
 	if err != nil {
 		st.Error = err.Error()
 	}

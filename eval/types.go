@@ -83,6 +83,7 @@ const (
 	CodeTurnHalted       = "turn_halted"       // an earlier call halted this turn
 	CodeInvalidCall      = "invalid_call"      // the call itself is malformed (no tool name)
 	CodeCanceled         = "canceled"          // the context ended before a decision
+	CodeRewriteConflict  = "rewrite_conflict"  // an untrusted project's rewrites did not settle with the trusted rules' (decide.go, rule 11)
 )
 
 // Decision is the engine's answer for one call, and the record an audit log
@@ -112,6 +113,10 @@ type Decision struct {
 	Approval *ApprovalRecord `json:"approval,omitempty"`
 	// Error is the run-time error behind a policy_error decision.
 	Error string `json:"error,omitempty"`
+	// Untrusted says the decision is an untrusted project's (docs/layers.md):
+	// made by its rule, its default verdict or its rule's failure, and
+	// stricter than the trusted layers' decision.
+	Untrusted bool `json:"untrusted,omitempty"`
 	// Trace lists the rules considered, when tracing was asked for.
 	Trace []TraceStep `json:"trace,omitempty"`
 }
@@ -147,6 +152,9 @@ type TraceStep struct {
 	// (a modify), already_applied, error.
 	Outcome Outcome `json:"outcome"`
 	Error   string  `json:"error,omitempty"`
+	// Untrusted marks a rule of an untrusted project: its track decides
+	// apart from the trusted rules' (docs/layers.md).
+	Untrusted bool `json:"untrusted,omitempty"`
 }
 
 // Outcome is what came of one rule the evaluator considered, in a trace

@@ -6,10 +6,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Layer is where a policy file comes from. Higher layers win: a policy of
-// the same name in a higher layer replaces the lower one, a rule id defined
-// in two layers is kept from the higher, and an Overrides file disables
-// policies and rules of lower layers only.
+// Layer is where a policy file comes from. Higher layers win: their rules
+// are tried first, a policy of the same name in a higher layer replaces the
+// lower one, a rule id defined in two layers is kept from the higher, and an
+// Overrides file disables policies and rules of lower layers only. Mandatory
+// rules and untrusted projects are the exceptions (docs/layers.md).
 type Layer uint8
 
 // Layers, lowest first.
@@ -34,6 +35,17 @@ func (l Layer) String() string {
 
 // MarshalText implements encoding.TextMarshaler.
 func (l Layer) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// ParseLayer parses a layer's name: builtin, user, project, explicit,
+// registered or admin.
+func ParseLayer(s string) (Layer, error) {
+	for i, n := range layerNames {
+		if n == s {
+			return Layer(i), nil
+		}
+	}
+	return LayerBuiltin, fmt.Errorf("layer must be one of builtin, user, project, explicit, registered, admin, not %q", s)
+}
 
 // KindOverrides is the kind of a file that disables lower-layer policies or
 // rules by name.

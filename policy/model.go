@@ -18,10 +18,15 @@ type Policy struct {
 	Pos         Pos // the start of the document
 	Name        String
 	Description string
-	Defaults    Defaults
-	Variables   []Variable
-	Counters    []Counter
-	Rules       []Rule
+	// Enforcement applies to every rule of the policy that does not set its
+	// own (docs/layers.md). The zero value is EnforcementDefault; in the
+	// admin layer a policy that says nothing is mandatory.
+	Enforcement    Enforcement
+	EnforcementPos Pos // where enforcement is written; zero when it is not
+	Defaults       Defaults
+	Variables      []Variable
+	Counters       []Counter
+	Rules          []Rule
 }
 
 // String is a scalar with the position of its value.
@@ -195,6 +200,42 @@ func (f FailurePolicy) String() string {
 	return ""
 }
 
+// Enforcement says whether a rule can be lifted by another layer
+// (docs/layers.md). The zero value, EnforcementDefault, is what a policy or
+// rule gets when it says nothing.
+type Enforcement uint8
+
+// Enforcements.
+const (
+	// EnforcementDefault: the rule takes its place in its layer's priority
+	// order; a higher layer may replace or disable it.
+	EnforcementDefault Enforcement = iota
+	// EnforcementMandatory: the rule is tried before every other rule, and
+	// no Overrides file or same-name policy or same-id rule of another
+	// layer can lift it. Only block, halt, ask and warn rules may be
+	// mandatory.
+	EnforcementMandatory
+)
+
+// String returns "default" or "mandatory".
+func (e Enforcement) String() string {
+	if e == EnforcementMandatory {
+		return "mandatory"
+	}
+	return "default"
+}
+
+// ParseEnforcement parses "mandatory" or "default".
+func ParseEnforcement(s string) (Enforcement, error) {
+	switch s {
+	case "mandatory":
+		return EnforcementMandatory, nil
+	case "default":
+		return EnforcementDefault, nil
+	}
+	return EnforcementDefault, fmt.Errorf("enforcement must be mandatory or default, not %q", s)
+}
+
 // Rule is one rule of a policy.
 type Rule struct {
 	ID          String
@@ -220,6 +261,9 @@ type Rule struct {
 	Code          string
 	FailurePolicy FailurePolicy
 	Modify        *ModifySpec
+	// Enforcement, when set, overrides the policy's for this rule.
+	Enforcement    Enforcement
+	EnforcementPos Pos // where enforcement is written; zero when it is not
 }
 
 // ModifySpec rewrites a call's arguments (before phase) or its result content

@@ -303,6 +303,7 @@ func (d *decoder) policy(n *yaml.Node) *Policy {
 		},
 		"name":        func(_, v *yaml.Node) { p.Name = d.id(v, "policy name") },
 		"description": func(_, v *yaml.Node) { p.Description = d.text(v, "description") },
+		"enforcement": func(_, v *yaml.Node) { p.Enforcement, p.EnforcementPos = d.enforcement(v) },
 		"defaults":    func(_, v *yaml.Node) { d.defaults(v, &p.Defaults) },
 		"variables": func(_, v *yaml.Node) {
 			for _, c := range d.list(v, "variables") {
@@ -351,14 +352,29 @@ func (d *decoder) failurePolicy(n *yaml.Node) FailurePolicy {
 	return FailInherit
 }
 
+// enforcement reads a policy's or a rule's enforcement. It returns the
+// position even of a value it rejects, so that a typo is not mistaken for
+// an absent key.
+func (d *decoder) enforcement(n *yaml.Node) (Enforcement, Pos) {
+	return enumScalar(d, n, "enforcement", CodeInvalidValue, ParseEnforcement)
+}
+
 func (d *decoder) verdict(n *yaml.Node) (Verdict, Pos) {
-	s, ok := d.str(n, "verdict")
+	return enumScalar(d, n, "verdict", CodeInvalidVerdict, ParseVerdict)
+}
+
+// enumScalar reads a scalar naming one value of an enumeration, reporting
+// a value parse rejects as code; it returns the zero value on error, and
+// where the scalar is.
+func enumScalar[T any](d *decoder, n *yaml.Node, what string, code Code, parse func(string) (T, error)) (T, Pos) {
+	var zero T
+	s, ok := d.str(n, what)
 	if !ok {
-		return VerdictUnspecified, s.Pos
+		return zero, s.Pos
 	}
-	v, err := ParseVerdict(s.Value)
+	v, err := parse(s.Value)
 	if err != nil {
-		d.ds.errorf(CodeInvalidVerdict, s.Pos, "%v", err)
+		d.ds.errorf(code, s.Pos, "%v", err)
 	}
 	return v, s.Pos
 }
@@ -489,6 +505,7 @@ func (d *decoder) rule(n *yaml.Node) Rule {
 		"code":           func(_, v *yaml.Node) { r.Code = d.text(v, "code") },
 		"failure_policy": func(_, v *yaml.Node) { r.FailurePolicy = d.failurePolicy(v) },
 		"modify":         func(_, v *yaml.Node) { modifyNode = v },
+		"enforcement":    func(_, v *yaml.Node) { r.Enforcement, r.EnforcementPos = d.enforcement(v) },
 	}) {
 		d.require(n, "a rule", "id", "verdict")
 	}

@@ -290,3 +290,38 @@ func TestParseAliasBomb(t *testing.T) {
 		t.Fatal("Parse of an alias bomb did not return within 10s")
 	}
 }
+
+func TestParseEnforcement(t *testing.T) {
+	const head = "apiVersion: celguard.dev/v1\nkind: Policy\nname: p\n"
+	for _, tc := range []struct {
+		name, src          string
+		policy, rule       policy.Enforcement
+		policySet, ruleSet bool
+		wantCode           policy.Code
+	}{
+		{name: "absent everywhere is the default, unset", src: head + "rules:\n  - {id: a, verdict: block}\n"},
+		{name: "on the policy", src: head + "enforcement: mandatory\nrules:\n  - {id: a, verdict: block}\n",
+			policy: policy.EnforcementMandatory, policySet: true},
+		{name: "on the rule, overriding the policy", src: head + "enforcement: mandatory\nrules:\n  - {id: a, verdict: allow, enforcement: default}\n",
+			policy: policy.EnforcementMandatory, policySet: true, rule: policy.EnforcementDefault, ruleSet: true},
+		{name: "a typo is an error, not a silent default", src: head + "rules:\n  - {id: a, verdict: block, enforcement: mandatroy}\n",
+			ruleSet: true, wantCode: policy.CodeInvalidValue},
+		{name: "not a string", src: head + "enforcement: [mandatory]\nrules:\n  - {id: a, verdict: block}\n",
+			policySet: true, wantCode: policy.CodeWrongType},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, ds := policy.Parse("p.yaml", []byte(tc.src))
+			if tc.wantCode == "" {
+				require.Empty(t, ds)
+			} else {
+				require.NotEmpty(t, ds)
+				assert.Equal(t, tc.wantCode, ds[0].Code, ds.Error())
+			}
+			assert.Equal(t, tc.policy, p.Enforcement)
+			assert.Equal(t, tc.policySet, !p.EnforcementPos.IsZero())
+			require.Len(t, p.Rules, 1)
+			assert.Equal(t, tc.rule, p.Rules[0].Enforcement)
+			assert.Equal(t, tc.ruleSet, !p.Rules[0].EnforcementPos.IsZero())
+		})
+	}
+}

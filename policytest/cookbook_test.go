@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/policytest"
 )
@@ -71,4 +72,52 @@ func TestCookbook(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCookbookUntrusted copies each recipe into an untrusted project over the
+// recommended bundle (docs/layers.md): every call is decided as the suite
+// says, or stricter where a built-in rule is stricter.
+func TestCookbookUntrusted(t *testing.T) {
+	bundle, err := policies.Discover(policies.Options{UserDir: "-", ProjectDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := policytest.RunFS(t.Context(), os.DirFS("../docs/cookbook"), ".",
+		policytest.Options{Layer: policy.LayerProject, Untrusted: true, Extra: bundle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rank := map[string]int{"allow": 0, "warn": 1, "modify": 1, "ask": 2, "block": 3, "halt": 4}
+	if len(rep.Suites) != 10 || rep.Passed == 0 {
+		t.Fatalf("ran %d suites, %d cases passed", len(rep.Suites), rep.Passed)
+	}
+	stricter := 0
+	for _, s := range rep.Suites {
+		if s.Error != "" {
+			t.Errorf("%s: %s", s.File, s.Error)
+		}
+		for _, c := range s.Cases {
+			for _, m := range c.Mismatches {
+				got, want := m.Actual.Verdict.String(), m.Expected.Verdict
+				if rank[got] > rank[want] && !m.Actual.Untrusted {
+					stricter++
+					continue // a built-in rule is stricter
+				}
+				ok := got == want
+				for _, f := range m.Fields() {
+					switch f.Field {
+					case "rule", "code", "reason", "reason_contains", "approval":
+						// On a tie the trusted (built-in) rule decides.
+					default:
+						ok = ok && !f.Differs
+					}
+				}
+				if !ok {
+					t.Errorf("%s:%d: %s: step %d: %v\nexpected %+v\ngot %s by %s/%s (untrusted %v), trace %+v", s.File, c.Line, c.Name, m.Step,
+						c.Failures, m.Expected, got, m.Actual.Policy, m.Actual.RuleID, m.Actual.Untrusted, m.Actual.Trace)
+				}
+			}
+		}
+	}
+	t.Logf("%d cases passed as written, %d failed; %d steps decided stricter by a built-in rule", rep.Passed, rep.Failed, stricter)
 }

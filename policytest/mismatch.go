@@ -9,8 +9,8 @@ import (
 // FieldDiff is one checked field of a step, expected against actual.
 type FieldDiff struct {
 	// Field is the expectation's key: verdict, rule, code, reason,
-	// reason_contains, args, content, content_contains, modified_by or
-	// approval.
+	// reason_contains, args, content, content_contains, modified_by,
+	// approval or untrusted.
 	Field    string `json:"field"`
 	Expected string `json:"expected"`
 	Actual   string `json:"actual"`
@@ -80,6 +80,9 @@ func (m Mismatch) Fields() []FieldDiff {
 			got = string(d.Approval.Outcome)
 		}
 		add("approval", e.Approval, got, Expect{Approval: e.Approval})
+	}
+	if e.Untrusted != nil {
+		add("untrusted", strconv.FormatBool(*e.Untrusted), strconv.FormatBool(d.Untrusted), Expect{Untrusted: e.Untrusted})
 	}
 	return out
 }

@@ -38,6 +38,9 @@ type Options struct {
 	// are layered sets it above them, so that the policies under test win
 	// collisions with them.
 	Layer policy.Layer
+	// Untrusted marks the suite's own policies (those in Layer) as an
+	// untrusted project's, which can only restrict (docs/layers.md).
+	Untrusted bool
 	// Load, when set, supplies the policies of a suite that names none
 	// (default: every policy file in the suite's directory).
 	Load func(fsys fs.FS, suiteFile string) ([]policy.Source, error)
@@ -199,7 +202,9 @@ func RunSuite(ctx context.Context, fsys fs.FS, s *Suite, opts Options) SuiteResu
 	}
 	srcs = slices.Clone(srcs)
 	for i := range srcs {
-		srcs[i].Layer = opts.Layer
+		if !s.Policies.Layered[srcs[i].Name] {
+			srcs[i].Layer, srcs[i].Untrusted = opts.Layer, opts.Untrusted
+		}
 	}
 	srcs = append(srcs, opts.Extra...)
 	set, ds, err := compile.Check(srcs, opts.Compile...)
@@ -219,12 +224,15 @@ func RunSuite(ctx context.Context, fsys fs.FS, s *Suite, opts Options) SuiteResu
 		}
 		start := time.Now()
 		var cr CaseResult
-		if len(c.WantErrors) > 0 {
+		switch {
+		case len(c.WantErrors) > 0:
 			cr = checkErrors(c, ds)
-		} else if set == nil {
+		case set == nil:
 			cr = CaseResult{Name: c.Name, Line: c.Line, Failures: []string{"policies do not compile:\n" + ds.Errors().Error()}}
-		} else {
+		default:
 			cr = runCase(ctx, set, s, c, sr.Fired)
+			cr.Failures = append(checkWarnings(c, ds), cr.Failures...)
+			cr.Pass = len(cr.Failures) == 0
 		}
 		cr.Duration = time.Since(start)
 		sr.Cases = append(sr.Cases, cr)
@@ -248,6 +256,18 @@ func checkErrors(c *Case, ds policy.Diagnostics) CaseResult {
 	}
 	cr.Pass = len(cr.Failures) == 0
 	return cr
+}
+
+// checkWarnings lists the codes of c.WantWarnings the compile did not
+// report.
+func checkWarnings(c *Case, ds policy.Diagnostics) []string {
+	var fails []string
+	for _, want := range c.WantWarnings {
+		if !slices.ContainsFunc(ds, func(d policy.Diagnostic) bool { return string(d.Code) == want }) {
+			fails = append(fails, fmt.Sprintf("compile warnings: no %s among\n%s", want, ds.Error()))
+		}
+	}
+	return fails
 }
 
 // scripted answers ask verdicts from a case's script.
@@ -405,6 +425,9 @@ func compare(e Expect, d eval.Decision) []string {
 	}
 	if e.ModifiedBy != nil && !slices.Equal(e.ModifiedBy, d.Modified) {
 		diffs = append(diffs, fmt.Sprintf("modified_by: got %v, want %v", d.Modified, e.ModifiedBy))
+	}
+	if e.Untrusted != nil && *e.Untrusted != d.Untrusted {
+		diffs = append(diffs, fmt.Sprintf("untrusted: got %v, want %v", d.Untrusted, *e.Untrusted))
 	}
 	if e.Approval != "" {
 		got := ""

@@ -116,6 +116,12 @@ func TestSuiteSchemaAgreesWithParseSuite(t *testing.T) {
 		{"compile test", "cases:\n  - name: a\n    want_errors: [cel_type]\n", true},
 		{"every step kind", "cases:\n  - name: a\n    approver: [approve, deny]\n    steps:\n      - turn: true\n      - advance: 1m30s\n" +
 			"      - after: {tool: Bash}\n        result: {is_error: true, content: boom, exit_code: 1}\n        repeat: 3\n        expect: {verdict: block, rule: none}\n", true},
+		{"inline policies with layers", "policies:\n  p.yaml: {layer: user, text: 'kind: Policy'}\n  q.yaml: {layer: project, untrusted: true, text: x}\n" +
+			"cases:\n  - name: a\n    want_warnings: [untrusted_ignored]\n" + before, true},
+		{"untrusted expectation", "cases:\n  - name: a\n    steps:\n      - before: {tool: Bash}\n        expect: {verdict: block, untrusted: true}\n", true},
+		{"warnings only", "cases:\n  - name: a\n    want_warnings: [mandatory_kept]\n", true},
+		{"inline policy with an unknown layer", "policies:\n  p.yaml: {layer: team, text: x}\ncases:\n  - name: a\n" + before, false},
+		{"inline policy with an unknown key", "policies:\n  p.yaml: {layer: user, txt: x}\ncases:\n  - name: a\n" + before, false},
 		{"unknown top-level key", "colour: red\ncases:\n  - name: a\n" + before, false},
 		{"unknown case key", "cases:\n  - name: a\n    skip: true\n" + before, false},
 		{"unknown expect key", "cases:\n  - name: a\n    steps:\n      - before: {tool: Bash}\n        expect: {verdcit: allow}\n", false},

@@ -40,9 +40,21 @@ type Suite struct {
 type PolicyRefs struct {
 	Paths  []string
 	Inline []policy.Source
+	// Layered names the inline files that give their own layer; the
+	// others take Options.Layer.
+	Layered map[string]bool
 }
 
-// UnmarshalYAML accepts a list of paths or a mapping of file name to text.
+// inlineFile is an inline policy given with its layer (docs/layers.md).
+type inlineFile struct {
+	Layer     string `yaml:"layer"`
+	Untrusted bool   `yaml:"untrusted"`
+	Text      string `yaml:"text"`
+}
+
+// UnmarshalYAML accepts a list of paths or a mapping of file name to text,
+// or to {layer, untrusted, text} for a file of a given layer (an untrusted
+// one is a project's the user has not trusted).
 func (p *PolicyRefs) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {
 	case yaml.SequenceNode:
@@ -50,12 +62,37 @@ func (p *PolicyRefs) UnmarshalYAML(n *yaml.Node) error {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if v.Kind != yaml.ScalarNode {
-				return fmt.Errorf("line %d: inline policy %q must be a string of YAML text", v.Line, k.Value)
-			}
 			// Inline policies keep their line numbers relative to their
 			// own text, so diagnostics read as if they were files.
-			p.Inline = append(p.Inline, policy.Source{Name: k.Value, Data: []byte(v.Value)})
+			src := policy.Source{Name: k.Value, Data: []byte(v.Value)}
+			switch v.Kind {
+			case yaml.ScalarNode:
+			case yaml.MappingNode:
+				var f inlineFile
+				for j := 0; j+1 < len(v.Content); j += 2 {
+					if key := v.Content[j].Value; key != "layer" && key != "untrusted" && key != "text" {
+						return fmt.Errorf("line %d: inline policy %q: unknown key %q; expected layer, untrusted, text", v.Content[j].Line, k.Value, key)
+					}
+				}
+				if err := v.Decode(&f); err != nil {
+					return fmt.Errorf("line %d: inline policy %q: %v", v.Line, k.Value, err)
+				}
+				l, err := policy.ParseLayer(f.Layer)
+				if err != nil {
+					return fmt.Errorf("line %d: inline policy %q: %v", v.Line, k.Value, err)
+				}
+				if f.Untrusted && l != policy.LayerProject {
+					return fmt.Errorf("line %d: inline policy %q: only a project file can be untrusted", v.Line, k.Value)
+				}
+				src.Data, src.Layer, src.Untrusted = []byte(f.Text), l, f.Untrusted
+				if p.Layered == nil {
+					p.Layered = map[string]bool{}
+				}
+				p.Layered[k.Value] = true
+			default:
+				return fmt.Errorf("line %d: inline policy %q must be a string of YAML text, or a mapping of layer, untrusted and text", v.Line, k.Value)
+			}
+			p.Inline = append(p.Inline, src)
 		}
 		return nil
 	}
@@ -76,7 +113,11 @@ type Case struct {
 	// WantErrors makes the case a compile test: the policies must fail to
 	// compile with exactly these diagnostic codes (in any order).
 	WantErrors []string `yaml:"want_errors"`
-	Steps      []Step   `yaml:"steps"`
+	// WantWarnings makes the case check that the policies compile with at
+	// least these codes among their warnings (and infos), before its steps,
+	// if any, run.
+	WantWarnings []string `yaml:"want_warnings"`
+	Steps        []Step   `yaml:"steps"`
 }
 
 // Step is one event of a case. Exactly one of Turn, Before, After and
@@ -115,6 +156,8 @@ type Expect struct {
 	// Approval is the approval outcome: approved, denied, deferred,
 	// remembered, unavailable.
 	Approval string `yaml:"approval" json:"approval,omitempty"`
+	// Untrusted checks whether the decision is an untrusted project's.
+	Untrusted *bool `yaml:"untrusted" json:"untrusted,omitempty"`
 }
 
 // CallSpec is a tool call as written in a test file.
@@ -176,8 +219,8 @@ func (c *Case) validate() error {
 	if c.Name == "" {
 		return fmt.Errorf("a case needs a name")
 	}
-	if len(c.Steps) == 0 && len(c.WantErrors) == 0 {
-		return fmt.Errorf("a case needs steps or want_errors")
+	if len(c.Steps) == 0 && len(c.WantErrors) == 0 && len(c.WantWarnings) == 0 {
+		return fmt.Errorf("a case needs steps, want_errors or want_warnings")
 	}
 	for _, a := range c.Approver {
 		if _, _, err := parseAnswer(a); err != nil {

@@ -27,6 +27,9 @@ func ExplanationText(w io.Writer, x eval.Explanation) error {
 	} else if !x.Halted {
 		ew.printf("  no rule decided: %s is the default\n", d.Verdict)
 	}
+	if d.Untrusted {
+		ew.printf("  the untrusted project's decision: stricter than the trusted layers'\n")
+	}
 	if d.Reason != "" {
 		ew.printf("  reason: %s\n", d.Reason)
 	}
@@ -52,6 +55,9 @@ func ExplanationText(w io.Writer, x eval.Explanation) error {
 		pass := ""
 		if st.Pass > 1 {
 			pass = fmt.Sprintf(" [pass %d, after a rewrite]", st.Pass)
+		}
+		if st.Untrusted {
+			pass += " [untrusted project]"
 		}
 		word, because := outcomeText(st.Outcome)
 		ew.printf("  %-16s %s (%s, %s)%s\n", word, st.Rule, st.Verdict, where, pass)

@@ -40,3 +40,29 @@ func TestDecisionIsOneLine(t *testing.T) {
 		t.Errorf("Decision() wrote %q, want %q", got, want)
 	}
 }
+
+// The untrusted project's steps and decisions are marked in the text forms.
+func TestUntrustedMarked(t *testing.T) {
+	d := eval.Decision{Tool: "Bash", Verdict: policy.Block, RuleID: "no-make", Policy: "repo", Untrusted: true,
+		Trace: []eval.TraceStep{{Rule: "ok", Policy: "team", Verdict: "allow", Outcome: eval.OutcomeMatched},
+			{Rule: "no-make", Policy: "repo", Verdict: "block", Outcome: eval.OutcomeMatched, Untrusted: true}}}
+	var b bytes.Buffer
+	if err := ExplanationText(&b, eval.Explanation{Decision: d, Steps: []eval.ExplainStep{
+		{Rule: "ok", Verdict: "allow", Outcome: eval.OutcomeMatched},
+		{Rule: "no-make", Verdict: "block", Outcome: eval.OutcomeMatched, Untrusted: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !bytes.Contains(b.Bytes(), []byte("no-make (block, :0) [untrusted project]")) || bytes.Contains(b.Bytes(), []byte("ok (allow, :0) [untrusted")) {
+		t.Errorf("explain does not mark the project's step alone:\n%s", out)
+	}
+	if !bytes.Contains(b.Bytes(), []byte("the untrusted project's decision")) {
+		t.Errorf("explain does not say the decision is the project's:\n%s", out)
+	}
+	b.Reset()
+	ew := &errWriter{w: &b}
+	writeTrace(ew, d, "")
+	if !bytes.Contains(b.Bytes(), []byte("(repo, block, untrusted project)")) || bytes.Contains(b.Bytes(), []byte("(team, allow, untrusted")) {
+		t.Errorf("the trace does not mark the project's step alone:\n%s", b.String())
+	}
+}

@@ -93,6 +93,9 @@ func writeTrace(ew *errWriter, d eval.Decision, indent string) {
 		ew.table(func(tw io.Writer) {
 			for _, st := range tried {
 				line := fmt.Sprintf("%s  %s\t%s\t(%s, %s)", indent, outcomeWord(st.Outcome), st.Rule, st.Policy, st.Verdict)
+				if st.Untrusted {
+					line = fmt.Sprintf("%s  %s\t%s\t(%s, %s, untrusted project)", indent, outcomeWord(st.Outcome), st.Rule, st.Policy, st.Verdict)
+				}
 				if st.Error != "" {
 					line += ": " + st.Error
 				}
