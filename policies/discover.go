@@ -170,25 +170,11 @@ func DiscoverLayers(o Options) (*Discovery, error) {
 		}
 		out = append(out, withLayer(srcs, policy.LayerUser)...)
 	}
-	project, err := projectDir(o.ProjectDir, o.WorkDir)
-	if err != nil {
+	var srcs []policy.Source
+	if d.Project, srcs, err = projectLayer(o); err != nil {
 		return nil, err
 	}
-	if project != "" {
-		srcs, rel, err := loadDir(project)
-		if err != nil {
-			return nil, fmt.Errorf("%s policies in %s: %w", policy.LayerProject, project, err)
-		}
-		if len(srcs) > 0 {
-			if d.Project, err = projectTrust(project, rel, o.TrustFile); err != nil {
-				return nil, err
-			}
-			for i := range srcs {
-				srcs[i].Untrusted = !d.Project.Trusted
-			}
-		}
-		out = append(out, withLayer(srcs, policy.LayerProject)...)
-	}
+	out = append(out, srcs...)
 	if len(o.Explicit) > 0 {
 		srcs, err := policy.LoadPaths(o.Explicit...)
 		if err != nil {
@@ -197,8 +183,7 @@ func DiscoverLayers(o Options) (*Discovery, error) {
 		out = append(out, withLayer(srcs, policy.LayerExplicit)...)
 	}
 	out = append(out, withLayer(slices.Clone(o.Registered), policy.LayerRegistered)...)
-	srcs, err := adminSources()
-	if err != nil {
+	if srcs, err = adminSources(); err != nil {
 		return nil, err
 	}
 	if srcs != nil {
@@ -226,6 +211,39 @@ func loadDir(dir string) (srcs, rel []policy.Source, err error) {
 		srcs = append(srcs, s)
 	}
 	return srcs, rel, nil
+}
+
+// ProjectLayer reads the project layer Options name (ProjectDir, WorkDir)
+// and checks it against the trust store (TrustFile), as DiscoverLayers
+// does: nil when there is no project layer (no directory, or no policy file
+// in it). celguard trust shows and records what it returns.
+func ProjectLayer(o Options) (*Project, error) {
+	p, _, err := projectLayer(o)
+	return p, err
+}
+
+// projectLayer is ProjectLayer with the layer's sources, marked with the
+// layer and, unless trusted, Untrusted.
+func projectLayer(o Options) (*Project, []policy.Source, error) {
+	dir, err := projectDir(o.ProjectDir, o.WorkDir)
+	if err != nil || dir == "" {
+		return nil, nil, err
+	}
+	srcs, rel, err := loadDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s policies in %s: %w", policy.LayerProject, dir, err)
+	}
+	if len(srcs) == 0 {
+		return nil, nil, nil
+	}
+	p, err := projectTrust(dir, rel, o.TrustFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range srcs {
+		srcs[i].Untrusted = !p.Trusted
+	}
+	return p, withLayer(srcs, policy.LayerProject), nil
 }
 
 // projectTrust digests the project layer read from dir (rel: its files
