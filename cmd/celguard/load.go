@@ -115,19 +115,10 @@ func (s selection) discover(whenEmpty unchosen) (*policies.Discovery, error) {
 	return d, nil
 }
 
-// policySet compiles the sources s names (see sources) with opts. The
-// error is compile.Compile's: policy.Diagnostics when the policies do not
-// compile.
-func (s selection) policySet(whenEmpty unchosen, opts ...compile.Option) ([]policy.Source, *compile.PolicySet, error) {
-	d, set, err := s.layeredSet(whenEmpty, opts...)
-	if d == nil {
-		return nil, set, err
-	}
-	return d.Sources, set, err
-}
-
-// layeredSet is policySet with the Discovery of the sources (nil when they
-// could not be read).
+// layeredSet compiles the sources s names (see sources) with opts, and
+// returns them with what was found of the layers (nil when the sources
+// could not be read). The error is compile.Compile's, policy.Diagnostics
+// when the policies do not compile, or discover's.
 func (s selection) layeredSet(whenEmpty unchosen, opts ...compile.Option) (*policies.Discovery, *compile.PolicySet, error) {
 	d, err := s.discover(whenEmpty)
 	if err != nil {

@@ -54,7 +54,7 @@ again until you run trust again.
 
 Trust refuses to run inside an agent's tool call: when an environment
 variable that Claude Code, Codex, Gemini CLI or Cursor set for the commands
-they run is present (CLAUDECODE, CLAUDE_CODE_ENTRYPOINT, CODEX_SANDBOX,
+they run is set, not empty (CLAUDECODE, CLAUDE_CODE_ENTRYPOINT, CODEX_SANDBOX,
 CODEX_SANDBOX_NETWORK_DISABLED, CODEX_THREAD_ID, CODEX_CI, GEMINI_CLI,
 CURSOR_AGENT, CURSOR_TRACE_ID, AI_AGENT), and when stdin is not a terminal:
 you confirm at the terminal, and no flag skips the question. This is defense
@@ -201,10 +201,10 @@ func runTrustRecord(p trustParams, store *trust.Store, fail func(string, ...any)
 		return exitOK
 	}
 	fmt.Fprintf(p.stdout, "Now:       untrusted: %s\n\n", proj.Reason)
-	fmt.Fprint(p.stdout, `Trusted, these files decide with your own policies, above the built-in
-ones: they can allow what a built-in rule would ask and disable built-in
-policies that are not mandatory. Read them first: whoever wrote the
-repository wrote them. A change to any of them untrusts the project.
+	fmt.Fprint(p.stdout, `Trusted, these files decide above your own policies and the built-in ones:
+they can allow what another rule would ask and disable policies that are
+not mandatory. Read them first: whoever wrote the repository wrote them. A
+change to any of them untrusts the project.
 Trust them? [y/N] `)
 	answer, err := bufio.NewReader(p.stdin).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
