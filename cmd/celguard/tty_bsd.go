@@ -2,15 +2,7 @@
 
 package main
 
-import (
-	"syscall"
-	"unsafe"
-)
+import "syscall"
 
-// isTerminal reports whether fd is a terminal: whether it answers the
-// request for its terminal attributes (isatty(3)).
-func isTerminal(fd uintptr) bool {
-	var t syscall.Termios
-	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCGETA, uintptr(unsafe.Pointer(&t)))
-	return errno == 0
-}
+// ioctlReadTermios is the request that reads a terminal's attributes.
+const ioctlReadTermios = syscall.TIOCGETA
