@@ -42,6 +42,7 @@ var codeCatalogue = []codeInfo{
 	{policy.CodeOverridden, policy.SeverityInfo, "A policy or rule replaced or disabled by a higher layer."},
 	{policy.CodeUnknownOverride, policy.SeverityWarning, "An Overrides file disables something no lower layer has."},
 	{policy.CodeUndeclaredClass, policy.SeverityError, "match.classes names a class no tool-class file declares."},
+	{policy.CodeAdminLayerUnsafe, policy.SeverityError, "The admin layer (/etc/celguard) could be written by someone other than root; nothing is decided."},
 	{policy.CodeShadowedRule, policy.SeverityWarning, "A rule that can never fire: an earlier unconditional rule always decides first."},
 	{policy.CodeFalseCondition, policy.SeverityWarning, "A rule whose condition is the literal false."},
 	{policy.CodeUnusedVariable, policy.SeverityWarning, "A variable no rule or counter reads."},
