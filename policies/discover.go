@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/trust"
 )
 
 // BundleRecommended is the bundle `celguard eval` uses by default.
@@ -76,53 +78,103 @@ type Options struct {
 	UserDir string
 	// ProjectDir is the project's policy directory; empty means .celguard/
 	// at the root of the repository holding WorkDir (or in WorkDir outside a
-	// repository); "-" means none.
+	// repository); "-" means none. The trust store knows a project by the
+	// directory holding its policy directory (ProjectRoot).
 	ProjectDir string
 	// WorkDir is where the project is looked for; empty means the current
 	// directory.
 	WorkDir string
+	// TrustFile is the trust store (package trust) that says whether the
+	// project layer is trusted; empty means trust.DefaultPath
+	// ($XDG_CONFIG_HOME/celguard/trust.json); "-" means none: the project
+	// layer is untrusted.
+	TrustFile string
 	// Explicit are policy files and directories named by the user.
 	Explicit []string
 	// Registered are policies an embedding program adds; they form the
-	// highest layer.
+	// highest layer but the admin one.
 	Registered []policy.Source
+}
+
+// Discovery is what DiscoverLayers found.
+type Discovery struct {
+	// Sources are the policy sources of every layer, as Discover returns
+	// them.
+	Sources []policy.Source
+	// Project is the project layer and whether the user trusts it; nil when
+	// there is no project layer (no directory, or no policy file in it).
+	Project *Project
+	// AdminDir is the admin layer's directory when it was read; empty when
+	// there is none.
+	AdminDir string
+}
+
+// Project is the project layer and whether the user trusts it.
+type Project struct {
+	// Root is the project root as the trust store keys it (trust.Root).
+	Root string
+	// Dir is the project's policy directory.
+	Dir string
+	// Digest and Files are trust.Digest of the files read from Dir.
+	Digest string
+	Files  []trust.File
+	// Status says whether the trust store trusts this content, and if not
+	// why (not in the store, or what changed since).
+	trust.Status
+	// StoreErr is why the trust store could not be read, when it could not
+	// (malformed, unsafe): the project is then untrusted, and whoever shows
+	// the layers should say why.
+	StoreErr error
 }
 
 // Discover returns the policy sources of every layer, each marked with its
 // layer: the built-in bundle, the user directory, the project directory,
-// the explicit paths and the registered sources. compile.Compile resolves
-// collisions between layers (higher layers win) and applies Overrides files.
+// the explicit paths, the registered sources and the admin directory
+// (AdminDir). compile.Compile resolves collisions between layers (higher
+// layers win) and applies Overrides files.
+//
+// The project's sources are marked Untrusted unless the trust store holds
+// the project's root with the digest of exactly the files read
+// (docs/layers.md, rule 4). A trust store that cannot be read leaves the
+// project untrusted and is not an error (see DiscoverLayers).
+//
 // A user or project directory that does not exist is skipped; an explicit
-// path that does not exist is an error.
+// path that does not exist is an error. The admin layer is read only when
+// root owns it and no one else can write it or any directory above it; a
+// missing AdminDir is no admin layer, any other problem with it is a
+// policy.Diagnostic error of code admin_layer_unsafe: fail closed.
 func Discover(o Options) ([]policy.Source, error) {
+	d, err := DiscoverLayers(o)
+	if err != nil {
+		return nil, err
+	}
+	return d.Sources, nil
+}
+
+// DiscoverLayers is Discover, also saying what it found of the project
+// layer and its trust, and of the admin layer.
+func DiscoverLayers(o Options) (*Discovery, error) {
 	out, err := builtins(o)
 	if err != nil {
 		return nil, err
 	}
+	d := &Discovery{}
 	user, err := userDir(o.UserDir)
 	if err != nil {
 		return nil, err
 	}
-	project, err := projectDir(o.ProjectDir, o.WorkDir)
-	if err != nil {
+	if user != "" {
+		srcs, _, err := loadDir(user)
+		if err != nil {
+			return nil, fmt.Errorf("%s policies in %s: %w", policy.LayerUser, user, err)
+		}
+		out = append(out, withLayer(srcs, policy.LayerUser)...)
+	}
+	var srcs []policy.Source
+	if d.Project, srcs, err = projectLayer(o); err != nil {
 		return nil, err
 	}
-	for _, d := range []struct {
-		dir   string
-		layer policy.Layer
-	}{{user, policy.LayerUser}, {project, policy.LayerProject}} {
-		if d.dir == "" {
-			continue
-		}
-		if st, err := os.Stat(d.dir); err != nil || !st.IsDir() {
-			continue
-		}
-		srcs, err := policy.LoadFS(os.DirFS(d.dir), ".", filepath.ToSlash(d.dir))
-		if err != nil {
-			return nil, fmt.Errorf("%s policies in %s: %w", d.layer, d.dir, err)
-		}
-		out = append(out, withLayer(srcs, d.layer)...)
-	}
+	out = append(out, srcs...)
 	if len(o.Explicit) > 0 {
 		srcs, err := policy.LoadPaths(o.Explicit...)
 		if err != nil {
@@ -131,7 +183,113 @@ func Discover(o Options) ([]policy.Source, error) {
 		out = append(out, withLayer(srcs, policy.LayerExplicit)...)
 	}
 	out = append(out, withLayer(slices.Clone(o.Registered), policy.LayerRegistered)...)
-	return out, nil
+	if srcs, err = adminSources(); err != nil {
+		return nil, err
+	}
+	if srcs != nil {
+		d.AdminDir = admin.dir
+	}
+	d.Sources = append(out, withLayer(srcs, policy.LayerAdmin)...)
+	return d, nil
+}
+
+// loadDir reads the policy files of a user or project directory: the
+// sources named by their path on disk, and the same sources named relative
+// to dir (what a trust digest covers). A directory that does not exist has
+// none.
+func loadDir(dir string) (srcs, rel []policy.Source, err error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, nil, nil
+	}
+	rel, err = policy.LoadFS(os.DirFS(dir), ".", "")
+	if err != nil {
+		return nil, nil, err
+	}
+	prefix := filepath.ToSlash(dir)
+	for _, s := range rel {
+		s.Name = path.Join(prefix, s.Name)
+		srcs = append(srcs, s)
+	}
+	return srcs, rel, nil
+}
+
+// ProjectLayer reads the project layer Options name (ProjectDir, WorkDir)
+// and checks it against the trust store (TrustFile), as DiscoverLayers
+// does: nil when there is no project layer (no directory, or no policy file
+// in it). celguard trust shows and records what it returns.
+func ProjectLayer(o Options) (*Project, error) {
+	p, _, err := projectLayer(o)
+	return p, err
+}
+
+// projectLayer is ProjectLayer with the layer's sources, marked with the
+// layer and, unless trusted, Untrusted.
+func projectLayer(o Options) (*Project, []policy.Source, error) {
+	dir, err := projectDir(o.ProjectDir, o.WorkDir)
+	if err != nil || dir == "" {
+		return nil, nil, err
+	}
+	srcs, rel, err := loadDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s policies in %s: %w", policy.LayerProject, dir, err)
+	}
+	if len(srcs) == 0 {
+		return nil, nil, nil
+	}
+	p, err := projectTrust(dir, rel, o.TrustFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range srcs {
+		srcs[i].Untrusted = !p.Trusted
+	}
+	return p, withLayer(srcs, policy.LayerProject), nil
+}
+
+// projectTrust digests the project layer read from dir (rel: its files
+// named relative to dir) and checks it against the trust store.
+func projectTrust(dir string, rel []policy.Source, trustFile string) (*Project, error) {
+	root, err := trust.Root(filepath.Dir(dir))
+	if err != nil {
+		return nil, fmt.Errorf("%s policies in %s: %w", policy.LayerProject, dir, err)
+	}
+	p := &Project{Root: root, Dir: dir}
+	p.Digest, p.Files = trust.Digest(rel)
+	if trustFile == "-" {
+		p.Status = trust.Status{Reason: "no trust store is read"}
+		return p, nil
+	}
+	if trustFile == "" {
+		if trustFile, err = trust.DefaultPath(); err != nil {
+			p.StoreErr = err
+			p.Status = trust.Status{Reason: "the trust store cannot be found: " + err.Error()}
+			return p, nil
+		}
+	}
+	store, err := trust.Load(trustFile)
+	if err != nil {
+		// Fail closed, but not shut: an unreadable store trusts nothing,
+		// and an untrusted project can only restrict, so the other layers
+		// still decide. Refusing every call instead would let whoever
+		// breaks the store stop the agent without gaining anything.
+		p.StoreErr = err
+		p.Status = trust.Status{Reason: err.Error()}
+		return p, nil
+	}
+	p.Status = store.Check(root, p.Digest, p.Files)
+	return p, nil
+}
+
+// ProjectRoot returns the root of the project holding work (the current
+// directory when empty), as the trust store keys it (trust.Root): the
+// nearest directory at or above work that holds .git, or work itself
+// outside a repository. Its policy directory is .celguard/ in it.
+func ProjectRoot(work string) (string, error) {
+	dir, err := projectDir("", work)
+	if err != nil {
+		return "", err
+	}
+	return trust.Root(filepath.Dir(dir))
 }
 
 func withLayer(srcs []policy.Source, l policy.Layer) []policy.Source {
@@ -180,14 +338,11 @@ func userDir(dir string) (string, error) {
 	case "-":
 		return "", nil
 	case "":
-		if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
-			return filepath.Join(x, "celguard"), nil
-		}
-		home, err := os.UserHomeDir()
+		d, err := trust.ConfigDir()
 		if err != nil {
 			return "", nil // no home: no user layer
 		}
-		return filepath.Join(home, ".config", "celguard"), nil
+		return d, nil
 	}
 	return dir, nil
 }

@@ -1,5 +1,10 @@
 // Package policies embeds celguard's built-in policies and their test
-// suites. `celguard eval` with no --policy flag decides with these.
+// suites, and finds the layers of policies in force on a machine
+// (Discover): the built-in bundle, the user's directory, the project's
+// .celguard/ (marked untrusted unless the user's trust store, package trust,
+// holds its content), --policy files, an embedding program's sources and
+// the administrator's /etc/celguard (read only when root owns it). See
+// docs/layers.md. `celguard eval` with no --policy flag decides with these.
 package policies
 
 import (

@@ -100,6 +100,11 @@ const (
 	CodeUntrustedIgnored   Code = "untrusted_ignored"   // warning: what an untrusted project may not do (Overrides, replacements) is ignored
 )
 
+// Layer codes: problems with where the policies come from.
+const (
+	CodeAdminLayerUnsafe Code = "admin_layer_unsafe" // the admin layer (/etc/celguard) could be written by someone other than root
+)
+
 // Lint codes: warnings compile.Check reports about a set that compiles, for
 // rules, variables and counters that cannot do what their author meant.
 const (

@@ -186,9 +186,13 @@ func runEval(ctx context.Context, p evalParams) int {
 // evalEngine loads and compiles the policies; on failure it reports why and
 // returns the exit code.
 func evalEngine(p evalParams) (*eval.Engine, int) {
-	srcs, set, err := p.policies.policySet(everyLayer)
+	d, set, err := p.policies.layeredSet(everyLayer)
 	var ds policy.Diagnostics
 	if errors.As(err, &ds) {
+		var srcs []policy.Source
+		if d != nil {
+			srcs = d.Sources
+		}
 		_ = output.DiagnosticsText(p.stderr, ds, policy.LinesOf(srcs))
 		fmt.Fprintf(p.stderr, "celguard eval: the policies do not compile: %s\n", output.Summary(ds, len(srcs)))
 		return nil, exitUsage
@@ -197,6 +201,7 @@ func evalEngine(p evalParams) (*eval.Engine, int) {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
 		return nil, exitUsage
 	}
+	printWarnings(p.stderr, "celguard eval", layerWarnings(d, set))
 	eng, err := eval.New(set, eval.WithApprover(deferAsks))
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)

@@ -131,9 +131,13 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 		fmt.Fprintf(p.stderr, "celguard hook: --keep-days must be 0 or more and --max-state-bytes positive\n")
 		return exitUsage
 	}
+	var warnings []string // about the layers, once the engine is made
 	answer := func(r hooks.Response) int {
 		_, _ = p.stdout.Write(r.Stdout)
 		_, _ = io.WriteString(p.stderr, r.Stderr)
+		// After the host's own stderr, which some hosts show the agent as
+		// the reason for a block; stdout stays the host's answer alone.
+		printWarnings(p.stderr, "celguard hook", warnings)
 		return r.Exit
 	}
 	input, err := io.ReadAll(io.LimitReader(p.stdin, maxHookInput+1))
@@ -158,7 +162,11 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 		Store:    store,
 		FailOpen: p.failOpen,
 		Timeout:  p.timeout,
-		Engine:   func() (*eval.Engine, error) { return hookEngine(p.policies, dir) },
+		Engine: func() (*eval.Engine, error) {
+			eng, ws, err := hookEngine(p.policies, dir)
+			warnings = ws
+			return eng, err
+		},
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -171,18 +179,21 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 // Checked expressions are cached in the state directory: a hook runs one
 // process per event, and parsing and type-checking the policies is most of
 // a compile. The cache never decides: a miss only costs time.
-func hookEngine(sel selection, stateDir string) (*eval.Engine, error) {
+//
+// The warnings are layerWarnings, for stderr.
+func hookEngine(sel selection, stateDir string) (*eval.Engine, []string, error) {
 	cache := hooks.LoadASTCache(stateDir)
-	_, set, err := sel.policySet(everyLayer, compile.WithASTCache(cache))
+	d, set, err := sel.layeredSet(everyLayer, compile.WithASTCache(cache))
 	_ = cache.Save() // best effort: the next process compiles without it
 	if err != nil {
 		var ds policy.Diagnostics
 		if errors.As(err, &ds) {
-			return nil, fmt.Errorf("the policies do not compile: %v", ds.Errors())
+			return nil, nil, fmt.Errorf("the policies do not compile: %v", ds.Errors())
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return eval.New(set, eval.WithApprover(deferAsks))
+	eng, err := eval.New(set, eval.WithApprover(deferAsks))
+	return eng, layerWarnings(d, set), err
 }
 
 // hookInstallParams is what `celguard hook install HOST` was asked to do.

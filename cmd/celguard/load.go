@@ -82,6 +82,17 @@ const (
 // --include or --exclude, every layer with the --policy files on top; with
 // nothing chosen, what whenEmpty says.
 func (s selection) sources(whenEmpty unchosen) ([]policy.Source, error) {
+	d, err := s.discover(whenEmpty)
+	if err != nil {
+		return nil, err
+	}
+	return d.Sources, nil
+}
+
+// discover is sources with what was found of the project layer and its
+// trust, and of the admin layer, when the layers were read (the Discovery
+// has only Sources otherwise).
+func (s selection) discover(whenEmpty unchosen) (*policies.Discovery, error) {
 	for _, p := range s.paths {
 		if _, err := os.Stat(p); err != nil {
 			return nil, describe(err)
@@ -89,27 +100,32 @@ func (s selection) sources(whenEmpty unchosen) ([]policy.Source, error) {
 	}
 	switch {
 	case s.empty() && whenEmpty == classesOnly:
-		return []policy.Source{policies.ToolClasses()}, nil
+		return &policies.Discovery{Sources: []policy.Source{policies.ToolClasses()}}, nil
 	case len(s.paths) > 0 && !s.layerFlags():
-		return explicitSources(s.paths)
+		srcs, err := explicitSources(s.paths)
+		if err != nil {
+			return nil, err
+		}
+		return &policies.Discovery{Sources: srcs}, nil
 	}
-	srcs, err := policies.Discover(policies.Options{Bundle: s.bundle, Include: s.include, Exclude: s.exclude, Explicit: s.paths})
+	d, err := policies.DiscoverLayers(policies.Options{Bundle: s.bundle, Include: s.include, Exclude: s.exclude, Explicit: s.paths})
 	if err != nil {
 		return nil, describe(err)
 	}
-	return srcs, nil
+	return d, nil
 }
 
-// policySet compiles the sources s names (see sources) with opts. The
-// error is compile.Compile's: policy.Diagnostics when the policies do not
-// compile.
-func (s selection) policySet(whenEmpty unchosen, opts ...compile.Option) ([]policy.Source, *compile.PolicySet, error) {
-	srcs, err := s.sources(whenEmpty)
+// layeredSet compiles the sources s names (see sources) with opts, and
+// returns them with what was found of the layers (nil when the sources
+// could not be read). The error is compile.Compile's, policy.Diagnostics
+// when the policies do not compile, or discover's.
+func (s selection) layeredSet(whenEmpty unchosen, opts ...compile.Option) (*policies.Discovery, *compile.PolicySet, error) {
+	d, err := s.discover(whenEmpty)
 	if err != nil {
 		return nil, nil, err
 	}
-	set, err := compile.Compile(srcs, opts...)
-	return srcs, set, err
+	set, err := compile.Compile(d.Sources, opts...)
+	return d, set, err
 }
 
 // explicitSources reads the policy files at paths, as the explicit layer,

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,6 +19,9 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"celguard": func() {
 			zeroDurations = true // stable reports for golden files
+			// Scripts cannot give celguard a terminal; CELGUARD_TEST_TERMINAL=1
+			// says stdin is one. Only this test binary reads it.
+			stdinIsTerminal = func(io.Reader) bool { return os.Getenv("CELGUARD_TEST_TERMINAL") == "1" }
 			os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
 	})

@@ -46,9 +46,13 @@ rules it has and the first sentence of its description.
 
 With --effective it lists the policy set eval would use here instead: every
 layer (the built-in bundle, the user's and the project's policies, --policy
-files), each policy with its layer and file, then what layering left out
-(a policy replaced by a higher layer's of the same name, a rule redefined,
-anything an Overrides file disabled) and why. --policy, --bundle, --include
+files, the administrator's /etc/celguard), each policy with its layer and
+file; then what each layer contributes (files, policies, rules) and whether
+the project's .celguard/ is trusted (celguard trust) and if not why; then
+what layering left out (a policy replaced by a higher layer's of the same
+name, a rule redefined, anything an Overrides file disabled) and why; then
+the warnings (what an untrusted project may not do, overrides that disable
+nothing, a trust store that cannot be read). --policy, --bundle, --include
 and --exclude choose the set as they do for eval, hook, lint and test.
 
 Exit codes: 0 on success, 2 when the policies cannot be read or compiled.`,
@@ -130,9 +134,11 @@ func writePolicyTable(p policiesParams, set *compile.PolicySet, header string, r
 	return exitOK
 }
 
-// runPoliciesEffective lists the policy set in force with its origins.
+// runPoliciesEffective lists the policy set in force with its origins:
+// the policies, what each layer contributes and whether the project is
+// trusted, what layering left out and the warnings about it.
 func runPoliciesEffective(_ context.Context, p policiesParams) int {
-	_, set, err := p.sel.policySet(everyLayer)
+	d, set, err := p.sel.layeredSet(everyLayer)
 	var ds policy.Diagnostics
 	if errors.As(err, &ds) {
 		fmt.Fprintf(p.stderr, "celguard policies list: the policies do not compile: %v\n", err)
@@ -147,10 +153,26 @@ func runPoliciesEffective(_ context.Context, p policiesParams) int {
 	}); code != exitOK {
 		return code
 	}
+	writeLayers(p.stdout, d, set)
 	if ex := set.Exclusions(); len(ex) > 0 {
 		fmt.Fprintln(p.stdout, "\nLeft out:")
 		for _, e := range ex {
 			fmt.Fprintf(p.stdout, "  %s %s (%s, %s): %s\n", e.Kind, e.Name, e.Layer, e.Pos, e.Reason)
+		}
+	}
+	var warnings []string
+	if d.Project != nil && d.Project.StoreErr != nil {
+		warnings = append(warnings, d.Project.StoreErr.Error())
+	}
+	for _, w := range set.Warnings() {
+		if w.Severity == policy.SeverityWarning {
+			warnings = append(warnings, w.Error())
+		}
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintln(p.stdout, "\nWarnings:")
+		for _, w := range warnings {
+			fmt.Fprintf(p.stdout, "  %s\n", w)
 		}
 	}
 	return exitOK

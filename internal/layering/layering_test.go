@@ -18,8 +18,8 @@ var layers = []struct {
 	rank int
 	pkgs []string
 }{
-	{0, []string{"policy", "stdlib/shell/...", "internal/atomicfile", "internal/jsonkind"}},
-	{1, []string{"stdlib"}},
+	{0, []string{"policy", "stdlib/shell/...", "internal/atomicfile", "internal/jsonkind", "internal/fileowner"}},
+	{1, []string{"stdlib", "trust"}},
 	{2, []string{"celenv", "policies"}},
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},

@@ -45,6 +45,7 @@ var codeCatalogue = []codeInfo{
 	{policy.CodeInvalidMandatory, policy.SeverityError, "A mandatory rule whose verdict is allow or modify."},
 	{policy.CodeMandatoryKept, policy.SeverityWarning, "An Overrides file or another layer tried to lift a mandatory rule; it stays."},
 	{policy.CodeUntrustedIgnored, policy.SeverityWarning, "What an untrusted project may not do (Overrides, replacements) is ignored until it is trusted."},
+	{policy.CodeAdminLayerUnsafe, policy.SeverityError, "The admin layer (/etc/celguard) could be written by someone other than root; nothing is decided."},
 	{policy.CodeShadowedRule, policy.SeverityWarning, "A rule that can never fire: an earlier unconditional rule always decides first."},
 	{policy.CodeFalseCondition, policy.SeverityWarning, "A rule whose condition is the literal false."},
 	{policy.CodeUnusedVariable, policy.SeverityWarning, "A variable no rule or counter reads."},
