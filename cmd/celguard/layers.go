@@ -15,7 +15,7 @@ import (
 // codeUntrustedIgnored is the code of the warning compile gives for each
 // Overrides file, policy or rule of an untrusted project that it ignores
 // (docs/layers.md, rule 3).
-const codeUntrustedIgnored policy.Code = "untrusted_ignored"
+const codeUntrustedIgnored = policy.CodeUntrustedIgnored
 
 // layerWarnings are what eval and hook say on stderr about the layers, each
 // once: a trust store that could not be read (the project is untrusted) and
