@@ -83,6 +83,10 @@ const (
 	CodeTurnHalted       = "turn_halted"       // an earlier call halted this turn
 	CodeInvalidCall      = "invalid_call"      // the call itself is malformed (no tool name)
 	CodeCanceled         = "canceled"          // the context ended before a decision
+	// CodeStateTampered marks a decision made with a session state that
+	// failed its check (changed outside celguard): see
+	// Engine.RestoreTampered and Decision.StateTampered.
+	CodeStateTampered = "state_tampered"
 )
 
 // Decision is the engine's answer for one call, and the record an audit log
@@ -112,6 +116,11 @@ type Decision struct {
 	Approval *ApprovalRecord `json:"approval,omitempty"`
 	// Error is the run-time error behind a policy_error decision.
 	Error string `json:"error,omitempty"`
+	// StateTampered says the session's stored state failed its check
+	// before this call (it was changed outside celguard), so the call was
+	// decided with the state restored fail-closed (Engine.RestoreTampered).
+	// The engine never sets it; the host that found the fault does.
+	StateTampered bool `json:"state_tampered,omitempty"`
 	// Trace lists the rules considered, when tracing was asked for.
 	Trace []TraceStep `json:"trace,omitempty"`
 }
