@@ -158,7 +158,7 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 		Store:    store,
 		FailOpen: p.failOpen,
 		Timeout:  p.timeout,
-		Engine:   func() (*eval.Engine, error) { return hookEngine(p.policies, dir) },
+		Engine:   func() (*eval.Engine, error) { return hookEngine(p.policies, store) },
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -170,9 +170,15 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 //
 // Checked expressions are cached in the state directory: a hook runs one
 // process per event, and parsing and type-checking the policies is most of
-// a compile. The cache never decides: a miss only costs time.
-func hookEngine(sel selection, stateDir string) (*eval.Engine, error) {
-	cache := hooks.LoadASTCache(stateDir)
+// a compile. The cache never decides: its entries are authenticated with the
+// state key, one that fails its check is a miss, and a miss only costs time.
+// A state key that cannot be used fails the hook (closed, by default).
+func hookEngine(sel selection, store *hooks.Store) (*eval.Engine, error) {
+	key, err := store.Key()
+	if err != nil {
+		return nil, err
+	}
+	cache := hooks.LoadASTCache(store.Dir, key)
 	_, set, err := sel.policySet(everyLayer, compile.WithASTCache(cache))
 	_ = cache.Save() // best effort: the next process compiles without it
 	if err != nil {
