@@ -7,11 +7,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/celguard/celguard/internal/atomicfile"
@@ -38,6 +40,8 @@ const keySize = 32
 // (approvals dropped, counters at their ceiling; see docs/hooks.md).
 type Key struct {
 	k [keySize]byte
+	// macs reuses HMAC states: a warm hook checks hundreds of entries.
+	macs sync.Pool
 }
 
 // String never shows the key.
@@ -56,9 +60,19 @@ const (
 // sum is the HMAC-SHA256 of parts under the domain, each part preceded by
 // its length so that no two lists of parts share an input.
 func (k *Key) sum(domain string, parts ...[]byte) []byte {
-	m := hmac.New(sha256.New, k.k[:])
+	m, ok := k.macs.Get().(hash.Hash)
+	if !ok {
+		m = hmac.New(sha256.New, k.k[:])
+	}
+	defer func() {
+		m.Reset()
+		k.macs.Put(m)
+	}()
 	var n [8]byte
-	for _, p := range append([][]byte{[]byte(domain)}, parts...) {
+	binary.BigEndian.PutUint64(n[:], uint64(len(domain)))
+	m.Write(n[:])
+	io.WriteString(m, domain)
+	for _, p := range parts {
 		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
 		m.Write(n[:])
 		m.Write(p)
