@@ -218,8 +218,14 @@ already there for HOST is updated in place, so installing twice changes
 nothing. --dry-run prints the change as a diff and writes nothing.
 
 --policy, --bundle, --include, --exclude, --state-dir, --fail-open and
---approve are passed on to the installed 'celguard hook HOST' command; --command names the celguard binary
-the host runs (default: celguard, found on the host's PATH).`,
+--approve are passed on to the installed 'celguard hook HOST' command.
+
+The command names this celguard binary by its absolute path, symbolic links
+resolved, so the host runs this file and not whatever is first on PATH when
+the hook runs; --command names another. The agent runs as you: if you can
+write the binary or a directory above it, so can the agent, and install
+warns. Install celguard where only an administrator can write (for example
+/usr/local/bin) before installing the hooks.`,
 		Example: `  # See what would change in this project's Claude Code settings
   celguard hook install claude-code --dry-run
 
@@ -236,7 +242,7 @@ the host runs (default: celguard, found on the host's PATH).`,
 	f.BoolVar(&p.project, "project", false, "install into the project's settings under the current directory (the default)")
 	f.BoolVar(&p.user, "user", false, "install into the user's settings under the home directory")
 	f.BoolVar(&p.dryRun, "dry-run", false, "print the change as a diff; write nothing")
-	f.StringVar(&p.command, "command", "celguard", "the celguard binary the host runs")
+	f.StringVar(&p.command, "command", "", "the celguard binary the host runs (default: this binary's absolute path)")
 	p.addFlags(f)
 	cmd.MarkFlagsMutuallyExclusive("project", "user")
 	return cmd
@@ -270,6 +276,15 @@ func runHookInstall(host string, p hookInstallParams) int {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", describe(err))
 		return exitUsage
+	}
+	if p.command == "" {
+		if p.command, err = hooks.Executable(); err != nil {
+			fmt.Fprintf(p.stderr, "celguard hook install: %v; name it with --command /absolute/path/to/celguard\n", err)
+			return exitUsage
+		}
+	}
+	for _, w := range hooks.BinaryWarnings(p.command) {
+		fmt.Fprintf(p.stderr, "celguard hook install: warning: %s\n", w)
 	}
 	command := installCommand(host, p)
 	updated, changed, err := hooks.Install(host, old, command)
