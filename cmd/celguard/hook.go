@@ -86,7 +86,11 @@ Counters, the turn, a halt and remembered approvals are kept per session in
 the state directory ($XDG_STATE_HOME/celguard, or ~/.local/state/celguard),
 one file per session, locked while a hook uses it, so that they survive from
 one hook process to the next. A new user prompt starts a turn; the end of a
-session removes its state; state untouched for --keep-days is removed.
+session removes its state; state untouched for --keep-days is removed. State
+files and cached expressions carry an HMAC under the directory's key file: a
+state file changed outside celguard drops its approvals and reads its
+counters at their ceiling until they reset (state_tampered), and a changed
+cache entry is checked again.
 
 Every verdict maps to the strongest answer the host can express: an ask on a
 host without one (Codex, Gemini CLI) is a block saying approval is needed, a
