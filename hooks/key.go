@@ -161,17 +161,8 @@ func createKey(path string) (*Key, error) {
 		return nil, fmt.Errorf("cannot make the state key in %s: %w", dir, err)
 	}
 	defer os.Remove(tmp.Name())
-	err = tmp.Chmod(0o600)
-	if err == nil {
-		_, err = tmp.Write(k.k[:])
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	// CreateTemp makes the file 0600.
+	if err := writeKey(tmp, &k); err != nil {
 		return nil, fmt.Errorf("cannot write the state key in %s: %w", dir, err)
 	}
 	// A hard link is made complete or not at all, and never over an
@@ -206,18 +197,23 @@ func createKeyExclusive(path string, k *Key) (*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the state key %s: %w", path, err)
 	}
-	_, err = f.Write(k.k[:])
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeKey(f, k); err != nil {
 		// A partly written key would be refused forever; remove it so the
 		// next hook makes another.
 		_ = os.Remove(path)
 		return nil, fmt.Errorf("cannot write the state key %s: %w", path, err)
 	}
 	return k, nil
+}
+
+// writeKey writes the key's bytes to f, syncs and closes it.
+func writeKey(f *os.File, k *Key) error {
+	_, err := f.Write(k.k[:])
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
