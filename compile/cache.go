@@ -20,6 +20,12 @@ import (
 // of celguard, so an entry is only reused where it would check the same;
 // values are serialized checked expressions. Implementations must be safe
 // for the compile that uses them; they may drop entries at will.
+//
+// A value is what a rule evaluates, taken as it is: whoever can change a
+// value can change a verdict. An implementation kept where others may
+// write (a file in a directory the agent can write) must authenticate its
+// entries and answer a miss for one that fails its check, as hooks.ASTCache
+// does with an HMAC under a key of its state directory.
 type ASTCache interface {
 	Get(key string) ([]byte, bool)
 	Put(key string, value []byte)

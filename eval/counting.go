@@ -115,6 +115,7 @@ func (ev *evaluation) updateCounters() (d Decision, failed bool, err error) {
 		cs := s.counterFor(u.c)
 		if u.reset {
 			cs.reset(u.key)
+			s.unsaturate(u.c, u.key)
 		}
 		if u.inc {
 			cs.increment(u.key, u.c.Decl.Window, now, s.eng.cfg.maxCounterKeys, s.eng.cfg.maxWindowEvents, u.streak)

@@ -148,6 +148,8 @@ type Session struct {
 	halt      *Decision
 	counters  map[string]*counterState
 	approvals map[string]bool
+	// sat, when set, saturates counters lost to a tampered state (state.go).
+	sat *saturation
 }
 
 // NewSession starts a session. meta is the host's metadata (agent, user,
@@ -210,7 +212,12 @@ func (s *Session) counterFor(c *compile.Counter) *counterState {
 func (s *Session) counterValue(c *compile.Counter, key string) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.counterFor(c).value(key, c.Decl.Window, s.eng.cfg.now())
+	cs := s.counterFor(c)
+	now := s.eng.cfg.now()
+	if s.saturated(c, key, now) {
+		return CounterCeiling
+	}
+	return cs.value(key, c.Decl.Window, now)
 }
 
 // Before decides a call before the tool runs.

@@ -40,13 +40,13 @@ func TestDecisionJSONFieldNames(t *testing.T) {
 	content := "x"
 	d := eval.Decision{Verdict: policy.Modify, Phase: policy.PhaseAfter, Tool: "Bash", RuleID: "r", Policy: "p", File: "p.yaml", Line: 3,
 		Reason: "why", Code: "c", Args: map[string]any{"a": 1}, Content: &content, Modified: []string{"r"},
-		Approval: &eval.ApprovalRecord{Rule: "r", Outcome: "approved"}, Error: "e",
+		Approval: &eval.ApprovalRecord{Rule: "r", Outcome: "approved"}, Error: "e", StateTampered: true,
 		Trace: []eval.TraceStep{{Rule: "r", Policy: "p", Verdict: "modify", Outcome: "applied"}}}
 	b, err := json.Marshal(d)
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(b, &m))
-	want := []string{"verdict", "phase", "tool", "rule_id", "policy", "file", "line", "reason", "code", "args", "content", "modified_by", "approval", "error", "trace"}
+	want := []string{"verdict", "phase", "tool", "rule_id", "policy", "file", "line", "reason", "code", "args", "content", "modified_by", "approval", "error", "state_tampered", "trace"}
 	for _, k := range want {
 		assert.Contains(t, m, k)
 	}

@@ -6,6 +6,9 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/policy"
 )
 
 // SessionState is everything a session remembers: its turn, a halt in
@@ -21,6 +24,126 @@ type SessionState struct {
 	Counters map[string]CounterState `json:"counters,omitempty"`
 	// Approvals are the remembered approval keys.
 	Approvals []string `json:"approvals,omitempty"`
+	// Saturated, when set, says the session's counts were lost to a
+	// tampered state (Engine.RestoreTampered): counters read at
+	// CounterCeiling until they reset.
+	Saturated *Saturation `json:"saturated,omitempty"`
+}
+
+// CounterCeiling is what a counter reads while it is saturated: above any
+// limit a rule sets, so a rule that fires at a count (`counters.x >= n`)
+// fires, and small enough that sums of counters do not overflow and that
+// the number is exact in JSON.
+const CounterCeiling int64 = 1<<53 - 1
+
+// Saturation records that a session's counts were lost: its stored state
+// failed its check, so the counts in it may have been lowered by whoever
+// changed it. Until a counter resets as it would have anyway, it reads at
+// CounterCeiling (fail closed); events counted since are kept and count
+// once the saturation lifts:
+//
+//   - a turn-scoped counter, at the next turn (Turn is the turn it was
+//     found in);
+//   - a window counter, once its window has passed since the fault was
+//     found (Since): every event counted before then has left the window;
+//   - a key a reset_when clears, from then on (Cleared, per counter id);
+//   - any other counter (session scope, no window), never in this session.
+type Saturation struct {
+	Since   time.Time           `json:"since"`
+	Turn    uint64              `json:"turn"`
+	Cleared map[string][]string `json:"cleared,omitempty"`
+}
+
+// saturation is a Saturation in a session.
+type saturation struct {
+	since   time.Time
+	turn    uint64
+	cleared map[string]map[string]bool // counter id -> keys reset since
+}
+
+// saturated reports whether counter c reads at its ceiling for key; the
+// caller holds s.mu.
+func (s *Session) saturated(c *compile.Counter, key string, now time.Time) bool {
+	sat := s.sat
+	switch {
+	case sat == nil:
+		return false
+	case c.Decl.Scope == policy.ScopeTurn && s.turn != sat.turn:
+		return false
+	case c.Decl.Window > 0 && !now.Before(sat.since.Add(c.Decl.Window)):
+		return false
+	}
+	return !sat.cleared[c.ID][key]
+}
+
+// unsaturate records that a reset_when cleared counter c's key; the caller
+// holds s.mu. Past the bound on keys, the key stays saturated (stricter).
+func (s *Session) unsaturate(c *compile.Counter, key string) {
+	sat := s.sat
+	if sat == nil {
+		return
+	}
+	keys := sat.cleared[c.ID]
+	if keys == nil {
+		keys = map[string]bool{}
+		sat.cleared[c.ID] = keys
+	}
+	if len(keys) < s.eng.cfg.maxCounterKeys {
+		keys[key] = true
+	}
+}
+
+// export is the saturation as state.
+func (sat *saturation) export() *Saturation {
+	out := &Saturation{Since: sat.since, Turn: sat.turn}
+	for id, keys := range sat.cleared {
+		if len(keys) == 0 {
+			continue
+		}
+		if out.Cleared == nil {
+			out.Cleared = map[string][]string{}
+		}
+		ks := slices.Sorted(maps.Keys(keys))
+		out.Cleared[id] = ks
+	}
+	return out
+}
+
+// restoreSaturation is a Saturation of a state, within the engine's bounds.
+func (e *Engine) restoreSaturation(st *Saturation) *saturation {
+	sat := &saturation{since: st.Since, turn: st.Turn, cleared: map[string]map[string]bool{}}
+	for id, ks := range st.Cleared {
+		keys := map[string]bool{}
+		for _, k := range ks {
+			if len(keys) >= e.cfg.maxCounterKeys {
+				break
+			}
+			keys[k] = true
+		}
+		sat.cleared[id] = keys
+	}
+	return sat
+}
+
+// RestoreTampered starts session id again after its stored state failed
+// its check (it was changed outside celguard), failing closed: untrusted is
+// what could be read of that state, and only its halt is kept (a halt can
+// only make the session stricter; its text is not kept, since whoever
+// changed the file wrote it). Its approvals are dropped, its counters are
+// dropped and every counter reads at CounterCeiling until it resets (see
+// Saturation), and the metadata is meta. The caller marks the decisions of
+// the call it restores for with Decision.StateTampered.
+func (e *Engine) RestoreTampered(id string, meta map[string]any, untrusted SessionState) (*Session, error) {
+	if id == "" {
+		return nil, errors.New("eval.RestoreTampered: no session id")
+	}
+	s := e.NewSession(id, meta)
+	if untrusted.Halted != nil {
+		s.halt = &Decision{Verdict: policy.Halt, Code: CodeStateTampered,
+			Reason: "the turn was halted, and the session state was changed outside celguard since"}
+	}
+	s.sat = &saturation{since: e.cfg.now(), turn: s.turn, cleared: map[string]map[string]bool{}}
+	return s, nil
 }
 
 // CounterState is one counter's counts in a session, keyed by counter id
@@ -67,6 +190,9 @@ func (s *Session) State() SessionState {
 		st.Approvals = append(st.Approvals, k)
 	}
 	slices.Sort(st.Approvals)
+	if s.sat != nil {
+		st.Saturated = s.sat.export()
+	}
 	return st
 }
 
@@ -107,6 +233,9 @@ func (e *Engine) RestoreSession(st SessionState) (*Session, error) {
 			break
 		}
 		s.approvals[k] = true
+	}
+	if st.Saturated != nil {
+		s.sat = e.restoreSaturation(st.Saturated)
 	}
 	return s, nil
 }

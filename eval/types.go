@@ -84,6 +84,10 @@ const (
 	CodeInvalidCall      = "invalid_call"      // the call itself is malformed (no tool name)
 	CodeCanceled         = "canceled"          // the context ended before a decision
 	CodeRewriteConflict  = "rewrite_conflict"  // an untrusted project's rewrites did not settle with the trusted rules' (decide.go, rule 11)
+	// CodeStateTampered marks a decision made with a session state that
+	// failed its check (changed outside celguard): see
+	// Engine.RestoreTampered and Decision.StateTampered.
+	CodeStateTampered = "state_tampered"
 )
 
 // Decision is the engine's answer for one call, and the record an audit log
@@ -117,6 +121,11 @@ type Decision struct {
 	// made by its rule, its default verdict or its rule's failure, and
 	// stricter than the trusted layers' decision.
 	Untrusted bool `json:"untrusted,omitempty"`
+	// StateTampered says the session's stored state failed its check
+	// before this call (it was changed outside celguard), so the call was
+	// decided with the state restored fail-closed (Engine.RestoreTampered).
+	// The engine never sets it; the host that found the fault does.
+	StateTampered bool `json:"state_tampered,omitempty"`
 	// Trace lists the rules considered, when tracing was asked for.
 	Trace []TraceStep `json:"trace,omitempty"`
 }

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync"
 
-	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/internal/atomicfile"
 )
 
@@ -14,21 +14,53 @@ const (
 	astCacheFile       = "ast-cache.json"
 	astCacheMaxBytes   = 32 << 20
 	astCacheMaxEntries = 20000
+	// astCacheVersion is the version of the file's format; a file of
+	// another version is an empty cache.
+	astCacheVersion = 2
 )
 
 // ASTCache is a compile.ASTCache kept in the state directory, so that each
 // hook process skips parsing and type-checking the policies' expressions a
-// previous process already checked. A missing, unreadable or oversized file
-// is an empty cache: the cache only ever saves time, it never decides.
+// previous process already checked.
+//
+// The agent can write the state directory (unless a rule stops it), and a
+// cached checked expression is what a rule evaluates: a rewritten entry
+// would change verdicts. So every entry carries an HMAC-SHA256, under the
+// state key, of its cache key and its value; an entry whose MAC does not
+// check is a miss (the expression is checked again) and is dropped from the
+// file at the next save. A missing, unreadable or oversized file is an
+// empty cache: the cache only ever saves time, it never decides.
 type ASTCache struct {
-	path  string
-	mem   compile.MemoryASTCache
-	dirty bool
+	path string
+	key  *Key
+
+	mu      sync.Mutex
+	entries map[string]*astCacheEntry
+	dirty   bool
 }
 
-// LoadASTCache reads the cache file of a state directory.
-func LoadASTCache(dir string) *ASTCache {
-	c := &ASTCache{path: filepath.Join(dir, astCacheFile)}
+// astCacheFileData is the cache file.
+type astCacheFileData struct {
+	Version int                       `json:"version"`
+	Entries map[string]*astCacheEntry `json:"entries"`
+}
+
+// astCacheEntry is one serialized checked expression and its MAC.
+type astCacheEntry struct {
+	Value []byte `json:"v"`
+	MAC   []byte `json:"mac"`
+	// checked says the MAC was verified in this process.
+	checked bool
+}
+
+// LoadASTCache reads the cache file of a state directory; entries are
+// checked against key when first used. With a nil key (the state key could
+// not be loaded) the cache reads and writes nothing.
+func LoadASTCache(dir string, key *Key) *ASTCache {
+	c := &ASTCache{path: filepath.Join(dir, astCacheFile), key: key, entries: map[string]*astCacheEntry{}}
+	if key == nil {
+		return c
+	}
 	f, err := os.Open(c.path)
 	if err != nil {
 		return c
@@ -37,35 +69,75 @@ func LoadASTCache(dir string) *ASTCache {
 	if st, err := f.Stat(); err != nil || st.Size() > astCacheMaxBytes {
 		return c
 	}
-	var entries map[string][]byte
-	if err := json.NewDecoder(f).Decode(&entries); err != nil {
+	var data astCacheFileData
+	if err := json.NewDecoder(f).Decode(&data); err != nil || data.Version != astCacheVersion {
+		// Written by another version (earlier ones had no MACs) or not
+		// ours: start afresh, and replace it at the next save.
+		c.dirty = true
 		return c
 	}
-	for k, v := range entries {
-		c.mem.Put(k, v)
+	for k, e := range data.Entries {
+		if e != nil && len(c.entries) < astCacheMaxEntries {
+			c.entries[k] = e
+		}
 	}
 	return c
 }
 
-// Get implements compile.ASTCache.
-func (c *ASTCache) Get(key string) ([]byte, bool) { return c.mem.Get(key) }
+// valid checks e's MAC once per process; the caller holds c.mu.
+func (c *ASTCache) valid(k string, e *astCacheEntry) bool {
+	if !e.checked {
+		e.checked = c.key.verify(e.MAC, domainASTCache, []byte(k), e.Value)
+	}
+	return e.checked
+}
+
+// Get implements compile.ASTCache. An entry whose MAC does not check is a
+// miss, and is dropped.
+func (c *ASTCache) Get(key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok {
+		return nil, false
+	}
+	if !c.valid(key, e) {
+		delete(c.entries, key)
+		c.dirty = true
+		return nil, false
+	}
+	return e.Value, true
+}
 
 // Put implements compile.ASTCache.
 func (c *ASTCache) Put(key string, value []byte) {
-	if c.mem.Len() >= astCacheMaxEntries {
+	if c.key == nil {
 		return
 	}
-	c.mem.Put(key, value)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[key]; !ok && len(c.entries) >= astCacheMaxEntries {
+		return
+	}
+	c.entries[key] = &astCacheEntry{Value: value, MAC: c.key.sum(domainASTCache, []byte(key), value), checked: true}
 	c.dirty = true
 }
 
-// Save writes the cache back when a compile added entries, atomically
-// (temp file and rename), so concurrent hooks never see a torn file.
+// Save writes the cache back when a compile added or dropped entries,
+// atomically (temp file and rename), so concurrent hooks never see a torn
+// file. Entries whose MAC does not check are left out.
 func (c *ASTCache) Save() error {
-	if !c.dirty {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.dirty || c.key == nil {
 		return nil
 	}
-	data, err := json.Marshal(c.mem.Entries())
+	for k, e := range c.entries {
+		if !c.valid(k, e) {
+			delete(c.entries, k)
+		}
+	}
+	data, err := json.Marshal(astCacheFileData{Version: astCacheVersion, Entries: c.entries})
 	if err != nil || len(data) > astCacheMaxBytes {
 		return err
 	}

@@ -1,6 +1,7 @@
 package hooks_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,9 +12,17 @@ import (
 	"github.com/celguard/celguard/hooks"
 )
 
+// loadCache loads the AST cache of dir with dir's key.
+func loadCache(t *testing.T, dir string) *hooks.ASTCache {
+	t.Helper()
+	key, err := hooks.LoadKey(dir)
+	require.NoError(t, err)
+	return hooks.LoadASTCache(dir, key)
+}
+
 func TestASTCacheRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	c := hooks.LoadASTCache(dir)
+	c := loadCache(t, dir)
 	_, ok := c.Get("k")
 	assert.False(t, ok, "a missing file is an empty cache")
 	require.NoError(t, c.Save(), "nothing to save is not an error")
@@ -26,7 +35,7 @@ func TestASTCacheRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
 
-	v, ok := hooks.LoadASTCache(dir).Get("k")
+	v, ok := loadCache(t, dir).Get("k")
 	require.True(t, ok)
 	assert.Equal(t, []byte{1, 2, 3}, v)
 }
@@ -34,11 +43,102 @@ func TestASTCacheRoundTrip(t *testing.T) {
 func TestASTCacheToleratesABadFile(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "ast-cache.json"), []byte("{not json"), 0o600))
-	c := hooks.LoadASTCache(dir)
+	c := loadCache(t, dir)
 	_, ok := c.Get("k")
 	assert.False(t, ok)
 	c.Put("k", []byte("v"))
 	require.NoError(t, c.Save(), "a bad file is replaced")
-	_, ok = hooks.LoadASTCache(dir).Get("k")
+	_, ok = loadCache(t, dir).Get("k")
 	assert.True(t, ok)
+}
+
+// cacheFile is the cache file's JSON, as an attacker edits it.
+type cacheFile struct {
+	Version int                          `json:"version"`
+	Entries map[string]map[string][]byte `json:"entries"`
+}
+
+func readCacheFile(t *testing.T, dir string) cacheFile {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "ast-cache.json"))
+	require.NoError(t, err)
+	var f cacheFile
+	require.NoError(t, json.Unmarshal(data, &f))
+	return f
+}
+
+func writeCacheFile(t *testing.T, dir string, f cacheFile) {
+	t.Helper()
+	data, err := json.Marshal(f)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ast-cache.json"), data, 0o600))
+}
+
+// TestASTCacheRefusesForgedEntries: an entry whose value, key or MAC was
+// changed, an entry with no MAC, one moved to another key, one signed with
+// another key and a file of the old unsigned format are all misses, and
+// the next save drops them.
+func TestASTCacheRefusesForgedEntries(t *testing.T) {
+	dir := t.TempDir()
+	c := loadCache(t, dir)
+	c.Put("a", []byte("value a"))
+	c.Put("b", []byte("value b"))
+	c.Put("keep", []byte("kept"))
+	require.NoError(t, c.Save())
+	f := readCacheFile(t, dir)
+
+	f.Entries["a"]["v"] = []byte("forged a")                 // value rewritten, old MAC
+	f.Entries["b"] = map[string][]byte{"v": []byte("b")}     // no MAC
+	f.Entries["moved"] = f.Entries["keep"]                   // a valid entry under another key
+	f.Entries["c"] = map[string][]byte{"v": nil, "mac": nil} // empty
+	writeCacheFile(t, dir, f)
+
+	c = loadCache(t, dir)
+	for _, k := range []string{"a", "b", "moved", "c"} {
+		_, ok := c.Get(k)
+		assert.False(t, ok, "forged entry %q was used", k)
+	}
+	v, ok := c.Get("keep")
+	require.True(t, ok)
+	assert.Equal(t, "kept", string(v))
+	require.NoError(t, c.Save(), "the forged entries are dropped")
+	assert.ElementsMatch(t, []string{"keep"}, keys(readCacheFile(t, dir).Entries))
+
+	// Another state directory's key signs nothing here.
+	other := t.TempDir()
+	oc := loadCache(t, other)
+	oc.Put("x", []byte("from elsewhere"))
+	require.NoError(t, oc.Save())
+	data, err := os.ReadFile(filepath.Join(other, "ast-cache.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ast-cache.json"), data, 0o600))
+	_, ok = loadCache(t, dir).Get("x")
+	assert.False(t, ok, "an entry signed with another key was used")
+
+	// The format before MACs: a map of key to value.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ast-cache.json"), []byte(`{"x":"AQID"}`), 0o600))
+	_, ok = loadCache(t, dir).Get("x")
+	assert.False(t, ok, "an unsigned entry of the old format was used")
+}
+
+// TestASTCacheWithoutKey: with no key the cache neither reads nor writes.
+func TestASTCacheWithoutKey(t *testing.T) {
+	dir := t.TempDir()
+	c := loadCache(t, dir)
+	c.Put("k", []byte("v"))
+	require.NoError(t, c.Save())
+	nk := hooks.LoadASTCache(dir, nil)
+	_, ok := nk.Get("k")
+	assert.False(t, ok)
+	nk.Put("k2", []byte("v"))
+	require.NoError(t, nk.Save())
+	assert.ElementsMatch(t, []string{"k"}, keys(readCacheFile(t, dir).Entries))
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

@@ -182,8 +182,10 @@ func TestEndToEndConcurrentHooks(t *testing.T) {
 	}
 	data, err := os.ReadFile((&Store{Dir: state}).Path("codex-concurrent"))
 	require.NoError(t, err)
+	var file stateFile
+	require.NoError(t, json.Unmarshal(data, &file), "the state file parses")
 	var st eval.SessionState
-	require.NoError(t, json.Unmarshal(data, &st), "the state file parses")
+	require.NoError(t, json.Unmarshal(file.State, &st), "the state in it parses")
 	for _, id := range []string{"loop-detection/exact_failures", "loop-detection/tool_failures"} {
 		c, ok := st.Counters[id]
 		require.True(t, ok, "counter %s in %s", id, data)

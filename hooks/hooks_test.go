@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -115,8 +116,10 @@ func TestFailClosed(t *testing.T) {
 	}
 }
 
-// TestFailClosedOnState: unreadable state, state over the cap and a lock
-// held past the timeout all block.
+// TestFailClosedOnState: a state file that is not celguard's (not JSON,
+// over the cap) is tampered: the call is decided with the state restored
+// fail-closed, and the answer says so. An unreadable state, an unusable
+// state key and a lock held past the timeout block.
 func TestFailClosedOnState(t *testing.T) {
 	eng := testEngine(t)
 	in := []byte(beforeEvents["claude-code"])
@@ -130,13 +133,33 @@ func TestFailClosedOnState(t *testing.T) {
 	r := newRunner(dir)
 	require.NoError(t, os.WriteFile(r.Store.Path("s1"), []byte("{not json"), 0o600))
 	got := r.Run(context.Background(), in)
-	assert.Equal(t, 2, got.Exit)
-	assert.Contains(t, got.Stderr, "is not valid")
+	assert.Equal(t, 0, got.Exit)
+	assert.Contains(t, got.Stderr, "was changed outside celguard")
+	// The built-in loop detection reads its counters at their ceiling:
+	// every call of this turn is refused, and the answer says why.
+	assert.Contains(t, string(got.Stdout), `"permissionDecision":"deny"`)
+	assert.Contains(t, string(got.Stdout), "was changed outside celguard")
+	got = r.Run(context.Background(), in)
+	assert.Empty(t, got.Stderr, "the state was written again, signed")
 
 	require.NoError(t, os.WriteFile(r.Store.Path("s1"), []byte(`{"id":"s1","meta":{"x":"`+strings.Repeat("a", 2000)+`"}}`), 0o600))
 	got = r.Run(context.Background(), in)
-	assert.Equal(t, 2, got.Exit)
+	assert.Equal(t, 0, got.Exit)
 	assert.Contains(t, got.Stderr, "larger than 1024 bytes")
+
+	if runtime.GOOS != "windows" && os.Geteuid() != 0 {
+		require.NoError(t, os.Chmod(r.Store.Path("s1"), 0))
+		got = r.Run(context.Background(), in)
+		assert.Equal(t, 2, got.Exit)
+		assert.Contains(t, got.Stderr, "cannot read the session state")
+		require.NoError(t, os.Chmod(r.Store.Path("s1"), 0o600))
+	}
+
+	bad := newRunner(t.TempDir())
+	require.NoError(t, os.WriteFile(filepath.Join(bad.Store.Dir, KeyFile), []byte("short"), 0o600))
+	got = bad.Run(context.Background(), in)
+	assert.Equal(t, 2, got.Exit, "an unusable key blocks")
+	assert.Contains(t, got.Stderr, "does not hold a key")
 
 	require.NoError(t, os.Remove(r.Store.Path("s1")))
 	held, err := r.Store.Lock(context.Background(), "s1")

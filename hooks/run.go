@@ -2,11 +2,14 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
 )
 
 // DefaultTimeout bounds one hook invocation's wait for the session lock and
@@ -88,16 +91,7 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 		}
 		return r.Host.Encode(ev, eval.Decision{}), nil
 	}
-	st, _, err := locked.Load()
-	if err != nil {
-		return Response{}, err
-	}
-	// The latest metadata wins (the permission mode or model may change).
-	if st.Meta == nil {
-		st.Meta = map[string]any{}
-	}
-	maps.Copy(st.Meta, ev.Meta)
-	sess, err := eng.RestoreSession(st)
+	sess, tampered, err := restore(eng, locked, ev)
 	if err != nil {
 		return Response{}, err
 	}
@@ -116,5 +110,57 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	if err := locked.Save(sess.State()); err != nil {
 		return Response{}, err
 	}
-	return r.Host.Encode(ev, d), nil
+	if tampered == nil {
+		return r.Host.Encode(ev, d), nil
+	}
+	if ev.Kind == KindBefore || ev.Kind == KindAfter {
+		d = markTampered(d, tampered)
+	}
+	resp := r.Host.Encode(ev, d)
+	resp.Stderr += clip("celguard: "+tampered.Error()+"; "+tamperedConsequence) + "\n"
+	return resp, nil
+}
+
+// restore loads the session's state and rebuilds the session. A state that
+// fails its check restores fail-closed (eval.Engine.RestoreTampered), and
+// tampered says why.
+func restore(eng *eval.Engine, locked *LockedState, ev Event) (sess *eval.Session, tampered *TamperedError, err error) {
+	st, _, err := locked.Load()
+	if errors.As(err, &tampered) {
+		sess, err = eng.RestoreTampered(ev.SessionID, ev.Meta, tampered.Untrusted)
+		return sess, tampered, err
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	// The latest metadata wins (the permission mode or model may change).
+	if st.Meta == nil {
+		st.Meta = map[string]any{}
+	}
+	maps.Copy(st.Meta, ev.Meta)
+	sess, err = eng.RestoreSession(st)
+	return sess, nil, err
+}
+
+// tamperedConsequence says what a tampered state file costs the session.
+const tamperedConsequence = "its remembered approvals were dropped and its counters read at their ceiling until they reset " +
+	"(at the next prompt, once a rate window has passed, or when a rule resets them)"
+
+// markTampered marks the decision of a call decided with a state that
+// failed its check (code state_tampered): the reason says so, and an allow
+// becomes a warn, so that every host shows it.
+func markTampered(d eval.Decision, t *TamperedError) eval.Decision {
+	d.StateTampered = true
+	note := t.Error() + "; " + tamperedConsequence
+	if d.Verdict == policy.Allow {
+		// celguard decides the warn, not the rule that allowed.
+		d.Verdict, d.Code, d.Reason = policy.Warn, eval.CodeStateTampered, note
+		d.RuleID, d.Policy, d.File, d.Line = "", "", "", 0
+		return d
+	}
+	if d.Code == "" {
+		d.Code = eval.CodeStateTampered
+	}
+	d.Reason = strings.TrimSpace(strings.TrimSpace(d.Reason) + " (" + note + ")")
+	return d
 }

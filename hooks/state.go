@@ -1,7 +1,6 @@
 package hooks
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/celguard/celguard/eval"
@@ -37,6 +37,8 @@ const (
 // id, replaced atomically (a temporary file renamed over it) while an
 // exclusive lock on the session's lock file is held, so that concurrent hooks
 // of one session (Codex runs them concurrently) each see the others' counts.
+// Every file carries an HMAC-SHA256 under the directory's state key (Key),
+// so a file changed outside celguard is found out (TamperedError).
 type Store struct {
 	// Dir is the state directory; it is created (0700) when missing.
 	Dir string
@@ -49,6 +51,9 @@ type Store struct {
 	MaxAge time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	keyMu sync.Mutex
+	key   *Key
 }
 
 // DefaultStateDir is $XDG_STATE_HOME/celguard, or ~/.local/state/celguard.
@@ -134,8 +139,62 @@ func (s *Store) Lock(ctx context.Context, sessionID string) (*LockedState, error
 // Path is the session's state file.
 func (ls *LockedState) Path() string { return ls.path }
 
-// Load reads the session's state; found is false when there is none yet.
+// stateFormat names the format of a state file; a file that does not say
+// it is not trusted.
+const stateFormat = "celguard-state/1"
+
+// stateFile is a session's state file: the state as JSON, and the
+// HMAC-SHA256, under the state key, of the session id and of the exact
+// bytes of the state as written (docs/hooks.md).
+type stateFile struct {
+	Format string          `json:"format"`
+	MAC    string          `json:"mac"`
+	State  json.RawMessage `json:"state"`
+}
+
+// TamperedError says a session's state file failed its check: it was
+// changed, replaced or written outside celguard (or by a celguard from
+// before state files carried a MAC, or with another key). Its content is
+// not trusted: Runner restores the session fail-closed from it
+// (eval.Engine.RestoreTampered).
+type TamperedError struct {
+	// Path is the state file.
+	Path string
+	// Why says what failed.
+	Why string
+	// Untrusted is what could be read of the state, for the one thing a
+	// tampered state may still do: keep a halt.
+	Untrusted eval.SessionState
+}
+
+// Error implements error.
+func (e *TamperedError) Error() string {
+	return fmt.Sprintf("the session state %s was changed outside celguard (%s)", e.Path, e.Why)
+}
+
+// Key returns the state key of the store's directory, made on first use
+// (LoadKey).
+func (s *Store) Key() (*Key, error) {
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	if s.key == nil {
+		k, err := LoadKey(s.Dir)
+		if err != nil {
+			return nil, err
+		}
+		s.key = k
+	}
+	return s.key, nil
+}
+
+// Load reads the session's state; found is false when there is none yet. A
+// state file that fails its check is a *TamperedError; any other error
+// means the state could not be read at all.
 func (ls *LockedState) Load() (st eval.SessionState, found bool, err error) {
+	key, err := ls.store.Key()
+	if err != nil {
+		return st, false, err
+	}
 	f, err := os.Open(ls.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return eval.SessionState{ID: ls.id}, false, nil
@@ -149,12 +208,24 @@ func (ls *LockedState) Load() (st eval.SessionState, found bool, err error) {
 	if err != nil {
 		return st, false, fmt.Errorf("cannot read the session state %s: %w", ls.path, err)
 	}
-	if int64(len(data)) > max {
-		return st, false, fmt.Errorf("the session state %s is larger than %d bytes; delete it to start the session afresh", ls.path, max)
+	tampered := func(why string) (eval.SessionState, bool, error) {
+		return eval.SessionState{ID: ls.id}, true, &TamperedError{Path: ls.path, Why: why, Untrusted: salvage(data)}
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&st); err != nil {
-		return st, false, fmt.Errorf("the session state %s is not valid (%v); delete it to start the session afresh", ls.path, err)
+	if int64(len(data)) > max {
+		// celguard never writes a state past the cap.
+		return tampered(fmt.Sprintf("larger than %d bytes", max))
+	}
+	var sf stateFile
+	if err := json.Unmarshal(data, &sf); err != nil || sf.Format != stateFormat {
+		return tampered("no " + stateFormat + " header; a state written before celguard signed its state files is not trusted either")
+	}
+	mac, err := hex.DecodeString(sf.MAC)
+	if err != nil || !key.verify(mac, domainState, []byte(ls.id), sf.State) {
+		return tampered("its MAC does not check")
+	}
+	// The bytes are celguard's own: they decode, and they are this session's.
+	if err := json.Unmarshal(sf.State, &st); err != nil {
+		return st, false, fmt.Errorf("the session state %s is signed but not valid (%v); delete it to start the session afresh", ls.path, err)
 	}
 	if st.ID != ls.id {
 		return st, false, fmt.Errorf("the session state %s belongs to session %q, not %q", ls.path, st.ID, ls.id)
@@ -162,11 +233,33 @@ func (ls *LockedState) Load() (st eval.SessionState, found bool, err error) {
 	return st, true, nil
 }
 
+// salvage reads what it can of an untrusted state file: the state of a
+// signed file, or a bare state (the format before MACs).
+func salvage(data []byte) eval.SessionState {
+	var sf stateFile
+	if json.Unmarshal(data, &sf) == nil && len(sf.State) > 0 {
+		data = sf.State
+	}
+	var st eval.SessionState
+	_ = json.Unmarshal(data, &st)
+	return st
+}
+
 // Save replaces the session's state atomically: readers see the old state or
 // the new one, never a mix. A state that would encode larger than the cap is
 // not written.
 func (ls *LockedState) Save(st eval.SessionState) error {
-	data, err := json.Marshal(st)
+	key, err := ls.store.Key()
+	if err != nil {
+		return err
+	}
+	st.ID = ls.id
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("cannot encode the session state: %w", err)
+	}
+	mac := key.sum(domainState, []byte(ls.id), raw)
+	data, err := json.Marshal(stateFile{Format: stateFormat, MAC: hex.EncodeToString(mac), State: raw})
 	if err != nil {
 		return fmt.Errorf("cannot encode the session state: %w", err)
 	}

@@ -62,14 +62,16 @@ func TestStoreRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
 
-	// Another session's file is refused.
+	// Another session's file, signed for that session, is tampered.
 	data, _ := os.ReadFile(ss.Path())
 	require.NoError(t, os.WriteFile(s.Path("other"), data, 0o600))
 	os2, err := s.Lock(context.Background(), "other")
 	require.NoError(t, err)
 	defer os2.Close()
 	_, _, err = os2.Load()
-	assert.ErrorContains(t, err, `belongs to session "abc"`)
+	var te *TamperedError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "its MAC does not check", te.Why)
 }
 
 // TestStoreCap: a state that would grow past the cap is not written, and

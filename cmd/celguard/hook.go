@@ -86,7 +86,11 @@ Counters, the turn, a halt and remembered approvals are kept per session in
 the state directory ($XDG_STATE_HOME/celguard, or ~/.local/state/celguard),
 one file per session, locked while a hook uses it, so that they survive from
 one hook process to the next. A new user prompt starts a turn; the end of a
-session removes its state; state untouched for --keep-days is removed.
+session removes its state; state untouched for --keep-days is removed. State
+files and cached expressions carry an HMAC under the directory's key file: a
+state file changed outside celguard drops its approvals and reads its
+counters at their ceiling until they reset (state_tampered), and a changed
+cache entry is checked again.
 
 Every verdict maps to the strongest answer the host can express: an ask on a
 host without one (Codex, Gemini CLI) is a block saying approval is needed, a
@@ -163,7 +167,7 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 		FailOpen: p.failOpen,
 		Timeout:  p.timeout,
 		Engine: func() (*eval.Engine, error) {
-			eng, ws, err := hookEngine(p.policies, dir)
+			eng, ws, err := hookEngine(p.policies, store)
 			warnings = ws
 			return eng, err
 		},
@@ -178,11 +182,17 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 //
 // Checked expressions are cached in the state directory: a hook runs one
 // process per event, and parsing and type-checking the policies is most of
-// a compile. The cache never decides: a miss only costs time.
+// a compile. The cache never decides: its entries are authenticated with the
+// state key, one that fails its check is a miss, and a miss only costs time.
+// A state key that cannot be used fails the hook (closed, by default).
 //
 // The warnings are layerWarnings, for stderr.
-func hookEngine(sel selection, stateDir string) (*eval.Engine, []string, error) {
-	cache := hooks.LoadASTCache(stateDir)
+func hookEngine(sel selection, store *hooks.Store) (*eval.Engine, []string, error) {
+	key, err := store.Key()
+	if err != nil {
+		return nil, nil, err
+	}
+	cache := hooks.LoadASTCache(store.Dir, key)
 	d, set, err := sel.layeredSet(everyLayer, compile.WithASTCache(cache))
 	_ = cache.Save() // best effort: the next process compiles without it
 	if err != nil {
@@ -223,8 +233,14 @@ already there for HOST is updated in place, so installing twice changes
 nothing. --dry-run prints the change as a diff and writes nothing.
 
 --policy, --bundle, --include, --exclude, --state-dir, --fail-open and
---approve are passed on to the installed 'celguard hook HOST' command; --command names the celguard binary
-the host runs (default: celguard, found on the host's PATH).`,
+--approve are passed on to the installed 'celguard hook HOST' command.
+
+The command names this celguard binary by its absolute path, symbolic links
+resolved, so the host runs this file and not whatever is first on PATH when
+the hook runs; --command names another. The agent runs as you: if you can
+write the binary or a directory above it, so can the agent, and install
+warns. Install celguard where only an administrator can write (for example
+/usr/local/bin) before installing the hooks.`,
 		Example: `  # See what would change in this project's Claude Code settings
   celguard hook install claude-code --dry-run
 
@@ -241,7 +257,7 @@ the host runs (default: celguard, found on the host's PATH).`,
 	f.BoolVar(&p.project, "project", false, "install into the project's settings under the current directory (the default)")
 	f.BoolVar(&p.user, "user", false, "install into the user's settings under the home directory")
 	f.BoolVar(&p.dryRun, "dry-run", false, "print the change as a diff; write nothing")
-	f.StringVar(&p.command, "command", "celguard", "the celguard binary the host runs")
+	f.StringVar(&p.command, "command", "", "the celguard binary the host runs (default: this binary's absolute path)")
 	p.addFlags(f)
 	cmd.MarkFlagsMutuallyExclusive("project", "user")
 	return cmd
@@ -275,6 +291,15 @@ func runHookInstall(host string, p hookInstallParams) int {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", describe(err))
 		return exitUsage
+	}
+	if p.command == "" {
+		if p.command, err = hooks.Executable(); err != nil {
+			fmt.Fprintf(p.stderr, "celguard hook install: %v; name it with --command /absolute/path/to/celguard\n", err)
+			return exitUsage
+		}
+	}
+	for _, w := range hooks.BinaryWarnings(p.command) {
+		fmt.Fprintf(p.stderr, "celguard hook install: warning: %s\n", w)
 	}
 	command := installCommand(host, p)
 	updated, changed, err := hooks.Install(host, old, command)

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/policy"
+)
+
+// TestHookIgnoresForgedASTCache replays the issue's attack on the AST
+// cache: after a hook has cached the checked expressions of the recommended
+// bundle, every boolean expression in the cache file (the conditions of
+// dangerous-commands among them) is rewritten to `false`. The forged values
+// would make `rm -rf /` pass (shown by compiling from them directly); the
+// hook, which checks each entry's MAC, still blocks it, and drops them.
+func TestHookIgnoresForgedASTCache(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Chdir(t.TempDir())
+	state := t.TempDir()
+	event := `{"session_id":"s","cwd":"/home/user/p","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"}}`
+	hook := func() (string, int) {
+		var out, errb bytes.Buffer
+		p := hookParams{hookOptions: hookOptions{stateDir: state, approve: true}, timeout: 10 * time.Second,
+			keepDays: 7, maxStateBytes: hooks.DefaultMaxStateBytes,
+			stdio: stdio{stdin: strings.NewReader(event), stdout: &out, stderr: &errb}}
+		code := runHook(context.Background(), "claude-code", p)
+		return out.String(), code
+	}
+	out, code := hook()
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `"permissionDecision":"deny"`)
+	require.Contains(t, out, "dangerous")
+
+	cachePath := filepath.Join(state, "ast-cache.json")
+	data, err := os.ReadFile(cachePath)
+	require.NoError(t, err)
+	var file struct {
+		Version int                          `json:"version"`
+		Entries map[string]map[string][]byte `json:"entries"`
+	}
+	require.NoError(t, json.Unmarshal(data, &file))
+	forged := &compile.MemoryASTCache{}
+	n := 0
+	for k, e := range file.Entries {
+		if v, ok := forgeFalse(t, e["v"]); ok {
+			e["v"] = v // the MAC is left as it was: the attacker has no key
+			n++
+		}
+		forged.Put(k, e["v"])
+	}
+	require.Greater(t, n, 10, "boolean expressions forged")
+	data, err = json.Marshal(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cachePath, data, 0o600))
+
+	// Control: compiled from the forged values, rm -rf / is no longer
+	// blocked, only asked (a user may approve it, or an approver).
+	_, set, err := selection{}.layeredSet(everyLayer, compile.WithASTCache(forged))
+	require.NoError(t, err)
+	eng, err := eval.New(set, eval.WithApprover(deferAsks))
+	require.NoError(t, err)
+	d, err := eng.NewSession("c", nil).Before(context.Background(), eval.Call{Tool: "Bash", Args: map[string]any{"command": "rm -rf /"}})
+	require.NoError(t, err)
+	require.Equal(t, policy.Ask, d.Verdict, "the forgery must be one that would change the verdict: %+v", d)
+
+	out, code = hook()
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, `"permissionDecision":"deny"`, "a forged cache entry changed the verdict")
+	assert.Contains(t, out, "dangerous")
+
+	data, err = os.ReadFile(cachePath)
+	require.NoError(t, err)
+	assert.Zero(t, strings.Count(string(data), string(mustJSON(t, mustFalse(t)))), "the forged entries were dropped")
+}
+
+// forgeFalse replaces a cached checked expression of type bool by the
+// checked expression `false`.
+func forgeFalse(t *testing.T, v []byte) ([]byte, bool) {
+	var pb exprpb.CheckedExpr
+	if proto.Unmarshal(v, &pb) != nil || pb.GetExpr() == nil {
+		return nil, false
+	}
+	typ := pb.GetTypeMap()[pb.GetExpr().GetId()]
+	if typ.GetPrimitive() != exprpb.Type_BOOL {
+		return nil, false
+	}
+	return mustFalse(t), true
+}
+
+func mustFalse(t *testing.T) []byte {
+	env, err := cel.NewEnv()
+	require.NoError(t, err)
+	ast, iss := env.Compile("false")
+	require.NoError(t, iss.Err())
+	pb, err := cel.AstToCheckedExpr(ast)
+	require.NoError(t, err)
+	b, err := proto.Marshal(pb)
+	require.NoError(t, err)
+	return b
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return bytes.Trim(b, `"`)
+}
