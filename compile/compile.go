@@ -134,6 +134,7 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 		policyNames: map[string]policy.Pos{}, ruleIDs: map[string]policy.Pos{}}
 	srcs = slices.Clone(srcs)
 	slices.SortStableFunc(srcs, func(a, b policy.Source) int { return strings.Compare(a.Name, b.Name) })
+	c.untrusted = untrustedFiles(srcs) // crosslayer.go
 	if len(srcs) == 0 {
 		c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeNoPolicies, Severity: policy.SeverityError,
 			Message: "no policy files were given"})
@@ -197,6 +198,8 @@ type compiler struct {
 	parsedRules []*Rule
 	// parseDS holds the parser's diagnostics of the policy being compiled.
 	parseDS policy.Diagnostics
+	// untrusted holds the names of the untrusted sources (crosslayer.go).
+	untrusted map[string]bool
 	// checked holds every expression that type-checked, for the lint
 	// analyses and the cost analysis.
 	checked []checkedExpr

@@ -71,11 +71,7 @@ func (l *linter) unconditional(r *Rule) bool {
 // rules reports rules that can never fire (false_condition, shadowed_rule)
 // and rules that stop a call without saying why (missing_reason).
 func (l *linter) rules() {
-	var byPhase [2][]*Rule
-	for _, r := range l.c.set.rules {
-		byPhase[r.Phase] = append(byPhase[r.Phase], r)
-	}
-	for _, rules := range byPhase {
+	for _, rules := range l.sequences() { // crosslayer.go
 		l.shadowing(rules)
 	}
 	for _, r := range l.c.set.rules {
@@ -95,11 +91,12 @@ func (l *linter) rules() {
 // it, only match-all and exact-name shadowing is reported.
 const shadowBudget = 1 << 20
 
-// shadowing reports, for the rules of one phase in evaluation order, each
-// rule an earlier rule always decides first: a rule with no condition (or
-// the condition true) and a verdict other than modify stops evaluation for
-// every tool its matcher admits, so a later rule whose tools are all among
-// those can never fire. The tools of the later rule may be covered by
+// shadowing reports, for the rules of one sequence (one phase of the
+// trusted or of the untrusted rules, see sequences) in evaluation order,
+// each rule an earlier rule always decides first: a rule with no condition
+// (or the condition true) and a verdict other than modify stops evaluation
+// for every tool its matcher admits, so a later rule whose tools are all
+// among those can never fire. The tools of the later rule may be covered by
 // several earlier rules together; each is named.
 func (l *linter) shadowing(rules []*Rule) {
 	var (
@@ -231,6 +228,10 @@ func globCovers(g, p string) bool {
 }
 
 func (l *linter) reportShadowed(r *Rule, by []*Rule) {
+	if crossLayer(r, by) {
+		l.reportCrossLayer(r, by) // crosslayer.go
+		return
+	}
 	related := make([]policy.Pos, 0, len(by))
 	names := make([]string, 0, len(by))
 	for _, b := range by {
