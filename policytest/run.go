@@ -209,11 +209,7 @@ func suitePolicies(fsys fs.FS, s *Suite, opts Options) (own, builtin []policy.So
 // readEntry reads a policies entry that is a path: a policy file, or a
 // directory of them (walked as policy.LoadFS walks one).
 func readEntry(fsys fs.FS, name string) ([]policy.Source, error) {
-	st, err := fs.Stat(fsys, name)
-	if err != nil {
-		return nil, err
-	}
-	if !st.IsDir() {
+	if st, err := fs.Stat(fsys, name); err != nil || !st.IsDir() {
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, err
