@@ -43,28 +43,10 @@ func (l *linter) sequences() [][]*Rule {
 }
 
 // crossLayer reports whether a rule pre-empted by the rules by is pre-empted
-// by some rule of another layer.
+// by some rule of another layer: reportShadowed then reports it as
+// cross_layer_shadowed, with each rule's layer.
 func crossLayer(r *Rule, by []*Rule) bool {
 	return slices.ContainsFunc(by, func(b *Rule) bool { return b.Policy.Layer != r.Policy.Layer })
-}
-
-// reportCrossLayer reports a rule that rules of other layers always decide
-// before (cross_layer_shadowed): at the rule, with the position and layer of
-// each rule that pre-empts it.
-func (l *linter) reportCrossLayer(r *Rule, by []*Rule) {
-	related := make([]policy.Pos, 0, len(by))
-	names := make([]string, 0, len(by))
-	for _, b := range by {
-		related = append(related, b.Source.ID.Pos)
-		names = append(names, fmt.Sprintf("%q (%s layer, %s, verdict %s)", b.ID, b.Policy.Layer, b.Source.ID.Pos, b.Verdict))
-	}
-	subject := "rule " + names[0] + " comes"
-	if len(names) > 1 {
-		subject = "rules " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " come"
-	}
-	l.warn(policy.CodeCrossLayerShadowed, r.Source.ID.Pos, related,
-		"rule %q (%s layer) can never decide: %s first in the order the layers are tried in, with no condition and a matcher that covers every tool this rule matches",
-		r.ID, r.Policy.Layer, subject)
 }
 
 // strictness ranks verdicts as the stricter-of-two decision does

@@ -228,19 +228,26 @@ func globCovers(g, p string) bool {
 }
 
 func (l *linter) reportShadowed(r *Rule, by []*Rule) {
-	if crossLayer(r, by) {
-		l.reportCrossLayer(r, by) // crosslayer.go
-		return
-	}
+	cross := crossLayer(r, by) // crosslayer.go
 	related := make([]policy.Pos, 0, len(by))
 	names := make([]string, 0, len(by))
 	for _, b := range by {
 		related = append(related, b.Source.ID.Pos)
-		names = append(names, fmt.Sprintf("%q (%s, verdict %s)", b.ID, b.Source.ID.Pos, b.Verdict))
+		where := b.Source.ID.Pos.String()
+		if cross {
+			where = fmt.Sprintf("%s layer, %s", b.Policy.Layer, where)
+		}
+		names = append(names, fmt.Sprintf("%q (%s, verdict %s)", b.ID, where, b.Verdict))
 	}
 	subject := "rule " + names[0] + " comes"
 	if len(names) > 1 {
 		subject = "rules " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " come"
+	}
+	if cross {
+		l.warn(policy.CodeCrossLayerShadowed, r.Source.ID.Pos, related,
+			"rule %q (%s layer) can never decide: %s first in the order the layers are tried in, with no condition and a matcher that covers every tool this rule matches",
+			r.ID, r.Policy.Layer, subject)
+		return
 	}
 	l.warn(policy.CodeShadowedRule, r.Source.ID.Pos, related,
 		"rule %q can never fire: %s first in evaluation order, with no condition and a matcher that covers every tool this rule matches",
