@@ -71,20 +71,8 @@ func (l *linter) unconditional(r *Rule) bool {
 // rules reports rules that can never fire (false_condition, shadowed_rule)
 // and rules that stop a call without saying why (missing_reason).
 func (l *linter) rules() {
-	// Each track (trusted, untrusted) decides on its own: a rule of one
-	// never shadows a rule of the other.
-	var byPhase [2][2][]*Rule
-	for _, r := range l.c.set.rules {
-		track := 0
-		if r.Policy.Untrusted {
-			track = 1
-		}
-		byPhase[track][r.Phase] = append(byPhase[track][r.Phase], r)
-	}
-	for _, phases := range byPhase {
-		for _, rules := range phases {
-			l.shadowing(rules)
-		}
+	for _, rules := range l.sequences() { // crosslayer.go
+		l.shadowing(rules)
 	}
 	for _, r := range l.c.set.rules {
 		src := r.Source
@@ -103,11 +91,12 @@ func (l *linter) rules() {
 // it, only match-all and exact-name shadowing is reported.
 const shadowBudget = 1 << 20
 
-// shadowing reports, for the rules of one phase in evaluation order, each
-// rule an earlier rule always decides first: a rule with no condition (or
-// the condition true) and a verdict other than modify stops evaluation for
-// every tool its matcher admits, so a later rule whose tools are all among
-// those can never fire. The tools of the later rule may be covered by
+// shadowing reports, for the rules of one sequence (one phase of the
+// trusted or of the untrusted rules, see sequences) in evaluation order,
+// each rule an earlier rule always decides first: a rule with no condition
+// (or the condition true) and a verdict other than modify stops evaluation
+// for every tool its matcher admits, so a later rule whose tools are all
+// among those can never fire. The tools of the later rule may be covered by
 // several earlier rules together; each is named.
 func (l *linter) shadowing(rules []*Rule) {
 	var (
@@ -239,15 +228,26 @@ func globCovers(g, p string) bool {
 }
 
 func (l *linter) reportShadowed(r *Rule, by []*Rule) {
+	cross := crossLayer(r, by) // crosslayer.go
 	related := make([]policy.Pos, 0, len(by))
 	names := make([]string, 0, len(by))
 	for _, b := range by {
 		related = append(related, b.Source.ID.Pos)
-		names = append(names, fmt.Sprintf("%q (%s, verdict %s)", b.ID, b.Source.ID.Pos, b.Verdict))
+		where := b.Source.ID.Pos.String()
+		if cross {
+			where = fmt.Sprintf("%s layer, %s", b.Policy.Layer, where)
+		}
+		names = append(names, fmt.Sprintf("%q (%s, verdict %s)", b.ID, where, b.Verdict))
 	}
 	subject := "rule " + names[0] + " comes"
 	if len(names) > 1 {
 		subject = "rules " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " come"
+	}
+	if cross {
+		l.warn(policy.CodeCrossLayerShadowed, r.Source.ID.Pos, related,
+			"rule %q (%s layer) can never decide: %s first in the order the layers are tried in, with no condition and a matcher that covers every tool this rule matches",
+			r.ID, r.Policy.Layer, subject)
+		return
 	}
 	l.warn(policy.CodeShadowedRule, r.Source.ID.Pos, related,
 		"rule %q can never fire: %s first in evaluation order, with no condition and a matcher that covers every tool this rule matches",

@@ -117,6 +117,14 @@ const (
 	CodeCostOverBudget          Code = "cost_over_budget"          // an expression whose worst-case cost exceeds the budget
 )
 
+// Codes of the set in force (celguard lint --effective, compile.Relaxations)
+// and of test suites naming built-in policies.
+const (
+	CodeCrossLayerShadowed  Code = "cross_layer_shadowed"  // warning: a rule of another layer always decides first
+	CodeUntrustedWouldRelax Code = "untrusted_would_relax" // info: an untrusted rule that would pre-empt a stricter one once trusted
+	CodeUnknownBuiltin      Code = "unknown_builtin"       // a test suite's builtin:NAME names no bundle and no built-in policy
+)
+
 // Diagnostic is one problem found in a policy file.
 type Diagnostic struct {
 	Code     Code     `json:"code"`

@@ -148,32 +148,53 @@ func (r *Report) add(sr SuiteResult) {
 	}
 }
 
-// loadPolicies returns the sources a suite tests.
+// loadPolicies returns the sources a suite tests: its own policies, in
+// opts.Layer (and opts.Untrusted) unless an inline file gives its own layer,
+// and those its builtin:NAME entries name, in the built-in
+// layer.
 func loadPolicies(fsys fs.FS, s *Suite, opts Options) ([]policy.Source, error) {
+	own, builtin, err := suitePolicies(fsys, s, opts)
+	for i := range own {
+		if !s.Policies.Layered[own[i].Name] {
+			own[i].Layer, own[i].Untrusted = opts.Layer, opts.Untrusted
+		}
+	}
+	return append(own, builtin...), err
+}
+
+// suitePolicies returns the suite's own policies and the sources of its
+// builtin:NAME entries.
+func suitePolicies(fsys fs.FS, s *Suite, opts Options) (own, builtin []policy.Source, err error) {
 	if len(s.Policies.Inline) > 0 {
-		return s.Policies.Inline, nil
+		return slices.Clone(s.Policies.Inline), nil, nil
 	}
 	dir := path.Dir(s.File)
 	if len(s.Policies.Paths) > 0 {
-		var out []policy.Source
 		for _, p := range s.Policies.Paths {
-			full := path.Join(dir, p)
-			data, err := fs.ReadFile(fsys, full)
-			if err != nil {
-				return nil, err
+			if name, ok := builtinName(p); ok {
+				srcs, err := builtinSources(name)
+				if err != nil {
+					return nil, nil, err
+				}
+				builtin = append(builtin, srcs...)
+				continue
 			}
-			out = append(out, policy.Source{Name: full, Data: data})
+			srcs, err := readEntry(fsys, path.Join(dir, p))
+			if err != nil {
+				return nil, nil, err
+			}
+			own = append(own, srcs...)
 		}
-		return out, nil
+		return own, builtin, nil
 	}
 	if opts.Load != nil {
-		return opts.Load(fsys, s.File)
+		own, err := opts.Load(fsys, s.File)
+		return slices.Clone(own), nil, err
 	}
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []policy.Source
 	for _, e := range entries {
 		if e.IsDir() || !policy.IsPolicyFile(e.Name()) {
 			continue
@@ -181,14 +202,31 @@ func loadPolicies(fsys fs.FS, s *Suite, opts Options) ([]policy.Source, error) {
 		full := path.Join(dir, e.Name())
 		data, err := fs.ReadFile(fsys, full)
 		if err != nil {
+			return nil, nil, err
+		}
+		own = append(own, policy.Source{Name: full, Data: data})
+	}
+	if len(own) == 0 {
+		return nil, nil, fmt.Errorf("no policy files next to %s", s.File)
+	}
+	return own, nil, nil
+}
+
+// readEntry reads a policies entry that is a path: a policy file, or a
+// directory of them (walked as policy.LoadFS walks one).
+func readEntry(fsys fs.FS, name string) ([]policy.Source, error) {
+	if st, err := fs.Stat(fsys, name); err != nil || !st.IsDir() {
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, policy.Source{Name: full, Data: data})
+		return []policy.Source{{Name: name, Data: data}}, nil
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no policy files next to %s", s.File)
+	srcs, err := policy.LoadFS(fsys, name, "")
+	if err == nil && len(srcs) == 0 {
+		err = fmt.Errorf("no policy files in %s", name)
 	}
-	return out, nil
+	return srcs, err
 }
 
 // RunSuite runs every case of a suite. Policies named by path are read from
@@ -200,13 +238,7 @@ func RunSuite(ctx context.Context, fsys fs.FS, s *Suite, opts Options) SuiteResu
 		sr.Error = err.Error()
 		return sr
 	}
-	srcs = slices.Clone(srcs)
-	for i := range srcs {
-		if !s.Policies.Layered[srcs[i].Name] {
-			srcs[i].Layer, srcs[i].Untrusted = opts.Layer, opts.Untrusted
-		}
-	}
-	srcs = append(srcs, opts.Extra...)
+	srcs = dedupe(append(srcs, opts.Extra...))
 	set, ds, err := compile.Check(srcs, opts.Compile...)
 	if err != nil {
 		sr.Error = err.Error()

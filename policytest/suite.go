@@ -27,18 +27,26 @@ type Suite struct {
 	File string `yaml:"-"`
 	// Name describes the suite; it defaults to the file name.
 	Name string `yaml:"name"`
-	// Policies are the policy files the suite tests, relative to the suite's
-	// directory, or inline policies keyed by file name (conformance cases).
-	// Empty means every policy file in the suite's directory.
+	// Policies are what the suite tests: a list of policy files and
+	// directories relative to the suite's directory and builtin:NAME
+	// entries (a built-in bundle or policy), or inline policies keyed by
+	// file name (conformance cases). Empty means every policy file in the
+	// suite's directory.
 	Policies PolicyRefs `yaml:"policies"`
 	// Session is the default session metadata of every case.
 	Session map[string]any `yaml:"session"`
 	Cases   []Case         `yaml:"cases"`
 }
 
-// PolicyRefs is either a list of paths or a mapping of inline files.
+// PolicyRefs is either a list of entries or a mapping of inline files.
 type PolicyRefs struct {
-	Paths  []string
+	// Paths are the list's entries as written: paths relative to the
+	// suite's directory, or BuiltinPrefix and the name of a built-in
+	// bundle or policy.
+	Paths []string
+	// Pos holds where each entry of Paths is written (line and column;
+	// ParseSuite sets the file).
+	Pos    []policy.Pos
 	Inline []policy.Source
 	// Layered names the inline files that give their own layer; the
 	// others take Options.Layer.
@@ -52,13 +60,20 @@ type inlineFile struct {
 	Text      string `yaml:"text"`
 }
 
-// UnmarshalYAML accepts a list of paths or a mapping of file name to text,
+// UnmarshalYAML accepts a list of entries (paths, builtin:NAME) or a mapping of file name to text,
 // or to {layer, untrusted, text} for a file of a given layer (an untrusted
 // one is a project's the user has not trusted).
 func (p *PolicyRefs) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {
 	case yaml.SequenceNode:
-		return n.Decode(&p.Paths)
+		for _, e := range n.Content {
+			if e.Kind != yaml.ScalarNode || e.Value == "" {
+				return fmt.Errorf("line %d: a policies entry must be a path or builtin:NAME", e.Line)
+			}
+			p.Paths = append(p.Paths, e.Value)
+			p.Pos = append(p.Pos, policy.Pos{Line: e.Line, Col: e.Column})
+		}
+		return nil
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
@@ -192,6 +207,12 @@ func ParseSuite(file string, data []byte) (*Suite, error) {
 	s.File = file
 	if s.Name == "" {
 		s.Name = file
+	}
+	for i := range s.Policies.Pos {
+		s.Policies.Pos[i].File = file
+	}
+	if err := checkBuiltins(s.Policies); err != nil {
+		return nil, err
 	}
 	// A second pass over the node tree finds each case's line.
 	var doc yaml.Node

@@ -16,7 +16,7 @@ import (
 
 // lintParams is what `celguard lint` was asked to do.
 type lintParams struct {
-	policies selection // PATH... and --policy, --bundle, --include, --exclude
+	policies selection // PATH..., --policy, --effective and the layer flags
 	format   string    // text | json | sarif | github
 	failOn   string    // error | warning | info
 	stdio
@@ -33,11 +33,17 @@ searched for *.yaml and *.yml files, skipping *_test.yaml suites, testdata
 and names starting with "." or "_". All the paths are checked together as
 one policy set, so duplicate rule ids across files are found.
 
---policy names more paths, as the arguments do. --bundle, --include and
---exclude choose the policies as they do for eval, hook and test: they lint
-the paths as the explicit layer over the built-in bundle, the user's
-policies and the project's .celguard/ (with them, no path is needed). Without
-them only the paths are checked, with the built-in tool classes.
+--policy names more paths, as the arguments do. --effective lints the set
+in force here: the layers as eval and hook compile them from the current
+directory (the built-in bundle, the user's policies, the project's
+.celguard/), with the paths, if any, as the explicit layer on top. It reports
+the diagnostics of every layer at their files' positions, the rules of one
+layer that a rule of another always pre-empts (cross_layer_shadowed), and
+the allow rules of a project not yet trusted that would pre-empt a stricter
+rule once it is (untrusted_would_relax). --bundle, --include, --exclude,
+--user-dir and --project-dir choose the layers as they do for eval, hook and
+test, and read them too (with any of them, no path is needed). Without them
+only the paths are checked, with the built-in tool classes.
 
 Diagnostics are errors (the set does not compile), warnings (it compiles,
 but something cannot work as written: a rule that can never fire, an unused
@@ -63,6 +69,9 @@ cannot be read.`,
   # Check every policy in two directories as one set; warnings fail too
   celguard lint --fail-on warning policies/ team-policies/
 
+  # Check the set in force here: every layer, and what pre-empts what
+  celguard lint --effective
+
   # Upload to GitHub code scanning
   celguard lint --format sarif policies/ > celguard.sarif
 
@@ -80,6 +89,7 @@ cannot be read.`,
 		},
 	}
 	p.policies.addFlags(cmd.Flags())
+	p.policies.addEffectiveFlag(cmd.Flags())
 	cmd.Flags().StringVar(&p.format, "format", output.FormatText, "output format: "+strings.Join(output.DiagnosticFormats, ", "))
 	cmd.Flags().StringVar(&p.failOn, "fail-on", string(policy.SeverityError), "lowest severity that fails the run: error, warning or info")
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(output.DiagnosticFormats, cobra.ShellCompDirectiveNoFileComp))
@@ -102,10 +112,20 @@ func runLint(_ context.Context, p lintParams) int {
 		fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
 		return exitUsage
 	}
-	_, ds, err := compile.Check(srcs)
+	set, ds, err := compile.Check(srcs)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
 		return exitUsage
+	}
+	if set != nil {
+		// What trusting an untrusted project would relax (nothing to say
+		// without one).
+		rs, err := compile.Relaxations(srcs)
+		if err != nil {
+			fmt.Fprintf(p.stderr, "celguard lint: cannot tell what trusting the project would relax: %v\n", err)
+		}
+		ds = append(ds, rs...)
+		ds.Sort()
 	}
 	files := 0 // the built-in tool classes and bundle are not the user's
 	for _, src := range srcs {

@@ -21,14 +21,29 @@ type selection struct {
 	paths            []string
 	bundle           string
 	include, exclude []string
+	// userDir and projectDir replace the user's and the project's policy
+	// directories ("-": none); empty means where they are found by default.
+	userDir, projectDir string
+	// effective asks lint and test for the layers as eval and hook read
+	// them (--effective); eval and hook always read them.
+	effective bool
 }
 
-// addFlags declares --policy, --bundle, --include and --exclude.
+// addFlags declares --policy, --bundle, --include, --exclude, --user-dir
+// and --project-dir.
 func (s *selection) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&s.paths, "policy", "p", nil, "policy file or directory (repeatable); alone, only these decide")
 	fs.StringVar(&s.bundle, "bundle", "", "built-in bundle under the other layers: recommended (the default when the layers are read), minimal, all or none")
 	fs.StringSliceVar(&s.include, "include", nil, "built-in policy to add to the bundle (repeatable)")
 	fs.StringSliceVar(&s.exclude, "exclude", nil, "built-in policy to leave out of the bundle (repeatable)")
+	fs.StringVar(&s.userDir, "user-dir", "", `the user's policy directory instead of $XDG_CONFIG_HOME/celguard ("-": none); reads the layers`)
+	fs.StringVar(&s.projectDir, "project-dir", "", `the project's policy directory instead of .celguard/ at the repository root ("-": none); reads the layers`)
+}
+
+// addEffectiveFlag declares --effective, for the commands (lint, test) that
+// read only the files they are given unless asked for the layers.
+func (s *selection) addEffectiveFlag(fs *pflag.FlagSet) {
+	fs.BoolVar(&s.effective, "effective", false, "read the layers as eval and hook do here (the built-in bundle, the user's and the project's policies), with the paths on top")
 }
 
 // args are the flags that choose s, as a command line would give them
@@ -47,13 +62,20 @@ func (s selection) args() []string {
 	for _, n := range s.exclude {
 		out = append(out, "--exclude", n)
 	}
+	if s.userDir != "" {
+		out = append(out, "--user-dir", s.userDir)
+	}
+	if s.projectDir != "" {
+		out = append(out, "--project-dir", s.projectDir)
+	}
 	return out
 }
 
-// layerFlags reports whether --bundle, --include or --exclude was given:
-// they ask for the layers even beside --policy.
+// layerFlags reports whether --bundle, --include, --exclude, --user-dir,
+// --project-dir or --effective was given: they ask for the layers even
+// beside --policy.
 func (s selection) layerFlags() bool {
-	return s.bundle != "" || len(s.include) > 0 || len(s.exclude) > 0
+	return s.bundle != "" || len(s.include) > 0 || len(s.exclude) > 0 || s.userDir != "" || s.projectDir != "" || s.effective
 }
 
 // empty reports whether nothing was chosen.
@@ -78,8 +100,8 @@ const (
 )
 
 // sources returns the policy sources s names: with --policy alone, those
-// files (the explicit layer) and the built-in tool classes; with --bundle,
-// --include or --exclude, every layer with the --policy files on top; with
+// files (the explicit layer) and the built-in tool classes; with a flag of
+// the layers (layerFlags), every layer with the --policy files on top; with
 // nothing chosen, what whenEmpty says.
 func (s selection) sources(whenEmpty unchosen) ([]policy.Source, error) {
 	d, err := s.discover(whenEmpty)
@@ -108,7 +130,8 @@ func (s selection) discover(whenEmpty unchosen) (*policies.Discovery, error) {
 		}
 		return &policies.Discovery{Sources: srcs}, nil
 	}
-	d, err := policies.DiscoverLayers(policies.Options{Bundle: s.bundle, Include: s.include, Exclude: s.exclude, Explicit: s.paths})
+	d, err := policies.DiscoverLayers(policies.Options{Bundle: s.bundle, Include: s.include, Exclude: s.exclude,
+		UserDir: s.userDir, ProjectDir: s.projectDir, Explicit: s.paths})
 	if err != nil {
 		return nil, describe(err)
 	}

@@ -20,7 +20,7 @@ import (
 // testParams is what `celguard test` was asked to do.
 type testParams struct {
 	paths       []string  // the suites
-	policies    selection // --policy, --bundle, --include, --exclude: under every suite's policies
+	policies    selection // --policy, --effective and the layer flags: under every suite's policies
 	run         string
 	format      string // text | json | junit
 	coverage    bool
@@ -43,13 +43,19 @@ steps (turn start, before call, after call with a result, clock advance)
 with the decision expected at each step. A suite tests the policies it names,
 or every policy file in its directory.
 
---policy, --bundle, --include and --exclude choose policies to test every
-suite's policies with, as they choose the policies of eval, hook and lint:
---policy files alone come with the built-in tool classes; --bundle,
---include or --exclude bring the layers too (the built-in bundle, the
-user's policies, the project's .celguard/). A suite's own policies are the
-highest layer: they win collisions with the chosen ones. With none of these
-flags, the suites get only the built-in tool classes.
+A suite's policies: list entries are policy files or directories relative
+to the suite, builtin:NAME for a built-in bundle (recommended, minimal, all,
+none) or one built-in policy, e.g. [builtin:recommended, ./team].
+
+--effective runs every suite against the set in force here: the layers as
+eval and hook read them from the current directory (the built-in bundle,
+the user's policies, the project's .celguard/). --policy, --bundle,
+--include, --exclude, --user-dir and --project-dir choose policies to test
+every suite's policies with, as they choose the policies of eval, hook and
+lint: --policy files alone come with the built-in tool classes; the others
+bring the layers too. A suite's own policies are the highest layer: they
+win collisions with the chosen ones. With none of these flags, the suites
+get only the built-in tool classes.
 
 Formats (--format):
   text   one line per passing suite; for each failing step a table of the
@@ -81,6 +87,9 @@ Exit codes: 0 when every case passes (and coverage is at least
   # Only the cases whose "suite/case" name matches
   celguard test --run 'loop-detection/.*turn' policies/
 
+  # The same suites against the set in force here (every layer)
+  celguard test --effective policies/
+
   # Which rules do the tests never exercise? Fail below 80%
   celguard test --coverage --coverage-min 80 policies/
 
@@ -98,6 +107,7 @@ Exit codes: 0 when every case passes (and coverage is at least
 		},
 	}
 	p.policies.addFlags(cmd.Flags())
+	p.policies.addEffectiveFlag(cmd.Flags())
 	cmd.Flags().StringVar(&p.run, "run", "", `run only the cases whose "suite/case" name matches this regular expression`)
 	cmd.Flags().StringVar(&p.format, "format", "text", "output format: text, json or junit")
 	cmd.Flags().BoolVar(&p.coverage, "coverage", false, "report which rules the cases made fire, per policy")
@@ -254,7 +264,12 @@ func testPath(ctx context.Context, arg string, opts policytest.Options) (*policy
 // prefix makes suite file names relative to the working directory again.
 func prefix(r *policytest.Report, dir string) {
 	for i := range r.Suites {
-		r.Suites[i].File = path.Join(dir, r.Suites[i].File)
+		full := path.Join(dir, r.Suites[i].File)
+		// A suite's own errors (ParseSuite's) start with its file name.
+		if rest, ok := strings.CutPrefix(r.Suites[i].Error, r.Suites[i].File+":"); ok {
+			r.Suites[i].Error = full + ":" + rest
+		}
+		r.Suites[i].File = full
 		for j := range r.Suites[i].Rules {
 			r.Suites[i].Rules[j].File = path.Join(dir, r.Suites[i].Rules[j].File)
 		}
