@@ -20,6 +20,8 @@
 //     settles the ask that stands, once.
 // 11. A rewrite by the untrusted project is decided again by the trusted rules, then by the project's, until the
 //     project changes the call no more; past maxRewriteRounds the call is refused (rewrite_conflict).
+// 12. Before the call, a call the untrusted project rewrote is at least asked (untrusted_rewrite): a repository may
+//     restrict, never change what runs unseen. After the call its rewrites of the result apply as they are.
 
 package eval
 
@@ -45,7 +47,7 @@ func (ev *evaluation) run() (Decision, error) {
 	return ev.obs.finish(d), err
 }
 
-// decide applies rules 2 to 11.
+// decide applies rules 2 to 12.
 func (ev *evaluation) decide() (Decision, error) {
 	if ev.phase == policy.PhaseAfter {
 		if d, failed, err := ev.updateCounters(); failed {
@@ -57,6 +59,7 @@ func (ev *evaluation) decide() (Decision, error) {
 		return ev.settle(t, t.modified)
 	}
 	var modified []string // the modify rules applied, in order, by both tracks
+	var rewrites []string // the untrusted project's rewrites that changed the call (rule 12)
 	for range maxRewriteRounds {
 		t := ev.runTrack(false)
 		modified = append(modified, t.modified...)
@@ -73,12 +76,28 @@ func (ev *evaluation) decide() (Decision, error) {
 			if strictness(u.d.Verdict) > strictness(t.d.Verdict) {
 				t = u
 			}
-			return ev.settle(t, modified)
+			return ev.settle(ev.askUntrustedRewrite(t, rewrites), modified)
 		}
+		rewrites = append(rewrites, u.modified...)
 	}
 	d := ev.refuse(CodeRewriteConflict, fmt.Sprintf("the untrusted project's rewrites of the call did not settle with the trusted rules' in %d rounds", maxRewriteRounds), nil)
 	d.Modified = modified
 	return d, nil
+}
+
+// askUntrustedRewrite applies rule 12: before the call, a decision laxer
+// than ask on a call the untrusted project rewrote becomes an ask, made by
+// its last rewrite, so that no repository changes what runs unseen.
+func (ev *evaluation) askUntrustedRewrite(t trackDecision, rewrites []string) trackDecision {
+	if ev.phase != policy.PhaseBefore || len(rewrites) == 0 || t.final || strictness(t.d.Verdict) >= strictness(policy.Ask) {
+		return t
+	}
+	r, _ := ev.set.Rule(rewrites[len(rewrites)-1])
+	d := ev.fromRule(r)
+	d.Verdict, d.Code = policy.Ask, CodeUntrustedRewrite
+	d.Reason = fmt.Sprintf("The untrusted project's rule %s (%s:%d) rewrites this call: approve to run the rewritten call, "+
+		"or run `celguard trust` in the project to let its rewrites apply. %s", r.ID, r.Pos.File, r.Pos.Line, d.Reason)
+	return trackDecision{d: d, rule: r}
 }
 
 // strictness orders verdicts for rule 10: allow < warn = modify < ask <
@@ -205,7 +224,7 @@ func (ev *evaluation) settle(t trackDecision, modified []string) (Decision, erro
 	d := t.d
 	var err error
 	switch {
-	case t.rule != nil && t.rule.Verdict == policy.Ask:
+	case t.rule != nil && t.d.Verdict == policy.Ask:
 		d, err = ev.ask(d, t.rule)
 	case t.rule == nil && len(modified) > 0 && d.Verdict == policy.Allow:
 		last, _ := ev.set.Rule(modified[len(modified)-1])

@@ -88,10 +88,10 @@ func TestUntrustedTrack(t *testing.T) {
 		call:      eval.Call{Tool: "Bash", Args: map[string]any{"command": "clean"}},
 		verdict:   policy.Block, rule: "block-rm",
 	}, {
-		name:      "a harmless rewrite by the project goes through as a modify",
-		untrusted: `  - {id: quiet, match: {tools: [Bash]}, condition: '!has(args.quiet)', verdict: modify, modify: {set: {quiet: 'true'}}}` + "\n",
+		name:      "a rewrite by the project is asked, never applied unseen (without an approver, refused)",
+		untrusted: quietRule,
 		call:      eval.Call{Tool: "Bash", Args: map[string]any{"command": "ls"}},
-		verdict:   policy.Modify, rule: "quiet", untrust: true, args: map[string]any{"command": "ls", "quiet": true},
+		verdict:   policy.Block, rule: "quiet", untrust: true,
 	}, {
 		name:      "the project cannot undo a trusted rewrite: the two never settle, and the call is refused",
 		untrusted: `  - {id: unclamp, match: {tools: [Bash]}, condition: 'has(args.timeout) && int(args.timeout) != 9999', verdict: modify, modify: {set: {timeout: '9999'}}}` + "\n",
@@ -121,6 +121,38 @@ func TestUntrustedTrack(t *testing.T) {
 			assert.True(t, marked, "the trace shows the project's steps")
 		})
 	}
+}
+
+// quietRule is an untrusted rewrite the trusted rules let through.
+const quietRule = `  - {id: quiet, match: {tools: [Bash]}, condition: '!has(args.quiet)', verdict: modify, modify: {set: {quiet: 'true'}}}` + "\n"
+
+// An untrusted project's rewrite is an ask (decide.go, rule 12): approved,
+// the rewritten call runs as a modify.
+func TestUntrustedRewriteIsAsked(t *testing.T) {
+	set := trackSet(t, "  - {id: allow-all, verdict: allow}\n", quietRule)
+	eng, err := eval.New(set, eval.WithApprover(approveAll))
+	require.NoError(t, err)
+	d, err := eng.NewSession("s", nil).Before(t.Context(), eval.Call{Tool: "Bash", Args: map[string]any{"command": "ls"}})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Modify, d.Verdict, "%+v", d)
+	assert.Equal(t, "quiet", d.RuleID)
+	assert.Equal(t, eval.CodeUntrustedRewrite, d.Code)
+	assert.Contains(t, d.Reason, "celguard trust")
+	assert.Equal(t, map[string]any{"command": "ls", "quiet": true}, d.Args)
+	require.NotNil(t, d.Approval)
+	assert.Equal(t, eval.ApprovalApproved, d.Approval.Outcome)
+
+	// After the call, the project's rewrite of the result applies as it
+	// is: the repository can put text before the model anyway.
+	set = trackSet(t, "  - {id: allow-all, verdict: allow}\n",
+		`  - {id: hide, phase: after, match: {tools: [Bash]}, verdict: modify, modify: {content: '"[hidden]"'}}`+"\n")
+	eng, err = eval.New(set)
+	require.NoError(t, err)
+	d, err = eng.NewSession("s", nil).After(t.Context(), eval.Call{Tool: "Bash", Args: map[string]any{"command": "ls"}}, eval.Result{Content: "x"})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Modify, d.Verdict, "%+v", d)
+	require.NotNil(t, d.Content)
+	assert.Equal(t, "[hidden]", *d.Content)
 }
 
 // An untrusted ask is settled like any other: by the approver.

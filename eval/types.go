@@ -84,6 +84,7 @@ const (
 	CodeInvalidCall      = "invalid_call"      // the call itself is malformed (no tool name)
 	CodeCanceled         = "canceled"          // the context ended before a decision
 	CodeRewriteConflict  = "rewrite_conflict"  // an untrusted project's rewrites did not settle with the trusted rules' (decide.go, rule 11)
+	CodeUntrustedRewrite = "untrusted_rewrite" // an untrusted project rewrote the call: asked, never applied unseen (decide.go, rule 12)
 	// CodeStateTampered marks a decision made with a session state that
 	// failed its check (changed outside celguard): see
 	// Engine.RestoreTampered and Decision.StateTampered.
