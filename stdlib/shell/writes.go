@@ -15,10 +15,15 @@ import (
 // writes f, tar -x -C d writes d/** (names only known when it runs). A
 // program it does not know is assumed to write every word that may name a
 // file; a program known to only read (cat, ls, grep, ...) writes nothing
-// but its redirections.
+// but its redirections. A command of a string that did not parse (Via
+// "fallback") is read like a program the table does not know.
 func (c *Command) Writes() (targets []string, known bool) {
 	out := c.redirectWrites()
 	switch p := c.Program; {
+	case c.Via == "fallback":
+		// A string that did not parse: its words are a best-effort split
+		// (a redirection may be a word), so every word counts.
+		return append(out, possibleFiles(c.Args())...), false
 	case p == "":
 		return out, true
 	case readOnlyPrograms[p]:
@@ -34,6 +39,15 @@ func (c *Command) Writes() (targets []string, known bool) {
 		return append(out, findWrites(c.Args())...), true
 	case p == "patch":
 		return append(out, c.patchWrites()...), true
+	case shellPrograms[p] && c.HasFlag("-c"):
+		// The script is parsed: its commands are analysed on their own.
+		// The words after it are its $0, $1, ...: they may name files.
+		if ops := c.Operands(); len(ops) > 1 {
+			return append(out, possibleFiles(ops[1:])...), true
+		}
+		return out, true
+	case p == "celguard":
+		return append(out, c.celguardWrites()...), true
 	case p == "apply_patch": // Codex's patch tool run as a command: the patch is an argument or stdin
 		for _, a := range c.Args() {
 			out = append(out, PatchPaths(a)...)

@@ -365,3 +365,18 @@ func (c *Command) patchWrites() []string {
 	}
 	return append(out, c.stdinPatchPaths()...)
 }
+
+// celguardWrites: celguard init DIR writes policies into DIR (DIR/**); its
+// other subcommands write nothing a command names (hook install and trust
+// write the hosts' settings and the trust store, which the commands do not
+// name: a policy asks before them).
+func (c *Command) celguardWrites() []string {
+	if c.Subcommand() != "init" {
+		return nil
+	}
+	var out []string
+	for _, o := range c.Positionals()[1:] {
+		out = append(out, spread(o))
+	}
+	return out
+}

@@ -117,6 +117,12 @@ func TestWrites(t *testing.T) {
 		{in: "find . -name '*.o' -delete", want: []string{"."}, exact: true},
 		{in: "find d -type f", want: []string{}, exact: true},
 		{in: "find d -fprint out", want: []string{"out"}, exact: true},
+		{in: "bash -c 'echo > f'", want: []string{}, exact: true}, // the nested echo writes f
+		{in: "bash x.sh /y", want: []string{"/y"}, unknown: true},
+		{in: "bash -c 'cp x \"$1\"' sh /y", want: []string{"sh", "/y"}, exact: true},
+		{in: "echo x > /y &&& oops", want: []string{"/y"}, unknown: true},
+		{in: "celguard lint .celguard", want: []string{}, exact: true},
+		{in: "celguard init .celguard", want: []string{".celguard/**"}, exact: true},
 		{in: "apply_patch '*** Begin Patch\n  *** Add File: a/b.txt\r\n+x\n*** End Patch'", want: []string{"a/b.txt"}},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
