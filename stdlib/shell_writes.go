@@ -28,7 +28,9 @@ import (
 // WORD/**. A program not in the table is taken to write every word that
 // may name a file (its words, the part after = or :, the file-like tokens
 // of an inline script), except programs that only read (cat, ls, grep,
-// head, jq, ...), which write only through their redirections.
+// head, jq, ...), which write only through their redirections; so is every
+// command of a string that did not parse. A shell's -c script is analysed
+// as commands of its own.
 //
 //	shell.writes(<map(string, dyn)>) -> <list(string)>
 //
