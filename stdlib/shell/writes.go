@@ -277,9 +277,9 @@ func (s writeSpec) writes(args []string) []string {
 			srcs = operands[:len(operands)-1]
 		}
 		out = append(out, dirs...)
-		for _, d := range dirs {
+		if len(dirs) > 0 { // several -t are refused; the last one is the destination
 			for _, src := range srcs {
-				out = append(out, into(d, src))
+				out = append(out, into(dirs[len(dirs)-1], src))
 			}
 		}
 		tree = srcs

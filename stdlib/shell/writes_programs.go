@@ -83,10 +83,13 @@ func (c *Command) goWrites() (targets []string, known bool) {
 		if outputDir != "" && !path.IsAbs(f) && !strings.HasPrefix(f, "~") {
 			out = append(out, strings.TrimRight(outputDir, "/")+"/"+f)
 		}
-		if sub == "build" { // -o may name a directory: one binary per package in it
-			for _, p := range pkgs {
-				out = append(out, strings.TrimRight(f, "/")+"/"+goBinaryName(p))
-			}
+	}
+	if sub == "build" && len(files) > 0 {
+		// The last -o decides; it may name a directory: one binary per
+		// package in it.
+		f := files[len(files)-1]
+		for _, p := range pkgs {
+			out = append(out, strings.TrimRight(f, "/")+"/"+goBinaryName(p))
 		}
 	}
 	if sub == "install" {
@@ -330,13 +333,39 @@ func findWrites(args []string) []string {
 	if len(roots) == 0 {
 		roots = []string{"."}
 	}
+	// One pattern per root ({a,b} for several names), so that the result
+	// stays linear in the command.
+	alt := ""
+	switch len(names) {
+	case 0:
+	case 1:
+		alt = escapeGlob(names[0])
+	default:
+		esc := make([]string, len(names))
+		for i, n := range names {
+			esc[i] = escapeGlob(n)
+		}
+		alt = "{" + strings.Join(esc, ",") + "}"
+	}
 	for _, r := range roots {
 		out = append(out, r)
-		for _, n := range names {
-			out = append(out, strings.TrimRight(r, "/")+"/**/"+n)
+		if alt != "" {
+			out = append(out, strings.TrimRight(r, "/")+"/**/"+alt)
 		}
 	}
 	return out
+}
+
+// escapeGlob escapes the characters special in a doublestar pattern.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]{},\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 var patchSpec = writeSpec{opts: merge(
