@@ -633,10 +633,11 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		// command, and the estimate multiplies that by the commands: a
 		// quadratic bound for a linear sum), made absolute against the
 		// working directory and each cd, and tested against every protected
-		// place; every word of every command for the key. At run time a
-		// target is resolved against every cd only when it names a
-		// protected place; the bundle's verdicts on 45 KB command lines are
-		// unchanged.
+		// place; every word of every command for the key; the arguments of
+		// other tools, their names sorted (a map's order is not stable, a
+		// message must be). At run time a target is resolved against every
+		// cd only when it names a protected place; the bundle's verdicts on
+		// 45 KB command lines are unchanged.
 		"self-protection.yaml variable file_targets",
 		"self-protection.yaml variable file_hits",
 		"self-protection.yaml variable other_words",
