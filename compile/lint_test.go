@@ -629,6 +629,33 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		// A regex replacement over a result of unknown size (documented in
 		// the policy: it fails closed on a huge result).
 		"secret-redaction.yaml rule redact-extra-tokens modify.content",
+		// Every write target of every command (shell.writes is bounded per
+		// command, and the estimate multiplies that by the commands: a
+		// quadratic bound for a linear sum), made absolute against the
+		// working directory and each cd, and tested against every protected
+		// place; every word of every command for the key; the arguments of
+		// other tools, their names sorted (a map's order is not stable, a
+		// message must be). At run time a target is resolved against every
+		// cd only when it names a protected place; the bundle's verdicts on
+		// 45 KB command lines are unchanged.
+		"self-protection.yaml variable file_targets",
+		"self-protection.yaml variable file_hits",
+		"self-protection.yaml variable other_words",
+		"self-protection.yaml variable other_targets",
+		"self-protection.yaml variable other_hits",
+		"self-protection.yaml variable shell_writes",
+		"self-protection.yaml variable dynamic_writes",
+		"self-protection.yaml variable dynamic_hits",
+		"self-protection.yaml variable hot_bases",
+		"self-protection.yaml variable static_writes",
+		"self-protection.yaml variable shell_targets",
+		"self-protection.yaml variable shell_hits",
+		"self-protection.yaml variable admin_command",
+		"self-protection.yaml variable file_key_reads",
+		"self-protection.yaml variable shell_read_words",
+		"self-protection.yaml variable key_hot_bases",
+		"self-protection.yaml variable shell_key_targets",
+		"self-protection.yaml variable shell_key_reads",
 		// Every word of every command, normalised and globbed; regex.extractAll
 		// has no result-size estimate, so the lists below it are unbounded.
 		"sensitive-files.yaml variable file_targets",

@@ -73,6 +73,7 @@ func (l *Lib) Glob() cel.EnvOption {
 		literalArgs("glob.match", 1, validateGlob),
 		literalArgs("glob.matchAny", 1, validateGlob),
 		literalArgs("glob.matchName", 1, validateGlob),
+		literalArgs("glob.couldMatch", 1, validateGlob),
 	}})
 }
 

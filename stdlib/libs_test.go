@@ -39,6 +39,17 @@ func TestGlob(t *testing.T) {
 		{`glob.matchName("x/.env.example", ".env")`, false},
 		{`glob.valid("src/[a")`, false},
 		{`glob.valid("src/**")`, true},
+		{`glob.couldMatch("/home/u/.config/celguard", "/home/u/.config/celg*/trust.json")`, true},
+		{`glob.couldMatch("/home/u/.config/celguard", "/home/u/**")`, true},
+		{`glob.couldMatch("/etc/celguard", "/etc/celg[u]ard")`, true},
+		{`glob.couldMatch("/home/u/.config/celguard", "/home/u/.config/*.yaml")`, false},
+		{`glob.couldMatch("/home/u/.config/celguard", "/home/u/.config")`, false},
+		{`shell.writes(shell.commands("sort --o out.txt in")[0]) == ["out.txt"]`, true},
+		{`shell.writes(shell.commands("cp a b")[0]) == ["b", "b/a"]`, true},
+		{`shell.writes(shell.commands("go build -o bin/ ./cmd/x")[0]) == ["bin/", "bin/x"]`, true},
+		{`shell.writes(shell.commands("cat x > y")[0]) == ["y"]`, true},
+		{`shell.writes({"argv": ["tee", "f"]}) == ["f"]`, true},
+		{`shell.commands("ls; cat a").all(c, shell.writes(c).size() == 0)`, true},
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.want, evalBool(t, env, s, tc.expr, nil), tc.expr)
@@ -48,6 +59,10 @@ func TestGlob(t *testing.T) {
 	_, _, err := prg.Eval(map[string]any{"p": "[a"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "invalid pattern")
+	prg = compile(t, env, `glob.couldMatch("a", p)`)
+	_, _, err = prg.Eval(map[string]any{"p": "[a"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invalid glob pattern")
 }
 
 func TestHash(t *testing.T) {

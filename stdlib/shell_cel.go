@@ -283,6 +283,8 @@ type commandVal struct {
 	// same command build the list once. A commandVal lives in one call's
 	// CallScope, used by one goroutine at a time.
 	vals [len(commandKeyList)]ref.Val
+	// writes memoises shell.writes of the command.
+	writes ref.Val
 }
 
 var _ traits.Mapper = (*commandVal)(nil)

@@ -1,0 +1,272 @@
+package stdlib
+
+import (
+	"strings"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// # glob.couldMatch
+//
+// Reports whether a glob could match the path or a path under it: whether
+// some path the pattern matches equals the path or lies inside it, compared
+// segment by segment ("**" spans any number of segments, including past
+// the end of the path; *, ?, [class] and {a,b} as in glob.match). It is
+// how a rule asks whether a word such as ~/.config/celg*/trust.json or
+// ~/.cl*/** could reach a place it protects: true whenever glob.match(p,
+// pattern) is true for p the path or a path under it. A pattern with more
+// than 256 brace alternatives counts as matching (fail closed); an invalid
+// pattern is an error.
+//
+//	glob.couldMatch(<string>, <string>) -> <bool>
+//
+// Examples:
+//
+//	glob.couldMatch("/home/u/.config/celguard", "/home/u/.config/celg*/trust.json") // true
+//	glob.couldMatch("/home/u/.config/celguard", "/home/u/**")                        // true
+//	glob.couldMatch("/etc/celguard", "/etc/celg[u]ard")                              // true
+//	glob.couldMatch("/home/u/.config/celguard", "/home/u/.config/*.yaml")            // false
+//	glob.couldMatch("/home/u/.config/celguard", "/home/u/.config")                   // false
+//
+// Introduced in stdlib version 2.
+func (l *Lib) globReachFns() []*fnDef {
+	return []*fnDef{
+		{ns: "glob", name: "glob.couldMatch", version: 2, ovs: []*ovDef{{
+			id: "glob_couldMatch_string_string", args: []*cel.Type{cel.StringType, cel.StringType}, result: cel.BoolType,
+			// The brace alternatives hold at most braceGrowth times the
+			// pattern's bytes, each walked against the path's segments.
+			cost: costModel{base: 8, arg: 1, perUnit: braceGrowth, arg2: 0, perUnit2: 4},
+			binary: func(p, pat ref.Val) ref.Val {
+				ps, pats, err := twoStrings(p, pat)
+				if err != nil {
+					return err
+				}
+				ok, verr := CouldMatch(pats, ps)
+				if verr != nil {
+					return types.NewErr("glob.couldMatch: %v", verr)
+				}
+				return types.Bool(ok)
+			},
+		}}},
+	}
+}
+
+// Bounds of the brace expansion of a pattern in CouldMatch: at most
+// maxBraceAlternatives alternatives, of at most braceGrowth times the
+// pattern's length (plus 256 bytes) in all. Beyond them the pattern counts
+// as matching.
+const (
+	maxBraceAlternatives = 256
+	braceGrowth          = 16
+	maxBraceGroups       = 32 // brace groups expanded in sequence or nested
+)
+
+// errInvalidPattern is returned for a pattern doublestar rejects.
+type errInvalidPattern string
+
+func (e errInvalidPattern) Error() string { return "invalid glob pattern " + string(e) }
+
+// CouldMatch reports whether some path matched by the doublestar pattern
+// equals name or lies under it (see glob.couldMatch). Both are compared
+// segment by segment, split at "/"; braces are expanded first (at most
+// maxBraceAlternatives alternatives, else the answer is true).
+func CouldMatch(pattern, name string) (bool, error) {
+	if !doublestar.ValidatePattern(pattern) {
+		return false, errInvalidPattern(pattern)
+	}
+	budget := braceGrowth*len(pattern) + 256
+	alts, ok := expandBraces(pattern, maxBraceAlternatives, &budget, 0)
+	if !ok {
+		return true, nil
+	}
+	segs := strings.Split(name, "/")
+	for _, alt := range alts {
+		if reachSegments(splitPattern(alt), segs) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// reachSegments: can the pattern's segments consume every segment of the
+// path (what remains of the pattern then names the path or paths under
+// it)? A dynamic programme over (pattern segment, path segment).
+func reachSegments(pat, path []string) bool {
+	// memo[i][j]: 0 unknown, 1 false, 2 true.
+	memo := make([][]uint8, len(pat)+1)
+	for i := range memo {
+		memo[i] = make([]uint8, len(path)+1)
+	}
+	var f func(i, j int) bool
+	f = func(i, j int) bool {
+		if j == len(path) {
+			return true
+		}
+		if i == len(pat) {
+			return false
+		}
+		if m := memo[i][j]; m != 0 {
+			return m == 2
+		}
+		var r bool
+		if spans(pat[i]) {
+			r = f(i+1, j) || f(i, j+1)
+		} else {
+			r = segmentMatch(pat[i], path[j]) && f(i+1, j+1)
+		}
+		memo[i][j] = 1
+		if r {
+			memo[i][j] = 2
+		}
+		return r
+	}
+	return f(0, 0)
+}
+
+// spans reports whether a pattern segment may match across "/":
+// doublestar lets "**" inside a segment (a**, ****) and a class that may
+// match "/" ([!a], [^a], [ -0], [a/b]) do so. Such a segment is taken as "**",
+// a superset, the safe side.
+func spans(seg string) bool {
+	return strings.Contains(seg, "**") || strings.Contains(seg, "/") || classMatchesSlash(seg)
+}
+
+// classMatchesSlash reports whether a class of the segment ([...]) may
+// match "/": a negated one, or one whose range covers it ([ -0]).
+func classMatchesSlash(seg string) bool {
+	for i := 0; i < len(seg); i++ {
+		switch seg[i] {
+		case '\\':
+			i++
+		case '[':
+			end := strings.IndexByte(seg[i+1:], ']')
+			if end < 0 {
+				return false
+			}
+			class := seg[i+1 : i+1+end]
+			if strings.HasPrefix(class, "!") || strings.HasPrefix(class, "^") {
+				return true
+			}
+			for k := 0; k < len(class); k++ {
+				lo := class[k]
+				if lo == '\\' && k+1 < len(class) {
+					k++
+					lo = class[k]
+				}
+				hi := lo
+				if k+2 < len(class) && class[k+1] == '-' {
+					hi = class[k+2]
+					k += 2
+				}
+				if lo <= '/' && '/' <= hi {
+					return true
+				}
+			}
+			i += end + 1
+		}
+	}
+	return false
+}
+
+// splitPattern splits a brace-free pattern at the "/" outside classes
+// ([a/b]) and escapes (\/); a segment keeping a "/" spans (see spans).
+func splitPattern(p string) []string {
+	var out []string
+	start, inClass := 0, false
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '\\':
+			i++
+		case c == '[' && !inClass:
+			inClass = strings.IndexByte(p[i+1:], ']') >= 0
+		case c == ']' && inClass:
+			inClass = false
+		case c == '/' && !inClass:
+			out = append(out, p[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, p[start:])
+}
+
+// segmentMatch matches one segment (no "/" in either) as doublestar does.
+func segmentMatch(pat, seg string) bool {
+	return doublestar.MatchUnvalidated(pat, seg)
+}
+
+// expandBraces returns the brace-free alternatives of a pattern, or false
+// when there would be more than limit or they would hold more than *budget
+// bytes (spent as they are made), or more than maxBraceGroups groups
+// deep. Unbalanced braces are literal, and
+// a backslash escapes the next character, as in doublestar.
+func expandBraces(p string, limit int, budget *int, groups int) ([]string, bool) {
+	if groups > maxBraceGroups {
+		return nil, false
+	}
+	open, close := -1, -1
+	depth := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '{':
+			if depth == 0 {
+				open = i
+			}
+			depth++
+		case '}':
+			if depth > 0 {
+				depth--
+				if depth == 0 {
+					close = i
+				}
+			}
+		}
+		if close >= 0 {
+			break
+		}
+	}
+	if open < 0 || close < 0 {
+		if *budget -= len(p); *budget < 0 {
+			return nil, false
+		}
+		return []string{p}, true
+	}
+	var parts []string
+	start := open + 1
+	depth = 0
+	for i := open + 1; i < close; i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '{':
+			depth++
+		case '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, p[start:i])
+				start = i + 1
+			}
+		}
+	}
+	parts = append(parts, p[start:close])
+	var out []string
+	for _, part := range parts {
+		if *budget < len(p) {
+			return nil, false
+		}
+		alts, ok := expandBraces(p[:open]+part+p[close+1:], limit-len(out), budget, groups+1)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, alts...)
+		if len(out) > limit {
+			return nil, false
+		}
+	}
+	return out, true
+}

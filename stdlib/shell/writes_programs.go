@@ -1,0 +1,411 @@
+package shell
+
+import (
+	"path"
+	"strings"
+)
+
+// The programs whose writes depend on a subcommand, an old-style option
+// cluster or the text they read: go, git, tar, find and patch.
+
+// goFileFlags are the flags of go build and go test whose value is a file
+// written (also as -test.NAME).
+var goFileFlags = longs("o", "coverprofile", "cpuprofile", "memprofile", "blockprofile", "mutexprofile", "trace")
+
+// goValueFlags are the other flags of the go command that take a value.
+var goValueFlags = longs("C", "tags", "ldflags", "gcflags", "asmflags", "gccgoflags", "p", "run", "bench", "count",
+	"timeout", "exec", "coverpkg", "covermode", "mod", "modfile", "overlay", "pgo", "pkgdir", "toolexec",
+	"buildmode", "compiler", "installsuffix", "benchtime", "cpu", "parallel", "list", "skip", "shuffle", "fuzz",
+	"fuzztime", "fuzzminimizetime", "blockprofilerate", "memprofilerate", "mutexprofilefraction", "vet",
+	"outputdir", "reldir")
+
+// goReadOnly are the go subcommands that write no file a rule names.
+var goReadOnly = longs("vet", "list", "version", "env", "doc", "help", "bug")
+
+// goWrites reads go build -o, go test's output and profile flags (-flag
+// value, -flag=value, one or two dashes) and go install's binaries
+// ($GOBIN or ~/go/bin, one per package, named after its last element; a
+// package whose name is not in the command, such as . or ./..., gives
+// GOBIN/*). The other subcommands that run or write code (run, generate,
+// tool, mod, fmt, ...) are not known: known is false.
+func (c *Command) goWrites() (targets []string, known bool) {
+	args := c.Args()
+	var sub string
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-C" || a == "--C" {
+			i++
+			continue
+		}
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		sub, rest = a, args[i+1:]
+		break
+	}
+	if sub == "" || goReadOnly[sub] {
+		return nil, true
+	}
+	if sub != "build" && sub != "test" && sub != "install" {
+		return possibleFiles(rest), false
+	}
+	var out, files, pkgs []string
+	outputDir := ""
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "-args" || a == "--args" {
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pkgs = append(pkgs, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		name = strings.TrimPrefix(name, "test.")
+		takes := goFileFlags[name] || goValueFlags[name]
+		if takes && !hasValue && i+1 < len(rest) {
+			i++
+			value = rest[i]
+		}
+		switch {
+		case goFileFlags[name]:
+			files = append(files, value)
+		case name == "outputdir":
+			outputDir = value
+		}
+	}
+	if len(pkgs) == 0 {
+		pkgs = []string{"."}
+	}
+	for _, f := range files {
+		out = append(out, f)
+		if outputDir != "" && !path.IsAbs(f) && !strings.HasPrefix(f, "~") {
+			out = append(out, strings.TrimRight(outputDir, "/")+"/"+f)
+		}
+	}
+	if sub == "build" && len(files) > 0 {
+		// The last -o decides; it may name a directory: one binary per
+		// package in it.
+		f := files[len(files)-1]
+		for _, p := range pkgs {
+			out = append(out, strings.TrimRight(f, "/")+"/"+goBinaryName(p))
+		}
+	}
+	if sub == "install" {
+		bin := "~/go/bin"
+		if d := c.Env["GOBIN"]; d != "" {
+			bin = d
+		} else if d := c.Env["GOPATH"]; d != "" {
+			bin = strings.TrimRight(d, "/") + "/bin"
+		}
+		for _, p := range pkgs {
+			out = append(out, bin+"/"+goBinaryName(p))
+		}
+	}
+	return out, true
+}
+
+// goBinaryName is the name go build and go install give the binary of a
+// package: its last path element without @version, or "*" when the
+// command does not say it (., ./..., a pattern).
+func goBinaryName(pkg string) string {
+	pkg, _, _ = strings.Cut(pkg, "@")
+	b := path.Base(strings.TrimRight(pkg, "/"))
+	if b == "." || b == ".." || b == "..." || b == "/" || strings.Contains(pkg, "...") || b == "" {
+		return "*"
+	}
+	return b
+}
+
+// gitWrites covers the git subcommands that write files a command names:
+// apply and am (the paths of here-document patches, --directory), checkout,
+// restore, rm and mv (their paths), clone, init and worktree add (the new
+// directory), config --file, and the -o/--output of archive, format-patch,
+// diff, log and show.
+func (c *Command) gitWrites() []string {
+	args := c.Args()
+	values := globalValueOptions["git"]
+	var sub string
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if len(a) > 1 && a[0] == '-' {
+			if values[a] {
+				i++
+			}
+			continue
+		}
+		sub, rest = a, args[i+1:]
+		break
+	}
+	spec := writeSpec{opts: merge(roles(optFile, "-o", "--output", "--file"), roles(optSpread, "--directory"),
+		roles(optValue, "-m", "-b", "-B", "-c", "-p", "--depth", "--branch", "--origin", "--template",
+			"--reference", "--separate-git-dir", "--format", "--prefix", "-C", "--exclude", "--include"))}
+	opts, operands := spec.scan(rest)
+	var out []string
+	for _, o := range opts {
+		switch o.role {
+		case optFile:
+			if sub == "format-patch" {
+				out = append(out, spread(o.value))
+			} else {
+				out = append(out, o.value)
+			}
+		case optSpread:
+			if sub == "apply" || sub == "am" {
+				out = append(out, spread(o.value))
+			}
+		}
+	}
+	switch sub {
+	case "apply", "am":
+		out = append(out, c.stdinPatchPaths()...)
+	case "checkout", "restore", "rm", "mv", "switch":
+		out = append(out, operands...)
+	case "clone":
+		if len(operands) >= 2 {
+			out = append(out, spread(operands[len(operands)-1]))
+		}
+	case "init":
+		for _, o := range operands {
+			out = append(out, spread(o))
+		}
+	case "worktree":
+		if len(operands) >= 2 && operands[0] == "add" {
+			out = append(out, spread(operands[1]))
+		}
+	case "bundle":
+		if len(operands) >= 2 && operands[0] == "create" {
+			out = append(out, operands[1])
+		}
+	}
+	return out
+}
+
+// stdinPatchPaths are the file names in the headers of patches fed to the
+// command by a here-document or here-string.
+func (c *Command) stdinPatchPaths() []string {
+	var out []string
+	for _, r := range c.Redirects {
+		if r.Op == "<<" || r.Op == "<<-" || r.Op == "<<<" {
+			out = append(out, PatchPaths(r.Body)...)
+		}
+	}
+	return out
+}
+
+// PatchPaths returns the file names a patch text names: the paths of
+// unified and context diff headers (--- a/x, +++ b/x, *** x, each also
+// without its first component, as patch -p1 and git apply strip it) and of
+// Codex apply_patch headers (*** Add File: x, *** Update File:,
+// *** Delete File:, *** Move to:). Headers are read leniently: leading
+// blanks and a trailing carriage return are ignored.
+func PatchPaths(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
+		var p string
+		switch {
+		case strings.HasPrefix(line, "*** ") && strings.Contains(line, ":"):
+			head, rest, _ := strings.Cut(line[4:], ":")
+			switch strings.TrimSpace(head) {
+			case "Add File", "Update File", "Delete File", "Move to":
+				out = append(out, strings.TrimSpace(rest))
+			}
+			continue
+		case strings.HasPrefix(line, "+++ "), strings.HasPrefix(line, "--- "), strings.HasPrefix(line, "*** "):
+			p = strings.TrimSpace(line[4:])
+		case strings.HasPrefix(line, "diff --git "):
+			for _, f := range strings.Fields(line[len("diff --git "):]) {
+				out = append(out, stripComponent(f)...)
+			}
+			continue
+		default:
+			continue
+		}
+		if i := strings.IndexByte(p, '\t'); i >= 0 {
+			p = p[:i]
+		}
+		if p == "" || p == "/dev/null" || strings.Trim(p, "-*") == "" {
+			continue
+		}
+		out = append(out, stripComponent(p)...)
+	}
+	return out
+}
+
+// stripComponent returns the path and, when it has one, the path without
+// its first component (b/x -> x).
+func stripComponent(p string) []string {
+	if _, rest, ok := strings.Cut(p, "/"); ok && rest != "" {
+		return []string{p, rest}
+	}
+	return []string{p}
+}
+
+// tarShortValues are the letters of tar's short options that take a value.
+const tarShortValues = "fCTXbgNIHVKLF"
+
+var tarSpec = writeSpec{opts: merge(
+	roles(optFile, "-f", "--file", "-g", "--listed-incremental", "--index-file"),
+	roles(optValue, "-C", "--directory", "-T", "--files-from", "-X", "--exclude-from", "-b", "--blocking-factor",
+		"-N", "--newer", "--after-date", "-I", "--use-compress-program", "-H", "--format", "-V", "--label", "-K",
+		"--starting-file", "-L", "--tape-length", "-F", "--info-script", "--exclude", "--transform", "--xform",
+		"--to-command", "--owner", "--group", "--mode", "--mtime", "--strip-components", "--checkpoint-action"))}
+
+// tarWrites: the archive (-f) and incremental snapshot files, and, when
+// extracting (-x, --extract, --get), DIR/** for -C DIR (the members' names
+// are in the archive), or /** with -P (absolute member names). The old
+// style (tar xzf a.tgz -C d, values in the order of their letters) is
+// read as its dashed form.
+func tarWrites(args []string) []string {
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		var norm []string
+		k := 1
+		for _, l := range args[0] {
+			norm = append(norm, "-"+string(l))
+			if strings.ContainsRune(tarShortValues, l) && k < len(args) {
+				norm = append(norm, args[k])
+				k++
+			}
+		}
+		args = append(norm, args[k:]...)
+	}
+	opts, _ := tarSpec.scan(args)
+	extract := hasOpt(opts, "-x") || hasOpt(opts, "--extract") || hasOpt(opts, "--get")
+	var out, dirs []string
+	for _, o := range opts {
+		switch {
+		case o.role == optFile:
+			out = append(out, o.value)
+		case o.name == "-C" || o.name == "--directory":
+			dirs = append(dirs, o.value)
+		case extract && (o.name == "-P" || o.name == "--absolute-names"):
+			out = append(out, "/**")
+		}
+	}
+	if extract {
+		for _, d := range dirs {
+			out = append(out, spread(d))
+		}
+	}
+	return out
+}
+
+// findWrites: the files of -fprint, -fprint0, -fprintf and -fls; and, when
+// find deletes (-delete) or runs a command on what it finds (-exec,
+// -execdir, -ok, -okdir), its starting points and ROOT/**/NAME for each
+// literal -name or -iname (a glob name such as *.o is left out: it would
+// make every find . -delete a write to every place under .).
+func findWrites(args []string) []string {
+	var roots, names, out []string
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") || a == "(" || a == "!" || a == ")" {
+			break
+		}
+		roots = append(roots, a)
+	}
+	acts := false
+	for ; i < len(args); i++ {
+		switch args[i] {
+		case "-fprint", "-fprint0", "-fprintf", "-fls":
+			if i+1 < len(args) {
+				out = append(out, args[i+1])
+				i++
+			}
+		case "-name", "-iname":
+			if i+1 < len(args) {
+				if !strings.ContainsAny(args[i+1], "*?[") {
+					names = append(names, args[i+1])
+				}
+				i++
+			}
+		case "-delete", "-exec", "-execdir", "-ok", "-okdir":
+			acts = true
+		}
+	}
+	if !acts {
+		return out
+	}
+	if len(roots) == 0 {
+		roots = []string{"."}
+	}
+	// One pattern per root ({a,b} for several names), so that the result
+	// stays linear in the command.
+	alt := ""
+	switch len(names) {
+	case 0:
+	case 1:
+		alt = escapeGlob(names[0])
+	default:
+		esc := make([]string, len(names))
+		for i, n := range names {
+			esc[i] = escapeGlob(n)
+		}
+		alt = "{" + strings.Join(esc, ",") + "}"
+	}
+	for _, r := range roots {
+		out = append(out, r)
+		if alt != "" {
+			out = append(out, strings.TrimRight(r, "/")+"/**/"+alt)
+		}
+	}
+	return out
+}
+
+// escapeGlob escapes the characters special in a doublestar pattern.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]{},\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+var patchSpec = writeSpec{opts: merge(
+	roles(optFile, "-o", "--output", "-r", "--reject-file"),
+	roles(optSpread, "-d", "--directory", "-B", "--prefix"),
+	roles(optValue, "-i", "--input", "-p", "--strip", "-D", "--ifdef", "-F", "--fuzz", "-V",
+		"--version-control", "-Y", "--basename-prefix", "-z", "--suffix", "-g", "--get", "--quoting-style"))}
+
+// patchWrites: the file patched (the first operand), -o and the reject
+// file, -d DIR and -B PREFIX as DIR/**, and the paths of a patch fed by a
+// here-document. A patch read from a file (patch -p1 < x.diff) names its
+// files in that file, which the command does not show.
+func (c *Command) patchWrites() []string {
+	opts, operands := patchSpec.scan(c.Args())
+	var out []string
+	for _, o := range opts {
+		switch o.role {
+		case optFile:
+			out = append(out, o.value)
+		case optSpread:
+			out = append(out, spread(o.value))
+		}
+	}
+	if len(operands) > 0 {
+		out = append(out, operands[0])
+	}
+	return append(out, c.stdinPatchPaths()...)
+}
+
+// celguardWrites: celguard init DIR writes policies into DIR (DIR/**); its
+// other subcommands write nothing a command names (hook install and trust
+// write the hosts' settings and the trust store, which the commands do not
+// name: a policy asks before them).
+func (c *Command) celguardWrites() []string {
+	if c.Subcommand() != "init" {
+		return nil
+	}
+	var out []string
+	for _, o := range c.Positionals()[1:] {
+		out = append(out, spread(o))
+	}
+	return out
+}
