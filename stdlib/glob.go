@@ -74,6 +74,7 @@ func (l *Lib) Glob() cel.EnvOption {
 		literalArgs("glob.matchAny", 1, validateGlob),
 		literalArgs("glob.matchName", 1, validateGlob),
 		literalArgs("glob.couldMatch", 1, validateGlob),
+		literalArgs("glob.couldMatchShell", 1, validateGlob),
 	}})
 }
 

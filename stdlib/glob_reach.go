@@ -32,6 +32,28 @@ import (
 //	glob.couldMatch("/home/u/.config/celguard", "/home/u/.config")                   // false
 //
 // Introduced in stdlib version 2.
+//
+// # glob.couldMatchShell
+//
+// glob.couldMatch as a shell expands a word with its default options (bash,
+// zsh and sh alike: no dotglob, no GLOB_DOTS): a name that begins with a
+// dot is matched only by a pattern segment that begins with a dot (or a
+// bracket class, counted as able to). A "**" segment still spans every
+// directory, hidden ones included, so that the DIR/** and ROOT/**/NAME
+// targets shell.writes makes for recursive writes, archives and find keep
+// reaching hidden places. A command that may change the shell's globbing
+// (shopt, setopt, set, GLOBIGNORE) should use glob.couldMatch instead.
+//
+//	glob.couldMatchShell(<string>, <string>) -> <bool>
+//
+// Examples:
+//
+//	glob.couldMatchShell("/srv/app/.celguard", "/srv/app/*")         // false: * skips dot-files
+//	glob.couldMatchShell("/srv/app/.celguard", "/srv/app/.c*")       // true
+//	glob.couldMatchShell("/srv/app/.celguard", "/srv/app/**")        // true
+//	glob.couldMatchShell("/home/u/.local/state/celguard", "/home/u/.local/stat?/celguard/x") // true
+//
+// Introduced in stdlib version 2.
 func (l *Lib) globReachFns() []*fnDef {
 	return []*fnDef{
 		{ns: "glob", name: "glob.couldMatch", version: 2, ovs: []*ovDef{{
@@ -47,6 +69,21 @@ func (l *Lib) globReachFns() []*fnDef {
 				ok, verr := CouldMatch(pats, ps)
 				if verr != nil {
 					return types.NewErr("glob.couldMatch: %v", verr)
+				}
+				return types.Bool(ok)
+			},
+		}}},
+		{ns: "glob", name: "glob.couldMatchShell", version: 2, ovs: []*ovDef{{
+			id: "glob_couldMatchShell_string_string", args: []*cel.Type{cel.StringType, cel.StringType}, result: cel.BoolType,
+			cost: costModel{base: 8, arg: 1, perUnit: braceGrowth, arg2: 0, perUnit2: 4},
+			binary: func(p, pat ref.Val) ref.Val {
+				ps, pats, err := twoStrings(p, pat)
+				if err != nil {
+					return err
+				}
+				ok, verr := CouldMatchShell(pats, ps)
+				if verr != nil {
+					return types.NewErr("glob.couldMatchShell: %v", verr)
 				}
 				return types.Bool(ok)
 			},
@@ -73,7 +110,15 @@ func (e errInvalidPattern) Error() string { return "invalid glob pattern " + str
 // equals name or lies under it (see glob.couldMatch). Both are compared
 // segment by segment, split at "/"; braces are expanded first (at most
 // maxBraceAlternatives alternatives, else the answer is true).
-func CouldMatch(pattern, name string) (bool, error) {
+func CouldMatch(pattern, name string) (bool, error) { return couldMatch(pattern, name, false) }
+
+// CouldMatchShell is CouldMatch as a shell expands the pattern by default
+// (see glob.couldMatchShell): a path segment that begins with a dot is
+// matched only by a pattern segment that begins with one (or with a
+// bracket class), except by "**", which spans hidden directories too.
+func CouldMatchShell(pattern, name string) (bool, error) { return couldMatch(pattern, name, true) }
+
+func couldMatch(pattern, name string, shellDots bool) (bool, error) {
 	if !doublestar.ValidatePattern(pattern) {
 		return false, errInvalidPattern(pattern)
 	}
@@ -84,7 +129,7 @@ func CouldMatch(pattern, name string) (bool, error) {
 	}
 	segs := strings.Split(name, "/")
 	for _, alt := range alts {
-		if reachSegments(splitPattern(alt), segs) {
+		if reachSegments(splitPattern(alt), segs, shellDots) {
 			return true, nil
 		}
 	}
@@ -94,7 +139,13 @@ func CouldMatch(pattern, name string) (bool, error) {
 // reachSegments: can the pattern's segments consume every segment of the
 // path (what remains of the pattern then names the path or paths under
 // it)? A dynamic programme over (pattern segment, path segment).
-func reachSegments(pat, path []string) bool {
+func reachSegments(pat, path []string, shellDots bool) bool {
+	// dotOK: with shellDots, a wildcard does not match a leading dot, as a
+	// shell's default globbing; "**" spans hidden directories regardless.
+	dotOK := func(p, s string) bool {
+		return !shellDots || !strings.HasPrefix(s, ".") || p == "**" ||
+			strings.HasPrefix(p, ".") || strings.HasPrefix(p, "\\.") || strings.HasPrefix(p, "[")
+	}
 	// memo[i][j]: 0 unknown, 1 false, 2 true.
 	memo := make([][]uint8, len(pat)+1)
 	for i := range memo {
@@ -113,9 +164,9 @@ func reachSegments(pat, path []string) bool {
 		}
 		var r bool
 		if spans(pat[i]) {
-			r = f(i+1, j) || f(i, j+1)
+			r = f(i+1, j) || dotOK(pat[i], path[j]) && f(i, j+1)
 		} else {
-			r = segmentMatch(pat[i], path[j]) && f(i+1, j+1)
+			r = dotOK(pat[i], path[j]) && segmentMatch(pat[i], path[j]) && f(i+1, j+1)
 		}
 		memo[i][j] = 1
 		if r {

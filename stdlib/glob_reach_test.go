@@ -45,11 +45,43 @@ func TestCouldMatch(t *testing.T) {
 	if _, err := CouldMatch("/etc/[", "/etc"); err == nil {
 		t.Error("an invalid pattern is an error")
 	}
+	if _, err := CouldMatchShell("/etc/[", "/etc"); err == nil {
+		t.Error("an invalid pattern is an error")
+	}
 	// Hostile patterns are bounded, and answer true (fail closed).
 	for _, p := range []string{strings.Repeat("{a,b}", 20), strings.Repeat("{a}", 1000), "{" + strings.Repeat("{", 100) + strings.Repeat("}", 100) + "}",
 		strings.Repeat("{"+strings.Repeat("x", 1000)+",y}", 9)} {
 		if got, err := CouldMatch(p, "/etc/celguard"); err != nil || !got {
 			t.Errorf("CouldMatch(%.40q...) = %v, %v; want true", p, got, err)
+		}
+	}
+}
+
+// TestCouldMatchShell: a shell's default globbing skips dot-names unless
+// the pattern segment starts with a dot; "**" still spans hidden places.
+func TestCouldMatchShell(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"/srv/app/*", "/srv/app/.celguard", false},
+		{"/srv/app/*/x.yaml", "/srv/app/.celguard", false},
+		{"/srv/app/?celguard", "/srv/app/.celguard", false},
+		{"/srv/app/.c*", "/srv/app/.celguard", true},
+		{"/srv/app/.*", "/srv/app/.celguard", true},
+		{"/srv/app/\\.celguard", "/srv/app/.celguard", true},
+		{"/srv/app/[.]celguard", "/srv/app/.celguard", true}, // a class counts as able to
+		{"/srv/app/**", "/srv/app/.celguard", true},          // DIR/** of a recursive write
+		{"/srv/app/**/*.pyc", "/srv/app/.celguard", true},    // ROOT/**/NAME of find
+		{"/srv/app/a**", "/srv/app/.celguard", false},
+		{"/home/u/.local/stat?/celguard/x", "/home/u/.local/state/celguard", true},
+		{"/home/u/*/celguard", "/home/u/.config/celguard", false},
+		{"/home/u/.con*/celg*", "/home/u/.config/celguard", true},
+		{"/srv/app/{*,.celguard}", "/srv/app/.celguard", true},
+	} {
+		got, err := CouldMatchShell(tc.pattern, tc.name)
+		if err != nil || got != tc.want {
+			t.Errorf("CouldMatchShell(%q, %q) = %v, %v; want %v", tc.pattern, tc.name, got, err, tc.want)
 		}
 	}
 }
@@ -65,6 +97,16 @@ func FuzzCouldMatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pattern, name string) {
 		if len(pattern) > 256 || len(name) > 256 || !doublestar.ValidatePattern(pattern) {
 			return
+		}
+		// The shell's default globbing only ever matches less, and the same
+		// where no name begins with a dot.
+		plain, _ := CouldMatch(pattern, name)
+		shellMode, err := CouldMatchShell(pattern, name)
+		if err != nil || shellMode && !plain {
+			t.Fatalf("CouldMatchShell(%q, %q) = %v, %v with CouldMatch %v", pattern, name, shellMode, err, plain)
+		}
+		if !strings.HasPrefix(name, ".") && !strings.Contains(name, "/.") && shellMode != plain {
+			t.Fatalf("no dot-name in %q, but CouldMatchShell %v != CouldMatch %v for %q", name, shellMode, plain, pattern)
 		}
 		if !doublestar.MatchUnvalidated(pattern, name) {
 			got, err := CouldMatch(pattern, name)

@@ -21,11 +21,12 @@ import (
 var pinnedSurface = map[string][]string{
 	"canonical": {"canonical_dyn(dyn) -> string"},
 
-	"glob.couldMatch": {"glob_couldMatch_string_string(string, string) -> bool"},
-	"glob.match":      {"glob_match_string_string(string, string) -> bool"},
-	"glob.matchAny":   {"glob_matchAny_string_list(string, list(string)) -> bool"},
-	"glob.matchName":  {"glob_matchName_string_string(string, string) -> bool"},
-	"glob.valid":      {"glob_valid_string(string) -> bool"},
+	"glob.couldMatch":      {"glob_couldMatch_string_string(string, string) -> bool"},
+	"glob.couldMatchShell": {"glob_couldMatchShell_string_string(string, string) -> bool"},
+	"glob.match":           {"glob_match_string_string(string, string) -> bool"},
+	"glob.matchAny":        {"glob_matchAny_string_list(string, list(string)) -> bool"},
+	"glob.matchName":       {"glob_matchName_string_string(string, string) -> bool"},
+	"glob.valid":           {"glob_valid_string(string) -> bool"},
 
 	"hash.sha256": {"hash_sha256_bytes(bytes) -> string", "hash_sha256_string(string) -> string"},
 	"hash.short":  {"hash_short_dyn(dyn) -> string"},
@@ -62,7 +63,7 @@ var pinnedSurface = map[string][]string{
 }
 
 // since is the stdlib version each function arrived in, when not 1.
-var since = map[string]uint32{"glob.couldMatch": 2, "shell.writes": 2}
+var since = map[string]uint32{"glob.couldMatch": 2, "glob.couldMatchShell": 2, "shell.writes": 2}
 
 func sinceVersion(name string) uint32 {
 	if v, ok := since[name]; ok {
