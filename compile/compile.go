@@ -164,6 +164,7 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 		c.parseDS = p.ds
 		c.policy(p)
 	}
+	c.checkClassReads()
 	c.finish()
 	if !c.ds.HasErrors() {
 		c.proveBounds() // cost_proof.go: programs without cost accounting for small inputs
@@ -215,6 +216,9 @@ type compiler struct {
 	checked []checkedExpr
 	// programs are the programs built, by checked expression.
 	programs map[*cel.Ast]*Program
+	// classReads are the reads of command, paths and classes, which only
+	// a tool-class table gives a value (checkClassReads).
+	classReads []classRead
 }
 
 // flagged reports whether the parser found an error at pos.
@@ -693,6 +697,8 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 					c.errorf(policy.CodeCounterInCounter, posOf(x.ID()), "%s reads counters; counter expressions cannot depend on counters", sc.what)
 					ok = false
 				}
+			case celenv.VarCommand, celenv.VarPaths, celenv.VarClasses:
+				c.classReads = append(c.classReads, classRead{pos: posOf(x.ID()), what: sc.what, name: name})
 			default:
 				if vi, isVar := info[name]; isVar {
 					if !slices.Contains(rs.vars, name) {

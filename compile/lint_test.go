@@ -34,7 +34,7 @@ func lintPolicy(name, body string) policy.Source {
 // as "code file:line:col [related...]", in order.
 func lintFindings(t *testing.T, srcs []policy.Source, opts ...compile.Option) []string {
 	t.Helper()
-	_, ds, err := compile.Check(srcs, opts...)
+	_, ds, err := compile.Check(append(slices.Clone(srcs), policies.ToolClasses()), opts...)
 	require.NoError(t, err)
 	require.False(t, ds.HasErrors(), "the fixture must compile:\n%v", ds)
 	var out []string

@@ -95,6 +95,7 @@ const (
 	CodeOverridden         Code = "overridden"          // info: a policy or rule replaced or disabled by a higher layer
 	CodeUnknownOverride    Code = "unknown_override"    // warning: an Overrides file disables something no lower layer has
 	CodeUndeclaredClass    Code = "undeclared_class"    // match.classes names a class no ToolClasses file declares
+	CodeNoToolClasses      Code = "no_tool_classes"     // command, paths or classes read in a set with no tool classes
 	CodeInvalidMandatory   Code = "invalid_mandatory"   // a mandatory rule whose verdict is allow or modify
 	CodeMandatoryKept      Code = "mandatory_kept"      // warning: an Overrides file or another layer tried to lift a mandatory rule
 	CodeUntrustedIgnored   Code = "untrusted_ignored"   // warning: what an untrusted project may not do (Overrides, replacements) is ignored

@@ -42,6 +42,7 @@ var codeCatalogue = []codeInfo{
 	{policy.CodeOverridden, policy.SeverityInfo, "A policy or rule replaced or disabled by a higher layer."},
 	{policy.CodeUnknownOverride, policy.SeverityWarning, "An Overrides file disables something no lower layer has."},
 	{policy.CodeUndeclaredClass, policy.SeverityError, "match.classes names a class no tool-class file declares."},
+	{policy.CodeNoToolClasses, policy.SeverityError, "command, paths or classes read in a set with no tool classes, where they are always empty."},
 	{policy.CodeInvalidMandatory, policy.SeverityError, "A mandatory rule whose verdict is allow or modify."},
 	{policy.CodeMandatoryKept, policy.SeverityWarning, "An Overrides file or another layer tried to lift a mandatory rule; it stays."},
 	{policy.CodeUntrustedIgnored, policy.SeverityWarning, "What an untrusted project may not do (Overrides, replacements) is ignored until it is trusted."},
