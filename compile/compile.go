@@ -172,6 +172,9 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 			c.lint() // lint.go: the analyses of a set that compiles
 		}
 	}
+	for _, p := range c.set.policies {
+		c.ds.Suppress(p.Source.Suppressions) // # celguard:ignore comments
+	}
 	c.ds.Sort()
 	if c.ds.HasErrors() {
 		return nil, c.ds, nil

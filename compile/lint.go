@@ -73,6 +73,7 @@ func (l *linter) unconditional(r *Rule) bool {
 func (l *linter) rules() {
 	for _, rules := range l.sequences() { // crosslayer.go
 		l.shadowing(rules)
+		l.duplicateConditions(rules) // duplicates.go
 	}
 	for _, r := range l.c.set.rules {
 		src := r.Source

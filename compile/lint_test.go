@@ -23,6 +23,7 @@ import (
 var lintCodes = []policy.Code{
 	policy.CodeShadowedRule, policy.CodeFalseCondition, policy.CodeUnusedVariable, policy.CodeUnusedCounter,
 	policy.CodeCounterNeverIncremented, policy.CodeMissingReason, policy.CodeCostOverBudget,
+	policy.CodeDuplicateCondition, policy.CodeInvalidSuppression,
 }
 
 // lintPolicy wraps a policy body (variables, counters, rules) in a header.
@@ -766,7 +767,12 @@ func TestLintFixtures(t *testing.T) {
 			_, ds, err := compile.Check(srcs)
 			require.NoError(t, err)
 			var b strings.Builder
-			require.NoError(t, policy.WriteText(&b, ds, policy.LinesOf(srcs)))
+			require.NoError(t, policy.WriteText(&b, ds.Unsuppressed(), policy.LinesOf(srcs)))
+			for _, d := range ds {
+				if s := d.Suppressed; s != nil {
+					fmt.Fprintf(&b, "suppressed: %s %s by %s -- %s\n", d.Code, d.Pos, s.Pos, s.Reason)
+				}
+			}
 			got := b.String()
 			for _, d := range ds {
 				seen[d.Code] = true

@@ -116,6 +116,8 @@ const (
 	CodeCounterNeverIncremented Code = "counter_never_incremented" // a counter read but whose increment_when is false
 	CodeMissingReason           Code = "missing_reason"            // block, halt or ask with neither reason nor message
 	CodeCostOverBudget          Code = "cost_over_budget"          // an expression whose worst-case cost exceeds the budget
+	CodeDuplicateCondition      Code = "duplicate_condition"       // two rules with the same condition, priority, phase and overlapping tools
+	CodeInvalidSuppression      Code = "invalid_suppression"       // a # celguard:ignore comment with an unknown code or no reason
 )
 
 // Codes of the set in force (celguard lint --effective, compile.Relaxations)
@@ -135,6 +137,9 @@ type Diagnostic struct {
 	// Related points at other places involved, such as the first definition of
 	// a duplicate id.
 	Related []Pos `json:"related,omitempty"`
+	// Suppressed is the `# celguard:ignore` comment that suppresses this
+	// warning, when one does (Suppression).
+	Suppressed *Suppression `json:"suppressed,omitempty"`
 }
 
 // Error renders the diagnostic as file:line:col: code: message.

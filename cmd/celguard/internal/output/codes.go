@@ -54,6 +54,8 @@ var codeCatalogue = []codeInfo{
 	{policy.CodeCounterNeverIncremented, policy.SeverityWarning, "A counter read but whose increment_when is false."},
 	{policy.CodeMissingReason, policy.SeverityWarning, "Block, halt or ask with neither reason nor message."},
 	{policy.CodeCostOverBudget, policy.SeverityWarning, "An expression whose worst-case cost exceeds the budget."},
+	{policy.CodeDuplicateCondition, policy.SeverityWarning, "Two rules with the same condition, priority and phase, for tools both match: the later never decides there."},
+	{policy.CodeInvalidSuppression, policy.SeverityWarning, "A # celguard:ignore comment naming a code that cannot be suppressed, or giving no reason."},
 	{policy.CodeCrossLayerShadowed, policy.SeverityWarning, "A rule that can never decide: a rule of another layer, tried first, always decides."},
 	{policy.CodeUntrustedWouldRelax, policy.SeverityInfo, "An untrusted project's rule that, once trusted, would decide before a stricter rule."},
 	{policy.CodeUnknownBuiltin, policy.SeverityError, "A test suite's builtin:NAME names no built-in bundle or policy."},
