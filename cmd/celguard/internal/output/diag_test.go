@@ -35,7 +35,7 @@ var goldenDiagnostics = policy.Diagnostics{
 		Message: "an info note"},
 	// Suppressed by a # celguard:ignore comment: in JSON and SARIF only.
 	{Code: policy.CodeMissingReason, Severity: policy.SeverityWarning, Pos: policy.Pos{File: "policies/b.yaml", Line: 13, Col: 5},
-		Message: `rule "y" decides block with neither reason nor message`,
+		Message:    `rule "y" decides block with neither reason nor message`,
 		Suppressed: &policy.Suppression{Code: policy.CodeMissingReason, Reason: "the host explains", Pos: policy.Pos{File: "policies/b.yaml", Line: 11, Col: 3}}},
 }
 
