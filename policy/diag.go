@@ -180,9 +180,14 @@ func (ds Diagnostics) HasErrors() bool {
 
 // Errors returns only the diagnostics of error severity.
 func (ds Diagnostics) Errors() Diagnostics {
+	return ds.filter(func(d Diagnostic) bool { return d.Severity == SeverityError })
+}
+
+// filter returns the diagnostics keep keeps, in order.
+func (ds Diagnostics) filter(keep func(Diagnostic) bool) Diagnostics {
 	var out Diagnostics
 	for _, d := range ds {
-		if d.Severity == SeverityError {
+		if keep(d) {
 			out = append(out, d)
 		}
 	}

@@ -76,13 +76,7 @@ func (ds Diagnostics) Suppress(sups []Suppression) {
 
 // Unsuppressed returns the diagnostics of ds no suppression covers.
 func (ds Diagnostics) Unsuppressed() Diagnostics {
-	var out Diagnostics
-	for _, d := range ds {
-		if d.Suppressed == nil {
-			out = append(out, d)
-		}
-	}
-	return out
+	return ds.filter(func(d Diagnostic) bool { return d.Suppressed == nil })
 }
 
 // suppressions reads the suppression comments of the entries of a list
