@@ -122,8 +122,12 @@ func (d *decoder) suppression(text string, pos Pos) (Suppression, bool) {
 	case strings.ContainsAny(string(code), " \t,"):
 		d.ds.warnf(CodeInvalidSuppression, pos, "%s takes one code, then \" -- \" and the reason, not %q", suppressPrefix, code)
 	case !slices.Contains(suppressibleCodes, code):
-		d.ds.warnf(CodeInvalidSuppression, pos, "%s %s: %q is not a code that can be suppressed; codes that can: %s",
-			suppressPrefix, code, code, codeList(suppressibleCodes))
+		hint := ""
+		if near, ok := nearestCode(code); ok {
+			hint = fmt.Sprintf("did you mean %s? ", near)
+		}
+		d.ds.warnf(CodeInvalidSuppression, pos, "%s %s: %q is not a code that can be suppressed; %scodes that can: %s",
+			suppressPrefix, code, code, hint, codeList(suppressibleCodes))
 	case !hasReason || reason == "":
 		d.ds.warnf(CodeInvalidSuppression, pos, "%s %s gives no reason: write # %s %s -- why this is fine",
 			suppressPrefix, code, suppressPrefix, code)
@@ -131,6 +135,39 @@ func (d *decoder) suppression(text string, pos Pos) (Suppression, bool) {
 		return Suppression{Code: code, Reason: reason, Pos: pos}, true
 	}
 	return Suppression{}, false
+}
+
+// nearestCode returns the suppressible code closest to a misspelt one,
+// within two edits.
+func nearestCode(c Code) (Code, bool) {
+	best, bestD := Code(""), 3
+	for _, k := range suppressibleCodes {
+		if d := editDistance(string(c), string(k)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best, best != ""
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func codeList(codes []Code) string {
