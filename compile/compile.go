@@ -106,7 +106,10 @@ func Compile(srcs []policy.Source, opts ...Option) (*PolicySet, error) {
 }
 
 // Check is Compile for linters: it returns every diagnostic of every
-// severity, and the set when there is no error among them.
+// severity, and the set when there is no error among them. A warning that a
+// `# celguard:ignore CODE -- reason` comment on its rule, variable or
+// counter suppresses is returned marked (Diagnostic.Suppressed); use
+// Diagnostics.Unsuppressed for the rest.
 func Check(srcs []policy.Source, opts ...Option) (*PolicySet, policy.Diagnostics, error) {
 	return compileSet(srcs, true, opts)
 }
