@@ -497,6 +497,10 @@ func TestLintCostOverBudget(t *testing.T) {
 		// nested over two lists, they are not.
 		{`args.a.exists(x, shell.commands(string(x)).size() > 2)`, nil},
 		{`args.a.exists(x, args.b.exists(y, shell.commands(string(x) + string(y)).size() > 2))`, []string{"cost_over_budget p.yaml:6:17"}},
+		// Issue 16: a one-level scan over a message list was "1.3x over
+		// budget" with 1,000 messages of 1,000 characters.
+		{`args.messages.exists(m, string(m.content).lowerAscii().contains("password"))`, nil},
+		{`args.messages.exists(m, string(m.content).matches("(?i)password\\s*[:=]"))`, nil},
 		{`args.a.exists(x, string(x).matches("^rm"))`, nil},
 		{`shell.commands(string(args.command)).exists(c, c.program == "rm")`, nil},
 		{`string(args.command).matches("rm\\s+-rf")`, nil},
