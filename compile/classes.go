@@ -116,3 +116,27 @@ func (c *compiler) checkRuleClasses(r *policy.Rule) {
 		}
 	}
 }
+
+// classRead is one read of command, paths or classes.
+type classRead struct {
+	pos  policy.Pos
+	what string // the expression's place: "rule x condition"
+	name string // command, paths or classes
+}
+
+// checkClassReads reports every read of command, paths or classes in a set
+// with no tool classes (no_tool_classes): there, command is always "",
+// paths and classes always empty, so a rule testing them would silently
+// never match and the call be allowed. The built-in tool classes
+// (policies.ToolClasses) are what the command line adds; policies.Select
+// and package celguard's Load add them too.
+func (c *compiler) checkClassReads() {
+	if len(c.classes.order) > 0 {
+		return
+	}
+	for _, r := range c.classReads {
+		c.errorf(policy.CodeNoToolClasses, r.pos, "%s reads %s, but the set has no tool classes, so %s is always empty "+
+			"and the rule would silently never match; compile with the built-in tool classes "+
+			"(policies.Select, celguard.Load or policies.ToolClasses()) or a ToolClasses file of your own", r.what, r.name, r.name)
+	}
+}

@@ -106,7 +106,10 @@ func Compile(srcs []policy.Source, opts ...Option) (*PolicySet, error) {
 }
 
 // Check is Compile for linters: it returns every diagnostic of every
-// severity, and the set when there is no error among them.
+// severity, and the set when there is no error among them. A warning that a
+// `# celguard:ignore CODE -- reason` comment on its rule, variable or
+// counter suppresses is returned marked (Diagnostic.Suppressed); use
+// Diagnostics.Unsuppressed for the rest.
 func Check(srcs []policy.Source, opts ...Option) (*PolicySet, policy.Diagnostics, error) {
 	return compileSet(srcs, true, opts)
 }
@@ -164,12 +167,16 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 		c.parseDS = p.ds
 		c.policy(p)
 	}
+	c.checkClassReads()
 	c.finish()
 	if !c.ds.HasErrors() {
 		c.proveBounds() // cost_proof.go: programs without cost accounting for small inputs
 		if lint {
 			c.lint() // lint.go: the analyses of a set that compiles
 		}
+	}
+	for _, p := range c.set.policies {
+		c.ds.Suppress(p.Source.Suppressions) // # celguard:ignore comments
 	}
 	c.ds.Sort()
 	if c.ds.HasErrors() {
@@ -215,6 +222,9 @@ type compiler struct {
 	checked []checkedExpr
 	// programs are the programs built, by checked expression.
 	programs map[*cel.Ast]*Program
+	// classReads are the reads of command, paths and classes, which only
+	// a tool-class table gives a value (checkClassReads).
+	classReads []classRead
 }
 
 // flagged reports whether the parser found an error at pos.
@@ -693,6 +703,8 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 					c.errorf(policy.CodeCounterInCounter, posOf(x.ID()), "%s reads counters; counter expressions cannot depend on counters", sc.what)
 					ok = false
 				}
+			case celenv.VarCommand, celenv.VarPaths, celenv.VarClasses:
+				c.classReads = append(c.classReads, classRead{pos: posOf(x.ID()), what: sc.what, name: name})
 			default:
 				if vi, isVar := info[name]; isVar {
 					if !slices.Contains(rs.vars, name) {

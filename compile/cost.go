@@ -1,6 +1,8 @@
 package compile
 
 import (
+	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 
@@ -37,6 +39,19 @@ import (
 // sizes either way.
 const CostAssumedSize = 1_000
 
+// CostAssumedEntries is the lint's assumption for the number of entries of
+// a list or map whose size cel-go cannot infer (one read from the call
+// data, or one an expression iterates over even when typed dyn): at most
+// this many, each string among them of up to CostAssumedSize characters. A
+// list of 100 strings of 1,000 characters carries 100,000 characters,
+// already a large call; assuming 1,000 of each put a megabyte in one
+// argument and made a one-level scan over a message list look over budget
+// (issue 16). The product still finds what is at real risk: two nested
+// loops over lists of this size with string work inside reach the budget.
+// The proofs (cost_proof.go) never use it: they assume every input, list
+// or string, of the size they prove.
+const CostAssumedEntries = 100
+
 // costPass runs the cost analysis over every checked expression, in order,
 // with every input assumed to hold at most assumed code points or entries
 // (strict: see sizeAssumptions). Each variable's size is recorded for the
@@ -65,6 +80,9 @@ func (c *compiler) costPass(assumed uint64, strict bool, consts map[*Variable]co
 			continue
 		}
 		est := &sizeAssumptions{assumed: assumed, strict: strict, lib: lib, sizes: sz, shapes: sz.shapesOf(ce.ast)}
+		if !strict {
+			est.ranges = iterationRanges(ce.ast)
+		}
 		ast := ce.ast
 		var probe *probedSize
 		if v != nil && !constant {
@@ -101,6 +119,23 @@ type sizeAssumptions struct {
 	sizes  *costSizes
 	shapes map[int64]shape // by expression id, from costSizes.shapesOf
 	probe  *probedSize     // set while estimating a probed variable
+	// ranges are the expressions a comprehension iterates over, by id:
+	// the lint (not strict) sizes one of unknown size, even of type dyn,
+	// as a collection (CostAssumedEntries).
+	ranges map[int64]bool
+}
+
+// iterationRanges returns the ids of the expressions the comprehensions of
+// a checked expression iterate over.
+func iterationRanges(a *cel.Ast) map[int64]bool {
+	out := map[int64]bool{}
+	walkScoped(a.NativeRep().Expr(), func(x celast.Expr, _ func(string) bool) bool {
+		if x.Kind() == celast.ComprehensionKind {
+			out[x.AsComprehension().IterRange().ID()] = true
+		}
+		return true
+	})
+	return out
 }
 
 // EstimateSize implements cost.Estimator.
@@ -136,6 +171,15 @@ func (s *sizeAssumptions) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	}
 	if s.strict && !isInputPath(n.Path()) {
 		return nil // a value computed in the expression, of unknown size
+	}
+	if !s.strict {
+		collection := t.Kind() == types.ListKind || t.Kind() == types.MapKind
+		if x := n.Expr(); x != nil && s.ranges[x.ID()] {
+			collection = true
+		}
+		if collection {
+			return &cost.SizeEstimate{Min: 0, Max: min(s.assumed, CostAssumedEntries)}
+		}
 	}
 	return &cost.SizeEstimate{Min: 0, Max: s.assumed}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -29,7 +30,7 @@ func TestProvenBounds(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			src := "apiVersion: celguard.dev/v1\nkind: Policy\nname: p\nrules:\n  - id: r\n    verdict: block\n    condition: '" + tc.cond + "'\n"
-			set, err := compile.Compile([]policy.Source{{Name: "p.yaml", Data: []byte(src)}})
+			set, err := compile.Compile([]policy.Source{{Name: "p.yaml", Data: []byte(src)}, policies.ToolClasses()})
 			require.NoError(t, err)
 			r, ok := set.Rule("r")
 			require.True(t, ok)

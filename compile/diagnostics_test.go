@@ -134,7 +134,7 @@ var knownCodes = []policy.Code{
 	policy.CodeModifyPhase, policy.CodeCELSyntax, policy.CodeCELType, policy.CodeWrongResultType,
 	policy.CodeResultInBefore, policy.CodeUndeclaredCounter, policy.CodeConflictingDefault,
 	policy.CodeNoPolicies, policy.CodeTooManyRules, policy.CodeCounterInCounter,
-	policy.CodeInvalidLiteral,
+	policy.CodeInvalidLiteral, policy.CodeNoToolClasses,
 }
 
 // fixtureCodes are the codes a policy file can trigger through Check; the
@@ -147,7 +147,7 @@ var fixtureCodes = []policy.Code{
 	policy.CodeDuplicateName, policy.CodeReservedName, policy.CodeVerdictPhase, policy.CodeModifyMismatch,
 	policy.CodeModifyPhase, policy.CodeCELSyntax, policy.CodeCELType, policy.CodeWrongResultType,
 	policy.CodeResultInBefore, policy.CodeUndeclaredCounter, policy.CodeConflictingDefault,
-	policy.CodeCounterInCounter, policy.CodeInvalidLiteral,
+	policy.CodeCounterInCounter, policy.CodeInvalidLiteral, policy.CodeNoToolClasses,
 }
 
 func TestDiagnostics(t *testing.T) {

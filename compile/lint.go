@@ -73,6 +73,7 @@ func (l *linter) unconditional(r *Rule) bool {
 func (l *linter) rules() {
 	for _, rules := range l.sequences() { // crosslayer.go
 		l.shadowing(rules)
+		l.duplicateConditions(rules) // duplicates.go
 	}
 	for _, r := range l.c.set.rules {
 		src := r.Source
@@ -371,12 +372,12 @@ func overBudget(est, limit uint64) string {
 		size = groupDigits(est)
 	}
 	return fmt.Sprintf("estimated worst-case cost %s exceeds the runtime budget of %s by %s "+
-		"(assuming inputs of up to %s characters or entries); "+
+		"(assuming strings of up to %s characters and lists or maps of up to %s entries); "+
 		"at run time an over-budget evaluation is an error that the failure policy decides. "+
 		"Avoid nesting comprehensions (use `in`, sets.intersects or a map lookup instead of exists inside exists), "+
 		"scan a string once with a stdlib function (shell.*, glob.match, path.*) rather than in a loop, "+
 		"and test size() before iterating so the runtime cost stays bounded",
-		size, groupDigits(limit), factor, groupDigits(CostAssumedSize))
+		size, groupDigits(limit), factor, groupDigits(CostAssumedSize), groupDigits(CostAssumedEntries))
 }
 
 // groupDigits writes n with thousands separators: 1,000,000.

@@ -94,6 +94,72 @@ type Options struct {
 	// Registered are policies an embedding program adds; they form the
 	// highest layer but the admin one.
 	Registered []policy.Source
+	// Layers asks Select for every layer even beside Explicit paths (what
+	// the command line's --effective asks). Bundle, Include, Exclude,
+	// UserDir and ProjectDir ask for them too.
+	Layers bool
+}
+
+// explicitOnly reports whether Select reads only the Explicit paths: they
+// are given and nothing asks for the layers.
+func (o Options) explicitOnly() bool {
+	return len(o.Explicit) > 0 && !o.Layers && o.Bundle == "" && len(o.Include) == 0 && len(o.Exclude) == 0 &&
+		o.UserDir == "" && o.ProjectDir == ""
+}
+
+// Select returns the policy sources the celguard command line decides
+// with, for the same choices: it is what `celguard eval` and `celguard
+// hook` read, and what package celguard's Load compiles, so a program
+// that embeds celguard decides exactly as the command line does.
+//
+//   - Explicit paths alone (no Layers, Bundle, Include, Exclude, UserDir
+//     or ProjectDir): only those files decide, as the explicit layer, with
+//     the built-in tool classes (rules may match classes and read
+//     command, paths and classes) and the Registered sources. An explicit
+//     path that does not exist, or paths that hold no policy file, are an
+//     error.
+//   - Otherwise: every layer, as DiscoverLayers reads them (the built-in
+//     bundle, which always brings the tool classes, the user's and the
+//     project's directories, the Explicit paths, the Registered sources
+//     and the admin layer).
+//
+// The Discovery's Project and AdminDir are set only when the layers were
+// read.
+func Select(o Options) (*Discovery, error) {
+	for _, p := range o.Explicit {
+		if _, err := os.Stat(p); err != nil {
+			return nil, err
+		}
+	}
+	if !o.explicitOnly() {
+		return DiscoverLayers(o)
+	}
+	srcs, err := policy.LoadPaths(o.Explicit...)
+	if err != nil {
+		return nil, err
+	}
+	if len(srcs) == 0 {
+		return nil, fmt.Errorf("no policy files in %s (policy files are *.yaml and *.yml, not *_test.yaml)", orList(o.Explicit))
+	}
+	srcs = withLayer(srcs, policy.LayerExplicit)
+	srcs = append(srcs, withLayer(slices.Clone(o.Registered), policy.LayerRegistered)...)
+	return &Discovery{Sources: append(srcs, ToolClasses())}, nil
+}
+
+// orList writes paths as "a", "a or b", "a, b or c".
+func orList(paths []string) string {
+	s := ""
+	for i, p := range paths {
+		switch {
+		case i == 0:
+		case i == len(paths)-1:
+			s += " or "
+		default:
+			s += ", "
+		}
+		s += p
+	}
+	return s
 }
 
 // Discovery is what DiscoverLayers found.

@@ -89,3 +89,43 @@ func TestDiscoverRejectsUnknownNames(t *testing.T) {
 	_, err = policies.Discover(policies.Options{Explicit: []string{"/no/such/file.yaml"}, UserDir: "-", ProjectDir: "-"})
 	assert.Error(t, err)
 }
+
+// TestSelect is the command line's choice of sources (policies.Select):
+// explicit paths alone are those files and the built-in tool classes; any
+// layer option, or none at all, reads every layer.
+func TestSelect(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // no user directory there
+	tmp := t.TempDir()
+	team := filepath.Join(tmp, "team")
+	write(t, filepath.Join(team, "team.yaml"), "apiVersion: celguard.dev/v1\nkind: Policy\nname: team\nrules:\n  - id: r\n    match: {classes: [shell]}\n    condition: 'command == \"x\"'\n    verdict: block\n    reason: r\n")
+	reg := policy.Source{Name: "mine.yaml", Data: []byte("apiVersion: celguard.dev/v1\nkind: Policy\nname: mine\nrules: []\n")}
+
+	d, err := policies.Select(policies.Options{Explicit: []string{team}, Registered: []policy.Source{reg}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]policy.Layer{
+		filepath.ToSlash(filepath.Join(team, "team.yaml")): policy.LayerExplicit,
+		"mine.yaml":                 policy.LayerRegistered,
+		"builtin/tool-classes.yaml": policy.LayerBuiltin,
+	}, names(d.Sources))
+	_, err = compile.Compile(d.Sources)
+	require.NoError(t, err, "the tool classes let the rule match shell and read command")
+
+	for _, o := range []policies.Options{
+		{Explicit: []string{team}, Layers: true},
+		{Explicit: []string{team}, Bundle: "minimal"},
+		{Explicit: []string{team}, UserDir: "-"},
+		{Explicit: []string{team}, ProjectDir: "-"},
+		{Explicit: []string{team}, Exclude: []string{"rate-limit"}},
+		{},
+	} {
+		o.TrustFile, o.WorkDir = "-", tmp
+		d, err := policies.Select(o)
+		require.NoError(t, err)
+		assert.Contains(t, names(d.Sources), "builtin/dangerous-commands.yaml", "%+v reads the layers", o)
+	}
+
+	_, err = policies.Select(policies.Options{Explicit: []string{filepath.Join(tmp, "missing")}})
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	_, err = policies.Select(policies.Options{Explicit: []string{t.TempDir()}})
+	assert.ErrorContains(t, err, "no policy files in")
+}

@@ -95,6 +95,7 @@ const (
 	CodeOverridden         Code = "overridden"          // info: a policy or rule replaced or disabled by a higher layer
 	CodeUnknownOverride    Code = "unknown_override"    // warning: an Overrides file disables something no lower layer has
 	CodeUndeclaredClass    Code = "undeclared_class"    // match.classes names a class no ToolClasses file declares
+	CodeNoToolClasses      Code = "no_tool_classes"     // command, paths or classes read in a set with no tool classes
 	CodeInvalidMandatory   Code = "invalid_mandatory"   // a mandatory rule whose verdict is allow or modify
 	CodeMandatoryKept      Code = "mandatory_kept"      // warning: an Overrides file or another layer tried to lift a mandatory rule
 	CodeUntrustedIgnored   Code = "untrusted_ignored"   // warning: what an untrusted project may not do (Overrides, replacements) is ignored
@@ -115,6 +116,8 @@ const (
 	CodeCounterNeverIncremented Code = "counter_never_incremented" // a counter read but whose increment_when is false
 	CodeMissingReason           Code = "missing_reason"            // block, halt or ask with neither reason nor message
 	CodeCostOverBudget          Code = "cost_over_budget"          // an expression whose worst-case cost exceeds the budget
+	CodeDuplicateCondition      Code = "duplicate_condition"       // two rules with the same condition, priority, phase and overlapping tools
+	CodeInvalidSuppression      Code = "invalid_suppression"       // a # celguard:ignore comment with an unknown code or no reason
 )
 
 // Codes of the set in force (celguard lint --effective, compile.Relaxations)
@@ -134,6 +137,9 @@ type Diagnostic struct {
 	// Related points at other places involved, such as the first definition of
 	// a duplicate id.
 	Related []Pos `json:"related,omitempty"`
+	// Suppressed is the `# celguard:ignore` comment that suppresses this
+	// warning, when one does (Suppression).
+	Suppressed *Suppression `json:"suppressed,omitempty"`
 }
 
 // Error renders the diagnostic as file:line:col: code: message.
@@ -174,9 +180,14 @@ func (ds Diagnostics) HasErrors() bool {
 
 // Errors returns only the diagnostics of error severity.
 func (ds Diagnostics) Errors() Diagnostics {
+	return ds.filter(func(d Diagnostic) bool { return d.Severity == SeverityError })
+}
+
+// filter returns the diagnostics keep keeps, in order.
+func (ds Diagnostics) filter(keep func(Diagnostic) bool) Diagnostics {
 	var out Diagnostics
 	for _, d := range ds {
-		if d.Severity == SeverityError {
+		if keep(d) {
 			out = append(out, d)
 		}
 	}

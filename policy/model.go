@@ -27,6 +27,9 @@ type Policy struct {
 	Variables      []Variable
 	Counters       []Counter
 	Rules          []Rule
+	// Suppressions are the `# celguard:ignore` comments on its rules,
+	// variables and counters.
+	Suppressions []Suppression
 }
 
 // String is a scalar with the position of its value.

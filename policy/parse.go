@@ -306,19 +306,25 @@ func (d *decoder) policy(n *yaml.Node) *Policy {
 		"enforcement": func(_, v *yaml.Node) { p.Enforcement, p.EnforcementPos = d.enforcement(v) },
 		"defaults":    func(_, v *yaml.Node) { d.defaults(v, &p.Defaults) },
 		"variables": func(_, v *yaml.Node) {
-			for _, c := range d.list(v, "variables") {
+			items := d.list(v, "variables")
+			for _, c := range items {
 				p.Variables = append(p.Variables, d.variable(c))
 			}
+			p.Suppressions = append(p.Suppressions, d.suppressions(items)...)
 		},
 		"counters": func(_, v *yaml.Node) {
-			for _, c := range d.list(v, "counters") {
+			items := d.list(v, "counters")
+			for _, c := range items {
 				p.Counters = append(p.Counters, d.counter(c))
 			}
+			p.Suppressions = append(p.Suppressions, d.suppressions(items)...)
 		},
 		"rules": func(_, v *yaml.Node) {
-			for _, c := range d.list(v, "rules") {
+			items := d.list(v, "rules")
+			for _, c := range items {
 				p.Rules = append(p.Rules, d.rule(c))
 			}
+			p.Suppressions = append(p.Suppressions, d.suppressions(items)...)
 		},
 	})
 	if ok {

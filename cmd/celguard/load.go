@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/spf13/pflag"
 
@@ -113,29 +112,25 @@ func (s selection) sources(whenEmpty unchosen) ([]policy.Source, error) {
 
 // discover is sources with what was found of the project layer and its
 // trust, and of the admin layer, when the layers were read (the Discovery
-// has only Sources otherwise).
+// has only Sources otherwise). Past the one case of an empty selection
+// that only lint and test have (classesOnly), it is policies.Select: the
+// code path package celguard's Load takes, so an embedder decides as the
+// command line does.
 func (s selection) discover(whenEmpty unchosen) (*policies.Discovery, error) {
-	for _, p := range s.paths {
-		if _, err := os.Stat(p); err != nil {
-			return nil, describe(err)
-		}
-	}
-	switch {
-	case s.empty() && whenEmpty == classesOnly:
+	if s.empty() && whenEmpty == classesOnly {
 		return &policies.Discovery{Sources: []policy.Source{policies.ToolClasses()}}, nil
-	case len(s.paths) > 0 && !s.layerFlags():
-		srcs, err := explicitSources(s.paths)
-		if err != nil {
-			return nil, err
-		}
-		return &policies.Discovery{Sources: srcs}, nil
 	}
-	d, err := policies.DiscoverLayers(policies.Options{Bundle: s.bundle, Include: s.include, Exclude: s.exclude,
-		UserDir: s.userDir, ProjectDir: s.projectDir, Explicit: s.paths})
+	d, err := policies.Select(s.options())
 	if err != nil {
 		return nil, describe(err)
 	}
 	return d, nil
+}
+
+// options are the policies.Options of s.
+func (s selection) options() policies.Options {
+	return policies.Options{Bundle: s.bundle, Include: s.include, Exclude: s.exclude,
+		UserDir: s.userDir, ProjectDir: s.projectDir, Explicit: s.paths, Layers: s.effective}
 }
 
 // layeredSet compiles the sources s names (see sources) with opts, and
@@ -151,22 +146,6 @@ func (s selection) layeredSet(whenEmpty unchosen, opts ...compile.Option) (*poli
 	return d, set, err
 }
 
-// explicitSources reads the policy files at paths, as the explicit layer,
-// with the built-in tool classes: rules may match on them.
-func explicitSources(paths []string) ([]policy.Source, error) {
-	srcs, err := policy.LoadPaths(paths...)
-	if err != nil {
-		return nil, describe(err)
-	}
-	for i := range srcs {
-		srcs[i].Layer = policy.LayerExplicit
-	}
-	if len(srcs) == 0 {
-		return nil, fmt.Errorf("no policy files in %s (policy files are *.yaml and *.yml, not *_test.yaml)", quoteList(paths))
-	}
-	return append(srcs, policies.ToolClasses()), nil
-}
-
 // describe rewrites file errors as "path: problem".
 func describe(err error) error {
 	var pe *fs.PathError
@@ -174,19 +153,4 @@ func describe(err error) error {
 		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
 	}
 	return err
-}
-
-func quoteList(paths []string) string {
-	s := ""
-	for i, p := range paths {
-		switch {
-		case i == 0:
-		case i == len(paths)-1:
-			s += " or "
-		default:
-			s += ", "
-		}
-		s += p
-	}
-	return s
 }

@@ -24,7 +24,9 @@ var layers = []struct {
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},
 	{5, []string{"hooks", "policytest", "conformance", "internal/benchdata", "internal/layering"}},
-	{6, []string{"cmd/celguard/internal/..."}},
+	// "" is the module root, package celguard: Load composes policies,
+	// compile and eval for embedders, above them and below the command line.
+	{6, []string{"", "cmd/celguard/internal/..."}},
 	{7, []string{"cmd/celguard"}},
 }
 

@@ -20,11 +20,15 @@ type LintJSON struct {
 	Diagnostics []LintDiagnostic `json:"diagnostics"`
 }
 
-// LintJSONSummary counts the diagnostics by severity.
+// LintJSONSummary counts the diagnostics by severity, those suppressed
+// apart.
 type LintJSONSummary struct {
 	Errors   int `json:"errors"`
 	Warnings int `json:"warnings"`
 	Info     int `json:"info"`
+	// Suppressed counts the diagnostics a # celguard:ignore comment
+	// suppresses; they are not counted by severity.
+	Suppressed int `json:"suppressed"`
 }
 
 // LintDiagnostic is one diagnostic of a LintJSON document.
@@ -39,6 +43,15 @@ type LintDiagnostic struct {
 	Related []policy.Pos `json:"related"`
 	// Help is the diagnostics catalogue's section on the code.
 	Help string `json:"help"`
+	// Suppressed is the # celguard:ignore comment that suppresses the
+	// diagnostic, when one does: its reason and position.
+	Suppressed *LintSuppression `json:"suppressed,omitempty"`
+}
+
+// LintSuppression is the comment that suppresses a LintDiagnostic.
+type LintSuppression struct {
+	Reason string     `json:"reason"`
+	Pos    policy.Pos `json:"pos"`
 }
 
 // DiagnosticsJSON writes ds as one LintJSON document (indented, with a
@@ -46,10 +59,12 @@ type LintDiagnostic struct {
 func DiagnosticsJSON(w io.Writer, ds policy.Diagnostics, files int) error {
 	doc := LintJSON{Version: LintJSONVersion, Files: files, Diagnostics: make([]LintDiagnostic, 0, len(ds))}
 	for _, d := range ds {
-		switch d.Severity {
-		case policy.SeverityError:
+		switch {
+		case d.Suppressed != nil:
+			doc.Summary.Suppressed++
+		case d.Severity == policy.SeverityError:
 			doc.Summary.Errors++
-		case policy.SeverityWarning:
+		case d.Severity == policy.SeverityWarning:
 			doc.Summary.Warnings++
 		default:
 			doc.Summary.Info++
@@ -58,8 +73,12 @@ func DiagnosticsJSON(w io.Writer, ds policy.Diagnostics, files int) error {
 		if rel == nil {
 			rel = []policy.Pos{}
 		}
-		doc.Diagnostics = append(doc.Diagnostics, LintDiagnostic{Code: d.Code, Severity: d.Severity, Pos: d.Pos,
-			Message: d.Message, Related: rel, Help: helpURI(d.Code)})
+		ld := LintDiagnostic{Code: d.Code, Severity: d.Severity, Pos: d.Pos,
+			Message: d.Message, Related: rel, Help: helpURI(d.Code)}
+		if s := d.Suppressed; s != nil {
+			ld.Suppressed = &LintSuppression{Reason: s.Reason, Pos: s.Pos}
+		}
+		doc.Diagnostics = append(doc.Diagnostics, ld)
 	}
 	return writeJSON(w, doc, "  ")
 }

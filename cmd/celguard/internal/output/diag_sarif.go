@@ -54,12 +54,20 @@ type sarifMessage struct {
 }
 
 type sarifResult struct {
-	RuleID           string          `json:"ruleId"`
-	RuleIndex        int             `json:"ruleIndex"`
-	Level            string          `json:"level"`
-	Message          sarifMessage    `json:"message"`
-	Locations        []sarifLocation `json:"locations,omitempty"`
-	RelatedLocations []sarifLocation `json:"relatedLocations,omitempty"`
+	RuleID           string             `json:"ruleId"`
+	RuleIndex        int                `json:"ruleIndex"`
+	Level            string             `json:"level"`
+	Message          sarifMessage       `json:"message"`
+	Locations        []sarifLocation    `json:"locations,omitempty"`
+	RelatedLocations []sarifLocation    `json:"relatedLocations,omitempty"`
+	Suppressions     []sarifSuppression `json:"suppressions,omitempty"`
+}
+
+// sarifSuppression is a # celguard:ignore comment: kind inSource, its
+// reason the justification.
+type sarifSuppression struct {
+	Kind          string `json:"kind"`
+	Justification string `json:"justification"`
 }
 
 type sarifLocation struct {
@@ -154,6 +162,9 @@ func DiagnosticsSARIF(w io.Writer, ds policy.Diagnostics, version string) error 
 				loc.Message = &sarifMessage{Text: "related: " + p.String()}
 				r.RelatedLocations = append(r.RelatedLocations, loc)
 			}
+		}
+		if sup := d.Suppressed; sup != nil {
+			r.Suppressions = []sarifSuppression{{Kind: "inSource", Justification: sup.Reason}}
 		}
 		run.Results = append(run.Results, r)
 	}

@@ -38,17 +38,20 @@ type DiagnosticOptions struct {
 	ToolVersion string
 }
 
-// Diagnostics writes ds in the named format.
+// Diagnostics writes ds in the named format. The diagnostics a
+// `# celguard:ignore` comment suppresses (policy.Suppression) are listed as
+// suppressed in JSON and SARIF and left out of the text and GitHub formats
+// (Summary counts them).
 func Diagnostics(w io.Writer, format string, ds policy.Diagnostics, opts DiagnosticOptions) error {
 	switch format {
 	case FormatText:
-		return diagnosticsText(w, ds, opts)
+		return diagnosticsText(w, ds.Unsuppressed(), opts)
 	case FormatJSON:
 		return DiagnosticsJSON(w, ds, opts.Files)
 	case FormatSARIF:
 		return DiagnosticsSARIF(w, ds, opts.ToolVersion)
 	case FormatGitHub:
-		return DiagnosticsGitHub(w, ds)
+		return DiagnosticsGitHub(w, ds.Unsuppressed())
 	}
 	return fmt.Errorf("unknown format %q: use one of %s", format, strings.Join(DiagnosticFormats, ", "))
 }

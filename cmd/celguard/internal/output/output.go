@@ -21,9 +21,16 @@ func Decision(w io.Writer, d eval.Decision) error {
 }
 
 // Summary says in one line what a lint of files policy files found:
-// "2 errors, 1 warning in 1 file" or "3 files, no problems".
+// "2 errors, 1 warning in 1 file" or "3 files, no problems", with
+// " (2 suppressed)" when # celguard:ignore comments suppressed some.
 func Summary(ds policy.Diagnostics, files int) string {
+	suppressed := len(ds)
+	ds = ds.Unsuppressed()
+	suppressed -= len(ds)
 	if len(ds) == 0 {
+		if suppressed > 0 {
+			return fmt.Sprintf("%s, no problems (%d suppressed)", plural(files, "file", "files"), suppressed)
+		}
 		return fmt.Sprintf("%s, no problems", plural(files, "file", "files"))
 	}
 	var counts []string
@@ -51,6 +58,9 @@ func Summary(ds policy.Diagnostics, files int) string {
 	s := strings.Join(counts, ", ")
 	if len(inFiles) > 0 {
 		s += " in " + plural(len(inFiles), "file", "files")
+	}
+	if suppressed > 0 {
+		s += fmt.Sprintf(" (%d suppressed)", suppressed)
 	}
 	return s
 }
