@@ -53,6 +53,11 @@ type costModel struct {
 	// should have one: the cost analysis that lets evaluation skip the
 	// runtime accounting treats an unsized result as unbounded.
 	size func(args []cost.SizeEstimate) cost.SizeEstimate
+	// refine, when set, is the runtime cost of a call with these arguments
+	// when it is less than the model's (the work a fast path does). The
+	// charge is never more than the model's, which the static analysis and
+	// the proofs of bounds read.
+	refine func(args []ref.Val) uint64
 }
 
 // withSize returns the model with a result size bound.
@@ -220,6 +225,9 @@ func (m costModel) actual(args []ref.Val) uint64 {
 	}
 	if c >= math.MaxUint64 {
 		return math.MaxUint64
+	}
+	if m.refine != nil {
+		return min(uint64(math.Ceil(c)), m.refine(args))
 	}
 	return uint64(math.Ceil(c))
 }

@@ -1,6 +1,7 @@
 package stdlib
 
 import (
+	"math"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -60,7 +61,7 @@ func (l *Lib) globReachFns() []*fnDef {
 			id: "glob_couldMatch_string_string", args: []*cel.Type{cel.StringType, cel.StringType}, result: cel.BoolType,
 			// The brace alternatives hold at most braceGrowth times the
 			// pattern's bytes, each walked against the path's segments.
-			cost: costModel{base: 8, arg: 1, perUnit: braceGrowth, arg2: 0, perUnit2: 4},
+			cost: couldMatchCost,
 			binary: func(p, pat ref.Val) ref.Val {
 				ps, pats, err := twoStrings(p, pat)
 				if err != nil {
@@ -75,7 +76,7 @@ func (l *Lib) globReachFns() []*fnDef {
 		}}},
 		{ns: "glob", name: "glob.couldMatchShell", version: 2, ovs: []*ovDef{{
 			id: "glob_couldMatchShell_string_string", args: []*cel.Type{cel.StringType, cel.StringType}, result: cel.BoolType,
-			cost: costModel{base: 8, arg: 1, perUnit: braceGrowth, arg2: 0, perUnit2: 4},
+			cost: couldMatchCost,
 			binary: func(p, pat ref.Val) ref.Val {
 				ps, pats, err := twoStrings(p, pat)
 				if err != nil {
@@ -89,6 +90,49 @@ func (l *Lib) globReachFns() []*fnDef {
 			},
 		}}},
 	}
+}
+
+// couldMatchCost is the cost of glob.couldMatch and glob.couldMatchShell:
+// at most the brace alternatives (braceGrowth times the pattern's length)
+// walked against the path's segments. At run time a pattern whose literal
+// directory prefix rules the path out (prefixRules) costs a comparison of
+// the two, and a pattern without braces one walk of it against the path.
+var couldMatchCost = costModel{base: 8, arg: 1, perUnit: braceGrowth, arg2: 0, perUnit2: 4,
+	refine: func(args []ref.Val) uint64 {
+		if len(args) != 2 {
+			return math.MaxUint64
+		}
+		name, ok1 := args[0].(types.String)
+		pattern, ok2 := args[1].(types.String)
+		if !ok1 || !ok2 {
+			return math.MaxUint64
+		}
+		n, p := uint64(len(name)), uint64(len(pattern))
+		if prefixRules(string(pattern), string(name)) {
+			return 2 + (min(n, p)+9)/10
+		}
+		if strings.ContainsRune(string(pattern), '{') {
+			return math.MaxUint64 // the model's charge
+		}
+		segsN, segsP := uint64(strings.Count(string(name), "/")+1), uint64(strings.Count(string(pattern), "/")+1)
+		return 8 + p + n + (p*segsN+n*segsP+9)/10
+	}}
+
+// prefixRules reports whether the literal part of pattern before its
+// first wildcard, up to its last "/", shows that neither the path nor a path
+// under it can match: the path and that directory prefix are not on one
+// line (neither lies inside the other). It is CouldMatch's fast path.
+func prefixRules(pattern, name string) bool {
+	lit := pattern
+	if i := strings.IndexAny(pattern, "*?[{\\"); i >= 0 {
+		lit = pattern[:i]
+	}
+	dir := lit[:strings.LastIndexByte(lit, '/')+1]
+	if dir == "" {
+		return false
+	}
+	n := strings.TrimRight(name, "/") + "/"
+	return !strings.HasPrefix(n, dir) && !strings.HasPrefix(dir, n)
 }
 
 // Bounds of the brace expansion of a pattern in CouldMatch: at most
@@ -121,6 +165,9 @@ func CouldMatchShell(pattern, name string) (bool, error) { return couldMatch(pat
 func couldMatch(pattern, name string, shellDots bool) (bool, error) {
 	if !doublestar.ValidatePattern(pattern) {
 		return false, errInvalidPattern(pattern)
+	}
+	if prefixRules(pattern, name) {
+		return false, nil
 	}
 	budget := braceGrowth*len(pattern) + 256
 	alts, ok := expandBraces(pattern, maxBraceAlternatives, &budget, 0)

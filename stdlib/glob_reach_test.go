@@ -36,6 +36,7 @@ func TestCouldMatch(t *testing.T) {
 		{"/srv/app/x", "/home/u/.config/celguard", false},
 		{"/srv/app/*", "/srv/app/.celguard", true},
 		{"relative/x", "/srv/app/.celguard", false},
+		{"/home/user/ddd/a/**", "/root/.config/celguard", false}, // ruled out by the prefix
 	} {
 		got, err := CouldMatch(tc.pattern, tc.name)
 		if err != nil || got != tc.want {
