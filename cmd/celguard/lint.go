@@ -133,7 +133,7 @@ func runLint(_ context.Context, p lintParams) int {
 			files++
 		}
 	}
-	opts := output.DiagnosticOptions{Lines: policy.LinesOf(srcs), Color: colorable(p.stdout), Files: files, ToolVersion: version}
+	opts := output.DiagnosticOptions{Lines: policy.LinesOf(srcs), Color: colorable(p.stdout), Files: files, ToolVersion: currentBuild().Version}
 	if err := output.Diagnostics(p.stdout, p.format, ds, opts); err != nil {
 		fmt.Fprintf(p.stderr, "celguard lint: cannot write the diagnostics: %v\n", err)
 		return exitUsage

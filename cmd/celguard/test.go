@@ -179,7 +179,7 @@ func runTest(ctx context.Context, p testParams) int {
 	}
 	switch p.format {
 	case "json":
-		err = output.TestJSON(p.stdout, rep, cov)
+		err = output.TestJSON(p.stdout, rep, cov, currentBuild().Version)
 	case "junit":
 		err = output.JUnit(p.stdout, rep)
 		if err == nil && cov != nil {

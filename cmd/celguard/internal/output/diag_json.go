@@ -14,10 +14,13 @@ const LintJSONVersion = 1
 
 // LintJSON is the document `celguard lint --format json` writes.
 type LintJSON struct {
-	Version     int              `json:"version"`
-	Files       int              `json:"files"`
-	Summary     LintJSONSummary  `json:"summary"`
-	Diagnostics []LintDiagnostic `json:"diagnostics"`
+	Version int `json:"version"`
+	// CelguardVersion is the version of the celguard that wrote the
+	// document (celguard version); "" leaves it out.
+	CelguardVersion string           `json:"celguard_version,omitempty"`
+	Files           int              `json:"files"`
+	Summary         LintJSONSummary  `json:"summary"`
+	Diagnostics     []LintDiagnostic `json:"diagnostics"`
 }
 
 // LintJSONSummary counts the diagnostics by severity.
@@ -42,9 +45,10 @@ type LintDiagnostic struct {
 }
 
 // DiagnosticsJSON writes ds as one LintJSON document (indented, with a
-// final newline). files is the number of policy files checked.
-func DiagnosticsJSON(w io.Writer, ds policy.Diagnostics, files int) error {
-	doc := LintJSON{Version: LintJSONVersion, Files: files, Diagnostics: make([]LintDiagnostic, 0, len(ds))}
+// final newline). files is the number of policy files checked, tool the
+// version of celguard.
+func DiagnosticsJSON(w io.Writer, ds policy.Diagnostics, files int, tool string) error {
+	doc := LintJSON{Version: LintJSONVersion, CelguardVersion: tool, Files: files, Diagnostics: make([]LintDiagnostic, 0, len(ds))}
 	for _, d := range ds {
 		switch d.Severity {
 		case policy.SeverityError:
