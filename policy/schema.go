@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,6 +66,12 @@ func validateSchema(file, kind string, root *yaml.Node, already Diagnostics) Dia
 		return Diagnostics{{Code: CodeInvalidValue, Severity: SeverityError, Pos: Pos{File: file, Line: 1, Col: 1},
 			Message: fmt.Sprintf("internal: policy schema does not compile: %v", err)}}
 	}
+	return validateAgainst(sch, file, root, already)
+}
+
+// validateAgainst checks a document against a compiled schema and returns
+// the problems not already reported at the same place.
+func validateAgainst(sch *jsonschema.Schema, file string, root *yaml.Node, already Diagnostics) Diagnostics {
 	budget := 1 << 20 // nodes; aliases could otherwise expand a small file exponentially
 	inst, err := toJSONValue(root, 0, &budget)
 	if err != nil {
@@ -95,8 +102,23 @@ func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 	if len(e.Causes) == 0 {
 		return []*jsonschema.ValidationError{e}
 	}
+	causes := e.Causes
+	switch e.ErrorKind.(type) {
+	case *kind.OneOf, *kind.AnyOf:
+		// Of the alternatives, report those the value's type fits: a list
+		// where a list or a mapping is allowed is wrong as a list.
+		var fit []*jsonschema.ValidationError
+		for _, c := range causes {
+			if _, wrongType := c.ErrorKind.(*kind.Type); !wrongType || !slices.Equal(c.InstanceLocation, e.InstanceLocation) {
+				fit = append(fit, c)
+			}
+		}
+		if len(fit) > 0 {
+			causes = fit
+		}
+	}
 	var out []*jsonschema.ValidationError
-	for _, c := range e.Causes {
+	for _, c := range causes {
 		out = append(out, leaves(c)...)
 	}
 	return out
@@ -126,6 +148,18 @@ func schemaDiagnostics(file string, root *yaml.Node, e *jsonschema.ValidationErr
 		return Diagnostics{mk(CodeMissingField, pos, fmt.Sprintf("%s is missing the required field(s) %s", where, strings.Join(k.Missing, ", ")))}
 	case *kind.Type:
 		return Diagnostics{mk(CodeWrongType, pos, fmt.Sprintf("%s must be %s, not %s", where, strings.Join(k.Want, " or "), k.Got))}
+	case *kind.DependentRequired:
+		return Diagnostics{mk(CodeMissingField, pos, fmt.Sprintf("%s has %s, which needs %s", where, k.Prop, strings.Join(k.Missing, ", ")))}
+	case *kind.OneOf:
+		if len(k.Subschemas) > 1 {
+			return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s fits more than one of its allowed forms: keep the keys of one", where))}
+		}
+		return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s: %s", where, firstLine(e.Error())))}
+	case *kind.MinLength:
+		if k.Want == 1 {
+			return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s must not be empty", where))}
+		}
+		return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s must be at least %d characters long", where, k.Want))}
 	case *kind.Enum, *kind.Const:
 		code := CodeInvalidValue
 		if last(e.InstanceLocation) == "verdict" {

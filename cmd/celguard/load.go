@@ -162,7 +162,7 @@ func explicitSources(paths []string) ([]policy.Source, error) {
 		srcs[i].Layer = policy.LayerExplicit
 	}
 	if len(srcs) == 0 {
-		return nil, fmt.Errorf("no policy files in %s (policy files are *.yaml and *.yml, not *_test.yaml)", quoteList(paths))
+		return nil, fmt.Errorf("%w in %s (policy files are *.yaml and *.yml, not *_test.yaml)", errNoPolicyFiles, quoteList(paths))
 	}
 	return append(srcs, policies.ToolClasses()), nil
 }

@@ -16,6 +16,13 @@ import (
 func TestText(w io.Writer, rep *policytest.Report) error {
 	ew := &errWriter{w: w}
 	for _, s := range rep.Suites {
+		if len(s.Diagnostics) > 0 {
+			ew.printf("FAIL %s: malformed suite\n", s.File)
+			for _, d := range s.Diagnostics {
+				ew.printf("  %s\n", d.Error())
+			}
+			continue
+		}
 		if s.Error != "" {
 			ew.printf("FAIL %s: %s\n", s.File, s.Error)
 			continue
