@@ -146,8 +146,8 @@ func (d Decision) Allowed() bool {
 
 // ApprovalRecord says how an ask rule was settled.
 type ApprovalRecord struct {
-	// Rule is the ask rule.
-	Rule string `json:"rule"`
+	// Rule is the ask rule's id.
+	Rule string `json:"rule_id"`
 	// Outcome is how: approved, denied, deferred, remembered, or
 	// unavailable and error when nobody could approve.
 	Outcome ApprovalOutcome `json:"outcome"`
@@ -158,7 +158,8 @@ type ApprovalRecord struct {
 
 // TraceStep is one rule as the evaluator considered it.
 type TraceStep struct {
-	Rule    string `json:"rule"`
+	// Rule is the rule's id.
+	Rule    string `json:"rule_id"`
 	Policy  string `json:"policy"`
 	Verdict string `json:"verdict"`
 	// Outcome is one of: tool_not_matched, no_match, matched, applied

@@ -75,7 +75,7 @@ type SuiteResult struct {
 
 // RuleRef names a rule for coverage.
 type RuleRef struct {
-	ID     string `json:"id"`
+	ID     string `json:"rule_id"`
 	Policy string `json:"policy"`
 	File   string `json:"file"`
 }

@@ -157,7 +157,7 @@ type Step struct {
 type Expect struct {
 	Verdict string `yaml:"verdict" json:"verdict,omitempty"`
 	// Rule is the deciding rule's id; "none" asserts that no rule decided.
-	Rule           *string `yaml:"rule" json:"rule,omitempty"`
+	Rule           *string `yaml:"rule" json:"rule_id,omitempty"`
 	Code           *string `yaml:"code" json:"code,omitempty"`
 	Reason         *string `yaml:"reason" json:"reason,omitempty"`
 	ReasonContains string  `yaml:"reason_contains" json:"reason_contains,omitempty"`

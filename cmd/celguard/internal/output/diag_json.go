@@ -34,8 +34,12 @@ type LintJSONSummary struct {
 type LintDiagnostic struct {
 	Code     policy.Code     `json:"code"`
 	Severity policy.Severity `json:"severity"`
-	// Pos is where the problem is; line and col are 0 when unknown (a
-	// problem with the whole set, such as no_policies).
+	// File, Line and Col are where the problem is; line and col are 0 when
+	// unknown (a problem with the whole set, such as no_policies).
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Col  int    `json:"col"`
+	// Pos is File, Line and Col again, as format version 1 first gave them.
 	Pos     policy.Pos `json:"pos"`
 	Message string     `json:"message"`
 	// Related are the other places involved (never null).
@@ -62,7 +66,7 @@ func DiagnosticsJSON(w io.Writer, ds policy.Diagnostics, files int, tool string)
 		if rel == nil {
 			rel = []policy.Pos{}
 		}
-		doc.Diagnostics = append(doc.Diagnostics, LintDiagnostic{Code: d.Code, Severity: d.Severity, Pos: d.Pos,
+		doc.Diagnostics = append(doc.Diagnostics, LintDiagnostic{Code: d.Code, Severity: d.Severity, File: d.Pos.File, Line: d.Pos.Line, Col: d.Pos.Col, Pos: d.Pos,
 			Message: d.Message, Related: rel, Help: helpURI(d.Code)})
 	}
 	return writeJSON(w, doc, "  ")
