@@ -62,7 +62,9 @@ func currentBuild() buildInfo {
 			}
 		}
 	}
-	if b.Version == "" {
+	if b.Version == "" || (version == "" && b.Commit != "" && pseudoVersion.MatchString(b.Version)) {
+		// A build from a clone: the go command's made-up version says no
+		// more than the commit does.
 		b.Version = "dev"
 	}
 	return b

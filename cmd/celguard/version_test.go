@@ -34,7 +34,7 @@ func TestCurrentBuild(t *testing.T) {
 		{name: "go install @tag", bi: tagged, wantString: "v0.3.1", wantRef: "v0.3.1", wantRefOK: true},
 		{name: "go install @commit", bi: pseudo, wantString: "v0.0.0-20261123160000-0123456789ab"},
 		{name: "clone, go1.24+ stamps a pseudo-version", bi: &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261123160000-0123456789ab"},
-			Settings: clone.Settings}, wantString: "v0.0.0-20261123160000-0123456789ab (commit 0123456789ab, 2026-11-23T16:00:00Z)",
+			Settings: clone.Settings}, wantString: "dev (commit 0123456789ab, 2026-11-23T16:00:00Z)",
 			wantRef: "0123456789abcdef0123456789abcdef01234567", wantRefOK: true},
 		{name: "ldflags win", bi: dirty, ldVersion: "v1.0.0", ldCommit: "fedcba", wantString: "v1.0.0 (commit fedcba)",
 			wantRef: "v1.0.0", wantRefOK: true},
