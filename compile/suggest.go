@@ -2,15 +2,15 @@ package compile
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
 	"unicode"
 
 	"cel.dev/cel-go/cel"
 	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/types"
+
+	"github.com/celguard/celguard/policy"
 )
 
 // Better messages for two cel-go issues whose text says less than a policy
@@ -71,20 +71,13 @@ func calledName(text string, off int) (string, bool) {
 // didYouMean returns the declared function closest to name by edit
 // distance, when it is close enough to be a typo of it.
 func didYouMean(env *cel.Env, name string) (string, bool) {
-	best, bestDist := "", -1
-	for _, fn := range slices.Sorted(maps.Keys(env.Functions())) {
-		if strings.HasPrefix(fn, "@") || strings.HasPrefix(fn, "_") || strings.ContainsAny(fn, "!@") {
-			continue // operators (_+_, !_, @in) are not written by name
-		}
-		d := editDistance(name, fn)
-		if bestDist < 0 || d < bestDist {
-			best, bestDist = fn, d
+	var fns []string
+	for fn := range env.Functions() {
+		if !strings.ContainsAny(fn, "@_!") || strings.Contains(strings.Trim(fn, "_@!"), "_") {
+			fns = append(fns, fn) // operators (_+_, !_, @in) are not written by name
 		}
 	}
-	if bestDist <= 0 || bestDist > max(1, min(3, len([]rune(name))/3)) {
-		return "", false
-	}
-	return best, true
+	return policy.Closest(name, fns)
 }
 
 // suggestFunction rewrites cel-go's "undeclared reference to 'X'" for a
@@ -144,26 +137,4 @@ func isNamespace(env *cel.Env, ns string) bool {
 		}
 	}
 	return false
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

@@ -66,12 +66,13 @@ func validateSchema(file, kind string, root *yaml.Node, already Diagnostics) Dia
 		return Diagnostics{{Code: CodeInvalidValue, Severity: SeverityError, Pos: Pos{File: file, Line: 1, Col: 1},
 			Message: fmt.Sprintf("internal: policy schema does not compile: %v", err)}}
 	}
-	return validateAgainst(sch, file, root, already)
+	raw := map[string][]byte{KindPolicy: SchemaJSON, KindToolClasses: ToolClassesSchemaJSON, KindOverrides: OverridesSchemaJSON}[kind]
+	return validateAgainst(sch, raw, file, root, already)
 }
 
-// validateAgainst checks a document against a compiled schema and returns
-// the problems not already reported at the same place.
-func validateAgainst(sch *jsonschema.Schema, file string, root *yaml.Node, already Diagnostics) Diagnostics {
+// validateAgainst checks a document against a compiled schema, whose JSON
+// is raw, and returns the problems not already reported at the same place.
+func validateAgainst(sch *jsonschema.Schema, raw []byte, file string, root *yaml.Node, already Diagnostics) Diagnostics {
 	budget := 1 << 20 // nodes; aliases could otherwise expand a small file exponentially
 	inst, err := toJSONValue(root, 0, &budget)
 	if err != nil {
@@ -88,7 +89,7 @@ func validateAgainst(sch *jsonschema.Schema, file string, root *yaml.Node, alrea
 	}
 	var out Diagnostics
 	for _, leaf := range leaves(verr) {
-		for _, d := range schemaDiagnostics(file, root, leaf) {
+		for _, d := range schemaDiagnostics(file, root, leaf, raw) {
 			if !seen[d.Pos] {
 				seen[d.Pos] = true
 				out = append(out, d)
@@ -126,7 +127,7 @@ func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 
 // schemaDiagnostics maps one schema error to diagnostics at the YAML node it
 // is about: the offending key for an unknown property, the value otherwise.
-func schemaDiagnostics(file string, root *yaml.Node, e *jsonschema.ValidationError) Diagnostics {
+func schemaDiagnostics(file string, root *yaml.Node, e *jsonschema.ValidationError, raw []byte) Diagnostics {
 	n := nodeAt(root, e.InstanceLocation)
 	pos := Pos{File: file, Line: n.Line, Col: n.Column}
 	where := "/" + strings.Join(e.InstanceLocation, "/")
@@ -141,7 +142,11 @@ func schemaDiagnostics(file string, root *yaml.Node, e *jsonschema.ValidationErr
 			if kn := keyNode(n, prop); kn != nil {
 				kp = Pos{File: file, Line: kn.Line, Col: kn.Column}
 			}
-			out = append(out, mk(CodeUnknownField, kp, fmt.Sprintf("unknown field %q at %s", prop, where)))
+			msg := fmt.Sprintf("unknown field %q at %s", prop, where)
+			if near, ok := Closest(prop, schemaProperties(raw, e.SchemaURL)); ok {
+				msg += fmt.Sprintf("; did you mean %q?", near)
+			}
+			out = append(out, mk(CodeUnknownField, kp, msg))
 		}
 		return out
 	case *kind.Required:

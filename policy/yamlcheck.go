@@ -32,7 +32,7 @@ func CheckYAML(file string, data, schemaJSON []byte) (*yaml.Node, Diagnostics) {
 		return root, Diagnostics{{Code: CodeInvalidValue, Severity: SeverityError, Pos: Pos{File: file, Line: 1, Col: 1},
 			Message: fmt.Sprintf("internal: the schema does not compile: %v", err)}}
 	}
-	ds := validateAgainst(sch, file, root, nil)
+	ds := validateAgainst(sch, schemaJSON, file, root, nil)
 	d := &decoder{file: file, lines: lines}
 	d.duplicateKeys(root)
 	ds = append(ds, d.ds...)
