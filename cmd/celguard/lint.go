@@ -136,15 +136,15 @@ func runLint(_ context.Context, p lintParams) int {
 			return exitUsage
 		}
 	}
-	set, pds, err := compile.Check(srcs)
-	if len(srcs) == 0 {
-		set, pds, err = nil, nil, nil
+	var set *compile.PolicySet
+	if len(srcs) > 0 {
+		var pds policy.Diagnostics
+		if set, pds, err = compile.Check(srcs); err != nil {
+			fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
+			return exitUsage
+		}
+		ds = append(ds, pds...)
 	}
-	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
-		return exitUsage
-	}
-	ds = append(ds, pds...)
 	ds.Sort()
 	if set != nil {
 		// What trusting an untrusted project would relax (nothing to say
