@@ -9,6 +9,7 @@
 package policytest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -206,9 +207,11 @@ func ParseSuite(file string, data []byte) (*Suite, error) {
 	}
 	var s Suite
 	if root != nil {
-		if err := root.Decode(&s); err != nil {
-			// The schema accepts what Decode does; what is left is
-			// PolicyRefs' own checks, with a line.
+		// The schema accepts what the decoder does; unknown fields are
+		// refused again, should the two ever drift apart.
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&s); err != nil {
 			return nil, policy.Diagnostics{yamlDecodeDiagnostic(file, root, err)}
 		}
 	}
