@@ -57,7 +57,8 @@ line
 
   {"error": {"code": "invalid_input", "line": 3, "col": 37, "message": "..."}}
 
-on stdout (and the message on stderr); a line of invalid JSON is skipped to
+on stdout (with --explain=text, a line "invalid_input: stdin:3:37: ..."; the
+message goes to stderr too); a line of invalid JSON is skipped to
 its end; the stream goes on in the same session, its counters intact. A
 single call that is not valid is an error on stderr alone.
 
@@ -154,7 +155,17 @@ func runEval(ctx context.Context, p evalParams) int {
 			fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
 			var ie *input.Error
 			if r.Mode() == input.ModeStream && errors.As(err, &ie) {
-				if werr := output.WriteInputError(p.stdout, output.InputErrorBody{Code: input.CodeInvalidInput, Line: ie.Line, Col: ie.Col, Message: ie.Msg}); werr != nil {
+				var werr error
+				if p.explain == "text" {
+					if explained > 0 {
+						_, _ = io.WriteString(p.stdout, "\n")
+					}
+					explained++
+					_, werr = fmt.Fprintf(p.stdout, "invalid_input: %v\n", err)
+				} else {
+					werr = output.WriteInputError(p.stdout, output.InputErrorBody{Code: input.CodeInvalidInput, Line: ie.Line, Col: ie.Col, Message: ie.Msg})
+				}
+				if werr != nil {
 					fmt.Fprintf(p.stderr, "celguard eval: cannot write the error: %v\n", werr)
 					return exitUsage
 				}
