@@ -568,10 +568,23 @@ func typeName(t *cel.Type) string { return t.String() }
 func (c *compiler) celIssues(code policy.Code, sc scope, e policy.Expr, iss *cel.Issues) {
 	for _, ce := range iss.Errors() {
 		pos := e.Pos
+		msg := ce.Message
 		if ce.Location != nil && ce.Location.Line() > 0 {
-			pos = errorPos(e, ce.Location.Line(), ce.Location.Column(), ce.Message)
+			line, col := ce.Location.Line(), ce.Location.Column()
+			pos = errorPos(e, line, col, msg)
+			if code == policy.CodeCELType {
+				var skip bool
+				if msg, skip = suggestFunction(sc.env.get(), e.Text, msg, runeOffset(e.Text, line, col)); skip {
+					continue
+				}
+				if celInvalidRegexLiteral(msg) {
+					if why := regexReason(sc.env.get(), e.Text, line, col); why != "" {
+						msg += ": " + why
+					}
+				}
+			}
 		}
-		code, msg := literalCode(code, ce.Message)
+		code, msg := literalCode(code, msg)
 		c.errorf(code, pos, "%s: %s", sc.what, msg)
 	}
 }

@@ -3,6 +3,7 @@ package compile
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"cel.dev/cel-go/common/overloads"
 )
@@ -38,5 +39,5 @@ var celRegexLiteralMsg = fmt.Sprintf("invalid %s argument", overloads.Matches)
 // celInvalidRegexLiteral reports whether a cel-go issue is
 // cel.ValidateRegexLiterals' report of a malformed literal pattern.
 func celInvalidRegexLiteral(msg string) bool {
-	return msg == celRegexLiteralMsg
+	return msg == celRegexLiteralMsg || strings.HasPrefix(msg, celRegexLiteralMsg+": ")
 }

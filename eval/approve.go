@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -97,6 +98,10 @@ const (
 	// ApprovalError: the approver failed; the call is blocked with code
 	// approval_required.
 	ApprovalError ApprovalOutcome = "error"
+	// ApprovalTimeout: the approver did not answer in time (it returned an
+	// error wrapping context.DeadlineExceeded); the call is blocked with
+	// code approval_timeout.
+	ApprovalTimeout ApprovalOutcome = "timeout"
 	// ApprovalApproved: the approver let the call run.
 	ApprovalApproved ApprovalOutcome = "approved"
 	// ApprovalDeferred: the approver handed the question to the host; the
@@ -132,8 +137,14 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 	}
 	ans, err := a.Approve(ev.ctx, ApprovalRequest{SessionID: s.id, Rule: r.ID, Policy: r.Policy.Name, Reason: d.Reason, Code: r.Code, Call: ev.call})
 	if err != nil {
+		code, outcome := CodeApprovalRequired, ApprovalError
+		if errors.Is(err, context.DeadlineExceeded) {
+			// The approver's own timeout or the call's deadline: nobody
+			// answered in time, which is not a denial nor a failure.
+			code, outcome = CodeApprovalTimeout, ApprovalTimeout
+		}
 		// The context's end, if that is why the approver failed, is the error.
-		return ev.refuseAsk(r, CodeApprovalRequired, d.Reason, ApprovalRecord{Rule: r.ID, Outcome: ApprovalError, Reason: err.Error()}), ev.ctx.Err()
+		return ev.refuseAsk(r, code, d.Reason, ApprovalRecord{Rule: r.ID, Outcome: outcome, Reason: err.Error()}), ev.ctx.Err()
 	}
 	switch ans.Answer {
 	case Approve:

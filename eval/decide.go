@@ -275,7 +275,7 @@ func (ev *evaluation) carryRewrite(d *Decision, modified []string) {
 // (or reason when the message fails).
 func (ev *evaluation) fromRule(r *compile.Rule) Decision {
 	d := Decision{Phase: ev.phase, Tool: ev.call.Tool, Verdict: r.Verdict, Code: r.Code, Reason: r.Reason, Untrusted: r.Policy.Untrusted}
-	d.RuleID, d.Policy, d.File, d.Line = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line
+	d.RuleID, d.Policy, d.File, d.Line, d.Col = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line, r.Pos.Col
 	if r.Message != nil {
 		out, err := ev.eval(r.Policy, r.Message)
 		if s, ok := out.(types.String); ok && err == nil {
@@ -298,7 +298,7 @@ func (ev *evaluation) refuse(code, reason string, r *compile.Rule) Decision {
 func refusal(phase policy.Phase, tool, code, reason string, r *compile.Rule) Decision {
 	d := Decision{Phase: phase, Tool: tool, Verdict: policy.Block, Code: code, Reason: reason}
 	if r != nil {
-		d.RuleID, d.Policy, d.File, d.Line = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line
+		d.RuleID, d.Policy, d.File, d.Line, d.Col = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line, r.Pos.Col
 		d.Untrusted = r.Policy.Untrusted
 	}
 	return d
@@ -327,7 +327,7 @@ func (s *Session) halted(phase policy.Phase, tool string) (Decision, bool) {
 		return Decision{}, false
 	}
 	d := Decision{Phase: phase, Tool: tool, Verdict: policy.Halt, Code: CodeTurnHalted, Reason: "this turn was halted: " + h.Reason}
-	d.RuleID, d.Policy, d.File, d.Line = h.RuleID, h.Policy, h.File, h.Line
+	d.RuleID, d.Policy, d.File, d.Line, d.Col = h.RuleID, h.Policy, h.File, h.Line, h.Col
 	return d, true
 }
 

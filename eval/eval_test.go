@@ -379,9 +379,9 @@ rules:
 func TestOutcomeJSONStrings(t *testing.T) {
 	b, err := json.Marshal([]any{
 		eval.OutcomeToolNotMatched, eval.OutcomeNoMatch, eval.OutcomeMatched, eval.OutcomeApplied, eval.OutcomeAlreadyApplied, eval.OutcomeError,
-		eval.ApprovalRemembered, eval.ApprovalUnavailable, eval.ApprovalError, eval.ApprovalApproved, eval.ApprovalDeferred, eval.ApprovalDenied,
+		eval.ApprovalRemembered, eval.ApprovalUnavailable, eval.ApprovalError, eval.ApprovalApproved, eval.ApprovalDeferred, eval.ApprovalDenied, eval.ApprovalTimeout,
 	})
 	require.NoError(t, err)
 	assert.JSONEq(t, `["tool_not_matched","no_match","matched","applied","already_applied","error",
-		"remembered","unavailable","error","approved","deferred","denied"]`, string(b))
+		"remembered","unavailable","error","approved","deferred","denied","timeout"]`, string(b))
 }

@@ -37,10 +37,12 @@ type Explanation struct {
 
 // ExplainStep is one rule as the evaluator considered it.
 type ExplainStep struct {
-	Rule    string `json:"rule"`
+	// Rule is the rule's id; File, Line and Col where it starts.
+	Rule    string `json:"rule_id"`
 	Policy  string `json:"policy"`
 	File    string `json:"file"`
 	Line    int    `json:"line"`
+	Col     int    `json:"col"`
 	Verdict string `json:"verdict"`
 	// Outcome is one of the Outcome constants: tool_not_matched, no_match
 	// (the condition was false), matched (this rule decided), applied (a
@@ -154,7 +156,7 @@ func explainHalted(x *Explanation, d Decision) {
 }
 
 func stepOf(r *compile.Rule, outcome Outcome) ExplainStep {
-	st := ExplainStep{Rule: r.ID, Policy: r.Policy.Name, File: r.Pos.File, Line: r.Pos.Line,
+	st := ExplainStep{Rule: r.ID, Policy: r.Policy.Name, File: r.Pos.File, Line: r.Pos.Line, Col: r.Pos.Col,
 		Verdict: r.Verdict.String(), Outcome: outcome, Untrusted: r.Policy.Untrusted}
 	if r.Source != nil && r.Source.Condition != nil {
 		st.Condition = r.Source.Condition.Text

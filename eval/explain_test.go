@@ -179,7 +179,7 @@ func TestExplanationJSONFieldNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"decision":`, `"steps":`, `"counters":`, `"rule":`, `"outcome":`, `"pass":`, `"condition":`, `"because":`, `"expr":`, `"pos":`, `"value":`, `"type":`, `"operands":`} {
+	for _, key := range []string{`"decision":`, `"steps":`, `"counters":`, `"rule_id":`, `"col":`, `"outcome":`, `"pass":`, `"condition":`, `"because":`, `"expr":`, `"pos":`, `"value":`, `"type":`, `"operands":`} {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("JSON has no %s:\n%s", key, b)
 		}

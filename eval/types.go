@@ -79,6 +79,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 const (
 	CodePolicyError      = "policy_error"      // a rule's expression failed at run time (fail closed)
 	CodeApprovalRequired = "approval_required" // an ask rule matched and nobody could be asked
+	CodeApprovalTimeout  = "approval_timeout"  // an ask rule matched and the approver did not answer in time
 	CodeApprovalDenied   = "approval_denied"   // the approver said no
 	CodeTurnHalted       = "turn_halted"       // an earlier call halted this turn
 	CodeInvalidCall      = "invalid_call"      // the call itself is malformed (no tool name)
@@ -97,12 +98,14 @@ type Decision struct {
 	Verdict policy.Verdict `json:"verdict"`
 	Phase   policy.Phase   `json:"phase"`
 	Tool    string         `json:"tool"`
-	// RuleID, Policy, File and Line identify the rule that decided; empty
-	// when no rule matched and the default verdict applied.
+	// RuleID, Policy, File, Line and Col identify the rule that decided
+	// (Line and Col are where its entry starts, as policy.Pos counts them);
+	// empty when no rule matched and the default verdict applied.
 	RuleID string `json:"rule_id,omitempty"`
 	Policy string `json:"policy,omitempty"`
 	File   string `json:"file,omitempty"`
 	Line   int    `json:"line,omitempty"`
+	Col    int    `json:"col,omitempty"`
 	// Reason is the rule's message, or its reason when it has none.
 	Reason string `json:"reason,omitempty"`
 	Code   string `json:"code,omitempty"`
@@ -143,8 +146,8 @@ func (d Decision) Allowed() bool {
 
 // ApprovalRecord says how an ask rule was settled.
 type ApprovalRecord struct {
-	// Rule is the ask rule.
-	Rule string `json:"rule"`
+	// Rule is the ask rule's id.
+	Rule string `json:"rule_id"`
 	// Outcome is how: approved, denied, deferred, remembered, or
 	// unavailable and error when nobody could approve.
 	Outcome ApprovalOutcome `json:"outcome"`
@@ -155,7 +158,8 @@ type ApprovalRecord struct {
 
 // TraceStep is one rule as the evaluator considered it.
 type TraceStep struct {
-	Rule    string `json:"rule"`
+	// Rule is the rule's id.
+	Rule    string `json:"rule_id"`
 	Policy  string `json:"policy"`
 	Verdict string `json:"verdict"`
 	// Outcome is one of: tool_not_matched, no_match, matched, applied

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,6 +14,10 @@ import (
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/trust"
 )
+
+// ErrNoPolicyFiles is the error (wrapped) of explicit paths that hold no
+// policy file; celguard lint accepts them when they hold test suites.
+var ErrNoPolicyFiles = errors.New("no policy files")
 
 // BundleRecommended is the bundle `celguard eval` uses by default.
 const BundleRecommended = "recommended"
@@ -139,7 +144,7 @@ func Select(o Options) (*Discovery, error) {
 		return nil, err
 	}
 	if len(srcs) == 0 {
-		return nil, fmt.Errorf("no policy files in %s (policy files are *.yaml and *.yml, not *_test.yaml)", orList(o.Explicit))
+		return nil, fmt.Errorf("%w in %s (policy files are *.yaml and *.yml, not *_test.yaml)", ErrNoPolicyFiles, orList(o.Explicit))
 	}
 	srcs = withLayer(srcs, policy.LayerExplicit)
 	srcs = append(srcs, withLayer(slices.Clone(o.Registered), policy.LayerRegistered)...)

@@ -182,6 +182,10 @@ func (d *decoder) fields(n *yaml.Node, what string, handlers map[string]func(key
 				keys = append(keys, name)
 			}
 			slices.Sort(keys)
+			if near, ok := Closest(k.Value, keys); ok {
+				d.ds.errorf(CodeUnknownField, d.pos(k), "unknown field %q in %s; did you mean %q? (expected one of: %s)", k.Value, what, near, strings.Join(keys, ", "))
+				continue
+			}
 			d.ds.errorf(CodeUnknownField, d.pos(k), "unknown field %q in %s; expected one of: %s", k.Value, what, strings.Join(keys, ", "))
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,6 +66,13 @@ func validateSchema(file, kind string, root *yaml.Node, already Diagnostics) Dia
 		return Diagnostics{{Code: CodeInvalidValue, Severity: SeverityError, Pos: Pos{File: file, Line: 1, Col: 1},
 			Message: fmt.Sprintf("internal: policy schema does not compile: %v", err)}}
 	}
+	raw := map[string][]byte{KindPolicy: SchemaJSON, KindToolClasses: ToolClassesSchemaJSON, KindOverrides: OverridesSchemaJSON}[kind]
+	return validateAgainst(sch, raw, file, root, already)
+}
+
+// validateAgainst checks a document against a compiled schema, whose JSON
+// is raw, and returns the problems not already reported at the same place.
+func validateAgainst(sch *jsonschema.Schema, raw []byte, file string, root *yaml.Node, already Diagnostics) Diagnostics {
 	budget := 1 << 20 // nodes; aliases could otherwise expand a small file exponentially
 	inst, err := toJSONValue(root, 0, &budget)
 	if err != nil {
@@ -81,7 +89,7 @@ func validateSchema(file, kind string, root *yaml.Node, already Diagnostics) Dia
 	}
 	var out Diagnostics
 	for _, leaf := range leaves(verr) {
-		for _, d := range schemaDiagnostics(file, root, leaf) {
+		for _, d := range schemaDiagnostics(file, root, leaf, raw) {
 			if !seen[d.Pos] {
 				seen[d.Pos] = true
 				out = append(out, d)
@@ -95,8 +103,23 @@ func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 	if len(e.Causes) == 0 {
 		return []*jsonschema.ValidationError{e}
 	}
+	causes := e.Causes
+	switch e.ErrorKind.(type) {
+	case *kind.OneOf, *kind.AnyOf:
+		// Of the alternatives, report those the value's type fits: a list
+		// where a list or a mapping is allowed is wrong as a list.
+		var fit []*jsonschema.ValidationError
+		for _, c := range causes {
+			if _, wrongType := c.ErrorKind.(*kind.Type); !wrongType || !slices.Equal(c.InstanceLocation, e.InstanceLocation) {
+				fit = append(fit, c)
+			}
+		}
+		if len(fit) > 0 {
+			causes = fit
+		}
+	}
 	var out []*jsonschema.ValidationError
-	for _, c := range e.Causes {
+	for _, c := range causes {
 		out = append(out, leaves(c)...)
 	}
 	return out
@@ -104,7 +127,7 @@ func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 
 // schemaDiagnostics maps one schema error to diagnostics at the YAML node it
 // is about: the offending key for an unknown property, the value otherwise.
-func schemaDiagnostics(file string, root *yaml.Node, e *jsonschema.ValidationError) Diagnostics {
+func schemaDiagnostics(file string, root *yaml.Node, e *jsonschema.ValidationError, raw []byte) Diagnostics {
 	n := nodeAt(root, e.InstanceLocation)
 	pos := Pos{File: file, Line: n.Line, Col: n.Column}
 	where := "/" + strings.Join(e.InstanceLocation, "/")
@@ -119,13 +142,29 @@ func schemaDiagnostics(file string, root *yaml.Node, e *jsonschema.ValidationErr
 			if kn := keyNode(n, prop); kn != nil {
 				kp = Pos{File: file, Line: kn.Line, Col: kn.Column}
 			}
-			out = append(out, mk(CodeUnknownField, kp, fmt.Sprintf("unknown field %q at %s", prop, where)))
+			msg := fmt.Sprintf("unknown field %q at %s", prop, where)
+			if near, ok := Closest(prop, schemaProperties(raw, e.SchemaURL)); ok {
+				msg += fmt.Sprintf("; did you mean %q?", near)
+			}
+			out = append(out, mk(CodeUnknownField, kp, msg))
 		}
 		return out
 	case *kind.Required:
 		return Diagnostics{mk(CodeMissingField, pos, fmt.Sprintf("%s is missing the required field(s) %s", where, strings.Join(k.Missing, ", ")))}
 	case *kind.Type:
 		return Diagnostics{mk(CodeWrongType, pos, fmt.Sprintf("%s must be %s, not %s", where, strings.Join(k.Want, " or "), k.Got))}
+	case *kind.DependentRequired:
+		return Diagnostics{mk(CodeMissingField, pos, fmt.Sprintf("%s has %s, which needs %s", where, k.Prop, strings.Join(k.Missing, ", ")))}
+	case *kind.OneOf:
+		if len(k.Subschemas) > 1 {
+			return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s fits more than one of its allowed forms: keep the keys of one", where))}
+		}
+		return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s: %s", where, firstLine(e.Error())))}
+	case *kind.MinLength:
+		if k.Want == 1 {
+			return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s must not be empty", where))}
+		}
+		return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s must be at least %d characters long", where, k.Want))}
 	case *kind.Enum, *kind.Const:
 		code := CodeInvalidValue
 		if last(e.InstanceLocation) == "verdict" {

@@ -175,18 +175,19 @@ func TestSuiteUnknownBuiltin(t *testing.T) {
 		{"name: x\npolicies:\n  - builtin:dangerous-command\n",
 			`s_test.yaml:3:5: unknown_builtin: "builtin:dangerous-command" names no built-in bundle`},
 		{"policies:\n  - \"builtin:\"\n", `s_test.yaml:2:5: unknown_builtin: "builtin:" names`},
-		{"policies:\n  - {builtin: recommended}\n", `s_test.yaml: line 2: a policies entry must be a path or builtin:NAME`},
-		{"policies: [a.yaml, '']\n", `s_test.yaml: line 1: a policies entry must be a path or builtin:NAME`},
+		{"policies:\n  - {builtin: recommended}\n", `s_test.yaml:2:5: wrong_type: /policies/0 must be string, not object`},
+		{"policies: [a.yaml, '']\n", `s_test.yaml:1:20: invalid_value: /policies/1 must not be empty`},
 	} {
 		_, err := policytest.ParseSuite("s_test.yaml", []byte(tt.suite))
 		require.Error(t, err, tt.suite)
 		assert.True(t, strings.HasPrefix(err.Error(), tt.want), "got %v, want %s...", err, tt.want)
 	}
 	_, err := policytest.ParseSuite("s_test.yaml", []byte("policies: [builtin:recomended]\n"))
-	var d policy.Diagnostic
-	require.ErrorAs(t, err, &d)
-	assert.Equal(t, policy.CodeUnknownBuiltin, d.Code)
-	assert.Equal(t, policy.Pos{File: "s_test.yaml", Line: 1, Col: 12}, d.Pos)
+	var ds policy.Diagnostics
+	require.ErrorAs(t, err, &ds)
+	require.Len(t, ds, 1)
+	assert.Equal(t, policy.CodeUnknownBuiltin, ds[0].Code)
+	assert.Equal(t, policy.Pos{File: "s_test.yaml", Line: 1, Col: 12}, ds[0].Pos)
 }
 
 // TestSuitePathEntries: a path entry that is an empty directory, or does

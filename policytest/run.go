@@ -62,8 +62,11 @@ type SuiteResult struct {
 	Name  string       `json:"name"`
 	Cases []CaseResult `json:"cases"`
 	// Error is set when the suite could not run at all (unreadable, its
-	// policies did not compile).
+	// policies did not compile, it is malformed).
 	Error string `json:"error,omitempty"`
+	// Diagnostics are the problems of a malformed suite (ParseSuite's),
+	// each at its position with a code; Error lists them too.
+	Diagnostics policy.Diagnostics `json:"diagnostics,omitempty"`
 	// Rules lists every rule of the suite's policies, for coverage.
 	Rules []RuleRef `json:"rules,omitempty"`
 	// Fired counts, per rule id, the decisions each rule made or shaped.
@@ -72,7 +75,7 @@ type SuiteResult struct {
 
 // RuleRef names a rule for coverage.
 type RuleRef struct {
-	ID     string `json:"id"`
+	ID     string `json:"rule_id"`
 	Policy string `json:"policy"`
 	File   string `json:"file"`
 }
@@ -125,13 +128,34 @@ func RunFS(ctx context.Context, fsys fs.FS, root string, opts Options) (*Report,
 		var sr SuiteResult
 		s, err := ParseSuite(f, data)
 		if err != nil {
-			sr = SuiteResult{File: f, Name: f, Error: err.Error()}
+			sr = Malformed(f, err)
 		} else {
 			sr = RunSuite(ctx, fsys, s, opts)
 		}
 		rep.add(sr)
 	}
 	return rep, nil
+}
+
+// Malformed is the result of a suite ParseSuite rejected with err.
+func Malformed(file string, err error) SuiteResult {
+	sr := SuiteResult{File: file, Name: file, Error: err.Error()}
+	var ds policy.Diagnostics
+	if errors.As(err, &ds) {
+		sr.Diagnostics = ds
+	}
+	return sr
+}
+
+// Malformed reports whether a suite could not be read: ParseSuite
+// rejected it.
+func (r *Report) Malformed() bool {
+	for _, s := range r.Suites {
+		if len(s.Diagnostics) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Report) add(sr SuiteResult) {

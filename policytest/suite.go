@@ -158,7 +158,7 @@ type Step struct {
 type Expect struct {
 	Verdict string `yaml:"verdict" json:"verdict,omitempty"`
 	// Rule is the deciding rule's id; "none" asserts that no rule decided.
-	Rule           *string `yaml:"rule" json:"rule,omitempty"`
+	Rule           *string `yaml:"rule" json:"rule_id,omitempty"`
 	Code           *string `yaml:"code" json:"code,omitempty"`
 	Reason         *string `yaml:"reason" json:"reason,omitempty"`
 	ReasonContains string  `yaml:"reason_contains" json:"reason_contains,omitempty"`
@@ -196,13 +196,24 @@ func resultOf(m map[string]any) (eval.Result, error) {
 	return r, err
 }
 
-// ParseSuite reads a test file. Unknown keys are errors.
+// ParseSuite reads a test file. Every problem is a policy.Diagnostic at
+// its line and column, with the codes a policy file's problems get
+// (yaml_syntax, unknown_field, wrong_type, missing_field, invalid_value,
+// invalid_verdict, unknown_builtin): the error is a policy.Diagnostics.
 func ParseSuite(file string, data []byte) (*Suite, error) {
+	root, ds := policy.CheckYAML(file, data, SuiteSchemaJSON)
+	if err := ds.Err(); err != nil {
+		return nil, err
+	}
 	var s Suite
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%s: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
+	if root != nil {
+		// The schema accepts what the decoder does; unknown fields are
+		// refused again, should the two ever drift apart.
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&s); err != nil {
+			return nil, policy.Diagnostics{yamlDecodeDiagnostic(file, root, err)}
+		}
 	}
 	s.File = file
 	if s.Name == "" {
@@ -212,86 +223,148 @@ func ParseSuite(file string, data []byte) (*Suite, error) {
 		s.Policies.Pos[i].File = file
 	}
 	if err := checkBuiltins(s.Policies); err != nil {
-		return nil, err
+		return nil, policy.Diagnostics{err.(policy.Diagnostic)}
 	}
-	// A second pass over the node tree finds each case's line.
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err == nil && len(doc.Content) > 0 {
-		root := doc.Content[0]
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			if root.Content[i].Value == "cases" {
-				for j, c := range root.Content[i+1].Content {
-					if j < len(s.Cases) {
-						s.Cases[j].Line = c.Line
-					}
-				}
-			}
-		}
-	}
+	cases := seqOf(valueOf(root, "cases"))
 	for i := range s.Cases {
-		if err := s.Cases[i].validate(); err != nil {
-			return nil, fmt.Errorf("%s:%d: case %q: %v", file, s.Cases[i].Line, s.Cases[i].Name, err)
+		c := &s.Cases[i]
+		var steps []*yaml.Node
+		if i < len(cases) {
+			c.Line = cases[i].Line
+			steps = seqOf(valueOf(cases[i], "steps"))
 		}
+		if step, code, err := c.validate(); err != nil {
+			n := (*yaml.Node)(nil)
+			switch {
+			case step > 0 && step <= len(steps):
+				n = steps[step-1]
+			case i < len(cases):
+				n = cases[i]
+			}
+			at := policy.Pos{File: file, Line: c.Line, Col: 1}
+			if n != nil {
+				at = policy.Pos{File: file, Line: n.Line, Col: n.Column}
+			}
+			ds = append(ds, policy.Diagnostic{Code: code, Severity: policy.SeverityError, Pos: at,
+				Message: fmt.Sprintf("case %q: %v", c.Name, err)})
+		}
+	}
+	if err := ds.Err(); err != nil {
+		return nil, err
 	}
 	return &s, nil
 }
 
-func (c *Case) validate() error {
-	if c.Name == "" {
-		return fmt.Errorf("a case needs a name")
+// yamlDecodeDiagnostic places an error of decoding the suite at the line
+// it names (its first node's column), else at the document's start.
+func yamlDecodeDiagnostic(file string, root *yaml.Node, err error) policy.Diagnostic {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	at := policy.Pos{File: file, Line: root.Line, Col: root.Column}
+	var line int
+	if _, serr := fmt.Sscanf(msg, "line %d:", &line); serr == nil {
+		at = policy.Pos{File: file, Line: line, Col: firstColumn(root, line)}
+		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
 	}
-	if len(c.Steps) == 0 && len(c.WantErrors) == 0 && len(c.WantWarnings) == 0 {
-		return fmt.Errorf("a case needs steps, want_errors or want_warnings")
+	return policy.Diagnostic{Code: policy.CodeInvalidValue, Severity: policy.SeverityError, Pos: at, Message: msg}
+}
+
+// firstColumn is the column of the first node on line, or 1.
+func firstColumn(n *yaml.Node, line int) int {
+	if n.Line == line {
+		return n.Column
 	}
-	for _, a := range c.Approver {
-		if _, _, err := parseAnswer(a); err != nil {
-			return err
+	for _, c := range n.Content {
+		if col := firstColumn(c, line); col != 1 || c.Line == line {
+			return col
 		}
 	}
-	for i, st := range c.Steps {
-		n := 0
-		if st.Turn {
-			n++
-		}
-		if st.Before != nil {
-			n++
-		}
-		if st.After != nil {
-			n++
-		}
-		if st.Advance != "" {
-			n++
-			if d, err := time.ParseDuration(st.Advance); err != nil || d < 0 {
-				return fmt.Errorf("step %d: advance must be a duration such as 30s, not %q", i+1, st.Advance)
-			}
-		}
-		if n != 1 {
-			return fmt.Errorf("step %d: give exactly one of turn, before, after and advance", i+1)
-		}
-		if st.After != nil && st.Result == nil {
-			return fmt.Errorf("step %d: an after step needs a result", i+1)
-		}
-		if st.Result != nil {
-			if _, err := resultOf(st.Result); err != nil {
-				return fmt.Errorf("step %d: %v", i+1, err)
-			}
-		}
-		if st.Result != nil && st.After == nil {
-			return fmt.Errorf("step %d: result goes with an after step", i+1)
-		}
-		if st.Expect != nil && st.Before == nil && st.After == nil {
-			return fmt.Errorf("step %d: expect goes with a before or after step", i+1)
-		}
-		if st.Expect != nil && st.Expect.Verdict != "" {
-			if _, err := policy.ParseVerdict(st.Expect.Verdict); err != nil {
-				return fmt.Errorf("step %d: %v", i+1, err)
-			}
-		}
-		if st.Repeat < 0 {
-			return fmt.Errorf("step %d: repeat must not be negative", i+1)
+	return 1
+}
+
+// valueOf is the value of key in the mapping n, or nil.
+func valueOf(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
 		}
 	}
 	return nil
+}
+
+// seqOf is the items of the sequence n, or nil.
+func seqOf(n *yaml.Node) []*yaml.Node {
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	return n.Content
+}
+
+// validate checks what the schema cannot: it returns the step (from 1; 0
+// for the case itself) that is wrong, the code and the problem.
+func (c *Case) validate() (int, policy.Code, error) {
+	if c.Name == "" {
+		return 0, policy.CodeMissingField, fmt.Errorf("a case needs a name")
+	}
+	if len(c.Steps) == 0 && len(c.WantErrors) == 0 && len(c.WantWarnings) == 0 {
+		return 0, policy.CodeMissingField, fmt.Errorf("a case needs steps, want_errors or want_warnings")
+	}
+	for _, a := range c.Approver {
+		if _, _, err := parseAnswer(a); err != nil {
+			return 0, policy.CodeInvalidValue, err
+		}
+	}
+	for i, st := range c.Steps {
+		if code, err := st.validate(); err != nil {
+			return i + 1, code, fmt.Errorf("step %d: %v", i+1, err)
+		}
+	}
+	return 0, "", nil
+}
+
+// validate checks one step.
+func (st Step) validate() (policy.Code, error) {
+	n := 0
+	if st.Turn {
+		n++
+	}
+	if st.Before != nil {
+		n++
+	}
+	if st.After != nil {
+		n++
+	}
+	if st.Advance != "" {
+		n++
+		if d, err := time.ParseDuration(st.Advance); err != nil || d < 0 {
+			return policy.CodeInvalidDuration, fmt.Errorf("advance must be a duration such as 30s, not %q", st.Advance)
+		}
+	}
+	switch {
+	case n != 1:
+		return policy.CodeInvalidValue, fmt.Errorf("give exactly one of turn, before, after and advance")
+	case st.After != nil && st.Result == nil:
+		return policy.CodeMissingField, fmt.Errorf("an after step needs a result")
+	case st.Result != nil && st.After == nil:
+		return policy.CodeInvalidValue, fmt.Errorf("result goes with an after step")
+	case st.Expect != nil && st.Before == nil && st.After == nil:
+		return policy.CodeInvalidValue, fmt.Errorf("expect goes with a before or after step")
+	case st.Repeat < 0:
+		return policy.CodeInvalidValue, fmt.Errorf("repeat must not be negative")
+	}
+	if st.Result != nil {
+		if _, err := resultOf(st.Result); err != nil {
+			return policy.CodeWrongType, err
+		}
+	}
+	if st.Expect != nil && st.Expect.Verdict != "" {
+		if _, err := policy.ParseVerdict(st.Expect.Verdict); err != nil {
+			return policy.CodeInvalidVerdict, err
+		}
+	}
+	return "", nil
 }
 
 func parseAnswer(s string) (eval.Answer, eval.Remember, error) {

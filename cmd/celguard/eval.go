@@ -51,6 +51,17 @@ The first value decides which: a stream starts with an object that has an
 turn_start starts a new turn (turn-scoped counters reset). Unknown fields are
 errors. An ask verdict is printed as ask: the caller decides.
 
+A stream survives bad input: a value that is not a valid event (invalid
+JSON, an unknown field, a missing tool) gets, in place of a decision, one
+line
+
+  {"error": {"code": "invalid_input", "line": 3, "col": 37, "message": "..."}}
+
+on stdout (with --explain=text, a line "invalid_input: stdin:3:37: ..."; the
+message goes to stderr too); a line of invalid JSON is skipped to
+its end; the stream goes on in the same session, its counters intact. A
+single call that is not valid is an error on stderr alone.
+
 With no --policy flag, every layer decides: the recommended built-in bundle
 (choose another with --bundle, adjust it with --include and --exclude), the
 user's policies ($XDG_CONFIG_HOME/celguard) and the project's (.celguard/ at
@@ -68,8 +79,9 @@ field names of eval.Explanation (docs/authoring.md). Write the value with
 "=": "--explain json" reads json as an argument.
 
 Exit codes: 0 when every call was decided, whatever the verdicts; 2 when
-the input is not valid, a policy path cannot be read or the policies do not
-compile (the diagnostics go to stderr).`,
+the input is not valid (for a stream: when any value was not, once the
+whole stream has been read), a policy path cannot be read or the policies
+do not compile (the diagnostics go to stderr).`,
 		Example: `  # Decide one call with the built-in policies
   echo '{"tool": "Bash", "args": {"command": "make"}}' | celguard eval
 
@@ -129,15 +141,36 @@ func runEval(ctx context.Context, p evalParams) int {
 	}
 	r := input.NewReader(p.stdin, "stdin")
 	var sess *eval.Session
-	explained := 0
+	explained, bad := 0, 0
 	for {
 		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {
+			if bad > 0 {
+				return exitUsage
+			}
 			return exitOK
 		}
 		if err != nil {
+			bad++
 			fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
-			return exitUsage
+			var ie *input.Error
+			if r.Mode() == input.ModeStream && errors.As(err, &ie) {
+				var werr error
+				if p.explain == "text" {
+					if explained > 0 {
+						_, _ = io.WriteString(p.stdout, "\n")
+					}
+					explained++
+					_, werr = fmt.Fprintf(p.stdout, "invalid_input: %v\n", err)
+				} else {
+					werr = output.WriteInputError(p.stdout, output.InputErrorBody{Code: input.CodeInvalidInput, Line: ie.Line, Col: ie.Col, Message: ie.Msg})
+				}
+				if werr != nil {
+					fmt.Fprintf(p.stderr, "celguard eval: cannot write the error: %v\n", werr)
+					return exitUsage
+				}
+			}
+			continue
 		}
 		if sess == nil {
 			sess = eng.NewSession(sessionID(ev.Session), ev.Session)

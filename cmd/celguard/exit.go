@@ -23,7 +23,8 @@ const exitCodesHelp = `Exit codes (the same for every command):
   1  findings: lint found diagnostics at or above --fail-on (errors by
      default)
   2  usage or I/O error: bad flags or arguments, a missing or unreadable
-     file, input that is not valid JSON or not a valid call or event,
+     file, input that is not valid JSON or not a valid call or event
+     (a stream is read to its end first, each bad value reported),
      policies that do not compile (eval), a call the engine could not
      finish deciding (eval prints its fail-closed block decision first)`
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +56,32 @@ func (o hookOptions) args() []string {
 		out = append(out, "--approve")
 	}
 	return out
+}
+
+// absolute makes o's paths (--policy, --user-dir, --project-dir,
+// --state-dir) absolute: the host runs the installed command from wherever
+// the agent happens to be, not from where install ran.
+func (o *hookOptions) absolute() error {
+	abs := func(p *string) error {
+		if *p == "" || *p == "-" || filepath.IsAbs(*p) {
+			return nil
+		}
+		a, err := filepath.Abs(*p)
+		*p = a
+		return err
+	}
+	o.policies.paths = slices.Clone(o.policies.paths)
+	for i := range o.policies.paths {
+		if err := abs(&o.policies.paths[i]); err != nil {
+			return err
+		}
+	}
+	for _, p := range []*string{&o.policies.userDir, &o.policies.projectDir, &o.stateDir} {
+		if err := abs(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hookParams is what `celguard hook HOST` was asked to do.
@@ -232,8 +259,10 @@ file stays: other settings, other hooks, the order of keys. A celguard hook
 already there for HOST is updated in place, so installing twice changes
 nothing. --dry-run prints the change as a diff and writes nothing.
 
---policy, --bundle, --include, --exclude, --state-dir, --fail-open and
---approve are passed on to the installed 'celguard hook HOST' command.
+--policy, --bundle, --include, --exclude, --user-dir, --project-dir,
+--state-dir, --fail-open and --approve are passed on to the installed
+'celguard hook HOST' command, paths made absolute: the host runs it from
+wherever the agent is.
 
 The command names this celguard binary by its absolute path, symbolic links
 resolved, so the host runs this file and not whatever is first on PATH when
@@ -300,6 +329,10 @@ func runHookInstall(host string, p hookInstallParams) int {
 	}
 	for _, w := range hooks.BinaryWarnings(p.command) {
 		fmt.Fprintf(p.stderr, "celguard hook install: warning: %s\n", w)
+	}
+	if err := p.hookOptions.absolute(); err != nil {
+		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
+		return exitUsage
 	}
 	command := installCommand(host, p)
 	updated, changed, err := hooks.Install(host, old, command)

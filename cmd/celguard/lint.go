@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/celguard/celguard/cmd/celguard/internal/output"
 	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -29,9 +31,15 @@ func newLintCmd(sio stdio) *cobra.Command {
 		Short: "Check policy files and report every problem",
 		Long: `Lint compiles the policy files and directories given, runs the lint
 analyses on them, and prints every diagnostic to stdout. Directories are
-searched for *.yaml and *.yml files, skipping *_test.yaml suites, testdata
-and names starting with "." or "_". All the paths are checked together as
-one policy set, so duplicate rule ids across files are found.
+searched for *.yaml and *.yml files, skipping testdata and names starting
+with "." or "_". All the paths are checked together as one policy set, so
+duplicate rule ids across files are found.
+
+Test suites are linted too: the *_test.yaml files named, and those below
+the directories given (as celguard test finds them). A suite's problems
+(a misspelt key, a value of the wrong type, a step with no event, a
+policies entry that names nothing) are reported at their line and column
+with the codes a policy file's get, in every format.
 
 --policy names more paths, as the arguments do. --effective lints the set
 in force here: the layers as eval and hook compile them from the current
@@ -107,16 +115,38 @@ func runLint(_ context.Context, p lintParams) int {
 		fmt.Fprintf(p.stderr, "celguard lint: unknown --fail-on %q: use error, warning or info\n", p.failOn)
 		return exitUsage
 	}
-	srcs, err := p.policies.sources(classesOnly)
+	suites, err := suiteSources(p.policies.paths)
 	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
+		fmt.Fprintf(p.stderr, "celguard lint: %v\n", describe(err))
 		return exitUsage
 	}
-	set, ds, err := compile.Check(srcs)
-	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
-		return exitUsage
+	var ds policy.Diagnostics
+	for _, s := range suites {
+		ds = append(ds, lintSuite(s)...)
 	}
+	sel := p.policies
+	sel.paths, _ = splitSuites(sel.paths)
+	var srcs []policy.Source
+	if len(sel.paths) > 0 || sel.layerFlags() || len(suites) == 0 {
+		srcs, err = sel.sources(classesOnly)
+		if errors.Is(err, policies.ErrNoPolicyFiles) && len(suites) > 0 {
+			err = nil // suites alone (with inline policies, or elsewhere)
+		}
+		if err != nil {
+			fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
+			return exitUsage
+		}
+	}
+	var set *compile.PolicySet
+	if len(srcs) > 0 {
+		var pds policy.Diagnostics
+		if set, pds, err = compile.Check(srcs); err != nil {
+			fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
+			return exitUsage
+		}
+		ds = append(ds, pds...)
+	}
+	ds.Sort()
 	if set != nil {
 		// What trusting an untrusted project would relax (nothing to say
 		// without one).
@@ -127,13 +157,13 @@ func runLint(_ context.Context, p lintParams) int {
 		ds = append(ds, rs...)
 		ds.Sort()
 	}
-	files := 0 // the built-in tool classes and bundle are not the user's
+	files := len(suites) // the built-in tool classes and bundle are not the user's
 	for _, src := range srcs {
 		if src.Layer != policy.LayerBuiltin {
 			files++
 		}
 	}
-	opts := output.DiagnosticOptions{Lines: policy.LinesOf(srcs), Color: colorable(p.stdout), Files: files, ToolVersion: version}
+	opts := output.DiagnosticOptions{Lines: policy.LinesOf(append(srcs, suites...)), Color: colorable(p.stdout), Files: files, ToolVersion: currentBuild().Version}
 	if err := output.Diagnostics(p.stdout, p.format, ds, opts); err != nil {
 		fmt.Fprintf(p.stderr, "celguard lint: cannot write the diagnostics: %v\n", err)
 		return exitUsage

@@ -9,10 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is the release, set at build time with
-// -ldflags "-X main.version=v0.1.0".
-var version = "dev"
-
 // stdio is where a command reads and writes; tests inject their own.
 type stdio struct {
 	stdin          io.Reader
@@ -60,7 +56,7 @@ it returns.
 
   # Check the policies in a directory
   celguard lint policies/`,
-		Version:       version,
+		Version:       currentBuild().String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -70,7 +66,7 @@ it returns.
 	root.SetVersionTemplate("celguard {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 
-	root.AddCommand(newEvalCmd(sio), newLintCmd(sio), newTestCmd(sio), newHookCmd(sio), newPoliciesCmd(sio), newInitCmd(sio), newSchemaCmd(sio), newTrustCmd(sio))
+	root.AddCommand(newEvalCmd(sio), newLintCmd(sio), newTestCmd(sio), newHookCmd(sio), newPoliciesCmd(sio), newInitCmd(sio), newSchemaCmd(sio), newTrustCmd(sio), newVersionCmd(sio))
 
 	// Make cobra's default help and completion commands now, rather than
 	// at Execute, so that they get examples like every other command.

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -80,7 +81,10 @@ rules fired and names the policies below N.
 
 Exit codes: 0 when every case passes (and coverage is at least
 --coverage-min), 1 when a case fails or coverage is below --coverage-min,
-2 when a path cannot be read or the flags are wrong.`,
+2 when a path cannot be read, the flags are wrong or a suite is malformed
+(a suite's problems are reported at their file:line:col with a code, as a
+policy file's are: unknown_field for a misspelt key, and so on; celguard
+lint reports them too).`,
 		Example: `  # Run the suites next to your policies
   celguard test policies/
 
@@ -179,7 +183,7 @@ func runTest(ctx context.Context, p testParams) int {
 	}
 	switch p.format {
 	case "json":
-		err = output.TestJSON(p.stdout, rep, cov)
+		err = output.TestJSON(p.stdout, rep, cov, currentBuild().Version)
 	case "junit":
 		err = output.JUnit(p.stdout, rep)
 		if err == nil && cov != nil {
@@ -199,6 +203,7 @@ func runTest(ctx context.Context, p testParams) int {
 	if !rep.OK() {
 		code = exitFindings
 	}
+
 	if cov != nil && p.coverageMin >= 0 && cov.Percent < p.coverageMin {
 		var short []string
 		for _, pc := range cov.Below(p.coverageMin) {
@@ -209,6 +214,11 @@ func runTest(ctx context.Context, p testParams) int {
 			fmt.Fprintf(p.stderr, "  %s\n", s)
 		}
 		code = exitFindings
+	}
+	if rep.Malformed() {
+		// A malformed suite is malformed input, whatever the others did.
+		fmt.Fprintln(p.stderr, "celguard test: a suite is malformed (exit 2): fix the problems at their positions above")
+		return exitUsage
 	}
 	return code
 }
@@ -241,7 +251,7 @@ func testPath(ctx context.Context, arg string, opts policytest.Options) (*policy
 	r := &policytest.Report{}
 	s, err := policytest.ParseSuite(file, data)
 	if err != nil {
-		r.Suites = append(r.Suites, policytest.SuiteResult{File: file, Name: file, Error: err.Error()})
+		r.Suites = append(r.Suites, policytest.Malformed(file, err))
 		r.Failed++
 	} else {
 		sr := policytest.RunSuite(ctx, os.DirFS(dir), s, opts)
@@ -268,6 +278,16 @@ func prefix(r *policytest.Report, dir string) {
 		// A suite's own errors (ParseSuite's) start with its file name.
 		if rest, ok := strings.CutPrefix(r.Suites[i].Error, r.Suites[i].File+":"); ok {
 			r.Suites[i].Error = full + ":" + rest
+		}
+		if ds := r.Suites[i].Diagnostics; len(ds) > 0 {
+			ds = slices.Clone(ds)
+			for j := range ds {
+				if ds[j].Pos.File == r.Suites[i].File {
+					ds[j].Pos.File = full
+				}
+			}
+			r.Suites[i].Diagnostics = ds
+			r.Suites[i].Error = ds.Error()
 		}
 		r.Suites[i].File = full
 		for j := range r.Suites[i].Rules {

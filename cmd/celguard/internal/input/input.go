@@ -7,9 +7,14 @@
 // input. Values are read one at a time, so a stream is decided as it
 // arrives. Every error names the input and the line (and, for JSON syntax
 // errors, the column) where it was found.
+//
+// A stream survives bad values: once the first event has been read, a value
+// that is not a valid event is reported and skipped, and a line that is not
+// valid JSON is skipped to its end; reading goes on with the next value.
 package input
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,12 +60,19 @@ type Event struct {
 	Session map[string]any
 }
 
+// CodeInvalidInput is the code of every Error: a value that is not valid
+// JSON, or not a valid call or event.
+const CodeInvalidInput = "invalid_input"
+
 // Error is a problem with the input, at a line (and column, when known).
 type Error struct {
 	Name string // the input's name, e.g. "stdin"
 	Line int
 	Col  int // 0 when unknown
 	Msg  string
+	// syntax marks a JSON syntax error, found at input offset offset.
+	syntax bool
+	offset int64
 }
 
 // Error renders the error as name:line:col: message, leaving out what is
@@ -80,8 +92,11 @@ type Reader struct {
 	name string
 	lt   *lineTracker
 	dec  *json.Decoder
-	mode Mode
-	done bool
+	// decBase is the input offset where dec started reading: a stream
+	// that skipped a line of invalid JSON reads on with a new decoder.
+	decBase int64
+	mode    Mode
+	done    bool
 }
 
 // NewReader reads events from r; name is what errors call the input.
@@ -94,7 +109,9 @@ func NewReader(r io.Reader, name string) *Reader {
 func (r *Reader) Mode() Mode { return r.mode }
 
 // Next returns the next event, or io.EOF after the last one. Any other error
-// is an *Error, and the input is not read further: Next then returns io.EOF.
+// is an *Error. In a stream (Mode is ModeStream), the bad value (or, for
+// invalid JSON, the rest of its line) is skipped and the next call reads on;
+// otherwise the input is not read further: Next then returns io.EOF.
 func (r *Reader) Next() (Event, error) {
 	if r.done {
 		return Event{}, io.EOF
@@ -108,12 +125,12 @@ func (r *Reader) Next() (Event, error) {
 		return Event{}, io.EOF
 	}
 	if err != nil {
-		r.done = true
+		r.done = r.mode != ModeStream || !r.resync(err)
 		return Event{}, err
 	}
 	fields, err := r.object(raw, line)
 	if err != nil {
-		r.done = true
+		r.done = r.mode != ModeStream
 		return Event{}, err
 	}
 	if r.mode == ModeUnknown {
@@ -132,7 +149,7 @@ func (r *Reader) Next() (Event, error) {
 		ev, err = r.event(fields, line)
 	}
 	if err != nil {
-		r.done = true
+		r.done = r.mode != ModeStream
 		return Event{}, err
 	}
 	if r.mode == ModeCall {
@@ -141,9 +158,27 @@ func (r *Reader) Next() (Event, error) {
 	return ev, nil
 }
 
+// resync skips the rest of the line where a JSON syntax error was found and
+// starts a new decoder after it. It reports false when err is not a syntax
+// error, or no line follows.
+func (r *Reader) resync(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || !e.syntax {
+		return false
+	}
+	nl := r.lt.nextNewline(e.offset)
+	if nl < 0 {
+		return false
+	}
+	r.lt.restartAt(nl + 1)
+	r.dec = json.NewDecoder(r.lt)
+	r.decBase = nl + 1
+	return true
+}
+
 // value reads the next JSON value and the line it starts on.
 func (r *Reader) value() (json.RawMessage, int, error) {
-	prevEnd := r.dec.InputOffset()
+	prevEnd := r.decBase + r.dec.InputOffset()
 	var raw json.RawMessage
 	err := r.dec.Decode(&raw)
 	if errors.Is(err, io.EOF) {
@@ -154,8 +189,9 @@ func (r *Reader) value() (json.RawMessage, int, error) {
 	if err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			l, c := r.lt.position(se.Offset - 1)
-			return nil, 0, &Error{Name: r.name, Line: l, Col: c, Msg: "invalid JSON: " + se.Error()}
+			off := r.decBase + se.Offset - 1
+			l, c := r.lt.position(off)
+			return nil, 0, &Error{Name: r.name, Line: l, Col: c, Msg: "invalid JSON: " + se.Error(), syntax: true, offset: max(off, 0)}
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, 0, &Error{Name: r.name, Line: line, Msg: "invalid JSON: the value is cut off at the end of the input"}
@@ -376,6 +412,32 @@ func (t *lineTracker) position(off int64) (line, col int) {
 		}
 	}
 	return line, col + 1
+}
+
+// nextNewline returns the offset of the first newline at or after off,
+// reading on as needed, or -1 when the input ends first.
+func (t *lineTracker) nextNewline(off int64) int64 {
+	for i := max(off-t.base, 0); ; i++ {
+		for i >= int64(len(t.buf)) {
+			var chunk [4096]byte
+			n, err := t.Read(chunk[:])
+			if n == 0 && err != nil {
+				return -1
+			}
+		}
+		if t.buf[i] == '\n' {
+			return t.base + i
+		}
+	}
+}
+
+// restartAt drops what was read before off and makes what was read from
+// off on the next bytes Read returns again, for a new decoder.
+func (t *lineTracker) restartAt(off int64) {
+	t.forget(off)
+	rest := slices.Clone(t.buf)
+	t.buf = t.buf[:0]
+	t.r = io.MultiReader(bytes.NewReader(rest), t.r)
 }
 
 // forget drops the bytes before off.

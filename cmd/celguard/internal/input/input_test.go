@@ -3,6 +3,7 @@ package input
 import (
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -98,5 +99,66 @@ func TestErrors(t *testing.T) {
 				t.Errorf("readAll(%q) error = %v, want prefix %q", tt.in, err, tt.want)
 			}
 		}
+	}
+}
+
+// TestStreamSurvivesBadValues: once a stream has started, a value that is
+// not a valid event, and a line that is not valid JSON, are reported at
+// their line and skipped; the events after them are read.
+func TestStreamSurvivesBadValues(t *testing.T) {
+	in := `{"event": "turn_start"}
+{"event": "before", "tool": "Bash", args: {}}
+{"event": "before", "tool": "Bash", "args": {"command": "ls"}}
+{"event": "before", "tool": "Bash", "working_dir": "/r"}
+{"event": "before", "args": {}}
+[1, 2]
+{"tool": "Read"}
+{"event": "after", "tool": "Bash", "result": {"is_error": true}}
+{"event": "before", "tool": "Bash", "args": {"command": "make"}
+{"event": "turn_start"}`
+	for name, r := range map[string]func() io.Reader{
+		"whole":    func() io.Reader { return strings.NewReader(in) },
+		"one byte": func() io.Reader { return iotest.OneByteReader(strings.NewReader(in)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			rd := NewReader(r(), "stdin")
+			var lines, errLines []int
+			var errs []string
+			for {
+				ev, err := rd.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					var e *Error
+					if !errors.As(err, &e) {
+						t.Fatalf("Next() error %T %v, want *Error", err, err)
+					}
+					errLines = append(errLines, e.Line)
+					errs = append(errs, err.Error())
+					continue
+				}
+				lines = append(lines, ev.Line)
+			}
+			if want := []int{1, 3, 8}; !slices.Equal(lines, want) {
+				t.Errorf("events on lines %v, want %v", lines, want)
+			}
+			// line 9 lacks its closing brace: the decoder reads on into
+			// line 10 and fails there; line 10 is skipped with it.
+			if want := []int{2, 4, 5, 6, 7, 10}; !slices.Equal(errLines, want) {
+				t.Errorf("errors on lines %v, want %v:\n%s", errLines, want, strings.Join(errs, "\n"))
+			}
+		})
+	}
+}
+
+// TestSingleCallStopsAtError: a single call's error ends the input.
+func TestSingleCallStopsAtError(t *testing.T) {
+	rd := NewReader(strings.NewReader("{\"tool\": \"Bash\", \"x\": 1}\n{\"tool\": \"Bash\"}"), "stdin")
+	if _, err := rd.Next(); err == nil {
+		t.Fatal("Next() = nil error, want unknown field")
+	}
+	if _, err := rd.Next(); !errors.Is(err, io.EOF) {
+		t.Errorf("Next() after the error = %v, want io.EOF", err)
 	}
 }

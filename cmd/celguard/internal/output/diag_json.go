@@ -14,10 +14,13 @@ const LintJSONVersion = 1
 
 // LintJSON is the document `celguard lint --format json` writes.
 type LintJSON struct {
-	Version     int              `json:"version"`
-	Files       int              `json:"files"`
-	Summary     LintJSONSummary  `json:"summary"`
-	Diagnostics []LintDiagnostic `json:"diagnostics"`
+	Version int `json:"version"`
+	// CelguardVersion is the version of the celguard that wrote the
+	// document (celguard version); "" leaves it out.
+	CelguardVersion string           `json:"celguard_version,omitempty"`
+	Files           int              `json:"files"`
+	Summary         LintJSONSummary  `json:"summary"`
+	Diagnostics     []LintDiagnostic `json:"diagnostics"`
 }
 
 // LintJSONSummary counts the diagnostics by severity, those suppressed
@@ -35,8 +38,12 @@ type LintJSONSummary struct {
 type LintDiagnostic struct {
 	Code     policy.Code     `json:"code"`
 	Severity policy.Severity `json:"severity"`
-	// Pos is where the problem is; line and col are 0 when unknown (a
-	// problem with the whole set, such as no_policies).
+	// File, Line and Col are where the problem is; line and col are 0 when
+	// unknown (a problem with the whole set, such as no_policies).
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Col  int    `json:"col"`
+	// Pos is File, Line and Col again, as format version 1 first gave them.
 	Pos     policy.Pos `json:"pos"`
 	Message string     `json:"message"`
 	// Related are the other places involved (never null).
@@ -55,9 +62,10 @@ type LintSuppression struct {
 }
 
 // DiagnosticsJSON writes ds as one LintJSON document (indented, with a
-// final newline). files is the number of policy files checked.
-func DiagnosticsJSON(w io.Writer, ds policy.Diagnostics, files int) error {
-	doc := LintJSON{Version: LintJSONVersion, Files: files, Diagnostics: make([]LintDiagnostic, 0, len(ds))}
+// final newline). files is the number of policy files checked, tool the
+// version of celguard.
+func DiagnosticsJSON(w io.Writer, ds policy.Diagnostics, files int, tool string) error {
+	doc := LintJSON{Version: LintJSONVersion, CelguardVersion: tool, Files: files, Diagnostics: make([]LintDiagnostic, 0, len(ds))}
 	for _, d := range ds {
 		switch {
 		case d.Suppressed != nil:
@@ -73,7 +81,7 @@ func DiagnosticsJSON(w io.Writer, ds policy.Diagnostics, files int) error {
 		if rel == nil {
 			rel = []policy.Pos{}
 		}
-		ld := LintDiagnostic{Code: d.Code, Severity: d.Severity, Pos: d.Pos,
+		ld := LintDiagnostic{Code: d.Code, Severity: d.Severity, File: d.Pos.File, Line: d.Pos.Line, Col: d.Pos.Col, Pos: d.Pos,
 			Message: d.Message, Related: rel, Help: helpURI(d.Code)}
 		if s := d.Suppressed; s != nil {
 			ld.Suppressed = &LintSuppression{Reason: s.Reason, Pos: s.Pos}

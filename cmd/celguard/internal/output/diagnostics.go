@@ -34,7 +34,8 @@ type DiagnosticOptions struct {
 	Color bool
 	// Files is the number of policy files checked (json summary).
 	Files int
-	// ToolVersion is celguard's version (sarif tool.driver.version).
+	// ToolVersion is celguard's version (json celguard_version, sarif
+	// tool.driver.version).
 	ToolVersion string
 }
 
@@ -47,7 +48,7 @@ func Diagnostics(w io.Writer, format string, ds policy.Diagnostics, opts Diagnos
 	case FormatText:
 		return diagnosticsText(w, ds.Unsuppressed(), opts)
 	case FormatJSON:
-		return DiagnosticsJSON(w, ds, opts.Files)
+		return DiagnosticsJSON(w, ds, opts.Files, opts.ToolVersion)
 	case FormatSARIF:
 		return DiagnosticsSARIF(w, ds, opts.ToolVersion)
 	case FormatGitHub:

@@ -20,6 +20,32 @@ func Decision(w io.Writer, d eval.Decision) error {
 	return writeJSON(w, d, "")
 }
 
+// InputError is the line `celguard eval` writes on stdout, in place of a
+// decision, for a value of a stream that is not a valid event:
+// {"error": {"code": "invalid_input", "line": 3, "col": 37, "message": "..."}}.
+type InputError struct {
+	Error InputErrorBody `json:"error"`
+}
+
+// InputErrorBody is what is wrong with the input, and where.
+type InputErrorBody struct {
+	// Code is stable: invalid_input.
+	Code string `json:"code"`
+	// Line is the 1-based line of the input the value starts on (or, for
+	// invalid JSON, where the syntax error is).
+	Line int `json:"line"`
+	// Col is the 1-based column of a JSON syntax error; 0 (left out) when
+	// unknown.
+	Col int `json:"col,omitempty"`
+	// Message is for people; it may be reworded in any release.
+	Message string `json:"message"`
+}
+
+// WriteInputError writes e as one line of JSON.
+func WriteInputError(w io.Writer, e InputErrorBody) error {
+	return writeJSON(w, InputError{Error: e}, "")
+}
+
 // Summary says in one line what a lint of files policy files found:
 // "2 errors, 1 warning in 1 file" or "3 files, no problems", with
 // " (2 suppressed)" when # celguard:ignore comments suppressed some.

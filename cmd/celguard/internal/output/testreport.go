@@ -16,6 +16,13 @@ import (
 func TestText(w io.Writer, rep *policytest.Report) error {
 	ew := &errWriter{w: w}
 	for _, s := range rep.Suites {
+		if len(s.Diagnostics) > 0 {
+			ew.printf("FAIL %s: malformed suite\n", s.File)
+			for _, d := range s.Diagnostics {
+				ew.printf("  %s\n", d.Error())
+			}
+			continue
+		}
 		if s.Error != "" {
 			ew.printf("FAIL %s: %s\n", s.File, s.Error)
 			continue
@@ -114,14 +121,17 @@ func writeTrace(ew *errWriter, d eval.Decision, indent string) {
 // TestJSONReport is the JSON form of a test run: policytest.Report's fields
 // (suites, passed, failed) and, with --coverage, a coverage object.
 type TestJSONReport struct {
+	// CelguardVersion is the version of the celguard that ran the tests;
+	// "" leaves it out.
+	CelguardVersion string `json:"celguard_version,omitempty"`
 	*policytest.Report
 	Coverage *policytest.Coverage `json:"coverage,omitempty"`
 }
 
 // TestJSON writes the report, and the coverage when cov is not nil, as one
-// indented JSON document.
-func TestJSON(w io.Writer, rep *policytest.Report, cov *policytest.Coverage) error {
-	return writeJSON(w, TestJSONReport{Report: rep, Coverage: cov}, "  ")
+// indented JSON document; tool is celguard's version.
+func TestJSON(w io.Writer, rep *policytest.Report, cov *policytest.Coverage, tool string) error {
+	return writeJSON(w, TestJSONReport{CelguardVersion: tool, Report: rep, Coverage: cov}, "  ")
 }
 
 // CoverageText writes coverage as a table: one row per policy with its
