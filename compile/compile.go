@@ -214,9 +214,9 @@ type compiler struct {
 	checked []checkedExpr
 	// programs are the programs built, by checked expression.
 	programs map[*cel.Ast]*Program
-	// badPatterns are the string literals reported as bad patterns, so
-	// that a variable used by many calls is reported once (patterns.go).
-	badPatterns map[policy.Pos]bool
+	// patterns are the checks of the patterns kept in constants
+	// (patterns.go).
+	patterns patternChecks
 }
 
 // flagged reports whether the parser found an error at pos.

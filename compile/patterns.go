@@ -59,15 +59,15 @@ func (ev constEval) value(x celast.Expr, names boundNames) (constValue, bool) {
 		if len(l.OptionalIndices()) > 0 {
 			return constValue{}, false
 		}
-		v := constValue{list: true}
+		var strs []constString
 		for _, e := range l.Elements() {
 			ve, ok := ev.value(e, names)
 			if !ok || ve.list {
 				return constValue{}, false
 			}
-			v.strs = joinConst(v.strs, ve.strs)
+			strs = append(strs, ve.strs...)
 		}
-		return v, true
+		return constValue{list: true, strs: distinct(strs)}, true
 	case celast.IdentKind:
 		name := x.AsIdent()
 		if names.bound(name) {
@@ -89,22 +89,20 @@ func (ev constEval) value(x celast.Expr, names boundNames) (constValue, bool) {
 		a, okA := ev.value(call.Args()[0], names)
 		b, okB := ev.value(call.Args()[1], names)
 		if okA && okB && a.list && b.list {
-			return constValue{list: true, strs: joinConst(a.strs, b.strs)}, true
+			return constValue{list: true, strs: distinct(slices.Concat(a.strs, b.strs))}, true
 		}
 	}
 	return constValue{}, false
 }
 
-// joinConst returns the literals of a then those of b not in a, leaving a
-// as it is.
-func joinConst(a, b []constString) []constString {
-	out := slices.Clip(a)
-	for _, s := range b {
-		if !slices.ContainsFunc(out, func(o constString) bool { return o.pos == s.pos }) {
-			out = append(out, s)
-		}
-	}
-	return out
+// distinct drops, in place, the literals listed before.
+func distinct(strs []constString) []constString {
+	seen := make(map[policy.Pos]bool, len(strs))
+	return slices.DeleteFunc(strs, func(s constString) bool {
+		dup := seen[s.pos]
+		seen[s.pos] = true
+		return dup
+	})
 }
 
 // patternConstants checks the pattern arguments of call that are constants
@@ -129,18 +127,15 @@ func (c *compiler) patternConstants(sc scope, call celast.CallExpr, names boundN
 				continue
 			}
 			for _, s := range v.strs {
-				err := check(s.value)
+				err := c.checkPattern(call.FunctionName(), i, s, check)
 				if err == nil {
 					continue
 				}
 				ok = false
-				if c.badPatterns[s.pos] {
+				if c.patterns.reported[s.pos] {
 					continue
 				}
-				if c.badPatterns == nil {
-					c.badPatterns = map[policy.Pos]bool{}
-				}
-				c.badPatterns[s.pos] = true
+				c.patterns.reported[s.pos] = true
 				use := ev.posOf(x.ID())
 				by := ""
 				if s.what != sc.what {
@@ -153,6 +148,37 @@ func (c *compiler) patternConstants(sc scope, call celast.CallExpr, names boundN
 		}
 	}
 	return ok
+}
+
+// patternChecks remembers the checks of the literals of constants: a
+// variable used by many calls is checked once for each function and
+// reported once.
+type patternChecks struct {
+	// checked is the result of each check made, by literal, function and
+	// argument.
+	checked map[patternUse]error
+	// reported are the literals reported as bad patterns.
+	reported map[policy.Pos]bool
+}
+
+type patternUse struct {
+	pos policy.Pos
+	fn  string
+	arg int
+}
+
+// checkPattern checks literal s as argument arg of function fn, once.
+func (c *compiler) checkPattern(fn string, arg int, s constString, check func(string) error) error {
+	if c.patterns.checked == nil {
+		c.patterns = patternChecks{checked: map[patternUse]error{}, reported: map[policy.Pos]bool{}}
+	}
+	use := patternUse{s.pos, fn, arg}
+	err, done := c.patterns.checked[use]
+	if !done {
+		err = check(s.value)
+		c.patterns.checked[use] = err
+	}
+	return err
 }
 
 // unvalidated returns the parts of a pattern argument no literal validator
