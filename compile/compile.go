@@ -3,7 +3,6 @@ package compile
 import (
 	"fmt"
 	"io/fs"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -225,6 +224,9 @@ type compiler struct {
 	// classReads are the reads of command, paths and classes, which only
 	// a tool-class table gives a value (checkClassReads).
 	classReads []classRead
+	// patterns are the checks of the patterns kept in constants
+	// (patterns.go).
+	patterns patternChecks
 }
 
 // flagged reports whether the parser found an error at pos.
@@ -252,9 +254,11 @@ type scope struct {
 }
 
 // exprInfo records which built-ins an expression reads, directly or through
-// variables.
+// variables, and its value when it is a constant string or list of strings
+// (patterns.go).
 type exprInfo struct {
 	result, counters bool
+	value            *constValue
 }
 
 // refs is what one expression reads itself.
@@ -692,14 +696,15 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 			ok = false
 		}
 	}
+	consts := constEval{vars: info, posOf: posOf, what: sc.what}
 	// Names a comprehension (or cel.bind) binds are its own, not the
 	// built-in variables or the policy's: [..].exists(result, ...) reads no
 	// result.
-	walkScoped(native.Expr(), func(x celast.Expr, bound func(string) bool) bool {
+	walkScoped(native.Expr(), func(x celast.Expr, names boundNames) bool {
 		switch x.Kind() {
 		case celast.IdentKind:
 			name := x.AsIdent()
-			if bound(name) {
+			if names.bound(name) {
 				return false
 			}
 			switch name {
@@ -737,7 +742,7 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 			}
 		case celast.SelectKind:
 			sel := x.AsSelect()
-			if op := sel.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters) {
+			if op := sel.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == celenv.VarCounters && !names.bound(celenv.VarCounters) {
 				rs.counters = append(rs.counters, sel.FieldName())
 				named[op.ID()] = true
 				if !sel.IsTestOnly() {
@@ -752,7 +757,7 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 			call := x.AsCall()
 			if call.FunctionName() == operators.Index && len(call.Args()) == 2 {
 				m, k := call.Args()[0], call.Args()[1]
-				if m.Kind() == celast.IdentKind && m.AsIdent() == celenv.VarCounters && !bound(celenv.VarCounters) && k.Kind() == celast.LiteralKind {
+				if m.Kind() == celast.IdentKind && m.AsIdent() == celenv.VarCounters && !names.bound(celenv.VarCounters) && k.Kind() == celast.LiteralKind {
 					if s, isStr := k.AsLiteral().(types.String); isStr {
 						rs.counters = append(rs.counters, string(s))
 						named[m.ID()] = true
@@ -765,60 +770,74 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 			if call.FunctionName() == overloads.Matches && !call.IsMemberFunction() && len(call.Args()) == 2 {
 				if lit := call.Args()[1]; lit.Kind() == celast.LiteralKind {
 					if re, isStr := lit.AsLiteral().(types.String); isStr {
-						if _, err := regexp.Compile(string(re)); err != nil {
+						if err := validRegex(string(re)); err != nil {
 							c.errorf(policy.CodeInvalidLiteral, posOf(lit.ID()), "%s: invalid matches argument: %v", sc.what, err)
 							ok = false
 						}
 					}
 				}
 			}
+			if !c.patternConstants(sc, call, names, consts) {
+				ok = false
+			}
 		}
 		return true
 	})
+	if v, isConst := consts.value(native.Expr(), nil); isConst {
+		ei.value = &v
+	}
 	return ei, rs, ok
 }
+
+// validRegex is the check of the pattern of matches.
+var validRegex, _ = stdlib.LiteralCheck(overloads.Matches, 1)
 
 // walkScoped visits every node of a checked expression, telling visit which
 // names the enclosing comprehensions (and cel.bind) bind there. visit
 // returns false to skip the node's children.
-func walkScoped(x celast.Expr, visit func(x celast.Expr, bound func(string) bool) bool) {
-	var walk func(x celast.Expr, bound []string)
-	walk = func(x celast.Expr, bound []string) {
-		if !visit(x, func(n string) bool { return slices.Contains(bound, n) }) {
+func walkScoped(x celast.Expr, visit func(x celast.Expr, names boundNames) bool) {
+	var walk func(x celast.Expr, names boundNames)
+	walk = func(x celast.Expr, names boundNames) {
+		if !visit(x, names) {
 			return
 		}
 		switch x.Kind() {
 		case celast.SelectKind:
-			walk(x.AsSelect().Operand(), bound)
+			walk(x.AsSelect().Operand(), names)
 		case celast.CallKind:
 			call := x.AsCall()
 			if call.IsMemberFunction() {
-				walk(call.Target(), bound)
+				walk(call.Target(), names)
 			}
 			for _, a := range call.Args() {
-				walk(a, bound)
+				walk(a, names)
 			}
 		case celast.ListKind:
 			for _, e := range x.AsList().Elements() {
-				walk(e, bound)
+				walk(e, names)
 			}
 		case celast.MapKind:
 			for _, e := range x.AsMap().Entries() {
 				me := e.AsMapEntry()
-				walk(me.Key(), bound)
-				walk(me.Value(), bound)
+				walk(me.Key(), names)
+				walk(me.Value(), names)
 			}
 		case celast.StructKind:
 			for _, f := range x.AsStruct().Fields() {
-				walk(f.AsStructField().Value(), bound)
+				walk(f.AsStructField().Value(), names)
 			}
 		case celast.ComprehensionKind:
 			comp := x.AsComprehension()
-			walk(comp.IterRange(), bound)
-			walk(comp.AccuInit(), bound)
-			inner := append(slices.Clone(bound), comp.IterVar(), comp.AccuVar())
-			if comp.HasIterVar2() {
-				inner = append(inner, comp.IterVar2())
+			walk(comp.IterRange(), names)
+			walk(comp.AccuInit(), names)
+			inner := slices.Clone(names)
+			if celIsBind(comp) {
+				inner = append(inner, boundName{name: comp.AccuVar(), value: comp.AccuInit()})
+			} else {
+				inner = append(inner, boundName{name: comp.IterVar()}, boundName{name: comp.AccuVar()})
+				if comp.HasIterVar2() {
+					inner = append(inner, boundName{name: comp.IterVar2()})
+				}
 			}
 			walk(comp.LoopCondition(), inner)
 			walk(comp.LoopStep(), inner)
@@ -826,6 +845,36 @@ func walkScoped(x celast.Expr, visit func(x celast.Expr, bound func(string) bool
 		}
 	}
 	walk(x, nil)
+}
+
+// boundNames are the names bound where a node of an expression sits, the
+// innermost last: a comprehension's variables, and the name of a cel.bind
+// with the expression it is bound to.
+type boundNames []boundName
+
+type boundName struct {
+	name string
+	// value is the expression cel.bind binds the name to; nil for a
+	// comprehension's variables.
+	value celast.Expr
+}
+
+// bound reports whether name is bound here: it is not a built-in or policy
+// variable.
+func (b boundNames) bound(name string) bool {
+	return slices.ContainsFunc(b, func(n boundName) bool { return n.name == name })
+}
+
+// binding returns the expression a cel.bind binds name to here, with the
+// names bound where that expression sits; false when name is not bound by
+// cel.bind here.
+func (b boundNames) binding(name string) (celast.Expr, boundNames, bool) {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i].name == name {
+			return b[i].value, b[:i], b[i].value != nil
+		}
+	}
+	return nil, nil, false
 }
 
 // finish orders the rules, checks the set-wide limits and builds the index.

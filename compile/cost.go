@@ -129,7 +129,7 @@ type sizeAssumptions struct {
 // a checked expression iterate over.
 func iterationRanges(a *cel.Ast) map[int64]bool {
 	out := map[int64]bool{}
-	walkScoped(a.NativeRep().Expr(), func(x celast.Expr, _ func(string) bool) bool {
+	walkScoped(a.NativeRep().Expr(), func(x celast.Expr, _ boundNames) bool {
 		if x.Kind() == celast.ComprehensionKind {
 			out[x.AsComprehension().IterRange().ID()] = true
 		}

@@ -213,9 +213,9 @@ func (s *costSizes) variable(pos policy.Pos) *Variable { return s.byPos[pos] }
 // classes, command, paths) and only constant policy variables.
 func (s *costSizes) isConstant(a *cel.Ast) bool {
 	constant := true
-	walkScoped(a.NativeRep().Expr(), func(x celast.Expr, bound func(string) bool) bool {
+	walkScoped(a.NativeRep().Expr(), func(x celast.Expr, names boundNames) bool {
 		if x.Kind() == celast.IdentKind {
-			if name := x.AsIdent(); !bound(name) && !s.constant[name] {
+			if name := x.AsIdent(); !names.bound(name) && !s.constant[name] {
 				constant = false
 			}
 		}

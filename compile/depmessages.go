@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/overloads"
 )
 
@@ -40,4 +41,18 @@ var celRegexLiteralMsg = fmt.Sprintf("invalid %s argument", overloads.Matches)
 // cel.ValidateRegexLiterals' report of a malformed literal pattern.
 func celInvalidRegexLiteral(msg string) bool {
 	return msg == celRegexLiteralMsg || strings.HasPrefix(msg, celRegexLiteralMsg+": ")
+}
+
+// celBindIterVar is the iteration variable of the comprehension cel.bind
+// expands to (over an empty list, with the bound name as accumulator).
+// cel-go keeps the name unexported; no expression can spell it.
+const celBindIterVar = "#unused"
+
+// celIsBind reports whether a comprehension is a cel.bind: its accumulator
+// is the bound name, its initial value the bound expression, its result the
+// body.
+func celIsBind(comp celast.ComprehensionExpr) bool {
+	r := comp.IterRange()
+	return comp.IterVar() == celBindIterVar && !comp.HasIterVar2() &&
+		r.Kind() == celast.ListKind && len(r.AsList().Elements()) == 0
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	celast "cel.dev/cel-go/common/ast"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -100,5 +101,23 @@ func TestLiteralCode(t *testing.T) {
 		assert.True(t, strings.HasPrefix(msg, tc.msg), "%s: message %q, want it to begin %q", tc.expr, msg, tc.msg)
 		code, _ = literalCode(policy.CodeCELSyntax, msgs[0])
 		assert.Equal(t, policy.CodeCELSyntax, code, "%s: only type errors are reclassified", tc.expr)
+	}
+}
+
+// TestCelIsBind pins celIsBind to the comprehension cel-go's cel.bind
+// expands to, and to nothing else.
+func TestCelIsBind(t *testing.T) {
+	env, err := celenv.Default()
+	require.NoError(t, err)
+	for expr, want := range map[string]bool{
+		`cel.bind(x, ["a"], x.size() > 0)`: true,
+		`[].all(x, true)`:                  false,
+		`["a"].exists(x, x == tool)`:       false,
+	} {
+		ast, iss := env.CEL().Compile(expr)
+		require.NoError(t, iss.Err(), expr)
+		x := ast.NativeRep().Expr()
+		require.Equal(t, celast.ComprehensionKind, x.Kind(), "%s is a comprehension", expr)
+		assert.Equal(t, want, celIsBind(x.AsComprehension()), "celIsBind(%s) (compile/depmessages.go); update it to the cel-go in go.mod", expr)
 	}
 }

@@ -121,9 +121,8 @@ func (d *fnDef) option() cel.EnvOption {
 
 // library is one namespaced cel.Lib (celguard.lib.<ns>) of a Lib.
 type library struct {
-	l          *Lib
-	ns         string
-	validators []cel.ASTValidator
+	l  *Lib
+	ns string
 }
 
 // LibraryName implements cel.SingletonLibrary.
@@ -139,8 +138,8 @@ func (b *library) CompileOptions() []cel.EnvOption {
 			costs = append(costs, cost.OverloadCostEstimate(o.id, o.cost.estimator()))
 		}
 	}
-	if len(b.validators) > 0 {
-		opts = append(opts, cel.ASTValidators(b.validators...))
+	if vs := literalValidators(b.ns); len(vs) > 0 {
+		opts = append(opts, cel.ASTValidators(vs...))
 	}
 	if len(costs) > 0 {
 		opts = append(opts, cel.CostEstimatorOptions(costs...))

@@ -69,13 +69,7 @@ import (
 //
 // Introduced in stdlib version 1.
 func (l *Lib) Glob() cel.EnvOption {
-	return cel.Lib(&library{l: l, ns: "glob", validators: []cel.ASTValidator{
-		literalArgs("glob.match", 1, validateGlob),
-		literalArgs("glob.matchAny", 1, validateGlob),
-		literalArgs("glob.matchName", 1, validateGlob),
-		literalArgs("glob.couldMatch", 1, validateGlob),
-		literalArgs("glob.couldMatchShell", 1, validateGlob),
-	}})
+	return cel.Lib(&library{l: l, ns: "glob"})
 }
 
 func validateGlob(p string) error {

@@ -69,9 +69,7 @@ import (
 //
 // Introduced in stdlib version 1.
 func (l *Lib) URL() cel.EnvOption {
-	return cel.Lib(&library{l: l, ns: "url", validators: []cel.ASTValidator{
-		literalArgs("url.hostMatches", 1, validateDomainPattern),
-	}})
+	return cel.Lib(&library{l: l, ns: "url"})
 }
 
 func (l *Lib) urlFns() []*fnDef {

@@ -2,12 +2,72 @@ package stdlib
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/overloads"
 	"cel.dev/cel-go/common/types"
 )
+
+// patternArg is a function argument that is a pattern: a string, or for
+// the functions that take one a list of strings, each checked by check.
+type patternArg struct {
+	fn    string
+	arg   int
+	check func(string) error
+}
+
+// patternArgs is the one list of which argument of which function is a
+// pattern, and of what kind. The stdlib's own functions get a literal
+// validator from it (literalValidators); CEL's matches is validated by
+// cel-go (s.matches(re)) and by the policy compiler (matches(s, re)), which
+// also checks, through LiteralCheck, the patterns kept in constant
+// variables.
+var patternArgs = []patternArg{
+	{"glob.match", 1, validateGlob},
+	{"glob.matchAny", 1, validateGlob},
+	{"glob.matchName", 1, validateGlob},
+	{"glob.couldMatch", 1, validateGlob},
+	{"glob.couldMatchShell", 1, validateGlob},
+	{"url.hostMatches", 1, validateDomainPattern},
+	{overloads.Matches, 1, validateRegex},
+}
+
+// LiteralCheck returns the check of argument argIdx of function fn when that
+// argument is a pattern (a glob, a domain pattern, a regular expression):
+// the check a literal in that place gets when the policy compiles. The
+// error says what is wrong with the pattern. Arguments count from 0 as in
+// the function form of the call: the target of a method call such as
+// s.matches(re) is argument 0.
+func LiteralCheck(fn string, argIdx int) (func(string) error, bool) {
+	for _, p := range patternArgs {
+		if p.fn == fn && p.arg == argIdx {
+			return p.check, true
+		}
+	}
+	return nil, false
+}
+
+// literalValidators returns the literal validators of the pattern arguments
+// of the functions of namespace ns.
+func literalValidators(ns string) []cel.ASTValidator {
+	var vs []cel.ASTValidator
+	for _, p := range patternArgs {
+		if strings.HasPrefix(p.fn, ns+".") {
+			vs = append(vs, literalArgs(p.fn, p.arg, p.check))
+		}
+	}
+	return vs
+}
+
+// validateRegex checks a regular expression as cel-go compiles the pattern
+// of matches (RE2 syntax).
+func validateRegex(re string) error {
+	_, err := regexp.Compile(re)
+	return err
+}
 
 // invalidLiteralTag begins the message of every issue a literal validator
 // reports, so that a compiler can tell these issues from cel-go's without
