@@ -49,24 +49,6 @@ func crossLayer(r *Rule, by []*Rule) bool {
 	return slices.ContainsFunc(by, func(b *Rule) bool { return b.Policy.Layer != r.Policy.Layer })
 }
 
-// strictness ranks verdicts as the stricter-of-two decision does
-// (docs/layers.md rule 3): allow < warn = modify < ask < block < halt.
-func strictness(v policy.Verdict) int {
-	switch v {
-	case policy.Allow:
-		return 0
-	case policy.Warn, policy.Modify:
-		return 1
-	case policy.Ask:
-		return 2
-	case policy.Block:
-		return 3
-	case policy.Halt:
-		return 4
-	}
-	return -1
-}
-
 // maxNamed is how many pre-empted rules an untrusted_would_relax message
 // names; the others are counted (and all are in Related).
 const maxNamed = 3
@@ -117,7 +99,7 @@ func Relaxations(srcs []policy.Source, opts ...Option) (policy.Diagnostics, erro
 				continue
 			}
 			for _, t := range cands[i+1:] {
-				if !untrusted[t.Policy.File] && t.Verdict != policy.Modify && strictness(t.Verdict) > strictness(u.Verdict) && !slices.Contains(pre, t) {
+				if !untrusted[t.Policy.File] && t.Verdict != policy.Modify && t.Verdict.Strictness() > u.Verdict.Strictness() && !slices.Contains(pre, t) {
 					pre = append(pre, t)
 				}
 			}

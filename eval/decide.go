@@ -15,7 +15,7 @@
 //  9. Every block the engine decides itself (policy_error, canceled, approval_*, invalid_call, rewrite_conflict) is
 //     made by refuse.
 // 10. An untrusted project's rules decide on their own, after the trusted ones, by rules 3, 4, 7 and 8, with their
-//     own default (allow unless its policies set one). The stricter decision stands (strictness: allow < warn =
+//     own default (allow unless its policies set one). The stricter decision stands (Verdict.Strictness: allow < warn =
 //     modify < ask < block < halt; a tie keeps the trusted one); a decision of the project says Untrusted. Rule 6
 //     settles the ask that stands, once.
 // 11. A rewrite by the untrusted project is decided again by the trusted rules, then by the project's, until the
@@ -73,7 +73,7 @@ func (ev *evaluation) decide() (Decision, error) {
 			return u.refusal(modified)
 		}
 		if len(u.modified) == 0 || content == ev.resultContent() && reflect.DeepEqual(args, ev.call.Args) {
-			if strictness(u.d.Verdict) > strictness(t.d.Verdict) {
+			if u.d.Verdict.Strictness() > t.d.Verdict.Strictness() {
 				t = u
 			}
 			return ev.settle(ev.askUntrustedRewrite(t, rewrites), modified)
@@ -89,7 +89,7 @@ func (ev *evaluation) decide() (Decision, error) {
 // than ask on a call the untrusted project rewrote becomes an ask, made by
 // its last rewrite, so that no repository changes what runs unseen.
 func (ev *evaluation) askUntrustedRewrite(t trackDecision, rewrites []string) trackDecision {
-	if ev.phase != policy.PhaseBefore || len(rewrites) == 0 || t.final || strictness(t.d.Verdict) >= strictness(policy.Ask) {
+	if ev.phase != policy.PhaseBefore || len(rewrites) == 0 || t.final || t.d.Verdict.Strictness() >= policy.Ask.Strictness() {
 		return t
 	}
 	r, _ := ev.set.Rule(rewrites[len(rewrites)-1])
@@ -98,22 +98,6 @@ func (ev *evaluation) askUntrustedRewrite(t trackDecision, rewrites []string) tr
 	d.Reason = fmt.Sprintf("The untrusted project's rule %s (%s:%d) rewrites this call: approve to run the rewritten call, "+
 		"or run `celguard trust` in the project to let its rewrites apply. %s", r.ID, r.Pos.File, r.Pos.Line, d.Reason)
 	return trackDecision{d: d, rule: r}
-}
-
-// strictness orders verdicts for rule 10: allow < warn = modify < ask <
-// block < halt.
-func strictness(v policy.Verdict) int {
-	switch v {
-	case policy.Warn, policy.Modify:
-		return 1
-	case policy.Ask:
-		return 2
-	case policy.Block:
-		return 3
-	case policy.Halt:
-		return 4
-	}
-	return 0
 }
 
 // trackDecision is what one track decided, before an ask is settled.

@@ -5,7 +5,6 @@ import (
 	"cel.dev/cel-go/common/types/ref"
 
 	"github.com/celguard/celguard/compile"
-	"github.com/celguard/celguard/policy"
 )
 
 // CheckFast installs f to see every evaluation that skipped the cost
@@ -15,6 +14,3 @@ func CheckFast(f func(p *compile.Program, size uint64, tracked *cel.EvalDetails,
 	checkFast = f
 	return func() { checkFast = nil }
 }
-
-// Stricter reports whether verdict a is stricter than b (decide.go, rule 10).
-func Stricter(a, b policy.Verdict) bool { return strictness(a) > strictness(b) }

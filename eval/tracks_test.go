@@ -30,18 +30,6 @@ func trackSet(t testing.TB, trusted, untrusted string) *compile.PolicySet {
 	return set
 }
 
-func TestStrictnessOrder(t *testing.T) {
-	order := []policy.Verdict{policy.Allow, policy.Warn, policy.Ask, policy.Block, policy.Halt}
-	for i, a := range order {
-		for j, b := range order {
-			assert.Equal(t, i > j, eval.Stricter(a, b), "%s stricter than %s", a, b)
-		}
-	}
-	assert.False(t, eval.Stricter(policy.Modify, policy.Warn), "warn = modify")
-	assert.False(t, eval.Stricter(policy.Warn, policy.Modify), "warn = modify")
-	assert.True(t, eval.Stricter(policy.Ask, policy.Modify))
-}
-
 func TestUntrustedTrack(t *testing.T) {
 	const trusted = `
   - {id: ask-push, priority: 10, match: {tools: [Bash]}, condition: 'args.command.startsWith("git push")', verdict: ask, reason: push}

@@ -159,6 +159,25 @@ func (v Verdict) String() string {
 	return fmt.Sprintf("verdict(%d)", v)
 }
 
+// Strictness ranks the verdict for the stricter of two decisions
+// (docs/layers.md, rule 3): allow 0 < warn = modify 1 < ask 2 < block 3 <
+// halt 4; VerdictUnspecified and unknown values are -1.
+func (v Verdict) Strictness() int {
+	switch v {
+	case Allow:
+		return 0
+	case Warn, Modify:
+		return 1
+	case Ask:
+		return 2
+	case Block:
+		return 3
+	case Halt:
+		return 4
+	}
+	return -1
+}
+
 // ParseVerdict parses a verdict name.
 func ParseVerdict(s string) (Verdict, error) {
 	for i, n := range verdictNames {

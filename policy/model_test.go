@@ -91,3 +91,23 @@ func TestScopeAndFailurePolicyStrings(t *testing.T) {
 	assert.Equal(t, "open", policy.FailOpen.String())
 	assert.Equal(t, "", policy.FailInherit.String())
 }
+
+func TestVerdictStrictness(t *testing.T) {
+	order := []policy.Verdict{policy.Allow, policy.Warn, policy.Ask, policy.Block, policy.Halt}
+	for i, a := range order {
+		for j, b := range order {
+			if got := a.Strictness() > b.Strictness(); got != (i > j) {
+				t.Errorf("%s stricter than %s = %v, want %v", a, b, got, i > j)
+			}
+		}
+	}
+	if policy.Modify.Strictness() != policy.Warn.Strictness() {
+		t.Error("warn = modify")
+	}
+	if policy.Ask.Strictness() <= policy.Modify.Strictness() {
+		t.Error("ask is stricter than modify")
+	}
+	if policy.VerdictUnspecified.Strictness() != -1 {
+		t.Error("an unspecified verdict ranks below allow")
+	}
+}
