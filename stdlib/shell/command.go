@@ -93,7 +93,7 @@ func (c *Command) hasOneFlag(f string) bool {
 				return true
 			}
 		default:
-			if a == f || strings.HasPrefix(a, f+"=") {
+			if strings.HasPrefix(a, f) && (len(a) == len(f) || a[len(f)] == '=') {
 				return true
 			}
 		}
