@@ -612,6 +612,10 @@ func runeOffset(text string, line, col int) int {
 // (celCalledFunction) points at the function's name rather than at the
 // parenthesis after it.
 func errorPos(e policy.Expr, line, col int, msg string) policy.Pos {
+	if strings.HasPrefix(msg, "undefined field '") {
+		// cel-go places a select at its dot: the caret goes on the field.
+		return fieldPos(e, line, col)
+	}
 	off := runeOffset(e.Text, line, col)
 	if fn, ok := celCalledFunction(msg); ok {
 		rs := []rune(e.Text)

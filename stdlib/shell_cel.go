@@ -16,7 +16,7 @@ import (
 // Shell returns the shell library (celguard.lib.shell): a parsed view of a
 // bash command string, so rules never match a command line with a regex.
 //
-// A parse is a map(string, dyn) with these keys:
+// A parse is a celguard.shell.Parse (see ResultTypes) with these fields:
 //
 //	ok             bool          false when the string is not valid bash; commands is then a best-effort split
 //	error          string        the parse error, "" when ok
@@ -25,7 +25,7 @@ import (
 //	commands       list(map)     every simple command, see below
 //	programs       list(string)  the program of every command, in order
 //
-// A command is a map(string, dyn) with these keys:
+// A command is a celguard.shell.Command with these fields:
 //
 //	program      string             basename of argv[0] after wrappers: "git" for sudo /usr/bin/git;
 //	                                for a non-literal argv[0], argv[0] as written ("$(echo rm)")
@@ -53,7 +53,7 @@ import (
 // Parses a command string as bash. Never an error: a string that does not
 // parse has ok == false. Memoised per call (one parse however many rules ask).
 //
-//	shell.parse(<string>) -> <map(string, dyn)>
+//	shell.parse(<string>) -> <celguard.shell.Parse>
 //
 // Examples:
 //
@@ -67,7 +67,7 @@ import (
 //
 // The commands of shell.parse(cmd).
 //
-//	shell.commands(<string>) -> <list(map(string, dyn))>
+//	shell.commands(<string>) -> <list(celguard.shell.Command)>
 //
 // Examples:
 //
@@ -96,6 +96,7 @@ import (
 // flags (-rf, -fr, -Rf); "--long" matches --long and --long=value; other
 // specs match the word exactly. Only words before "--" count.
 //
+//	shell.hasFlag(<celguard.shell.Command>, <string>) -> <bool>
 //	shell.hasFlag(<map(string, dyn)>, <string>) -> <bool>
 //
 // Examples:
@@ -111,6 +112,7 @@ import (
 // Reports whether a command has every flag of the list (each may list
 // alternatives, as for shell.hasFlag).
 //
+//	shell.hasFlags(<celguard.shell.Command>, <list(string)>) -> <bool>
 //	shell.hasFlags(<map(string, dyn)>, <list(string)>) -> <bool>
 //
 // Examples:
@@ -127,6 +129,8 @@ import (
 // is compared with program (with path when it contains "/"). With a list,
 // any prefix may match. Options are not skipped: see shell.hasSubcommand.
 //
+//	shell.hasPrefix(<celguard.shell.Command>, <string>) -> <bool>
+//	shell.hasPrefix(<celguard.shell.Command>, <list(string)>) -> <bool>
 //	shell.hasPrefix(<map(string, dyn)>, <string>) -> <bool>
 //	shell.hasPrefix(<map(string, dyn)>, <list(string)>) -> <bool>
 //
@@ -145,6 +149,8 @@ import (
 // git -c k=v push, git --git-dir=x push and git -C dir push. With a list,
 // any may match.
 //
+//	shell.hasSubcommand(<celguard.shell.Command>, <string>) -> <bool>
+//	shell.hasSubcommand(<celguard.shell.Command>, <list(string)>) -> <bool>
 //	shell.hasSubcommand(<map(string, dyn)>, <string>) -> <bool>
 //	shell.hasSubcommand(<map(string, dyn)>, <list(string)>) -> <bool>
 //
@@ -171,29 +177,41 @@ func (l *Lib) shellFns() []*fnDef {
 	programsCost.result = shellResult("shell.programs")
 	return []*fnDef{
 		{ns: "shell", name: "shell.parse", version: 1, late: true, ovs: []*ovDef{
-			{id: "shell_parse_string", args: []*cel.Type{cel.StringType}, result: mapStrDyn, cost: parseCost},
+			{id: "shell_parse_string", args: []*cel.Type{cel.StringType}, result: shellParseType, cost: parseCost},
 		}},
 		{ns: "shell", name: "shell.commands", version: 1, late: true, ovs: []*ovDef{
-			{id: "shell_commands_string", args: []*cel.Type{cel.StringType}, result: cel.ListType(mapStrDyn), cost: commandsCost},
+			{id: "shell_commands_string", args: []*cel.Type{cel.StringType}, result: cel.ListType(shellCommandType), cost: commandsCost},
 		}},
 		{ns: "shell", name: "shell.programs", version: 1, late: true, ovs: []*ovDef{
 			{id: "shell_programs_string", args: []*cel.Type{cel.StringType}, result: listString, cost: programsCost},
 		}},
 		{ns: "shell", name: "shell.hasFlag", version: 1, ovs: []*ovDef{
+			{id: "shell_hasFlag_command_string", args: []*cel.Type{shellCommandType, cel.StringType}, result: cel.BoolType,
+				binary: shellHasFlag, cost: linearCost(10, 1, 0.1)},
 			{id: "shell_hasFlag_map_string", args: []*cel.Type{mapStrDyn, cel.StringType}, result: cel.BoolType,
 				binary: shellHasFlag, cost: linearCost(10, 1, 0.1)},
 		}},
 		{ns: "shell", name: "shell.hasFlags", version: 1, ovs: []*ovDef{
+			{id: "shell_hasFlags_command_list", args: []*cel.Type{shellCommandType, listString}, result: cel.BoolType,
+				binary: shellHasFlags, cost: linearCost(5, 1, 10)},
 			{id: "shell_hasFlags_map_list", args: []*cel.Type{mapStrDyn, listString}, result: cel.BoolType,
 				binary: shellHasFlags, cost: linearCost(5, 1, 10)},
 		}},
 		{ns: "shell", name: "shell.hasPrefix", version: 1, ovs: []*ovDef{
+			{id: "shell_hasPrefix_command_string", args: []*cel.Type{shellCommandType, cel.StringType}, result: cel.BoolType,
+				binary: shellMatcher((*shell.Command).HasPrefix), cost: linearCost(5, 1, 0.1)},
+			{id: "shell_hasPrefix_command_list", args: []*cel.Type{shellCommandType, listString}, result: cel.BoolType,
+				binary: shellMatcher((*shell.Command).HasPrefix), cost: linearCost(5, 1, 5)},
 			{id: "shell_hasPrefix_map_string", args: []*cel.Type{mapStrDyn, cel.StringType}, result: cel.BoolType,
 				binary: shellMatcher((*shell.Command).HasPrefix), cost: linearCost(5, 1, 0.1)},
 			{id: "shell_hasPrefix_map_list", args: []*cel.Type{mapStrDyn, listString}, result: cel.BoolType,
 				binary: shellMatcher((*shell.Command).HasPrefix), cost: linearCost(5, 1, 5)},
 		}},
 		{ns: "shell", name: "shell.hasSubcommand", version: 1, ovs: []*ovDef{
+			{id: "shell_hasSubcommand_command_string", args: []*cel.Type{shellCommandType, cel.StringType}, result: cel.BoolType,
+				binary: shellMatcher((*shell.Command).HasSubcommand), cost: linearCost(10, 1, 0.1)},
+			{id: "shell_hasSubcommand_command_list", args: []*cel.Type{shellCommandType, listString}, result: cel.BoolType,
+				binary: shellMatcher((*shell.Command).HasSubcommand), cost: linearCost(10, 1, 10)},
 			{id: "shell_hasSubcommand_map_string", args: []*cel.Type{mapStrDyn, cel.StringType}, result: cel.BoolType,
 				binary: shellMatcher((*shell.Command).HasSubcommand), cost: linearCost(10, 1, 0.1)},
 			{id: "shell_hasSubcommand_map_list", args: []*cel.Type{mapStrDyn, listString}, result: cel.BoolType,
@@ -491,13 +509,18 @@ func (v *commandVal) ConvertToNative(t reflect.Type) (any, error) {
 }
 
 // ConvertToType implements ref.Val.
-func (v *commandVal) ConvertToType(t ref.Type) ref.Val { return v.mapVal().ConvertToType(t) }
+func (v *commandVal) ConvertToType(t ref.Type) ref.Val {
+	if t == types.TypeType {
+		return shellCommandType
+	}
+	return v.mapVal().ConvertToType(t)
+}
 
 // Equal implements ref.Val.
 func (v *commandVal) Equal(other ref.Val) ref.Val { return v.mapVal().Equal(other) }
 
 // Type implements ref.Val.
-func (v *commandVal) Type() ref.Type { return types.MapType }
+func (v *commandVal) Type() ref.Type { return shellCommandType }
 
 // Value implements ref.Val.
 func (v *commandVal) Value() any { return v.mapVal().Value() }

@@ -28,7 +28,7 @@ import (
 // raw_query, query (map(string, list(string))) and fragment. Never an error:
 // a string that does not parse has ok == false.
 //
-//	url.parse(<string>) -> <map(string, dyn)>
+//	url.parse(<string>) -> <celguard.url.URL>
 //
 // Examples:
 //
@@ -76,7 +76,7 @@ func (l *Lib) urlFns() []*fnDef {
 	s := []*cel.Type{cel.StringType}
 	return []*fnDef{
 		{ns: "url", name: "url.parse", version: 1, ovs: []*ovDef{{
-			id: "url_parse_string", args: s, result: mapStrDyn, cost: linearCost(20, 0, 0.5),
+			id: "url_parse_string", args: s, result: urlType, cost: linearCost(20, 0, 0.5),
 			unary: func(v ref.Val) ref.Val {
 				u, ok := v.(types.String)
 				if !ok {
