@@ -173,12 +173,8 @@ func findingsToVal(text string, fs []secretFinding) ref.Val {
 	for i, f := range fs {
 		start := toRunes(f.Start)
 		end := toRunes(f.End)
-		out[i] = types.NewRefValMap(adapter, map[ref.Val]ref.Val{
-			str("kind"):    str(f.Kind),
-			str("start"):   types.Int(start),
-			str("end"):     types.Int(end),
-			str("preview"): str(preview(text[f.Start:f.End])),
-		})
+		out[i] = newObj(secretFindingType, secretFindingKeys,
+			str(f.Kind), types.Int(start), types.Int(end), str(preview(text[f.Start:f.End])))
 	}
 	return types.NewRefValList(adapter, out)
 }

@@ -289,7 +289,8 @@ func stringList(v ref.Val) ([]string, ref.Val) {
 	return out, nil
 }
 
-// commandVal is the CEL value of a shell.Command: a map(string, dyn) whose
+// commandVal is the CEL value of a shell.Command: a celguard.shell.Command
+// to the checker and read like a map(string, dyn) by the interpreter, whose
 // fields are computed from the Go value when read, so a parse of a long
 // script costs nothing for the fields no rule looks at. The helpers take the
 // Go value back without decoding the map.
@@ -385,22 +386,15 @@ func (v *commandVal) computeField(key string) (ref.Val, bool) {
 	case "redirects":
 		redirs := make([]ref.Val, len(c.Redirects))
 		for i, r := range c.Redirects {
-			redirs[i] = types.NewRefValMap(adapter, map[ref.Val]ref.Val{
-				str("op"):      str(r.Op),
-				str("fd"):      str(r.FD),
-				str("target"):  str(r.Target),
-				str("dynamic"): types.Bool(r.Dynamic),
-				str("body"):    str(r.Body),
-			})
+			redirs[i] = newObj(shellRedirectType, shellRedirectKeys,
+				str(r.Op), str(r.FD), str(r.Target), types.Bool(r.Dynamic), str(r.Body))
 		}
 		return types.NewRefValList(adapter, redirs), true
 	case "wrappers":
 		wrappers := make([]ref.Val, len(c.Wrappers))
 		for i, w := range c.Wrappers {
-			wrappers[i] = types.NewRefValMap(adapter, map[ref.Val]ref.Val{
-				str("program"): str(w.Program),
-				str("argv"):    types.NewStringList(adapter, w.Argv),
-			})
+			wrappers[i] = newObj(shellWrapperType, shellWrapperKeys,
+				str(w.Program), types.NewStringList(adapter, w.Argv))
 		}
 		return types.NewRefValList(adapter, wrappers), true
 	case "depth":
@@ -461,47 +455,48 @@ func (v *commandVal) Size() ref.Val { return types.Int(len(commandKeys)) }
 // Iterator implements traits.Iterable. It walks the keys without computing
 // the fields: cel-go's runtime type guard on a map(string, dyn) argument
 // (shell.hasFlag(c, ...)) reads the first key and its value only.
-func (v *commandVal) Iterator() traits.Iterator { return &commandKeyIterator{} }
+func (v *commandVal) Iterator() traits.Iterator { return &keyIterator{keys: commandKeyVals[:]} }
 
-// commandKeyIterator iterates over the keys of a command map, in
-// commandKeyList order.
-type commandKeyIterator struct {
-	i int
+// keyIterator iterates over the keys of a command or other result value,
+// in declaration order.
+type keyIterator struct {
+	keys []ref.Val
+	i    int
 }
 
-var _ traits.Iterator = (*commandKeyIterator)(nil)
+var _ traits.Iterator = (*keyIterator)(nil)
 
 // HasNext implements traits.Iterator.
-func (it *commandKeyIterator) HasNext() ref.Val { return types.Bool(it.i < len(commandKeyList)) }
+func (it *keyIterator) HasNext() ref.Val { return types.Bool(it.i < len(it.keys)) }
 
 // Next implements traits.Iterator.
-func (it *commandKeyIterator) Next() ref.Val {
-	if it.i >= len(commandKeyList) {
+func (it *keyIterator) Next() ref.Val {
+	if it.i >= len(it.keys) {
 		return nil
 	}
-	k := commandKeyVals[it.i]
+	k := it.keys[it.i]
 	it.i++
 	return k
 }
 
 // ConvertToNative implements ref.Val.
-func (it *commandKeyIterator) ConvertToNative(reflect.Type) (any, error) {
+func (it *keyIterator) ConvertToNative(reflect.Type) (any, error) {
 	return nil, errors.New("type conversion on iterators not supported")
 }
 
 // ConvertToType implements ref.Val.
-func (it *commandKeyIterator) ConvertToType(ref.Type) ref.Val {
+func (it *keyIterator) ConvertToType(ref.Type) ref.Val {
 	return types.NewErr("no such overload")
 }
 
 // Equal implements ref.Val.
-func (it *commandKeyIterator) Equal(ref.Val) ref.Val { return types.NewErr("no such overload") }
+func (it *keyIterator) Equal(ref.Val) ref.Val { return types.NewErr("no such overload") }
 
 // Type implements ref.Val.
-func (it *commandKeyIterator) Type() ref.Type { return types.IteratorType }
+func (it *keyIterator) Type() ref.Type { return types.IteratorType }
 
 // Value implements ref.Val.
-func (it *commandKeyIterator) Value() any { return nil }
+func (it *keyIterator) Value() any { return nil }
 
 // ConvertToNative implements ref.Val.
 func (v *commandVal) ConvertToNative(t reflect.Type) (any, error) {
@@ -585,14 +580,8 @@ func parseToVal(p *shell.Line) (parse, commands, programs ref.Val) {
 	if reasons == nil {
 		reasons = []string{}
 	}
-	parse = types.NewRefValMap(adapter, map[ref.Val]ref.Val{
-		str("ok"):             types.Bool(p.OK),
-		str("error"):          str(p.Error),
-		str("opaque"):         types.Bool(p.Opaque),
-		str("opaque_reasons"): types.NewStringList(adapter, reasons),
-		str("commands"):       commands,
-		str("programs"):       programs,
-	})
+	parse = newObj(shellParseType, shellParseKeys,
+		types.Bool(p.OK), str(p.Error), types.Bool(p.Opaque), types.NewStringList(adapter, reasons), commands, programs)
 	return parse, commands, programs
 }
 

@@ -1,11 +1,13 @@
 package stdlib
 
 import (
+	"reflect"
 	"sort"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 )
 
 // The declared types of the stdlib's results. The checker sees them as CEL
@@ -177,13 +179,43 @@ func (p typeProvider) FindStructFieldType(name, field string) (*types.FieldType,
 	return p.Provider.FindStructFieldType(name, field)
 }
 
-// NewValue implements types.Provider. The result types are built by the
-// stdlib only: a CEL expression cannot construct one.
+// NewValue implements types.Provider: celguard.shell.Command{argv: [...]}
+// builds a value of a result type, its unset fields zero (the checker has
+// checked the names and types of the set ones).
 func (p typeProvider) NewValue(name string, fields map[string]ref.Val) ref.Val {
-	if _, ok := resultTypeIndex[name]; ok {
-		return types.NewErr("%s cannot be constructed in an expression", name)
+	for _, rt := range resultTypes {
+		if rt.Name != name {
+			continue
+		}
+		keys := make([]ref.Val, len(rt.Fields))
+		vals := make([]ref.Val, len(rt.Fields))
+		for i, f := range rt.Fields {
+			keys[i] = types.String(f.Name)
+			if v, ok := fields[f.Name]; ok {
+				vals[i] = v
+			} else {
+				vals[i] = zeroOf(f.Type)
+			}
+		}
+		return &objVal{t: types.NewObjectType(name), keys: keys, vals: vals}
 	}
 	return p.Provider.NewValue(name, fields)
+}
+
+// zeroOf is the zero value of a field type.
+func zeroOf(t *types.Type) ref.Val {
+	switch t.Kind() {
+	case types.BoolKind:
+		return types.False
+	case types.IntKind:
+		return types.IntZero
+	case types.StringKind:
+		return types.String("")
+	case types.MapKind:
+		return types.NewRefValMap(adapter, map[ref.Val]ref.Val{})
+	default:
+		return types.NewRefValList(adapter, []ref.Val{})
+	}
 }
 
 // resultTypesOption declares the result types to the environment's checker
@@ -198,3 +230,117 @@ func resultTypesOption() cel.EnvOption {
 		return cel.CustomTypeProvider(typeProvider{Provider: cur})(e)
 	}
 }
+
+// objVal is the run-time value of a declared result type other than a
+// command: its fields in declaration order, read by name as a map is, so
+// the interpreter's field selection and has() work unchanged, while type()
+// reports the declared type.
+type objVal struct {
+	t    *types.Type
+	keys []ref.Val // the type's field names, shared
+	vals []ref.Val // parallel to keys
+}
+
+var _ traits.Mapper = (*objVal)(nil)
+
+// fieldKeys returns the field names of a declared type as CEL strings, made
+// once per type.
+func fieldKeys(name string) []ref.Val {
+	for _, rt := range resultTypes {
+		if rt.Name == name {
+			out := make([]ref.Val, len(rt.Fields))
+			for i, f := range rt.Fields {
+				out[i] = types.String(f.Name)
+			}
+			return out
+		}
+	}
+	panic("stdlib: no result type " + name)
+}
+
+var (
+	shellParseKeys    = fieldKeys(ShellParseTypeName)
+	shellRedirectKeys = fieldKeys(ShellRedirectTypeName)
+	shellWrapperKeys  = fieldKeys(ShellWrapperTypeName)
+	urlKeys           = fieldKeys(URLTypeName)
+	secretFindingKeys = fieldKeys(SecretFindingTypeName)
+)
+
+// newObj returns a value of type t with the values of its fields, in
+// declaration order.
+func newObj(t *types.Type, keys []ref.Val, vals ...ref.Val) ref.Val {
+	if len(vals) != len(keys) {
+		panic("stdlib: " + t.TypeName() + ": wrong number of fields")
+	}
+	return &objVal{t: t, keys: keys, vals: vals}
+}
+
+// Find implements traits.Mapper.
+func (v *objVal) Find(key ref.Val) (ref.Val, bool) {
+	k, ok := key.(types.String)
+	if !ok {
+		return nil, false
+	}
+	for i, name := range v.keys {
+		if name.(types.String) == k {
+			return v.vals[i], true
+		}
+	}
+	return nil, false
+}
+
+// Get implements traits.Indexer.
+func (v *objVal) Get(key ref.Val) ref.Val {
+	if val, found := v.Find(key); found {
+		return val
+	}
+	return types.NewErr("no such key: %v", key)
+}
+
+// Contains implements traits.Container.
+func (v *objVal) Contains(key ref.Val) ref.Val {
+	_, found := v.Find(key)
+	return types.Bool(found)
+}
+
+// Size implements traits.Sizer.
+func (v *objVal) Size() ref.Val { return types.Int(len(v.keys)) }
+
+// IsSet implements traits.FieldTester: every field of a result is set.
+func (v *objVal) IsSet(field ref.Val) ref.Val {
+	_, found := v.Find(field)
+	return types.Bool(found)
+}
+
+// Iterator implements traits.Iterable: the field names, in order.
+func (v *objVal) Iterator() traits.Iterator { return &keyIterator{keys: v.keys} }
+
+// mapVal is the value as a plain CEL map, for the rare operations that need
+// one (equality, conversion).
+func (v *objVal) mapVal() traits.Mapper {
+	m := make(map[ref.Val]ref.Val, len(v.keys))
+	for i, k := range v.keys {
+		m[k] = v.vals[i]
+	}
+	return types.NewRefValMap(adapter, m)
+}
+
+// ConvertToNative implements ref.Val.
+func (v *objVal) ConvertToNative(t reflect.Type) (any, error) { return v.mapVal().ConvertToNative(t) }
+
+// ConvertToType implements ref.Val.
+func (v *objVal) ConvertToType(t ref.Type) ref.Val {
+	if t == types.TypeType {
+		return v.t
+	}
+	return v.mapVal().ConvertToType(t)
+}
+
+// Equal implements ref.Val.
+func (v *objVal) Equal(other ref.Val) ref.Val { return v.mapVal().Equal(other) }
+
+// Type implements ref.Val.
+func (v *objVal) Type() ref.Type { return v.t }
+
+// Value implements ref.Val.
+func (v *objVal) Value() any { return v.mapVal().Value() }

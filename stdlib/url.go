@@ -160,18 +160,8 @@ func urlToVal(p ParsedURL) ref.Val {
 	for k, vs := range p.Query {
 		q[str(k)] = types.NewStringList(adapter, vs)
 	}
-	return types.NewRefValMap(adapter, map[ref.Val]ref.Val{
-		str("ok"):        types.Bool(p.OK),
-		str("error"):     str(p.Error),
-		str("scheme"):    str(p.Scheme),
-		str("user"):      str(p.User),
-		str("host"):      str(p.Host),
-		str("port"):      str(p.Port),
-		str("path"):      str(p.Path),
-		str("raw_query"): str(p.RawQuery),
-		str("query"):     types.NewRefValMap(adapter, q),
-		str("fragment"):  str(p.Fragment),
-	})
+	return newObj(urlType, urlKeys, types.Bool(p.OK), str(p.Error), str(p.Scheme), str(p.User), str(p.Host),
+		str(p.Port), str(p.Path), str(p.RawQuery), types.NewRefValMap(adapter, q), str(p.Fragment))
 }
 
 var hostLabel = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?$`)
