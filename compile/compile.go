@@ -581,6 +581,7 @@ func (c *compiler) celIssues(code policy.Code, sc scope, e policy.Expr, iss *cel
 				if msg, skip = suggestFunction(sc.env.get(), e.Text, msg, runeOffset(e.Text, line, col)); skip {
 					continue
 				}
+				msg = suggestField(msg)
 				if celInvalidRegexLiteral(msg) {
 					if why := regexReason(sc.env.get(), e.Text, line, col); why != "" {
 						msg += ": " + why
