@@ -436,18 +436,10 @@ func (v *commandVal) Find(key ref.Val) (ref.Val, bool) {
 }
 
 // Get implements traits.Mapper.
-func (v *commandVal) Get(key ref.Val) ref.Val {
-	if val, found := v.Find(key); found {
-		return val
-	}
-	return types.NewErr("no such key: %v", key)
-}
+func (v *commandVal) Get(key ref.Val) ref.Val { return getByFind(v, key) }
 
 // Contains implements traits.Container.
-func (v *commandVal) Contains(key ref.Val) ref.Val {
-	_, found := v.Find(key)
-	return types.Bool(found)
-}
+func (v *commandVal) Contains(key ref.Val) ref.Val { return containsByFind(v, key) }
 
 // Size implements traits.Sizer.
 func (v *commandVal) Size() ref.Val { return types.Int(len(commandKeys)) }

@@ -290,16 +290,27 @@ func (v *objVal) Find(key ref.Val) (ref.Val, bool) {
 }
 
 // Get implements traits.Indexer.
-func (v *objVal) Get(key ref.Val) ref.Val {
-	if val, found := v.Find(key); found {
+func (v *objVal) Get(key ref.Val) ref.Val { return getByFind(v, key) }
+
+// Contains implements traits.Container.
+func (v *objVal) Contains(key ref.Val) ref.Val { return containsByFind(v, key) }
+
+// finder is the Find of a traits.Mapper.
+type finder interface {
+	Find(key ref.Val) (ref.Val, bool)
+}
+
+// getByFind is traits.Indexer's Get in terms of Find.
+func getByFind(m finder, key ref.Val) ref.Val {
+	if val, found := m.Find(key); found {
 		return val
 	}
 	return types.NewErr("no such key: %v", key)
 }
 
-// Contains implements traits.Container.
-func (v *objVal) Contains(key ref.Val) ref.Val {
-	_, found := v.Find(key)
+// containsByFind is traits.Container's Contains in terms of Find.
+func containsByFind(m finder, key ref.Val) ref.Val {
+	_, found := m.Find(key)
 	return types.Bool(found)
 }
 
@@ -307,10 +318,7 @@ func (v *objVal) Contains(key ref.Val) ref.Val {
 func (v *objVal) Size() ref.Val { return types.Int(len(v.keys)) }
 
 // IsSet implements traits.FieldTester: every field of a result is set.
-func (v *objVal) IsSet(field ref.Val) ref.Val {
-	_, found := v.Find(field)
-	return types.Bool(found)
-}
+func (v *objVal) IsSet(field ref.Val) ref.Val { return containsByFind(v, field) }
 
 // Iterator implements traits.Iterable: the field names, in order.
 func (v *objVal) Iterator() traits.Iterator { return &keyIterator{keys: v.keys} }
