@@ -1,6 +1,7 @@
 package stdlib
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 
@@ -8,6 +9,7 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // The declared types of the stdlib's results. The checker sees them as CEL
@@ -216,6 +218,28 @@ func zeroOf(t *types.Type) ref.Val {
 	default:
 		return types.NewRefValList(adapter, []ref.Val{})
 	}
+}
+
+// RegisterDescriptor lets cel.Types (proto messages) after the stdlib reach
+// the wrapped provider when it is a registry.
+func (p typeProvider) RegisterDescriptor(fd protoreflect.FileDescriptor) error {
+	reg, ok := p.Provider.(interface {
+		RegisterDescriptor(protoreflect.FileDescriptor) error
+	})
+	if !ok {
+		return fmt.Errorf("stdlib: the type provider %T does not register types", p.Provider)
+	}
+	return reg.RegisterDescriptor(fd)
+}
+
+// RegisterType lets cel.Types (CEL types) after the stdlib reach the
+// wrapped provider when it is a registry.
+func (p typeProvider) RegisterType(ts ...ref.Type) error {
+	reg, ok := p.Provider.(interface{ RegisterType(...ref.Type) error })
+	if !ok {
+		return fmt.Errorf("stdlib: the type provider %T does not register types", p.Provider)
+	}
+	return reg.RegisterType(ts...)
 }
 
 // resultTypesOption declares the result types to the environment's checker

@@ -11,6 +11,7 @@ import (
 	"cel.dev/cel-go/common/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -147,5 +148,17 @@ func TestResultTypesDocumented(t *testing.T) {
 			assert.NotEmpty(t, f.Doc, "%s.%s", rt.Name, f.Name)
 		}
 		assert.Equal(t, len(rt.Fields)+2, strings.Count(table, "\n|"), "%s: the table has exactly the declared fields", rt.Name)
+	}
+}
+
+// TestResultTypesWithProtoTypes: an embedder's proto types declared after
+// the stdlib (celenv.WithLibrary(cel.Types(...))) still register.
+func TestResultTypesWithProtoTypes(t *testing.T) {
+	l := testLib(t)
+	env, err := cel.NewEnv(append(l.EnvOptions(), cel.Types(&exprpb.SourceInfo{}))...)
+	require.NoError(t, err)
+	for _, src := range []string{`google.api.expr.v1alpha1.SourceInfo{location: "p.yaml"}.location == "p.yaml"`, `url.parse("x").host == "x"`} {
+		_, iss := env.Compile(src)
+		assert.NoError(t, iss.Err(), src)
 	}
 }
