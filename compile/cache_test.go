@@ -80,3 +80,39 @@ func TestASTCacheIgnoresCorruptEntries(t *testing.T) {
 	_, err = compile.Compile(srcs, compile.WithASTCache(nil))
 	assert.Error(t, err)
 }
+
+// The stdlib's declared result types (celguard.shell.Command, ...) survive
+// the cache: a warm set reads the same fields, and a variable of a typed
+// list keeps its type, so a typo against it is still an error.
+func TestASTCacheKeepsResultTypes(t *testing.T) {
+	src := func(field string) []policy.Source {
+		return []policy.Source{{Name: "p.yaml", Data: []byte(`apiVersion: celguard.dev/v1
+kind: Policy
+name: p
+variables:
+  - {name: cmds, expression: 'has(args.command) ? shell.commands(string(args.command)) : []'}
+rules:
+  - id: sudo-rm
+    condition: 'cmds.exists(c, c.program == "rm" && c.wrappers.exists(w, w.program == "sudo") && c.` + field + `.size() > 0)'
+    verdict: block
+    reason: no sudo rm
+`)}}
+	}
+	cache := &compile.MemoryASTCache{}
+	cold, err := compile.Compile(src("operands"), compile.WithASTCache(cache))
+	require.NoError(t, err)
+	warm, err := compile.Compile(src("operands"), compile.WithASTCache(cache))
+	require.NoError(t, err)
+	for _, set := range []*compile.PolicySet{cold, warm} {
+		if vs := set.Policies()[0].Variables; assert.Len(t, vs, 1) {
+			assert.Equal(t, "list(celguard.shell.Command)", vs[0].Type.String())
+		}
+	}
+	for _, cmd := range []string{"sudo rm -rf x", "rm x", "sudo ls", "sudo rm"} {
+		args := map[string]any{"command": cmd}
+		assert.Equal(t, decide(t, cold, args).Verdict, decide(t, warm, args).Verdict, cmd)
+	}
+	assert.Equal(t, policy.Block, decide(t, warm, map[string]any{"command": "sudo rm -rf x"}).Verdict)
+	_, err = compile.Compile(src("operandz"), compile.WithASTCache(cache))
+	require.ErrorContains(t, err, "undefined field 'operandz'")
+}

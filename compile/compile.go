@@ -581,6 +581,7 @@ func (c *compiler) celIssues(code policy.Code, sc scope, e policy.Expr, iss *cel
 				if msg, skip = suggestFunction(sc.env.get(), e.Text, msg, runeOffset(e.Text, line, col)); skip {
 					continue
 				}
+				msg = suggestField(msg)
 				if celInvalidRegexLiteral(msg) {
 					if why := regexReason(sc.env.get(), e.Text, line, col); why != "" {
 						msg += ": " + why
@@ -612,6 +613,10 @@ func runeOffset(text string, line, col int) int {
 // (celCalledFunction) points at the function's name rather than at the
 // parenthesis after it.
 func errorPos(e policy.Expr, line, col int, msg string) policy.Pos {
+	if strings.HasPrefix(msg, "undefined field '") {
+		// cel-go places a select at its dot: the caret goes on the field.
+		return fieldPos(e, line, col)
+	}
 	off := runeOffset(e.Text, line, col)
 	if fn, ok := celCalledFunction(msg); ok {
 		rs := []rune(e.Text)

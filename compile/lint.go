@@ -28,6 +28,7 @@ func (c *compiler) lint() {
 		l.references(p)
 	}
 	l.costs()
+	l.unguardedArgs() // unguarded.go
 }
 
 type linter struct {

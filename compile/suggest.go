@@ -11,6 +11,7 @@ import (
 	"cel.dev/cel-go/common/types"
 
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/stdlib"
 )
 
 // Better messages for two cel-go issues whose text says less than a policy
@@ -137,4 +138,26 @@ func isNamespace(env *cel.Env, ns string) bool {
 		}
 	}
 	return false
+}
+
+// suggestField adds to cel-go's "undefined field 'operandz'" the field of
+// the stdlib's result types closest to the one written, when it is close
+// enough to be a typo of it ("did you mean 'operands'?"). The only object
+// types of the environment are those, so one of them was selected from.
+func suggestField(msg string) string {
+	name, ok := strings.CutPrefix(msg, "undefined field '")
+	if !ok || !strings.HasSuffix(name, "'") {
+		return msg
+	}
+	name = strings.TrimSuffix(name, "'")
+	var fields []string
+	for _, rt := range stdlib.ResultTypes() {
+		for _, f := range rt.Fields {
+			fields = append(fields, f.Name)
+		}
+	}
+	if best, ok := policy.Closest(name, fields); ok {
+		return fmt.Sprintf("%s; did you mean '%s'?", msg, best)
+	}
+	return msg
 }

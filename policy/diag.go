@@ -118,6 +118,7 @@ const (
 	CodeCostOverBudget          Code = "cost_over_budget"          // an expression whose worst-case cost exceeds the budget
 	CodeDuplicateCondition      Code = "duplicate_condition"       // two rules with the same condition, priority, phase and overlapping tools
 	CodeInvalidSuppression      Code = "invalid_suppression"       // a # celguard:ignore comment with an unknown code or no reason
+	CodeUnguardedArgument       Code = "unguarded_argument"        // a rule for every tool reads args.X without has(args.X)
 )
 
 // Codes of the set in force (celguard lint --effective, compile.Relaxations)

@@ -131,6 +131,10 @@ func (b *library) LibraryName() string { return "celguard.lib." + b.ns }
 // CompileOptions implements cel.Library.
 func (b *library) CompileOptions() []cel.EnvOption {
 	var opts []cel.EnvOption
+	switch b.ns {
+	case "shell", "url", "secrets":
+		opts = append(opts, resultTypesOption())
+	}
 	var costs []cost.Option
 	for _, d := range b.l.fnsFor(b.ns) {
 		opts = append(opts, d.option())

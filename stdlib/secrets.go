@@ -173,12 +173,8 @@ func findingsToVal(text string, fs []secretFinding) ref.Val {
 	for i, f := range fs {
 		start := toRunes(f.Start)
 		end := toRunes(f.End)
-		out[i] = types.NewRefValMap(adapter, map[ref.Val]ref.Val{
-			str("kind"):    str(f.Kind),
-			str("start"):   types.Int(start),
-			str("end"):     types.Int(end),
-			str("preview"): str(preview(text[f.Start:f.End])),
-		})
+		out[i] = newObj(secretFindingType, secretFindingKeys,
+			str(f.Kind), types.Int(start), types.Int(end), str(preview(text[f.Start:f.End])))
 	}
 	return types.NewRefValList(adapter, out)
 }
@@ -211,7 +207,7 @@ func preview(s string) string {
 // point offsets, so text.substring(f.start, f.end) is the secret) and a
 // preview holding at most the first four characters.
 //
-//	secrets.find(<string>) -> <list(map(string, dyn))>
+//	secrets.find(<string>) -> <list(celguard.secrets.Finding)>
 //
 // Examples:
 //
@@ -256,7 +252,7 @@ func (l *Lib) secretsFns() []*fnDef {
 	s := []*cel.Type{cel.StringType}
 	return []*fnDef{
 		{ns: "secrets", name: "secrets.find", version: 1, late: true, ovs: []*ovDef{
-			{id: "secrets_find_string", args: s, result: cel.ListType(mapStrDyn), cost: c},
+			{id: "secrets_find_string", args: s, result: cel.ListType(secretFindingType), cost: c},
 		}},
 		{ns: "secrets", name: "secrets.has", version: 1, late: true, ovs: []*ovDef{
 			{id: "secrets_has_string", args: s, result: cel.BoolType, cost: c},

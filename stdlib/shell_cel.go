@@ -16,7 +16,7 @@ import (
 // Shell returns the shell library (celguard.lib.shell): a parsed view of a
 // bash command string, so rules never match a command line with a regex.
 //
-// A parse is a map(string, dyn) with these keys:
+// A parse is a celguard.shell.Parse (see ResultTypes) with these fields:
 //
 //	ok             bool          false when the string is not valid bash; commands is then a best-effort split
 //	error          string        the parse error, "" when ok
@@ -25,7 +25,7 @@ import (
 //	commands       list(map)     every simple command, see below
 //	programs       list(string)  the program of every command, in order
 //
-// A command is a map(string, dyn) with these keys:
+// A command is a celguard.shell.Command with these fields:
 //
 //	program      string             basename of argv[0] after wrappers: "git" for sudo /usr/bin/git;
 //	                                for a non-literal argv[0], argv[0] as written ("$(echo rm)")
@@ -53,7 +53,7 @@ import (
 // Parses a command string as bash. Never an error: a string that does not
 // parse has ok == false. Memoised per call (one parse however many rules ask).
 //
-//	shell.parse(<string>) -> <map(string, dyn)>
+//	shell.parse(<string>) -> <celguard.shell.Parse>
 //
 // Examples:
 //
@@ -67,7 +67,7 @@ import (
 //
 // The commands of shell.parse(cmd).
 //
-//	shell.commands(<string>) -> <list(map(string, dyn))>
+//	shell.commands(<string>) -> <list(celguard.shell.Command)>
 //
 // Examples:
 //
@@ -96,6 +96,7 @@ import (
 // flags (-rf, -fr, -Rf); "--long" matches --long and --long=value; other
 // specs match the word exactly. Only words before "--" count.
 //
+//	shell.hasFlag(<celguard.shell.Command>, <string>) -> <bool>
 //	shell.hasFlag(<map(string, dyn)>, <string>) -> <bool>
 //
 // Examples:
@@ -111,6 +112,7 @@ import (
 // Reports whether a command has every flag of the list (each may list
 // alternatives, as for shell.hasFlag).
 //
+//	shell.hasFlags(<celguard.shell.Command>, <list(string)>) -> <bool>
 //	shell.hasFlags(<map(string, dyn)>, <list(string)>) -> <bool>
 //
 // Examples:
@@ -127,6 +129,8 @@ import (
 // is compared with program (with path when it contains "/"). With a list,
 // any prefix may match. Options are not skipped: see shell.hasSubcommand.
 //
+//	shell.hasPrefix(<celguard.shell.Command>, <string>) -> <bool>
+//	shell.hasPrefix(<celguard.shell.Command>, <list(string)>) -> <bool>
 //	shell.hasPrefix(<map(string, dyn)>, <string>) -> <bool>
 //	shell.hasPrefix(<map(string, dyn)>, <list(string)>) -> <bool>
 //
@@ -145,6 +149,8 @@ import (
 // git -c k=v push, git --git-dir=x push and git -C dir push. With a list,
 // any may match.
 //
+//	shell.hasSubcommand(<celguard.shell.Command>, <string>) -> <bool>
+//	shell.hasSubcommand(<celguard.shell.Command>, <list(string)>) -> <bool>
 //	shell.hasSubcommand(<map(string, dyn)>, <string>) -> <bool>
 //	shell.hasSubcommand(<map(string, dyn)>, <list(string)>) -> <bool>
 //
@@ -171,29 +177,41 @@ func (l *Lib) shellFns() []*fnDef {
 	programsCost.result = shellResult("shell.programs")
 	return []*fnDef{
 		{ns: "shell", name: "shell.parse", version: 1, late: true, ovs: []*ovDef{
-			{id: "shell_parse_string", args: []*cel.Type{cel.StringType}, result: mapStrDyn, cost: parseCost},
+			{id: "shell_parse_string", args: []*cel.Type{cel.StringType}, result: shellParseType, cost: parseCost},
 		}},
 		{ns: "shell", name: "shell.commands", version: 1, late: true, ovs: []*ovDef{
-			{id: "shell_commands_string", args: []*cel.Type{cel.StringType}, result: cel.ListType(mapStrDyn), cost: commandsCost},
+			{id: "shell_commands_string", args: []*cel.Type{cel.StringType}, result: cel.ListType(shellCommandType), cost: commandsCost},
 		}},
 		{ns: "shell", name: "shell.programs", version: 1, late: true, ovs: []*ovDef{
 			{id: "shell_programs_string", args: []*cel.Type{cel.StringType}, result: listString, cost: programsCost},
 		}},
 		{ns: "shell", name: "shell.hasFlag", version: 1, ovs: []*ovDef{
+			{id: "shell_hasFlag_command_string", args: []*cel.Type{shellCommandType, cel.StringType}, result: cel.BoolType,
+				binary: shellHasFlag, cost: linearCost(10, 1, 0.1)},
 			{id: "shell_hasFlag_map_string", args: []*cel.Type{mapStrDyn, cel.StringType}, result: cel.BoolType,
 				binary: shellHasFlag, cost: linearCost(10, 1, 0.1)},
 		}},
 		{ns: "shell", name: "shell.hasFlags", version: 1, ovs: []*ovDef{
+			{id: "shell_hasFlags_command_list", args: []*cel.Type{shellCommandType, listString}, result: cel.BoolType,
+				binary: shellHasFlags, cost: linearCost(5, 1, 10)},
 			{id: "shell_hasFlags_map_list", args: []*cel.Type{mapStrDyn, listString}, result: cel.BoolType,
 				binary: shellHasFlags, cost: linearCost(5, 1, 10)},
 		}},
 		{ns: "shell", name: "shell.hasPrefix", version: 1, ovs: []*ovDef{
+			{id: "shell_hasPrefix_command_string", args: []*cel.Type{shellCommandType, cel.StringType}, result: cel.BoolType,
+				binary: shellMatcher((*shell.Command).HasPrefix), cost: linearCost(5, 1, 0.1)},
+			{id: "shell_hasPrefix_command_list", args: []*cel.Type{shellCommandType, listString}, result: cel.BoolType,
+				binary: shellMatcher((*shell.Command).HasPrefix), cost: linearCost(5, 1, 5)},
 			{id: "shell_hasPrefix_map_string", args: []*cel.Type{mapStrDyn, cel.StringType}, result: cel.BoolType,
 				binary: shellMatcher((*shell.Command).HasPrefix), cost: linearCost(5, 1, 0.1)},
 			{id: "shell_hasPrefix_map_list", args: []*cel.Type{mapStrDyn, listString}, result: cel.BoolType,
 				binary: shellMatcher((*shell.Command).HasPrefix), cost: linearCost(5, 1, 5)},
 		}},
 		{ns: "shell", name: "shell.hasSubcommand", version: 1, ovs: []*ovDef{
+			{id: "shell_hasSubcommand_command_string", args: []*cel.Type{shellCommandType, cel.StringType}, result: cel.BoolType,
+				binary: shellMatcher((*shell.Command).HasSubcommand), cost: linearCost(10, 1, 0.1)},
+			{id: "shell_hasSubcommand_command_list", args: []*cel.Type{shellCommandType, listString}, result: cel.BoolType,
+				binary: shellMatcher((*shell.Command).HasSubcommand), cost: linearCost(10, 1, 10)},
 			{id: "shell_hasSubcommand_map_string", args: []*cel.Type{mapStrDyn, cel.StringType}, result: cel.BoolType,
 				binary: shellMatcher((*shell.Command).HasSubcommand), cost: linearCost(10, 1, 0.1)},
 			{id: "shell_hasSubcommand_map_list", args: []*cel.Type{mapStrDyn, listString}, result: cel.BoolType,
@@ -271,7 +289,8 @@ func stringList(v ref.Val) ([]string, ref.Val) {
 	return out, nil
 }
 
-// commandVal is the CEL value of a shell.Command: a map(string, dyn) whose
+// commandVal is the CEL value of a shell.Command: a celguard.shell.Command
+// to the checker and read like a map(string, dyn) by the interpreter, whose
 // fields are computed from the Go value when read, so a parse of a long
 // script costs nothing for the fields no rule looks at. The helpers take the
 // Go value back without decoding the map.
@@ -367,22 +386,15 @@ func (v *commandVal) computeField(key string) (ref.Val, bool) {
 	case "redirects":
 		redirs := make([]ref.Val, len(c.Redirects))
 		for i, r := range c.Redirects {
-			redirs[i] = types.NewRefValMap(adapter, map[ref.Val]ref.Val{
-				str("op"):      str(r.Op),
-				str("fd"):      str(r.FD),
-				str("target"):  str(r.Target),
-				str("dynamic"): types.Bool(r.Dynamic),
-				str("body"):    str(r.Body),
-			})
+			redirs[i] = newObj(shellRedirectType, shellRedirectKeys,
+				str(r.Op), str(r.FD), str(r.Target), types.Bool(r.Dynamic), str(r.Body))
 		}
 		return types.NewRefValList(adapter, redirs), true
 	case "wrappers":
 		wrappers := make([]ref.Val, len(c.Wrappers))
 		for i, w := range c.Wrappers {
-			wrappers[i] = types.NewRefValMap(adapter, map[ref.Val]ref.Val{
-				str("program"): str(w.Program),
-				str("argv"):    types.NewStringList(adapter, w.Argv),
-			})
+			wrappers[i] = newObj(shellWrapperType, shellWrapperKeys,
+				str(w.Program), types.NewStringList(adapter, w.Argv))
 		}
 		return types.NewRefValList(adapter, wrappers), true
 	case "depth":
@@ -424,18 +436,10 @@ func (v *commandVal) Find(key ref.Val) (ref.Val, bool) {
 }
 
 // Get implements traits.Mapper.
-func (v *commandVal) Get(key ref.Val) ref.Val {
-	if val, found := v.Find(key); found {
-		return val
-	}
-	return types.NewErr("no such key: %v", key)
-}
+func (v *commandVal) Get(key ref.Val) ref.Val { return getByFind(v, key) }
 
 // Contains implements traits.Container.
-func (v *commandVal) Contains(key ref.Val) ref.Val {
-	_, found := v.Find(key)
-	return types.Bool(found)
-}
+func (v *commandVal) Contains(key ref.Val) ref.Val { return containsByFind(v, key) }
 
 // Size implements traits.Sizer.
 func (v *commandVal) Size() ref.Val { return types.Int(len(commandKeys)) }
@@ -443,47 +447,48 @@ func (v *commandVal) Size() ref.Val { return types.Int(len(commandKeys)) }
 // Iterator implements traits.Iterable. It walks the keys without computing
 // the fields: cel-go's runtime type guard on a map(string, dyn) argument
 // (shell.hasFlag(c, ...)) reads the first key and its value only.
-func (v *commandVal) Iterator() traits.Iterator { return &commandKeyIterator{} }
+func (v *commandVal) Iterator() traits.Iterator { return &keyIterator{keys: commandKeyVals[:]} }
 
-// commandKeyIterator iterates over the keys of a command map, in
-// commandKeyList order.
-type commandKeyIterator struct {
-	i int
+// keyIterator iterates over the keys of a command or other result value,
+// in declaration order.
+type keyIterator struct {
+	keys []ref.Val
+	i    int
 }
 
-var _ traits.Iterator = (*commandKeyIterator)(nil)
+var _ traits.Iterator = (*keyIterator)(nil)
 
 // HasNext implements traits.Iterator.
-func (it *commandKeyIterator) HasNext() ref.Val { return types.Bool(it.i < len(commandKeyList)) }
+func (it *keyIterator) HasNext() ref.Val { return types.Bool(it.i < len(it.keys)) }
 
 // Next implements traits.Iterator.
-func (it *commandKeyIterator) Next() ref.Val {
-	if it.i >= len(commandKeyList) {
+func (it *keyIterator) Next() ref.Val {
+	if it.i >= len(it.keys) {
 		return nil
 	}
-	k := commandKeyVals[it.i]
+	k := it.keys[it.i]
 	it.i++
 	return k
 }
 
 // ConvertToNative implements ref.Val.
-func (it *commandKeyIterator) ConvertToNative(reflect.Type) (any, error) {
+func (it *keyIterator) ConvertToNative(reflect.Type) (any, error) {
 	return nil, errors.New("type conversion on iterators not supported")
 }
 
 // ConvertToType implements ref.Val.
-func (it *commandKeyIterator) ConvertToType(ref.Type) ref.Val {
+func (it *keyIterator) ConvertToType(ref.Type) ref.Val {
 	return types.NewErr("no such overload")
 }
 
 // Equal implements ref.Val.
-func (it *commandKeyIterator) Equal(ref.Val) ref.Val { return types.NewErr("no such overload") }
+func (it *keyIterator) Equal(ref.Val) ref.Val { return types.NewErr("no such overload") }
 
 // Type implements ref.Val.
-func (it *commandKeyIterator) Type() ref.Type { return types.IteratorType }
+func (it *keyIterator) Type() ref.Type { return types.IteratorType }
 
 // Value implements ref.Val.
-func (it *commandKeyIterator) Value() any { return nil }
+func (it *keyIterator) Value() any { return nil }
 
 // ConvertToNative implements ref.Val.
 func (v *commandVal) ConvertToNative(t reflect.Type) (any, error) {
@@ -491,13 +496,18 @@ func (v *commandVal) ConvertToNative(t reflect.Type) (any, error) {
 }
 
 // ConvertToType implements ref.Val.
-func (v *commandVal) ConvertToType(t ref.Type) ref.Val { return v.mapVal().ConvertToType(t) }
+func (v *commandVal) ConvertToType(t ref.Type) ref.Val {
+	if t == types.TypeType {
+		return shellCommandType
+	}
+	return v.mapVal().ConvertToType(t)
+}
 
 // Equal implements ref.Val.
 func (v *commandVal) Equal(other ref.Val) ref.Val { return v.mapVal().Equal(other) }
 
 // Type implements ref.Val.
-func (v *commandVal) Type() ref.Type { return types.MapType }
+func (v *commandVal) Type() ref.Type { return shellCommandType }
 
 // Value implements ref.Val.
 func (v *commandVal) Value() any { return v.mapVal().Value() }
@@ -562,14 +572,8 @@ func parseToVal(p *shell.Line) (parse, commands, programs ref.Val) {
 	if reasons == nil {
 		reasons = []string{}
 	}
-	parse = types.NewRefValMap(adapter, map[ref.Val]ref.Val{
-		str("ok"):             types.Bool(p.OK),
-		str("error"):          str(p.Error),
-		str("opaque"):         types.Bool(p.Opaque),
-		str("opaque_reasons"): types.NewStringList(adapter, reasons),
-		str("commands"):       commands,
-		str("programs"):       programs,
-	})
+	parse = newObj(shellParseType, shellParseKeys,
+		types.Bool(p.OK), str(p.Error), types.Bool(p.Opaque), types.NewStringList(adapter, reasons), commands, programs)
 	return parse, commands, programs
 }
 

@@ -88,16 +88,17 @@ func TestShellRulesThroughCEL(t *testing.T) {
 		{`shell.commands("rm -rf /")[0].argv_dynamic == [false, false, false]`, "", true},
 		{`shell.commands("git -c a=b push origin")[0].subcommand == "push"`, "", true},
 		{`shell.commands("a=1 b=2 env c=3 git push")[0].env == {"a": "1", "b": "2", "c": "3"}`, "", true},
-		{`shell.commands("echo x 2>> log")[0].redirects[0] == {"op": ">>", "fd": "2", "target": "log", "dynamic": false, "body": ""}`, "", true},
+		{`dyn(shell.commands("echo x 2>> log")[0].redirects[0]) == {"op": ">>", "fd": "2", "target": "log", "dynamic": false, "body": ""}`, "", true},
 		{`shell.hasFlag({"argv": ["rm", "-rf", "/"]}, "-r")`, "", true},
 		{`shell.hasPrefix({"program": "git", "argv": ["/usr/bin/git", "log"]}, "git log")`, "", true},
 		{`shell.hasFlags(shell.commands("rm --recursive x")[0], ["-r|--recursive", "-f|--force"])`, "", false},
-		// A command map iterates over its 17 keys, each once; reading the
-		// keys does not need the fields.
-		{`shell.commands("git status")[0].size() == 17`, "", true},
-		{`shell.commands("git status")[0].all(k, k in ["program", "path", "argv", "args", "argv_dynamic", "dynamic", "operands", "positionals", "subcommand", "env", "redirects", "wrappers", "depth", "via", "upstream", "background", "text"])`, "", true},
-		{`shell.commands("git status")[0].exists_one(k, k == "subcommand")`, "", true},
-		{`shell.commands("git status")[0].filter(k, k.startsWith("argv")) == ["argv", "argv_dynamic"]`, "", true},
+		// A command is a celguard.shell.Command to the checker; as a dyn
+		// value it iterates over its 17 keys, each once; reading the keys
+		// does not need the fields.
+		{`type(shell.commands("git status")[0]) == celguard.shell.Command`, "", true},
+		{`dyn(shell.commands("git status")[0]).all(k, k in ["program", "path", "argv", "args", "argv_dynamic", "dynamic", "operands", "positionals", "subcommand", "env", "redirects", "wrappers", "depth", "via", "upstream", "background", "text"])`, "", true},
+		{`dyn(shell.commands("git status")[0]).exists_one(k, k == "subcommand")`, "", true},
+		{`dyn(shell.commands("git status")[0]).filter(k, k.startsWith("argv")) == ["argv", "argv_dynamic"]`, "", true},
 		{`shell.hasFlag(shell.commands("rm -- -r")[0], "-r")`, "", false},
 	}
 	for _, tc := range cases {

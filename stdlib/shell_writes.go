@@ -32,6 +32,7 @@ import (
 // command of a string that did not parse. A shell's -c script is analysed
 // as commands of its own.
 //
+//	shell.writes(<celguard.shell.Command>) -> <list(string)>
 //	shell.writes(<map(string, dyn)>) -> <list(string)>
 //
 // Examples:
@@ -45,12 +46,16 @@ import (
 func (l *Lib) shellWritesFns() []*fnDef {
 	return []*fnDef{
 		{ns: "shell", name: "shell.writes", version: 2, ovs: []*ovDef{{
-			id: "shell_writes_map", args: []*cel.Type{mapStrDyn}, result: listString,
+			id: "shell_writes_command", args: []*cel.Type{shellCommandType}, result: listString,
 			unary: shellWrites,
 			// One pass over the command's words, memoised per command and
 			// bounded by the parse's own cost per byte (the map's size
 			// is its number of fields).
 			cost: linearCost(30, 0, 1).withSize(shellWritesSize),
+		}, {
+			id: "shell_writes_map", args: []*cel.Type{mapStrDyn}, result: listString,
+			unary: shellWrites,
+			cost:  linearCost(30, 0, 1).withSize(shellWritesSize),
 		}}},
 	}
 }

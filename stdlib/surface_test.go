@@ -44,22 +44,22 @@ var pinnedSurface = map[string][]string{
 	"path.segments": {"path_segments_string(string) -> list(string)"},
 	"path.within":   {"path_within_string_string(string, string) -> bool", "path_within_string_string_bool(string, string, bool) -> bool"},
 
-	"secrets.find":   {"secrets_find_string(string) -> list(map(string, dyn))"},
+	"secrets.find":   {"secrets_find_string(string) -> list(celguard.secrets.Finding)"},
 	"secrets.has":    {"secrets_has_string(string) -> bool"},
 	"secrets.redact": {"secrets_redact_string(string) -> string"},
 
-	"shell.commands":      {"shell_commands_string(string) -> list(map(string, dyn))"},
-	"shell.hasFlag":       {"shell_hasFlag_map_string(map(string, dyn), string) -> bool"},
-	"shell.hasFlags":      {"shell_hasFlags_map_list(map(string, dyn), list(string)) -> bool"},
-	"shell.hasPrefix":     {"shell_hasPrefix_map_list(map(string, dyn), list(string)) -> bool", "shell_hasPrefix_map_string(map(string, dyn), string) -> bool"},
-	"shell.hasSubcommand": {"shell_hasSubcommand_map_list(map(string, dyn), list(string)) -> bool", "shell_hasSubcommand_map_string(map(string, dyn), string) -> bool"},
-	"shell.parse":         {"shell_parse_string(string) -> map(string, dyn)"},
+	"shell.commands":      {"shell_commands_string(string) -> list(celguard.shell.Command)"},
+	"shell.hasFlag":       {"shell_hasFlag_command_string(celguard.shell.Command, string) -> bool", "shell_hasFlag_map_string(map(string, dyn), string) -> bool"},
+	"shell.hasFlags":      {"shell_hasFlags_command_list(celguard.shell.Command, list(string)) -> bool", "shell_hasFlags_map_list(map(string, dyn), list(string)) -> bool"},
+	"shell.hasPrefix":     {"shell_hasPrefix_command_list(celguard.shell.Command, list(string)) -> bool", "shell_hasPrefix_command_string(celguard.shell.Command, string) -> bool", "shell_hasPrefix_map_list(map(string, dyn), list(string)) -> bool", "shell_hasPrefix_map_string(map(string, dyn), string) -> bool"},
+	"shell.hasSubcommand": {"shell_hasSubcommand_command_list(celguard.shell.Command, list(string)) -> bool", "shell_hasSubcommand_command_string(celguard.shell.Command, string) -> bool", "shell_hasSubcommand_map_list(map(string, dyn), list(string)) -> bool", "shell_hasSubcommand_map_string(map(string, dyn), string) -> bool"},
+	"shell.parse":         {"shell_parse_string(string) -> celguard.shell.Parse"},
 	"shell.programs":      {"shell_programs_string(string) -> list(string)"},
-	"shell.writes":        {"shell_writes_map(map(string, dyn)) -> list(string)"},
+	"shell.writes":        {"shell_writes_command(celguard.shell.Command) -> list(string)", "shell_writes_map(map(string, dyn)) -> list(string)"},
 
 	"url.host":        {"url_host_string(string) -> string"},
 	"url.hostMatches": {"url_hostMatches_string_list(string, list(string)) -> bool", "url_hostMatches_string_string(string, string) -> bool"},
-	"url.parse":       {"url_parse_string(string) -> map(string, dyn)"},
+	"url.parse":       {"url_parse_string(string) -> celguard.url.URL"},
 }
 
 // since is the stdlib version each function arrived in, when not 1.

@@ -28,7 +28,7 @@ import (
 // raw_query, query (map(string, list(string))) and fragment. Never an error:
 // a string that does not parse has ok == false.
 //
-//	url.parse(<string>) -> <map(string, dyn)>
+//	url.parse(<string>) -> <celguard.url.URL>
 //
 // Examples:
 //
@@ -76,7 +76,7 @@ func (l *Lib) urlFns() []*fnDef {
 	s := []*cel.Type{cel.StringType}
 	return []*fnDef{
 		{ns: "url", name: "url.parse", version: 1, ovs: []*ovDef{{
-			id: "url_parse_string", args: s, result: mapStrDyn, cost: linearCost(20, 0, 0.5),
+			id: "url_parse_string", args: s, result: urlType, cost: linearCost(20, 0, 0.5),
 			unary: func(v ref.Val) ref.Val {
 				u, ok := v.(types.String)
 				if !ok {
@@ -160,18 +160,8 @@ func urlToVal(p ParsedURL) ref.Val {
 	for k, vs := range p.Query {
 		q[str(k)] = types.NewStringList(adapter, vs)
 	}
-	return types.NewRefValMap(adapter, map[ref.Val]ref.Val{
-		str("ok"):        types.Bool(p.OK),
-		str("error"):     str(p.Error),
-		str("scheme"):    str(p.Scheme),
-		str("user"):      str(p.User),
-		str("host"):      str(p.Host),
-		str("port"):      str(p.Port),
-		str("path"):      str(p.Path),
-		str("raw_query"): str(p.RawQuery),
-		str("query"):     types.NewRefValMap(adapter, q),
-		str("fragment"):  str(p.Fragment),
-	})
+	return newObj(urlType, urlKeys, types.Bool(p.OK), str(p.Error), str(p.Scheme), str(p.User), str(p.Host),
+		str(p.Port), str(p.Path), str(p.RawQuery), types.NewRefValMap(adapter, q), str(p.Fragment))
 }
 
 var hostLabel = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?$`)

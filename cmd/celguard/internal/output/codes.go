@@ -56,6 +56,7 @@ var codeCatalogue = []codeInfo{
 	{policy.CodeCostOverBudget, policy.SeverityWarning, "An expression whose worst-case cost exceeds the budget."},
 	{policy.CodeDuplicateCondition, policy.SeverityWarning, "Two rules with the same condition, priority and phase, for tools both match: the later never decides there."},
 	{policy.CodeInvalidSuppression, policy.SeverityWarning, "A # celguard:ignore comment naming a code that cannot be suppressed, or giving no reason."},
+	{policy.CodeUnguardedArgument, policy.SeverityWarning, "A rule that matches every tool reads args.X without has(args.X): calls without X fail and the failure policy decides."},
 	{policy.CodeCrossLayerShadowed, policy.SeverityWarning, "A rule that can never decide: a rule of another layer, tried first, always decides."},
 	{policy.CodeUntrustedWouldRelax, policy.SeverityInfo, "An untrusted project's rule that, once trusted, would decide before a stricter rule."},
 	{policy.CodeUnknownBuiltin, policy.SeverityError, "A test suite's builtin:NAME names no built-in bundle or policy."},
