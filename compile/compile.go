@@ -336,20 +336,24 @@ func (c *compiler) policy(lp layered) {
 		}
 		ct := &Counter{ID: cp.Name + "/" + d.Name.Value, Name: d.Name.Value, Policy: cp, Decl: d}
 		what := "counter " + d.Name.Value
+		// A before-counter counts at the decision before the call: none of
+		// its expressions has a result to read.
+		before := d.Phase == policy.PhaseBefore
 		if d.Key != nil {
 			ct.Key = c.compileExpr(scope{env: env, pol: cp, what: what + " key", noResult: true, noCounters: true, want: cel.StringType}, *d.Key, info)
 		}
 		if d.IncrementWhen.Text != "" {
-			ct.IncrementWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " increment_when", noCounters: true, want: cel.BoolType}, d.IncrementWhen, info)
+			ct.IncrementWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " increment_when", noResult: before, noCounters: true, want: cel.BoolType}, d.IncrementWhen, info)
 		}
 		if d.Streak != nil {
-			ct.Streak = c.compileExpr(scope{env: env, pol: cp, what: what + " streak", noCounters: true}, *d.Streak, info)
+			ct.Streak = c.compileExpr(scope{env: env, pol: cp, what: what + " streak", noResult: before, noCounters: true}, *d.Streak, info)
 		}
 		if d.ResetWhen != nil {
-			ct.ResetWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " reset_when", noCounters: true, want: cel.BoolType}, *d.ResetWhen, info)
+			ct.ResetWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " reset_when", noResult: before, noCounters: true, want: cel.BoolType}, *d.ResetWhen, info)
 		}
 		cp.Counters = append(cp.Counters, ct)
 		c.set.counters = append(c.set.counters, ct)
+		c.set.countersAt[d.Phase] = append(c.set.countersAt[d.Phase], ct)
 	}
 
 	for i := range p.Rules {

@@ -24,8 +24,10 @@ type PolicySet struct {
 	policies []*Policy
 	rules    []*Rule
 	counters []*Counter
-	byID     map[string]*Rule
-	phases   [2]phaseIndex
+	// countersAt are the counters that count in each phase.
+	countersAt [2][]*Counter
+	byID       map[string]*Rule
+	phases     [2]phaseIndex
 	// untrusted indexes the rules of untrusted policies: a track of its
 	// own (docs/layers.md, rule 3).
 	untrusted        [2]phaseIndex
@@ -71,6 +73,10 @@ func (s *PolicySet) Rule(id string) (*Rule, bool) {
 
 // Counters returns every declared counter. The slice must not be modified.
 func (s *PolicySet) Counters() []*Counter { return s.counters }
+
+// CountersAt returns the counters that count in phase (Counter.Decl.Phase),
+// in declaration order. The slice must not be modified.
+func (s *PolicySet) CountersAt(phase policy.Phase) []*Counter { return s.countersAt[phase] }
 
 // DefaultVerdict is the verdict of a call no rule matches.
 func (s *PolicySet) DefaultVerdict() policy.Verdict { return s.defaultVerdict }

@@ -13,7 +13,8 @@ import (
 )
 
 // This file is the evaluation's side of the counters: their keys, the counts
-// rules read, and the update after a call. counters.go keeps the counts.
+// rules read, the update after a call (after-counters) and the count at the
+// decision before it (before-counters). counters.go keeps the counts.
 
 // counterKey computes a counter's key for this call.
 func (ev *evaluation) counterKey(c *compile.Counter) (string, error) {
@@ -86,16 +87,54 @@ type counterUpdate struct {
 	streak     *string
 }
 
-// updateCounters runs every counter's reset_when and increment_when after a
-// call, then applies them all at once. A counter expression that fails under
-// a closed failure policy blocks the result (failed is true, and so is it
-// when the context ended).
+// updateCounters runs every after-counter's reset_when and increment_when
+// after a call, then applies them all at once (rule 2). A counter expression
+// that fails under a closed failure policy blocks the result (failed is
+// true, and so is it when the context ended).
 func (ev *evaluation) updateCounters() (d Decision, failed bool, err error) {
-	var updates []counterUpdate
-	for _, c := range ev.set.Counters() {
+	updates, d, failed, err := ev.counterUpdates(ev.set.CountersAt(policy.PhaseAfter))
+	if failed {
+		return d, true, err
+	}
+	ev.s.applyUpdates(updates)
+	// After-phase rules see the updated counts.
+	ev.counters = nil
+	return Decision{}, false, nil
+}
+
+// decideCounted decides a call before it runs with the before-counters
+// (rule 2): the rules read the counts of earlier calls, and the call is
+// counted only when the decision lets it through (Decision.Allowed: an
+// approved ask is an allow, so it counts at its approval; a deferred ask
+// does not count). Counting is evaluated on the call as it will run (after
+// its rewrites). The session's counting lock is held from the first count
+// read to the increment, so concurrent decisions on one session against a
+// cap of K let exactly K calls through; an approver asked meanwhile holds
+// up the session's other before-decisions.
+func (ev *evaluation) decideCounted() (Decision, error) {
+	s := ev.s
+	s.counting.Lock()
+	defer s.counting.Unlock()
+	d, err := ev.decideRules()
+	if err != nil || !d.Allowed() {
+		return d, err
+	}
+	updates, fd, failed, err := ev.counterUpdates(ev.set.CountersAt(policy.PhaseBefore))
+	if failed {
+		return fd, err
+	}
+	s.applyUpdates(updates)
+	return d, nil
+}
+
+// counterUpdates evaluates the expressions of counters for this call. A
+// counter expression that fails under a closed failure policy refuses the
+// call (failed is true, and so is it when the context ended).
+func (ev *evaluation) counterUpdates(counters []*compile.Counter) (updates []counterUpdate, d Decision, failed bool, err error) {
+	for _, c := range counters {
 		if err := ev.ctx.Err(); err != nil {
 			t := ev.canceled(err)
-			return t.d, true, t.err
+			return nil, t.d, true, t.err
 		}
 		u, err := ev.counterUpdate(c)
 		if err != nil {
@@ -104,13 +143,22 @@ func (ev *evaluation) updateCounters() (d Decision, failed bool, err error) {
 			}
 			d := ev.refuse(CodePolicyError, fmt.Sprintf("policy %s failed: %v", c.Policy.Name, err), nil)
 			d.Policy, d.File, d.Error, d.Untrusted = c.Policy.Name, c.Policy.File, err.Error(), c.Policy.Untrusted
-			return d, true, nil
+			return nil, d, true, nil
 		}
 		updates = append(updates, u)
 	}
-	s := ev.s
+	return updates, Decision{}, false, nil
+}
+
+// applyUpdates applies the counter updates of one call at once: each
+// counter's reset, then its increment.
+func (s *Session) applyUpdates(updates []counterUpdate) {
+	if len(updates) == 0 {
+		return
+	}
 	now := s.eng.cfg.now()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, u := range updates {
 		cs := s.counterFor(u.c)
 		if u.reset {
@@ -121,10 +169,6 @@ func (ev *evaluation) updateCounters() (d Decision, failed bool, err error) {
 			cs.increment(u.key, u.c.Decl.Window, now, s.eng.cfg.maxCounterKeys, s.eng.cfg.maxWindowEvents, u.streak)
 		}
 	}
-	s.mu.Unlock()
-	// After-phase rules see the updated counts.
-	ev.counters = nil
-	return Decision{}, false, nil
 }
 
 // counterUpdate evaluates one counter's expressions for this call.

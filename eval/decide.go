@@ -1,7 +1,9 @@
 // The verdict rules, all of them, for one call in one phase:
 //
 //  1. A halt stops the turn: every later call of the turn is refused, until StartTurn (halted, haltTurn).
-//  2. After the call, the counters update before any rule runs (updateCounters, counting.go).
+//  2. After the call, the after-counters update before any rule runs (updateCounters, counting.go). Before the call,
+//     rules read the before-counters' counts of earlier calls; the call itself is counted only when its decision lets
+//     it through (allow, warn, modify; an ask counts once approved), atomically with the decision (decideCounted).
 //  3. The rules of the trusted layers whose tool matcher admits the tool are tried in evaluation order, and the first
 //     that matches decides. The order is layer-major (docs/layers.md): mandatory rules first, by priority; then the
 //     others by layer, highest first, and within a layer by priority; ties keep file order (PolicySet.Candidates).
@@ -49,11 +51,19 @@ func (ev *evaluation) run() (Decision, error) {
 
 // decide applies rules 2 to 12.
 func (ev *evaluation) decide() (Decision, error) {
+	if ev.phase == policy.PhaseBefore && len(ev.set.CountersAt(policy.PhaseBefore)) > 0 {
+		return ev.decideCounted()
+	}
 	if ev.phase == policy.PhaseAfter {
 		if d, failed, err := ev.updateCounters(); failed {
 			return d, err
 		}
 	}
+	return ev.decideRules()
+}
+
+// decideRules applies rules 3 to 12.
+func (ev *evaluation) decideRules() (Decision, error) {
 	if !ev.set.HasUntrusted() {
 		t := ev.runTrack(false)
 		return ev.settle(t, t.modified)

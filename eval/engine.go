@@ -142,6 +142,12 @@ type Session struct {
 	id   string
 	meta map[string]any
 
+	// counting serializes the before-decisions that read and commit
+	// before-counters, so that reading the counts, deciding and counting
+	// the call are one step (counting.go). It is taken before mu, never
+	// while holding it.
+	counting sync.Mutex
+
 	mu   sync.Mutex
 	turn uint64
 	// halt is the decision that halted the turn, if one did (decide.go).

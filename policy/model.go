@@ -78,19 +78,26 @@ type Counter struct {
 	Scope Scope
 	// Key is a CEL string expression over the call; nil means the tool name.
 	Key *Expr
-	// IncrementWhen is a CEL bool expression evaluated after the call.
+	// IncrementWhen is a CEL bool expression evaluated when the counter
+	// counts (Phase).
 	IncrementWhen Expr
-	// ResetWhen, when set, is a CEL bool expression evaluated after the call
-	// that clears this call's key.
+	// ResetWhen, when set, is a CEL bool expression evaluated when the
+	// counter counts, that clears this call's key.
 	ResetWhen *Expr
 	// Window, when positive, makes the counter count only the events of the
 	// last Window (a sliding window).
 	Window time.Duration
-	// Streak, when set, is a CEL expression evaluated after the call: the
+	// Streak, when set, is a CEL expression evaluated when the counter
+	// counts: the
 	// counter then counts consecutive increments of a key whose streak
 	// value is the same; a different value restarts the count at 1 (for
 	// "returned the same result again").
 	Streak *Expr
+	// Phase is when the counter counts: PhaseAfter (the parser's default)
+	// after the call ran, with its result; PhaseBefore at the decision
+	// before the call, counting the call only when that decision lets it
+	// through, so its expressions cannot read `result`.
+	Phase Phase
 }
 
 // Phase is when a rule runs.

@@ -415,7 +415,7 @@ func (d *decoder) variable(n *yaml.Node) Variable {
 }
 
 func (d *decoder) counter(n *yaml.Node) Counter {
-	var c Counter
+	c := Counter{Phase: PhaseAfter}
 	if d.fields(n, "a counter", map[string]func(k, v *yaml.Node){
 		"name": func(_, v *yaml.Node) { c.Name = d.ident(v, "counter name") },
 		"scope": func(_, v *yaml.Node) {
@@ -430,6 +430,7 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 				d.ds.errorf(CodeInvalidValue, s.Pos, "scope must be turn or session, not %q", s.Value)
 			}
 		},
+		"phase":          func(_, v *yaml.Node) { c.Phase = d.phase(v, PhaseAfter) },
 		"key":            func(_, v *yaml.Node) { c.Key = d.exprPtr(v, "key") },
 		"increment_when": func(_, v *yaml.Node) { c.IncrementWhen, _ = d.expr(v, "increment_when") },
 		"reset_when":     func(_, v *yaml.Node) { c.ResetWhen = d.exprPtr(v, "reset_when") },
@@ -455,6 +456,20 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 	return c
 }
 
+// phase decodes a rule's or a counter's phase; def stands when the value
+// is not a string (reported).
+func (d *decoder) phase(v *yaml.Node, def Phase) Phase {
+	s, ok := d.str(v, "phase")
+	if !ok {
+		return def
+	}
+	ph, err := ParsePhase(s.Value)
+	if err != nil {
+		d.ds.errorf(CodeInvalidPhase, s.Pos, "%v", err)
+	}
+	return ph
+}
+
 func (d *decoder) rule(n *yaml.Node) Rule {
 	r := Rule{Pos: d.pos(n)}
 	var modifyNode *yaml.Node
@@ -473,17 +488,7 @@ func (d *decoder) rule(n *yaml.Node) Rule {
 			}
 			r.Priority = int(p)
 		},
-		"phase": func(_, v *yaml.Node) {
-			s, ok := d.str(v, "phase")
-			if !ok {
-				return
-			}
-			ph, err := ParsePhase(s.Value)
-			if err != nil {
-				d.ds.errorf(CodeInvalidPhase, s.Pos, "%v", err)
-			}
-			r.Phase = ph
-		},
+		"phase": func(_, v *yaml.Node) { r.Phase = d.phase(v, PhaseBefore) },
 		"match": func(_, v *yaml.Node) {
 			d.fields(v, "match", map[string]func(k, v *yaml.Node){
 				"classes": func(_, v *yaml.Node) {
