@@ -5,6 +5,12 @@
 // remembered approvals; StartTurn begins a turn (turn-scoped counters reset).
 // Before decides a call before the tool runs and After decides its result.
 //
+// A counter counts after the call (After updates it before the after-phase
+// rules run) or, declared with phase before, at the decision before it: the
+// rules read the counts of earlier calls, and the call is counted only when
+// the decision lets it through, atomically with that decision, so
+// concurrent calls on one session never pass a cap together.
+//
 // Rules are tried in evaluation order (mandatory rules first, then by layer,
 // then by priority, ties in file order; docs/layers.md) and the first rule
 // whose condition is true decides, with one exception: a
