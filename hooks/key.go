@@ -55,6 +55,7 @@ func (k *Key) GoString() string { return k.String() }
 const (
 	domainASTCache = "celguard ast-cache entry v1"
 	domainState    = "celguard session state v1"
+	domainPending  = "celguard pending after-event v1"
 )
 
 // sum is the HMAC-SHA256 of parts under the domain, each part preceded by

@@ -81,6 +81,9 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	defer cancel()
 
 	locked, err := r.Store.Lock(ctx, ev.SessionID)
+	if err != nil && ev.Kind == KindAfter {
+		return Response{}, r.recordPending(ev, err)
+	}
 	if err != nil {
 		return Response{}, err
 	}
@@ -92,6 +95,10 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 		return r.Host.Encode(ev, eval.Decision{}), nil
 	}
 	sess, tampered, err := restore(eng, locked, ev)
+	if err != nil {
+		return Response{}, err
+	}
+	replayed, badPending, err := locked.Replay(ctx, sess)
 	if err != nil {
 		return Response{}, err
 	}
@@ -110,15 +117,38 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	if err := locked.Save(sess.State()); err != nil {
 		return Response{}, err
 	}
-	if tampered == nil {
-		return r.Host.Encode(ev, d), nil
+	// Applied, and saved: a failure to remove them would apply them again.
+	if err := removePending(replayed); err != nil {
+		return Response{}, err
 	}
-	if ev.Kind == KindBefore || ev.Kind == KindAfter {
+	return r.answer(ev, d, tampered, badPending), nil
+}
+
+// answer encodes the decision d of ev, saying on stderr that the state
+// failed its check (tampered) or that pending after-events did (badPending).
+func (r *Runner) answer(ev Event, d eval.Decision, tampered *TamperedError, badPending error) Response {
+	if tampered != nil && (ev.Kind == KindBefore || ev.Kind == KindAfter) {
 		d = markTampered(d, tampered)
 	}
 	resp := r.Host.Encode(ev, d)
-	resp.Stderr += clip("celguard: "+tampered.Error()+"; "+tamperedConsequence) + "\n"
-	return resp, nil
+	if tampered != nil {
+		resp.Stderr += clip("celguard: "+tampered.Error()+"; "+tamperedConsequence) + "\n"
+	}
+	if badPending != nil {
+		resp.Stderr += clip("celguard: "+badPending.Error()) + "\n"
+	}
+	return resp
+}
+
+// recordPending keeps an after-event whose session lock could not be taken
+// (lockErr) for the session's next event to apply (pending.go), and returns
+// the error the hook answers with: the after-phase rules did not run, so
+// the event fails visibly either way.
+func (r *Runner) recordPending(ev Event, lockErr error) error {
+	if err := r.Store.RecordPending(ev.SessionID, ev.Call, ev.Result); err != nil {
+		return fmt.Errorf("%w; the call's counts are lost: %v", lockErr, err)
+	}
+	return fmt.Errorf("%w; the after-phase rules did not run on the result of %s, and its counts were recorded for the session's next event", lockErr, ev.Call.Tool)
 }
 
 // restore loads the session's state and rebuilds the session. A state that

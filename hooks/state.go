@@ -338,6 +338,11 @@ func (s *Store) Cleanup() (int, error) {
 			if os.Remove(full) == nil {
 				removed++
 			}
+		case strings.HasPrefix(name, "s-") && strings.Contains(name, pendingInfix):
+			// An after-event no later event of its session applied.
+			if os.Remove(full) == nil {
+				removed++
+			}
 		case strings.HasPrefix(name, "s-") && strings.HasSuffix(name, ".json"):
 			if s.removeSession(full) {
 				removed++
