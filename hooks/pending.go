@@ -56,8 +56,7 @@ func (s *Store) RecordPending(sessionID string, call eval.Call, res eval.Result)
 	if err != nil {
 		return fmt.Errorf("cannot encode the pending after-event: %w", err)
 	}
-	mac := key.sum(domainPending, []byte(sessionID), raw)
-	data, err := json.Marshal(stateFile{Format: pendingFormat, MAC: hex.EncodeToString(mac), State: raw})
+	data, err := seal(key, pendingFormat, domainPending, sessionID, raw)
 	if err != nil {
 		return fmt.Errorf("cannot encode the pending after-event: %w", err)
 	}
@@ -134,15 +133,17 @@ func (ls *LockedState) readPending(name string) (pendingEvent, error) {
 	if err != nil {
 		return p, fmt.Errorf("cannot read the pending after-event %s: %w", name, err)
 	}
-	var sf stateFile
-	if json.Unmarshal(data, &sf) != nil || sf.Format != pendingFormat || int64(len(data)) > ls.store.maxBytes() {
+	if int64(len(data)) > ls.store.maxBytes() {
 		return p, fmt.Errorf("the pending after-event %s is not celguard's; it was not applied", name)
 	}
-	mac, err := hex.DecodeString(sf.MAC)
-	if err != nil || !key.verify(mac, domainPending, []byte(ls.id), sf.State) {
+	payload, why := unseal(key, data, pendingFormat, domainPending, ls.id)
+	switch {
+	case payload == nil && why == "its MAC does not check":
 		return p, fmt.Errorf("the pending after-event %s was changed outside celguard (its MAC does not check); it was not applied", name)
+	case payload == nil:
+		return p, fmt.Errorf("the pending after-event %s is not celguard's; it was not applied", name)
 	}
-	if err := json.Unmarshal(sf.State, &p); err != nil {
+	if err := json.Unmarshal(payload, &p); err != nil {
 		return p, fmt.Errorf("the pending after-event %s is signed but not valid: %w", name, err)
 	}
 	return p, nil

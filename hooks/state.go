@@ -152,6 +152,28 @@ type stateFile struct {
 	State  json.RawMessage `json:"state"`
 }
 
+// seal wraps payload, the JSON of a session's state or pending event, in a
+// stateFile of the format, signed with the key for the domain and session.
+func seal(key *Key, format, domain, session string, payload []byte) ([]byte, error) {
+	mac := key.sum(domain, []byte(session), payload)
+	return json.Marshal(stateFile{Format: format, MAC: hex.EncodeToString(mac), State: payload})
+}
+
+// unseal returns the payload of a stateFile of the format whose MAC checks
+// for the domain and session, or why it is not one: not celguard's (no
+// header of that format) or changed outside celguard (the MAC).
+func unseal(key *Key, data []byte, format, domain, session string) (json.RawMessage, string) {
+	var sf stateFile
+	if err := json.Unmarshal(data, &sf); err != nil || sf.Format != format {
+		return nil, "no " + format + " header"
+	}
+	mac, err := hex.DecodeString(sf.MAC)
+	if err != nil || !key.verify(mac, domain, []byte(session), sf.State) {
+		return nil, "its MAC does not check"
+	}
+	return sf.State, ""
+}
+
 // TamperedError says a session's state file failed its check: it was
 // changed, replaced or written outside celguard (or by a celguard from
 // before state files carried a MAC, or with another key). Its content is
@@ -215,16 +237,15 @@ func (ls *LockedState) Load() (st eval.SessionState, found bool, err error) {
 		// celguard never writes a state past the cap.
 		return tampered(fmt.Sprintf("larger than %d bytes", max))
 	}
-	var sf stateFile
-	if err := json.Unmarshal(data, &sf); err != nil || sf.Format != stateFormat {
-		return tampered("no " + stateFormat + " header; a state written before celguard signed its state files is not trusted either")
+	payload, why := unseal(key, data, stateFormat, domainState, ls.id)
+	if why == "no "+stateFormat+" header" {
+		why += "; a state written before celguard signed its state files is not trusted either"
 	}
-	mac, err := hex.DecodeString(sf.MAC)
-	if err != nil || !key.verify(mac, domainState, []byte(ls.id), sf.State) {
-		return tampered("its MAC does not check")
+	if payload == nil {
+		return tampered(why)
 	}
 	// The bytes are celguard's own: they decode, and they are this session's.
-	if err := json.Unmarshal(sf.State, &st); err != nil {
+	if err := json.Unmarshal(payload, &st); err != nil {
 		return st, false, fmt.Errorf("the session state %s is signed but not valid (%v); delete it to start the session afresh", ls.path, err)
 	}
 	if st.ID != ls.id {
@@ -258,8 +279,7 @@ func (ls *LockedState) Save(st eval.SessionState) error {
 	if err != nil {
 		return fmt.Errorf("cannot encode the session state: %w", err)
 	}
-	mac := key.sum(domainState, []byte(ls.id), raw)
-	data, err := json.Marshal(stateFile{Format: stateFormat, MAC: hex.EncodeToString(mac), State: raw})
+	data, err := seal(key, stateFormat, domainState, ls.id, raw)
 	if err != nil {
 		return fmt.Errorf("cannot encode the session state: %w", err)
 	}
