@@ -40,18 +40,23 @@ func readCall(n int) Call {
 	return Call{Tool: "Read", Cwd: "/work", Args: map[string]any{"file_path": "src/f0.go", "paths": paths}}
 }
 
-// TestDerivePaths pins the de-duplication of class path arguments: first-seen
-// order, duplicates dropped, on both sides of the small-list threshold.
-func TestDerivePaths(t *testing.T) {
+// deriveOf returns the derived arguments of call under the recommended
+// bundle.
+func deriveOf(t *testing.T, call Call) *derivedArgs {
+	t.Helper()
 	set := recommendedSet(t)
 	eng, err := New(set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := eng.NewSession("s", nil)
+	return newEvaluation(context.Background(), eng.NewSession("s", nil), set, policy.PhaseBefore, call, nil).derive()
+}
+
+// TestDerivePaths pins the de-duplication of class path arguments: first-seen
+// order, duplicates dropped, on both sides of the small-list threshold.
+func TestDerivePaths(t *testing.T) {
 	for _, n := range []int{1, smallPathList - 1, smallPathList, smallPathList + 1, 100} {
-		ev := newEvaluation(context.Background(), s, set, policy.PhaseBefore, readCall(n), nil)
-		d := ev.derive()
+		d := deriveOf(t, readCall(n))
 		if len(d.paths) != n {
 			t.Fatalf("n=%d: %d paths, want %d", n, len(d.paths), n)
 		}
@@ -68,15 +73,7 @@ func TestDerivePaths(t *testing.T) {
 // count (a work counter, not a clock: the pairwise scan it replaces would
 // count about 10^11).
 func TestDeriveManyPathsLinear(t *testing.T) {
-	set := recommendedSet(t)
-	eng, err := New(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := eng.NewSession("s", nil)
-	call := readCall(manyPaths)
-	ev := newEvaluation(context.Background(), s, set, policy.PhaseBefore, call, nil)
-	d := ev.derive()
+	d := deriveOf(t, readCall(manyPaths))
 	if len(d.paths) != manyPaths {
 		t.Fatalf("%d paths, want %d", len(d.paths), manyPaths)
 	}
