@@ -150,6 +150,10 @@ func (ev *evaluation) toolClasses() []string {
 type derivedArgs struct {
 	command string
 	paths   []string
+	// work counts the steps of the path de-duplication (comparisons and set
+	// operations), so a test can pin that it stays linear in the number of
+	// paths.
+	work int
 }
 
 // derive reads the command and the paths from the arguments the tool's
@@ -159,6 +163,8 @@ func (ev *evaluation) derive() *derivedArgs {
 		return ev.derived
 	}
 	d := &derivedArgs{paths: []string{}}
+	var seen map[string]struct{}
+	add := func(p string) { d.paths, seen = d.appendUnique(d.paths, seen, p) }
 	found := false
 	for _, name := range ev.toolClasses() {
 		cl, ok := ev.set.Class(name)
@@ -181,11 +187,11 @@ func (ev *evaluation) derive() *derivedArgs {
 		for _, a := range cl.PathArgs {
 			switch v := ev.call.Args[a].(type) {
 			case string:
-				d.paths = appendUnique(d.paths, v)
+				add(v)
 			case []any:
 				for _, x := range v {
 					if s, ok := x.(string); ok {
-						d.paths = appendUnique(d.paths, s)
+						add(s)
 					}
 				}
 			}
@@ -216,13 +222,39 @@ func joinArgv(argv []any) (string, bool) {
 	return strings.Join(words, " "), true
 }
 
-func appendUnique(l []string, s string) []string {
-	for _, x := range l {
-		if x == s {
-			return l
+// smallPathList is the length up to which appendUnique scans the list; past
+// it, it keeps a set, so de-duplicating n paths is O(n) (a list of 3×10^5
+// paths scanned pairwise took minutes, past every host's hook deadline).
+const smallPathList = 16
+
+// appendUnique appends s to l unless it is there already, in first-seen
+// order. seen is nil while l is short and is built once l grows past
+// smallPathList; the (possibly new) set is returned with the list.
+func (d *derivedArgs) appendUnique(l []string, seen map[string]struct{}, s string) ([]string, map[string]struct{}) {
+	if seen == nil {
+		for _, x := range l {
+			d.work++
+			if x == s {
+				return l, nil
+			}
 		}
+		l = append(l, s)
+		if len(l) <= smallPathList {
+			return l, nil
+		}
+		seen = make(map[string]struct{}, 2*len(l))
+		for _, x := range l {
+			d.work++
+			seen[x] = struct{}{}
+		}
+		return l, seen
 	}
-	return append(l, s)
+	d.work++
+	if _, dup := seen[s]; dup {
+		return l, seen
+	}
+	seen[s] = struct{}{}
+	return append(l, s), seen
 }
 
 // ResolveName implements interpreter.Activation. The built-in variables

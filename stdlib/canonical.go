@@ -2,7 +2,6 @@ package stdlib
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -30,7 +30,13 @@ const maxCanonicalDepth = 64
 // they are for a JSON decoder); NaN and the infinities are the strings "NaN",
 // "Infinity" and "-Infinity"; bytes are base64 strings; timestamps are RFC 3339
 // strings in UTC; durations are strings such as "1.5s"; map keys that are not
-// strings are written in their decimal or boolean spelling.
+// strings are written in their decimal or boolean spelling. Keys sort by
+// Unicode code point, and strings are escaped as little as JSON allows (see
+// writeString), so for strings, booleans, null, integers and most non-integral
+// doubles the result is byte for byte Python's json.dumps(v, sort_keys=True,
+// separators=(",", ":"), ensure_ascii=False). Doubles differ where Python
+// spells them its own way: 1.0 is "1" here, and a non-integral double of
+// magnitude 1e6 or more is written in exponent form.
 func Canonical(v ref.Val) (string, error) {
 	var b strings.Builder
 	if err := writeCanonical(&b, v, 0); err != nil {
@@ -164,11 +170,52 @@ func writeDouble(b *strings.Builder, f float64) {
 	}
 }
 
+// writeString writes s as a JSON string the way the sorted-key JSON of other
+// systems spells it (Python's json.dumps with ensure_ascii=False, RFC 8785):
+// only '"', '\\' and the control characters below U+0020 are escaped, with
+// the short escapes \b \f \n \r \t where JSON has them and \u00xx
+// otherwise. '&', '<', '>', U+2028 and U+2029 are written as they are
+// (encoding/json would escape them for HTML, so a regex over a canonical form
+// that mentions them would never match). Invalid UTF-8 is written as U+FFFD.
 func writeString(b *strings.Builder, s string) {
-	// json.Marshal of a string cannot fail; SetEscapeHTML is not needed because
-	// the output is a key, not HTML, but the standard escaping is stable.
-	enc, _ := json.Marshal(s)
-	b.Write(enc)
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c == '\b':
+				b.WriteString(`\b`)
+			case c == '\f':
+				b.WriteString(`\f`)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c == '\r':
+				b.WriteString(`\r`)
+			case c == '\t':
+				b.WriteString(`\t`)
+			case c < 0x20:
+				b.WriteString(`\u00`)
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&0xf])
+			default:
+				b.WriteByte(c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('"')
 }
 
 // CanonicalLib returns the library that declares canonical.

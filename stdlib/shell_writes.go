@@ -17,7 +17,8 @@ import (
 // from its output redirections (> >> >| &> <> and >& to a file) and from a
 // table of programs: rm, touch, truncate, chmod, tee... write every
 // operand; cp, mv, ln, install and rsync the destination (and DEST/NAME
-// for each source, should DEST be a directory; mv and ln also the sources
+// for each source, should DEST be a directory, or DEST/** when that would
+// repeat DEST past 64 KiB; mv and ln also the sources
 // and SOURCE/**); sort -o, curl -o, wget -O, dd of=, go build -o, go test
 // -coverprofile (and the other profiles), go install (GOBIN/NAME), tar -x
 // -C DIR and unzip -d DIR (DIR/**), patch, git apply and apply_patch (the

@@ -135,7 +135,7 @@ func (c *Command) enforceBounds(b Bounds) bool {
 func (c *Command) clampArgv(b Bounds) bool {
 	cut := len(c.Argv) > b.Words
 	argv, dyn := c.Argv[:min(len(c.Argv), b.Words)], c.ArgvDynamic[:min(len(c.ArgvDynamic), b.Words)]
-	cloned := false
+	cloned, resolvedCloned := false, false
 	for i, s := range argv {
 		t, ok := clampString(s, b.String)
 		if !ok {
@@ -147,6 +147,13 @@ func (c *Command) clampArgv(b Bounds) bool {
 		argv[i], cut = t, true
 		if i < len(dyn) {
 			dyn[i] = true
+		}
+		if i < len(c.argvResolved) && c.argvResolved[i] {
+			// A shortened word is no longer the variable's value.
+			if !resolvedCloned {
+				c.argvResolved, resolvedCloned = slices.Clone(c.argvResolved), true
+			}
+			c.argvResolved[i] = false
 		}
 		if i == 0 {
 			c.Path, c.Program = t, t

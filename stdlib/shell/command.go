@@ -52,7 +52,9 @@ func (c *Command) Operands() []string {
 //     "=value".
 //
 // Options are looked for before "--" only; words that are not literals are
-// ignored.
+// ignored, except those whose expansions are all variables assigned a
+// literal earlier in the same string (x=-rf; rm $x, or x='rm -rf /'; $x,
+// which bash splits into the words rm, -rf and /): their value is known.
 func (c *Command) HasFlag(spec string) bool {
 	for _, alt := range strings.Split(spec, "|") {
 		alt = strings.TrimSpace(alt)
@@ -84,7 +86,7 @@ func (c *Command) hasOneFlag(f string) bool {
 		if a == "--" {
 			return false
 		}
-		if i < len(c.ArgvDynamic) && c.ArgvDynamic[i] {
+		if i < len(c.ArgvDynamic) && c.ArgvDynamic[i] && !(i < len(c.argvResolved) && c.argvResolved[i]) {
 			continue
 		}
 		switch {

@@ -31,7 +31,8 @@
 //
 //   - a string that is not valid bash has OK == false and a best-effort,
 //     quote-aware split into commands (Via "fallback"), so rules that deny
-//     still see the words;
+//     still see the words and the redirections (> f, 2>>log, &> f keep
+//     their operator and target; a target that never comes is dynamic);
 //   - when some code would run that the analysis cannot see (a program name
 //     that is not a literal, bash -c "$X", eval "$X", nesting deeper than
 //     MaxDepth, more than MaxCommands commands, an oversized brace or

@@ -2,6 +2,8 @@ package shell
 
 import (
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -74,3 +76,48 @@ type recorder struct {
 func (r *recorder) Helper()               {}
 func (r *recorder) Errorf(string, ...any) { r.failed = true }
 func (r *recorder) Fatalf(string, ...any) { r.failed = true }
+
+// writesWork is the work Writes does on the (already parsed) commands of in,
+// in bytes allocated.
+func writesWork(in string) uint64 {
+	cmds := Parse(in).Commands
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, c := range cmds {
+		c.Writes()
+	}
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestWritesLinear: the write targets of a command that puts one long
+// directory in front of many names (cp's sources, find's roots and names,
+// go's packages and profiles) grow linearly with the command; past
+// maxJoined bytes the names are summed up as DIR/**. Writing every DIR/NAME
+// took the square of the command: 200 MB for a 40 KB cp (issue 15).
+func TestWritesLinear(t *testing.T) {
+	long := func(n int) string { return "/srv/" + strings.Repeat("d", n) }
+	cases := []struct {
+		what   string
+		gen    func(n int) string
+		spread string // a target the wide form must have, %s the long directory
+	}{
+		{"cp sources into a long directory", func(n int) string { return "cp " + strings.Repeat("a ", n) + long(n) }, "%s/**"},
+		{"mv sources into a long directory", func(n int) string { return "mv -t " + long(n) + " " + strings.Repeat("a ", n) }, "%s/**"},
+		{"find roots and names", func(n int) string {
+			return "find " + strings.Repeat("r ", n) + strings.Repeat("-name x ", n) + "-delete"
+		}, "r/**"},
+		{"go build -o a long directory", func(n int) string { return "go build -o " + long(n) + "/ " + strings.Repeat("./p ", n) }, "%s/**"},
+		{"go install into a long GOBIN", func(n int) string { return "GOBIN=" + long(n) + " go install " + strings.Repeat("./p ", n) }, "%s/**"},
+		{"go test -outputdir with many profiles", func(n int) string {
+			return "go test -outputdir " + long(n) + " " + strings.Repeat("-cpuprofile=c ", n)
+		}, "%s/**"},
+	}
+	for _, tc := range cases {
+		checkLinear(t, tc.what, func(n int) uint64 { return writesWork(tc.gen(n)) }, 2000)
+		w, _ := Parse(tc.gen(2000)).Commands[0].Writes()
+		if want := strings.ReplaceAll(tc.spread, "%s", long(2000)); !slices.Contains(w, want) {
+			t.Errorf("%s: writes lack %.40q", tc.what, want)
+		}
+	}
+}

@@ -72,6 +72,10 @@ type Command struct {
 	Argv []string
 	// ArgvDynamic is parallel to Argv: true for a word that is not a literal.
 	ArgvDynamic []bool
+	// argvResolved is parallel to Argv (or nil when no word is): true for a
+	// dynamic word whose every expansion is a variable with a literal value
+	// known from earlier in the same string, so HasFlag can read it.
+	argvResolved []bool
 	// Env holds the leading NAME=value assignments, including those given to
 	// an env or sudo wrapper.
 	Env map[string]string
@@ -710,6 +714,12 @@ func (w *shellWalker) emit(words []shellWord, env map[string]string, redirs []Re
 	for i, x := range rest {
 		cmd.Argv[i] = x.text
 		cmd.ArgvDynamic[i] = x.dyn
+		if x.dyn && x.resolved {
+			if cmd.argvResolved == nil {
+				cmd.argvResolved = make([]bool, len(rest))
+			}
+			cmd.argvResolved[i] = true
+		}
 	}
 	if rest[0].dyn && !rest[0].resolved {
 		w.opaque("program name is not a literal: " + rest[0].text)

@@ -533,6 +533,23 @@ var shellCases = []shellCase{
 		}
 	}},
 	{in: "x=; $x rm -rf /", argv: []string{"rm -rf /"}, programs: []string{"rm"}},
+	// Words split from a known value are read as options too (issue 15:
+	// x="rm -rf /"; $x was asked, not blocked); quoted, the value stays one
+	// word, a program named after the whole value, and is not split.
+	{in: `x="rm -rf /"; $x`, argv: []string{"rm -rf /"}, programs: []string{"rm"}, check: all(flagCheck("-r", true), flagCheck("-f", true))},
+	{in: `x="rm -rf /"; ${x}`, argv: []string{"rm -rf /"}, programs: []string{"rm"}, check: flagCheck("-r", true)},
+	{in: `x="rm -rf /"; sudo $x`, argv: []string{"rm -rf /"}, programs: []string{"rm"}, check: all(flagCheck("-r", true), wantWrappers("sudo"))},
+	{in: "x=-rf; rm $x /", argv: []string{"rm -rf /"}, programs: []string{"rm"}, check: flagCheck("-r", true)},
+	{in: "x=rm; y='-r -f'; $x $y /", argv: []string{"rm -r -f /"}, programs: []string{"rm"}, check: flagCheck("-r", true)},
+	{in: `x="rm -rf /"; "$x"`, argv: []string{"rm -rf /"}, check: func(t *testing.T, p *Line) {
+		c := cmdAt(t, p, 0)
+		if c.Program == "rm" || c.Path != "rm -rf /" || len(c.Argv) != 1 || c.HasFlag("-r") {
+			t.Errorf(`"$x" must stay one word: program %q path %q argv %q`, c.Program, c.Path, c.Argv)
+		}
+	}},
+	// A variable whose value is not known is still no option.
+	{in: "rm $X /", argv: []string{"rm $X /"}, check: flagCheck("-r", false)},
+	{in: "x=-rf; f() { x=; }; rm $Y$x /", check: flagCheck("-r", false)},
 	{in: "F='a b'; rm -rf /$F", argv: []string{"rm -rf /$F"}, opaque: false, check: func(t *testing.T, p *Line) {
 		if c := p.Commands[0]; !c.ArgvDynamic[2] {
 			t.Errorf("argv_dynamic = %v", c.ArgvDynamic)

@@ -581,52 +581,116 @@ func findExecs(words []shellWord) [][]shellWord {
 // fallback splits a string that does not parse, quote-aware but without
 // grammar, into pseudo-commands at ; & | ( ) ` $( and newlines, so rules still
 // see the words. Each pseudo-command is then treated like a parsed one
-// (wrappers stripped, bash -c scripts parsed).
+// (wrappers stripped, bash -c scripts parsed). Redirection operators and
+// their targets are kept as redirections (see fallbackSplit), so a write
+// through > or >> is seen in a line that does not parse too.
 func (w *shellWalker) fallback(src string) {
 	w.src = src
 	saved := w.via
 	w.via = "fallback"
-	for _, words := range fallbackSplit(src) {
+	for _, c := range fallbackSplit(src, true) {
 		if w.full {
 			break
 		}
-		w.emit(words, nil, nil, strings.Join(wordTexts(words), " "))
+		text := strings.Join(wordTexts(c.words), " ")
+		if len(c.words) == 0 {
+			w.add(&Command{Redirects: c.redirs, Text: text})
+			continue
+		}
+		w.emit(c.words, nil, c.redirs, text)
 	}
 	w.via = saved
 }
 
-// fallbackWords splits a string into words with shell-like quoting.
+// fallbackWords splits a string into words with shell-like quoting. A < or >
+// ends a word but is not a redirection: the string is a value being split
+// (env -S), not a command line.
 func fallbackWords(s string) []shellWord {
 	var out []shellWord
-	for _, c := range fallbackSplit(s) {
-		out = append(out, c...)
+	for _, c := range fallbackSplit(s, false) {
+		out = append(out, c.words...)
 	}
 	return out
 }
 
-func fallbackSplit(src string) [][]shellWord {
-	var cmds [][]shellWord
-	var cur []shellWord
+// fallbackCmd is one pseudo-command of the fallback split.
+type fallbackCmd struct {
+	words  []shellWord
+	redirs []Redirect
+}
+
+// fallbackRedirOps are the redirection operators the fallback split knows,
+// longest first so that a prefix never shadows a longer operator.
+var fallbackRedirOps = []string{"&>>", "<<<", "<<-", "&>", ">>", ">|", ">&", "<<", "<>", "<&", ">", "<"}
+
+// fallbackRedirOp returns the redirection operator at src[i:], or "". A < or
+// > followed by ( is a process substitution, not a redirection.
+func fallbackRedirOp(src string, i int) string {
+	for _, op := range fallbackRedirOps {
+		if strings.HasPrefix(src[i:], op) {
+			if next := i + len(op); next < len(src) && src[next] == '(' && (op == "<" || op == ">") {
+				return ""
+			}
+			return op
+		}
+	}
+	return ""
+}
+
+// fallbackSplit splits src into pseudo-commands. With redirs, a redirection
+// operator (an all-digit word written right before it is its descriptor) and
+// the word after it become a Redirect of the pseudo-command instead of words;
+// an operator without a word before the command ends keeps an empty, dynamic
+// target. Without redirs, < and > only end words.
+func fallbackSplit(src string, redirs bool) []fallbackCmd {
+	var cmds []fallbackCmd
+	var cur fallbackCmd
 	var word strings.Builder
 	inWord := false
 	dyn := false
+	// pending is the index in cur.redirs of a redirection still waiting for
+	// its target, or -1.
+	pending := -1
 	endWord := func() {
 		if inWord {
-			cur = append(cur, shellWord{text: word.String(), dyn: dyn})
+			if pending >= 0 {
+				cur.redirs[pending].Target, cur.redirs[pending].Dynamic = word.String(), dyn
+				pending = -1
+			} else {
+				cur.words = append(cur.words, shellWord{text: word.String(), dyn: dyn})
+			}
 		}
 		word.Reset()
 		inWord, dyn = false, false
 	}
 	endCmd := func() {
 		endWord()
-		// Drop leading NAME=value words, as the parser does for env.
-		for len(cur) > 0 && isAssignmentWord(cur[0].text) {
-			cur = cur[1:]
+		if pending >= 0 {
+			cur.redirs[pending].Dynamic = true
+			pending = -1
 		}
-		if len(cur) > 0 {
+		// Drop leading NAME=value words, as the parser does for env.
+		for len(cur.words) > 0 && isAssignmentWord(cur.words[0].text) {
+			cur.words = cur.words[1:]
+		}
+		if len(cur.words) > 0 || len(cur.redirs) > 0 {
 			cmds = append(cmds, cur)
 		}
-		cur = nil
+		cur = fallbackCmd{}
+	}
+	redirect := func(op string) {
+		fd := ""
+		if inWord && !dyn && pending < 0 && word.Len() > 0 && strings.Trim(word.String(), "0123456789") == "" {
+			fd = word.String()
+			word.Reset()
+			inWord = false
+		}
+		endWord()
+		if pending >= 0 {
+			cur.redirs[pending].Dynamic = true
+		}
+		cur.redirs = append(cur.redirs, Redirect{Op: op, FD: fd})
+		pending = len(cur.redirs) - 1
 	}
 	for i := 0; i < len(src); i++ {
 		c := src[i]
@@ -670,6 +734,10 @@ func fallbackSplit(src string) [][]shellWord {
 			word.WriteByte(c)
 		case c == ' ' || c == '\t' || c == '\r':
 			endWord()
+		case redirs && (c == '<' || c == '>' || c == '&') && fallbackRedirOp(src, i) != "":
+			op := fallbackRedirOp(src, i)
+			redirect(op)
+			i += len(op) - 1
 		case c == ';' || c == '&' || c == '|' || c == '(' || c == ')' || c == '`' || c == '\n' || c == '{' || c == '}':
 			if (c == '{' || c == '}') && inWord {
 				word.WriteByte(c)

@@ -278,9 +278,8 @@ func (s writeSpec) writes(args []string) []string {
 		}
 		out = append(out, dirs...)
 		if len(dirs) > 0 { // several -t are refused; the last one is the destination
-			for _, src := range srcs {
-				out = append(out, into(dirs[len(dirs)-1], src))
-			}
+			dest := dirs[len(dirs)-1]
+			out = joinAll(out, dest, srcs, func(src string) string { return into(dest, src) })
 		}
 		tree = srcs
 	}
@@ -314,6 +313,29 @@ func into(dir, src string) string {
 		return spread(dir)
 	}
 	return strings.TrimRight(dir, "/") + "/" + b
+}
+
+// maxJoined bounds the bytes Writes spends repeating one directory in front
+// of many names (cp a b c ... DIR writes DIR/a, DIR/b, ...; find R1 R2 ...
+// -name N1 -name N2 ... -delete): past it the names are summed up as DIR/**,
+// a superset of them, so the work and the result of Writes stay linear in
+// the size of the command instead of its square.
+const maxJoined = 1 << 16
+
+// overJoined reports whether writing dir (or a pattern) in front of each of
+// n names would pass maxJoined bytes.
+func overJoined(n int, dir string) bool { return n > 1 && n*(len(dir)+1) > maxJoined }
+
+// joinAll appends name(x) for each of names, each a path under dir, or
+// spread(dir) once when that would repeat dir past maxJoined bytes.
+func joinAll(out []string, dir string, names []string, name func(string) string) []string {
+	if overJoined(len(names), dir) {
+		return append(out, spread(dir))
+	}
+	for _, x := range names {
+		out = append(out, name(x))
+	}
+	return out
 }
 
 // spread is the pattern of every file under dir.

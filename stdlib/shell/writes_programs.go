@@ -78,19 +78,21 @@ func (c *Command) goWrites() (targets []string, known bool) {
 	if len(pkgs) == 0 {
 		pkgs = []string{"."}
 	}
+	wideOutputDir := overJoined(len(files), outputDir)
 	for _, f := range files {
 		out = append(out, f)
-		if outputDir != "" && !path.IsAbs(f) && !strings.HasPrefix(f, "~") {
+		if outputDir != "" && !wideOutputDir && !path.IsAbs(f) && !strings.HasPrefix(f, "~") {
 			out = append(out, strings.TrimRight(outputDir, "/")+"/"+f)
 		}
+	}
+	if outputDir != "" && wideOutputDir {
+		out = append(out, spread(outputDir))
 	}
 	if sub == "build" && len(files) > 0 {
 		// The last -o decides; it may name a directory: one binary per
 		// package in it.
 		f := files[len(files)-1]
-		for _, p := range pkgs {
-			out = append(out, strings.TrimRight(f, "/")+"/"+goBinaryName(p))
-		}
+		out = joinAll(out, f, pkgs, func(p string) string { return strings.TrimRight(f, "/") + "/" + goBinaryName(p) })
 	}
 	if sub == "install" {
 		bin := "~/go/bin"
@@ -99,9 +101,7 @@ func (c *Command) goWrites() (targets []string, known bool) {
 		} else if d := c.Env["GOPATH"]; d != "" {
 			bin = strings.TrimRight(d, "/") + "/bin"
 		}
-		for _, p := range pkgs {
-			out = append(out, bin+"/"+goBinaryName(p))
-		}
+		out = joinAll(out, bin, pkgs, func(p string) string { return bin + "/" + goBinaryName(p) })
 	}
 	return out, true
 }
@@ -347,9 +347,15 @@ func findWrites(args []string) []string {
 		}
 		alt = "{" + strings.Join(esc, ",") + "}"
 	}
+	// Many roots and many names: every root's tree (a superset), so the
+	// result stays linear in the command (see maxJoined).
+	wide := alt != "" && overJoined(len(roots), alt)
 	for _, r := range roots {
 		out = append(out, r)
-		if alt != "" {
+		switch {
+		case wide:
+			out = append(out, spread(r))
+		case alt != "":
 			out = append(out, strings.TrimRight(r, "/")+"/**/"+alt)
 		}
 	}
