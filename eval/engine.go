@@ -148,6 +148,9 @@ type Session struct {
 	halt      *Decision
 	counters  map[string]*counterState
 	approvals map[string]bool
+	// refused remembers the calls refused before they ran, by call id
+	// (calls.go).
+	refused refusedCalls
 	// sat, when set, saturates counters lost to a tampered state (state.go).
 	sat *saturation
 }
@@ -226,12 +229,27 @@ func (s *Session) Before(ctx context.Context, call Call, opts ...CallOption) (De
 }
 
 // After decides a call's result: counters update first, then after-phase
-// rules run.
+// rules run. An after-event whose call id (Call.ID) names a call that this
+// session refused before it ran (block or halt, among the last
+// MaxRefusedCalls refusals) is itself refused with code call_refused, naming
+// the rule that refused the call: the tool should not have run, so its
+// result is withheld and not counted. An ask is not a refusal (the host may
+// have let the user approve it).
 func (s *Session) After(ctx context.Context, call Call, res Result, opts ...CallOption) (Decision, error) {
 	return s.decide(ctx, policy.PhaseAfter, call, &res, opts)
 }
 
+// decide decides one call and echoes its identity in the decision.
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
+	d, err := s.decideCall(ctx, phase, call, res, opts)
+	d.CallID, d.Agent = call.ID, call.Agent
+	if phase == policy.PhaseBefore {
+		s.rememberBefore(call, d)
+	}
+	return d, err
+}
+
+func (s *Session) decideCall(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
 	// Options are rare on the hot path; without them nothing is allocated.
 	var cc callConfig
 	if len(opts) > 0 {
@@ -250,6 +268,12 @@ func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res
 	if d, ok := s.halted(phase, call.Tool); ok {
 		explainHalted(cc.explain, d)
 		return d, nil
+	}
+	if phase == policy.PhaseAfter {
+		if d, ok := s.refusedBefore(call); ok {
+			explainHalted(cc.explain, d)
+			return d, nil
+		}
 	}
 	// The verdict rules are in decide.go.
 	ev := newEvaluation(ctx, s, s.eng.set.Load(), phase, call, res)
