@@ -46,6 +46,11 @@ order in one session so that counters carry over from event to event:
   {"event": "before", "tool": "Bash", "args": {...}, "cwd": "/repo"}
   {"event": "after", "tool": "Bash", "args": {...}, "result": {"is_error": true, "content": "..."}}
 
+A call (or a before or after event) may carry the host's "call_id" and the
+"agent" that made it, a name or {"name": ..., "ids": {...}}; rules read them
+as call.id and agent, and each decision echoes them. An after event whose
+call_id names a call refused before it ran is refused (call_refused).
+
 The first value decides which: a stream starts with an object that has an
 "event" key. A stream prints one decision per before and after event;
 turn_start starts a new turn (turn-scoped counters reset). Unknown fields are

@@ -226,9 +226,9 @@ func (r *Reader) object(raw json.RawMessage, line int) (map[string]json.RawMessa
 }
 
 var (
-	callFields   = []string{"tool", "args", "cwd", "session", "result"}
-	beforeFields = []string{"event", "tool", "args", "cwd"}
-	afterFields  = []string{"event", "tool", "args", "cwd", "result"}
+	callFields   = []string{"tool", "args", "cwd", "call_id", "agent", "session", "result"}
+	beforeFields = []string{"event", "tool", "args", "cwd", "call_id", "agent"}
+	afterFields  = []string{"event", "tool", "args", "cwd", "call_id", "agent", "result"}
 )
 
 // call reads a single call: before phase, or after when it has a result.
@@ -295,7 +295,7 @@ func (r *Reader) event(fields map[string]json.RawMessage, line int) (Event, erro
 	return ev, r.callFields(&ev, fields, line)
 }
 
-// callFields reads tool, args and cwd.
+// callFields reads tool, args, cwd, call_id and agent.
 func (r *Reader) callFields(ev *Event, fields map[string]json.RawMessage, line int) error {
 	raw, ok := present(fields, "tool")
 	if !ok {
@@ -317,7 +317,7 @@ func (r *Reader) callFields(ev *Event, fields map[string]json.RawMessage, line i
 			return &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("cwd must be a string, not %s", jsonkind.OfRaw(raw))}
 		}
 	}
-	return nil
+	return r.identity(&ev.Call, fields, line)
 }
 
 func (r *Reader) result(raw json.RawMessage, line int, res *eval.Result) error {

@@ -69,6 +69,23 @@ func TestSingleCall(t *testing.T) {
 	}
 }
 
+// TestIdentity: a call's call_id and agent (a name, or an object with a
+// name and ids) reach the call.
+func TestIdentity(t *testing.T) {
+	in := `{"event": "before", "tool": "Bash", "call_id": "c1", "agent": "coder"}` + "\n" +
+		`{"event": "after", "tool": "Bash", "call_id": "c1", "agent": {"name": "rev", "ids": {"org": "acme"}}, "result": {}}`
+	evs, err := readAll(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := evs[0].Call; c.ID != "c1" || c.Agent.Name != "coder" || c.Agent.IDs != nil {
+		t.Errorf("before call = %+v", c)
+	}
+	if c := evs[1].Call; c.ID != "c1" || c.Agent.Name != "rev" || c.Agent.IDs["org"] != "acme" {
+		t.Errorf("after call = %+v", c)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	tests := []struct {
 		in, want string
@@ -87,6 +104,11 @@ func TestErrors(t *testing.T) {
 		{`{"tool": "x", "result": "ok"}`, `stdin:1: result must be an object, not a string`},
 		{"{\"tool\": \"x\"}\n\n  junk", `stdin:3:3: invalid JSON: invalid character 'j' looking for beginning of value`},
 		{"{\"tool\": \"x\",\n \"args\": {\n", `stdin:1: invalid JSON: the value is cut off at the end of the input`},
+		{`{"tool": "x", "call_id": 7}`, `stdin:1: call_id must be a string, not a number`},
+		{`{"tool": "x", "agent": []}`, `stdin:1: agent must be a string (its name) or an object`},
+		{`{"tool": "x", "agent": {"nom": "a"}}`, `stdin:1: unknown field "nom" in agent`},
+		{`{"tool": "x", "agent": {"name": 1}}`, `stdin:1: agent.name must be a string, not a number`},
+		{`{"tool": "x", "agent": {"ids": {"a": 1}}}`, `stdin:1: agent.ids.a must be a string, not a number`},
 	}
 	for _, tt := range tests {
 		for _, one := range []bool{false, true} {
