@@ -127,6 +127,11 @@ func (h *cursor) Decode(data []byte) (Event, error) {
 	default:
 		ev.Kind = KindIgnore
 	}
+	if ev.Kind == KindBefore || ev.Kind == KindAfter {
+		if err := callIdentity(&ev.Call, m, ""); err != nil {
+			return Event{}, err
+		}
+	}
 	if err := requireSession(ev, "conversation_id"); err != nil {
 		return Event{}, err
 	}

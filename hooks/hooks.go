@@ -274,6 +274,9 @@ func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
 			return Event{}, err
 		}
 		ev.Call = eval.Call{Tool: f[3], Args: a, Cwd: f[2]}
+		if err := callIdentity(&ev.Call, m, "agent_type", "agent_id"); err != nil {
+			return Event{}, err
+		}
 	}
 	switch {
 	case ev.Kind == KindAfter && ev.Name == p.failure:
@@ -302,6 +305,36 @@ func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
 		return Event{}, err
 	}
 	return ev, nil
+}
+
+// callIdentity reads a call's id from the host's tool_use_id (Claude Code,
+// Codex, Cursor's preToolUse and postToolUse), the agent's name from the
+// field nameKey (Claude Code's agent_type, in a subagent) and its ids from
+// idKeys (e.g. agent_id), each under its own name. A field of another type
+// than string is an error.
+func callIdentity(c *eval.Call, m map[string]any, nameKey string, idKeys ...string) error {
+	var err error
+	if c.ID, err = str(m, "tool_use_id"); err != nil {
+		return err
+	}
+	if nameKey != "" {
+		if c.Agent.Name, err = str(m, nameKey); err != nil {
+			return err
+		}
+	}
+	for _, k := range idKeys {
+		id, err := str(m, k)
+		if err != nil {
+			return err
+		}
+		if id != "" {
+			if c.Agent.IDs == nil {
+				c.Agent.IDs = map[string]string{}
+			}
+			c.Agent.IDs[k] = id
+		}
+	}
+	return nil
 }
 
 // requireSession fails an event celguard acts on that names no session;
