@@ -180,10 +180,22 @@ type CallSpec struct {
 	Tool string         `yaml:"tool"`
 	Args map[string]any `yaml:"args"`
 	Cwd  string         `yaml:"cwd"`
+	// CallID is the host's id of the call (eval.Call.ID).
+	CallID string `yaml:"call_id"`
+	// Agent is the agent that made the call (eval.Call.Agent).
+	Agent AgentSpec `yaml:"agent"`
+}
+
+// AgentSpec is the agent of a call as written in a test file.
+type AgentSpec struct {
+	Name string            `yaml:"name"`
+	IDs  map[string]string `yaml:"ids"`
 }
 
 // Call converts the spec to an eval.Call.
-func (c CallSpec) Call() eval.Call { return eval.Call{Tool: c.Tool, Args: c.Args, Cwd: c.Cwd} }
+func (c CallSpec) Call() eval.Call {
+	return eval.Call{Tool: c.Tool, Args: c.Args, Cwd: c.Cwd, ID: c.CallID, Agent: eval.Agent{Name: c.Agent.Name, IDs: c.Agent.IDs}}
+}
 
 // resultOf converts a result mapping to an eval.Result.
 func resultOf(m map[string]any) (eval.Result, error) {
