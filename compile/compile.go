@@ -421,7 +421,7 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 		cr.Classes = append(cr.Classes, cl.Value)
 	}
 	c.checkRuleClasses(r)
-	before := r.Phase == policy.PhaseBefore
+	before := r.Phase != policy.PhaseAfter // no result before the call, nor at turn end
 	what := "rule " + r.ID.Value
 	if r.Condition != nil {
 		sc := scope{env: env, pol: cp, what: what + " condition", noResult: before, want: cel.BoolType}
@@ -716,7 +716,7 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 			case celenv.VarResult:
 				ei.result = true
 				if sc.noResult {
-					c.errorf(policy.CodeResultInBefore, posOf(x.ID()), "%s reads result, but there is no result before the call; use phase: after", sc.what)
+					c.errorf(policy.CodeResultInBefore, posOf(x.ID()), "%s reads result, but there is no result before the call (or at turn end); use phase: after", sc.what)
 					ok = false
 				}
 			case celenv.VarCounters:
@@ -734,7 +734,7 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 						rs.vars = append(rs.vars, name)
 					}
 					if vi.result && sc.noResult {
-						c.errorf(policy.CodeResultInBefore, posOf(x.ID()), "%s uses variable %s, which reads result; there is no result before the call", sc.what, name)
+						c.errorf(policy.CodeResultInBefore, posOf(x.ID()), "%s uses variable %s, which reads result; there is no result before the call (or at turn end)", sc.what, name)
 						ok = false
 					}
 					if vi.counters && sc.noCounters {
@@ -889,7 +889,7 @@ func (c *compiler) finish() {
 		c.errorf(policy.CodeTooManyRules, rules[c.cfg.maxRules].Pos, "the set has %d rules; the limit is %d", len(rules), c.cfg.maxRules)
 	}
 	slices.SortStableFunc(rules, evaluationOrder)
-	var byPhase [2][2][]*Rule // by track (trusted, untrusted), then phase
+	var byPhase [2][policy.NumPhases][]*Rule // by track (trusted, untrusted), then phase
 	for i, r := range rules {
 		r.Order = i
 		if r.ID != "" {

@@ -25,10 +25,10 @@ type PolicySet struct {
 	rules    []*Rule
 	counters []*Counter
 	byID     map[string]*Rule
-	phases   [2]phaseIndex
+	phases   [policy.NumPhases]phaseIndex
 	// untrusted indexes the rules of untrusted policies: a track of its
 	// own (docs/layers.md, rule 3).
-	untrusted        [2]phaseIndex
+	untrusted        [policy.NumPhases]phaseIndex
 	hasUntrusted     bool
 	untrustedDefault policy.Verdict
 	defaultVerdict   policy.Verdict

@@ -2,8 +2,11 @@
 //
 // An Engine wraps a compiled PolicySet and is safe for concurrent use by many
 // sessions. Each agent session gets a Session, which holds its counters and
-// remembered approvals; StartTurn begins a turn (turn-scoped counters reset).
-// Before decides a call before the tool runs and After decides its result.
+// remembered approvals; StartTurn begins a turn (turn-scoped counters reset)
+// and EndTurn runs the rules of phase turn_end when it ends. Before decides a
+// call before the tool runs and After decides its result. A Call carries the
+// host's call id and the agent that made it (rules read call and agent),
+// and every Decision echoes them.
 //
 // Rules are tried in evaluation order (mandatory rules first, then by layer,
 // then by priority, ties in file order; docs/layers.md) and the first rule
@@ -240,6 +243,17 @@ func (s *Session) After(ctx context.Context, call Call, res Result, opts ...Call
 }
 
 // decide decides one call and echoes its identity in the decision.
+// EndTurn decides the end of the current turn: the rules with phase
+// turn_end run with no call (tool, args, cwd and call.id are empty, there is
+// no result) and read the turn's counters, each the sum of its counts over
+// every key (counterTotal): a counter counting every call reads the calls
+// of the turn (session-scoped ones, of the session). They report: allow or
+// warn, allow when none matches; a halted turn's end is decided too, and no
+// counter changes. The turn goes on until StartTurn.
+func (s *Session) EndTurn(ctx context.Context, opts ...CallOption) (Decision, error) {
+	return s.decide(ctx, policy.PhaseTurnEnd, Call{}, nil, opts)
+}
+
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
 	d, err := s.decideCall(ctx, phase, call, res, opts)
 	d.CallID, d.Agent = call.ID, call.Agent
@@ -262,10 +276,10 @@ func (s *Session) decideCall(ctx context.Context, phase policy.Phase, call Call,
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if call.Tool == "" {
+	if call.Tool == "" && phase != policy.PhaseTurnEnd {
 		return refusal(phase, "", CodeInvalidCall, "the call has no tool name", nil), errors.New("eval: call without a tool name")
 	}
-	if d, ok := s.halted(phase, call.Tool); ok {
+	if d, ok := s.halted(phase, call.Tool); ok && phase != policy.PhaseTurnEnd {
 		explainHalted(cc.explain, d)
 		return d, nil
 	}

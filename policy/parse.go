@@ -565,6 +565,9 @@ func (d *decoder) checkRule(r *Rule) {
 	if r.Verdict == Ask && r.Phase == PhaseAfter {
 		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "ask cannot be used in the after phase: the tool has already run; use block or warn")
 	}
+	if r.Phase == PhaseTurnEnd {
+		d.checkTurnEnd(r)
+	}
 	switch {
 	case r.Modify != nil && r.Verdict != Modify && r.Verdict != VerdictUnspecified:
 		d.ds.errorf(CodeModifyMismatch, r.Modify.Pos, "a modify block needs verdict: modify, but this rule's verdict is %s", r.Verdict)
@@ -593,6 +596,25 @@ func (d *decoder) checkRule(r *Rule) {
 		if len(m.Unset) > 0 {
 			d.ds.errorf(CodeModifyPhase, m.Unset[0].Pos, "modify.unset cannot be used in the after phase: the tool has already run; rewrite the result with content")
 		}
+	}
+}
+
+// checkTurnEnd reports what a turn_end rule cannot do: the turn is over,
+// so it reports (allow or warn) and names no tool.
+func (d *decoder) checkTurnEnd(r *Rule) {
+	switch r.Verdict {
+	case Allow, Warn, VerdictUnspecified:
+	default:
+		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "%s cannot be used in the turn_end phase: the turn is over, a turn_end rule reports; use warn (or allow)", r.Verdict)
+	}
+	if len(r.Tools) > 0 || len(r.Classes) > 0 {
+		pos := r.Pos
+		if len(r.Tools) > 0 {
+			pos = r.Tools[0].Pos
+		} else {
+			pos = r.Classes[0].Pos
+		}
+		d.ds.errorf(CodeVerdictPhase, pos, "a turn_end rule has no call, so it cannot match tools or classes; remove match")
 	}
 }
 
