@@ -35,6 +35,7 @@ const (
 	TurnStart Kind = iota // a new turn starts: turn-scoped counters reset
 	Before                // decide a call before the tool runs
 	After                 // decide a call's result after the tool ran
+	TurnEnd               // the turn ends: decide the turn_end rules
 )
 
 // Mode is how the input is laid out.
@@ -258,7 +259,7 @@ func (r *Reader) call(fields map[string]json.RawMessage, line int) (Event, error
 func (r *Reader) event(fields map[string]json.RawMessage, line int) (Event, error) {
 	raw, ok := present(fields, "event")
 	if !ok {
-		return Event{}, &Error{Name: r.name, Line: line, Msg: `missing "event": every value of a stream is an event (turn_start, before or after)`}
+		return Event{}, &Error{Name: r.name, Line: line, Msg: `missing "event": every value of a stream is an event (turn_start, before, after or turn_end)`}
 	}
 	var name string
 	if jsonkind.OfRaw(raw) != "a string" || json.Unmarshal(raw, &name) != nil {
@@ -269,6 +270,9 @@ func (r *Reader) event(fields map[string]json.RawMessage, line int) (Event, erro
 	case "turn_start":
 		ev.Kind = TurnStart
 		return ev, r.known(fields, line, []string{"event"}, "a turn_start event")
+	case "turn_end":
+		ev.Kind = TurnEnd
+		return ev, r.known(fields, line, []string{"event"}, "a turn_end event")
 	case "before":
 		ev.Kind = Before
 		if _, ok := fields["result"]; ok {
@@ -290,7 +294,7 @@ func (r *Reader) event(fields map[string]json.RawMessage, line int) (Event, erro
 			return Event{}, err
 		}
 	default:
-		return Event{}, &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("event must be turn_start, before or after, not %q", name)}
+		return Event{}, &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("event must be turn_start, before, after or turn_end, not %q", name)}
 	}
 	return ev, r.callFields(&ev, fields, line)
 }

@@ -29,7 +29,7 @@ func TestStreamLines(t *testing.T) {
 	in := "{\"event\": \"turn_start\"}\n\n" +
 		"{\"event\": \"before\", \"tool\": \"Bash\", \"args\": {\"command\": \"ls\"}, \"cwd\": \"/r\"}\n" +
 		"  {\"event\": \"after\",\n   \"tool\": \"Bash\", \"result\": {\"is_error\": true, \"content\": \"no\", \"exit_code\": 2}}\n" +
-		"{\"event\": \"before\", \"tool\": \"Read\"}"
+		"{\"event\": \"before\", \"tool\": \"Read\"}\n{\"event\": \"turn_end\"}"
 	for name, r := range map[string]func() io.Reader{
 		"whole":    func() io.Reader { return strings.NewReader(in) },
 		"one byte": func() io.Reader { return iotest.OneByteReader(strings.NewReader(in)) },
@@ -39,8 +39,8 @@ func TestStreamLines(t *testing.T) {
 			if err != nil {
 				t.Fatalf("readAll() error = %v", err)
 			}
-			wantKinds := []Kind{TurnStart, Before, After, Before}
-			wantLines := []int{1, 3, 4, 6}
+			wantKinds := []Kind{TurnStart, Before, After, Before, TurnEnd}
+			wantLines := []int{1, 3, 4, 6, 7}
 			if len(evs) != len(wantKinds) {
 				t.Fatalf("readAll() = %d events, want %d", len(evs), len(wantKinds))
 			}
@@ -94,8 +94,9 @@ func TestErrors(t *testing.T) {
 		{"  \n ", `stdin: no input`},
 		{`"Bash"`, `stdin:1: expected a JSON object (a call or an event), found a string`},
 		{"{\"event\": \"turn_start\"}\n{\"event\": \"before\", \"tool\": 1}", `stdin:2: tool must be a string, not a number`},
-		{"{\"event\": \"turn_start\"}\n\n {\"event\": \"befor\"}", `stdin:3: event must be turn_start, before or after, not "befor"`},
+		{"{\"event\": \"turn_start\"}\n\n {\"event\": \"befor\"}", `stdin:3: event must be turn_start, before, after or turn_end, not "befor"`},
 		{`{"event": "turn_start", "tool": "x"}`, `stdin:1: unknown field "tool" in a turn_start event`},
+		{`{"event": "turn_end", "tool": "x"}`, `stdin:1: unknown field "tool" in a turn_end event`},
 		{`{"event": "before", "tool": "x", "result": {}}`, `stdin:1: a before event takes no "result"`},
 		{`{"event": "after", "tool": "x"}`, `stdin:1: an after event needs a "result"`},
 		{`{"tool": ""}`, `stdin:1: tool must not be empty`},
