@@ -120,6 +120,9 @@ func (h *cursor) Decode(data []byte) (Event, error) {
 		ev.Kind = KindBefore
 	case "beforeSubmitPrompt":
 		ev.Kind = KindTurnStart
+	case "stop":
+		// Answered {}: a followup_message would keep the agent going.
+		ev.Kind = KindTurnEnd
 	case "sessionStart":
 		ev.Kind = KindSessionStart
 	case "sessionEnd":

@@ -47,7 +47,7 @@ type Kind int
 // Event kinds.
 const (
 	// KindIgnore is an event celguard does not act on (notifications,
-	// stop hooks, permission dialogs): the answer lets the host carry on.
+	// permission dialogs): the answer lets the host carry on.
 	KindIgnore Kind = iota
 	// KindSessionStart is a session starting or resuming.
 	KindSessionStart
@@ -60,9 +60,15 @@ const (
 	KindBefore
 	// KindAfter is a tool call that ran, successfully or not.
 	KindAfter
+	// KindTurnEnd is the agent's turn ending (Claude Code's and Codex's
+	// Stop, Gemini CLI's AfterAgent, Cursor's stop): the turn_end rules
+	// decide (eval.Session.EndTurn), and a warn is shown; the answer never
+	// keeps the agent going, and a failure is not a block (there is no call
+	// left to refuse).
+	KindTurnEnd
 )
 
-var kindNames = [...]string{"ignore", "session_start", "session_end", "turn_start", "before", "after"}
+var kindNames = [...]string{"ignore", "session_start", "session_end", "turn_start", "before", "after", "turn_end"}
 
 // String names the kind.
 func (k Kind) String() string {

@@ -309,3 +309,28 @@ func TestAfterOfRefusedCall(t *testing.T) {
 	got = r.Run(context.Background(), ev("PostToolUse", "toolu_other"))
 	assert.NotContains(t, string(got.Stdout), "refused")
 }
+
+// TestTurnEnd: Stop runs the turn_end rules on the counts the earlier hook
+// processes saved, and a failure at Stop does not block (a blocking answer
+// would keep the agent going): Claude Code's non-blocking exit 1.
+func TestTurnEnd(t *testing.T) {
+	eng := testEngine(t, filepath.Join("testdata", "policy.yaml"))
+	r := testRunner(t, "claude-code", Options{}, eng)
+	ev := func(name string) []byte {
+		b, _ := json.Marshal(map[string]any{"session_id": "s", "hook_event_name": name, "tool_name": "Bash",
+			"tool_input": map[string]any{"command": "ls"}, "tool_response": map[string]any{"stdout": "a"}})
+		return b
+	}
+	r.Run(context.Background(), ev("UserPromptSubmit"))
+	r.Run(context.Background(), ev("PostToolUse"))
+	r.Run(context.Background(), ev("PostToolUse"))
+	got := r.Run(context.Background(), ev("Stop"))
+	assert.Equal(t, 0, got.Exit)
+	assert.Contains(t, string(got.Stdout), "the turn ended after 2 tool calls")
+	assert.NotContains(t, string(got.Stdout), "decision")
+
+	broken := &Runner{Host: r.Host, Store: r.Store, Engine: func() (*eval.Engine, error) { return nil, errors.New("no policies") }}
+	got = broken.Run(context.Background(), ev("Stop"))
+	assert.Equal(t, 1, got.Exit, "a failure at Stop must not block: %+v", got)
+	assert.Contains(t, got.Stderr, "no policies")
+}
