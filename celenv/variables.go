@@ -63,7 +63,7 @@ var variables = []Variable{
 	{VarTool, cel.StringType, `the tool's name, e.g. "Bash"`, Counted},
 	{VarArgs, cel.MapType(cel.StringType, cel.DynType), "the call's arguments", Counted},
 	{VarCwd, cel.StringType, "the agent's working directory", Counted},
-	{VarPhase, cel.StringType, `"before" or "after"`, Counted},
+	{VarPhase, cel.StringType, `"before", "after" or "turn_end"`, Counted},
 	{VarCounters, cel.MapType(cel.StringType, cel.IntType), "each counter of the rule's policy, for this call's key", Counted},
 	{VarResult, cel.MapType(cel.StringType, cel.DynType), "after the call only: is_error, content, and what the host adds (exit_code, ...)", Counted},
 	{VarSession, cel.MapType(cel.StringType, cel.DynType), "host metadata: agent, user, mode, ids", Counted},
