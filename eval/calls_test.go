@@ -11,7 +11,7 @@ import (
 // TestCallIdentity: a decision echoes the call's id and agent, rules read
 // them as call and agent, and an after-event whose call id names a call
 // refused before it ran is refused (call_refused), also across a saved
-// session state; an ask or an allow is not remembered as a refusal.
+// session state; an allowed retry of the same id forgets the refusal.
 func TestCallIdentity(t *testing.T) {
 	set := mustSet(t, map[string]string{"p.yaml": `
 rules:

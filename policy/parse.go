@@ -608,13 +608,11 @@ func (d *decoder) checkTurnEnd(r *Rule) {
 		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "%s cannot be used in the turn_end phase: the turn is over, a turn_end rule reports; use warn (or allow)", r.Verdict)
 	}
 	if len(r.Tools) > 0 || len(r.Classes) > 0 {
-		pos := r.Pos
-		if len(r.Tools) > 0 {
-			pos = r.Tools[0].Pos
-		} else {
-			pos = r.Classes[0].Pos
+		pos := r.Tools
+		if len(pos) == 0 {
+			pos = r.Classes
 		}
-		d.ds.errorf(CodeVerdictPhase, pos, "a turn_end rule has no call, so it cannot match tools or classes; remove match")
+		d.ds.errorf(CodeVerdictPhase, pos[0].Pos, "a turn_end rule has no call, so it cannot match tools or classes; remove match")
 	}
 }
 
