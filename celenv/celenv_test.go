@@ -28,6 +28,8 @@ func TestVariablesAndTypes(t *testing.T) {
 		{`classes`, "list(string)"},
 		{`command`, "string"},
 		{`paths`, "list(string)"},
+		{`call.id`, "string"},
+		{`agent.name`, "dyn"},
 		{`canonical(args)`, "string"},
 		{`"a,b".split(",")`, "list(string)"},             // ext strings
 		{`[1, 2].distinct()`, "list(int)"},               // ext lists
@@ -109,7 +111,7 @@ func TestCostLimitStopsRunawayEvaluation(t *testing.T) {
 // namespaces, as they were when policy kept a list of them by hand.
 func TestReservedNames(t *testing.T) {
 	assert.ElementsMatch(t, []string{
-		"tool", "args", "cwd", "phase", "counters", "result", "session", "classes", "command", "paths",
+		"tool", "args", "cwd", "phase", "counters", "result", "session", "classes", "command", "paths", "call", "agent",
 		"shell", "path", "glob", "hash", "secrets", "url", "canonical",
 	}, celenv.ReservedNames())
 }

@@ -23,6 +23,8 @@ const (
 	VarClasses  = "classes"
 	VarCommand  = "command"
 	VarPaths    = "paths"
+	VarCall     = "call"
+	VarAgent    = "agent"
 )
 
 // Variable is one built-in variable: what a rule sees under Name.
@@ -61,13 +63,15 @@ var variables = []Variable{
 	{VarTool, cel.StringType, `the tool's name, e.g. "Bash"`, Counted},
 	{VarArgs, cel.MapType(cel.StringType, cel.DynType), "the call's arguments", Counted},
 	{VarCwd, cel.StringType, "the agent's working directory", Counted},
-	{VarPhase, cel.StringType, `"before" or "after"`, Counted},
+	{VarPhase, cel.StringType, `"before", "after" or "turn_end"`, Counted},
 	{VarCounters, cel.MapType(cel.StringType, cel.IntType), "each counter of the rule's policy, for this call's key", Counted},
 	{VarResult, cel.MapType(cel.StringType, cel.DynType), "after the call only: is_error, content, and what the host adds (exit_code, ...)", Counted},
 	{VarSession, cel.MapType(cel.StringType, cel.DynType), "host metadata: agent, user, mode, ids", Counted},
 	{VarClasses, cel.ListType(cel.StringType), "the tool's classes (shell, file_read, ...), from the set's ToolClasses files", Counted},
 	{VarCommand, cel.StringType, `the shell command, from the argument its class names (command_args); "" if none`, Counted},
 	{VarPaths, cel.ListType(cel.StringType), "the file paths, from the arguments its classes name (path_args), as written", Counted},
+	{VarCall, cel.MapType(cel.StringType, cel.StringType), `the call's identity: id, the host's call id ("" if it sends none)`, Counted},
+	{VarAgent, cel.MapType(cel.StringType, cel.DynType), `the agent that made the call: name ("" if unknown) and ids, a map of the host's ids for it`, Counted},
 }
 
 // Variables returns the built-in variables, in declaration order. The slice

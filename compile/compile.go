@@ -229,6 +229,14 @@ type compiler struct {
 	patterns patternChecks
 }
 
+// noResultWhen says when the expression of sc runs without a result.
+func (sc scope) noResultWhen() string {
+	if sc.atTurnEnd {
+		return "at turn end"
+	}
+	return "before the call"
+}
+
 // flagged reports whether the parser found an error at pos.
 func (c *compiler) flagged(pos policy.Pos) bool {
 	return slices.ContainsFunc(c.parseDS, func(d policy.Diagnostic) bool {
@@ -246,8 +254,9 @@ type scope struct {
 	env  *lazyEnv
 	pol  *Policy
 	what string
-	// noResult forbids `result` (before-phase rules, counter keys).
-	noResult bool
+	// noResult forbids `result` (before-phase and turn_end rules, counter
+	// keys, before counters); atTurnEnd says it is for a turn_end rule.
+	noResult, atTurnEnd bool
 	// noCounters forbids `counters` (counter expressions).
 	noCounters bool
 	want       *cel.Type // nil: any type
@@ -425,10 +434,10 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 		cr.Classes = append(cr.Classes, cl.Value)
 	}
 	c.checkRuleClasses(r)
-	before := r.Phase == policy.PhaseBefore
+	before := r.Phase != policy.PhaseAfter // no result before the call, nor at turn end
 	what := "rule " + r.ID.Value
 	if r.Condition != nil {
-		sc := scope{env: env, pol: cp, what: what + " condition", noResult: before, want: cel.BoolType}
+		sc := scope{env: env, pol: cp, what: what + " condition", noResult: before, atTurnEnd: r.Phase == policy.PhaseTurnEnd, want: cel.BoolType}
 		if ast, _, ok := c.typeCheck(sc, *r.Condition, info); ok {
 			if cr.Condition = c.program(ast, *r.Condition); cr.Condition != nil {
 				cr.ConditionAST = ast
@@ -436,7 +445,7 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 		}
 	}
 	if r.Message != nil {
-		cr.Message = c.compileExpr(scope{env: env, pol: cp, what: what + " message", noResult: before, want: cel.StringType}, *r.Message, info)
+		cr.Message = c.compileExpr(scope{env: env, pol: cp, what: what + " message", noResult: before, atTurnEnd: r.Phase == policy.PhaseTurnEnd, want: cel.StringType}, *r.Message, info)
 	}
 	if m := r.Modify; m != nil {
 		cm := &Modify{}
@@ -720,7 +729,7 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 			case celenv.VarResult:
 				ei.result = true
 				if sc.noResult {
-					c.errorf(policy.CodeResultInBefore, posOf(x.ID()), "%s reads result, but there is no result before the call; use phase: after", sc.what)
+					c.errorf(policy.CodeResultInBefore, posOf(x.ID()), "%s reads result, but there is no result %s; use phase: after", sc.what, sc.noResultWhen())
 					ok = false
 				}
 			case celenv.VarCounters:
@@ -738,7 +747,7 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 						rs.vars = append(rs.vars, name)
 					}
 					if vi.result && sc.noResult {
-						c.errorf(policy.CodeResultInBefore, posOf(x.ID()), "%s uses variable %s, which reads result; there is no result before the call", sc.what, name)
+						c.errorf(policy.CodeResultInBefore, posOf(x.ID()), "%s uses variable %s, which reads result; there is no result %s", sc.what, name, sc.noResultWhen())
 						ok = false
 					}
 					if vi.counters && sc.noCounters {
@@ -893,7 +902,7 @@ func (c *compiler) finish() {
 		c.errorf(policy.CodeTooManyRules, rules[c.cfg.maxRules].Pos, "the set has %d rules; the limit is %d", len(rules), c.cfg.maxRules)
 	}
 	slices.SortStableFunc(rules, evaluationOrder)
-	var byPhase [2][2][]*Rule // by track (trusted, untrusted), then phase
+	var byPhase [2][policy.NumPhases][]*Rule // by track (trusted, untrusted), then phase
 	for i, r := range rules {
 		r.Order = i
 		if r.ID != "" {

@@ -31,7 +31,7 @@ func untrustedFiles(srcs []policy.Source) map[string]bool {
 // decides alone, and the stricter decision stands: docs/layers.md rule 3).
 // A rule pre-empts only the rules of its own sequence.
 func (l *linter) sequences() [][]*Rule {
-	var seq [2][2][]*Rule // phase, untrusted
+	var seq [policy.NumPhases][2][]*Rule // phase, untrusted
 	for _, r := range l.c.set.rules {
 		u := 0
 		if r.Policy.Untrusted {
@@ -39,7 +39,11 @@ func (l *linter) sequences() [][]*Rule {
 		}
 		seq[r.Phase][u] = append(seq[r.Phase][u], r)
 	}
-	return [][]*Rule{seq[0][0], seq[0][1], seq[1][0], seq[1][1]}
+	out := make([][]*Rule, 0, 2*len(seq))
+	for _, ph := range seq {
+		out = append(out, ph[0], ph[1])
+	}
+	return out
 }
 
 // crossLayer reports whether a rule pre-empted by the rules by is pre-empted

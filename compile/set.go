@@ -24,13 +24,14 @@ type PolicySet struct {
 	policies []*Policy
 	rules    []*Rule
 	counters []*Counter
-	// countersAt are the counters that count in each phase.
-	countersAt [2][]*Counter
+	// countersAt are the counters that count in each phase (before or
+	// after; none counts at turn end).
+	countersAt [policy.NumPhases][]*Counter
 	byID       map[string]*Rule
-	phases     [2]phaseIndex
+	phases     [policy.NumPhases]phaseIndex
 	// untrusted indexes the rules of untrusted policies: a track of its
 	// own (docs/layers.md, rule 3).
-	untrusted        [2]phaseIndex
+	untrusted        [policy.NumPhases]phaseIndex
 	hasUntrusted     bool
 	untrustedDefault policy.Verdict
 	defaultVerdict   policy.Verdict

@@ -280,6 +280,10 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 		return ev.boxed(boxCommand), true
 	case celenv.VarPaths:
 		return ev.boxed(boxPaths), true
+	case celenv.VarCall:
+		return ev.boxed(boxCall), true
+	case celenv.VarAgent:
+		return ev.boxed(boxAgent), true
 	case celenv.VarResult:
 		if ev.result == nil {
 			return nil, false
@@ -318,6 +322,8 @@ const (
 	boxClasses
 	boxCommand
 	boxPaths
+	boxCall
+	boxAgent
 	numBoxed
 )
 
@@ -342,6 +348,14 @@ func (ev *evaluation) boxed(i int) ref.Val {
 		v = types.String(ev.derive().command)
 	case boxPaths:
 		v = types.NewStringList(types.DefaultTypeAdapter, ev.derive().paths)
+	case boxCall:
+		v = types.NewStringStringMap(types.DefaultTypeAdapter, map[string]string{"id": ev.call.ID})
+	case boxAgent:
+		ids := ev.call.Agent.IDs
+		if ids == nil {
+			ids = map[string]string{}
+		}
+		v = types.NewStringInterfaceMap(types.DefaultTypeAdapter, map[string]any{"name": ev.call.Agent.Name, "ids": ids})
 	}
 	ev.box[i] = v
 	return v

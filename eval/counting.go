@@ -66,6 +66,10 @@ func (ev *evaluation) counterValues(p *compile.Policy) map[string]int64 {
 	}
 	m := make(map[string]int64, len(p.Counters))
 	for _, c := range p.Counters {
+		if ev.phase == policy.PhaseTurnEnd {
+			m[c.Name] = ev.s.counterTotal(c) // the turn's total, over every key
+			continue
+		}
 		key, err := ev.counterKey(c)
 		if err != nil {
 			continue

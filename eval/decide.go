@@ -24,6 +24,9 @@
 //     project changes the call no more; past maxRewriteRounds the call is refused (rewrite_conflict).
 // 12. Before the call, a call the untrusted project rewrote is at least asked (untrusted_rewrite): a repository may
 //     restrict, never change what runs unseen. After the call its rewrites of the result apply as they are.
+// 13. At turn end (EndTurn) the turn_end rules decide with no call, by rules 3, 7 (allow) and 8; their verdicts are
+//     allow and warn (the parser's check); a halted turn's end is decided too (Session.decide).
+// 14. An after-event whose call id names a call refused before it ran is refused (call_refused, calls.go).
 
 package eval
 

@@ -2,8 +2,11 @@
 //
 // An Engine wraps a compiled PolicySet and is safe for concurrent use by many
 // sessions. Each agent session gets a Session, which holds its counters and
-// remembered approvals; StartTurn begins a turn (turn-scoped counters reset).
-// Before decides a call before the tool runs and After decides its result.
+// remembered approvals; StartTurn begins a turn (turn-scoped counters reset)
+// and EndTurn runs the rules of phase turn_end when it ends. Before decides a
+// call before the tool runs and After decides its result. A Call carries the
+// host's call id and the agent that made it (rules read call and agent),
+// and every Decision echoes them.
 //
 // A counter counts after the call (After updates it before the after-phase
 // rules run) or, declared with phase before, at the decision before it: the
@@ -160,6 +163,9 @@ type Session struct {
 	halt      *Decision
 	counters  map[string]*counterState
 	approvals map[string]bool
+	// refused remembers the calls refused before they ran, by call id
+	// (calls.go).
+	refused refusedCalls
 	// sat, when set, saturates counters lost to a tampered state (state.go).
 	sat *saturation
 }
@@ -238,12 +244,38 @@ func (s *Session) Before(ctx context.Context, call Call, opts ...CallOption) (De
 }
 
 // After decides a call's result: counters update first, then after-phase
-// rules run.
+// rules run. An after-event whose call id (Call.ID) names a call that this
+// session refused before it ran (block or halt, among the last
+// MaxRefusedCalls refusals) is itself refused with code call_refused, naming
+// the rule that refused the call: the tool should not have run, so its
+// result is withheld and not counted. An ask is not a refusal (the host may
+// have let the user approve it).
 func (s *Session) After(ctx context.Context, call Call, res Result, opts ...CallOption) (Decision, error) {
 	return s.decide(ctx, policy.PhaseAfter, call, &res, opts)
 }
 
+// decide decides one call and echoes its identity in the decision.
+// EndTurn decides the end of the current turn: the rules with phase
+// turn_end run with no call (tool, args, cwd and call.id are empty, there is
+// no result) and read the turn's counters, each the sum of its counts over
+// every key (counterTotal): a counter counting every call reads the calls
+// of the turn (session-scoped ones, of the session). They report: allow or
+// warn, allow when none matches; a halted turn's end is decided too, and no
+// counter changes. The turn goes on until StartTurn.
+func (s *Session) EndTurn(ctx context.Context, opts ...CallOption) (Decision, error) {
+	return s.decide(ctx, policy.PhaseTurnEnd, Call{}, nil, opts)
+}
+
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
+	d, err := s.decideCall(ctx, phase, call, res, opts)
+	d.CallID, d.Agent = call.ID, call.Agent
+	if phase == policy.PhaseBefore {
+		s.rememberBefore(call, d)
+	}
+	return d, err
+}
+
+func (s *Session) decideCall(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
 	// Options are rare on the hot path; without them nothing is allocated.
 	var cc callConfig
 	if len(opts) > 0 {
@@ -256,12 +288,18 @@ func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if call.Tool == "" {
+	if call.Tool == "" && phase != policy.PhaseTurnEnd {
 		return refusal(phase, "", CodeInvalidCall, "the call has no tool name", nil), errors.New("eval: call without a tool name")
 	}
-	if d, ok := s.halted(phase, call.Tool); ok {
+	if d, ok := s.halted(phase, call.Tool); ok && phase != policy.PhaseTurnEnd {
 		explainHalted(cc.explain, d)
 		return d, nil
+	}
+	if phase == policy.PhaseAfter {
+		if d, ok := s.refusedBefore(call); ok {
+			explainHalted(cc.explain, d)
+			return d, nil
+		}
 	}
 	// The verdict rules are in decide.go.
 	ev := newEvaluation(ctx, s, s.eng.set.Load(), phase, call, res)

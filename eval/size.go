@@ -61,6 +61,10 @@ func (ev *evaluation) sizeOfVariable(name string, m uint64) uint64 {
 		return sizeOf(d.paths, m)
 	case celenv.VarArgs:
 		return sizeOf(ev.call.Args, m)
+	case celenv.VarCall:
+		return max(m, uint64(len(ev.call.ID)), 2) // {"id": ...}
+	case celenv.VarAgent:
+		return sizeOf(ev.call.Agent.IDs, max(m, uint64(len(ev.call.Agent.Name)), 4)) // {"name": ..., "ids": {...}}
 	case celenv.VarSession:
 		return sizeOf(ev.s.meta, m)
 	case celenv.VarResult:

@@ -51,11 +51,12 @@ rules:
 	}
 	long := func(c string) string { return strings.Repeat(c, 300) }
 	s := eng.NewSession("s", map[string]any{"user": long("u"), "tags": []any{long("t")}})
-	call := Call{Tool: "Bash", Cwd: "/work/" + long("c"), Args: map[string]any{
-		"command": "echo " + long("x"),
-		"paths":   []any{"/a/" + long("p"), "/b"},
-		"nested":  map[string]any{"deep": []any{map[string]any{"k": long("n")}}},
-	}}
+	call := Call{Tool: "Bash", Cwd: "/work/" + long("c"), ID: long("i"),
+		Agent: Agent{Name: long("a"), IDs: map[string]string{"agent_id": long("g")}}, Args: map[string]any{
+			"command": "echo " + long("x"),
+			"paths":   []any{"/a/" + long("p"), "/b"},
+			"nested":  map[string]any{"deep": []any{map[string]any{"k": long("n")}}},
+		}}
 	res := &Result{Content: long("r"), Fields: map[string]any{"stderr": []any{long("e")}}}
 	ev := newEvaluation(context.Background(), s, set, policy.PhaseAfter, call, res)
 	defer ev.release()

@@ -28,6 +28,9 @@ type SessionState struct {
 	// tampered state (Engine.RestoreTampered): counters read at
 	// CounterCeiling until they reset.
 	Saturated *Saturation `json:"saturated,omitempty"`
+	// RefusedCalls are the calls refused before they ran, by call id, that
+	// an after-event is matched against (Session.After); oldest first.
+	RefusedCalls []RefusedCall `json:"refused_calls,omitempty"`
 }
 
 // CounterCeiling is what a counter reads while it is saturated: above any
@@ -193,6 +196,7 @@ func (s *Session) State() SessionState {
 	if s.sat != nil {
 		st.Saturated = s.sat.export()
 	}
+	st.RefusedCalls = s.refused.export()
 	return st
 }
 
@@ -237,5 +241,6 @@ func (e *Engine) RestoreSession(st SessionState) (*Session, error) {
 	if st.Saturated != nil {
 		s.sat = e.restoreSaturation(st.Saturated)
 	}
+	s.refused.restore(st.RefusedCalls)
 	return s, nil
 }

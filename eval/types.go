@@ -17,7 +17,28 @@ type Call struct {
 	Args map[string]any `json:"args,omitempty"`
 	// Cwd is the agent's working directory.
 	Cwd string `json:"cwd,omitempty"`
+	// ID is the host's id of the call (Claude Code's and Codex's
+	// tool_use_id, AutoGen's call_id), "" when the host sends none. Rules
+	// read it as call.id; every Decision echoes it; an after-event with an
+	// id is matched to the before-decision of the same id (Session.After).
+	ID string `json:"call_id,omitempty"`
+	// Agent is who made the call; rules read it as agent.name and
+	// agent.ids. Every Decision echoes it.
+	Agent Agent `json:"agent,omitzero"`
 }
+
+// Agent identifies the agent that made a call.
+type Agent struct {
+	// Name is the agent's name as the host gives it (AutoGen's
+	// agent_name, a subagent's type), "" when unknown.
+	Name string `json:"name,omitempty"`
+	// IDs are the host-given ids of the agent (e.g. "agent_id",
+	// "conversation_id"), by the host's name for each.
+	IDs map[string]string `json:"ids,omitempty"`
+}
+
+// IsZero reports whether a names no agent and carries no ids.
+func (a Agent) IsZero() bool { return a.Name == "" && len(a.IDs) == 0 }
 
 // Result is what a tool returned.
 type Result struct {
@@ -83,6 +104,7 @@ const (
 	CodeApprovalDenied   = "approval_denied"   // the approver said no
 	CodeTurnHalted       = "turn_halted"       // an earlier call halted this turn
 	CodeInvalidCall      = "invalid_call"      // the call itself is malformed (no tool name)
+	CodeCallRefused      = "call_refused"      // an after-event whose call id names a call refused before it ran (Session.After)
 	CodeCanceled         = "canceled"          // the context ended before a decision
 	CodeRewriteConflict  = "rewrite_conflict"  // an untrusted project's rewrites did not settle with the trusted rules' (decide.go, rule 11)
 	CodeUntrustedRewrite = "untrusted_rewrite" // an untrusted project rewrote the call: asked, never applied unseen (decide.go, rule 12)
@@ -98,6 +120,9 @@ type Decision struct {
 	Verdict policy.Verdict `json:"verdict"`
 	Phase   policy.Phase   `json:"phase"`
 	Tool    string         `json:"tool"`
+	// CallID and Agent echo the call's id and agent (Call.ID, Call.Agent).
+	CallID string `json:"call_id,omitempty"`
+	Agent  Agent  `json:"agent,omitzero"`
 	// RuleID, Policy, File, Line and Col identify the rule that decided
 	// (Line and Col are where its entry starts, as policy.Pos counts them);
 	// empty when no rule matched and the default verdict applied.

@@ -120,12 +120,20 @@ func (h *cursor) Decode(data []byte) (Event, error) {
 		ev.Kind = KindBefore
 	case "beforeSubmitPrompt":
 		ev.Kind = KindTurnStart
+	case "stop":
+		// Answered {}: a followup_message would keep the agent going.
+		ev.Kind = KindTurnEnd
 	case "sessionStart":
 		ev.Kind = KindSessionStart
 	case "sessionEnd":
 		ev.Kind = KindSessionEnd
 	default:
 		ev.Kind = KindIgnore
+	}
+	if ev.Kind == KindBefore || ev.Kind == KindAfter {
+		if err := callIdentity(&ev.Call, m, ""); err != nil {
+			return Event{}, err
+		}
 	}
 	if err := requireSession(ev, "conversation_id"); err != nil {
 		return Event{}, err

@@ -46,6 +46,7 @@ var geminiEvents = eventProtocol{kinds: map[string]Kind{
 	"BeforeTool":   KindBefore,
 	"AfterTool":    KindAfter,
 	"BeforeAgent":  KindTurnStart,
+	"AfterAgent":   KindTurnEnd,
 	"SessionStart": KindSessionStart,
 	"SessionEnd":   KindSessionEnd,
 }}
@@ -62,6 +63,10 @@ func (h *gemini) Encode(ev Event, d eval.Decision) Response {
 		return jsonResponse(h.before(ev, d))
 	case KindAfter:
 		return jsonResponse(h.after(d))
+	case KindTurnEnd:
+		if d.Verdict == policy.Warn {
+			return jsonResponse(geminiOut{SystemMessage: message(d)})
+		}
 	}
 	return jsonResponse(struct{}{})
 }

@@ -47,7 +47,7 @@ type Kind int
 // Event kinds.
 const (
 	// KindIgnore is an event celguard does not act on (notifications,
-	// stop hooks, permission dialogs): the answer lets the host carry on.
+	// permission dialogs): the answer lets the host carry on.
 	KindIgnore Kind = iota
 	// KindSessionStart is a session starting or resuming.
 	KindSessionStart
@@ -60,9 +60,15 @@ const (
 	KindBefore
 	// KindAfter is a tool call that ran, successfully or not.
 	KindAfter
+	// KindTurnEnd is the agent's turn ending (Claude Code's and Codex's
+	// Stop, Gemini CLI's AfterAgent, Cursor's stop): the turn_end rules
+	// decide (eval.Session.EndTurn), and a warn is shown; the answer never
+	// keeps the agent going, and a failure is not a block (there is no call
+	// left to refuse).
+	KindTurnEnd
 )
 
-var kindNames = [...]string{"ignore", "session_start", "session_end", "turn_start", "before", "after"}
+var kindNames = [...]string{"ignore", "session_start", "session_end", "turn_start", "before", "after", "turn_end"}
 
 // String names the kind.
 func (k Kind) String() string {
@@ -274,6 +280,9 @@ func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
 			return Event{}, err
 		}
 		ev.Call = eval.Call{Tool: f[3], Args: a, Cwd: f[2]}
+		if err := callIdentity(&ev.Call, m, "agent_type", "agent_id"); err != nil {
+			return Event{}, err
+		}
 	}
 	switch {
 	case ev.Kind == KindAfter && ev.Name == p.failure:
@@ -302,6 +311,36 @@ func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
 		return Event{}, err
 	}
 	return ev, nil
+}
+
+// callIdentity reads a call's id from the host's tool_use_id (Claude Code,
+// Codex, Cursor's preToolUse and postToolUse), the agent's name from the
+// field nameKey (Claude Code's agent_type, in a subagent) and its ids from
+// idKeys (e.g. agent_id), each under its own name. A field of another type
+// than string is an error.
+func callIdentity(c *eval.Call, m map[string]any, nameKey string, idKeys ...string) error {
+	var err error
+	if c.ID, err = str(m, "tool_use_id"); err != nil {
+		return err
+	}
+	if nameKey != "" {
+		if c.Agent.Name, err = str(m, nameKey); err != nil {
+			return err
+		}
+	}
+	for _, k := range idKeys {
+		id, err := str(m, k)
+		if err != nil {
+			return err
+		}
+		if id != "" {
+			if c.Agent.IDs == nil {
+				c.Agent.IDs = map[string]string{}
+			}
+			c.Agent.IDs[k] = id
+		}
+	}
+	return nil
 }
 
 // requireSession fails an event celguard acts on that names no session;

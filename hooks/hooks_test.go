@@ -255,3 +255,82 @@ func TestResponseIsError(t *testing.T) {
 		assert.Equal(t, want, responseIsError(v), in)
 	}
 }
+
+// TestCallIdentity: each host's call id (tool_use_id) and agent (Claude
+// Code's agent_type and agent_id in a subagent) reach the call; a host that
+// sends none leaves them empty; a wrong type fails closed.
+func TestCallIdentity(t *testing.T) {
+	tests := []struct {
+		host, in string
+		id       string
+		agent    eval.Agent
+		err      string
+	}{
+		{host: "claude-code", in: `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":"toolu_1","agent_type":"Explore","agent_id":"a1"}`,
+			id: "toolu_1", agent: eval.Agent{Name: "Explore", IDs: map[string]string{"agent_id": "a1"}}},
+		{host: "claude-code", in: `{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":"toolu_1","tool_response":{}}`, id: "toolu_1"},
+		{host: "codex", in: `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":"call-1","turn_id":"t"}`, id: "call-1"},
+		{host: "gemini", in: `{"session_id":"s","hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{}}`},
+		{host: "cursor", in: `{"conversation_id":"c","hook_event_name":"preToolUse","tool_name":"Shell","tool_input":{},"tool_use_id":"tu-9"}`, id: "tu-9"},
+		{host: "cursor", in: `{"conversation_id":"c","hook_event_name":"beforeShellExecution","command":"ls"}`},
+		{host: "claude-code", in: `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":7}`, err: "tool_use_id must be a string"},
+		{host: "claude-code", in: `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{},"agent_id":{}}`, err: "agent_id must be a string"},
+	}
+	for _, tt := range tests {
+		h, err := New(tt.host, Options{})
+		require.NoError(t, err)
+		ev, err := h.Decode([]byte(tt.in))
+		if tt.err != "" {
+			assert.ErrorContains(t, err, tt.err, tt.in)
+			continue
+		}
+		require.NoError(t, err, tt.in)
+		assert.Equal(t, tt.id, ev.Call.ID, tt.in)
+		assert.Equal(t, tt.agent, ev.Call.Agent, tt.in)
+	}
+}
+
+// TestAfterOfRefusedCall: a PostToolUse whose tool_use_id names a call
+// celguard refused before it ran is refused too (call_refused), across hook
+// processes (the refusal is in the session state): the tool should not have
+// run, so its output is withheld.
+func TestAfterOfRefusedCall(t *testing.T) {
+	eng := testEngine(t, filepath.Join("testdata", "policy.yaml"))
+	r := testRunner(t, "claude-code", Options{}, eng)
+	ev := func(name, id string) []byte {
+		b, _ := json.Marshal(map[string]any{"session_id": "s", "hook_event_name": name, "tool_name": "Bash",
+			"tool_input": map[string]any{"command": "rm -rf /"}, "tool_use_id": id, "tool_response": map[string]any{"stdout": "done"}})
+		return b
+	}
+	assert.Contains(t, string(r.Run(context.Background(), ev("PreToolUse", "toolu_9")).Stdout), "deny")
+	got := r.Run(context.Background(), ev("PostToolUse", "toolu_9"))
+	assert.Contains(t, string(got.Stdout), `"decision":"block"`)
+	assert.Contains(t, string(got.Stdout), "refused (block) before it ran")
+	got = r.Run(context.Background(), ev("PostToolUse", "toolu_other"))
+	assert.NotContains(t, string(got.Stdout), "refused")
+}
+
+// TestTurnEnd: Stop runs the turn_end rules on the counts the earlier hook
+// processes saved, and a failure at Stop does not block (a blocking answer
+// would keep the agent going): Claude Code's non-blocking exit 1.
+func TestTurnEnd(t *testing.T) {
+	eng := testEngine(t, filepath.Join("testdata", "policy.yaml"))
+	r := testRunner(t, "claude-code", Options{}, eng)
+	ev := func(name string) []byte {
+		b, _ := json.Marshal(map[string]any{"session_id": "s", "hook_event_name": name, "tool_name": "Bash",
+			"tool_input": map[string]any{"command": "ls"}, "tool_response": map[string]any{"stdout": "a"}})
+		return b
+	}
+	r.Run(context.Background(), ev("UserPromptSubmit"))
+	r.Run(context.Background(), ev("PostToolUse"))
+	r.Run(context.Background(), ev("PostToolUse"))
+	got := r.Run(context.Background(), ev("Stop"))
+	assert.Equal(t, 0, got.Exit)
+	assert.Contains(t, string(got.Stdout), "the turn ended after 2 tool calls")
+	assert.NotContains(t, string(got.Stdout), "decision")
+
+	broken := &Runner{Host: r.Host, Store: r.Store, Engine: func() (*eval.Engine, error) { return nil, errors.New("no policies") }}
+	got = broken.Run(context.Background(), ev("Stop"))
+	assert.Equal(t, 1, got.Exit, "a failure at Stop must not block: %+v", got)
+	assert.Contains(t, got.Stderr, "no policies")
+}

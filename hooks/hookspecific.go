@@ -1,6 +1,9 @@
 package hooks
 
-import "github.com/celguard/celguard/eval"
+import (
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
 
 // hookSpecificHost speaks the hook protocol Claude Code defined and Codex
 // adopted. Events carry hook_event_name, session_id, cwd, tool_name and
@@ -31,6 +34,7 @@ var hookSpecificEvents = eventProtocol{
 		"PostToolUse":        KindAfter,
 		"PostToolUseFailure": KindAfter,
 		"UserPromptSubmit":   KindTurnStart,
+		"Stop":               KindTurnEnd,
 		"SessionStart":       KindSessionStart,
 		"SessionEnd":         KindSessionEnd,
 	},
@@ -76,6 +80,11 @@ func (h *hookSpecificHost) Encode(ev Event, d eval.Decision) Response {
 		out = h.dialect.before(ev, d)
 	case KindAfter:
 		out = h.dialect.after(ev, d)
+	case KindTurnEnd:
+		if d.Verdict == policy.Warn {
+			// Shown to the user; a decision would keep the agent going.
+			out = &hookOutput{SystemMessage: message(d)}
+		}
 	}
 	if out == nil {
 		return Response{}

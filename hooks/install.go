@@ -42,24 +42,24 @@ type hostConfig struct {
 var hostConfigs = map[string]hostConfig{
 	"claude-code": {
 		dir: ".claude", file: "settings.json",
-		events:  []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart", "SessionEnd"},
+		events:  []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd"},
 		handler: func(c string) *object { return obj("type", "command", "command", c, "timeout", json.Number("30")) },
 	},
 	"codex": {
 		dir: ".codex", file: "hooks.json",
-		events:  []string{"PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart"},
+		events:  []string{"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart"},
 		handler: func(c string) *object { return obj("type", "command", "command", c, "timeout", json.Number("30")) },
 	},
 	"gemini": {
 		dir: ".gemini", file: "settings.json",
-		events: []string{"BeforeTool", "AfterTool", "BeforeAgent", "SessionStart", "SessionEnd"},
+		events: []string{"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "SessionStart", "SessionEnd"},
 		handler: func(c string) *object {
 			return obj("name", "celguard", "type", "command", "command", c, "timeout", json.Number("30000"))
 		},
 	},
 	"cursor": {
 		dir: ".cursor", file: "hooks.json", flat: true,
-		events:  []string{"beforeShellExecution", "beforeMCPExecution", "beforeReadFile", "afterShellExecution", "afterMCPExecution", "beforeSubmitPrompt"},
+		events:  []string{"beforeShellExecution", "beforeMCPExecution", "beforeReadFile", "afterShellExecution", "afterMCPExecution", "beforeSubmitPrompt", "stop"},
 		handler: func(c string) *object { return obj("command", c) },
 	},
 }

@@ -43,7 +43,9 @@ func (r *Runner) Run(ctx context.Context, input []byte) Response {
 	}
 	resp, err := r.handle(ctx, ev)
 	if err != nil {
-		return r.Host.Fail(ev, fmt.Sprintf("%s event: %v", ev.Name, err), r.FailOpen)
+		// At turn end there is no call to refuse, and a host reads a
+		// blocking answer to its stop event as "keep going": fail open.
+		return r.Host.Fail(ev, fmt.Sprintf("%s event: %v", ev.Name, err), r.FailOpen || ev.Kind == KindTurnEnd)
 	}
 	if r.Store != nil {
 		// Cheap: one stat unless a cleanup is due. Its errors must not
@@ -110,6 +112,10 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 		d, err = sess.Before(ctx, ev.Call)
 	case KindAfter:
 		d, err = sess.After(ctx, ev.Call, ev.Result)
+	case KindTurnEnd:
+		if d, err = sess.EndTurn(ctx); err != nil {
+			return Response{}, fmt.Errorf("the end of the turn could not be decided: %w", err)
+		}
 	}
 	if err != nil {
 		return Response{}, fmt.Errorf("the %s call could not be decided: %w", ev.Call.Tool, err)

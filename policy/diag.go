@@ -71,7 +71,7 @@ const (
 	CodeMissingField       Code = "missing_field"       // a required key is absent
 	CodeInvalidValue       Code = "invalid_value"       // a value outside the allowed set or range
 	CodeInvalidVerdict     Code = "invalid_verdict"     // verdict is not allow|warn|block|halt|ask|modify
-	CodeInvalidPhase       Code = "invalid_phase"       // phase is not before|after
+	CodeInvalidPhase       Code = "invalid_phase"       // phase is not before|after|turn_end
 	CodeInvalidDuration    Code = "invalid_duration"    // a window that is not a positive Go duration
 	CodeInvalidGlob        Code = "invalid_glob"        // a malformed tool-name glob
 	CodeInvalidID          Code = "invalid_id"          // a name or id with characters outside [A-Za-z0-9_.-]
@@ -79,7 +79,7 @@ const (
 	CodeDuplicatePolicy    Code = "duplicate_policy"    // two policies share a name in one policy set
 	CodeDuplicateName      Code = "duplicate_name"      // two variables or counters share a name in one policy
 	CodeReservedName       Code = "reserved_name"       // a variable named like a built-in variable
-	CodeVerdictPhase       Code = "verdict_phase"       // a verdict the phase cannot honour (ask after the call)
+	CodeVerdictPhase       Code = "verdict_phase"       // a verdict (or match) the phase cannot honour (ask after the call, block at turn end)
 	CodeModifyMismatch     Code = "modify_mismatch"     // a modify block on a non-modify rule, or the reverse
 	CodeModifyPhase        Code = "modify_phase"        // a modify field the phase cannot apply
 	CodeCELSyntax          Code = "cel_syntax"          // a CEL expression that does not parse

@@ -105,27 +105,35 @@ type Phase uint8
 
 // Phases.
 const (
-	PhaseBefore Phase = iota // before the tool runs; the default
-	PhaseAfter               // after the tool ran, with its result
+	PhaseBefore  Phase = iota // before the tool runs; the default
+	PhaseAfter                // after the tool ran, with its result
+	PhaseTurnEnd              // when the agent's turn ends: no call, the turn's counters
+	// NumPhases is the number of phases.
+	NumPhases = iota
 )
 
-// String returns "before" or "after".
+// String returns "before", "after" or "turn_end".
 func (p Phase) String() string {
-	if p == PhaseAfter {
+	switch p {
+	case PhaseAfter:
 		return "after"
+	case PhaseTurnEnd:
+		return "turn_end"
 	}
 	return "before"
 }
 
-// ParsePhase parses "before" or "after".
+// ParsePhase parses "before", "after" or "turn_end".
 func ParsePhase(s string) (Phase, error) {
 	switch s {
 	case "before":
 		return PhaseBefore, nil
 	case "after":
 		return PhaseAfter, nil
+	case "turn_end":
+		return PhaseTurnEnd, nil
 	}
-	return PhaseBefore, fmt.Errorf("phase must be before or after, not %q", s)
+	return PhaseBefore, fmt.Errorf("phase must be before, after or turn_end, not %q", s)
 }
 
 // MarshalText implements encoding.TextMarshaler.

@@ -430,7 +430,20 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 				d.ds.errorf(CodeInvalidValue, s.Pos, "scope must be turn or session, not %q", s.Value)
 			}
 		},
-		"phase":          func(_, v *yaml.Node) { c.Phase = d.phase(v, PhaseAfter) },
+		"phase": func(_, v *yaml.Node) {
+			// A counter counts calls at their decision or after them; a
+			// turn's end is no call.
+			s, ok := d.str(v, "phase")
+			switch {
+			case !ok:
+			case s.Value == "before":
+				c.Phase = PhaseBefore
+			case s.Value == "after":
+				c.Phase = PhaseAfter
+			default:
+				d.ds.errorf(CodeInvalidPhase, s.Pos, "phase must be before or after, not %q", s.Value)
+			}
+		},
 		"key":            func(_, v *yaml.Node) { c.Key = d.exprPtr(v, "key") },
 		"increment_when": func(_, v *yaml.Node) { c.IncrementWhen, _ = d.expr(v, "increment_when") },
 		"reset_when":     func(_, v *yaml.Node) { c.ResetWhen = d.exprPtr(v, "reset_when") },
@@ -570,6 +583,9 @@ func (d *decoder) checkRule(r *Rule) {
 	if r.Verdict == Ask && r.Phase == PhaseAfter {
 		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "ask cannot be used in the after phase: the tool has already run; use block or warn")
 	}
+	if r.Phase == PhaseTurnEnd {
+		d.checkTurnEnd(r)
+	}
 	switch {
 	case r.Modify != nil && r.Verdict != Modify && r.Verdict != VerdictUnspecified:
 		d.ds.errorf(CodeModifyMismatch, r.Modify.Pos, "a modify block needs verdict: modify, but this rule's verdict is %s", r.Verdict)
@@ -598,6 +614,23 @@ func (d *decoder) checkRule(r *Rule) {
 		if len(m.Unset) > 0 {
 			d.ds.errorf(CodeModifyPhase, m.Unset[0].Pos, "modify.unset cannot be used in the after phase: the tool has already run; rewrite the result with content")
 		}
+	}
+}
+
+// checkTurnEnd reports what a turn_end rule cannot do: the turn is over,
+// so it reports (allow or warn) and names no tool.
+func (d *decoder) checkTurnEnd(r *Rule) {
+	switch r.Verdict {
+	case Allow, Warn, VerdictUnspecified:
+	default:
+		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "%s cannot be used in the turn_end phase: the turn is over, a turn_end rule reports; use warn (or allow)", r.Verdict)
+	}
+	if len(r.Tools) > 0 || len(r.Classes) > 0 {
+		pos := r.Tools
+		if len(pos) == 0 {
+			pos = r.Classes
+		}
+		d.ds.errorf(CodeVerdictPhase, pos[0].Pos, "a turn_end rule has no call, so it cannot match tools or classes; remove match")
 	}
 }
 

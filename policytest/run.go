@@ -383,7 +383,9 @@ func runCase(ctx context.Context, set *compile.PolicySet, s *Suite, c *Case, fir
 			copts = append(copts, eval.WithTrace())
 		}
 		for n := 0; n < max(1, st.Repeat); n++ {
-			if st.Before != nil {
+			if st.TurnEnd {
+				d, err = sess.EndTurn(ctx, copts...)
+			} else if st.Before != nil {
 				d, err = sess.Before(ctx, normalize(st.Before.Call()), copts...)
 			} else {
 				res, _ := resultOf(st.Result)

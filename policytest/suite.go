@@ -135,11 +135,13 @@ type Case struct {
 	Steps        []Step   `yaml:"steps"`
 }
 
-// Step is one event of a case. Exactly one of Turn, Before, After and
-// Advance is set.
+// Step is one event of a case. Exactly one of Turn, TurnEnd, Before, After
+// and Advance is set.
 type Step struct {
 	// Turn starts a new turn.
 	Turn bool `yaml:"turn"`
+	// TurnEnd ends the turn: the turn_end rules decide (Session.EndTurn).
+	TurnEnd bool `yaml:"turn_end"`
 	// Before decides a call before it runs.
 	Before *CallSpec `yaml:"before"`
 	// After decides a call's result, given in Result.
@@ -180,10 +182,22 @@ type CallSpec struct {
 	Tool string         `yaml:"tool"`
 	Args map[string]any `yaml:"args"`
 	Cwd  string         `yaml:"cwd"`
+	// CallID is the host's id of the call (eval.Call.ID).
+	CallID string `yaml:"call_id"`
+	// Agent is the agent that made the call (eval.Call.Agent).
+	Agent AgentSpec `yaml:"agent"`
+}
+
+// AgentSpec is the agent of a call as written in a test file.
+type AgentSpec struct {
+	Name string            `yaml:"name"`
+	IDs  map[string]string `yaml:"ids"`
 }
 
 // Call converts the spec to an eval.Call.
-func (c CallSpec) Call() eval.Call { return eval.Call{Tool: c.Tool, Args: c.Args, Cwd: c.Cwd} }
+func (c CallSpec) Call() eval.Call {
+	return eval.Call{Tool: c.Tool, Args: c.Args, Cwd: c.Cwd, ID: c.CallID, Agent: eval.Agent{Name: c.Agent.Name, IDs: c.Agent.IDs}}
+}
 
 // resultOf converts a result mapping to an eval.Result.
 func resultOf(m map[string]any) (eval.Result, error) {
@@ -330,6 +344,9 @@ func (st Step) validate() (policy.Code, error) {
 	if st.Turn {
 		n++
 	}
+	if st.TurnEnd {
+		n++
+	}
 	if st.Before != nil {
 		n++
 	}
@@ -344,13 +361,13 @@ func (st Step) validate() (policy.Code, error) {
 	}
 	switch {
 	case n != 1:
-		return policy.CodeInvalidValue, fmt.Errorf("give exactly one of turn, before, after and advance")
+		return policy.CodeInvalidValue, fmt.Errorf("give exactly one of turn, turn_end, before, after and advance")
 	case st.After != nil && st.Result == nil:
 		return policy.CodeMissingField, fmt.Errorf("an after step needs a result")
 	case st.Result != nil && st.After == nil:
 		return policy.CodeInvalidValue, fmt.Errorf("result goes with an after step")
-	case st.Expect != nil && st.Before == nil && st.After == nil:
-		return policy.CodeInvalidValue, fmt.Errorf("expect goes with a before or after step")
+	case st.Expect != nil && st.Before == nil && st.After == nil && !st.TurnEnd:
+		return policy.CodeInvalidValue, fmt.Errorf("expect goes with a before, after or turn_end step")
 	case st.Repeat < 0:
 		return policy.CodeInvalidValue, fmt.Errorf("repeat must not be negative")
 	}

@@ -45,10 +45,18 @@ order in one session so that counters carry over from event to event:
   {"event": "turn_start"}
   {"event": "before", "tool": "Bash", "args": {...}, "cwd": "/repo"}
   {"event": "after", "tool": "Bash", "args": {...}, "result": {"is_error": true, "content": "..."}}
+  {"event": "turn_end"}
+
+A call (or a before or after event) may carry the host's "call_id" and the
+"agent" that made it, a name or {"name": ..., "ids": {...}}; rules read them
+as call.id and agent, and each decision echoes them. An after event whose
+call_id names a call refused before it ran is refused (call_refused).
 
 The first value decides which: a stream starts with an object that has an
-"event" key. A stream prints one decision per before and after event;
-turn_start starts a new turn (turn-scoped counters reset). Unknown fields are
+"event" key. A stream prints one decision per before, after and turn_end
+event; turn_start starts a new turn (turn-scoped counters reset); turn_end
+runs the rules of phase turn_end on the turn's counters (phase "turn_end",
+tool ""). Unknown fields are
 errors. An ask verdict is printed as ask: the caller decides.
 
 A stream survives bad input: a value that is not a valid event (invalid
@@ -189,6 +197,8 @@ func runEval(ctx context.Context, p evalParams) int {
 			d, err = sess.Before(ctx, ev.Call, callOpts...)
 		case input.After:
 			d, err = sess.After(ctx, ev.Call, ev.Result, callOpts...)
+		case input.TurnEnd:
+			d, err = sess.EndTurn(ctx, callOpts...)
 		}
 		// On an engine error the decision is still a block: print it, so
 		// that a host reading stdout fails closed, then report the error.

@@ -35,6 +35,7 @@ const (
 	TurnStart Kind = iota // a new turn starts: turn-scoped counters reset
 	Before                // decide a call before the tool runs
 	After                 // decide a call's result after the tool ran
+	TurnEnd               // the turn ends: decide the turn_end rules
 )
 
 // Mode is how the input is laid out.
@@ -226,9 +227,9 @@ func (r *Reader) object(raw json.RawMessage, line int) (map[string]json.RawMessa
 }
 
 var (
-	callFields   = []string{"tool", "args", "cwd", "session", "result"}
-	beforeFields = []string{"event", "tool", "args", "cwd"}
-	afterFields  = []string{"event", "tool", "args", "cwd", "result"}
+	callFields   = []string{"tool", "args", "cwd", "call_id", "agent", "session", "result"}
+	beforeFields = []string{"event", "tool", "args", "cwd", "call_id", "agent"}
+	afterFields  = []string{"event", "tool", "args", "cwd", "call_id", "agent", "result"}
 )
 
 // call reads a single call: before phase, or after when it has a result.
@@ -258,7 +259,7 @@ func (r *Reader) call(fields map[string]json.RawMessage, line int) (Event, error
 func (r *Reader) event(fields map[string]json.RawMessage, line int) (Event, error) {
 	raw, ok := present(fields, "event")
 	if !ok {
-		return Event{}, &Error{Name: r.name, Line: line, Msg: `missing "event": every value of a stream is an event (turn_start, before or after)`}
+		return Event{}, &Error{Name: r.name, Line: line, Msg: `missing "event": every value of a stream is an event (turn_start, before, after or turn_end)`}
 	}
 	var name string
 	if jsonkind.OfRaw(raw) != "a string" || json.Unmarshal(raw, &name) != nil {
@@ -269,6 +270,9 @@ func (r *Reader) event(fields map[string]json.RawMessage, line int) (Event, erro
 	case "turn_start":
 		ev.Kind = TurnStart
 		return ev, r.known(fields, line, []string{"event"}, "a turn_start event")
+	case "turn_end":
+		ev.Kind = TurnEnd
+		return ev, r.known(fields, line, []string{"event"}, "a turn_end event")
 	case "before":
 		ev.Kind = Before
 		if _, ok := fields["result"]; ok {
@@ -290,12 +294,12 @@ func (r *Reader) event(fields map[string]json.RawMessage, line int) (Event, erro
 			return Event{}, err
 		}
 	default:
-		return Event{}, &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("event must be turn_start, before or after, not %q", name)}
+		return Event{}, &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("event must be turn_start, before, after or turn_end, not %q", name)}
 	}
 	return ev, r.callFields(&ev, fields, line)
 }
 
-// callFields reads tool, args and cwd.
+// callFields reads tool, args, cwd, call_id and agent.
 func (r *Reader) callFields(ev *Event, fields map[string]json.RawMessage, line int) error {
 	raw, ok := present(fields, "tool")
 	if !ok {
@@ -317,7 +321,7 @@ func (r *Reader) callFields(ev *Event, fields map[string]json.RawMessage, line i
 			return &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("cwd must be a string, not %s", jsonkind.OfRaw(raw))}
 		}
 	}
-	return nil
+	return r.identity(&ev.Call, fields, line)
 }
 
 func (r *Reader) result(raw json.RawMessage, line int, res *eval.Result) error {

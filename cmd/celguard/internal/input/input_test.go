@@ -29,7 +29,7 @@ func TestStreamLines(t *testing.T) {
 	in := "{\"event\": \"turn_start\"}\n\n" +
 		"{\"event\": \"before\", \"tool\": \"Bash\", \"args\": {\"command\": \"ls\"}, \"cwd\": \"/r\"}\n" +
 		"  {\"event\": \"after\",\n   \"tool\": \"Bash\", \"result\": {\"is_error\": true, \"content\": \"no\", \"exit_code\": 2}}\n" +
-		"{\"event\": \"before\", \"tool\": \"Read\"}"
+		"{\"event\": \"before\", \"tool\": \"Read\"}\n{\"event\": \"turn_end\"}"
 	for name, r := range map[string]func() io.Reader{
 		"whole":    func() io.Reader { return strings.NewReader(in) },
 		"one byte": func() io.Reader { return iotest.OneByteReader(strings.NewReader(in)) },
@@ -39,8 +39,8 @@ func TestStreamLines(t *testing.T) {
 			if err != nil {
 				t.Fatalf("readAll() error = %v", err)
 			}
-			wantKinds := []Kind{TurnStart, Before, After, Before}
-			wantLines := []int{1, 3, 4, 6}
+			wantKinds := []Kind{TurnStart, Before, After, Before, TurnEnd}
+			wantLines := []int{1, 3, 4, 6, 7}
 			if len(evs) != len(wantKinds) {
 				t.Fatalf("readAll() = %d events, want %d", len(evs), len(wantKinds))
 			}
@@ -69,6 +69,23 @@ func TestSingleCall(t *testing.T) {
 	}
 }
 
+// TestIdentity: a call's call_id and agent (a name, or an object with a
+// name and ids) reach the call.
+func TestIdentity(t *testing.T) {
+	in := `{"event": "before", "tool": "Bash", "call_id": "c1", "agent": "coder"}` + "\n" +
+		`{"event": "after", "tool": "Bash", "call_id": "c1", "agent": {"name": "rev", "ids": {"org": "acme"}}, "result": {}}`
+	evs, err := readAll(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := evs[0].Call; c.ID != "c1" || c.Agent.Name != "coder" || c.Agent.IDs != nil {
+		t.Errorf("before call = %+v", c)
+	}
+	if c := evs[1].Call; c.ID != "c1" || c.Agent.Name != "rev" || c.Agent.IDs["org"] != "acme" {
+		t.Errorf("after call = %+v", c)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	tests := []struct {
 		in, want string
@@ -77,8 +94,9 @@ func TestErrors(t *testing.T) {
 		{"  \n ", `stdin: no input`},
 		{`"Bash"`, `stdin:1: expected a JSON object (a call or an event), found a string`},
 		{"{\"event\": \"turn_start\"}\n{\"event\": \"before\", \"tool\": 1}", `stdin:2: tool must be a string, not a number`},
-		{"{\"event\": \"turn_start\"}\n\n {\"event\": \"befor\"}", `stdin:3: event must be turn_start, before or after, not "befor"`},
+		{"{\"event\": \"turn_start\"}\n\n {\"event\": \"befor\"}", `stdin:3: event must be turn_start, before, after or turn_end, not "befor"`},
 		{`{"event": "turn_start", "tool": "x"}`, `stdin:1: unknown field "tool" in a turn_start event`},
+		{`{"event": "turn_end", "tool": "x"}`, `stdin:1: unknown field "tool" in a turn_end event`},
 		{`{"event": "before", "tool": "x", "result": {}}`, `stdin:1: a before event takes no "result"`},
 		{`{"event": "after", "tool": "x"}`, `stdin:1: an after event needs a "result"`},
 		{`{"tool": ""}`, `stdin:1: tool must not be empty`},
@@ -87,6 +105,11 @@ func TestErrors(t *testing.T) {
 		{`{"tool": "x", "result": "ok"}`, `stdin:1: result must be an object, not a string`},
 		{"{\"tool\": \"x\"}\n\n  junk", `stdin:3:3: invalid JSON: invalid character 'j' looking for beginning of value`},
 		{"{\"tool\": \"x\",\n \"args\": {\n", `stdin:1: invalid JSON: the value is cut off at the end of the input`},
+		{`{"tool": "x", "call_id": 7}`, `stdin:1: call_id must be a string, not a number`},
+		{`{"tool": "x", "agent": []}`, `stdin:1: agent must be a string (its name) or an object`},
+		{`{"tool": "x", "agent": {"nom": "a"}}`, `stdin:1: unknown field "nom" in agent`},
+		{`{"tool": "x", "agent": {"name": 1}}`, `stdin:1: agent.name must be a string, not a number`},
+		{`{"tool": "x", "agent": {"ids": {"a": 1}}}`, `stdin:1: agent.ids.a must be a string, not a number`},
 	}
 	for _, tt := range tests {
 		for _, one := range []bool{false, true} {

@@ -1,0 +1,111 @@
+package eval
+
+import (
+	"fmt"
+
+	"github.com/celguard/celguard/policy"
+)
+
+// MaxRefusedCalls bounds the before-decisions a session remembers by call
+// id to match after-events against (Session.After): the most recent
+// refusals are kept, the oldest forgotten first.
+const MaxRefusedCalls = 256
+
+// refusedCalls remembers, by call id, the before-decisions that refused a
+// call (block or halt), most recent last. An ask is not remembered: the
+// host may have asked the user, who let the call run.
+type refusedCalls struct {
+	byID  map[string]Decision
+	order []string
+}
+
+// RefusedCall is a remembered refusal in a SessionState: the call id and
+// the rule that refused it.
+type RefusedCall struct {
+	CallID  string         `json:"call_id"`
+	Verdict policy.Verdict `json:"verdict"`
+	RuleID  string         `json:"rule_id,omitempty"`
+	Policy  string         `json:"policy,omitempty"`
+	File    string         `json:"file,omitempty"`
+	Line    int            `json:"line,omitempty"`
+	Col     int            `json:"col,omitempty"`
+}
+
+// remember records the before-decision d of call id; a call let through
+// forgets an earlier refusal of the same id. The caller holds s.mu.
+func (r *refusedCalls) remember(id string, d Decision) {
+	if id == "" {
+		return
+	}
+	if _, ok := r.byID[id]; ok {
+		delete(r.byID, id)
+		for i, x := range r.order {
+			if x == id {
+				r.order = append(r.order[:i], r.order[i+1:]...)
+				break
+			}
+		}
+	}
+	if d.Verdict != policy.Block && d.Verdict != policy.Halt {
+		return
+	}
+	if r.byID == nil {
+		r.byID = map[string]Decision{}
+	}
+	if len(r.order) >= MaxRefusedCalls {
+		delete(r.byID, r.order[0])
+		r.order = r.order[1:]
+	}
+	r.byID[id] = Decision{Verdict: d.Verdict, RuleID: d.RuleID, Policy: d.Policy, File: d.File, Line: d.Line, Col: d.Col}
+	r.order = append(r.order, id)
+}
+
+// export lists the remembered refusals, oldest first.
+func (r *refusedCalls) export() []RefusedCall {
+	var out []RefusedCall
+	for _, id := range r.order {
+		d := r.byID[id]
+		out = append(out, RefusedCall{CallID: id, Verdict: d.Verdict, RuleID: d.RuleID, Policy: d.Policy, File: d.File, Line: d.Line, Col: d.Col})
+	}
+	return out
+}
+
+// restore remembers the refusals of a state, within the bound.
+func (r *refusedCalls) restore(calls []RefusedCall) {
+	for _, c := range calls {
+		if c.Verdict != policy.Halt {
+			c.Verdict = policy.Block // a state can only name refusals
+		}
+		r.remember(c.CallID, Decision{Verdict: c.Verdict, RuleID: c.RuleID, Policy: c.Policy, File: c.File, Line: c.Line, Col: c.Col})
+	}
+}
+
+// refusedBefore returns the refusal of an after-event whose call id names
+// a call its before-decision refused, if it does: the tool should not have
+// run, so its result does not reach the model, and it is not counted. The
+// decision names the rule that refused the call.
+func (s *Session) refusedBefore(call Call) (Decision, bool) {
+	if call.ID == "" {
+		return Decision{}, false
+	}
+	s.mu.Lock()
+	b, ok := s.refused.byID[call.ID]
+	s.mu.Unlock()
+	if !ok {
+		return Decision{}, false
+	}
+	d := refusal(policy.PhaseAfter, call.Tool, CodeCallRefused,
+		fmt.Sprintf("call %s was refused (%s) before it ran, so its result is withheld", call.ID, b.Verdict), nil)
+	d.RuleID, d.Policy, d.File, d.Line, d.Col = b.RuleID, b.Policy, b.File, b.Line, b.Col
+	return d, true
+}
+
+// rememberBefore records a before-decision by call id (refusedBefore).
+func (s *Session) rememberBefore(call Call, d Decision) {
+	if call.ID == "" {
+		return
+	}
+	s.mu.Lock()
+	s.refused.remember(call.ID, d)
+	s.mu.Unlock()
+}
