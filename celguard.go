@@ -25,8 +25,6 @@ package celguard
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	"github.com/celguard/celguard/compile"
@@ -145,7 +143,7 @@ func Load(ctx context.Context, opts ...Option) (*Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("celguard: %w", err)
 	}
-	return &Guard{engine: eng, discovery: d, digest: Digest(d.Sources)}, nil
+	return &Guard{engine: eng, discovery: d, digest: set.Digest()}, nil
 }
 
 // NewSession starts an agent session: its counters, approvals and turns.
@@ -161,19 +159,15 @@ func (g *Guard) Engine() *eval.Engine { return g.engine }
 // trust when the layers were read.
 func (g *Guard) Discovery() *policies.Discovery { return g.discovery }
 
-// Digest identifies the policy set the guard decides with: Digest of the
-// sources Load read. An audit record that keeps it next to a Decision
+// Digest identifies the policy set the guard decides with: its
+// compile.PolicySet.Digest, which every Decision carries (PolicyDigest). An audit record that keeps it next to a Decision
 // (whose RuleID, Policy, File, Line and Code name the rule that decided)
 // says which version of which rule decided.
 func (g *Guard) Digest() string { return g.digest }
 
-// Digest is a SHA-256 over the sources in order: each one's name, layer,
-// trust and content. The same files give the same digest.
+// Digest is compile.Digest, the digest a compiled set carries: a SHA-256
+// over the sources, sorted by name: each one's name, layer, trust and content. The same
+// files give the same digest.
 func Digest(srcs []policy.Source) string {
-	h := sha256.New()
-	for _, s := range srcs {
-		fmt.Fprintf(h, "%s\x00%s\x00%t\x00%d\x00", s.Name, s.Layer, s.Untrusted, len(s.Data))
-		h.Write(s.Data)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return compile.Digest(srcs)
 }

@@ -1,8 +1,11 @@
 package compile
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 	"unicode"
@@ -135,6 +138,7 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 		policyNames: map[string]policy.Pos{}, ruleIDs: map[string]policy.Pos{}}
 	srcs = slices.Clone(srcs)
 	slices.SortStableFunc(srcs, func(a, b policy.Source) int { return strings.Compare(a.Name, b.Name) })
+	c.set.digest = Digest(srcs)
 	if len(srcs) == 0 {
 		c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeNoPolicies, Severity: policy.SeverityError,
 			Message: "no policy files were given"})
@@ -424,7 +428,7 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 	}
 	cr := &Rule{ID: r.ID.Value, Policy: cp, Pos: r.Pos, Description: r.Description, Priority: r.Priority, Phase: r.Phase,
 		Verdict: r.Verdict, Reason: r.Reason, Code: r.Code, FailurePolicy: fp, Source: r,
-		Mandatory: mandatoryRule(cp.Source, r, cp.Layer)}
+		Mandatory: mandatoryRule(cp.Source, r, cp.Layer), Metadata: mergeMetadata(cp.Source.Metadata, r.Metadata)}
 	c.checkMandatory(cp, r, cr.Mandatory)
 	cr.set = c.set
 	for _, t := range r.Tools {
@@ -936,4 +940,31 @@ func (c *compiler) finish() {
 	if c.set.defaultVerdict == policy.VerdictUnspecified {
 		c.set.defaultVerdict = policy.Allow
 	}
+}
+
+// mergeMetadata is a rule's metadata over its policy's: nil when both are
+// empty, so that a decision without metadata prints none.
+func mergeMetadata(pol, rule map[string]string) map[string]string {
+	if len(pol)+len(rule) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(pol)+len(rule))
+	maps.Copy(out, pol)
+	maps.Copy(out, rule)
+	return out
+}
+
+// Digest is a SHA-256 over the sources sorted by name (stably, as Compile
+// reads them): each one's name, layer, trust and content, so the same files
+// give the same digest and a changed byte another. Compile computes it once
+// (PolicySet.Digest).
+func Digest(srcs []policy.Source) string {
+	srcs = slices.Clone(srcs)
+	slices.SortStableFunc(srcs, func(a, b policy.Source) int { return strings.Compare(a.Name, b.Name) })
+	h := sha256.New()
+	for _, s := range srcs {
+		fmt.Fprintf(h, "%s\x00%s\x00%t\x00%d\x00", s.Name, s.Layer, s.Untrusted, len(s.Data))
+		h.Write(s.Data)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -40,7 +40,12 @@ type PolicySet struct {
 	classes          *classTable
 	exclusions       []Exclusion
 	countersSize     uint64
+	digest           string
 }
+
+// Digest identifies the set's sources: Digest of them, sorted by name as
+// the set was compiled from them ("sha256:" and 64 hex digits).
+func (s *PolicySet) Digest() string { return s.digest }
 
 // ClassesOf returns the tool classes a tool belongs to, in declaration
 // order (exact names before globs). The slice must not be modified.
@@ -223,6 +228,10 @@ type Rule struct {
 	// classes; a tool named by either matches. Both empty match every tool.
 	Tools   []string
 	Classes []string
+	// Metadata is the rule's metadata over its policy's (nil when neither
+	// has any); eval copies it into the rule's decisions. It must not be
+	// modified.
+	Metadata map[string]string
 	// Order is the rule's place in evaluation order (0 first).
 	Order int
 	// Source is the parsed rule.

@@ -32,6 +32,7 @@ package eval
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -273,6 +274,7 @@ func (ev *evaluation) carryRewrite(d *Decision, modified []string) {
 func (ev *evaluation) fromRule(r *compile.Rule) Decision {
 	d := Decision{Phase: ev.phase, Tool: ev.call.Tool, Verdict: r.Verdict, Code: r.Code, Reason: r.Reason, Untrusted: r.Policy.Untrusted}
 	d.RuleID, d.Policy, d.File, d.Line, d.Col = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line, r.Pos.Col
+	d.Metadata = maps.Clone(r.Metadata)
 	if r.Message != nil {
 		out, err := ev.eval(r.Policy, r.Message)
 		if s, ok := out.(types.String); ok && err == nil {
@@ -296,7 +298,7 @@ func refusal(phase policy.Phase, tool, code, reason string, r *compile.Rule) Dec
 	d := Decision{Phase: phase, Tool: tool, Verdict: policy.Block, Code: code, Reason: reason}
 	if r != nil {
 		d.RuleID, d.Policy, d.File, d.Line, d.Col = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line, r.Pos.Col
-		d.Untrusted = r.Policy.Untrusted
+		d.Untrusted, d.Metadata = r.Policy.Untrusted, maps.Clone(r.Metadata)
 	}
 	return d
 }
@@ -325,6 +327,7 @@ func (s *Session) halted(phase policy.Phase, tool string) (Decision, bool) {
 	}
 	d := Decision{Phase: phase, Tool: tool, Verdict: policy.Halt, Code: CodeTurnHalted, Reason: "this turn was halted: " + h.Reason}
 	d.RuleID, d.Policy, d.File, d.Line, d.Col = h.RuleID, h.Policy, h.File, h.Line, h.Col
+	d.Metadata = maps.Clone(h.Metadata)
 	return d, true
 }
 

@@ -36,6 +36,8 @@ package eval
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -61,6 +63,42 @@ type config struct {
 	now             func() time.Time
 	maxCounterKeys  int
 	maxWindowEvents int
+	// auditIDs, when set (WithDecisionMetadata), makes every decision's
+	// id; nil leaves the audit fields empty.
+	auditIDs func() string
+}
+
+// WithDecisionMetadata fills every decision's audit record: DecisionID (a
+// random 128-bit id in 32 hex digits), Time (from the engine's clock,
+// WithClock, in UTC), PolicyDigest and SessionID. Without it they stay
+// empty, so that output compared byte for byte (goldens) is stable.
+func WithDecisionMetadata() Option {
+	return func(c *config) error {
+		if c.auditIDs == nil {
+			c.auditIDs = randomID
+		}
+		return nil
+	}
+}
+
+// WithDecisionIDs is WithDecisionMetadata with ids from next instead of
+// random ones (for tests, or a host with its own scheme, e.g. ULIDs). next
+// is called once per decision, possibly concurrently.
+func WithDecisionIDs(next func() string) Option {
+	return func(c *config) error {
+		if next == nil {
+			return errors.New("eval.WithDecisionIDs: nil id source")
+		}
+		c.auditIDs = next
+		return nil
+	}
+}
+
+// randomID is a random 128-bit id in 32 lowercase hex digits.
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
 }
 
 // WithApprover sets who settles ask verdicts. Without one, ask is a block
@@ -267,15 +305,19 @@ func (s *Session) EndTurn(ctx context.Context, opts ...CallOption) (Decision, er
 }
 
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
-	d, err := s.decideCall(ctx, phase, call, res, opts)
+	set := s.eng.set.Load()
+	d, err := s.decideCall(ctx, set, phase, call, res, opts)
 	d.CallID, d.Agent = call.ID, call.Agent
+	if next := s.eng.cfg.auditIDs; next != nil {
+		d.DecisionID, d.Time, d.PolicyDigest, d.SessionID = next(), s.eng.cfg.now().UTC(), set.Digest(), s.id
+	}
 	if phase == policy.PhaseBefore {
 		s.rememberBefore(call, d)
 	}
 	return d, err
 }
 
-func (s *Session) decideCall(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
+func (s *Session) decideCall(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
 	// Options are rare on the hot path; without them nothing is allocated.
 	var cc callConfig
 	if len(opts) > 0 {
@@ -302,7 +344,7 @@ func (s *Session) decideCall(ctx context.Context, phase policy.Phase, call Call,
 		}
 	}
 	// The verdict rules are in decide.go.
-	ev := newEvaluation(ctx, s, s.eng.set.Load(), phase, call, res)
+	ev := newEvaluation(ctx, s, set, phase, call, res)
 	defer ev.release()
 	ev.obs = newObserver(ev, cc.trace, cc.explain)
 	d, err := ev.run()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/celguard/celguard/internal/jsonkind"
 	"github.com/celguard/celguard/policy"
@@ -155,6 +156,20 @@ type Decision struct {
 	// decided with the state restored fail-closed (Engine.RestoreTampered).
 	// The engine never sets it; the host that found the fault does.
 	StateTampered bool `json:"state_tampered,omitempty"`
+	// Metadata is the deciding rule's metadata over its policy's (a rule's
+	// key wins); empty when no rule decided or neither declares any.
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// DecisionID, Time, PolicyDigest and SessionID are the decision's audit
+	// record, set on every decision of an engine built with
+	// WithDecisionMetadata (and empty otherwise, so that tests and goldens
+	// stay stable): a random 128-bit id (32 hex digits, or the
+	// WithDecisionIDs source's), the engine clock's time in UTC (WithClock),
+	// the compile.PolicySet.Digest of the set that decided, and the
+	// session's id.
+	DecisionID   string    `json:"decision_id,omitempty"`
+	Time         time.Time `json:"time,omitzero"`
+	PolicyDigest string    `json:"policy_digest,omitempty"`
+	SessionID    string    `json:"session_id,omitempty"`
 	// Trace lists the rules considered, when tracing was asked for.
 	Trace []TraceStep `json:"trace,omitempty"`
 }

@@ -23,10 +23,13 @@ type Policy struct {
 	// admin layer a policy that says nothing is mandatory.
 	Enforcement    Enforcement
 	EnforcementPos Pos // where enforcement is written; zero when it is not
-	Defaults       Defaults
-	Variables      []Variable
-	Counters       []Counter
-	Rules          []Rule
+	// Metadata is copied into every decision of the policy's rules, under
+	// the rule's own (Rule.Metadata wins on a shared key).
+	Metadata  map[string]string
+	Defaults  Defaults
+	Variables []Variable
+	Counters  []Counter
+	Rules     []Rule
 	// Suppressions are the `# celguard:ignore` comments on its rules,
 	// variables and counters.
 	Suppressions []Suppression
@@ -301,6 +304,9 @@ type Rule struct {
 	// Enforcement, when set, overrides the policy's for this rule.
 	Enforcement    Enforcement
 	EnforcementPos Pos // where enforcement is written; zero when it is not
+	// Metadata (owner, ticket, severity...) is copied into the decisions
+	// the rule makes, over the policy's Metadata.
+	Metadata map[string]string
 }
 
 // ModifySpec rewrites a call's arguments (before phase) or its result content

@@ -308,6 +308,7 @@ func (d *decoder) policy(n *yaml.Node) *Policy {
 		"name":        func(_, v *yaml.Node) { p.Name = d.id(v, "policy name") },
 		"description": func(_, v *yaml.Node) { p.Description = d.text(v, "description") },
 		"enforcement": func(_, v *yaml.Node) { p.Enforcement, p.EnforcementPos = d.enforcement(v) },
+		"metadata":    func(_, v *yaml.Node) { p.Metadata = d.metadata(v) },
 		"defaults":    func(_, v *yaml.Node) { d.defaults(v, &p.Defaults) },
 		"variables": func(_, v *yaml.Node) {
 			items := d.list(v, "variables")
@@ -345,6 +346,31 @@ func (d *decoder) policy(n *yaml.Node) *Policy {
 func (d *decoder) text(n *yaml.Node, what string) string {
 	s, _ := d.str(n, what)
 	return s.Value
+}
+
+// metadata reads a policy's or a rule's metadata: a mapping of strings to
+// strings (a duplicate key is an error, as everywhere).
+func (d *decoder) metadata(n *yaml.Node) map[string]string {
+	if n.Kind != yaml.MappingNode {
+		d.ds.errorf(CodeWrongType, d.pos(n), "metadata must be a mapping of strings, not %s", kindName(n))
+		return nil
+	}
+	out := map[string]string{}
+	seen := map[string]Pos{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		if d.duplicateKey(seen, k) {
+			continue
+		}
+		key, ok := d.str(k, "a metadata key")
+		if !ok {
+			continue
+		}
+		if val, ok := d.str(v, fmt.Sprintf("metadata %q", key.Value)); ok {
+			out[key.Value] = val.Value
+		}
+	}
+	return out
 }
 
 func (d *decoder) failurePolicy(n *yaml.Node) FailurePolicy {
@@ -534,6 +560,7 @@ func (d *decoder) rule(n *yaml.Node) Rule {
 		"failure_policy": func(_, v *yaml.Node) { r.FailurePolicy = d.failurePolicy(v) },
 		"modify":         func(_, v *yaml.Node) { modifyNode = v },
 		"enforcement":    func(_, v *yaml.Node) { r.Enforcement, r.EnforcementPos = d.enforcement(v) },
+		"metadata":       func(_, v *yaml.Node) { r.Metadata = d.metadata(v) },
 	}) {
 		d.require(n, "a rule", "id", "verdict")
 	}
