@@ -245,12 +245,27 @@ func evalEngine(p evalParams) (*eval.Engine, int) {
 		return nil, exitUsage
 	}
 	printWarnings(p.stderr, "celguard eval", layerWarnings(d, set))
-	eng, err := eval.New(set, eval.WithApprover(deferAsks))
+	eng, err := eval.New(set, engineOptions()...)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
 		return nil, exitUsage
 	}
 	return eng, exitOK
+}
+
+// noDecisionAudit leaves the decisions' audit record (decision_id, time,
+// policy_digest, session_id) out, so that the golden files of the test
+// scripts stay stable; only the test binary sets it.
+var noDecisionAudit bool
+
+// engineOptions are the options of the engines eval and hook decide with:
+// asks are deferred to the host, and every decision carries its audit
+// record (eval.WithDecisionMetadata).
+func engineOptions() []eval.Option {
+	if noDecisionAudit {
+		return []eval.Option{eval.WithApprover(deferAsks)}
+	}
+	return []eval.Option{eval.WithApprover(deferAsks), eval.WithDecisionMetadata()}
 }
 
 // sessionID is the "id" of the session metadata, or "cli".

@@ -229,7 +229,7 @@ func hookEngine(sel selection, store *hooks.Store) (*eval.Engine, []string, erro
 		}
 		return nil, nil, err
 	}
-	eng, err := eval.New(set, eval.WithApprover(deferAsks))
+	eng, err := eval.New(set, engineOptions()...)
 	return eng, layerWarnings(d, set), err
 }
 

@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"celguard": func() {
 			zeroDurations = true // stable reports for golden files
+			// Decisions without their audit record (a fresh id and time
+			// per decision) unless CELGUARD_TEST_AUDIT=1: stable goldens.
+			noDecisionAudit = os.Getenv("CELGUARD_TEST_AUDIT") != "1"
 			// Scripts cannot give celguard a terminal; CELGUARD_TEST_TERMINAL=1
 			// says stdin is one. Only this test binary reads it.
 			stdinIsTerminal = func(io.Reader) bool { return os.Getenv("CELGUARD_TEST_TERMINAL") == "1" }

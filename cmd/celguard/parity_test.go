@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,6 +63,14 @@ func TestGoAPIDecidesAsTheCLI(t *testing.T) {
 				require.Equal(t, exitOK, code, "celguard eval: %s", stderr.String())
 				var cli eval.Decision
 				require.NoError(t, json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &cli), stdout.String())
+				// The CLI's decision carries its audit record, with the
+				// digest of the set the Guard decides with; the rest is
+				// the Go API's decision.
+				assert.Regexp(t, `^[0-9a-f]{32}$`, cli.DecisionID)
+				assert.False(t, cli.Time.IsZero())
+				assert.Equal(t, guard.Digest(), cli.PolicyDigest)
+				assert.Equal(t, "cli", cli.SessionID)
+				cli.DecisionID, cli.Time, cli.PolicyDigest, cli.SessionID = "", time.Time{}, "", ""
 				want, err := json.Marshal(cli)
 				require.NoError(t, err)
 				assert.JSONEq(t, string(want), string(api), "%s %v", call.Tool, call.Args)
