@@ -160,9 +160,10 @@ func (g *Guard) Engine() *eval.Engine { return g.engine }
 func (g *Guard) Discovery() *policies.Discovery { return g.discovery }
 
 // Digest identifies the policy set the guard decides with: its
-// compile.PolicySet.Digest, which every Decision carries (PolicyDigest). An audit record that keeps it next to a Decision
-// (whose RuleID, Policy, File, Line and Code name the rule that decided)
-// says which version of which rule decided.
+// compile.PolicySet.Digest, the PolicyDigest of its decisions when the
+// engine has eval.WithDecisionMetadata. Kept next to a Decision (whose
+// RuleID, Policy, File, Line and Code name the rule that decided), it says
+// which version of which rule decided.
 func (g *Guard) Digest() string { return g.digest }
 
 // Digest is compile.Digest, the digest a compiled set carries: a SHA-256

@@ -6,7 +6,10 @@
 // and EndTurn runs the rules of phase turn_end when it ends. Before decides a
 // call before the tool runs and After decides its result. A Call carries the
 // host's call id and the agent that made it (rules read call and agent),
-// and every Decision echoes them.
+// and every Decision echoes them, with the deciding rule's metadata (over
+// its policy's). With WithDecisionMetadata every Decision also carries its
+// audit record: a fresh DecisionID, its Time (the engine's clock, WithClock),
+// the PolicyDigest of the set that decided and the SessionID.
 //
 // A counter counts after the call (After updates it before the after-phase
 // rules run) or, declared with phase before, at the decision before it: the
