@@ -84,6 +84,9 @@ func (m Mismatch) Fields() []FieldDiff {
 	if e.Untrusted != nil {
 		add("untrusted", strconv.FormatBool(*e.Untrusted), strconv.FormatBool(d.Untrusted), Expect{Untrusted: e.Untrusted})
 	}
+	if e.Metadata != nil {
+		add("metadata", jsonText(e.Metadata), jsonText(d.Metadata), Expect{Metadata: e.Metadata})
+	}
 	return out
 }
 

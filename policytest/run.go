@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"reflect"
 	"regexp"
@@ -486,6 +487,9 @@ func compare(e Expect, d eval.Decision) []string {
 	}
 	if e.Untrusted != nil && *e.Untrusted != d.Untrusted {
 		diffs = append(diffs, fmt.Sprintf("untrusted: got %v, want %v", d.Untrusted, *e.Untrusted))
+	}
+	if e.Metadata != nil && !maps.Equal(e.Metadata, d.Metadata) {
+		diffs = append(diffs, fmt.Sprintf("metadata: got %s, want %s", jsonText(d.Metadata), jsonText(e.Metadata)))
 	}
 	if e.Approval != "" {
 		got := ""

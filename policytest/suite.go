@@ -175,6 +175,9 @@ type Expect struct {
 	Approval string `yaml:"approval" json:"approval,omitempty"`
 	// Untrusted checks whether the decision is an untrusted project's.
 	Untrusted *bool `yaml:"untrusted" json:"untrusted,omitempty"`
+	// Metadata is the decision's metadata, exactly (the deciding rule's
+	// over its policy's); an empty mapping asserts none.
+	Metadata map[string]string `yaml:"metadata" json:"metadata,omitempty"`
 }
 
 // CallSpec is a tool call as written in a test file.
