@@ -51,7 +51,7 @@ rules:
 	}
 	long := func(c string) string { return strings.Repeat(c, 300) }
 	s := eng.NewSession("s", map[string]any{"user": long("u"), "tags": []any{long("t")}})
-	call := Call{Tool: "Bash", Cwd: "/work/" + long("c"), ID: long("i"),
+	call := Call{Tool: "Bash", Cwd: "/srv/app/" + long("c"), ID: long("i"),
 		Agent: Agent{Name: long("a"), IDs: map[string]string{"agent_id": long("g")}}, Args: map[string]any{
 			"command": "echo " + long("x"),
 			"paths":   []any{"/a/" + long("p"), "/b"},
