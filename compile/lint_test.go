@@ -683,6 +683,7 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		"self-protection.yaml variable hot_bases",
 		"self-protection.yaml variable static_writes",
 		"self-protection.yaml variable shell_targets",
+		"self-protection.yaml variable glob_options",
 		"self-protection.yaml variable shell_hits",
 		"self-protection.yaml variable admin_command",
 		"self-protection.yaml variable file_key_reads",
