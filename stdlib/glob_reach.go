@@ -124,7 +124,7 @@ var couldMatchCost = costModel{base: 8, arg: 1, perUnit: braceGrowth, arg2: 0, p
 // line (neither lies inside the other). It is CouldMatch's fast path.
 func prefixRules(pattern, name string) bool {
 	lit := pattern
-	if i := strings.IndexAny(pattern, "*?[{\\"); i >= 0 {
+	if i := strings.IndexAny(pattern, "*?[{(\\"); i >= 0 {
 		lit = pattern[:i]
 	}
 	dir := lit[:strings.LastIndexByte(lit, '/')+1]
@@ -190,7 +190,7 @@ func reachSegments(pat, path []string, shellDots bool) bool {
 	// dotOK: with shellDots, a wildcard does not match a leading dot, as a
 	// shell's default globbing; "**" spans hidden directories regardless.
 	dotOK := func(p, s string) bool {
-		return !shellDots || !strings.HasPrefix(s, ".") || p == "**" ||
+		return !shellDots || !strings.HasPrefix(s, ".") || p == "**" || strings.Contains(p, "(") ||
 			strings.HasPrefix(p, ".") || strings.HasPrefix(p, "\\.") || strings.HasPrefix(p, "[")
 	}
 	// memo[i][j]: 0 unknown, 1 false, 2 true.
@@ -226,10 +226,13 @@ func reachSegments(pat, path []string, shellDots bool) bool {
 
 // spans reports whether a pattern segment may match across "/":
 // doublestar lets "**" inside a segment (a**, ****) and a class that may
-// match "/" ([!a], [^a], [ -0], [a/b]) do so. Such a segment is taken as "**",
-// a superset, the safe side.
+// match "/" ([!a], [^a], [ -0], [a/b]) do so. A segment with a "(" is
+// taken so too: zsh's alternation ((a|b)) and glob qualifiers (*(D) also
+// matches dot-names), and bash's extglob (@(a|b), !(a)), which doublestar
+// reads as literal text. Such a segment is taken as "**", a superset, the
+// safe side.
 func spans(seg string) bool {
-	return strings.Contains(seg, "**") || strings.Contains(seg, "/") || classMatchesSlash(seg)
+	return strings.Contains(seg, "**") || strings.Contains(seg, "/") || strings.Contains(seg, "(") || classMatchesSlash(seg)
 }
 
 // classMatchesSlash reports whether a class of the segment ([...]) may

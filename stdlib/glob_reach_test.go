@@ -79,6 +79,10 @@ func TestCouldMatchShell(t *testing.T) {
 		{"/home/u/*/celguard", "/home/u/.config/celguard", false},
 		{"/home/u/.con*/celg*", "/home/u/.config/celguard", true},
 		{"/srv/app/{*,.celguard}", "/srv/app/.celguard", true},
+		{"/srv/app/*(D)", "/srv/app/.celguard", true},            // a zsh qualifier: D matches dot-names
+		{"/srv/app/(a|.celguard)/x", "/srv/app/.celguard", true}, // zsh alternation
+		{"/srv/app/@(a|b)", "/srv/app/.celguard", true},          // extglob, read as a superset
+		{"/srv/other/(a|b)", "/srv/app/.celguard", false},        // ruled out by the literal prefix
 	} {
 		got, err := CouldMatchShell(tc.pattern, tc.name)
 		if err != nil || got != tc.want {
