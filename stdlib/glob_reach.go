@@ -3,6 +3,7 @@ package stdlib
 import (
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -128,8 +129,8 @@ func prefixRules(pattern, name string) bool {
 		lit = pattern[:i]
 	}
 	dir := lit[:strings.LastIndexByte(lit, '/')+1]
-	if dir == "" {
-		return false
+	if dir == "" || !utf8.ValidString(dir) || !utf8.ValidString(name) {
+		return false // doublestar compares invalid UTF-8 as runes: no byte shortcut
 	}
 	n := strings.TrimRight(name, "/") + "/"
 	return !strings.HasPrefix(n, dir) && !strings.HasPrefix(dir, n)
@@ -251,20 +252,10 @@ func classMatchesSlash(seg string) bool {
 			if strings.HasPrefix(class, "!") || strings.HasPrefix(class, "^") {
 				return true
 			}
-			for k := 0; k < len(class); k++ {
-				lo := class[k]
-				if lo == '\\' && k+1 < len(class) {
-					k++
-					lo = class[k]
-				}
-				hi := lo
-				if k+2 < len(class) && class[k+1] == '-' {
-					hi = class[k+2]
-					k += 2
-				}
-				if lo <= '/' && '/' <= hi {
-					return true
-				}
+			// Ask doublestar itself whether the class admits "/": its
+			// escapes and ranges (0-\0, --0) are its own to read.
+			if doublestar.MatchUnvalidated("["+class+"]", "/") {
+				return true
 			}
 			i += end + 1
 		}
@@ -298,11 +289,27 @@ func segmentMatch(pat, seg string) bool {
 	return doublestar.MatchUnvalidated(pat, seg)
 }
 
+// classEnd returns the index of the "]" that closes the class opening at
+// p[i], as doublestar reads it (a "," or "{" inside is no brace syntax), or
+// i when there is none.
+func classEnd(p string, i int) int {
+	for j := i + 1; j < len(p); j++ {
+		switch p[j] {
+		case '\\':
+			j++
+		case ']':
+			return j
+		}
+	}
+	return i
+}
+
 // expandBraces returns the brace-free alternatives of a pattern, or false
 // when there would be more than limit or they would hold more than *budget
 // bytes (spent as they are made), or more than maxBraceGroups groups
 // deep. Unbalanced braces are literal, and
-// a backslash escapes the next character, as in doublestar.
+// a backslash escapes the next character, as in doublestar; a class
+// ([a,b]) is no brace syntax.
 func expandBraces(p string, limit int, budget *int, groups int) ([]string, bool) {
 	if groups > maxBraceGroups {
 		return nil, false
@@ -313,6 +320,8 @@ func expandBraces(p string, limit int, budget *int, groups int) ([]string, bool)
 		switch p[i] {
 		case '\\':
 			i++
+		case '[':
+			i = classEnd(p, i)
 		case '{':
 			if depth == 0 {
 				open = i
@@ -343,6 +352,8 @@ func expandBraces(p string, limit int, budget *int, groups int) ([]string, bool)
 		switch p[i] {
 		case '\\':
 			i++
+		case '[':
+			i = classEnd(p, i)
 		case '{':
 			depth++
 		case '}':
