@@ -3,7 +3,6 @@ package hooks
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,21 +37,30 @@ func TestBinaryWarnings(t *testing.T) {
 	assert.Contains(t, ws[0], "is writable by you")
 	assert.Contains(t, ws[0], "/usr/local/bin")
 
-	if runtime.GOOS == "windows" || os.Geteuid() == 0 {
-		t.Skip("root can write everywhere")
-	}
-	// A read-only file in a read-only directory still warns when a
-	// directory above it is the user's: renaming that replaces the binary.
-	require.NoError(t, os.Chmod(bin, 0o555))
-	require.NoError(t, os.Chmod(dir, 0o555))
-	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
-	ws = BinaryWarnings(bin)
-	require.Len(t, ws, 1)
-	assert.Contains(t, ws[0], "the directory "+filepath.Dir(dir))
+}
 
-	sh, err := filepath.EvalSymlinks("/bin/sh")
-	if err != nil || writable(sh) {
-		t.Skip("no binary only root can write")
-	}
-	assert.Empty(t, BinaryWarnings(sh))
+// TestBinaryWarningsUnprivileged needs a user root's permissions bind
+// (root can write everywhere): it runs as nobody when the tests run as root.
+func TestBinaryWarningsUnprivileged(t *testing.T) {
+	runUnprivileged(t, func(t *testing.T) {
+		// A read-only file in a read-only directory still warns when a
+		// directory above it is the user's: renaming that replaces the
+		// binary.
+		dir := filepath.Join(t.TempDir(), "bin")
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		bin := filepath.Join(dir, "celguard")
+		require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755))
+		require.NoError(t, os.Chmod(bin, 0o555))
+		require.NoError(t, os.Chmod(dir, 0o555))
+		t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
+		ws := BinaryWarnings(bin)
+		require.Len(t, ws, 1)
+		assert.Contains(t, ws[0], "the directory "+filepath.Dir(dir))
+
+		// A binary only root can write draws no warning.
+		sh, err := filepath.EvalSymlinks("/bin/sh")
+		require.NoError(t, err)
+		require.False(t, writable(sh), "%s is writable by this user", sh)
+		assert.Empty(t, BinaryWarnings(sh))
+	})
 }

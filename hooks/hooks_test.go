@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -147,14 +146,6 @@ func TestFailClosedOnState(t *testing.T) {
 	assert.Equal(t, 0, got.Exit)
 	assert.Contains(t, got.Stderr, "larger than 1024 bytes")
 
-	if runtime.GOOS != "windows" && os.Geteuid() != 0 {
-		require.NoError(t, os.Chmod(r.Store.Path("s1"), 0))
-		got = r.Run(context.Background(), in)
-		assert.Equal(t, 2, got.Exit)
-		assert.Contains(t, got.Stderr, "cannot read the session state")
-		require.NoError(t, os.Chmod(r.Store.Path("s1"), 0o600))
-	}
-
 	bad := newRunner(t.TempDir())
 	require.NoError(t, os.WriteFile(filepath.Join(bad.Store.Dir, KeyFile), []byte("short"), 0o600))
 	got = bad.Run(context.Background(), in)
@@ -175,6 +166,24 @@ func TestFailClosedOnState(t *testing.T) {
 // TestCodexHaltKeepsTurnHalted: Codex cannot stop a turn before a call, so
 // a halt is a deny and every later call of the turn is denied too, until
 // the next prompt.
+
+// TestFailClosedOnUnreadableState: a state file the hook cannot read
+// blocks (run as a user whose permissions bind: runUnprivileged).
+func TestFailClosedOnUnreadableState(t *testing.T) {
+	runUnprivileged(t, func(t *testing.T) {
+		eng := testEngine(t)
+		h, _ := New("claude-code", Options{})
+		r := &Runner{Host: h, Store: &Store{Dir: t.TempDir(), MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,
+			Engine: func() (*eval.Engine, error) { return eng, nil }}
+		in := []byte(beforeEvents["claude-code"])
+		got := r.Run(context.Background(), in)
+		require.Equal(t, 0, got.Exit, "%s", got.Stderr)
+		require.NoError(t, os.Chmod(r.Store.Path("s1"), 0))
+		got = r.Run(context.Background(), in)
+		assert.Equal(t, 2, got.Exit)
+		assert.Contains(t, got.Stderr, "cannot read the session state")
+	})
+}
 func TestCodexHaltKeepsTurnHalted(t *testing.T) {
 	eng := testEngine(t, filepath.Join("testdata", "policy.yaml"))
 	r := testRunner(t, "codex", Options{}, eng)

@@ -119,15 +119,14 @@ func TestKeyBrokenFailsClosed(t *testing.T) {
 
 // TestKeyUnreadable: a key celguard cannot open is an error, not a new key.
 func TestKeyUnreadable(t *testing.T) {
-	if runtime.GOOS == "windows" || os.Geteuid() == 0 {
-		t.Skip("needs permission bits that bind")
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, KeyFile)
-	require.NoError(t, os.WriteFile(path, bytes.Repeat([]byte{7}, keySize), 0o600))
-	require.NoError(t, os.Chmod(path, 0o000))
-	_, err := LoadKey(dir)
-	assert.ErrorContains(t, err, "cannot be read")
+	runUnprivileged(t, func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, KeyFile)
+		require.NoError(t, os.WriteFile(path, bytes.Repeat([]byte{7}, keySize), 0o600))
+		require.NoError(t, os.Chmod(path, 0o000))
+		_, err := LoadKey(dir)
+		assert.ErrorContains(t, err, "cannot be read")
+	})
 }
 
 // TestKeyMACs: MACs depend on the key, the domain and every part, with no
