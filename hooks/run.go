@@ -108,6 +108,13 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	switch ev.Kind {
 	case KindTurnStart:
 		sess.StartTurn()
+		if ev.Messages != nil {
+			d, err = sess.Input(ctx, eval.Input{Messages: ev.Messages, Agent: ev.Call.Agent})
+		}
+	case KindInput:
+		d, err = sess.Input(ctx, eval.Input{Messages: ev.Messages, Agent: ev.Call.Agent})
+	case KindOutput:
+		d, err = sess.Output(ctx, *ev.Output)
 	case KindBefore:
 		d, err = sess.Before(ctx, ev.Call)
 	case KindAfter:
@@ -117,8 +124,11 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 			return Response{}, fmt.Errorf("the end of the turn could not be decided: %w", err)
 		}
 	}
-	if err != nil {
+	if err != nil && (ev.Kind == KindBefore || ev.Kind == KindAfter) {
 		return Response{}, fmt.Errorf("the %s call could not be decided: %w", ev.Call.Tool, err)
+	}
+	if err != nil {
+		return Response{}, fmt.Errorf("the model's %s could not be decided: %w", map[bool]string{true: "output", false: "input"}[ev.Kind == KindOutput], err)
 	}
 	if err := locked.Save(sess.State()); err != nil {
 		return Response{}, err

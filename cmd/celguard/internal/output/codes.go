@@ -18,7 +18,7 @@ var codeCatalogue = []codeInfo{
 	{policy.CodeMissingField, policy.SeverityError, "A required key is absent."},
 	{policy.CodeInvalidValue, policy.SeverityError, "A value outside the allowed set or range."},
 	{policy.CodeInvalidVerdict, policy.SeverityError, "A verdict that is not allow, warn, block, halt, ask or modify."},
-	{policy.CodeInvalidPhase, policy.SeverityError, "A phase that is not before, after or turn_end."},
+	{policy.CodeInvalidPhase, policy.SeverityError, "A phase that is not before, after, turn_end, input or output."},
 	{policy.CodeInvalidDuration, policy.SeverityError, "A window that is not a positive Go duration."},
 	{policy.CodeInvalidGlob, policy.SeverityError, "A malformed tool-name glob."},
 	{policy.CodeInvalidID, policy.SeverityError, "A name or id with characters outside [A-Za-z0-9_.:-]."},
