@@ -74,6 +74,12 @@ type config struct {
 	// auditIDs, when set (WithDecisionMetadata), makes every decision's
 	// id; nil leaves the audit fields empty.
 	auditIDs func() string
+	// sink receives every decision (WithDecisionSink); sinkError its
+	// errors, nil to fail closed.
+	sink      DecisionSink
+	sinkError func(error)
+	// monitorAll monitors every rule that is not mandatory (WithMonitor).
+	monitorAll bool
 }
 
 // WithDecisionMetadata fills every decision's audit record: DecisionID (a
@@ -315,16 +321,25 @@ func (s *Session) EndTurn(ctx context.Context, opts ...CallOption) (Decision, er
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
 	set := s.eng.set.Load()
 	d, err := s.decideIn(ctx, set, phase, call, res, nil, opts)
-	d.CallID, d.Agent = call.ID, call.Agent
-	d = s.auditWith(d, set)
+	d, err = s.finish(ctx, set, d, err, call, nil)
 	if phase == policy.PhaseBefore {
 		s.rememberBefore(call, d)
 	}
 	return d, err
 }
 
-// audit fills d's audit record (WithDecisionMetadata) with the set in force.
-func (s *Session) audit(d Decision) Decision { return s.auditWith(d, s.eng.set.Load()) }
+// finish completes decision d (and its error err) of call (and io, in the
+// input and output phases) by set: it echoes the call's identity, fills the
+// audit record and writes the decision log.
+func (s *Session) finish(ctx context.Context, set *compile.PolicySet, d Decision, err error, call Call, io *modelIO) (Decision, error) {
+	d.CallID, d.Agent = call.ID, call.Agent
+	d = s.auditWith(d, set)
+	d, lerr := s.logDecision(ctx, set, d, call, io)
+	if err == nil {
+		err = lerr
+	}
+	return d, err
+}
 
 // auditWith fills d's audit record (WithDecisionMetadata), set having
 // decided.

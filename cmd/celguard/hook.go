@@ -32,6 +32,8 @@ type hookOptions struct {
 	stateDir string
 	failOpen bool
 	approve  bool
+	// decisions are --decision-log and its options, and --monitor.
+	decisions decisionOptions
 }
 
 // addFlags declares the policy selection, --state-dir, --fail-open and
@@ -41,6 +43,7 @@ func (o *hookOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.stateDir, "state-dir", "", "where session state is kept (default: $XDG_STATE_HOME/celguard or ~/.local/state/celguard)")
 	f.BoolVar(&o.failOpen, "fail-open", false, "let calls through when celguard itself fails (default: block them)")
 	f.BoolVar(&o.approve, "approve", false, "an allow by an explicit rule approves the call, skipping the host's own permission prompt (Claude Code, Gemini CLI)")
+	o.decisions.addFlags(f)
 }
 
 // args are the flags that give o, as a command line would give them.
@@ -55,7 +58,7 @@ func (o hookOptions) args() []string {
 	if o.approve {
 		out = append(out, "--approve")
 	}
-	return out
+	return append(out, o.decisions.args()...)
 }
 
 // absolute makes o's paths (--policy, --user-dir, --project-dir,
@@ -194,7 +197,7 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 		FailOpen: p.failOpen,
 		Timeout:  p.timeout,
 		Engine: func() (*eval.Engine, error) {
-			eng, ws, err := hookEngine(p.policies, store)
+			eng, ws, err := hookEngine(p.policies, p.decisions, store)
 			warnings = ws
 			return eng, err
 		},
@@ -214,7 +217,7 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 // A state key that cannot be used fails the hook (closed, by default).
 //
 // The warnings are layerWarnings, for stderr.
-func hookEngine(sel selection, store *hooks.Store) (*eval.Engine, []string, error) {
+func hookEngine(sel selection, dopts decisionOptions, store *hooks.Store) (*eval.Engine, []string, error) {
 	key, err := store.Key()
 	if err != nil {
 		return nil, nil, err
@@ -229,7 +232,11 @@ func hookEngine(sel selection, store *hooks.Store) (*eval.Engine, []string, erro
 		}
 		return nil, nil, err
 	}
-	eng, err := eval.New(set, engineOptions()...)
+	extra, err := dopts.engineOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := eval.New(set, append(engineOptions(), extra...)...)
 	return eng, layerWarnings(d, set), err
 }
 

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/celguard/celguard/eval"
+)
+
+// decisionOptions are the flags of eval and hook that change what is done
+// with each decision: the decision log and monitor mode.
+type decisionOptions struct {
+	logPath     string
+	logMaxBytes int64
+	logSync     bool
+}
+
+// addFlags declares --decision-log, --decision-log-max-bytes and
+// --decision-log-sync.
+func (o *decisionOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.logPath, "decision-log", "", "append every decision to this file as one JSON line, arguments masked (docs/decision-log.md)")
+	f.Int64Var(&o.logMaxBytes, "decision-log-max-bytes", 64<<20, "rotate the decision log to FILE.1 past this size (negative: never)")
+	f.BoolVar(&o.logSync, "decision-log-sync", false, "fsync the decision log after every line (durable across a machine crash, slower)")
+}
+
+// args are the flags that give o, as a command line would give them.
+func (o decisionOptions) args() []string {
+	var out []string
+	if o.logPath != "" {
+		// The host runs the hook from its own directory.
+		path := o.logPath
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		out = append(out, "--decision-log", path)
+		if o.logMaxBytes != 64<<20 {
+			out = append(out, "--decision-log-max-bytes", fmt.Sprint(o.logMaxBytes))
+		}
+		if o.logSync {
+			out = append(out, "--decision-log-sync")
+		}
+	}
+	return out
+}
+
+// engineOptions returns the engine options o asks for. A decision the log
+// cannot record is refused (decision_log_failed): an audit trail with holes
+// is not one.
+func (o decisionOptions) engineOptions() ([]eval.Option, error) {
+	var opts []eval.Option
+	if o.logPath != "" {
+		if o.logMaxBytes == 0 {
+			return nil, fmt.Errorf("--decision-log-max-bytes must not be 0 (negative never rotates)")
+		}
+		sink, err := eval.NewFileSink(o.logPath, eval.FileSinkOptions{MaxBytes: o.logMaxBytes, Sync: o.logSync})
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, eval.WithDecisionSink(sink, nil))
+	}
+	return opts, nil
+}
