@@ -372,19 +372,19 @@ func (c *compiler) checkMonitored(cp *Policy) {
 		if !mandatoryRule(p, r, cp.Layer) {
 			continue
 		}
-		why := "rule " + r.ID.Value + " is mandatory"
+		why, fix := "rule "+r.ID.Value+" is mandatory", "drop the rule's enforcement: mandatory"
 		var related []policy.Pos
 		switch {
 		case !r.EnforcementPos.IsZero():
 			related = []policy.Pos{r.EnforcementPos}
 		case !p.EnforcementPos.IsZero():
-			why = "the policy is mandatory"
+			why, fix = "the policy is mandatory", "make the policy enforcement: default"
 			related = []policy.Pos{p.EnforcementPos}
 		default:
-			why = "the policy is in the admin layer, where a policy is mandatory unless it says enforcement: default"
+			why, fix = "the policy is in the admin layer, where a policy is mandatory unless it says enforcement: default", "say enforcement: default"
 		}
 		c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeMonitorMandatory, Severity: policy.SeverityError, Pos: p.ModePos, Related: related,
-			Message: fmt.Sprintf("policy %s cannot be monitored: %s, and mandatory rules cannot be monitored away; drop mode: monitor, or make the policy enforcement: default", p.Name.Value, why)})
+			Message: fmt.Sprintf("policy %s cannot be monitored: %s, and mandatory rules cannot be monitored away; drop mode: monitor, or %s", p.Name.Value, why, fix)})
 		return
 	}
 }

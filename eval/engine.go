@@ -16,6 +16,16 @@
 // output (which read messages and output, and no call): allow, warn, block,
 // halt, or modify, a rewrite carried in Decision.Messages or Decision.Output.
 //
+// With WithDecisionSink every decision is also written, as a masked
+// DecisionRecord, to a DecisionSink (NewFileSink: one JSON line per
+// decision, docs/decision-log.md) before it is returned; a decision the sink
+// cannot record is refused unless the host handles the error.
+//
+// A policy in monitor mode (mode: monitor; every policy but the mandatory
+// ones with WithMonitor) is evaluated but decides nothing: the decision is
+// made as if it were absent, and Decision.Monitored reports what its first
+// matching rule would have decided.
+//
 // A counter counts after the call (After updates it before the after-phase
 // rules run) or, declared with phase before, at the decision before it: the
 // rules read the counts of earlier calls, and the call is counted only when
@@ -113,6 +123,18 @@ func randomID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
 	return hex.EncodeToString(b[:])
+}
+
+// WithMonitor monitors every rule that is not mandatory, as if each policy
+// said mode: monitor (decide.go, rule 16): the rules are evaluated and the
+// first that matches is reported in Decision.Monitored, but only the
+// mandatory rules and the default verdict decide. Mandatory rules keep
+// enforcing.
+func WithMonitor() Option {
+	return func(c *config) error {
+		c.monitorAll = true
+		return nil
+	}
 }
 
 // WithApprover sets who settles ask verdicts. Without one, ask is a block

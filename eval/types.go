@@ -235,7 +235,7 @@ type TraceStep struct {
 	Policy  string `json:"policy"`
 	Verdict string `json:"verdict"`
 	// Outcome is one of: tool_not_matched, no_match, matched, applied
-	// (a modify), already_applied, error.
+	// (a modify), already_applied, error, monitored.
 	Outcome Outcome `json:"outcome"`
 	Error   string  `json:"error,omitempty"`
 	// Untrusted marks a rule of an untrusted project: its track decides
@@ -261,4 +261,7 @@ const (
 	OutcomeAlreadyApplied Outcome = "already_applied"
 	// OutcomeError: the condition or the rewrite failed.
 	OutcomeError Outcome = "error"
+	// OutcomeMonitored: a monitored rule matched (or failed closed); the
+	// decision went past it and reports it in Decision.Monitored.
+	OutcomeMonitored Outcome = "monitored"
 )

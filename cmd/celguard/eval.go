@@ -82,6 +82,12 @@ policies mask (decision_log.mask) and every credential the secret patterns
 find are masked (docs/decision-log.md). A decision the log cannot record is
 refused (decision_log_failed).
 
+--monitor decides in monitor mode, as if every policy said mode: monitor:
+rules are evaluated and the first that would have decided is reported in
+the decision's "monitored" ({rule_id, verdict, ...}), but only mandatory
+rules (which cannot be monitored away, and keep enforcing: eval says which
+on stderr) and the default verdict decide.
+
 With no --policy flag, every layer decides: the recommended built-in bundle
 (choose another with --bundle, adjust it with --include and --exclude), the
 user's policies ($XDG_CONFIG_HOME/celguard) and the project's (.celguard/ at
@@ -261,7 +267,7 @@ func evalEngine(p evalParams) (*eval.Engine, int) {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
 		return nil, exitUsage
 	}
-	printWarnings(p.stderr, "celguard eval", layerWarnings(d, set))
+	printWarnings(p.stderr, "celguard eval", append(layerWarnings(d, set), p.decisions.warnings(set)...))
 	extra, err := p.decisions.engineOptions()
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)

@@ -237,7 +237,7 @@ func hookEngine(sel selection, dopts decisionOptions, store *hooks.Store) (*eval
 		return nil, nil, err
 	}
 	eng, err := eval.New(set, append(engineOptions(), extra...)...)
-	return eng, layerWarnings(d, set), err
+	return eng, append(layerWarnings(d, set), dopts.warnings(set)...), err
 }
 
 // hookInstallParams is what `celguard hook install HOST` was asked to do.
