@@ -370,19 +370,7 @@ func (d *decoder) decisionLog(n *yaml.Node) DecisionLog {
 				}
 				m := Mask{Pos: d.pos(e)}
 				if d.fields(e, "a decision_log.mask entry", map[string]func(k, v *yaml.Node){
-					"tools": func(_, v *yaml.Node) {
-						for _, t := range d.list(v, "decision_log.mask tools") {
-							s, ok := d.str(t, "a tool name")
-							if !ok {
-								continue
-							}
-							if s.Value == "" || !doublestar.ValidatePattern(s.Value) {
-								d.ds.errorf(CodeInvalidGlob, s.Pos, "tool name %q is not a valid name or glob", s.Value)
-								continue
-							}
-							m.Tools = append(m.Tools, s)
-						}
-					},
+					"tools": func(_, v *yaml.Node) { m.Tools = d.toolNames(v, "decision_log.mask tools") },
 					"args": func(_, v *yaml.Node) {
 						for _, a := range d.list(v, "decision_log.mask args") {
 							if p, ok := d.maskPath(a); ok {
@@ -400,6 +388,24 @@ func (d *decoder) decisionLog(n *yaml.Node) DecisionLog {
 		},
 	})
 	return dl
+}
+
+// toolNames reads a list of tool names or globs (what names the list);
+// an invalid glob is reported (invalid_glob) and left out.
+func (d *decoder) toolNames(v *yaml.Node, what string) []String {
+	var out []String
+	for _, t := range d.list(v, what) {
+		s, ok := d.str(t, "a tool name")
+		if !ok {
+			continue
+		}
+		if s.Value == "" || !doublestar.ValidatePattern(s.Value) {
+			d.ds.errorf(CodeInvalidGlob, s.Pos, "tool name %q is not a valid name or glob", s.Value)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // maskPath reads one argument path of decision_log.mask.
@@ -611,19 +617,7 @@ func (d *decoder) rule(n *yaml.Node) Rule {
 						}
 					}
 				},
-				"tools": func(_, v *yaml.Node) {
-					for _, t := range d.list(v, "match.tools") {
-						s, ok := d.str(t, "a tool name")
-						if !ok {
-							continue
-						}
-						if s.Value == "" || !doublestar.ValidatePattern(s.Value) {
-							d.ds.errorf(CodeInvalidGlob, s.Pos, "tool name %q is not a valid name or glob", s.Value)
-							continue
-						}
-						r.Tools = append(r.Tools, s)
-					}
-				},
+				"tools": func(_, v *yaml.Node) { r.Tools = append(r.Tools, d.toolNames(v, "match.tools")...) },
 			})
 		},
 		"condition":      func(_, v *yaml.Node) { r.Condition = d.exprPtr(v, "condition") },
