@@ -122,18 +122,30 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 	if err != nil {
 		return ev.policyError(r, err, nil), nil
 	}
+	digest, err := CallDigest(ev.call)
+	if err != nil {
+		return ev.policyError(r, err, nil), nil
+	}
 	ruleKey := r.ID + "\x00*"
-	s.mu.Lock()
-	remembered := s.approvals[callKey] || s.approvals[ruleKey]
-	s.mu.Unlock()
-	if remembered {
-		d.Verdict = policy.Allow
-		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalRemembered}
-		return d, nil
+	// No approval lifts a mandatory rule: only an answer to this very ask.
+	if !r.Mandatory {
+		s.mu.Lock()
+		remembered := s.approvals[callKey] || s.approvals[ruleKey]
+		var g Grant
+		if !remembered {
+			g, remembered = s.book.use(r.ID, ev.call.Tool, digest)
+		}
+		s.mu.Unlock()
+		if remembered {
+			d.Verdict = policy.Allow
+			d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalRemembered, Remember: string(g.Scope), Request: g.ID}
+			return d, nil
+		}
 	}
 	a := s.eng.cfg.approver
 	if a == nil {
-		return ev.refuseAsk(r, CodeApprovalRequired, d.Reason, ApprovalRecord{Rule: r.ID, Outcome: ApprovalUnavailable}), nil
+		rec := ApprovalRecord{Rule: r.ID, Outcome: ApprovalUnavailable, Request: ev.request(d, r, digest)}
+		return ev.refuseAsk(r, CodeApprovalRequired, d.Reason, rec), nil
 	}
 	ans, err := a.Approve(ev.ctx, ApprovalRequest{SessionID: s.id, Rule: r.ID, Policy: r.Policy.Name, Reason: d.Reason, Code: r.Code, Call: ev.call})
 	if err != nil {
@@ -149,9 +161,13 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 	switch ans.Answer {
 	case Approve:
 		d.Verdict = policy.Allow
-		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalApproved, Remember: ans.Remember.String(), Reason: ans.Reason}
+		remember := ans.Remember
+		if r.Mandatory {
+			remember = RememberNone
+		}
+		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalApproved, Remember: remember.String(), Reason: ans.Reason}
 		s.mu.Lock()
-		switch ans.Remember {
+		switch remember {
 		case RememberCall:
 			s.remember(callKey)
 		case RememberRule:
@@ -159,7 +175,7 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 		}
 		s.mu.Unlock()
 	case Defer:
-		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalDeferred}
+		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalDeferred, Request: ev.request(d, r, digest)}
 	default:
 		reason := d.Reason
 		if ans.Reason != "" {
@@ -168,6 +184,20 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 		return ev.refuseAsk(r, CodeApprovalDenied, reason, ApprovalRecord{Rule: r.ID, Outcome: ApprovalDenied, Reason: ans.Reason}), nil
 	}
 	return d, nil
+}
+
+// request records the ask d of rule r about the call with digest as a
+// pending request a person can answer later, and returns its id; "" when
+// the engine makes no requests (WithApprovalRequests) or the rule is
+// mandatory (no approval lifts it).
+func (ev *evaluation) request(d Decision, r *compile.Rule, digest string) string {
+	s := ev.s
+	if !s.eng.cfg.requests || r.Mandatory {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.book.request(r.ID, r.Policy.Name, d.Reason, ev.call, digest, s.eng.cfg.now()).ID
 }
 
 // refuseAsk is the refusal of ask rule r's call, with how it was settled.

@@ -63,6 +63,7 @@ type Option func(*config) error
 
 type config struct {
 	approver        Approver
+	requests        bool
 	now             func() time.Time
 	maxCounterKeys  int
 	maxWindowEvents int
@@ -109,6 +110,18 @@ func randomID() string {
 func WithApprover(a Approver) Option {
 	return func(c *config) error {
 		c.approver = a
+		return nil
+	}
+}
+
+// WithApprovalRequests records every ask that is deferred to the host or
+// that no approver could settle as a pending Request of the session, named
+// in Decision.Approval.Request, for a person to answer later
+// (Session.Approve, SessionState.Approve; docs/approvals.md). Asks of
+// mandatory rules make no request: no approval lifts them.
+func WithApprovalRequests() Option {
+	return func(c *config) error {
+		c.requests = true
 		return nil
 	}
 }
@@ -204,6 +217,9 @@ type Session struct {
 	halt      *Decision
 	counters  map[string]*counterState
 	approvals map[string]bool
+	// book holds the requests and grants of approvals a person gives
+	// outside the approver (grants.go).
+	book approvalBook
 	// refused remembers the calls refused before they ran, by call id
 	// (calls.go).
 	refused refusedCalls

@@ -24,6 +24,10 @@ type SessionState struct {
 	Counters map[string]CounterState `json:"counters,omitempty"`
 	// Approvals are the remembered approval keys.
 	Approvals []string `json:"approvals,omitempty"`
+	// Requests are the pending approval requests (WithApprovalRequests).
+	Requests []Request `json:"requests,omitempty"`
+	// Grants are the approvals a person gave (Approve).
+	Grants []Grant `json:"grants,omitempty"`
 	// Saturated, when set, says the session's counts were lost to a
 	// tampered state (Engine.RestoreTampered): counters read at
 	// CounterCeiling until they reset.
@@ -193,6 +197,7 @@ func (s *Session) State() SessionState {
 		st.Approvals = append(st.Approvals, k)
 	}
 	slices.Sort(st.Approvals)
+	st.Requests, st.Grants = slices.Clone(s.book.requests), slices.Clone(s.book.grants)
 	if s.sat != nil {
 		st.Saturated = s.sat.export()
 	}
@@ -238,6 +243,14 @@ func (e *Engine) RestoreSession(st SessionState) (*Session, error) {
 		}
 		s.approvals[k] = true
 	}
+	b := st.book()
+	if len(b.requests) > MaxRequests {
+		b.requests = b.requests[len(b.requests)-MaxRequests:]
+	}
+	if len(b.grants) > MaxGrants {
+		b.grants = b.grants[len(b.grants)-MaxGrants:]
+	}
+	s.book = *b
 	if st.Saturated != nil {
 		s.sat = e.restoreSaturation(st.Saturated)
 	}

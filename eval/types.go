@@ -194,6 +194,10 @@ type ApprovalRecord struct {
 	// Remember is the scope the approval was remembered for, if any.
 	Remember string `json:"remember,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Request is the id of the approval request a person can answer
+	// (outcome deferred or unavailable, with WithApprovalRequests), or of
+	// the request whose grant let the call run (outcome remembered).
+	Request string `json:"request_id,omitempty"`
 }
 
 // TraceStep is one rule as the evaluator considered it.
