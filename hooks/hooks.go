@@ -119,6 +119,10 @@ type Options struct {
 	// decision "allow"), skipping the host's own permission prompt. Without
 	// it, allow defers to the host's own permission rules.
 	Approve bool
+	// ApproveCommand is the command a person runs to answer an approval
+	// request, named in the refusal of an ask on a host that cannot ask;
+	// empty means "celguard approve".
+	ApproveCommand string
 }
 
 // Host decodes one host's events and encodes decisions for it.
@@ -147,7 +151,7 @@ func New(name string, opts Options) (Host, error) {
 	case "claude-code":
 		return &hookSpecificHost{name: name, dialect: &claude{opts: opts}}, nil
 	case "codex":
-		return &hookSpecificHost{name: name, dialect: codex{}}, nil
+		return &hookSpecificHost{name: name, dialect: codex{opts: opts}}, nil
 	case "gemini":
 		return &gemini{opts: opts}, nil
 	case "cursor":
@@ -202,9 +206,25 @@ func message(d eval.Decision) string {
 }
 
 // approvalMessage is the block reason for an ask on a host that cannot ask.
-func approvalMessage(host string, d eval.Decision) string {
-	return clip(message(d) + ". This call needs a person's approval and " + host +
-		" hooks cannot ask for it, so celguard blocked it: ask the user to approve it, then run it again")
+// With a pending request (eval.WithApprovalRequests) it names the request
+// and the command a person runs to approve it (cmd: "celguard approve"
+// when empty), and says what the agent should tell the user.
+func approvalMessage(host, cmd string, d eval.Decision) string {
+	if d.Approval == nil || d.Approval.Request == "" {
+		return clip(message(d) + ". This call needs a person's approval and " + host +
+			" hooks cannot ask for it, so celguard blocked it: ask the user to approve it, then run it again")
+	}
+	if cmd == "" {
+		cmd = "celguard approve"
+	}
+	id := d.Approval.Request
+	return clip(fmt.Sprintf("%s. This call needs the user's approval and %s hooks cannot ask for it, so celguard refused it as approval request %s. "+
+		"Tell the user: \"celguard asks your approval for this call. To approve this exact call once, run in your own terminal: %s %s "+
+		"(or with --session to approve every %s call rule %s asks about for the rest of this session, or --always to also add a "+
+		"permanent allow rule for this exact call to your policies).\" "+
+		"When the user says it is approved, run the identical call again; a different call is asked again. "+
+		"Do not run %s yourself: it refuses inside an agent's tool call.",
+		message(d), host, id, cmd, id, d.Tool, d.RuleID, cmd))
 }
 
 // rewriteMessage is the block reason for a rewrite a host cannot apply.

@@ -149,7 +149,11 @@ Set it up with 'celguard hook install HOST'.`,
 }
 
 func runHook(ctx context.Context, hostName string, p hookParams) int {
-	host, err := hooks.New(hostName, hooks.Options{Approve: p.approve})
+	approveCmd := "celguard approve"
+	if p.stateDir != "" {
+		approveCmd += " --state-dir " + hooks.ShellQuote(p.stateDir)
+	}
+	host, err := hooks.New(hostName, hooks.Options{Approve: p.approve, ApproveCommand: approveCmd})
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard hook: %v\n", err)
 		return exitUsage
@@ -229,7 +233,9 @@ func hookEngine(sel selection, store *hooks.Store) (*eval.Engine, []string, erro
 		}
 		return nil, nil, err
 	}
-	eng, err := eval.New(set, engineOptions()...)
+	// Asks a host defers are recorded as requests a person can approve
+	// later (celguard approve), named in the refusal on hosts that cannot ask.
+	eng, err := eval.New(set, append(engineOptions(), eval.WithApprovalRequests())...)
 	return eng, layerWarnings(d, set), err
 }
 
