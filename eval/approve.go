@@ -116,8 +116,14 @@ const (
 // earlier or the approver's answer. An approved call gets verdict allow (the
 // caller reports it as modify after a rewrite); a call nobody could approve
 // is refused.
-func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
+func (ev *evaluation) ask(d Decision, r *compile.Rule) (out Decision, err error) {
 	s := ev.s
+	var judged *JudgeRecord
+	defer func() {
+		if judged != nil && out.Judge == nil {
+			out.Judge = judged
+		}
+	}()
 	callKey, err := approvalKey(r.ID, ev.call)
 	if err != nil {
 		return ev.policyError(r, err, nil), nil
@@ -127,19 +133,13 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 		return ev.policyError(r, err, nil), nil
 	}
 	ruleKey := r.ID + "\x00*"
-	// No approval lifts a mandatory rule: only an answer to this very ask.
-	if !r.Mandatory {
-		s.mu.Lock()
-		remembered := s.approvals[callKey] || s.approvals[ruleKey]
-		var g Grant
-		if !remembered {
-			g, remembered = s.book.use(r.ID, ev.call.Tool, digest)
-		}
-		s.mu.Unlock()
-		if remembered {
-			d.Verdict = policy.Allow
-			d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalRemembered, Remember: string(g.Scope), Request: g.ID}
-			return d, nil
+	if out, ok := ev.remembered(d, r, callKey, ruleKey, digest); ok {
+		return out, nil
+	}
+	if r.Judge != "" {
+		var done bool
+		if out, judged, done = ev.settleByJudge(d, r, digest); done {
+			return out, nil
 		}
 	}
 	a := s.eng.cfg.approver
@@ -184,6 +184,29 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 		return ev.refuseAsk(r, CodeApprovalDenied, reason, ApprovalRecord{Rule: r.ID, Outcome: ApprovalDenied, Reason: ans.Reason}), nil
 	}
 	return d, nil
+}
+
+// remembered settles the ask d of rule r by an approval remembered or
+// granted earlier (ok), never for a mandatory rule: no approval lifts it,
+// only an answer to this very ask.
+func (ev *evaluation) remembered(d Decision, r *compile.Rule, callKey, ruleKey, digest string) (Decision, bool) {
+	if r.Mandatory {
+		return d, false
+	}
+	s := ev.s
+	s.mu.Lock()
+	remembered := s.approvals[callKey] || s.approvals[ruleKey]
+	var g Grant
+	if !remembered {
+		g, remembered = s.book.use(r.ID, ev.call.Tool, digest)
+	}
+	s.mu.Unlock()
+	if !remembered {
+		return d, false
+	}
+	d.Verdict = policy.Allow
+	d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalRemembered, Remember: string(g.Scope), Request: g.ID}
+	return d, true
 }
 
 // request records the ask d of rule r about the call with digest as a

@@ -64,6 +64,8 @@ type Option func(*config) error
 type config struct {
 	approver        Approver
 	requests        bool
+	judges          map[string]Judge
+	judgeTimeout    time.Duration
 	now             func() time.Time
 	maxCounterKeys  int
 	maxWindowEvents int
@@ -220,6 +222,10 @@ type Session struct {
 	// book holds the requests and grants of approvals a person gives
 	// outside the approver (grants.go).
 	book approvalBook
+	// judged caches judges' answers by judge, rule and call digest
+	// (judge.go); judgedOrder is their order, oldest first.
+	judged      map[string]Judgment
+	judgedOrder []string
 	// refused remembers the calls refused before they ran, by call id
 	// (calls.go).
 	refused refusedCalls

@@ -28,6 +28,8 @@ type SessionState struct {
 	Requests []Request `json:"requests,omitempty"`
 	// Grants are the approvals a person gave (Approve).
 	Grants []Grant `json:"grants,omitempty"`
+	// Judgments are judges' cached answers, oldest first.
+	Judgments []Judgment `json:"judgments,omitempty"`
 	// Saturated, when set, says the session's counts were lost to a
 	// tampered state (Engine.RestoreTampered): counters read at
 	// CounterCeiling until they reset.
@@ -198,6 +200,9 @@ func (s *Session) State() SessionState {
 	}
 	slices.Sort(st.Approvals)
 	st.Requests, st.Grants = slices.Clone(s.book.requests), slices.Clone(s.book.grants)
+	for _, k := range s.judgedOrder {
+		st.Judgments = append(st.Judgments, s.judged[k])
+	}
 	if s.sat != nil {
 		st.Saturated = s.sat.export()
 	}
@@ -251,6 +256,9 @@ func (e *Engine) RestoreSession(st SessionState) (*Session, error) {
 		b.grants = b.grants[len(b.grants)-MaxGrants:]
 	}
 	s.book = *b
+	for _, j := range st.Judgments {
+		s.rememberJudgment(j)
+	}
 	if st.Saturated != nil {
 		s.sat = e.restoreSaturation(st.Saturated)
 	}

@@ -235,7 +235,11 @@ func hookEngine(sel selection, store *hooks.Store) (*eval.Engine, []string, erro
 	}
 	// Asks a host defers are recorded as requests a person can approve
 	// later (celguard approve), named in the refusal on hosts that cannot ask.
-	eng, err := eval.New(set, append(engineOptions(), eval.WithApprovalRequests())...)
+	jopts, err := judgeOptions(sel.userDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := eval.New(set, append(append(engineOptions(), eval.WithApprovalRequests()), jopts...)...)
 	return eng, layerWarnings(d, set), err
 }
 
