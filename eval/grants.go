@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -93,6 +94,9 @@ type Request struct {
 	// Summary is a short text of the call (Bash: the command).
 	Summary string    `json:"summary"`
 	Created time.Time `json:"created"`
+	// Host is what the host said about the request, opaque to eval (the
+	// rules Claude Code's permission dialog offered, hooks/permission.go).
+	Host json.RawMessage `json:"host,omitempty"`
 }
 
 // Grant is an approval a person gave.
@@ -329,4 +333,33 @@ func (s *Session) Revoke(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.book.revoke(id)
+}
+
+// RequestFor returns the pending request for the exact call c, whichever
+// rule asked.
+func (s *Session) RequestFor(c Call) (Request, bool) {
+	digest, err := CallDigest(c)
+	if err != nil {
+		return Request{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.book.requests {
+		if r.Digest == digest {
+			return r, true
+		}
+	}
+	return Request{}, false
+}
+
+// NoteRequest keeps what the host said about the pending request id; it
+// reports whether there is one.
+func (s *Session) NoteRequest(id string, host json.RawMessage) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.book.find(id); i >= 0 {
+		s.book.requests[i].Host = host
+		return true
+	}
+	return false
 }

@@ -66,9 +66,14 @@ const (
 	// keeps the agent going, and a failure is not a block (there is no call
 	// left to refuse).
 	KindTurnEnd
+	// KindPermission is the host about to ask the user about a call
+	// (Claude Code's PermissionRequest): celguard notes it, so that the
+	// call's after-event tells it the user approved (permission.go), and
+	// answers nothing, so the host asks.
+	KindPermission
 )
 
-var kindNames = [...]string{"ignore", "session_start", "session_end", "turn_start", "before", "after", "turn_end"}
+var kindNames = [...]string{"ignore", "session_start", "session_end", "turn_start", "before", "after", "turn_end", "permission"}
 
 // String names the kind.
 func (k Kind) String() string {
@@ -98,6 +103,9 @@ type Event struct {
 	// response is the tool's raw output as the host sent it (KindAfter),
 	// kept so a rewrite can be given back in the same shape.
 	response any
+	// suggestions are the permission rules the host offers the user
+	// (KindPermission: Claude Code's permission_suggestions).
+	suggestions []any
 	// failure marks an after event that reports a failed call through a
 	// channel that cannot carry a replacement output (Claude's
 	// PostToolUseFailure).
@@ -291,7 +299,7 @@ func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
 		return Event{}, fmt.Errorf("the event has no hook_event_name")
 	}
 	ev.Kind = p.kinds[ev.Name] // KindIgnore when absent
-	if ev.Kind == KindBefore || ev.Kind == KindAfter {
+	if ev.Kind == KindBefore || ev.Kind == KindAfter || ev.Kind == KindPermission {
 		if f[3] == "" {
 			return Event{}, fmt.Errorf("%s event without a tool_name", ev.Name)
 		}
@@ -303,6 +311,9 @@ func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
 		if err := callIdentity(&ev.Call, m, "agent_type", "agent_id"); err != nil {
 			return Event{}, err
 		}
+	}
+	if ev.Kind == KindPermission {
+		ev.suggestions, _ = m["permission_suggestions"].([]any)
 	}
 	switch {
 	case ev.Kind == KindAfter && ev.Name == p.failure:

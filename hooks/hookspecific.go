@@ -37,6 +37,7 @@ var hookSpecificEvents = eventProtocol{
 		"Stop":               KindTurnEnd,
 		"SessionStart":       KindSessionStart,
 		"SessionEnd":         KindSessionEnd,
+		"PermissionRequest":  KindPermission,
 	},
 	failure: "PostToolUseFailure",
 	meta:    []string{"permission_mode", "model", "agent_id", "agent_type", "turn_id"},
