@@ -71,6 +71,10 @@ const (
 	RequestTTL = 24 * time.Hour
 	// maxSummary bounds the summary of a call kept in a request.
 	maxSummary = 400
+	// MaxRequestArgs bounds the canonical JSON of the arguments a request
+	// keeps; larger arguments are left out (ArgsOmitted), so that a
+	// session's requests never outgrow its state.
+	MaxRequestArgs = 16 << 10
 )
 
 // Request is an ask recorded for a person to answer later.
@@ -88,7 +92,10 @@ type Request struct {
 	// Args and Cwd are the call, for the persistent rule of ScopeAlways
 	// and for showing the person what they approve.
 	Args map[string]any `json:"args,omitempty"`
-	Cwd  string         `json:"cwd,omitempty"`
+	// ArgsOmitted says the arguments were larger than MaxRequestArgs and
+	// are not kept: the request can be approved, not written as a rule.
+	ArgsOmitted bool   `json:"args_omitted,omitempty"`
+	Cwd         string `json:"cwd,omitempty"`
 	// Digest is CallDigest of the call.
 	Digest string `json:"digest"`
 	// Summary is a short text of the call (Bash: the command).
@@ -168,11 +175,15 @@ func summarize(c Call) string {
 	if s == "" {
 		s, _ = stdlib.CanonicalNative(c.Args)
 	}
-	s = strings.Join(strings.Fields(s), " ")
+	return c.Tool + ": " + cut(strings.Join(strings.Fields(s), " "))
+}
+
+// cut shortens s to maxSummary characters.
+func cut(s string) string {
 	if utf8.RuneCountInString(s) > maxSummary {
-		s = string([]rune(s)[:maxSummary-1]) + "…"
+		return string([]rune(s)[:maxSummary-1]) + "…"
 	}
-	return c.Tool + ": " + s
+	return s
 }
 
 // approvalBook is a session's requests and grants; the Session and the
@@ -197,6 +208,10 @@ func (b *approvalBook) request(rule, policyName, reason string, c Call, digest s
 	}
 	r := Request{ID: id, Rule: rule, Policy: policyName, Reason: reason, Tool: c.Tool, Args: c.Args, Cwd: c.Cwd,
 		Digest: digest, Summary: summarize(c), Created: now.UTC()}
+	if canon, err := stdlib.CanonicalNative(c.Args); err != nil || len(canon) > MaxRequestArgs {
+		r.Args, r.ArgsOmitted = nil, true
+	}
+	r.Reason = cut(reason)
 	if len(b.requests) >= MaxRequests {
 		b.requests = slices.Delete(b.requests, 0, len(b.requests)-MaxRequests+1)
 	}

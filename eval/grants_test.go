@@ -3,6 +3,7 @@ package eval_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,6 +140,26 @@ func TestApprovalGrantsMandatory(t *testing.T) {
 	_, _, err = st.Approve("m1", eval.ScopeOnce, "test", now)
 	assert.ErrorContains(t, err, "mandatory")
 
+}
+
+// TestRequestLargeArgs: a request keeps no arguments past MaxRequestArgs,
+// so requests never outgrow the state; it can still be approved.
+func TestRequestLargeArgs(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, _ := grantsSession(t, &now)
+	call := eval.Call{Tool: "Write", Args: map[string]any{"content": strings.Repeat("x", eval.MaxRequestArgs)}}
+	d, err := s.Before(context.Background(), call)
+	require.NoError(t, err)
+	reqs := s.Requests()
+	require.Len(t, reqs, 1)
+	assert.True(t, reqs[0].ArgsOmitted)
+	assert.Nil(t, reqs[0].Args)
+	assert.Less(t, len(reqs[0].Summary), 1000)
+	_, _, err = s.Approve(d.Approval.Request, eval.ScopeOnce, "test")
+	require.NoError(t, err)
+	d, err = s.Before(context.Background(), call)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Allow, d.Verdict)
 }
 
 // TestApproverRememberMandatory: an approver's "remember" is not kept for a

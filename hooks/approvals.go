@@ -204,6 +204,9 @@ func AlwaysRule(r eval.Request, by string, now time.Time) (name string, policyYA
 	if r.Mandatory {
 		return "", nil, nil, fmt.Errorf("request %q is for the mandatory rule %s, which no approval lifts", r.ID, r.Rule)
 	}
+	if r.ArgsOmitted {
+		return "", nil, nil, fmt.Errorf("request %q: the call's arguments are larger than %d bytes and were not kept, so no rule can be written for it; approve it --session or once", r.ID, eval.MaxRequestArgs)
+	}
 	canon, err := stdlib.CanonicalNative(r.Args)
 	if err != nil {
 		return "", nil, nil, err

@@ -234,3 +234,19 @@ func FuzzParseAnswer(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{`{"judges": {"r": {"type": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m"}}}`,
+		`{"judges": {"c": {"type": "command", "command": ["/bin/true"], "timeout": "1s"}}}`, `{}`, `[]`, `{"judges": null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := judge.Parse(data)
+		if err != nil {
+			return
+		}
+		if _, err := c.Options(); err != nil {
+			t.Fatalf("a parsed config gives no options: %v", err)
+		}
+	})
+}

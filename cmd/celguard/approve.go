@@ -158,6 +158,9 @@ func runApprove(ctx context.Context, p approveParams) int {
 	case p.session:
 		scope, what = eval.ScopeSession, fmt.Sprintf("every %s call rule %s asks about, for the rest of session %s", req.Tool, req.Rule, req.Session)
 	case p.always:
+		if req.ArgsOmitted {
+			return fail("the call's arguments are larger than %d bytes and were not kept, so no rule can be written for it: approve it once or --session", eval.MaxRequestArgs)
+		}
 		if dir, err = p.policyDir(); err != nil {
 			return fail("%v", err)
 		}
