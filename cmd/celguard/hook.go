@@ -120,8 +120,10 @@ counters at their ceiling until they reset (state_tampered), and a changed
 cache entry is checked again.
 
 Every verdict maps to the strongest answer the host can express: an ask on a
-host without one (Codex, Gemini CLI) is a block saying approval is needed, a
-rewrite the host cannot apply is a block. If celguard itself fails (an event
+host without one (Codex, Gemini CLI) is a block that names an approval request
+the user answers with 'celguard approve ID' (docs/approvals.md), a rewrite the
+host cannot apply is a block. Rules that name a judge read the judges of
+~/.config/celguard/judges.json and /etc/celguard/judges.json. If celguard itself fails (an event
 it cannot read, policies that do not compile, unreadable state, --timeout),
 it answers with what the host honours as a block; --fail-open lets the call
 through instead. See docs/hooks.md for the answer to every verdict per host.
