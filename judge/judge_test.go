@@ -250,3 +250,18 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+func ExampleParseAnswer() {
+	for _, s := range []string{"ALLOW", "DENY: writes outside the project", "Sure, looks fine"} {
+		a, err := judge.ParseAnswer(s)
+		if err != nil {
+			fmt.Println("error:", err)
+			continue
+		}
+		fmt.Printf("%s %q\n", a.Verdict, a.Reason)
+	}
+	// Output:
+	// allow ""
+	// block "writes outside the project"
+	// error: the answer "Sure, looks fine" is not ALLOW, DENY: reason or ASK: reason
+}
