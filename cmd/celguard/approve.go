@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,6 +36,25 @@ type approveParams struct {
 func (p *approveParams) addStateFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&p.stateDir, "state-dir", "", "the hooks' state directory (default: $XDG_STATE_HOME/celguard or ~/.local/state/celguard)")
 	cmd.Flags().StringVar(&p.userDir, "user-dir", "", "the user's policy directory, where --always writes (default: $XDG_CONFIG_HOME/celguard or ~/.config/celguard)")
+}
+
+// requestID is the form of a request id: 8 lowercase hex digits.
+var requestID = regexp.MustCompile(`^[0-9a-f]{8}$`)
+
+// approvalsTimeout bounds the wait for the sessions' locks (a hook holds
+// one while it decides).
+const approvalsTimeout = 30 * time.Second
+
+// begin checks p.id (when wanted) and returns the context to work in.
+func (p *approveParams) begin(ctx context.Context, wantID bool) (context.Context, context.CancelFunc, error) {
+	if wantID && !requestID.MatchString(p.id) {
+		return nil, nil, fmt.Errorf("%q is not a request id (8 hex digits, as the refusal names it)", p.id)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, approvalsTimeout)
+	return ctx, cancel, nil
 }
 
 // store is the hooks' state store p names.
@@ -138,9 +158,11 @@ func runApprove(ctx context.Context, p approveParams) int {
 	if why := refuseInsideAgent("approve a request", p.stdin); why != "" {
 		return fail("%s", why)
 	}
-	if ctx == nil {
-		ctx = context.Background()
+	ctx, cancel, err := p.begin(ctx, true)
+	if err != nil {
+		return fail("%v", err)
 	}
+	defer cancel()
 	store, err := p.store()
 	if err != nil {
 		return fail("%v", err)
@@ -243,9 +265,8 @@ anywhere.`,
 }
 
 func runApprovalsList(ctx context.Context, p approveParams) int {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx, cancel, _ := p.begin(ctx, false)
+	defer cancel()
 	if p.format != "text" && p.format != "json" {
 		fmt.Fprintf(p.stderr, "celguard approvals: unknown --format %q: use text or json\n", p.format)
 		return exitUsage
@@ -293,9 +314,12 @@ func runApprovalsList(ctx context.Context, p approveParams) int {
 }
 
 func runApprovalsRevoke(ctx context.Context, p approveParams) int {
-	if ctx == nil {
-		ctx = context.Background()
+	ctx, cancel, err := p.begin(ctx, true)
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard approvals: %v\n", err)
+		return exitUsage
 	}
+	defer cancel()
 	store, err := p.store()
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard approvals: %v\n", err)
