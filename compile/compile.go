@@ -458,7 +458,7 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 		fp = cp.FailurePolicy
 	}
 	cr := &Rule{ID: r.ID.Value, Policy: cp, Pos: r.Pos, Description: r.Description, Priority: r.Priority, Phase: r.Phase,
-		Verdict: r.Verdict, Reason: r.Reason, Code: r.Code, FailurePolicy: fp, Source: r,
+		Verdict: r.Verdict, Reason: r.Reason, Code: r.Code, FailurePolicy: fp, Source: r, Judge: r.Judge,
 		Mandatory: mandatoryRule(cp.Source, r, cp.Layer), Metadata: mergeMetadata(cp.Source.Metadata, r.Metadata)}
 	c.checkMandatory(cp, r, cr.Mandatory)
 	cr.set = c.set

@@ -793,7 +793,7 @@ func TestLintKeepsErrorsShown(t *testing.T) {
 // once lint.go handles it.
 func TestLintKnowsEveryMatcherField(t *testing.T) {
 	known := []string{"ID", "Pos", "Description", "Priority", "Phase", "Tools", "Classes", "Condition", "Verdict", "VerdictPos",
-		"Reason", "Message", "Code", "FailurePolicy", "Modify", "Enforcement", "EnforcementPos", "Metadata"}
+		"Reason", "Message", "Code", "FailurePolicy", "Modify", "Enforcement", "EnforcementPos", "Metadata", "Judge", "JudgePos"}
 	var got []string
 	rt := reflect.TypeFor[policy.Rule]()
 	for i := range rt.NumField() {

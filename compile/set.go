@@ -237,6 +237,8 @@ type Rule struct {
 	// Mandatory rules are tried before every other rule of their track and
 	// cannot be lifted by another layer (docs/layers.md, rule 1).
 	Mandatory bool
+	// Judge names the judge that settles the rule's asks first (eval).
+	Judge string
 	// Condition is nil for a rule without a condition (always true).
 	Condition *Program
 	// ConditionAST is the checked AST Condition was built from (nil when

@@ -116,24 +116,36 @@ const (
 // earlier or the approver's answer. An approved call gets verdict allow (the
 // caller reports it as modify after a rewrite); a call nobody could approve
 // is refused.
-func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
+func (ev *evaluation) ask(d Decision, r *compile.Rule) (out Decision, err error) {
 	s := ev.s
+	var judged *JudgeRecord
+	defer func() {
+		if judged != nil && out.Judge == nil {
+			out.Judge = judged
+		}
+	}()
 	callKey, err := approvalKey(r.ID, ev.call)
 	if err != nil {
 		return ev.policyError(r, err, nil), nil
 	}
+	digest, err := CallDigest(ev.call)
+	if err != nil {
+		return ev.policyError(r, err, nil), nil
+	}
 	ruleKey := r.ID + "\x00*"
-	s.mu.Lock()
-	remembered := s.approvals[callKey] || s.approvals[ruleKey]
-	s.mu.Unlock()
-	if remembered {
-		d.Verdict = policy.Allow
-		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalRemembered}
-		return d, nil
+	if out, ok := ev.remembered(d, r, callKey, ruleKey, digest); ok {
+		return out, nil
+	}
+	if r.Judge != "" {
+		var done bool
+		if out, judged, done = ev.settleByJudge(d, r, digest); done {
+			return out, nil
+		}
 	}
 	a := s.eng.cfg.approver
 	if a == nil {
-		return ev.refuseAsk(r, CodeApprovalRequired, d.Reason, ApprovalRecord{Rule: r.ID, Outcome: ApprovalUnavailable}), nil
+		rec := ApprovalRecord{Rule: r.ID, Outcome: ApprovalUnavailable, Request: ev.request(d, r, digest)}
+		return ev.refuseAsk(r, CodeApprovalRequired, d.Reason, rec), nil
 	}
 	ans, err := a.Approve(ev.ctx, ApprovalRequest{SessionID: s.id, Rule: r.ID, Policy: r.Policy.Name, Reason: d.Reason, Code: r.Code, Call: ev.call})
 	if err != nil {
@@ -149,9 +161,13 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 	switch ans.Answer {
 	case Approve:
 		d.Verdict = policy.Allow
-		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalApproved, Remember: ans.Remember.String(), Reason: ans.Reason}
+		remember := ans.Remember
+		if r.Mandatory {
+			remember = RememberNone
+		}
+		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalApproved, Remember: remember.String(), Reason: ans.Reason}
 		s.mu.Lock()
-		switch ans.Remember {
+		switch remember {
 		case RememberCall:
 			s.remember(callKey)
 		case RememberRule:
@@ -159,7 +175,7 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 		}
 		s.mu.Unlock()
 	case Defer:
-		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalDeferred}
+		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalDeferred, Request: ev.request(d, r, digest)}
 	default:
 		reason := d.Reason
 		if ans.Reason != "" {
@@ -168,6 +184,43 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 		return ev.refuseAsk(r, CodeApprovalDenied, reason, ApprovalRecord{Rule: r.ID, Outcome: ApprovalDenied, Reason: ans.Reason}), nil
 	}
 	return d, nil
+}
+
+// remembered settles the ask d of rule r by an approval remembered or
+// granted earlier (ok), never for a mandatory rule: no approval lifts it,
+// only an answer to this very ask.
+func (ev *evaluation) remembered(d Decision, r *compile.Rule, callKey, ruleKey, digest string) (Decision, bool) {
+	if r.Mandatory {
+		return d, false
+	}
+	s := ev.s
+	s.mu.Lock()
+	remembered := s.approvals[callKey] || s.approvals[ruleKey]
+	var g Grant
+	if !remembered {
+		g, remembered = s.book.use(r.ID, ev.call.Tool, digest)
+	}
+	s.mu.Unlock()
+	if !remembered {
+		return d, false
+	}
+	d.Verdict = policy.Allow
+	d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalRemembered, Remember: string(g.Scope), Request: g.ID}
+	return d, true
+}
+
+// request records the ask d of rule r about the call with digest as a
+// pending request a person can answer later, and returns its id; "" when
+// the engine makes no requests (WithApprovalRequests) or the rule is
+// mandatory (no approval lifts it).
+func (ev *evaluation) request(d Decision, r *compile.Rule, digest string) string {
+	s := ev.s
+	if !s.eng.cfg.requests || r.Mandatory {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.book.request(r.ID, r.Policy.Name, d.Reason, ev.call, digest, s.eng.cfg.now()).ID
 }
 
 // refuseAsk is the refusal of ask rule r's call, with how it was settled.

@@ -78,6 +78,9 @@ type Option func(*config) error
 
 type config struct {
 	approver        Approver
+	requests        bool
+	judges          map[string]Judge
+	judgeTimeout    time.Duration
 	now             func() time.Time
 	maxCounterKeys  int
 	maxWindowEvents int
@@ -142,6 +145,18 @@ func WithMonitor() Option {
 func WithApprover(a Approver) Option {
 	return func(c *config) error {
 		c.approver = a
+		return nil
+	}
+}
+
+// WithApprovalRequests records every ask that is deferred to the host or
+// that no approver could settle as a pending Request of the session, named
+// in Decision.Approval.Request, for a person to answer later
+// (Session.Approve, SessionState.Approve; docs/approvals.md). Asks of
+// mandatory rules make no request: no approval lifts them.
+func WithApprovalRequests() Option {
+	return func(c *config) error {
+		c.requests = true
 		return nil
 	}
 }
@@ -237,6 +252,13 @@ type Session struct {
 	halt      *Decision
 	counters  map[string]*counterState
 	approvals map[string]bool
+	// book holds the requests and grants of approvals a person gives
+	// outside the approver (grants.go).
+	book approvalBook
+	// judged caches judges' answers by judge, rule and call digest
+	// (judge.go); judgedOrder is their order, oldest first.
+	judged      map[string]Judgment
+	judgedOrder []string
 	// refused remembers the calls refused before they ran, by call id
 	// (calls.go).
 	refused refusedCalls

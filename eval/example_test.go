@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"strings"
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
@@ -114,4 +115,65 @@ rules:
 	// asked: Pushing needs a human.
 	// allow approved
 	// allow remembered
+}
+
+// An ask the host defers becomes a request a person answers later; the
+// identical call then runs once.
+func ExampleSession_Approve() {
+	set, _ := compile.Compile([]policy.Source{{Name: "ask.yaml", Data: []byte(`apiVersion: celguard.dev/v1
+kind: Policy
+name: ask
+rules:
+  - id: confirm-push
+    match: {tools: [Bash]}
+    verdict: ask
+    reason: Pushing needs a human.
+`)}})
+	deferToHost := eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
+		return eval.Approval{Answer: eval.Defer}, nil
+	})
+	eng, _ := eval.New(set, eval.WithApprover(deferToHost), eval.WithApprovalRequests())
+	s := eng.NewSession("s", nil)
+	push := eval.Call{Tool: "Bash", Args: map[string]any{"command": "git push"}, Cwd: "/srv/app"}
+	d, _ := s.Before(context.Background(), push)
+	fmt.Println(d.Verdict, len(d.Approval.Request))
+	_, req, _ := s.Approve(d.Approval.Request, eval.ScopeOnce, "the user")
+	fmt.Println(req.Summary)
+	d, _ = s.Before(context.Background(), push)
+	fmt.Println(d.Verdict, d.Approval.Outcome, d.Approval.Remember)
+	d, _ = s.Before(context.Background(), push)
+	fmt.Println(d.Verdict)
+	// Output:
+	// ask 8
+	// Bash: git push
+	// allow remembered once
+	// ask
+}
+
+// A rule names a judge; the engine is given what the judge is.
+func ExampleWithJudge() {
+	set, _ := compile.Compile([]policy.Source{{Name: "judged.yaml", Data: []byte(`apiVersion: celguard.dev/v1
+kind: Policy
+name: judged
+rules:
+  - id: review-shell
+    match: {tools: [Bash]}
+    verdict: ask
+    judge: reviewer
+`)}})
+	reviewer := eval.JudgeFunc(func(_ context.Context, req eval.JudgeRequest) (eval.JudgeAnswer, error) {
+		if strings.Contains(fmt.Sprint(req.Call.Args["command"]), "rm ") {
+			return eval.JudgeAnswer{Verdict: policy.Block, Reason: "deletes files"}, nil
+		}
+		return eval.JudgeAnswer{Verdict: policy.Allow}, nil
+	})
+	eng, _ := eval.New(set, eval.WithJudge("reviewer", reviewer))
+	s := eng.NewSession("s", nil)
+	d, _ := s.Before(context.Background(), eval.Call{Tool: "Bash", Args: map[string]any{"command": "rm -r build"}})
+	fmt.Println(d.Verdict, d.Code, d.Reason)
+	d, _ = s.Before(context.Background(), eval.Call{Tool: "Bash", Args: map[string]any{"command": "make"}})
+	fmt.Println(d.Verdict, d.Judge.Name)
+	// Output:
+	// block judge_denied judge reviewer: deletes files
+	// allow reviewer
 }

@@ -24,6 +24,12 @@ type SessionState struct {
 	Counters map[string]CounterState `json:"counters,omitempty"`
 	// Approvals are the remembered approval keys.
 	Approvals []string `json:"approvals,omitempty"`
+	// Requests are the pending approval requests (WithApprovalRequests).
+	Requests []Request `json:"requests,omitempty"`
+	// Grants are the approvals a person gave (Approve).
+	Grants []Grant `json:"grants,omitempty"`
+	// Judgments are judges' cached answers, oldest first.
+	Judgments []Judgment `json:"judgments,omitempty"`
 	// Saturated, when set, says the session's counts were lost to a
 	// tampered state (Engine.RestoreTampered): counters read at
 	// CounterCeiling until they reset.
@@ -193,6 +199,10 @@ func (s *Session) State() SessionState {
 		st.Approvals = append(st.Approvals, k)
 	}
 	slices.Sort(st.Approvals)
+	st.Requests, st.Grants = slices.Clone(s.book.requests), slices.Clone(s.book.grants)
+	for _, k := range s.judgedOrder {
+		st.Judgments = append(st.Judgments, s.judged[k])
+	}
 	if s.sat != nil {
 		st.Saturated = s.sat.export()
 	}
@@ -237,6 +247,17 @@ func (e *Engine) RestoreSession(st SessionState) (*Session, error) {
 			break
 		}
 		s.approvals[k] = true
+	}
+	b := st.book()
+	if len(b.requests) > MaxRequests {
+		b.requests = b.requests[len(b.requests)-MaxRequests:]
+	}
+	if len(b.grants) > MaxGrants {
+		b.grants = b.grants[len(b.grants)-MaxGrants:]
+	}
+	s.book = *b
+	for _, j := range st.Judgments {
+		s.rememberJudgment(j)
 	}
 	if st.Saturated != nil {
 		s.sat = e.restoreSaturation(st.Saturated)

@@ -103,6 +103,7 @@ const (
 	CodeApprovalRequired = "approval_required" // an ask rule matched and nobody could be asked
 	CodeApprovalTimeout  = "approval_timeout"  // an ask rule matched and the approver did not answer in time
 	CodeApprovalDenied   = "approval_denied"   // the approver said no
+	CodeJudgeDenied      = "judge_denied"      // the rule's judge refused the call
 	CodeTurnHalted       = "turn_halted"       // an earlier call halted this turn
 	CodeInvalidCall      = "invalid_call"      // the call itself is malformed (no tool name)
 	CodeCallRefused      = "call_refused"      // an after-event whose call id names a call refused before it ran (Session.After)
@@ -151,6 +152,8 @@ type Decision struct {
 	Modified []string `json:"modified_by,omitempty"`
 	// Approval records how an ask rule was settled.
 	Approval *ApprovalRecord `json:"approval,omitempty"`
+	// Judge is what the ask rule's judge said, if it has one.
+	Judge *JudgeRecord `json:"judge,omitempty"`
 	// Error is the run-time error behind a policy_error decision.
 	Error string `json:"error,omitempty"`
 	// Untrusted says the decision is an untrusted project's (docs/layers.md):
@@ -226,6 +229,10 @@ type ApprovalRecord struct {
 	// Remember is the scope the approval was remembered for, if any.
 	Remember string `json:"remember,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Request is the id of the approval request a person can answer
+	// (outcome deferred or unavailable, with WithApprovalRequests), or of
+	// the request whose grant let the call run (outcome remembered).
+	Request string `json:"request_id,omitempty"`
 }
 
 // TraceStep is one rule as the evaluator considered it.

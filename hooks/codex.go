@@ -23,9 +23,9 @@ import (
 //
 // Codex runs matching hooks concurrently; the session state's lock makes
 // that safe.
-type codex struct{}
+type codex struct{ opts Options }
 
-func (codex) before(ev Event, d eval.Decision) *hookOutput {
+func (c codex) before(ev Event, d eval.Decision) *hookOutput {
 	msg := message(d)
 	out, hso := withOutput(ev)
 	switch d.Verdict {
@@ -34,7 +34,7 @@ func (codex) before(ev Event, d eval.Decision) *hookOutput {
 	case policy.Warn:
 		hso.AdditionalContext, out.SystemMessage = msg, msg
 	case policy.Ask:
-		hso.decide("deny", approvalMessage("Codex", d))
+		hso.decide("deny", approvalMessage("Codex", c.opts.ApproveCommand, d))
 	case policy.Modify:
 		hso.rewrite(d, msg)
 	case policy.Block:

@@ -73,9 +73,14 @@ const (
 	// KindOutput is the model's response (Gemini CLI's AfterModel, for
 	// each streamed chunk): the output rules decide Output.
 	KindOutput
+	// KindPermission is the host about to ask the user about a call
+	// (Claude Code's PermissionRequest): celguard notes it, so that the
+	// call's after-event tells it the user approved (permission.go), and
+	// answers nothing, so the host asks.
+	KindPermission
 )
 
-var kindNames = [...]string{"ignore", "session_start", "session_end", "turn_start", "before", "after", "turn_end", "input", "output"}
+var kindNames = [...]string{"ignore", "session_start", "session_end", "turn_start", "before", "after", "turn_end", "input", "output", "permission"}
 
 // String names the kind.
 func (k Kind) String() string {
@@ -111,6 +116,9 @@ type Event struct {
 	// response is the tool's raw output as the host sent it (KindAfter),
 	// kept so a rewrite can be given back in the same shape.
 	response any
+	// suggestions are the permission rules the host offers the user
+	// (KindPermission: Claude Code's permission_suggestions).
+	suggestions []any
 	// failure marks an after event that reports a failed call through a
 	// channel that cannot carry a replacement output (Claude's
 	// PostToolUseFailure).
@@ -132,6 +140,10 @@ type Options struct {
 	// decision "allow"), skipping the host's own permission prompt. Without
 	// it, allow defers to the host's own permission rules.
 	Approve bool
+	// ApproveCommand is the command a person runs to answer an approval
+	// request, named in the refusal of an ask on a host that cannot ask;
+	// empty means "celguard approve".
+	ApproveCommand string
 }
 
 // Host decodes one host's events and encodes decisions for it.
@@ -160,7 +172,7 @@ func New(name string, opts Options) (Host, error) {
 	case "claude-code":
 		return &hookSpecificHost{name: name, dialect: &claude{opts: opts}}, nil
 	case "codex":
-		return &hookSpecificHost{name: name, dialect: codex{}}, nil
+		return &hookSpecificHost{name: name, dialect: codex{opts: opts}}, nil
 	case "gemini":
 		return &gemini{opts: opts}, nil
 	case "cursor":
@@ -215,9 +227,25 @@ func message(d eval.Decision) string {
 }
 
 // approvalMessage is the block reason for an ask on a host that cannot ask.
-func approvalMessage(host string, d eval.Decision) string {
-	return clip(message(d) + ". This call needs a person's approval and " + host +
-		" hooks cannot ask for it, so celguard blocked it: ask the user to approve it, then run it again")
+// With a pending request (eval.WithApprovalRequests) it names the request
+// and the command a person runs to approve it (cmd: "celguard approve"
+// when empty), and says what the agent should tell the user.
+func approvalMessage(host, cmd string, d eval.Decision) string {
+	if d.Approval == nil || d.Approval.Request == "" {
+		return clip(message(d) + ". This call needs a person's approval and " + host +
+			" hooks cannot ask for it, so celguard blocked it: ask the user to approve it, then run it again")
+	}
+	if cmd == "" {
+		cmd = "celguard approve"
+	}
+	id := d.Approval.Request
+	return clip(fmt.Sprintf("%s. This call needs the user's approval and %s hooks cannot ask for it, so celguard refused it as approval request %s. "+
+		"Tell the user: \"celguard asks your approval for this call. To approve this exact call once, run in your own terminal: %s %s "+
+		"(or with --session to approve every %s call rule %s asks about for the rest of this session, or --always to also add a "+
+		"permanent allow rule for this exact call to your policies).\" "+
+		"When the user says it is approved, run the identical call again; a different call is asked again. "+
+		"Do not run %s yourself: it refuses inside an agent's tool call.",
+		message(d), host, id, cmd, id, d.Tool, d.RuleID, cmd))
 }
 
 // rewriteMessage is the block reason for a rewrite a host cannot apply.
@@ -287,7 +315,7 @@ func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
 		return Event{}, fmt.Errorf("the event has no hook_event_name")
 	}
 	ev.Kind = p.kinds[ev.Name] // KindIgnore when absent
-	if ev.Kind == KindBefore || ev.Kind == KindAfter {
+	if ev.Kind == KindBefore || ev.Kind == KindAfter || ev.Kind == KindPermission {
 		if f[3] == "" {
 			return Event{}, fmt.Errorf("%s event without a tool_name", ev.Name)
 		}
@@ -302,6 +330,9 @@ func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
 	}
 	if err := decodeModel(&ev, m, p); err != nil {
 		return Event{}, err
+	}
+	if ev.Kind == KindPermission {
+		ev.suggestions, _ = m["permission_suggestions"].([]any)
 	}
 	switch {
 	case ev.Kind == KindAfter && ev.Name == p.failure:

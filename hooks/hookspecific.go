@@ -37,6 +37,7 @@ var hookSpecificEvents = eventProtocol{
 		"Stop":               KindTurnEnd,
 		"SessionStart":       KindSessionStart,
 		"SessionEnd":         KindSessionEnd,
+		"PermissionRequest":  KindPermission,
 	},
 	failure: "PostToolUseFailure",
 	prompt:  "prompt",

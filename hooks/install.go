@@ -42,7 +42,7 @@ type hostConfig struct {
 var hostConfigs = map[string]hostConfig{
 	"claude-code": {
 		dir: ".claude", file: "settings.json",
-		events:  []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd"},
+		events:  []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd", "PermissionRequest"},
 		handler: func(c string) *object { return obj("type", "command", "command", c, "timeout", json.Number("30")) },
 	},
 	"codex": {

@@ -45,7 +45,9 @@ func (r *Runner) Run(ctx context.Context, input []byte) Response {
 	if err != nil {
 		// At turn end there is no call to refuse, and a host reads a
 		// blocking answer to its stop event as "keep going": fail open.
-		return r.Host.Fail(ev, fmt.Sprintf("%s event: %v", ev.Name, err), r.FailOpen || ev.Kind == KindTurnEnd)
+		// Nor at a permission request: the host asks the user anyway, and a
+		// blocking answer would deny the call for celguard's own failure.
+		return r.Host.Fail(ev, fmt.Sprintf("%s event: %v", ev.Name, err), r.FailOpen || ev.Kind == KindTurnEnd || ev.Kind == KindPermission)
 	}
 	if r.Store != nil {
 		// Cheap: one stat unless a cleanup is due. Its errors must not
@@ -117,7 +119,10 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 		d, err = sess.Output(ctx, *ev.Output)
 	case KindBefore:
 		d, err = sess.Before(ctx, ev.Call)
+	case KindPermission:
+		notePermission(sess, ev)
 	case KindAfter:
+		learnApproval(sess, ev)
 		d, err = sess.After(ctx, ev.Call, ev.Result)
 	case KindTurnEnd:
 		if d, err = sess.EndTurn(ctx); err != nil {

@@ -396,6 +396,11 @@ type Rule struct {
 	// Metadata (owner, ticket, severity...) is copied into the decisions
 	// the rule makes, over the policy's Metadata.
 	Metadata map[string]string
+	// Judge names the judge (deployment configuration, docs/approvals.md)
+	// that settles this ask rule's calls before a person is asked: it
+	// answers allow, block or ask; anything else is the rule's ask.
+	Judge    string
+	JudgePos Pos
 }
 
 // ModifySpec rewrites a call's arguments (before phase), its result content

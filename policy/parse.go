@@ -20,6 +20,7 @@ const MaxFileSize = 4 << 20
 var (
 	idPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
 	identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	judgeName    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 	celKeywords  = []string{"true", "false", "null", "in", "as", "break", "const", "continue", "else",
 		"for", "function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
 )
@@ -629,6 +630,7 @@ func (d *decoder) rule(n *yaml.Node) Rule {
 		"modify":         func(_, v *yaml.Node) { modifyNode = v },
 		"enforcement":    func(_, v *yaml.Node) { r.Enforcement, r.EnforcementPos = d.enforcement(v) },
 		"metadata":       func(_, v *yaml.Node) { r.Metadata = d.metadata(v) },
+		"judge":          func(_, v *yaml.Node) { r.Judge, r.JudgePos = d.text(v, "judge"), d.pos(v) },
 	}) {
 		d.require(n, "a rule", "id", "verdict")
 	}
@@ -677,6 +679,12 @@ func (d *decoder) modify(n *yaml.Node) *ModifySpec {
 // checkRule reports the combinations of fields that are each valid alone but
 // make no sense together.
 func (d *decoder) checkRule(r *Rule) {
+	switch {
+	case r.Judge != "" && r.Verdict != Ask:
+		d.ds.errorf(CodeInvalidValue, r.JudgePos, "judge needs verdict: ask: a judge settles an ask, and when it cannot, the rule asks (this rule's verdict is %s)", r.Verdict)
+	case r.Judge != "" && !judgeName.MatchString(r.Judge):
+		d.ds.errorf(CodeInvalidValue, r.JudgePos, "judge %q must be a name of letters, digits, '-' and '_'", r.Judge)
+	}
 	if r.Verdict == Ask && r.Phase == PhaseAfter {
 		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "ask cannot be used in the after phase: the tool has already run; use block or warn")
 	}

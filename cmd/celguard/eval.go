@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -12,7 +13,9 @@ import (
 	"github.com/celguard/celguard/cmd/celguard/internal/input"
 	"github.com/celguard/celguard/cmd/celguard/internal/output"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/judge"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/trust"
 )
 
 // evalParams is what `celguard eval` was asked to do.
@@ -273,7 +276,12 @@ func evalEngine(p evalParams) (*eval.Engine, int) {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
 		return nil, exitUsage
 	}
-	eng, err := eval.New(set, append(engineOptions(), extra...)...)
+	jopts, err := judgeOptions(p.policies.userDir)
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
+		return nil, exitUsage
+	}
+	eng, err := eval.New(set, append(append(engineOptions(), extra...), jopts...)...)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
 		return nil, exitUsage
@@ -294,6 +302,27 @@ func engineOptions() []eval.Option {
 		return []eval.Option{eval.WithApprover(deferAsks)}
 	}
 	return []eval.Option{eval.WithApprover(deferAsks), eval.WithDecisionMetadata()}
+}
+
+// judgeOptions are the judges the user's judges file (judges.json in the
+// user's configuration directory, unless userDir is "-") and the
+// administrator's (/etc/celguard/judges.json, whose judges win) configure.
+func judgeOptions(userDir string) ([]eval.Option, error) {
+	var paths []string
+	switch userDir {
+	case "-":
+	case "":
+		if d, err := trust.ConfigDir(); err == nil {
+			paths = append(paths, filepath.Join(d, judge.FileName))
+		}
+	default:
+		paths = append(paths, filepath.Join(userDir, judge.FileName))
+	}
+	cfg, err := judge.Load(append(paths, judge.AdminFile)...)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Options()
 }
 
 // sessionID is the "id" of the session metadata, or "cli".

@@ -123,8 +123,10 @@ counters at their ceiling until they reset (state_tampered), and a changed
 cache entry is checked again.
 
 Every verdict maps to the strongest answer the host can express: an ask on a
-host without one (Codex, Gemini CLI) is a block saying approval is needed, a
-rewrite the host cannot apply is a block. If celguard itself fails (an event
+host without one (Codex, Gemini CLI) is a block that names an approval request
+the user answers with 'celguard approve ID' (docs/approvals.md), a rewrite the
+host cannot apply is a block. Rules that name a judge read the judges of
+~/.config/celguard/judges.json and /etc/celguard/judges.json. If celguard itself fails (an event
 it cannot read, policies that do not compile, unreadable state, --timeout),
 it answers with what the host honours as a block; --fail-open lets the call
 through instead. See docs/hooks.md for the answer to every verdict per host.
@@ -152,7 +154,11 @@ Set it up with 'celguard hook install HOST'.`,
 }
 
 func runHook(ctx context.Context, hostName string, p hookParams) int {
-	host, err := hooks.New(hostName, hooks.Options{Approve: p.approve})
+	approveCmd := "celguard approve"
+	if p.stateDir != "" {
+		approveCmd += " --state-dir " + hooks.ShellQuote(p.stateDir)
+	}
+	host, err := hooks.New(hostName, hooks.Options{Approve: p.approve, ApproveCommand: approveCmd})
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard hook: %v\n", err)
 		return exitUsage
@@ -236,7 +242,14 @@ func hookEngine(sel selection, dopts decisionOptions, store *hooks.Store) (*eval
 	if err != nil {
 		return nil, nil, err
 	}
-	eng, err := eval.New(set, append(engineOptions(), extra...)...)
+	// Asks a host defers are recorded as requests a person can approve
+	// later (celguard approve), named in the refusal on hosts that cannot ask.
+	jopts, err := judgeOptions(sel.userDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := append(append(engineOptions(), eval.WithApprovalRequests()), extra...)
+	eng, err := eval.New(set, append(opts, jopts...)...)
 	return eng, append(layerWarnings(d, set), dopts.warnings(set)...), err
 }
 

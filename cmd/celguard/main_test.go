@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"testing"
 
@@ -25,6 +26,12 @@ func TestMain(m *testing.M) {
 			// Scripts cannot give celguard a terminal; CELGUARD_TEST_TERMINAL=1
 			// says stdin is one. Only this test binary reads it.
 			stdinIsTerminal = func(io.Reader) bool { return os.Getenv("CELGUARD_TEST_TERMINAL") == "1" }
+			// The process tree of a test run is not the user's terminal;
+			// CELGUARD_TEST_AGENT_PARENT=NAME plays an agent host above it.
+			agentAncestor = func() (string, int, bool) {
+				name := os.Getenv("CELGUARD_TEST_AGENT_PARENT")
+				return name, 1, name != ""
+			}
 			os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
 	})
@@ -41,8 +48,22 @@ func TestScript(t *testing.T) {
 		Dir:                 "testdata/script",
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exits": cmdExits},
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exits": cmdExits, "reqid": cmdReqID},
 	})
+}
+
+// cmdReqID is `reqid VAR`: it sets VAR to the approval request id named
+// in the last command's stdout ("approval request ID"), and fails when
+// there is none.
+func cmdReqID(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: reqid VAR")
+	}
+	m := regexp.MustCompile(`approval request ([0-9a-f]{8})`).FindStringSubmatch(ts.ReadFile("stdout"))
+	if m == nil {
+		ts.Fatalf("reqid: no approval request id in stdout")
+	}
+	ts.Setenv(args[0], m[1])
 }
 
 func cmdExits(ts *testscript.TestScript, neg bool, args []string) {

@@ -1,0 +1,380 @@
+package eval
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/celguard/celguard/stdlib"
+)
+
+// Approvals a person gives outside the approver (docs/approvals.md). An ask
+// that nobody could answer while the call waited (a host that cannot ask:
+// Codex, Gemini CLI) is recorded as a Request, with a short random id, bound
+// to the exact call (its Digest) and the rule that asked. A person answers
+// it later (`celguard approve ID`, or the serve API) with a Scope, which
+// makes a Grant in the session's state; the rerun of the call finds it.
+//
+//   - ScopeOnce approves the exact call (tool, canonical arguments, working
+//     directory) once: the rerun runs, the call after it is asked again.
+//   - ScopeSession approves every call of the same tool the rule asks about,
+//     for the rest of the session (BitCode's "Always allow", per session).
+//   - ScopeAlways is ScopeSession's grant for the exact call, and the caller
+//     writes a persistent allow rule for that call into the user's layer
+//     (the CLI does; eval never writes policy files).
+//
+// No approval ever lifts a mandatory rule: its asks make no request, grants
+// and remembered approvals do not apply to it, and an approver's answer to
+// it is never remembered.
+
+// Scope is how far an approval reaches. Its values are stable JSON strings.
+type Scope string
+
+// Scopes.
+const (
+	ScopeOnce    Scope = "once"
+	ScopeSession Scope = "session"
+	ScopeAlways  Scope = "always"
+)
+
+// ParseScope reads a scope name.
+func ParseScope(s string) (Scope, error) {
+	switch Scope(s) {
+	case ScopeOnce, ScopeSession, ScopeAlways:
+		return Scope(s), nil
+	}
+	return "", fmt.Errorf("unknown approval scope %q: want once, session or always", s)
+}
+
+// Subjects of a grant.
+const (
+	// SubjectCall is the exact call: the rule, and the call's Digest.
+	SubjectCall = "call"
+	// SubjectRule is every call of one tool that one rule asks about.
+	SubjectRule = "rule"
+)
+
+// Bounds on what a session keeps of requests and grants. Past them the
+// oldest is forgotten: a forgotten request cannot be approved (the call is
+// asked again), a forgotten grant asks again; neither ever allows more.
+const (
+	MaxRequests = 64
+	MaxGrants   = 256
+	// RequestTTL is how long a request can be approved after it was made.
+	RequestTTL = 24 * time.Hour
+	// maxSummary bounds the summary of a call kept in a request.
+	maxSummary = 400
+	// MaxRequestArgs bounds the canonical JSON of the arguments a request
+	// keeps; larger arguments are left out (ArgsOmitted), so that a
+	// session's requests never outgrow its state.
+	MaxRequestArgs = 16 << 10
+)
+
+// Request is an ask recorded for a person to answer later.
+type Request struct {
+	// ID is short, random and unique within the session.
+	ID     string `json:"id"`
+	Rule   string `json:"rule_id"`
+	Policy string `json:"policy,omitempty"`
+	// Mandatory is never true of a request made by the engine; it is kept
+	// so that a request for a mandatory rule, however it got there, is
+	// refused (Approve).
+	Mandatory bool   `json:"mandatory,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Tool      string `json:"tool"`
+	// Args and Cwd are the call, for the persistent rule of ScopeAlways
+	// and for showing the person what they approve.
+	Args map[string]any `json:"args,omitempty"`
+	// ArgsOmitted says the arguments were larger than MaxRequestArgs and
+	// are not kept: the request can be approved, not written as a rule.
+	ArgsOmitted bool   `json:"args_omitted,omitempty"`
+	Cwd         string `json:"cwd,omitempty"`
+	// Digest is CallDigest of the call.
+	Digest string `json:"digest"`
+	// Summary is a short text of the call (Bash: the command).
+	Summary string    `json:"summary"`
+	Created time.Time `json:"created"`
+	// Host is what the host said about the request, opaque to eval (the
+	// rules Claude Code's permission dialog offered, hooks/permission.go).
+	Host json.RawMessage `json:"host,omitempty"`
+}
+
+// Grant is an approval a person gave.
+type Grant struct {
+	// ID is the request it answered (or a fresh id).
+	ID      string `json:"id"`
+	Scope   Scope  `json:"scope"`
+	Subject string `json:"subject"`
+	Rule    string `json:"rule_id"`
+	Tool    string `json:"tool"`
+	// Digest is the call's CallDigest (SubjectCall).
+	Digest  string `json:"digest,omitempty"`
+	Summary string `json:"summary,omitempty"`
+	// By says who or what recorded it, e.g. "celguard approve".
+	By string    `json:"by,omitempty"`
+	At time.Time `json:"at"`
+}
+
+// covers reports whether g approves the call with digest of tool, asked
+// by rule.
+func (g Grant) covers(rule, tool, digest string) bool {
+	if g.Rule != rule {
+		return false
+	}
+	switch g.Subject {
+	case SubjectCall:
+		return g.Digest == digest
+	case SubjectRule:
+		return g.Tool == tool
+	}
+	return false
+}
+
+// CallDigest is the digest of the exact call an approval is bound to:
+// SHA-256 over the tool, the canonical JSON of the arguments and the
+// working directory, in lowercase hex.
+func CallDigest(c Call) (string, error) {
+	args, err := stdlib.CanonicalNative(c.Args)
+	if err != nil {
+		return "", fmt.Errorf("call digest: %w", err)
+	}
+	h := sha256.New()
+	for _, p := range []string{"celguard call v1", c.Tool, args, c.Cwd} {
+		fmt.Fprintf(h, "%d:%s", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// newRequestID is 8 random lowercase hex digits (32 bits): short enough to
+// type, drawn afresh for every request. It is random so that nothing in
+// the call lets anyone predict it, but it is no secret: the agent reads it
+// in the refusal. What binds it is the session's authenticated state.
+func newRequestID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// summarize is a one-line text of a call for people: a shell command, a
+// path, or the canonical arguments, cut short.
+func summarize(c Call) string {
+	s := ""
+	for _, k := range []string{"command", "cmd", "file_path", "path", "url"} {
+		if v, ok := c.Args[k].(string); ok && v != "" {
+			s = v
+			break
+		}
+	}
+	if s == "" {
+		s, _ = stdlib.CanonicalNative(c.Args)
+	}
+	return c.Tool + ": " + cut(strings.Join(strings.Fields(s), " "))
+}
+
+// cut shortens s to maxSummary characters.
+func cut(s string) string {
+	if utf8.RuneCountInString(s) > maxSummary {
+		return string([]rune(s)[:maxSummary-1]) + "…"
+	}
+	return s
+}
+
+// approvalBook is a session's requests and grants; the Session and the
+// SessionState share its logic.
+type approvalBook struct {
+	requests []Request
+	grants   []Grant
+}
+
+// request returns the pending request for rule and digest, made afresh if
+// there is none, so that an agent retrying a call gets the same id.
+func (b *approvalBook) request(rule, policyName, reason string, c Call, digest string, now time.Time) Request {
+	b.expire(now)
+	for _, r := range b.requests {
+		if r.Rule == rule && r.Digest == digest {
+			return r
+		}
+	}
+	id := newRequestID()
+	for b.find(id) >= 0 {
+		id = newRequestID()
+	}
+	r := Request{ID: id, Rule: rule, Policy: policyName, Reason: reason, Tool: c.Tool, Args: c.Args, Cwd: c.Cwd,
+		Digest: digest, Summary: summarize(c), Created: now.UTC()}
+	if canon, err := stdlib.CanonicalNative(c.Args); err != nil || len(canon) > MaxRequestArgs {
+		r.Args, r.ArgsOmitted = nil, true
+	}
+	r.Reason = cut(reason)
+	if len(b.requests) >= MaxRequests {
+		b.requests = slices.Delete(b.requests, 0, len(b.requests)-MaxRequests+1)
+	}
+	b.requests = append(b.requests, r)
+	return r
+}
+
+// expire forgets requests past RequestTTL.
+func (b *approvalBook) expire(now time.Time) {
+	b.requests = slices.DeleteFunc(b.requests, func(r Request) bool { return now.Sub(r.Created) > RequestTTL })
+}
+
+func (b *approvalBook) find(id string) int {
+	return slices.IndexFunc(b.requests, func(r Request) bool { return r.ID == id })
+}
+
+// ErrNoRequest is the error of approving a request that is not there (never
+// made, answered already, expired or forgotten).
+var ErrNoRequest = errors.New("no such approval request")
+
+// approve answers request id with scope.
+func (b *approvalBook) approve(id string, scope Scope, by string, now time.Time) (Grant, Request, error) {
+	if _, err := ParseScope(string(scope)); err != nil {
+		return Grant{}, Request{}, err
+	}
+	b.expire(now)
+	i := b.find(id)
+	if i < 0 {
+		return Grant{}, Request{}, fmt.Errorf("%w: %q (it may have expired after %s, or been answered already)", ErrNoRequest, id, RequestTTL)
+	}
+	r := b.requests[i]
+	if r.Mandatory {
+		return Grant{}, r, fmt.Errorf("request %q is for the mandatory rule %s, which no approval lifts", id, r.Rule)
+	}
+	g := Grant{ID: r.ID, Scope: scope, Subject: SubjectCall, Rule: r.Rule, Tool: r.Tool, Digest: r.Digest, Summary: r.Summary, By: by, At: now.UTC()}
+	if scope == ScopeSession {
+		g.Subject, g.Digest, g.Summary = SubjectRule, "", "every "+r.Tool+" call rule "+r.Rule+" asks about"
+	}
+	b.requests = slices.Delete(b.requests, i, i+1)
+	b.add(g)
+	return g, r, nil
+}
+
+// add records g, forgetting the oldest grant past MaxGrants.
+func (b *approvalBook) add(g Grant) {
+	if len(b.grants) >= MaxGrants {
+		b.grants = slices.Delete(b.grants, 0, len(b.grants)-MaxGrants+1)
+	}
+	b.grants = append(b.grants, g)
+}
+
+// revoke forgets the grants and requests with id; it reports whether there
+// were any.
+func (b *approvalBook) revoke(id string) bool {
+	n := len(b.grants) + len(b.requests)
+	b.grants = slices.DeleteFunc(b.grants, func(g Grant) bool { return g.ID == id })
+	b.requests = slices.DeleteFunc(b.requests, func(r Request) bool { return r.ID == id })
+	return len(b.grants)+len(b.requests) != n
+}
+
+// use finds a grant covering the call and consumes it if it is for once.
+func (b *approvalBook) use(rule, tool, digest string) (Grant, bool) {
+	i := slices.IndexFunc(b.grants, func(g Grant) bool { return g.covers(rule, tool, digest) })
+	if i < 0 {
+		return Grant{}, false
+	}
+	g := b.grants[i]
+	if g.Scope == ScopeOnce {
+		b.grants = slices.Delete(b.grants, i, i+1)
+	}
+	// The call runs: its request, if one is still pending, is answered.
+	b.requests = slices.DeleteFunc(b.requests, func(r Request) bool { return r.Rule == rule && r.Digest == digest })
+	return g, true
+}
+
+// book is the state's approval book; put writes it back.
+func (st *SessionState) book() *approvalBook {
+	return &approvalBook{requests: slices.Clone(st.Requests), grants: slices.Clone(st.Grants)}
+}
+
+func (st *SessionState) put(b *approvalBook) {
+	st.Requests, st.Grants = b.requests, b.grants
+}
+
+// Approve answers the pending request id with scope in the state, as
+// Session.Approve does, for a program that holds a session's state but no
+// engine (the approve command, a store). by says who approved.
+func (st *SessionState) Approve(id string, scope Scope, by string, now time.Time) (Grant, Request, error) {
+	b := st.book()
+	g, r, err := b.approve(id, scope, by, now)
+	if err == nil {
+		st.put(b)
+	}
+	return g, r, err
+}
+
+// Revoke forgets the grant or pending request id in the state; it reports
+// whether there was one.
+func (st *SessionState) Revoke(id string) bool {
+	b := st.book()
+	ok := b.revoke(id)
+	st.put(b)
+	return ok
+}
+
+// Requests returns the session's pending approval requests, oldest first.
+func (s *Session) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.book.expire(s.eng.cfg.now())
+	return slices.Clone(s.book.requests)
+}
+
+// Grants returns the approvals given in the session, oldest first.
+func (s *Session) Grants() []Grant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.book.grants)
+}
+
+// Approve answers the pending request id with scope (ScopeAlways grants the
+// exact call for the session; writing the persistent rule is the
+// caller's). by says who approved. The error wraps ErrNoRequest when there
+// is no such request.
+func (s *Session) Approve(id string, scope Scope, by string) (Grant, Request, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.book.approve(id, scope, by, s.eng.cfg.now())
+}
+
+// Revoke forgets the grant or pending request id; it reports whether there
+// was one.
+func (s *Session) Revoke(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.book.revoke(id)
+}
+
+// RequestFor returns the pending request for the exact call c, whichever
+// rule asked.
+func (s *Session) RequestFor(c Call) (Request, bool) {
+	digest, err := CallDigest(c)
+	if err != nil {
+		return Request{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.book.requests {
+		if r.Digest == digest {
+			return r, true
+		}
+	}
+	return Request{}, false
+}
+
+// NoteRequest keeps what the host said about the pending request id; it
+// reports whether there is one.
+func (s *Session) NoteRequest(id string, host json.RawMessage) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.book.find(id); i >= 0 {
+		s.book.requests[i].Host = host
+		return true
+	}
+	return false
+}

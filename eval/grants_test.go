@@ -1,0 +1,196 @@
+package eval_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+const grantsPolicy = `
+rules:
+  - id: ask-shell
+    match: {tools: [Bash]}
+    verdict: ask
+    reason: shell commands are asked
+  - id: ask-write
+    match: {tools: [Write]}
+    verdict: ask
+`
+
+const grantsMandatory = `
+enforcement: mandatory
+rules:
+  - id: ask-deploy
+    match: {tools: [Deploy]}
+    verdict: ask
+    reason: deploys are always asked
+`
+
+// TestApprovalGrants: an ask the host defers is recorded as a request; the
+// request approved once lets the identical call run once, a different call
+// is still asked; approved for the session, every call of that tool the
+// rule asks about runs; a revoked grant asks again; a mandatory rule's ask
+// makes no request and no grant lifts it. The state carries all of it
+// across processes (JSON round trips).
+func TestApprovalGrants(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, eng := grantsSession(t, &now)
+	ctx := context.Background()
+	// next restores the session from its state as JSON, as the next hook
+	// process does.
+	next := func() {
+		b, err := json.Marshal(s.State())
+		require.NoError(t, err)
+		var st eval.SessionState
+		require.NoError(t, json.Unmarshal(b, &st))
+		s, err = eng.RestoreSession(st)
+		require.NoError(t, err)
+	}
+	before := func(tool, cmd string) eval.Decision {
+		t.Helper()
+		d, err := s.Before(ctx, eval.Call{Tool: tool, Args: map[string]any{"command": cmd}, Cwd: "/srv/app"})
+		require.NoError(t, err)
+		next()
+		return d
+	}
+
+	d := before("Bash", "git commit -m x")
+	require.Equal(t, policy.Ask, d.Verdict)
+	require.NotNil(t, d.Approval)
+	id := d.Approval.Request
+	require.Len(t, id, 8)
+	assert.Equal(t, id, before("Bash", "git commit -m x").Approval.Request, "a retried call keeps its request")
+	reqs := s.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "Bash: git commit -m x", reqs[0].Summary)
+
+	_, _, err := s.Approve("00000000", eval.ScopeOnce, "test")
+	require.ErrorIs(t, err, eval.ErrNoRequest)
+
+	// Once: the identical call runs once; a different call is asked.
+	st := s.State()
+	g, r, err := st.Approve(id, eval.ScopeOnce, "test", now)
+	require.NoError(t, err)
+	assert.Equal(t, "ask-shell", r.Rule)
+	assert.Equal(t, eval.SubjectCall, g.Subject)
+	s, err = eng.RestoreSession(st)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Ask, before("Bash", "git commit -m y").Verdict, "a different call is still asked")
+	d = before("Bash", "git commit -m x")
+	assert.Equal(t, policy.Allow, d.Verdict)
+	assert.Equal(t, eval.ApprovalRemembered, d.Approval.Outcome)
+	assert.Equal(t, "once", d.Approval.Remember)
+	assert.Equal(t, id, d.Approval.Request)
+	assert.Equal(t, policy.Ask, before("Bash", "git commit -m x").Verdict, "once is once")
+
+	// Session: every Bash call the rule asks about; not Write.
+	id2 := before("Bash", "npm install").Approval.Request
+	_, _, err = s.Approve(id2, eval.ScopeSession, "test")
+	require.NoError(t, err)
+	next()
+	assert.Equal(t, policy.Allow, before("Bash", "npm install").Verdict)
+	assert.Equal(t, policy.Allow, before("Bash", "pytest").Verdict)
+	assert.Equal(t, policy.Ask, before("Write", "x").Verdict)
+	require.True(t, s.Revoke(id2))
+	assert.Equal(t, policy.Ask, before("Bash", "pytest").Verdict, "revoked")
+
+	// Requests expire.
+	id3 := before("Write", "y").Approval.Request
+	now = now.Add(eval.RequestTTL + time.Minute)
+	_, _, err = s.Approve(id3, eval.ScopeOnce, "test")
+	assert.ErrorIs(t, err, eval.ErrNoRequest)
+}
+
+// TestApprovalGrantsMandatory: a mandatory rule's ask makes no request and
+// no grant or remembered approval lifts it, even one written into the state.
+func TestApprovalGrantsMandatory(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, eng := grantsSession(t, &now)
+	ctx := context.Background()
+	before := func(tool, cmd string) eval.Decision {
+		t.Helper()
+		d, err := s.Before(ctx, eval.Call{Tool: tool, Args: map[string]any{"command": cmd}, Cwd: "/srv/app"})
+		require.NoError(t, err)
+		return d
+	}
+	// Mandatory: no request, and no grant applies, even a forged one.
+	d := before("Deploy", "prod")
+	assert.Equal(t, policy.Ask, d.Verdict)
+	assert.Empty(t, d.Approval.Request)
+	st := s.State()
+	digest, err := eval.CallDigest(eval.Call{Tool: "Deploy", Args: map[string]any{"command": "prod"}, Cwd: "/srv/app"})
+	require.NoError(t, err)
+	st.Grants = append(st.Grants,
+		eval.Grant{ID: "f1", Scope: eval.ScopeSession, Subject: eval.SubjectRule, Rule: "ask-deploy", Tool: "Deploy"},
+		eval.Grant{ID: "f2", Scope: eval.ScopeOnce, Subject: eval.SubjectCall, Rule: "ask-deploy", Tool: "Deploy", Digest: digest})
+	st.Approvals = append(st.Approvals, "ask-deploy\x00*")
+	s, err = eng.RestoreSession(st)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Ask, before("Deploy", "prod").Verdict, "no approval lifts a mandatory rule")
+	st = s.State()
+	st.Requests = append(st.Requests, eval.Request{ID: "m1", Rule: "ask-deploy", Mandatory: true, Created: now})
+	_, _, err = st.Approve("m1", eval.ScopeOnce, "test", now)
+	assert.ErrorContains(t, err, "mandatory")
+
+}
+
+// TestRequestLargeArgs: a request keeps no arguments past MaxRequestArgs,
+// so requests never outgrow the state; it can still be approved.
+func TestRequestLargeArgs(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, _ := grantsSession(t, &now)
+	call := eval.Call{Tool: "Write", Args: map[string]any{"content": strings.Repeat("x", eval.MaxRequestArgs)}}
+	d, err := s.Before(context.Background(), call)
+	require.NoError(t, err)
+	reqs := s.Requests()
+	require.Len(t, reqs, 1)
+	assert.True(t, reqs[0].ArgsOmitted)
+	assert.Nil(t, reqs[0].Args)
+	assert.Less(t, len(reqs[0].Summary), 1000)
+	_, _, err = s.Approve(d.Approval.Request, eval.ScopeOnce, "test")
+	require.NoError(t, err)
+	d, err = s.Before(context.Background(), call)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Allow, d.Verdict)
+}
+
+// TestApproverRememberMandatory: an approver's "remember" is not kept for a
+// mandatory rule: the next call is asked again.
+func TestApproverRememberMandatory(t *testing.T) {
+	set := mustSet(t, map[string]string{"m.yaml": grantsMandatory})
+	asked := 0
+	eng, err := eval.New(set, eval.WithApprover(eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
+		asked++
+		return eval.Approval{Answer: eval.Approve, Remember: eval.RememberRule}, nil
+	})))
+	require.NoError(t, err)
+	s := eng.NewSession("s", nil)
+	for range 2 {
+		d, err := s.Before(context.Background(), eval.Call{Tool: "Deploy"})
+		require.NoError(t, err)
+		assert.Equal(t, policy.Allow, d.Verdict)
+		assert.Empty(t, d.Approval.Remember)
+	}
+	assert.Equal(t, 2, asked)
+}
+
+// grantsSession is a session of the grants policies with requests, its
+// clock at *now.
+func grantsSession(t *testing.T, now *time.Time) (*eval.Session, *eval.Engine) {
+	set := mustSet(t, map[string]string{"g.yaml": grantsPolicy, "m.yaml": grantsMandatory})
+	eng, err := eval.New(set, eval.WithApprover(deferAll), eval.WithApprovalRequests(), eval.WithClock(func() time.Time { return *now }))
+	require.NoError(t, err)
+	return eng.NewSession("s1", nil), eng
+}
+
+var deferAll = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
+	return eval.Approval{Answer: eval.Defer}, nil
+})
