@@ -178,6 +178,9 @@ func (h *cursor) Encode(ev Event, d eval.Decision) Response {
 		}
 		return jsonResponse(out)
 	case KindTurnStart:
+		if d.Verdict == policy.Warn {
+			return jsonResponse(cursorContinue{Continue: true, UserMessage: message(d)})
+		}
 		return jsonResponse(cursorContinue{Continue: true})
 	}
 	return jsonResponse(struct{}{})

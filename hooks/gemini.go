@@ -63,7 +63,7 @@ func (h *gemini) Encode(ev Event, d eval.Decision) Response {
 		return jsonResponse(h.before(ev, d))
 	case KindAfter:
 		return jsonResponse(h.after(d))
-	case KindTurnEnd:
+	case KindTurnEnd, KindTurnStart:
 		if d.Verdict == policy.Warn {
 			return jsonResponse(geminiOut{SystemMessage: message(d)})
 		}

@@ -85,6 +85,15 @@ func (h *hookSpecificHost) Encode(ev Event, d eval.Decision) Response {
 			// Shown to the user; a decision would keep the agent going.
 			out = &hookOutput{SystemMessage: message(d)}
 		}
+	case KindTurnStart:
+		if d.Verdict == policy.Warn {
+			// Shown to the user, and to the model as context: the prompt
+			// goes on.
+			msg := message(d)
+			o, hso := withOutput(ev)
+			o.SystemMessage, hso.AdditionalContext = msg, msg
+			out = &o
+		}
 	}
 	if out == nil {
 		return Response{}

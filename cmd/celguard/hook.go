@@ -346,7 +346,7 @@ func runHookInstall(host string, p hookInstallParams) int {
 	}
 	if !changed {
 		fmt.Fprintf(p.stdout, "%s: celguard's %s hooks are already installed\n", shown, host)
-		return exitOK
+		return installNotes(host, path, updated, scope, cwd, home, p.stdio)
 	}
 	if p.dryRun {
 		fmt.Fprint(p.stdout, hooks.Diff(shown, shown+" (with celguard)", old, updated))
@@ -357,11 +357,31 @@ func runHookInstall(host string, p hookInstallParams) int {
 		return exitUsage
 	}
 	fmt.Fprintf(p.stdout, "%s: installed celguard's %s hooks (%s)\n", shown, host, strings.Join(hooks.HookEvents(host), ", "))
-	switch host {
-	case "codex":
-		fmt.Fprintln(p.stdout, "Codex runs hooks only with `[features] codex_hooks = true` in ~/.codex/config.toml; review and trust the new hooks with /hooks.")
-	case "gemini":
-		fmt.Fprintln(p.stdout, `Gemini CLI's stable channel runs hooks only with {"hooksConfig": {"enabled": true}} in its settings.`)
+	return installNotes(host, path, updated, scope, cwd, home, p.stdio)
+}
+
+// installNotes prints what the host needs beyond its settings file: Codex
+// runs a hook only once it is trusted (and skips an untrusted one without a
+// word), so the exact trust entries are printed.
+func installNotes(host, path string, settings []byte, scope hooks.Scope, cwd, home string, sio stdio) int {
+	if host != "codex" {
+		return exitOK
+	}
+	entries, err := hooks.CodexTrustEntries(path, settings)
+	if err != nil {
+		fmt.Fprintf(sio.stderr, "celguard hook install: %v\n", err)
+		return exitUsage
+	}
+	config := filepath.Join(home, ".codex", "config.toml")
+	if ch := os.Getenv("CODEX_HOME"); ch != "" {
+		config = filepath.Join(ch, "config.toml")
+	}
+	fmt.Fprintf(sio.stdout, "Codex skips hooks it has not trusted, silently. Trust these with /hooks in an interactive codex session, or add these lines to %s (they change whenever the command line does; 'celguard doctor' checks them):\n\n", config)
+	for _, e := range entries {
+		fmt.Fprintln(sio.stdout, e.TOML())
+	}
+	if scope == hooks.ScopeProject {
+		fmt.Fprintf(sio.stdout, "Codex loads a project's .codex/hooks.json only in a project it trusts:\n\n[projects.%q]\ntrust_level = \"trusted\"\n\n", cwd)
 	}
 	return exitOK
 }
