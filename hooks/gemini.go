@@ -63,9 +63,15 @@ func (h *gemini) Encode(ev Event, d eval.Decision) Response {
 		return jsonResponse(h.before(ev, d))
 	case KindAfter:
 		return jsonResponse(h.after(d))
-	case KindTurnEnd, KindTurnStart:
+	case KindTurnEnd:
 		if d.Verdict == policy.Warn {
 			return jsonResponse(geminiOut{SystemMessage: message(d)})
+		}
+	case KindTurnStart, KindSessionStart:
+		if d.Verdict == policy.Warn {
+			// Shown to the user, and added to the prompt for the model.
+			msg := message(d)
+			return jsonResponse(geminiOut{SystemMessage: msg, HookSpecificOutput: &geminiHSO{AdditionalContext: msg}})
 		}
 	}
 	return jsonResponse(struct{}{})

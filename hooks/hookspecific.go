@@ -85,7 +85,7 @@ func (h *hookSpecificHost) Encode(ev Event, d eval.Decision) Response {
 			// Shown to the user; a decision would keep the agent going.
 			out = &hookOutput{SystemMessage: message(d)}
 		}
-	case KindTurnStart:
+	case KindTurnStart, KindSessionStart:
 		if d.Verdict == policy.Warn {
 			// Shown to the user, and to the model as context: the prompt
 			// goes on.

@@ -66,7 +66,7 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	if ev.Kind != KindSessionEnd {
 		var err error
 		if eng, err = r.Engine(); err != nil {
-			if ev.Kind == KindTurnStart {
+			if ev.Kind == KindTurnStart || ev.Kind == KindSessionStart {
 				return r.promptThrough(ev, err), nil
 			}
 			return Response{}, err
@@ -133,7 +133,7 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	return r.answer(ev, d, tampered, badPending), nil
 }
 
-// promptThrough answers a new prompt when there is no engine to decide
+// promptThrough answers a new prompt (or session) when there is no engine to decide
 // with (policies that do not compile, a state key that cannot be used): the
 // prompt goes through, with a warning the user sees that says why and what
 // to fix, and every tool call of the turn fails closed as it comes (unless

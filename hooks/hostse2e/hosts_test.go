@@ -150,6 +150,10 @@ var scenarios = []scenario{
 				t.Fatalf("the prompt never reached the model; host output:\n%s", out)
 			}
 			mustExist(t, filepath.Join(work, "celguard-broken"), false)
+			// The prompt carries the warning to the model.
+			if !strings.Contains(m.Log(), "every tool call is refused until this is fixed") {
+				t.Errorf("the prompt did not carry celguard's warning to the model")
+			}
 			// The refusal names the policy file and the line of the error.
 			mustReceive(t, m, "broken.yaml:6", "")
 		},
@@ -221,7 +225,11 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s output:\n%s\nmodel requests:\n%s", h.name, out, m.Log())
+			log := m.Log()
+			if len(log) > 20000 {
+				log = log[:10000] + "\n...\n" + log[len(log)-10000:]
+			}
+			t.Logf("%s output:\n%s\nmodel requests:\n%s", h.name, out, log)
 		}
 	})
 	sc.check(t, work, m, out)
