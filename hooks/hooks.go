@@ -31,7 +31,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -414,17 +413,5 @@ func meta(host string, m map[string]any, keys ...string) map[string]any {
 			out[k] = s
 		}
 	}
-	return out
-}
-
-// removedKeys lists, sorted, the keys of before that after lacks.
-func removedKeys(before, after map[string]any) []string {
-	var out []string
-	for k := range before {
-		if _, ok := after[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
 	return out
 }

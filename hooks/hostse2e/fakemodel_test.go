@@ -244,8 +244,12 @@ func (m *fakeModel) gemini(w http.ResponseWriter, r *http.Request) {
 	}
 	var part map[string]any
 	if tool := m.shellTool(names); m.ask(tool) {
-		part = map[string]any{"functionCall": map[string]any{"name": tool,
-			"args": map[string]any{"command": m.command, "description": "Run the e2e command"}}}
+		args := map[string]any{"command": m.command, "description": "Run the e2e command"}
+		if strings.Contains(m.command, "celguard-before") {
+			// Only a rewrite that replaces the arguments drops it.
+			args["dir_path"] = "sub"
+		}
+		part = map[string]any{"functionCall": map[string]any{"name": tool, "args": args}}
 	} else {
 		part = map[string]any{"text": finalText}
 	}

@@ -20,11 +20,15 @@ rules:
     condition: 'has(args.command) && string(args.command).contains("celguard-blocked")'
     verdict: block
     reason: E2E-BLOCK-REASON the blocked marker must not be created
+  # The rewrite keeps only the command: on Gemini CLI it drops the dir_path
+  # the model gave, so the call runs in the working directory only if the
+  # host replaces the arguments rather than merging them.
   - id: e2e-rewrite
     condition: 'has(args.command) && string(args.command).contains("celguard-before")'
     verdict: modify
     modify:
-      set: {command: 'string(args.command).replace("celguard-before", "celguard-after")'}
+      args: '{"command": string(args.command).replace("celguard-before", "celguard-after")}'
+
   - id: e2e-redact
     phase: after
     condition: 'has(result.content) && string(result.content).contains("E2ESECRET")'
@@ -134,6 +138,8 @@ var scenarios = []scenario{
 		name: "modify", command: "touch celguard-before",
 		check: func(t *testing.T, work string, m *fakeModel, out string) {
 			mustExist(t, filepath.Join(work, "celguard-before"), false)
+			mustExist(t, filepath.Join(work, "sub", "celguard-before"), false)
+			mustExist(t, filepath.Join(work, "sub", "celguard-after"), false)
 			mustExist(t, filepath.Join(work, "celguard-after"), true)
 		},
 	},
@@ -183,7 +189,7 @@ func TestHosts(t *testing.T) {
 func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 	root := t.TempDir()
 	home, work, state := filepath.Join(root, "home"), filepath.Join(root, "work"), filepath.Join(root, "state")
-	for _, d := range []string{home, work} {
+	for _, d := range []string{home, work, filepath.Join(work, "sub")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
