@@ -321,7 +321,7 @@ type object struct {
 	vals map[string]any
 	// raw is the text of each parsed member's value; set is the keys set
 	// since (their raw text no longer holds).
-	raw map[string][]byte
+	raw     map[string][]byte
 	setKeys map[string]bool
 }
 
