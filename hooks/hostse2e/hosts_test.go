@@ -213,6 +213,9 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 	if h.afterInstall != nil {
 		h.afterInstall(t, home, installOut)
 	}
+	if sc.name == "allow" {
+		checkDoctor(t, celguard, bin, h, work, env)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -320,5 +323,33 @@ func trustCodexHooks(t *testing.T, home string, installOut []byte) {
 	defer f.Close()
 	if _, err := f.WriteString("\n" + strings.Join(trust, "\n") + "\n"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkDoctor runs `celguard doctor HOST` on the installed hooks, with the
+// host's command on PATH: the hooks are registered, the host's version is
+// the one tested and (Codex) the hooks are trusted. The binary check fails
+// (the test's celguard is in a temporary directory the user can write),
+// so the exit code is not checked.
+func checkDoctor(t *testing.T, celguard, bin string, h host, work string, env []string) {
+	t.Helper()
+	cmd := exec.Command(celguard, "doctor", h.name)
+	cmd.Dir = work
+	for _, e := range env {
+		if strings.HasPrefix(e, "PATH=") {
+			e = "PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + strings.TrimPrefix(e, "PATH=")
+		}
+		cmd.Env = append(cmd.Env, e)
+	}
+	outb, _ := cmd.CombinedOutput()
+	out := string(outb)
+	want := []string{"ok    a celguard hook for every event it needs", "ok    " + h.pkg.bin + " " + h.pkg.version + " (hooks tested with " + h.pkg.version + ")"}
+	if h.name == "codex" {
+		want = append(want, "ok    Codex trusts every celguard hook as installed")
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("celguard doctor %s does not say %q:\n%s", h.name, w, out)
+		}
 	}
 }
