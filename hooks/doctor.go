@@ -252,7 +252,7 @@ func ourCommands(host string, root *object) map[string][]string {
 }
 
 // commandBinary is the first word of a hook command line, unquoted as sh
-// would (the quoting ShellQuote writes: '...', with '\'' for a quote).
+// would (the quoting ShellQuote writes: '...', with '\” for a quote).
 func commandBinary(command string) string {
 	s := strings.TrimLeft(command, " \t")
 	var b strings.Builder
