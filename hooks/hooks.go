@@ -22,9 +22,11 @@
 // cannot ask becomes a block whose reason says approval is needed, and a
 // rewrite the host cannot apply becomes an ask or a block, never a silent
 // allow. And when celguard itself fails (an unreadable event, a policy that
-// does not compile, unreadable state, a timeout), the answer is what the host
-// honours as a block, unless the caller chose to fail open. The per-host
-// tables are in docs/hooks.md.
+// does not compile, unreadable state, a timeout), the answer to a tool call
+// is what the host honours as a block, unless the caller chose to fail open;
+// a new prompt goes through with a warning (Runner.promptThrough). The
+// per-host tables are in docs/hooks.md; hooks/hostse2e checks them against
+// the real hosts.
 package hooks
 
 import (

@@ -319,8 +319,8 @@ func splitLines(b []byte) []string {
 type object struct {
 	keys []string
 	vals map[string]any
-	// raw is the text of each parsed member's value; set is the keys set
-	// since (their raw text no longer holds).
+	// raw is the text of each parsed member's value; setKeys are the keys
+	// set since (their raw text no longer holds).
 	raw     map[string][]byte
 	setKeys map[string]bool
 }

@@ -123,10 +123,12 @@ Every verdict maps to the strongest answer the host can express: an ask on a
 host without one (Codex, Gemini CLI) is a block saying approval is needed, a
 rewrite the host cannot apply is a block. If celguard itself fails (an event
 it cannot read, policies that do not compile, unreadable state, --timeout),
-it answers with what the host honours as a block; --fail-open lets the call
-through instead. See docs/hooks.md for the answer to every verdict per host.
+it answers a tool call with what the host honours as a block; --fail-open
+lets the call through instead. A new prompt goes through with a warning that
+names the problem and its fix. See docs/hooks.md for the answer to every
+verdict per host.
 
-Set it up with 'celguard hook install HOST'.`,
+Set it up with 'celguard hook install HOST', check it with 'celguard doctor'.`,
 		Example: `  # What Claude Code runs (configured by 'celguard hook install claude-code')
   celguard hook claude-code < event.json
 
