@@ -75,9 +75,9 @@ func npmInstall(prefix string, h npmHost) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	npm, err := exec.LookPath("npm")
+	npm, err := findNPM()
 	if err != nil {
-		return "", fmt.Errorf("npm is not on PATH; install Node.js 20 or later with npm (apt-get install nodejs npm), or install the host yourself: %s", cmdline)
+		return "", fmt.Errorf("%v; install Node.js 20 or later with npm (apt-get install nodejs npm), then run: %s", err, cmdline)
 	}
 	// Into a temporary prefix renamed into place, so that an interrupted
 	// install is never taken for a complete one.
@@ -103,6 +103,41 @@ func npmInstall(prefix string, h npmHost) (string, error) {
 		return "", fmt.Errorf("%s did not install %s: %v", cmdline, bin, err)
 	}
 	return bin, nil
+}
+
+var (
+	npmOnce sync.Once
+	npmPath string
+	npmErr  error
+)
+
+// findNPM finds npm on PATH; as root without it, it installs Debian's
+// nodejs and npm with apt-get.
+func findNPM() (string, error) {
+	npmOnce.Do(func() {
+		if npmPath, npmErr = exec.LookPath("npm"); npmErr == nil {
+			return
+		}
+		if os.Geteuid() != 0 {
+			npmErr = fmt.Errorf("npm is not on PATH")
+			return
+		}
+		apt, err := exec.LookPath("apt-get")
+		if err != nil {
+			npmErr = fmt.Errorf("npm is not on PATH, and there is no apt-get to install it")
+			return
+		}
+		for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "nodejs", "npm"}} {
+			cmd := exec.Command(apt, args...)
+			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				npmErr = fmt.Errorf("npm is not on PATH, and apt-get %s failed: %v\n%s", strings.Join(args, " "), err, out)
+				return
+			}
+		}
+		npmPath, npmErr = exec.LookPath("npm")
+	})
+	return npmPath, npmErr
 }
 
 var (
