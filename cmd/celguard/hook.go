@@ -348,7 +348,7 @@ func runHookInstall(host string, p hookInstallParams) int {
 	}
 	if !changed {
 		fmt.Fprintf(p.stdout, "%s: celguard's %s hooks are already installed\n", shown, host)
-		return installNotes(host, path, updated, scope, cwd, home, p.stdio)
+		return installNotes(host, path, old, updated, scope, cwd, home, p.stdio)
 	}
 	if p.dryRun {
 		fmt.Fprint(p.stdout, hooks.Diff(shown, shown+" (with celguard)", old, updated))
@@ -359,13 +359,13 @@ func runHookInstall(host string, p hookInstallParams) int {
 		return exitUsage
 	}
 	fmt.Fprintf(p.stdout, "%s: installed celguard's %s hooks (%s)\n", shown, host, strings.Join(hooks.HookEvents(host), ", "))
-	return installNotes(host, path, updated, scope, cwd, home, p.stdio)
+	return installNotes(host, path, old, updated, scope, cwd, home, p.stdio)
 }
 
 // installNotes prints what the host needs beyond its settings file: Codex
 // runs a hook only once it is trusted (and skips an untrusted one without a
 // word), so the exact trust entries are printed.
-func installNotes(host, path string, settings []byte, scope hooks.Scope, cwd, home string, sio stdio) int {
+func installNotes(host, path string, old, settings []byte, scope hooks.Scope, cwd, home string, sio stdio) int {
 	if host != "codex" {
 		return exitOK
 	}
@@ -373,6 +373,19 @@ func installNotes(host, path string, settings []byte, scope hooks.Scope, cwd, ho
 	if err != nil {
 		fmt.Fprintf(sio.stderr, "celguard hook install: %v\n", err)
 		return exitUsage
+	}
+	if len(old) > 0 {
+		before, _ := hooks.CodexTrustEntries(path, old)
+		was := map[string]string{}
+		for _, e := range before {
+			was[e.Key] = e.Hash
+		}
+		for _, e := range entries {
+			if h, ok := was[e.Key]; ok && h != e.Hash {
+				fmt.Fprintln(sio.stdout, "The hook command line changed: Codex no longer trusts celguard's hooks, and skips them until the entries below replace the old ones.")
+				break
+			}
+		}
 	}
 	config := filepath.Join(home, ".codex", "config.toml")
 	if ch := os.Getenv("CODEX_HOME"); ch != "" {
