@@ -260,16 +260,8 @@ func commandBinary(command string) string {
 		switch c := s[i]; {
 		case c == ' ' || c == '\t':
 			return b.String()
-		case c == '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				b.WriteString(s[i+1:])
-				return b.String()
-			}
-			b.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-		case c == '"':
-			j := strings.IndexByte(s[i+1:], '"')
+		case c == '\'' || c == '"':
+			j := strings.IndexByte(s[i+1:], c)
 			if j < 0 {
 				b.WriteString(s[i+1:])
 				return b.String()
