@@ -144,14 +144,14 @@ func (r *Runner) promptThrough(ev Event, err error) Response {
 	if r.FailOpen {
 		reason = fmt.Sprintf("tool calls run unguarded (--fail-open) until this is fixed: %v. Fix it (celguard lint lists every problem with its fix)", err)
 	}
-	resp := r.Host.Encode(ev, eval.Decision{Verdict: policy.Warn, Code: CodeHookUnavailable, Reason: reason})
+	resp := r.Host.Encode(ev, eval.Decision{Verdict: policy.Warn, Code: CodePoliciesUnavailable, Reason: reason})
 	resp.Stderr += clip("celguard: "+reason) + "\n"
 	return resp
 }
 
-// CodeHookUnavailable is the code of the warning a new prompt gets when
+// CodePoliciesUnavailable is the code of the warning a new prompt gets when
 // celguard cannot decide (Runner.promptThrough).
-const CodeHookUnavailable = "policies_unavailable"
+const CodePoliciesUnavailable = "policies_unavailable"
 
 // answer encodes the decision d of ev, saying on stderr that the state
 // failed its check (tampered) or that pending after-events did (badPending).
