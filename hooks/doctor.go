@@ -56,7 +56,8 @@ type DoctorEnv struct {
 	// LookPath finds a host's command (exec.LookPath when nil).
 	LookPath func(string) (string, error)
 	// Version runs a host's command with --version and returns its output
-	// (a 10 s bounded run when nil).
+	// (a run bounded by 30 s when nil: a Node.js CLI starts slowly on a
+	// loaded machine).
 	Version func(bin string) (string, error)
 }
 
@@ -524,7 +525,7 @@ func compareVersions(a, b string) int {
 }
 
 func runVersion(bin string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "--version").Output()
 	return string(out), err
