@@ -117,26 +117,28 @@ type scenario struct {
 	name    string
 	command string
 	broken  bool // install a policy that does not compile
-	check   func(t *testing.T, work string, m *fakeModel, out string)
+	// missing installs a hook command whose binary does not exist.
+	missing bool
+	check   func(t *testing.T, host, work string, m *fakeModel, out string)
 }
 
 var scenarios = []scenario{
 	{
 		name: "allow", command: "touch celguard-allowed",
-		check: func(t *testing.T, work string, m *fakeModel, out string) {
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
 			mustExist(t, filepath.Join(work, "celguard-allowed"), true)
 		},
 	},
 	{
 		name: "block", command: "touch celguard-blocked",
-		check: func(t *testing.T, work string, m *fakeModel, out string) {
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
 			mustExist(t, filepath.Join(work, "celguard-blocked"), false)
 			mustReceive(t, m, "E2E-BLOCK-REASON", "")
 		},
 	},
 	{
 		name: "modify", command: "touch celguard-before",
-		check: func(t *testing.T, work string, m *fakeModel, out string) {
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
 			mustExist(t, filepath.Join(work, "celguard-before"), false)
 			mustExist(t, filepath.Join(work, "sub", "celguard-before"), false)
 			mustExist(t, filepath.Join(work, "sub", "celguard-after"), false)
@@ -145,13 +147,13 @@ var scenarios = []scenario{
 	},
 	{
 		name: "redact", command: "echo E2ESECRET-42",
-		check: func(t *testing.T, work string, m *fakeModel, out string) {
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
 			mustReceive(t, m, "REDACTED-BY-CELGUARD-42", "E2ESECRET")
 		},
 	},
 	{
 		name: "broken-policy", command: "touch celguard-broken", broken: true,
-		check: func(t *testing.T, work string, m *fakeModel, out string) {
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
 			if m.Requests() == 0 {
 				t.Fatalf("the prompt never reached the model; host output:\n%s", out)
 			}
@@ -162,6 +164,15 @@ var scenarios = []scenario{
 			}
 			// The refusal names the policy file and the line of the error.
 			mustReceive(t, m, "broken.yaml:6", "")
+		},
+	},
+	{
+		// What docs/hooks.md says of a missing binary: Claude Code and Codex
+		// take the hook's failure to start as a non-blocking error and run
+		// the call; Gemini CLI refuses it.
+		name: "missing-binary", command: "touch celguard-unguarded", missing: true,
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
+			mustExist(t, filepath.Join(work, "celguard-unguarded"), host != "gemini")
 		},
 	},
 }
@@ -204,7 +215,11 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 	m, url := startFakeModel(t, h.api, sc.command)
 	env := append(baseEnv(home, root), h.setup(t, home, url)...)
 
-	install := exec.Command(celguard, "hook", "install", h.name, "--user", "--policy", policyFile, "--state-dir", state)
+	args := []string{"hook", "install", h.name, "--user", "--policy", policyFile, "--state-dir", state}
+	if sc.missing {
+		args = append(args, "--command", filepath.Join(root, "gone", "celguard"))
+	}
+	install := exec.Command(celguard, args...)
 	install.Dir, install.Env = work, env
 	installOut, err := install.CombinedOutput()
 	if err != nil {
@@ -241,7 +256,7 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 			t.Logf("%s output:\n%s\nmodel requests:\n%s", h.name, out, log)
 		}
 	})
-	sc.check(t, work, m, out)
+	sc.check(t, h.name, work, m, out)
 }
 
 // baseEnv is a minimal environment: the temporary home, PATH, and nothing
