@@ -700,6 +700,9 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		"sensitive-files.yaml variable file_hits",
 		"sensitive-files.yaml variable glob_hits",
 		"sensitive-files.yaml variable shell_hits",
+		// The hits as written, for the messages: each target again, unfolded.
+		"sensitive-files.yaml variable file_hits_shown",
+		"sensitive-files.yaml variable shell_hits_shown",
 		// Every write target of every command, made absolute and tested
 		// against the workspace and extra_write_dirs.
 		"workspace-boundary.yaml variable outside_file_writes",

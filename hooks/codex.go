@@ -17,8 +17,12 @@ import (
 //   - continue: false and stopReason are unsupported before a call (the
 //     whole answer is ignored and the call runs), so a halt is a deny; the
 //     session stays halted, so every later call of the turn is denied too.
-//   - After a call, the output cannot be withheld or replaced, so block and
-//     modify stop the turn (continue: false) with the reason as feedback.
+//   - After a call, decision "block" replaces the output the model reads
+//     with the reason (Codex 0.169), so a rewrite (a redaction) is block
+//     with the rewritten output as the reason, and a block withholds the
+//     output with celguard's reason. continue: false is ignored there: the
+//     turn goes on, so a halt is a withheld output and the session stays
+//     halted, every later call of the turn denied.
 //   - Exit code 2 blocks only with a non-empty stderr.
 //
 // Codex runs matching hooks concurrently; the session state's lock makes
@@ -58,19 +62,25 @@ func (codex) after(ev Event, d eval.Decision) *hookOutput {
 		out.HookSpecificOutput = &hookSpecificOutput{HookEventName: ev.Name, AdditionalContext: msg}
 		out.SystemMessage = msg
 	case policy.Modify:
-		reason := clip(msg + ". celguard rewrites this output, but Codex hooks cannot replace a tool's output, so the turn stops")
-		out.Decision, out.Reason = "block", reason
-		out.Continue, out.StopReason = stop(), reason
+		// The reason is what the model reads instead of the output.
+		out.Decision = "block"
+		switch {
+		case d.Content == nil:
+			out.Reason = msg + ": the rewritten output is missing, so it is withheld"
+		case *d.Content == "":
+			out.Reason = msg + ": the output was rewritten to nothing"
+		default:
+			out.Reason = *d.Content
+		}
 	case policy.Block:
-		reason := clip(msg + ". celguard withholds this output, but Codex hooks cannot withhold a tool's output, so the turn stops")
-		out.Decision, out.Reason = "block", reason
-		out.Continue, out.StopReason = stop(), reason
+		out.Decision, out.Reason = "block", msg+". celguard withheld this output"
 	case policy.Halt:
-		out.Decision, out.Reason = "block", msg
+		// Codex ignores continue: false after a call; the session stays
+		// halted, so every later call of the turn is denied.
+		out.Decision, out.Reason = "block", msg+". celguard withheld this output; the turn is halted: every further call in it is refused"
 		out.Continue, out.StopReason = stop(), msg
 	default:
 		out.Decision, out.Reason = "block", "celguard: unknown verdict "+d.Verdict.String()
-		out.Continue, out.StopReason = stop(), out.Reason
 	}
 	return &out
 }

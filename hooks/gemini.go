@@ -1,27 +1,32 @@
 package hooks
 
 import (
-	"strings"
-
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
 )
 
 // gemini speaks Gemini CLI's hook protocol (google-gemini/gemini-cli
-// docs/hooks/reference.md).
+// docs/hooks/reference.md; checked against Gemini CLI 0.61.0 by
+// hooks/hostse2e).
 //
-// BeforeTool answers with decision "allow" or "deny" and reason (sent to the
-// agent as the tool's error), hookSpecificOutput.tool_input, which is merged
-// into the model's arguments (Object.assign: it adds and overrides top-level
-// keys but cannot remove one), and continue: false with stopReason to stop
-// the agent loop. There is no ask. AfterTool answers with decision "deny",
-// whose reason replaces the output the model sees, and
-// hookSpecificOutput.additionalContext, appended to it. BeforeAgent (a user
-// prompt) starts a turn. BeforeModel (the request about to be sent to the
-// model) is decided by the input rules and AfterModel (each response chunk)
-// by the output rules (model.go). Exit code 2 blocks with stderr as the reason. Gemini
-// expects JSON on stdout, so every answer is a JSON object, {} when there is
-// nothing to say.
+// BeforeTool answers with decision "allow", "deny" or "ask" and reason
+// (sent to the agent as the tool's error), hookSpecificOutput.tool_input,
+// which replaces the model's arguments (the tool is built again from it),
+// and continue: false with stopReason to stop the agent loop. An ask makes
+// the CLI prompt the user, but a headless run (-p) waits on that prompt until
+// it is killed, and the hook's event does not say whether anyone is there to
+// answer: an ask is a deny saying approval is needed. AfterTool answers with
+// decision "deny", whose reason replaces the output the model sees (as a
+// tool error: "Tool result blocked: REASON"), and
+// hookSpecificOutput.additionalContext, appended to the output. There is no
+// way to replace a result as a success, so a redaction is a deny whose
+// reason says the call ran and gives the rewritten output. BeforeAgent (a
+// user prompt) starts a turn. Exit code 2 blocks with stderr as the reason.
+// Gemini expects JSON on stdout, so every answer is a JSON object, {} when
+// there is nothing to say. Hooks run under bash (sh on systems without it).
+// BeforeModel (the request about to be sent to the model) is decided by the
+// input rules and AfterModel (each response chunk) by the output rules
+// (model.go).
 type gemini struct {
 	opts Options
 }
@@ -77,6 +82,12 @@ func (h *gemini) Encode(ev Event, d eval.Decision) Response {
 		}
 	case KindInput, KindOutput:
 		return jsonResponse(h.model(ev, d))
+	case KindTurnStart, KindSessionStart:
+		if d.Verdict == policy.Warn {
+			// Shown to the user, and added to the prompt for the model.
+			msg := message(d)
+			return jsonResponse(geminiOut{SystemMessage: msg, HookSpecificOutput: &geminiHSO{AdditionalContext: msg}})
+		}
 	}
 	return jsonResponse(struct{}{})
 }
@@ -97,12 +108,8 @@ func (h *gemini) before(ev Event, d eval.Decision) geminiOut {
 		if d.Args == nil {
 			return geminiOut{Decision: "deny", Reason: msg + ": the rewritten arguments are missing"}
 		}
-		if gone := removedKeys(ev.Call.Args, d.Args); len(gone) > 0 {
-			why := "Gemini CLI merges a hook's tool_input into the arguments and cannot remove " + strings.Join(gone, ", ")
-			return geminiOut{Decision: "deny", Reason: rewriteMessage("Gemini CLI", d, why)}
-		}
-		// The whole rewritten arguments: merged over the original ones they
-		// give exactly the rewrite, since no key was removed.
+		// The whole rewritten arguments: Gemini CLI builds the call again
+		// from them, so a key the rewrite removed is gone.
 		out := geminiOut{HookSpecificOutput: &geminiHSO{ToolInput: d.Args}}
 		if h.opts.Approve {
 			out.Decision = "allow"
@@ -115,6 +122,10 @@ func (h *gemini) before(ev Event, d eval.Decision) geminiOut {
 	}
 	return geminiOut{Decision: "deny", Reason: "celguard: unknown verdict " + d.Verdict.String()}
 }
+
+// RedactedNote precedes a rewritten output where a host can deliver it only
+// as an error (Gemini CLI): the model must not take the call for failed.
+const RedactedNote = "The call ran; celguard rewrote its output, which follows.\n"
 
 func (h *gemini) after(d eval.Decision) geminiOut {
 	msg := message(d)
@@ -131,7 +142,7 @@ func (h *gemini) after(d eval.Decision) geminiOut {
 		if *d.Content == "" {
 			return geminiOut{Decision: "deny", Reason: msg + ": the output was rewritten to nothing"}
 		}
-		return geminiOut{Decision: "deny", Reason: *d.Content}
+		return geminiOut{Decision: "deny", Reason: RedactedNote + *d.Content}
 	case policy.Block:
 		return geminiOut{Decision: "deny", Reason: msg}
 	case policy.Halt:

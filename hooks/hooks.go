@@ -22,16 +22,17 @@
 // cannot ask becomes a block whose reason says approval is needed, and a
 // rewrite the host cannot apply becomes an ask or a block, never a silent
 // allow. And when celguard itself fails (an unreadable event, a policy that
-// does not compile, unreadable state, a timeout), the answer is what the host
-// honours as a block, unless the caller chose to fail open. The per-host
-// tables are in docs/hooks.md.
+// does not compile, unreadable state, a timeout), the answer to a tool call
+// is what the host honours as a block, unless the caller chose to fail open;
+// a new prompt goes through with a warning (Runner.promptThrough). The
+// per-host tables are in docs/hooks.md; hooks/hostse2e checks them against
+// the real hosts.
 package hooks
 
 import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -464,17 +465,5 @@ func meta(host string, m map[string]any, keys ...string) map[string]any {
 			out[k] = s
 		}
 	}
-	return out
-}
-
-// removedKeys lists, sorted, the keys of before that after lacks.
-func removedKeys(before, after map[string]any) []string {
-	var out []string
-	for k := range before {
-		if _, ok := after[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
 	return out
 }

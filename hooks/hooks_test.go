@@ -343,3 +343,33 @@ func TestTurnEnd(t *testing.T) {
 	assert.Equal(t, 1, got.Exit, "a failure at Stop must not block: %+v", got)
 	assert.Contains(t, got.Stderr, "no policies")
 }
+
+// promptEvents is one new-prompt event per host.
+var promptEvents = map[string]string{
+	"claude-code": `{"session_id":"s1","hook_event_name":"UserPromptSubmit","prompt":"hi","cwd":"/r"}`,
+	"codex":       `{"session_id":"s1","hook_event_name":"UserPromptSubmit","prompt":"hi","cwd":"/r"}`,
+	"gemini":      `{"session_id":"s1","hook_event_name":"BeforeAgent","prompt":"hi","cwd":"/r"}`,
+	"cursor":      `{"conversation_id":"s1","hook_event_name":"beforeSubmitPrompt","prompt":"hi"}`,
+}
+
+// TestBrokenPolicyLetsPromptThrough: without an engine a new prompt goes
+// through with a warning that names the problem and the fix, shown to the
+// user (and the model), while each tool call fails closed (TestFailClosed).
+func TestBrokenPolicyLetsPromptThrough(t *testing.T) {
+	broken := func() (*eval.Engine, error) { return nil, errors.New("the policies do not compile: p.yaml:3:1: boom") }
+	for host, in := range promptEvents {
+		h, _ := New(host, Options{})
+		r := &Runner{Host: h, Store: &Store{Dir: t.TempDir()}, Engine: broken}
+		got := r.Run(context.Background(), []byte(in))
+		assert.Equal(t, 0, got.Exit, "%s: the prompt goes through", host)
+		assert.Contains(t, got.Stderr, "p.yaml:3:1: boom", host)
+		assert.Contains(t, string(got.Stdout), "every tool call is refused until this is fixed", host)
+		assert.Contains(t, string(got.Stdout), "p.yaml:3:1: boom", host)
+		assert.Contains(t, string(got.Stdout), "celguard lint", host)
+		assert.NotContains(t, string(got.Stdout), `"continue":false`, host)
+		if host != "cursor" {
+			assert.Contains(t, string(got.Stdout), `"systemMessage"`, host)
+			assert.Contains(t, string(got.Stdout), `"additionalContext"`, host)
+		}
+	}
+}

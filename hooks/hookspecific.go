@@ -87,8 +87,15 @@ func (h *hookSpecificHost) Encode(ev Event, d eval.Decision) Response {
 			// Shown to the user; a decision would keep the agent going.
 			out = &hookOutput{SystemMessage: message(d)}
 		}
-	case KindTurnStart:
-		if ev.Messages != nil {
+	case KindTurnStart, KindSessionStart:
+		if d.Verdict == policy.Warn && d.Code == CodePoliciesUnavailable {
+			// Shown to the user, and to the model as context: the prompt
+			// goes on.
+			msg := message(d)
+			o, hso := withOutput(ev)
+			o.SystemMessage, hso.AdditionalContext = msg, msg
+			out = &o
+		} else if ev.Kind == KindTurnStart && ev.Messages != nil {
 			return h.prompt(d)
 		}
 	}

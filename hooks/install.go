@@ -205,7 +205,9 @@ func installEvent(hc hostConfig, host string, hooks *object, event, command stri
 			changed = true // the group held only a duplicate of ours
 			continue
 		}
-		group.set("hooks", kept)
+		if len(kept) != len(handlers) {
+			group.set("hooks", kept)
+		}
 		out = append(out, group)
 	}
 	if !found {
@@ -220,7 +222,9 @@ func installEvent(hc hostConfig, host string, hooks *object, event, command stri
 	if out == nil {
 		out = []any{}
 	}
-	hooks.set(event, out)
+	if changed || !ok {
+		hooks.set(event, out)
+	}
 	return changed, nil
 }
 
@@ -308,10 +312,17 @@ func splitLines(b []byte) []string {
 	return strings.Split(s, "\n")
 }
 
-// object is a JSON object that keeps its keys' order.
+// object is a JSON object that keeps its keys' order and, for an object
+// parsed from a document, each member's text as written: a member that
+// install does not touch is written back exactly so (an inline array stays
+// on its line).
 type object struct {
 	keys []string
 	vals map[string]any
+	// raw is the text of each parsed member's value; setKeys are the keys
+	// set since (their raw text no longer holds).
+	raw     map[string][]byte
+	setKeys map[string]bool
 }
 
 // obj builds an object from key, value pairs.
@@ -332,6 +343,10 @@ func (o *object) set(k string, v any) {
 	if o.vals == nil {
 		o.vals = map[string]any{}
 	}
+	if o.setKeys == nil {
+		o.setKeys = map[string]bool{}
+	}
+	o.setKeys[k] = true
 	if _, ok := o.vals[k]; !ok {
 		o.keys = append(o.keys, k)
 	}
@@ -343,7 +358,7 @@ func (o *object) set(k string, v any) {
 func parseOrdered(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := readOrdered(dec, 0)
+	v, err := readOrdered(dec, data, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +368,7 @@ func parseOrdered(data []byte) (any, error) {
 	return v, nil
 }
 
-func readOrdered(dec *json.Decoder, depth int) (any, error) {
+func readOrdered(dec *json.Decoder, data []byte, depth int) (any, error) {
 	if depth > 200 {
 		return nil, errors.New("nested too deeply")
 	}
@@ -365,25 +380,30 @@ func readOrdered(dec *json.Decoder, depth int) (any, error) {
 	case json.Delim:
 		switch d {
 		case '{':
-			o := &object{vals: map[string]any{}}
+			o := &object{vals: map[string]any{}, raw: map[string][]byte{}}
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
 					return nil, err
 				}
 				k, _ := kt.(string)
-				v, err := readOrdered(dec, depth+1)
+				start := dec.InputOffset()
+				v, err := readOrdered(dec, data, depth+1)
 				if err != nil {
 					return nil, err
 				}
-				o.set(k, v)
+				if _, dup := o.vals[k]; !dup {
+					o.keys = append(o.keys, k)
+				}
+				o.vals[k] = v
+				o.raw[k] = bytes.TrimLeft(data[start:dec.InputOffset()], " \t\r\n:")
 			}
 			_, err := dec.Token()
 			return o, err
 		case '[':
 			a := []any{}
 			for dec.More() {
-				v, err := readOrdered(dec, depth+1)
+				v, err := readOrdered(dec, data, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -417,7 +437,30 @@ func detectIndent(data []byte) string {
 	return "  "
 }
 
-// writeOrdered writes v as indented JSON.
+// touched reports whether anything in v was set since it was parsed.
+func touched(v any) bool {
+	switch x := v.(type) {
+	case *object:
+		if len(x.setKeys) > 0 {
+			return true
+		}
+		for _, e := range x.vals {
+			if touched(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if touched(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writeOrdered writes v as indented JSON; an object's members that were
+// not touched since they were parsed keep their text.
 func writeOrdered(b *bytes.Buffer, v any, indent, prefix string) {
 	switch x := v.(type) {
 	case *object:
@@ -431,7 +474,11 @@ func writeOrdered(b *bytes.Buffer, v any, indent, prefix string) {
 			kb, _ := marshal(k)
 			b.Write(kb)
 			b.WriteString(": ")
-			writeOrdered(b, x.vals[k], indent, prefix+indent)
+			if raw, ok := x.raw[k]; ok && !x.setKeys[k] && !touched(x.vals[k]) {
+				b.Write(raw)
+			} else {
+				writeOrdered(b, x.vals[k], indent, prefix+indent)
+			}
 			if i < len(x.keys)-1 {
 				b.WriteByte(',')
 			}

@@ -132,3 +132,41 @@ func TestShellQuoteAndDiff(t *testing.T) {
 	assert.Equal(t, `'it'\''s'`, ShellQuote("it's"))
 	assert.Equal(t, "--- a\n+++ b\n x\n-y\n+z\n", Diff("a", "b", []byte("x\ny\n"), []byte("x\nz\n")))
 }
+
+// TestInstallKeepsUntouchedText: what install does not change keeps its
+// text exactly, inline arrays and objects on their lines; only what it
+// changes is written in its own layout.
+func TestInstallKeepsUntouchedText(t *testing.T) {
+	in := `{
+  "permissions": {"allow": ["Bash(npm test)", "Read"], "deny": []},
+  "env": {"A": "1"},
+  "hooks": {
+    "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}]
+  },
+  "statusLine": {"type": "command", "command": "x"}
+}
+`
+	out, changed, err := Install("claude-code", []byte(in), "celguard hook claude-code")
+	require.NoError(t, err)
+	require.True(t, changed)
+	s := string(out)
+	for _, line := range []string{
+		`  "permissions": {"allow": ["Bash(npm test)", "Read"], "deny": []},`,
+		`  "env": {"A": "1"},`,
+		`    "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],`,
+		`  "statusLine": {"type": "command", "command": "x"}`,
+		`        "hooks": [{"type": "command", "command": "./guard.sh"}]`,
+	} {
+		assert.Contains(t, s, line+"\n")
+	}
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(out, &v), s)
+
+	// Updating celguard's command rewrites its entries, and nothing else.
+	out2, changed, err := Install("claude-code", out, "/usr/local/bin/celguard hook claude-code")
+	require.NoError(t, err)
+	require.True(t, changed)
+	assert.Equal(t, strings.Count(s, "\n"), strings.Count(string(out2), "\n"))
+	assert.Equal(t, s, strings.ReplaceAll(string(out2), "/usr/local/bin/celguard hook", "celguard hook"))
+}

@@ -144,14 +144,13 @@ func (h *hookSpecificHost) prompt(d eval.Decision) Response {
 // a warn; continue false for a refused prompt (block, halt, a rewrite
 // Cursor cannot apply).
 func cursorPrompt(ev Event, d eval.Decision) cursorContinue {
-	if ev.Messages == nil {
-		return cursorContinue{Continue: true}
-	}
-	switch d.Verdict {
-	case policy.Allow:
-		return cursorContinue{Continue: true}
-	case policy.Warn:
+	switch {
+	case d.Verdict == policy.Warn:
+		// An input rule's warning, or the policies could not be loaded
+		// (CodePoliciesUnavailable): the prompt goes on, the user is told.
 		return cursorContinue{Continue: true, UserMessage: message(d)}
+	case ev.Messages == nil, d.Verdict == policy.Allow:
+		return cursorContinue{Continue: true}
 	}
 	return cursorContinue{Continue: false, UserMessage: modelRefusal("Cursor", d)}
 }

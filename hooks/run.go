@@ -68,6 +68,9 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	if ev.Kind != KindSessionEnd {
 		var err error
 		if eng, err = r.Engine(); err != nil {
+			if ev.Kind == KindTurnStart || ev.Kind == KindSessionStart {
+				return r.promptThrough(ev, err), nil
+			}
 			return Response{}, err
 		}
 		if eng == nil {
@@ -144,6 +147,26 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	}
 	return r.answer(ev, d, tampered, badPending), nil
 }
+
+// promptThrough answers a new prompt (or session) when there is no engine to decide
+// with (policies that do not compile, a state key that cannot be used): the
+// prompt goes through, with a warning the user sees that says why and what
+// to fix, and every tool call of the turn fails closed as it comes (unless
+// --fail-open). Refusing the prompt would leave the user with nothing to do
+// but give up the session, and on some hosts without a word of why.
+func (r *Runner) promptThrough(ev Event, err error) Response {
+	reason := fmt.Sprintf("every tool call is refused until this is fixed: %v. Fix it (celguard lint lists every problem with its fix; docs/diagnostics.md explains each code); the next call after the fix is decided by the policies", err)
+	if r.FailOpen {
+		reason = fmt.Sprintf("tool calls run unguarded (--fail-open) until this is fixed: %v. Fix it (celguard lint lists every problem with its fix)", err)
+	}
+	resp := r.Host.Encode(ev, eval.Decision{Verdict: policy.Warn, Code: CodePoliciesUnavailable, Reason: reason})
+	resp.Stderr += clip("celguard: "+reason) + "\n"
+	return resp
+}
+
+// CodePoliciesUnavailable is the code of the warning a new prompt gets when
+// celguard cannot decide (Runner.promptThrough).
+const CodePoliciesUnavailable = "policies_unavailable"
 
 // answer encodes the decision d of ev, saying on stderr that the state
 // failed its check (tampered) or that pending after-events did (badPending).

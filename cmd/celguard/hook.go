@@ -128,10 +128,12 @@ the user answers with 'celguard approve ID' (docs/approvals.md), a rewrite the
 host cannot apply is a block. Rules that name a judge read the judges of
 ~/.config/celguard/judges.json and /etc/celguard/judges.json. If celguard itself fails (an event
 it cannot read, policies that do not compile, unreadable state, --timeout),
-it answers with what the host honours as a block; --fail-open lets the call
-through instead. See docs/hooks.md for the answer to every verdict per host.
+it answers a tool call with what the host honours as a block; --fail-open
+lets the call through instead. A new prompt goes through with a warning that
+names the problem and its fix. See docs/hooks.md for the answer to every
+verdict per host.
 
-Set it up with 'celguard hook install HOST'.`,
+Set it up with 'celguard hook install HOST', check it with 'celguard doctor'.`,
 		Example: `  # What Claude Code runs (configured by 'celguard hook install claude-code')
   celguard hook claude-code < event.json
 
@@ -366,7 +368,7 @@ func runHookInstall(host string, p hookInstallParams) int {
 	}
 	if !changed {
 		fmt.Fprintf(p.stdout, "%s: celguard's %s hooks are already installed\n", shown, host)
-		return exitOK
+		return installNotes(host, path, old, updated, scope, cwd, home, p.stdio)
 	}
 	if p.dryRun {
 		fmt.Fprint(p.stdout, hooks.Diff(shown, shown+" (with celguard)", old, updated))
@@ -377,11 +379,44 @@ func runHookInstall(host string, p hookInstallParams) int {
 		return exitUsage
 	}
 	fmt.Fprintf(p.stdout, "%s: installed celguard's %s hooks (%s)\n", shown, host, strings.Join(hooks.HookEvents(host), ", "))
-	switch host {
-	case "codex":
-		fmt.Fprintln(p.stdout, "Codex runs hooks only with `[features] codex_hooks = true` in ~/.codex/config.toml; review and trust the new hooks with /hooks.")
-	case "gemini":
-		fmt.Fprintln(p.stdout, `Gemini CLI's stable channel runs hooks only with {"hooksConfig": {"enabled": true}} in its settings.`)
+	return installNotes(host, path, old, updated, scope, cwd, home, p.stdio)
+}
+
+// installNotes prints what the host needs beyond its settings file: Codex
+// runs a hook only once it is trusted (and skips an untrusted one without a
+// word), so the exact trust entries are printed.
+func installNotes(host, path string, old, settings []byte, scope hooks.Scope, cwd, home string, sio stdio) int {
+	if host != "codex" {
+		return exitOK
+	}
+	entries, err := hooks.CodexTrustEntries(path, settings)
+	if err != nil {
+		fmt.Fprintf(sio.stderr, "celguard hook install: %v\n", err)
+		return exitUsage
+	}
+	if len(old) > 0 {
+		before, _ := hooks.CodexTrustEntries(path, old)
+		was := map[string]string{}
+		for _, e := range before {
+			was[e.Key] = e.Hash
+		}
+		for _, e := range entries {
+			if h, ok := was[e.Key]; ok && h != e.Hash {
+				fmt.Fprintln(sio.stdout, "The hook command line changed: Codex no longer trusts celguard's hooks, and skips them until the entries below replace the old ones.")
+				break
+			}
+		}
+	}
+	config := filepath.Join(home, ".codex", "config.toml")
+	if ch := os.Getenv("CODEX_HOME"); ch != "" {
+		config = filepath.Join(ch, "config.toml")
+	}
+	fmt.Fprintf(sio.stdout, "Codex skips hooks it has not trusted, silently. Trust these with /hooks in an interactive codex session, or add these lines to %s (they change whenever the command line does; 'celguard doctor' checks them):\n\n", config)
+	for _, e := range entries {
+		fmt.Fprintln(sio.stdout, e.TOML())
+	}
+	if scope == hooks.ScopeProject {
+		fmt.Fprintf(sio.stdout, "Codex loads a project's .codex/hooks.json only in a project it trusts:\n\n[projects.%q]\ntrust_level = \"trusted\"\n\n", cwd)
 	}
 	return exitOK
 }

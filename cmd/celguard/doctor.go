@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celguard/celguard/hooks"
+)
+
+func newDoctorCmd(sio stdio) *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor [HOST...]",
+		Short: "Check that celguard's hooks guard each host as installed",
+		Long: `Doctor checks celguard's hooks in the project's settings (under the current
+directory) and the user's (under the home directory) of each HOST
+(claude-code, codex, gemini, cursor; all of them when none is named):
+
+  - a celguard hook is registered for every event celguard needs;
+  - the binary the hook runs exists at an absolute path, and neither it nor
+    a directory above it can be written or re-permissioned by you, and so by
+    the agent, whose commands run as you (a missing binary lets every call
+    through on Claude Code and Codex);
+  - the host's version (its command on PATH) is not older than the one
+    celguard's hooks were tested with;
+  - Codex trusts the hooks as installed (it skips an untrusted or changed
+    hook without a word), and a project's hooks are in a project it trusts;
+    Gemini CLI and Claude Code have not switched hooks off.
+
+Each finding is printed with what to fix. The exit code is 0 when nothing
+failed (warnings pass), 1 when a check failed or a named HOST has no
+celguard hook, 2 on a usage error.`,
+		Example: `  # Every host, this project and the user
+  celguard doctor
+
+  # Codex alone: fails unless its hooks are installed and trusted
+  celguard doctor codex`,
+		ValidArgs: hooks.Hosts(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return status(runDoctor(args, sio))
+		},
+	}
+}
+
+func runDoctor(hostArgs []string, sio stdio) int {
+	for _, h := range hostArgs {
+		if _, err := hooks.New(h, hooks.Options{}); err != nil {
+			fmt.Fprintf(sio.stderr, "celguard doctor: %v\n", err)
+			return exitUsage
+		}
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(sio.stderr, "celguard doctor: %v\n", err)
+		return exitUsage
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		fmt.Fprintf(sio.stderr, "celguard doctor: no home directory: %v\n", err)
+		return exitUsage
+	}
+	hostList := hostArgs
+	if len(hostList) == 0 {
+		hostList = hooks.Hosts()
+	}
+	checks := hooks.Doctor(hostList, len(hostArgs) > 0, hooks.DoctorEnv{ProjectDir: cwd, HomeDir: home, CodexHome: os.Getenv("CODEX_HOME")})
+	code, installed := exitOK, false
+	last := ""
+	for _, c := range checks {
+		head := c.Host
+		if c.Settings != "" {
+			shown := c.Settings
+			if rel, err := filepath.Rel(cwd, c.Settings); err == nil && !strings.HasPrefix(rel, "..") {
+				shown = rel
+			}
+			head += "  " + shown
+		}
+		if head != last {
+			fmt.Fprintln(sio.stdout, head)
+			last = head
+		}
+		fmt.Fprintf(sio.stdout, "  %-4s  %s\n", c.Level, c.Message)
+		if c.Fix != "" {
+			fix := strings.TrimRight(c.Fix, "\n")
+			fmt.Fprintf(sio.stdout, "        fix: %s\n", strings.ReplaceAll(fix, "\n", "\n             "))
+		}
+		if c.Level == hooks.LevelFail {
+			code = exitFindings
+		}
+		if c.Settings != "" {
+			installed = true
+		}
+	}
+	if !installed && len(hostArgs) == 0 {
+		fmt.Fprintln(sio.stdout, "no celguard hook is installed for any host: nothing is guarded")
+		code = exitFindings
+	}
+	return code
+}

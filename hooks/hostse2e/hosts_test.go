@@ -1,0 +1,370 @@
+package hostse2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// e2ePolicy decides the scenarios by the marker names in the command.
+const e2ePolicy = `apiVersion: celguard.dev/v1
+kind: Policy
+name: hosts-e2e
+rules:
+  - id: e2e-block
+    condition: 'has(args.command) && string(args.command).contains("celguard-blocked")'
+    verdict: block
+    reason: E2E-BLOCK-REASON the blocked marker must not be created
+  # The rewrite keeps only the command: on Gemini CLI it drops the dir_path
+  # the model gave, so the call runs in the working directory only if the
+  # host replaces the arguments rather than merging them.
+  - id: e2e-rewrite
+    condition: 'has(args.command) && string(args.command).contains("celguard-before")'
+    verdict: modify
+    modify:
+      args: '{"command": string(args.command).replace("celguard-before", "celguard-after")}'
+
+  - id: e2e-redact
+    phase: after
+    condition: 'has(result.content) && string(result.content).contains("E2ESECRET")'
+    verdict: modify
+    modify:
+      content: 'string(result.content).replace("E2ESECRET", "REDACTED-BY-CELGUARD")'
+`
+
+// brokenPolicy does not compile: its condition is not CEL. Its error is on
+// line 6.
+const brokenPolicy = `apiVersion: celguard.dev/v1
+kind: Policy
+name: hosts-e2e-broken
+rules:
+  - id: broken
+    condition: 'args.command ++ )'
+    verdict: block
+`
+
+// host drives one agent host headless.
+type host struct {
+	name string // celguard's name for it
+	api  string // the fake model's API
+	pkg  npmHost
+	// setup writes the host's own settings under home before celguard's
+	// install and returns the environment to run it with.
+	setup func(t *testing.T, home, url string) []string
+	// run is the command line of one headless prompt.
+	run func(bin, prompt string) []string
+	// afterInstall runs after `celguard hook install` (Codex: trust).
+	afterInstall func(t *testing.T, home string, installOut []byte)
+}
+
+var hostsUnderTest = []host{
+	{
+		name: "claude-code", api: "anthropic", pkg: claudePkg,
+		setup: func(t *testing.T, home, url string) []string {
+			return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-e2e-dummy",
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
+				"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude")}
+		},
+		run: func(bin, prompt string) []string {
+			return []string{bin, "-p", prompt, "--allowedTools", "Bash", "--model", "claude-sonnet-4-5", "--output-format", "text"}
+		},
+	},
+	{
+		name: "gemini", api: "gemini", pkg: geminiPkg,
+		setup: func(t *testing.T, home, url string) []string {
+			writeFile(t, filepath.Join(home, ".gemini", "settings.json"),
+				`{"security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"disableAutoUpdate": true}, "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false}}`+"\n")
+			return []string{"GOOGLE_GEMINI_BASE_URL=" + url, "GEMINI_API_KEY=e2e-dummy", "GEMINI_CLI_NO_RELAUNCH=true",
+				// Headless Gemini CLI refuses to run in a folder it has not trusted.
+				"GEMINI_CLI_TRUST_WORKSPACE=true"}
+		},
+		run: func(bin, prompt string) []string {
+			return []string{bin, "-p", prompt, "--yolo", "-m", "gemini-2.5-flash"}
+		},
+	},
+	{
+		name: "codex", api: "openai", pkg: codexPkg,
+		setup: func(t *testing.T, home, url string) []string {
+			writeFile(t, filepath.Join(home, ".codex", "config.toml"), `model = "gpt-5.1-codex"
+model_provider = "e2e"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+
+[model_providers.e2e]
+name = "e2e"
+base_url = "`+url+`/v1"
+env_key = "CELGUARD_E2E_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+`)
+			return []string{"CODEX_HOME=" + filepath.Join(home, ".codex"), "CELGUARD_E2E_KEY=e2e-dummy"}
+		},
+		run: func(bin, prompt string) []string {
+			return []string{bin, "exec", "--skip-git-repo-check", prompt}
+		},
+		afterInstall: trustCodexHooks,
+	},
+}
+
+// scenario is one tool call and what must follow from it.
+type scenario struct {
+	name    string
+	command string
+	broken  bool // install a policy that does not compile
+	// missing installs a hook command whose binary does not exist.
+	missing bool
+	check   func(t *testing.T, host, work string, m *fakeModel, out string)
+}
+
+var scenarios = []scenario{
+	{
+		name: "allow", command: "touch celguard-allowed",
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
+			mustExist(t, filepath.Join(work, "celguard-allowed"), true)
+		},
+	},
+	{
+		name: "block", command: "touch celguard-blocked",
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
+			mustExist(t, filepath.Join(work, "celguard-blocked"), false)
+			mustReceive(t, m, "E2E-BLOCK-REASON", "")
+		},
+	},
+	{
+		name: "modify", command: "touch celguard-before",
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
+			mustExist(t, filepath.Join(work, "celguard-before"), false)
+			mustExist(t, filepath.Join(work, "sub", "celguard-before"), false)
+			mustExist(t, filepath.Join(work, "sub", "celguard-after"), false)
+			mustExist(t, filepath.Join(work, "celguard-after"), true)
+		},
+	},
+	{
+		name: "redact", command: "echo E2ESECRET-42",
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
+			mustReceive(t, m, "REDACTED-BY-CELGUARD-42", "E2ESECRET")
+		},
+	},
+	{
+		name: "broken-policy", command: "touch celguard-broken", broken: true,
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
+			if m.Requests() == 0 {
+				t.Fatalf("the prompt never reached the model; host output:\n%s", out)
+			}
+			mustExist(t, filepath.Join(work, "celguard-broken"), false)
+			// The prompt carries the warning to the model.
+			if !strings.Contains(m.Log(), "every tool call is refused until this is fixed") {
+				t.Errorf("the prompt did not carry celguard's warning to the model")
+			}
+			// The refusal names the policy file and the line of the error.
+			mustReceive(t, m, "broken.yaml:6", "")
+		},
+	},
+	{
+		// What docs/hooks.md says of a missing binary: Claude Code and Codex
+		// take the hook's failure to start as a non-blocking error and run
+		// the call; Gemini CLI refuses it.
+		name: "missing-binary", command: "touch celguard-unguarded", missing: true,
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
+			mustExist(t, filepath.Join(work, "celguard-unguarded"), host != "gemini")
+		},
+	},
+}
+
+// TestHosts runs every scenario on every host, in parallel.
+func TestHosts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real hosts")
+	}
+	celguard := celguardBinary(t)
+	for _, h := range hostsUnderTest {
+		t.Run(h.name, func(t *testing.T) {
+			t.Parallel()
+			bin := hostBinary(t, h.pkg)
+			for _, sc := range scenarios {
+				t.Run(sc.name, func(t *testing.T) {
+					t.Parallel()
+					runScenario(t, celguard, bin, h, sc)
+				})
+			}
+		})
+	}
+}
+
+func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
+	root := t.TempDir()
+	home, work, state := filepath.Join(root, "home"), filepath.Join(root, "work"), filepath.Join(root, "state")
+	for _, d := range []string{home, work, filepath.Join(work, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policyFile := filepath.Join(root, "policy.yaml")
+	if sc.broken {
+		policyFile = filepath.Join(root, "broken.yaml")
+		writeFile(t, policyFile, brokenPolicy)
+	} else {
+		writeFile(t, policyFile, e2ePolicy)
+	}
+	m, url := startFakeModel(t, h.api, sc.command)
+	env := append(baseEnv(home, root), h.setup(t, home, url)...)
+
+	args := []string{"hook", "install", h.name, "--user", "--policy", policyFile, "--state-dir", state}
+	if sc.missing {
+		args = append(args, "--command", filepath.Join(root, "gone", "celguard"))
+	}
+	install := exec.Command(celguard, args...)
+	install.Dir, install.Env = work, env
+	installOut, err := install.CombinedOutput()
+	if err != nil {
+		t.Fatalf("celguard hook install %s: %v\n%s", h.name, err, installOut)
+	}
+	if h.afterInstall != nil {
+		h.afterInstall(t, home, installOut)
+	}
+	if sc.name == "allow" {
+		checkDoctor(t, celguard, bin, h, work, env)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	argv := h.run(bin, "Run this shell command in the current directory: "+sc.command)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = work, env
+	cmd.Stdin = bytes.NewReader(nil)
+	cmd.WaitDelay = 10 * time.Second
+	outb, err := cmd.CombinedOutput()
+	out := string(outb)
+	if ctx.Err() != nil {
+		t.Fatalf("%s did not finish: %v\noutput:\n%s\nmodel requests:\n%s", h.name, ctx.Err(), out, m.Log())
+	}
+	if err != nil && !sc.broken {
+		t.Logf("%s exited with %v", h.name, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			log := m.Log()
+			if len(log) > 20000 {
+				log = log[:10000] + "\n...\n" + log[len(log)-10000:]
+			}
+			t.Logf("%s output:\n%s\nmodel requests:\n%s", h.name, out, log)
+		}
+	})
+	sc.check(t, h.name, work, m, out)
+}
+
+// baseEnv is a minimal environment: the temporary home, PATH, and nothing
+// of the user's own configuration.
+func baseEnv(home, root string) []string {
+	env := []string{
+		"HOME=" + home, "USER=e2e", "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1", "CI=1",
+		"PATH=" + os.Getenv("PATH"),
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+		"TMPDIR=" + root,
+	}
+	return env
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustExist(t *testing.T, path string, want bool) {
+	t.Helper()
+	_, err := os.Stat(path)
+	if got := err == nil; got != want {
+		if want {
+			t.Errorf("%s was not created: the call did not run", filepath.Base(path))
+		} else {
+			t.Errorf("%s was created: the call ran", filepath.Base(path))
+		}
+	}
+}
+
+// mustReceive checks that a tool result the model received contains want
+// and none contains unwanted.
+func mustReceive(t *testing.T, m *fakeModel, want, unwanted string) {
+	t.Helper()
+	results := m.Results()
+	all := strings.Join(results, "\n")
+	if !strings.Contains(all, want) {
+		t.Errorf("the model never received %q; it received %d tool results:\n%s", want, len(results), all)
+	}
+	if unwanted != "" && strings.Contains(all, unwanted) {
+		t.Errorf("the model received %q:\n%s", unwanted, all)
+	}
+}
+
+// trustCodexHooks records celguard's hooks as trusted in Codex's
+// config.toml, with the lines `celguard hook install codex` prints.
+func trustCodexHooks(t *testing.T, home string, installOut []byte) {
+	t.Helper()
+	var trust []string
+	in := false
+	for _, line := range strings.Split(string(installOut), "\n") {
+		switch {
+		case strings.HasPrefix(line, "[hooks.state."):
+			in = true
+		case in && strings.HasPrefix(line, "trusted_hash = "):
+		default:
+			in = false
+			continue
+		}
+		trust = append(trust, line)
+	}
+	if len(trust) == 0 {
+		t.Fatalf("celguard hook install codex printed no trust lines:\n%s", installOut)
+	}
+	path := filepath.Join(home, ".codex", "config.toml")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("\n" + strings.Join(trust, "\n") + "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkDoctor runs `celguard doctor HOST` on the installed hooks, with the
+// host's command on PATH: the hooks are registered, the host's version is
+// the one tested and (Codex) the hooks are trusted. The binary check fails
+// (the test's celguard is in a temporary directory the user can write),
+// so the exit code is not checked.
+func checkDoctor(t *testing.T, celguard, bin string, h host, work string, env []string) {
+	t.Helper()
+	cmd := exec.Command(celguard, "doctor", h.name)
+	cmd.Dir = work
+	for _, e := range env {
+		if strings.HasPrefix(e, "PATH=") {
+			e = "PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + strings.TrimPrefix(e, "PATH=")
+		}
+		cmd.Env = append(cmd.Env, e)
+	}
+	outb, _ := cmd.CombinedOutput()
+	out := string(outb)
+	want := []string{"ok    a celguard hook for every event it needs", "ok    " + h.pkg.bin + " " + h.pkg.version + " (hooks tested with " + h.pkg.version + ")"}
+	if h.name == "codex" {
+		want = append(want, "ok    Codex trusts every celguard hook as installed")
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("celguard doctor %s does not say %q:\n%s", h.name, w, out)
+		}
+	}
+}
