@@ -258,34 +258,22 @@ func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, ca
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	type result struct {
-		d     eval.Decision
-		err   error
-		panic any
-	}
-	ch := make(chan result, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				ch <- result{panic: p}
-			}
-		}()
-		d, err := f(ctx)
-		ch <- result{d: d, err: err}
-	}()
-	var d eval.Decision
-	select {
-	case r := <-ch:
-		switch {
-		case r.panic != nil:
-			d = s.fault(phase, call, CodeInternalError, fmt.Sprintf("internal error: %v", r.panic))
-		case r.err != nil:
-			d = s.faulted(ctx, phase, call, r.d, r.err)
-		default:
-			d = r.d
-		}
-	case <-ctx.Done():
+	var (
+		d        eval.Decision
+		err      error
+		panicked any
+	)
+	ok := s.workers.run(ctx, func() {
+		defer func() { panicked = recover() }()
+		d, err = f(ctx)
+	})
+	switch {
+	case !ok:
 		d = s.fault(phase, call, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
+	case panicked != nil:
+		d = s.fault(phase, call, CodeInternalError, fmt.Sprintf("internal error: %v", panicked))
+	case err != nil:
+		d = s.faulted(ctx, phase, call, d, err)
 	}
 	if d.PolicyDigest == "" {
 		d.PolicyDigest = s.eng.PolicySet().Digest()

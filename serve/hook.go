@@ -49,9 +49,18 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		ev, resp = s.hookFail(host, nil, CodeTooLarge, fmt.Sprintf("the event is larger than %d bytes", s.cfg.MaxBodyBytes))
 	default:
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
-		ev, resp = hooks.Respond(ctx, host, body, false, func(ctx context.Context, ev hooks.Event) (hooks.Response, error) {
-			return s.hookEvent(ctx, host, ev)
-		})
+		var rev hooks.Event
+		var rresp hooks.Response
+		// Respond recovers a panic of its own; the deadline is kept here.
+		if s.workers.run(ctx, func() {
+			rev, rresp = hooks.Respond(ctx, host, body, false, func(ctx context.Context, ev hooks.Event) (hooks.Response, error) {
+				return s.hookEvent(ctx, host, ev)
+			})
+		}) {
+			ev, resp = rev, rresp
+		} else {
+			ev, resp = s.hookFail(host, body, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
+		}
 		cancel()
 	}
 	if resp.Exit != 0 {

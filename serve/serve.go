@@ -118,6 +118,7 @@ type Server struct {
 	cfg      Config
 	eng      *eval.Engine
 	sessions *sessionTable
+	workers  *workers
 	metrics  *metrics
 	hosts    map[string]hooks.Host
 	handler  http.Handler
@@ -172,7 +173,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, eng: eng, log: log, tried: set.Digest(), loadedAt: time.Now().UTC(),
-		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), hosts: map[string]hooks.Host{}}
+		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}}
 	s.metrics = newMetrics(s)
 	for _, name := range hooks.Hosts() {
 		h, err := hooks.New(name, cfg.HookOptions)

@@ -264,7 +264,7 @@ func TestForwardFailsClosed(t *testing.T) {
 			case <-r.Context().Done():
 			case <-time.After(10 * time.Second):
 			}
-		}, "no decision in time"},
+		}, "did not answer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
