@@ -16,6 +16,16 @@
 // output (which read messages and output, and no call): allow, warn, block,
 // halt, or modify, a rewrite carried in Decision.Messages or Decision.Output.
 //
+// With WithDecisionSink every decision is also written, as a masked
+// DecisionRecord, to a DecisionSink (NewFileSink: one JSON line per
+// decision, docs/decision-log.md) before it is returned; a decision the sink
+// cannot record is refused unless the host handles the error.
+//
+// A policy in monitor mode (mode: monitor; every policy but the mandatory
+// ones with WithMonitor) is evaluated but decides nothing: the decision is
+// made as if it were absent, and Decision.Monitored reports what its first
+// matching rule would have decided.
+//
 // A counter counts after the call (After updates it before the after-phase
 // rules run) or, declared with phase before, at the decision before it: the
 // rules read the counts of earlier calls, and the call is counted only when
@@ -74,6 +84,12 @@ type config struct {
 	// auditIDs, when set (WithDecisionMetadata), makes every decision's
 	// id; nil leaves the audit fields empty.
 	auditIDs func() string
+	// sink receives every decision (WithDecisionSink); sinkError its
+	// errors, nil to fail closed.
+	sink      DecisionSink
+	sinkError func(error)
+	// monitorAll monitors every rule that is not mandatory (WithMonitor).
+	monitorAll bool
 }
 
 // WithDecisionMetadata fills every decision's audit record: DecisionID (a
@@ -107,6 +123,18 @@ func randomID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
 	return hex.EncodeToString(b[:])
+}
+
+// WithMonitor monitors every rule that is not mandatory, as if each policy
+// said mode: monitor (decide.go, rule 16): the rules are evaluated and the
+// first that matches is reported in Decision.Monitored, but only the
+// mandatory rules and the default verdict decide. Mandatory rules keep
+// enforcing.
+func WithMonitor() Option {
+	return func(c *config) error {
+		c.monitorAll = true
+		return nil
+	}
 }
 
 // WithApprover sets who settles ask verdicts. Without one, ask is a block
@@ -315,16 +343,25 @@ func (s *Session) EndTurn(ctx context.Context, opts ...CallOption) (Decision, er
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
 	set := s.eng.set.Load()
 	d, err := s.decideIn(ctx, set, phase, call, res, nil, opts)
-	d.CallID, d.Agent = call.ID, call.Agent
-	d = s.auditWith(d, set)
+	d, err = s.finish(ctx, set, d, err, call, nil)
 	if phase == policy.PhaseBefore {
 		s.rememberBefore(call, d)
 	}
 	return d, err
 }
 
-// audit fills d's audit record (WithDecisionMetadata) with the set in force.
-func (s *Session) audit(d Decision) Decision { return s.auditWith(d, s.eng.set.Load()) }
+// finish completes decision d (and its error err) of call (and io, in the
+// input and output phases) by set: it echoes the call's identity, fills the
+// audit record and writes the decision log.
+func (s *Session) finish(ctx context.Context, set *compile.PolicySet, d Decision, err error, call Call, io *modelIO) (Decision, error) {
+	d.CallID, d.Agent = call.ID, call.Agent
+	d = s.auditWith(d, set)
+	d, lerr := s.logDecision(ctx, set, d, call, io)
+	if err == nil {
+		err = lerr
+	}
+	return d, err
+}
 
 // auditWith fills d's audit record (WithDecisionMetadata), set having
 // decided.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -25,14 +26,88 @@ type Policy struct {
 	EnforcementPos Pos // where enforcement is written; zero when it is not
 	// Metadata is copied into every decision of the policy's rules, under
 	// the rule's own (Rule.Metadata wins on a shared key).
-	Metadata  map[string]string
-	Defaults  Defaults
-	Variables []Variable
-	Counters  []Counter
-	Rules     []Rule
+	Metadata map[string]string
+	// Mode is ModeMonitor when the policy runs in shadow: its rules are
+	// evaluated and their would-be verdicts reported, but they decide
+	// nothing (eval's decide.go). The zero value enforces.
+	Mode    Mode
+	ModePos Pos // where mode is written; zero when it is not
+	// DecisionLog says how the decision log writes the policy set's
+	// decisions: which arguments it masks.
+	DecisionLog DecisionLog
+	Defaults    Defaults
+	Variables   []Variable
+	Counters    []Counter
+	Rules       []Rule
 	// Suppressions are the `# celguard:ignore` comments on its rules,
 	// variables and counters.
 	Suppressions []Suppression
+}
+
+// Mode says whether a policy's rules decide (enforce) or are only
+// evaluated and reported (monitor).
+type Mode uint8
+
+// Modes.
+const (
+	ModeEnforce Mode = iota // the rules decide; the default
+	ModeMonitor             // the rules are evaluated and reported, and decide nothing
+)
+
+// String returns "enforce" or "monitor".
+func (m Mode) String() string {
+	if m == ModeMonitor {
+		return "monitor"
+	}
+	return "enforce"
+}
+
+// DecisionLog is a policy's part in how the decision log writes decisions.
+type DecisionLog struct {
+	// Mask lists the arguments whose values the log never writes.
+	Mask []Mask
+}
+
+// Mask masks argument paths in the decision log, for every tool or for the
+// tools named.
+type Mask struct {
+	Pos Pos
+	// Tools are tool names or globs; empty means every tool.
+	Tools []String
+	// Paths are argument paths: keys separated by dots, each a key or *
+	// (every key of a map, every element of a list), e.g. content, env.*,
+	// files.*.content.
+	Paths []MaskPath
+}
+
+// MaskPath is one parsed argument path.
+type MaskPath struct {
+	String
+	// Segments are its keys, "*" for any.
+	Segments []string
+}
+
+// ParseMaskPath parses an argument path: keys of letters, digits, _ and -,
+// or *, separated by dots.
+func ParseMaskPath(s string) ([]string, error) {
+	if s == "" {
+		return nil, fmt.Errorf("an argument path must not be empty")
+	}
+	segs := strings.Split(s, ".")
+	for i, seg := range segs {
+		if seg == "" {
+			return nil, fmt.Errorf("argument path %q has an empty key at position %d (keys are separated by single dots)", s, i+1)
+		}
+		if seg == "*" {
+			continue
+		}
+		for _, r := range seg {
+			if !(r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+				return nil, fmt.Errorf("argument path %q: key %q may hold only letters, digits, _ and -, or be * alone", s, seg)
+			}
+		}
+	}
+	return segs, nil
 }
 
 // String is a scalar with the position of its value.

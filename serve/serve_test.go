@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -505,5 +506,42 @@ func TestStatusHealthMetrics(t *testing.T) {
 	}
 	if a := f.do("GET", "/openapi.json", nil); a.status != 200 || !bytes.Equal(a.body, serve.OpenAPI) {
 		t.Errorf("openapi.json: %d", a.status)
+	}
+}
+
+// memorySink keeps the records it is given, or fails.
+type memorySink struct {
+	mu   sync.Mutex
+	recs []*eval.DecisionRecord
+	fail bool
+}
+
+func (m *memorySink) WriteDecision(_ context.Context, rec *eval.DecisionRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail {
+		return errors.New("disk full")
+	}
+	m.recs = append(m.recs, rec)
+	return nil
+}
+
+func TestDecisionLog(t *testing.T) {
+	sink := &memorySink{}
+	f := newFixture(t, func(c *serve.Config) { c.EngineOptions = []eval.Option{eval.WithDecisionSink(sink, nil)} })
+	d := f.do("POST", "/v1/sessions/log/before", map[string]any{"tool": "Bash", "args": map[string]any{"command": "rm -rf /"}}).json(t)
+	f.do("POST", "/v1/hooks/claude-code", preToolUse("log", "ls"))
+	sink.mu.Lock()
+	if len(sink.recs) != 2 || sink.recs[0].DecisionID != d["decision_id"] || sink.recs[0].SessionID != "log" {
+		t.Fatalf("records %+v, want the two decisions, the first %v", sink.recs, d)
+	}
+	sink.fail = true
+	sink.mu.Unlock()
+	// A decision the log cannot record is refused.
+	if m := f.do("POST", "/v1/sessions/log/before", map[string]any{"tool": "Bash", "args": map[string]any{"command": "ls"}}).json(t); m["verdict"] != "block" || m["code"] != eval.CodeDecisionLogFailed {
+		t.Fatalf("with the log failing: %v, want a block with code %s", m, eval.CodeDecisionLogFailed)
+	}
+	if p := permission(t, f.do("POST", "/v1/hooks/claude-code", preToolUse("log", "ls"))); p != "deny" {
+		t.Fatalf("hook with the log failing: %s, want deny", p)
 	}
 }

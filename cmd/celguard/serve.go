@@ -30,6 +30,7 @@ const defaultListen = "127.0.0.1:9743"
 // serveParams is what `celguard serve` was asked to do.
 type serveParams struct {
 	policies    selection
+	decisions   decisionOptions // --decision-log and its options, --monitor
 	listen      string
 	unix        string
 	store       string
@@ -74,6 +75,11 @@ call run on any other answer or when the server is down. Where that
 matters, install the forwarding command hook instead ('celguard hook
 install HOST --server URL'), which fails closed.
 
+--decision-log FILE appends every decision, arguments masked as the
+policies declare, to FILE as one JSON line (docs/decision-log.md); a
+decision the log cannot record is refused (decision_log_failed). --monitor
+reports rules instead of enforcing them, as for eval and hook.
+
 The policy files are read again every --reload-interval and on SIGHUP; a
 changed set is compiled and put in force, sessions keep their counters, and
 a set that does not compile leaves the last good one in force and is
@@ -97,6 +103,7 @@ until then.`,
 	}
 	f := cmd.Flags()
 	p.policies.addFlags(f)
+	p.decisions.addFlags(f)
 	f.StringVar(&p.listen, "listen", defaultListen, "the TCP address to listen on; beyond loopback it needs --token-file")
 	f.StringVar(&p.unix, "unix", "", "listen on this unix socket (created with mode 0600) instead of TCP")
 	f.StringVar(&p.store, "store", "memory:", "the state store: memory: (sessions live in this process)")
@@ -143,6 +150,10 @@ func runServe(ctx context.Context, p serveParams) int {
 			return fail("--listen %s is beyond loopback: give a bearer token with --token-file (and TLS with --tls-cert, --tls-key), or listen on 127.0.0.1", p.listen)
 		}
 	}
+	extra, err := p.decisions.engineOptions()
+	if err != nil {
+		return fail("%v", err)
+	}
 	var warnings []string
 	srv, err := serve.New(serve.Config{
 		Sources: func() ([]policy.Source, error) {
@@ -152,7 +163,7 @@ func runServe(ctx context.Context, p serveParams) int {
 			}
 			return d.Sources, nil
 		},
-		EngineOptions: engineOptions(),
+		EngineOptions: append(engineOptions(), extra...),
 		Token:         token,
 		Version:       currentBuild().String(),
 		Store:         "memory",
@@ -174,6 +185,7 @@ func runServe(ctx context.Context, p serveParams) int {
 	if d, derr := p.policies.discover(everyLayer); derr == nil {
 		warnings = layerWarnings(d, srv.Engine().PolicySet())
 	}
+	warnings = append(warnings, p.decisions.warnings(srv.Engine().PolicySet())...)
 	printWarnings(p.stderr, "celguard serve", warnings)
 
 	ln, addr, err := serveListener(p)

@@ -201,7 +201,8 @@ func TestServeReloadOnSIGHUP(t *testing.T) {
 		}
 	}
 	write("first")
-	srv := startServe(t, "--listen", "127.0.0.1:0", "--policy", pol, "--reload-interval", "0")
+	logFile := filepath.Join(dir, "decisions.jsonl")
+	srv := startServe(t, "--listen", "127.0.0.1:0", "--policy", pol, "--reload-interval", "0", "--decision-log", logFile)
 	decide := func() map[string]any {
 		res, err := http.Post(srv.url+"/v1/sessions/s/before", "application/json", strings.NewReader(`{"tool":"Deploy"}`))
 		if err != nil {
@@ -234,6 +235,15 @@ func TestServeReloadOnSIGHUP(t *testing.T) {
 				t.Fatalf("status after SIGHUP: %v (decision %v)", st, m)
 			}
 			srv.stop(t)
+			// Every decision is in the log, the last one this one.
+			data, err := os.ReadFile(logFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if len(lines) < 2 || !strings.Contains(lines[len(lines)-1], m["decision_id"].(string)) {
+				t.Fatalf("decision log:\n%s\nwant every decision, the last %v", data, m["decision_id"])
+			}
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
