@@ -66,6 +66,7 @@ func (ev *evaluation) counterValues(p *compile.Policy) map[string]int64 {
 	}
 	m := make(map[string]int64, len(p.Counters))
 	for _, c := range p.Counters {
+		ev.s.touch(c)
 		if ev.phase == policy.PhaseTurnEnd {
 			m[c.Name] = ev.s.counterTotal(c) // the turn's total, over every key
 			continue
@@ -140,6 +141,7 @@ func (ev *evaluation) counterUpdates(counters []*compile.Counter) (updates []cou
 			t := ev.canceled(err)
 			return nil, t.d, true, t.err
 		}
+		ev.s.touch(c)
 		u, err := ev.counterUpdate(c)
 		if err != nil {
 			if c.Policy.FailurePolicy == policy.FailOpen {

@@ -69,6 +69,10 @@ type config struct {
 	// auditIDs, when set (WithDecisionMetadata), makes every decision's
 	// id; nil leaves the audit fields empty.
 	auditIDs func() string
+	// store, when set, keeps the session state (store.go).
+	store        Store
+	storeTimeout time.Duration
+	storeRetries int
 }
 
 // WithDecisionMetadata fills every decision's audit record: DecisionID (a
@@ -153,6 +157,12 @@ func WithMaxWindowEvents(n int) Option {
 type Engine struct {
 	cfg config
 	set atomic.Pointer[compile.PolicySet]
+
+	// sharedEntries are the engine's copies of its store's shared entries
+	// (store.go).
+	sharedMu      sync.Mutex
+	sharedEntries map[StateKey]*sharedEntry
+	sessionLocks  sessionLocks
 }
 
 // New builds an Engine for set.
@@ -160,7 +170,8 @@ func New(set *compile.PolicySet, opts ...Option) (*Engine, error) {
 	if set == nil {
 		return nil, errors.New("eval.New: nil policy set")
 	}
-	cfg := config{now: time.Now, maxCounterKeys: DefaultMaxCounterKeys, maxWindowEvents: DefaultMaxWindowEvents}
+	cfg := config{now: time.Now, maxCounterKeys: DefaultMaxCounterKeys, maxWindowEvents: DefaultMaxWindowEvents,
+		storeTimeout: DefaultStoreTimeout, storeRetries: DefaultStoreRetries}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -209,6 +220,9 @@ type Session struct {
 	refused refusedCalls
 	// sat, when set, saturates counters lost to a tampered state (state.go).
 	sat *saturation
+	// st is the session's part of the store protocol, with a store
+	// (store.go).
+	st storeSession
 }
 
 // NewSession starts a session. meta is the host's metadata (agent, user,
@@ -219,15 +233,24 @@ func (e *Engine) NewSession(id string, meta map[string]any) *Session {
 		m[k] = v
 	}
 	m["id"] = id
-	return &Session{eng: e, id: id, meta: m, turn: 1, counters: map[string]*counterState{}, approvals: map[string]bool{}}
+	s := &Session{eng: e, id: id, meta: m, turn: 1, counters: map[string]*counterState{}, approvals: map[string]bool{}}
+	if e.cfg.store != nil {
+		s.bindEntries()
+	}
+	return s
 }
 
 // ID returns the session id.
 func (s *Session) ID() string { return s.id }
 
 // StartTurn begins a new turn: turn-scoped counters reset and a halt of the
-// previous turn is lifted.
+// previous turn is lifted. With a store, it is NextTurn without a deadline
+// and with its error dropped (the turn then stays as it was).
 func (s *Session) StartTurn() {
+	if s.eng.cfg.store != nil {
+		_, _ = s.NextTurn(context.Background())
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.turn++
@@ -255,6 +278,17 @@ func WithTrace() CallOption { return func(c *callConfig) { c.trace = true } }
 // counterFor returns the state of a counter, resetting turn-scoped counts of
 // an earlier turn. The caller holds s.mu.
 func (s *Session) counterFor(c *compile.Counter) *counterState {
+	if c.Decl.Scope.Shared() && s.eng.cfg.store != nil {
+		// Kept in the shared entry, which the decision holds locked;
+		// without a store, the session counts it as a session counter.
+		ent := s.entry(c)
+		cs, ok := ent.counters[c.ID]
+		if !ok {
+			cs = newCounterState()
+			ent.counters[c.ID] = cs
+		}
+		return cs
+	}
 	cs, ok := s.counters[c.ID]
 	if !ok {
 		cs = newCounterState()
@@ -309,13 +343,19 @@ func (s *Session) EndTurn(ctx context.Context, opts ...CallOption) (Decision, er
 
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
 	set := s.eng.set.Load()
-	d, err := s.decideCall(ctx, set, phase, call, res, opts)
+	var d Decision
+	var err error
+	if s.eng.cfg.store != nil {
+		d, err = s.decideStored(ctx, set, phase, call, res, opts)
+	} else {
+		d, err = s.decideCall(ctx, set, phase, call, res, opts)
+	}
 	d.CallID, d.Agent = call.ID, call.Agent
 	if next := s.eng.cfg.auditIDs; next != nil {
 		d.DecisionID, d.Time, d.PolicyDigest, d.SessionID = next(), s.eng.cfg.now().UTC(), set.Digest(), s.id
 	}
-	if phase == policy.PhaseBefore {
-		s.rememberBefore(call, d)
+	if phase == policy.PhaseBefore && s.eng.cfg.store == nil {
+		s.rememberBefore(call, d) // with a store, as part of its commit
 	}
 	return d, err
 }
@@ -335,6 +375,9 @@ func (s *Session) decideCall(ctx context.Context, set *compile.PolicySet, phase 
 	}
 	if call.Tool == "" && phase != policy.PhaseTurnEnd {
 		return refusal(phase, "", CodeInvalidCall, "the call has no tool name", nil), errors.New("eval: call without a tool name")
+	}
+	if h := s.fleetHalt(); h != nil && phase != policy.PhaseTurnEnd {
+		return Decision{Phase: phase, Tool: call.Tool, Verdict: policy.Halt, Code: h.Code, Reason: h.Reason}, nil
 	}
 	if d, ok := s.halted(phase, call.Tool); ok && phase != policy.PhaseTurnEnd {
 		explainHalted(cc.explain, d)
