@@ -141,8 +141,10 @@ func (ev *evaluation) counterUpdates(counters []*compile.Counter) (updates []cou
 			t := ev.canceled(err)
 			return nil, t.d, true, t.err
 		}
-		ev.s.touch(c)
 		u, err := ev.counterUpdate(c)
+		if err != nil || u.inc || u.reset {
+			ev.s.touch(c) // counted, reset or failed: it needed the store
+		}
 		if err != nil {
 			if c.Policy.FailurePolicy == policy.FailOpen {
 				continue

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"sync"
 
 	"github.com/celguard/celguard/compile"
@@ -29,6 +28,9 @@ type sharedEntry struct {
 	halt     *Decision
 	// committed is the entry's state at version, to roll back to.
 	committed SessionState
+	// local, when set, is the state to roll back to instead (see
+	// storeSession.local).
+	local *SessionState
 }
 
 func (ent *sharedEntry) state() SessionState {
@@ -45,6 +47,7 @@ func (ent *sharedEntry) adopt(e *Engine, version string, st *SessionState) {
 		cp := *st // st may be &ent.committed
 		st = &cp
 	}
+	ent.local = nil
 	ent.version = version
 	ent.halt = nil
 	ent.counters = map[string]*counterState{}
@@ -126,6 +129,10 @@ type storeSession struct {
 	version string
 	// committed is the session's state at version, to roll back to.
 	committed SessionState
+	// local, when set, is the state to roll back to instead: counts a
+	// decision kept while the store was unreachable (on_store_error:
+	// local).
+	local *SessionState
 	// entries are the shared entries of the session, by sharedScopes index.
 	entries [len(sharedScopes)]*sharedEntry
 	// counted says, during a decision, which shared scopes the set counts
@@ -218,6 +225,7 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 				// counting: the decision stands on the replica's state,
 				// which the next commit writes if no other replica
 				// changed it meanwhile.
+				s.keepLocal()
 				return d, err
 			}
 			s.rollback()
@@ -284,6 +292,7 @@ func (s *Session) adopt(ops []StoreOp, cur []StoreEntry, ok bool) {
 	for i, op := range ops {
 		c := cur[i]
 		if i == 0 {
+			st.local = nil
 			if ok {
 				st.version = c.Version
 				if op.Write != nil {
@@ -300,7 +309,7 @@ func (s *Session) adopt(ops []StoreOp, cur []StoreEntry, ok bool) {
 		}
 		switch {
 		case ok && op.Write != nil:
-			ent.version, ent.committed = c.Version, *op.Write
+			ent.version, ent.committed, ent.local = c.Version, *op.Write, nil
 		case ok:
 			ent.version = c.Version
 		case c.Version != ent.version:
@@ -329,15 +338,38 @@ func (s *Session) adoptSession(c StoreEntry) {
 }
 
 // rollback undoes what a decision changed in the handle's state, back to
-// the states last committed.
+// the states last committed (or kept locally).
 func (s *Session) rollback() {
 	st := &s.st
+	base := &st.committed
+	if st.local != nil {
+		base = st.local
+	}
 	s.mu.Lock()
-	s.restore(st.committed)
+	s.restore(*base)
 	s.mu.Unlock()
 	for i, ent := range st.entries {
 		if st.counted[i] {
+			local := ent.local
 			ent.adopt(s.eng, ent.version, &ent.committed)
+			if local != nil {
+				ent.counters, ent.local = s.eng.restoreCounters(local.Counters), local
+			}
+		}
+	}
+}
+
+// keepLocal keeps the handle's state, and its shared entries', as they
+// are, while the store is unreachable: a later failed decision rolls back
+// to it, a commit replaces it.
+func (s *Session) keepLocal() {
+	st := &s.st
+	cur := s.State()
+	st.local = &cur
+	for i, ent := range st.entries {
+		if st.counted[i] {
+			est := ent.state()
+			ent.local = &est
 		}
 	}
 }
@@ -360,89 +392,4 @@ func (s *Session) fleetHalt() *Decision {
 		}
 	}
 	return nil
-}
-
-// NextTurn begins a new turn, as StartTurn does, and with a store commits
-// it: its error says the store could not be reached (the turn did not
-// change, and a halt of the turn stays in force) or kept changing.
-func (s *Session) NextTurn(ctx context.Context) (uint64, error) {
-	if s.eng.cfg.store == nil {
-		s.StartTurn()
-		return s.Turn(), nil
-	}
-	return s.changeStored(ctx, func() {
-		s.mu.Lock()
-		s.turn++
-		s.halt = nil
-		s.mu.Unlock()
-	})
-}
-
-// Sync reads the session's state from the store (a handle opened on a
-// session another replica started; a handle opened without metadata takes
-// the session's); without a store it does nothing.
-func (s *Session) Sync(ctx context.Context) error {
-	if s.eng.cfg.store == nil {
-		return nil
-	}
-	defer s.eng.sessionLocks.lock(s.id)()
-	return s.syncLocked(ctx)
-}
-
-// syncLocked reads the session's entry; the caller holds the session's
-// lock and no shared entry.
-func (s *Session) syncLocked(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, s.eng.cfg.storeTimeout)
-	ok, got, err := s.eng.cfg.store.Commit(cctx, []StoreOp{{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: s.st.version}})
-	cancel()
-	if err == nil && len(got) != 1 {
-		err = fmt.Errorf("the store answered %d entries for 1", len(got))
-	}
-	if err != nil || ok {
-		return err
-	}
-	if c := got[0]; c.State != nil && len(s.meta) <= 1 && len(c.State.Meta) > 0 {
-		s.mu.Lock()
-		s.meta = maps.Clone(c.State.Meta)
-		s.meta["id"] = s.id
-		s.mu.Unlock()
-		s.bindEntries()
-	}
-	s.adoptSession(got[0])
-	return nil
-}
-
-// changeStored applies change to the session's own state and commits it,
-// on the current state.
-func (s *Session) changeStored(ctx context.Context, change func()) (uint64, error) {
-	st := &s.st
-	defer s.eng.sessionLocks.lock(s.id)()
-	st.counted = [len(sharedScopes)]bool{}
-	for try := 0; try < s.eng.cfg.storeRetries; try++ {
-		change()
-		cur := s.State()
-		op := StoreOp{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-		if st.version == "" || !sameState(cur, st.committed) {
-			op.Write = &cur
-		}
-		cctx, cancel := context.WithTimeout(ctx, s.eng.cfg.storeTimeout)
-		ok, got, err := s.eng.cfg.store.Commit(cctx, []StoreOp{op})
-		cancel()
-		if err == nil && len(got) != 1 {
-			err = fmt.Errorf("the store answered %d entries for 1", len(got))
-		}
-		if err != nil {
-			s.rollback()
-			return s.Turn(), fmt.Errorf("%s: %w", CodeStoreUnavailable, err)
-		}
-		if ok {
-			st.version = got[0].Version
-			if op.Write != nil {
-				st.committed = *op.Write
-			}
-			return s.Turn(), nil
-		}
-		s.adoptSession(got[0])
-	}
-	return s.Turn(), fmt.Errorf("%s: the session state kept changing on other replicas", CodeStoreConflict)
 }

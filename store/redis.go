@@ -103,6 +103,7 @@ func openRedis(ctx context.Context, rawURL string) (*Redis, error) {
 	// and a server that is down is found out at once, not after retries.
 	opts.ContextTimeoutEnabled = true
 	opts.MaxRetries = 1
+	opts.DialerRetries = 1
 	opts.DisableIdentity = true
 	if opts.DialTimeout == 0 || opts.DialTimeout > time.Second {
 		opts.DialTimeout = time.Second
