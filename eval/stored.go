@@ -178,7 +178,7 @@ func (s *Session) bindEntries() {
 // decideStored decides one call of a session whose state is in the store:
 // run on the state the handle holds, commit, and run again on the current
 // state when another replica changed it.
-func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
+func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
 	st := &s.st
 	defer s.eng.sessionLocks.lock(s.id)()
 	st.counted = [len(sharedScopes)]bool{}
@@ -208,7 +208,7 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 	defer func() { st.answers = nil }()
 	for try := 0; ; try++ {
 		st.touched, st.strict = false, false
-		d, err := s.decideCall(ctx, set, phase, call, res, opts)
+		d, err := s.decideLocal(ctx, set, phase, call, res, io, opts)
 		if phase == policy.PhaseBefore {
 			s.rememberBefore(call, d)
 		}

@@ -28,7 +28,7 @@ var layers = []struct {
 	{6, []string{"store"}},
 	// "" is the module root, package celguard: Load composes policies,
 	// compile and eval for embedders, above them and below the command line.
-	{7, []string{"", "cmd/celguard/internal/..."}},
+	{7, []string{"", "serve", "cmd/celguard/internal/..."}},
 	{8, []string{"cmd/celguard"}},
 }
 
