@@ -53,6 +53,20 @@ type outputRequest struct {
 	ID    string     `json:"call_id"`
 }
 
+// haltRequest is the body of POST and DELETE /v1/halt.
+type haltRequest struct {
+	Scope  string `json:"scope"`
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+}
+
+// haltAnswer is the answer of /v1/halt.
+type haltAnswer struct {
+	Scope  string `json:"scope"`
+	Key    string `json:"key"`
+	Halted bool   `json:"halted"`
+}
+
 // errorAnswer is the body of every answer that is not a decision.
 type errorAnswer struct {
 	Error errorBody `json:"error"`
@@ -199,6 +213,36 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) {
 		return sess.Output(ctx, out)
 	})
 	writeJSON(w, http.StatusOK, d)
+}
+
+// halt records (POST) or lifts (DELETE) a fleet halt: every session of an
+// agent, a repository or an organisation (by the key its metadata names)
+// is halted on every replica sharing the store (eval.Engine.Halt).
+func (s *Server) halt(w http.ResponseWriter, r *http.Request) {
+	var req haltRequest
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, false) {
+		return
+	}
+	scope, err := policy.ParseScope(req.Scope)
+	if err != nil || !scope.Shared() {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, fmt.Sprintf(`"scope" must be agent, repository or org, not %q`, req.Scope))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	halted := r.Method == http.MethodPost
+	if halted {
+		err = s.eng.Halt(ctx, scope, req.Key, req.Reason)
+	} else {
+		err = s.eng.LiftHalt(ctx, scope, req.Key)
+	}
+	if err != nil {
+		s.log.Error("fleet halt failed", "scope", req.Scope, "key", req.Key, "halt", halted, "error", err.Error())
+		writeError(w, http.StatusServiceUnavailable, CodeStoreUnavailable, err.Error())
+		return
+	}
+	s.log.Info("fleet halt", "scope", req.Scope, "key", req.Key, "halted", halted, "reason", req.Reason)
+	writeJSON(w, http.StatusOK, haltAnswer{Scope: scope.String(), Key: req.Key, Halted: halted})
 }
 
 // checkCall answers 400 to a call without a tool name.

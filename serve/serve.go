@@ -66,14 +66,14 @@ const (
 
 // Codes of the decisions and errors the server makes itself.
 const (
-	CodeInternalError    = hooks.CodeInternalError // a fault in the server (a panic recovered): block
-	CodeDeadlineExceeded = "deadline_exceeded"     // no decision within the request's deadline: block
-	CodeStoreUnavailable = "store_unavailable"     // the state store could not be reached: block
-	CodeInvalidInput     = "invalid_input"         // HTTP 400: the body is not what the route takes
-	CodeUnauthorized     = "unauthorized"          // HTTP 401: no or a wrong bearer token
-	CodeTooLarge         = "too_large"             // HTTP 413: the body is larger than the bound
-	CodeNotFound         = "not_found"             // HTTP 404: no such route or host
-	CodeTooManySessions  = "too_many_sessions"     // HTTP 503, or a block on a hook: the session table is full
+	CodeInternalError    = hooks.CodeInternalError   // a fault in the server (a panic recovered): block
+	CodeDeadlineExceeded = "deadline_exceeded"       // no decision within the request's deadline: block
+	CodeStoreUnavailable = eval.CodeStoreUnavailable // the state store could not be reached: block
+	CodeInvalidInput     = "invalid_input"           // HTTP 400: the body is not what the route takes
+	CodeUnauthorized     = "unauthorized"            // HTTP 401: no or a wrong bearer token
+	CodeTooLarge         = "too_large"               // HTTP 413: the body is larger than the bound
+	CodeNotFound         = "not_found"               // HTTP 404: no such route or host
+	CodeTooManySessions  = "too_many_sessions"       // HTTP 503, or a block on a hook: the session table is full
 )
 
 // Config configures a Server.
@@ -103,6 +103,9 @@ type Config struct {
 	Timeout      time.Duration
 	MaxSessions  int
 	SessionIdle  time.Duration
+	// Ready, when set, is asked by /readyz (e.g. a ping of the state
+	// store); an error answers 503.
+	Ready func(context.Context) error
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -293,10 +296,20 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if s.draining.Load() {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
 			return
+		}
+		if s.cfg.Ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			err := s.cfg.Ready(ctx)
+			cancel()
+			if err != nil {
+				s.log.Warn("not ready", "error", err.Error())
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+				return
+			}
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
@@ -315,6 +328,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/sessions/{id}/turns/end", auth(http.HandlerFunc(s.endTurn)))
 	mux.Handle("POST /v1/sessions/{id}/before", auth(http.HandlerFunc(s.before)))
 	mux.Handle("POST /v1/sessions/{id}/after", auth(http.HandlerFunc(s.after)))
+	mux.Handle("POST /v1/halt", auth(http.HandlerFunc(s.halt)))
+	mux.Handle("DELETE /v1/halt", auth(http.HandlerFunc(s.halt)))
 	mux.Handle("POST /v1/sessions/{id}/input", auth(http.HandlerFunc(s.input)))
 	mux.Handle("POST /v1/sessions/{id}/output", auth(http.HandlerFunc(s.output)))
 	// Hook endpoints authenticate themselves: a missing token is a deny.

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/store"
 )
 
 // testPolicy blocks rm, halts on "halt", caps "Push" at two calls per
@@ -543,5 +545,68 @@ func TestDecisionLog(t *testing.T) {
 	}
 	if p := permission(t, f.do("POST", "/v1/hooks/claude-code", preToolUse("log", "ls"))); p != "deny" {
 		t.Fatalf("hook with the log failing: %s, want deny", p)
+	}
+}
+
+const haltPolicy = `apiVersion: celguard.dev/v1
+kind: Policy
+name: halts
+rules:
+  - id: ok
+    verdict: allow
+`
+
+func TestFleetHalt(t *testing.T) {
+	f := newFixture(t, func(c *serve.Config) {
+		c.EngineOptions = []eval.Option{eval.WithStore(store.NewMemory(time.Hour))}
+	})
+	f.setPolicy(haltPolicy)
+	if _, err := f.srv.Reload(false); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct{ id, repo string }{{"a", "r1"}, {"b", "r1"}, {"c", "r2"}} {
+		f.do("POST", "/v1/sessions", map[string]any{"session_id": s.id, "meta": map[string]any{"repository": s.repo}})
+	}
+	verdict := func(id string) any {
+		return f.do("POST", "/v1/sessions/"+id+"/before", map[string]any{"tool": "Bash"}).json(t)["verdict"]
+	}
+	if a := f.do("POST", "/v1/halt", map[string]any{"scope": "repository", "key": "r1", "reason": "incident"}); a.status != 200 {
+		t.Fatalf("halt: %d %s", a.status, a.body)
+	}
+	if verdict("a") != "halt" || verdict("b") != "halt" || verdict("c") != "allow" {
+		t.Fatalf("after the halt of r1: a %v, b %v, c %v", verdict("a"), verdict("b"), verdict("c"))
+	}
+	if a := f.do("DELETE", "/v1/halt", map[string]any{"scope": "repository", "key": "r1"}); a.status != 200 || a.json(t)["halted"] != false {
+		t.Fatalf("lift: %d %s", a.status, a.body)
+	}
+	if verdict("a") != "allow" {
+		t.Fatalf("after the lift: %v", verdict("a"))
+	}
+	if a := f.do("POST", "/v1/halt", map[string]any{"scope": "session", "key": "a"}); a.status != 400 {
+		t.Fatalf("a session scope: %d, want 400", a.status)
+	}
+	// Without a store there is no fleet halt.
+	g := newFixture(t, nil)
+	if a := g.do("POST", "/v1/halt", map[string]any{"scope": "org", "key": "o"}); a.status != 503 {
+		t.Fatalf("a halt without a store: %d %s, want 503", a.status, a.body)
+	}
+}
+
+func TestReadyzAsksTheStore(t *testing.T) {
+	var down atomic.Bool
+	f := newFixture(t, func(c *serve.Config) {
+		c.Ready = func(context.Context) error {
+			if down.Load() {
+				return errors.New("store down")
+			}
+			return nil
+		}
+	})
+	if a := f.do("GET", "/readyz", nil); a.status != 200 {
+		t.Fatalf("readyz: %d", a.status)
+	}
+	down.Store(true)
+	if a := f.do("GET", "/readyz", nil); a.status != 503 || a.json(t)["status"] != "unavailable" {
+		t.Fatalf("readyz with the store down: %d %s", a.status, a.body)
 	}
 }
