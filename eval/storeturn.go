@@ -95,3 +95,20 @@ func (s *Session) changeStored(ctx context.Context, change func()) (uint64, erro
 	}
 	return s.Turn(), fmt.Errorf("%s: the session state kept changing on other replicas", CodeStoreConflict)
 }
+
+// Open starts the session in the store, or resumes it: a handle on a
+// session another replica started takes its state (and, opened without
+// metadata, its metadata), and a new session's state, its metadata with
+// it, is written, so that every replica's handle on it counts its agent,
+// repository and organisation alike from the first call. Without a store
+// it does nothing.
+func (s *Session) Open(ctx context.Context) error {
+	if s.eng.cfg.store == nil {
+		return nil
+	}
+	if err := s.Sync(ctx); err != nil {
+		return fmt.Errorf("%s: %w", CodeStoreUnavailable, err)
+	}
+	_, err := s.changeStored(ctx, func() {})
+	return err
+}

@@ -58,7 +58,11 @@ func Decide(ctx context.Context, sess *eval.Session, ev Event) (eval.Decision, e
 	var err error
 	switch ev.Kind {
 	case KindTurnStart:
-		sess.StartTurn()
+		// With a state store the new turn is committed there, and a turn
+		// that cannot start leaves a halt of the last one in force.
+		if _, err := sess.NextTurn(ctx); err != nil {
+			return d, fmt.Errorf("the turn could not start: %w", err)
+		}
 		if ev.Messages != nil {
 			d, err = sess.Input(ctx, eval.Input{Messages: ev.Messages, Agent: ev.Call.Agent})
 		}

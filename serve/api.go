@@ -85,9 +85,21 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if req.SessionID == "" {
 		req.SessionID = newID()
 	}
-	sess, ok := s.session(w, req.SessionID, req.Agent, req.Meta)
+	sess, created, ok := s.session(w, req.SessionID, req.Agent, req.Meta)
 	if !ok {
 		return
+	}
+	if created {
+		// With a store: the session's metadata is written for every
+		// replica, or an existing session's state is read.
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		err := sess.Open(ctx)
+		cancel()
+		if err != nil {
+			s.sessions.remove(sess.ID())
+			s.storeFailed(w, err)
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: sess.Turn()})
 }
@@ -100,6 +112,12 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sessions.remove(id)
 	s.metrics.sessions.Set(float64(s.sessions.len()))
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	if err := s.eng.DeleteSession(ctx, id); err != nil {
+		s.storeFailed(w, err)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -107,19 +125,26 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, s.cfg.MaxBodyBytes, &struct{}{}, true) {
 		return
 	}
-	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
 	if !ok {
 		return
 	}
-	sess.StartTurn()
-	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: sess.Turn()})
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	turn, err := sess.NextTurn(ctx)
+	if err != nil {
+		// The turn stays as it was: a halt of the last one stays in force.
+		s.storeFailed(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: turn})
 }
 
 func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, s.cfg.MaxBodyBytes, &struct{}{}, true) {
 		return
 	}
-	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
 	if !ok {
 		return
 	}
@@ -134,7 +159,7 @@ func (s *Server) before(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, s.cfg.MaxBodyBytes, &call, false) || !checkCall(w, call) {
 		return
 	}
-	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
 	if !ok {
 		return
 	}
@@ -156,7 +181,7 @@ func (s *Server) after(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "result": {"is_error": bool, "content": ...}`)
 		return
 	}
-	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
 	if !ok {
 		return
 	}
@@ -179,7 +204,7 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "messages": [{"role", "content", "name"?}, ...]`)
 		return
 	}
-	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
 	if !ok {
 		return
 	}
@@ -201,7 +226,7 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "output": {"text", "content"?}`)
 		return
 	}
-	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
 	if !ok {
 		return
 	}
@@ -258,10 +283,10 @@ func checkCall(w http.ResponseWriter, call eval.Call) bool {
 // the server has none: the first use of an id starts its session, so that
 // a client whose session expired carries on with a fresh one. It answers
 // the error itself when it fails.
-func (s *Server) session(w http.ResponseWriter, id string, agent eval.Agent, meta map[string]any) (*session, bool) {
+func (s *Server) session(w http.ResponseWriter, id string, agent eval.Agent, meta map[string]any) (sess *session, created, ok bool) {
 	if err := checkSessionID(id); err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, err.Error())
-		return nil, false
+		return nil, false, false
 	}
 	sess, created, err := s.sessions.get(id, time.Now(), func() *session {
 		return &session{Session: s.eng.NewSession(id, meta), agent: agent}
@@ -269,12 +294,21 @@ func (s *Server) session(w http.ResponseWriter, id string, agent eval.Agent, met
 	if err != nil {
 		s.metrics.faults.WithLabelValues(CodeTooManySessions).Inc()
 		writeError(w, http.StatusServiceUnavailable, CodeTooManySessions, err.Error())
-		return nil, false
+		return nil, false, false
 	}
 	if created {
 		s.metrics.sessions.Set(float64(s.sessions.len()))
 	}
-	return sess, true
+	return sess, created, true
+}
+
+// storeFailed answers 503 store_unavailable for a change of a session the
+// store did not record.
+func (s *Server) storeFailed(w http.ResponseWriter, err error) {
+	s.metrics.faults.WithLabelValues(CodeStoreUnavailable).Inc()
+	s.metrics.storeErrors.Inc()
+	s.log.Error("the state store failed", "error", err.Error())
+	writeError(w, http.StatusServiceUnavailable, CodeStoreUnavailable, err.Error())
 }
 
 // checkSessionID rejects an empty, overlong or unprintable id, or one with

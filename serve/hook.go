@@ -106,6 +106,9 @@ func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event)
 	case hooks.KindSessionEnd:
 		s.sessions.remove(ev.SessionID)
 		s.metrics.sessions.Set(float64(s.sessions.len()))
+		if err := s.eng.DeleteSession(ctx, ev.SessionID); err != nil {
+			return hooks.Response{}, err
+		}
 		return host.Encode(ev, eval.Decision{}), nil
 	}
 	if err := checkSessionID(ev.SessionID); err != nil {
@@ -120,6 +123,12 @@ func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event)
 	}
 	if created {
 		s.metrics.sessions.Set(float64(s.sessions.len()))
+		if ev.Kind == hooks.KindSessionStart {
+			if err := sess.Open(ctx); err != nil {
+				s.sessions.remove(ev.SessionID)
+				return hooks.Response{}, err
+			}
+		}
 	}
 	start := time.Now()
 	d, err := hooks.Decide(ctx, sess.Session, ev)
