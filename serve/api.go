@@ -155,89 +155,77 @@ func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) before(w http.ResponseWriter, r *http.Request) {
-	var call eval.Call
-	if !readJSON(w, r, s.cfg.MaxBodyBytes, &call, false) || !checkCall(w, call) {
-		return
-	}
-	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
-	if !ok {
-		return
-	}
-	if call.Agent.IsZero() {
-		call.Agent = sess.agent
-	}
-	d := s.decide(r.Context(), hostAPI, policy.PhaseBefore, call, func(ctx context.Context) (eval.Decision, error) {
-		return sess.Before(ctx, call)
+	answerDecision(s, w, r, policy.PhaseBefore, checkCall, func(call *eval.Call, sess *session) (eval.Call, decider) {
+		call.Agent = sess.agentOr(call.Agent)
+		return *call, func(ctx context.Context) (eval.Decision, error) { return sess.Before(ctx, *call) }
 	})
-	writeJSON(w, http.StatusOK, d)
 }
 
 func (s *Server) after(w http.ResponseWriter, r *http.Request) {
-	var req afterRequest
-	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, false) || !checkCall(w, req.Call) {
-		return
+	check := func(req *afterRequest) string {
+		if msg := checkCall(&req.Call); msg != "" {
+			return msg
+		}
+		if req.Result == nil {
+			return `the body has no "result": {"is_error": bool, "content": ...}`
+		}
+		return ""
 	}
-	if req.Result == nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "result": {"is_error": bool, "content": ...}`)
-		return
-	}
-	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
-	if !ok {
-		return
-	}
-	call, res := req.Call, *req.Result
-	if call.Agent.IsZero() {
-		call.Agent = sess.agent
-	}
-	d := s.decide(r.Context(), hostAPI, policy.PhaseAfter, call, func(ctx context.Context) (eval.Decision, error) {
-		return sess.After(ctx, call, res)
+	answerDecision(s, w, r, policy.PhaseAfter, check, func(req *afterRequest, sess *session) (eval.Call, decider) {
+		req.Agent = sess.agentOr(req.Agent)
+		return req.Call, func(ctx context.Context) (eval.Decision, error) { return sess.After(ctx, req.Call, *req.Result) }
 	})
-	writeJSON(w, http.StatusOK, d)
 }
 
 func (s *Server) input(w http.ResponseWriter, r *http.Request) {
-	var in eval.Input
-	if !readJSON(w, r, s.cfg.MaxBodyBytes, &in, false) {
-		return
+	check := func(in *eval.Input) string {
+		if in.Messages == nil {
+			return `the body has no "messages": [{"role", "content", "name"?}, ...]`
+		}
+		return ""
 	}
-	if in.Messages == nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "messages": [{"role", "content", "name"?}, ...]`)
-		return
-	}
-	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
-	if !ok {
-		return
-	}
-	if in.Agent.IsZero() {
-		in.Agent = sess.agent
-	}
-	d := s.decide(r.Context(), hostAPI, policy.PhaseInput, eval.Call{ID: in.ID, Agent: in.Agent}, func(ctx context.Context) (eval.Decision, error) {
-		return sess.Input(ctx, in)
+	answerDecision(s, w, r, policy.PhaseInput, check, func(in *eval.Input, sess *session) (eval.Call, decider) {
+		in.Agent = sess.agentOr(in.Agent)
+		return eval.Call{ID: in.ID, Agent: in.Agent}, func(ctx context.Context) (eval.Decision, error) { return sess.Input(ctx, *in) }
 	})
-	writeJSON(w, http.StatusOK, d)
 }
 
 func (s *Server) output(w http.ResponseWriter, r *http.Request) {
-	var req outputRequest
+	check := func(req *outputRequest) string {
+		if req.Output == nil {
+			return `the body has no "output": {"text", "content"?}`
+		}
+		return ""
+	}
+	answerDecision(s, w, r, policy.PhaseOutput, check, func(req *outputRequest, sess *session) (eval.Call, decider) {
+		out := eval.Output{Text: req.Output.Text, Content: req.Output.Content, Agent: sess.agentOr(req.Agent), ID: req.ID}
+		return eval.Call{ID: out.ID, Agent: out.Agent}, func(ctx context.Context) (eval.Decision, error) { return sess.Output(ctx, out) }
+	})
+}
+
+// decider makes one decision.
+type decider func(context.Context) (eval.Decision, error)
+
+// answerDecision answers a decision route: the body decoded into a T
+// (strictly; 400 when it is not one, or when check says what is wrong
+// with it), the route's session, and the decision prepare names (with the
+// call it is about, for a fault's block), made under the request's
+// deadline (Server.decide).
+func answerDecision[T any](s *Server, w http.ResponseWriter, r *http.Request, phase policy.Phase, check func(*T) string, prepare func(*T, *session) (eval.Call, decider)) {
+	var req T
 	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, false) {
 		return
 	}
-	if req.Output == nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "output": {"text", "content"?}`)
+	if msg := check(&req); msg != "" {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, msg)
 		return
 	}
 	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
 	if !ok {
 		return
 	}
-	out := eval.Output{Text: req.Output.Text, Content: req.Output.Content, Agent: req.Agent, ID: req.ID}
-	if out.Agent.IsZero() {
-		out.Agent = sess.agent
-	}
-	d := s.decide(r.Context(), hostAPI, policy.PhaseOutput, eval.Call{ID: out.ID, Agent: out.Agent}, func(ctx context.Context) (eval.Decision, error) {
-		return sess.Output(ctx, out)
-	})
-	writeJSON(w, http.StatusOK, d)
+	call, f := prepare(&req, sess)
+	writeJSON(w, http.StatusOK, s.decide(r.Context(), hostAPI, phase, call, f))
 }
 
 // halt records (POST) or lifts (DELETE) a fleet halt: every session of an
@@ -270,13 +258,12 @@ func (s *Server) halt(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, haltAnswer{Scope: scope.String(), Key: req.Key, Halted: halted})
 }
 
-// checkCall answers 400 to a call without a tool name.
-func checkCall(w http.ResponseWriter, call eval.Call) bool {
+// checkCall says what is wrong with a call: no tool name.
+func checkCall(call *eval.Call) string {
 	if strings.TrimSpace(call.Tool) == "" {
-		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the call has no "tool"`)
-		return false
+		return `the call has no "tool"`
 	}
-	return true
+	return ""
 }
 
 // session returns the session id, creating it (for agent, with meta) when
@@ -288,7 +275,7 @@ func (s *Server) session(w http.ResponseWriter, id string, agent eval.Agent, met
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, err.Error())
 		return nil, false, false
 	}
-	sess, created, err := s.sessions.get(id, time.Now(), func() *session {
+	sess, created, err := s.sessions.get(id, s.cfg.Now(), func() *session {
 		return &session{Session: s.eng.NewSession(id, meta), agent: agent}
 	})
 	if err != nil {
@@ -332,7 +319,7 @@ func checkSessionID(id string) error {
 // returns its decision. It never fails open: a panic in f, the deadline
 // passing, or an error from f with a decision that is not a refusal, is a
 // block with a code that says which.
-func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, call eval.Call, f func(context.Context) (eval.Decision, error)) eval.Decision {
+func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, call eval.Call, f decider) eval.Decision {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()

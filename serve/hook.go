@@ -114,7 +114,7 @@ func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event)
 	if err := checkSessionID(ev.SessionID); err != nil {
 		return hooks.Response{}, err
 	}
-	sess, created, err := s.sessions.get(ev.SessionID, time.Now(), func() *session {
+	sess, created, err := s.sessions.get(ev.SessionID, s.cfg.Now(), func() *session {
 		return &session{Session: s.eng.NewSession(ev.SessionID, ev.Meta)}
 	})
 	if err != nil {

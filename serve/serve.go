@@ -108,6 +108,8 @@ type Config struct {
 	Ready func(context.Context) error
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
+	// Now is the clock of session expiry; nil is time.Now.
+	Now func() time.Time
 }
 
 // deferAsks leaves an ask verdict to whoever reads the decision.
@@ -155,6 +157,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -261,7 +266,7 @@ func (s *Server) Watch(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			_, _ = s.Reload(false)
-			s.sessions.sweep(time.Now())
+			s.sessions.sweep(s.cfg.Now())
 		}
 	}
 }

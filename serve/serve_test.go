@@ -328,16 +328,30 @@ func TestSessionBound(t *testing.T) {
 }
 
 func TestSessionIdleExpiry(t *testing.T) {
-	f := newFixture(t, func(c *serve.Config) { c.SessionIdle = 50 * time.Millisecond; c.MaxSessions = 1 })
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	f := newFixture(t, func(c *serve.Config) { c.SessionIdle = time.Minute; c.MaxSessions = 1; c.Now = clock })
 	f.do("POST", "/v1/sessions/a/before", map[string]any{"tool": "Push"})
+	advance(50 * time.Second)
 	f.do("POST", "/v1/sessions/a/before", map[string]any{"tool": "Push"})
+	advance(50 * time.Second) // used 50s ago: not idle
 	if v := f.do("POST", "/v1/sessions/a/before", map[string]any{"tool": "Push"}).json(t)["verdict"]; v != "block" {
-		t.Fatalf("third push: %v, want block", v)
+		t.Fatalf("third push: %v, want block (the session kept)", v)
 	}
-	time.Sleep(100 * time.Millisecond)
+	if a := f.do("POST", "/v1/sessions", map[string]any{"session_id": "b"}); a.status != 503 {
+		t.Fatalf("a second session while the first is in use: %d, want 503", a.status)
+	}
+	advance(time.Minute)
 	// The idle session is forgotten: a new one may take its place.
 	if a := f.do("POST", "/v1/sessions", map[string]any{"session_id": "b"}); a.status != 200 {
 		t.Fatalf("a new session after the idle one expired: %d %s", a.status, a.body)
+	}
+	// And an idle session used again starts afresh.
+	advance(2 * time.Minute)
+	if v := f.do("POST", "/v1/sessions/a/before", map[string]any{"tool": "Push"}).json(t)["verdict"]; v != "allow" {
+		t.Fatalf("an expired session used again: %v, want allow (a fresh session)", v)
 	}
 }
 
@@ -466,7 +480,7 @@ func TestWatch(t *testing.T) {
 	defer cancel()
 	go f.srv.Watch(ctx, 10*time.Millisecond)
 	f.setPolicy(strings.Replace(testPolicy, "reason: no rm", "reason: watched", 1))
-	for range 500 {
+	for range 3000 { // up to 30s on a loaded machine
 		if f.srv.Status().Reloads == 1 {
 			return
 		}

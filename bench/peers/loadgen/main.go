@@ -44,14 +44,16 @@ import (
 	"github.com/celguard/celguard/internal/benchdata"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/store"
 )
 
 func main() {
 	duration := flag.Duration("duration", 5*time.Second, "how long each target runs at each concurrency")
 	levels := flag.String("c", "1,4,16,64", "the concurrencies, comma-separated")
 	targets := flag.String("targets", "celguard-api,celguard-hook,opa", "the targets, comma-separated")
+	storeURL := flag.String("store", "memory:", `celguard's state store, as celguard serve --store takes it (memory:, redis://HOST:PORT/DB), or "none" for sessions without a store`)
 	flag.Parse()
-	if err := run(*duration, *levels, strings.Split(*targets, ",")); err != nil {
+	if err := run(*duration, *levels, strings.Split(*targets, ","), *storeURL); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
@@ -68,7 +70,7 @@ type target struct {
 	verdict func([]byte) (string, error)
 }
 
-func run(duration time.Duration, levels string, names []string) error {
+func run(duration time.Duration, levels string, names []string, storeURL string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls := benchdata.Stream(1000)
@@ -85,7 +87,7 @@ func run(duration time.Duration, levels string, names []string) error {
 		want[i] = v
 	}
 
-	celURL, err := startCelguard()
+	celURL, err := startCelguard(ctx, storeURL)
 	if err != nil {
 		return err
 	}
@@ -151,8 +153,8 @@ func run(duration time.Duration, levels string, names []string) error {
 				return v, nil
 			}},
 	}
-	fmt.Printf("# loadgen: %d calls (benchdata.Stream), the 20-rule policy, %s per run, GOMAXPROCS %d, %s\n",
-		len(calls), duration, runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("# loadgen: %d calls (benchdata.Stream), the 20-rule policy, celguard store %s, %s per run, GOMAXPROCS %d, %s\n",
+		len(calls), store.Redact(storeURL), duration, runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("%-14s %5s %10s %10s %10s %10s %8s\n", "target", "conc", "req/s", "p50", "p99", "max", "errors")
 	for _, lv := range strings.Split(levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(lv))
@@ -265,11 +267,20 @@ var approveAll = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (
 })
 
 // startCelguard serves the 20-rule policy with serve's handler on a free
-// loopback port, state in memory, and returns its URL.
-func startCelguard() (string, error) {
+// loopback port, with the state store storeURL names as celguard serve
+// opens it ("none": no store), and returns its URL.
+func startCelguard(ctx context.Context, storeURL string) (string, error) {
+	opts := []eval.Option{eval.WithApprover(approveAll)}
+	if storeURL != "none" {
+		st, err := store.Open(ctx, storeURL)
+		if err != nil {
+			return "", err
+		}
+		opts = append(opts, eval.WithStore(st))
+	}
 	srv, err := serve.New(serve.Config{
 		Sources:       func() ([]policy.Source, error) { return []policy.Source{benchdata.Source20()}, nil },
-		EngineOptions: []eval.Option{eval.WithApprover(approveAll)},
+		EngineOptions: opts,
 		Version:       "loadgen",
 	})
 	if err != nil {
