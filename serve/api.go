@@ -86,6 +86,10 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sessions.remove(id)
 	s.metrics.sessions.Set(float64(s.sessions.len()))
+	if err := s.eng.DeleteSession(r.Context(), id); err != nil {
+		writeError(w, http.StatusServiceUnavailable, CodeStoreUnavailable, err.Error())
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -97,8 +101,12 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sess.StartTurn()
-	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: sess.Turn()})
+	turn, err := sess.NextTurn(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, CodeStoreUnavailable, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: turn})
 }
 
 func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {

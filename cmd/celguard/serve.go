@@ -18,9 +18,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/celguard/celguard/cmd/celguard/internal/output"
+	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/store"
 )
 
 // defaultListen is where `celguard serve` listens without --listen: the
@@ -80,9 +82,13 @@ a set that does not compile leaves the last good one in force and is
 reported by /v1/status. SIGINT or SIGTERM drains (readyz answers 503) and
 stops.
 
-State is kept in memory (--store memory:, the default). Redis and Valkey
-stores (redis://, valkey://) come with the state store work and are refused
-until then.`,
+State is kept in memory (--store memory:, the default), or in a state store
+that replicas share: --store redis://HOST:6379/0 (rediss:// with TLS),
+valkey://HOST:6379/0, or file:///DIR (the hook state files). With a shared
+store, replicas behind a load balancer share every session's counters,
+halts and approvals, and the counters scoped to an agent, repository or org
+(docs/store.md). A decision that cannot reach the store is a block with
+code store_unavailable.`,
 		Example: `  # Serve the built-in policies on 127.0.0.1:9743
   celguard serve
 
@@ -99,7 +105,7 @@ until then.`,
 	p.policies.addFlags(f)
 	f.StringVar(&p.listen, "listen", defaultListen, "the TCP address to listen on; beyond loopback it needs --token-file")
 	f.StringVar(&p.unix, "unix", "", "listen on this unix socket (created with mode 0600) instead of TCP")
-	f.StringVar(&p.store, "store", "memory:", "the state store: memory: (sessions live in this process)")
+	f.StringVar(&p.store, "store", "memory:", "the state store: memory: (in this process), redis://HOST:PORT/DB, valkey://HOST:PORT/DB or file:///DIR (docs/store.md)")
 	f.StringVar(&p.tokenFile, "token-file", "", "a file whose content is the bearer token every request must carry")
 	f.StringVar(&p.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	f.StringVar(&p.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
@@ -125,9 +131,15 @@ func runServe(ctx context.Context, p serveParams) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if p.store != "" && p.store != "memory:" && p.store != "memory" {
-		return fail("--store %q: only memory: is supported by this build (Redis and Valkey stores are not in it yet)", p.store)
+	if ctx == nil {
+		ctx = context.Background()
 	}
+	st, err := store.Open(ctx, p.store)
+	if err != nil {
+		return fail("--store: %v", err)
+	}
+	defer st.Close()
+	storeName := store.Redact(p.store)
 	token := ""
 	if p.tokenFile != "" {
 		if token, err = readToken(p.tokenFile); err != nil {
@@ -152,10 +164,10 @@ func runServe(ctx context.Context, p serveParams) int {
 			}
 			return d.Sources, nil
 		},
-		EngineOptions: engineOptions(),
+		EngineOptions: append(engineOptions(), eval.WithStore(st)),
 		Token:         token,
 		Version:       currentBuild().String(),
-		Store:         "memory",
+		Store:         storeName,
 		HookOptions:   hooks.Options{Approve: p.approve},
 		MaxBodyBytes:  p.maxBody,
 		Timeout:       p.timeout,
@@ -182,9 +194,6 @@ func runServe(ctx context.Context, p serveParams) int {
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)
@@ -213,7 +222,7 @@ func runServe(ctx context.Context, p serveParams) int {
 			served <- hs.Serve(ln)
 		}
 	}()
-	log.Info("celguard serve listening", "address", addr, "policy_digest", srv.Status().PolicyDigest, "store", "memory", "auth", token != "", "tls", p.tlsCert != "")
+	log.Info("celguard serve listening", "address", addr, "policy_digest", srv.Status().PolicyDigest, "store", storeName, "auth", token != "", "tls", p.tlsCert != "")
 	select {
 	case err := <-served:
 		return fail("%v", err)
