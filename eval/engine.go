@@ -33,6 +33,13 @@
 // an untrusted project decide apart, and the stricter decision stands. Every
 // verdict rule is in decide.go.
 //
+// With a Store (WithStore), sessions are handles on state kept outside
+// the engine (package store opens memory, file, Redis and Valkey stores):
+// engines sharing a store share every session's counters, halts and
+// approvals, and the counters scoped to an agent, a repository or an
+// organisation; each decision commits with one round trip, and one that
+// cannot reach the store is a block with code store_unavailable (store.go).
+//
 // A run-time error in a rule's condition (a missing key, a type error, the
 // cost limit) follows the rule's failure policy: closed (the default) blocks
 // the call with code policy_error and a reason naming the rule and the error;
