@@ -71,7 +71,7 @@ func (s *Session) changeStored(ctx context.Context, change func()) (uint64, erro
 		change()
 		cur := s.State()
 		op := StoreOp{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-		if st.version == "" || !sameState(cur, st.committed) {
+		if st.version == "" || !st.committed.same(cur) {
 			op.Write = &cur
 		}
 		cctx, cancel := context.WithTimeout(ctx, s.eng.cfg.storeTimeout)
@@ -87,7 +87,7 @@ func (s *Session) changeStored(ctx context.Context, change func()) (uint64, erro
 		if ok {
 			st.version = got[0].Version
 			if op.Write != nil {
-				st.committed = *op.Write
+				st.committed.set(*op.Write)
 			}
 			return s.Turn(), nil
 		}
