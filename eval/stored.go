@@ -139,6 +139,14 @@ type storeSession struct {
 	// counted says, during a decision, which shared scopes the set counts
 	// in (their entries are locked), by sharedScopes index.
 	counted [len(sharedScopes)]bool
+	// seen is the version and halt of each shared entry the set does not
+	// count in, as the session last read it: those entries are only
+	// checked (for a fleet halt), on the session's own view, so that a
+	// decision never waits for an entry it does not lock.
+	seen [len(sharedScopes)]struct {
+		version string
+		halt    *Decision
+	}
 	// touched and strict say whether the decision read or counted a
 	// counter, and one that fails closed on a store error.
 	touched, strict bool
@@ -214,12 +222,7 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 			s.rememberBefore(call, d)
 		}
 		ops := s.storeOps()
-		cctx, cancel := context.WithTimeout(ctx, s.eng.cfg.storeTimeout)
-		ok, cur, serr := s.eng.cfg.store.Commit(cctx, ops)
-		cancel()
-		if serr == nil && len(cur) != len(ops) {
-			serr = fmt.Errorf("the store answered %d entries for %d", len(cur), len(ops))
-		}
+		ok, cur, serr := s.eng.commit(ctx, ops)
 		if serr != nil {
 			if st.touched && !st.strict {
 				// Every counter the decision used degrades to local
@@ -263,16 +266,13 @@ func (s *Session) storeOps() []StoreOp {
 	ops = append(ops, op)
 	for i, ent := range st.entries {
 		if !st.counted[i] {
-			ent.mu.Lock()
+			// Only checked, for a fleet halt: the session's own view.
+			ops = append(ops, StoreOp{Key: ent.key, Version: st.seen[i].version})
+			continue
 		}
 		op := StoreOp{Key: ent.key, Version: ent.version}
-		if st.counted[i] {
-			if est := ent.state(); !ent.committed.same(est) {
-				op.Write = &est
-			}
-		}
-		if !st.counted[i] {
-			ent.mu.Unlock()
+		if est := ent.state(); !ent.committed.same(est) {
+			op.Write = &est
 		}
 		ops = append(ops, op)
 	}
@@ -317,7 +317,15 @@ func (s *Session) adopt(ops []StoreOp, cur []StoreEntry, ok bool) {
 		}
 		ent := st.entries[i-1]
 		if !st.counted[i-1] {
-			ent.mu.Lock()
+			seen := &st.seen[i-1]
+			if !ok && c.Version != seen.version {
+				seen.version, seen.halt = c.Version, nil
+				if c.State != nil && c.State.Halted != nil {
+					h := *c.State.Halted
+					seen.halt = &h
+				}
+			}
+			continue
 		}
 		switch {
 		case ok && op.Write != nil:
@@ -329,9 +337,6 @@ func (s *Session) adopt(ops []StoreOp, cur []StoreEntry, ok bool) {
 			ent.adopt(s.eng, c.Version, c.State)
 		default:
 			ent.adopt(s.eng, ent.version, &ent.committed.st) // undo this try's counts
-		}
-		if !st.counted[i-1] {
-			ent.mu.Unlock()
 		}
 	}
 }
@@ -393,12 +398,9 @@ func (s *Session) fleetHalt() *Decision {
 		return nil
 	}
 	for i, ent := range s.st.entries {
-		if !s.st.counted[i] {
-			ent.mu.Lock()
-		}
-		h := ent.halt
-		if !s.st.counted[i] {
-			ent.mu.Unlock()
+		h := s.st.seen[i].halt
+		if s.st.counted[i] {
+			h = ent.halt // the decision holds it locked
 		}
 		if h != nil {
 			return h

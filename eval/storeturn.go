@@ -41,12 +41,7 @@ func (s *Session) Sync(ctx context.Context) error {
 // syncLocked reads the session's entry; the caller holds the session's
 // lock and no shared entry.
 func (s *Session) syncLocked(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, s.eng.cfg.storeTimeout)
-	ok, got, err := s.eng.cfg.store.Commit(cctx, []StoreOp{{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: s.st.version}})
-	cancel()
-	if err == nil && len(got) != 1 {
-		err = fmt.Errorf("the store answered %d entries for 1", len(got))
-	}
+	ok, got, err := s.eng.commit(ctx, []StoreOp{{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: s.st.version}})
 	if err != nil || ok {
 		return err
 	}
@@ -74,12 +69,7 @@ func (s *Session) changeStored(ctx context.Context, change func()) (uint64, erro
 		if st.version == "" || !st.committed.same(cur) {
 			op.Write = &cur
 		}
-		cctx, cancel := context.WithTimeout(ctx, s.eng.cfg.storeTimeout)
-		ok, got, err := s.eng.cfg.store.Commit(cctx, []StoreOp{op})
-		cancel()
-		if err == nil && len(got) != 1 {
-			err = fmt.Errorf("the store answered %d entries for 1", len(got))
-		}
+		ok, got, err := s.eng.commit(ctx, []StoreOp{op})
 		if err != nil {
 			s.rollback()
 			return s.Turn(), fmt.Errorf("%s: %w", CodeStoreUnavailable, err)
