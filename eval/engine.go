@@ -404,7 +404,9 @@ func (s *Session) decideLocal(ctx context.Context, set *compile.PolicySet, phase
 		return refusal(phase, "", CodeInvalidCall, "the call has no tool name", nil), errors.New("eval: call without a tool name")
 	}
 	if h := s.fleetHalt(); h != nil && phase != policy.PhaseTurnEnd {
-		return Decision{Phase: phase, Tool: call.Tool, Verdict: policy.Halt, Code: h.Code, Reason: h.Reason}, nil
+		d := Decision{Phase: phase, Tool: call.Tool, Verdict: policy.Halt, Code: h.Code, Reason: h.Reason}
+		explainHalted(cc.explain, d)
+		return d, nil
 	}
 	if d, ok := s.halted(phase, call.Tool); ok && phase != policy.PhaseTurnEnd {
 		explainHalted(cc.explain, d)
