@@ -43,6 +43,13 @@
 // an untrusted project decide apart, and the stricter decision stands. Every
 // verdict rule is in decide.go.
 //
+// With a Store (WithStore), sessions are handles on state kept outside
+// the engine (package store opens memory, file, Redis and Valkey stores):
+// engines sharing a store share every session's counters, halts and
+// approvals, and the counters scoped to an agent, a repository or an
+// organisation; each decision commits with one round trip, and one that
+// cannot reach the store is a block with code store_unavailable (store.go).
+//
 // A run-time error in a rule's condition (a missing key, a type error, the
 // cost limit) follows the rule's failure policy: closed (the default) blocks
 // the call with code policy_error and a reason naming the rule and the error;
@@ -412,7 +419,9 @@ func (s *Session) decideLocal(ctx context.Context, set *compile.PolicySet, phase
 		return refusal(phase, "", CodeInvalidCall, "the call has no tool name", nil), errors.New("eval: call without a tool name")
 	}
 	if h := s.fleetHalt(); h != nil && phase != policy.PhaseTurnEnd {
-		return Decision{Phase: phase, Tool: call.Tool, Verdict: policy.Halt, Code: h.Code, Reason: h.Reason}, nil
+		d := Decision{Phase: phase, Tool: call.Tool, Verdict: policy.Halt, Code: h.Code, Reason: h.Reason}
+		explainHalted(cc.explain, d)
+		return d, nil
 	}
 	if d, ok := s.halted(phase, call.Tool); ok && phase != policy.PhaseTurnEnd {
 		explainHalted(cc.explain, d)

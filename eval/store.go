@@ -202,12 +202,7 @@ func (e *Engine) setHalt(ctx context.Context, scope policy.Scope, id string, h *
 		w := ent.state()
 		w.Halted = h
 		op := StoreOp{Key: ent.key, Version: ent.version, Write: &w}
-		cctx, cancel := context.WithTimeout(ctx, e.cfg.storeTimeout)
-		ok, cur, err := e.cfg.store.Commit(cctx, []StoreOp{op})
-		cancel()
-		if err == nil && len(cur) != 1 {
-			err = fmt.Errorf("the store answered %d entries for 1", len(cur))
-		}
+		ok, cur, err := e.commit(ctx, []StoreOp{op})
 		if err != nil {
 			return fmt.Errorf("%s: %w", CodeStoreUnavailable, err)
 		}
@@ -218,6 +213,18 @@ func (e *Engine) setHalt(ctx context.Context, scope policy.Scope, id string, h *
 		ent.adopt(e, cur[0].Version, cur[0].State)
 	}
 	return fmt.Errorf("%s: the %s state kept changing on other replicas", CodeStoreConflict, scope)
+}
+
+// commit commits ops to the store within the store timeout, checking the
+// store answered for every op.
+func (e *Engine) commit(ctx context.Context, ops []StoreOp) (bool, []StoreEntry, error) {
+	cctx, cancel := context.WithTimeout(ctx, e.cfg.storeTimeout)
+	defer cancel()
+	ok, cur, err := e.cfg.store.Commit(cctx, ops)
+	if err == nil && len(cur) != len(ops) {
+		err = fmt.Errorf("the store answered %d entries for %d", len(cur), len(ops))
+	}
+	return ok, cur, err
 }
 
 // DeleteSession removes a session's state from the store (the session

@@ -27,7 +27,7 @@ type sharedEntry struct {
 	counters map[string]*counterState
 	halt     *Decision
 	// committed is the entry's state at version, to roll back to.
-	committed SessionState
+	committed snapshot
 	// local, when set, is the state to roll back to instead (see
 	// storeSession.local).
 	local *SessionState
@@ -44,18 +44,18 @@ func (ent *sharedEntry) state() SessionState {
 
 func (ent *sharedEntry) adopt(e *Engine, version string, st *SessionState) {
 	if st != nil {
-		cp := *st // st may be &ent.committed
+		cp := *st // st may be &ent.committed.st
 		st = &cp
 	}
 	ent.local = nil
 	ent.version = version
 	ent.halt = nil
 	ent.counters = map[string]*counterState{}
-	ent.committed = SessionState{ID: ent.key.ID}
+	ent.committed.set(SessionState{ID: ent.key.ID})
 	if st == nil {
 		return
 	}
-	ent.committed = *st
+	ent.committed.set(*st)
 	ent.counters = e.restoreCounters(st.Counters)
 	if st.Halted != nil {
 		h := *st.Halted
@@ -76,7 +76,8 @@ func (e *Engine) shared(key StateKey) *sharedEntry {
 		if e.sharedEntries == nil || len(e.sharedEntries) >= maxSharedEntries {
 			e.sharedEntries = map[StateKey]*sharedEntry{}
 		}
-		ent = &sharedEntry{key: key, counters: map[string]*counterState{}, committed: SessionState{ID: key.ID}}
+		ent = &sharedEntry{key: key, counters: map[string]*counterState{}}
+		ent.committed.set(SessionState{ID: key.ID})
 		e.sharedEntries[key] = ent
 	}
 	return ent
@@ -128,7 +129,7 @@ type storeSession struct {
 	// it read one: the entry is taken to be absent until a commit says).
 	version string
 	// committed is the session's state at version, to roll back to.
-	committed SessionState
+	committed snapshot
 	// local, when set, is the state to roll back to instead: counts a
 	// decision kept while the store was unreachable (on_store_error:
 	// local).
@@ -138,6 +139,14 @@ type storeSession struct {
 	// counted says, during a decision, which shared scopes the set counts
 	// in (their entries are locked), by sharedScopes index.
 	counted [len(sharedScopes)]bool
+	// seen is the version and halt of each shared entry the set does not
+	// count in, as the session last read it: those entries are only
+	// checked (for a fleet halt), on the session's own view, so that a
+	// decision never waits for an entry it does not lock.
+	seen [len(sharedScopes)]struct {
+		version string
+		halt    *Decision
+	}
 	// touched and strict say whether the decision read or counted a
 	// counter, and one that fails closed on a store error.
 	touched, strict bool
@@ -213,12 +222,7 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 			s.rememberBefore(call, d)
 		}
 		ops := s.storeOps()
-		cctx, cancel := context.WithTimeout(ctx, s.eng.cfg.storeTimeout)
-		ok, cur, serr := s.eng.cfg.store.Commit(cctx, ops)
-		cancel()
-		if serr == nil && len(cur) != len(ops) {
-			serr = fmt.Errorf("the store answered %d entries for %d", len(cur), len(ops))
-		}
+		ok, cur, serr := s.eng.commit(ctx, ops)
 		if serr != nil {
 			if st.touched && !st.strict {
 				// Every counter the decision used degrades to local
@@ -256,33 +260,41 @@ func (s *Session) storeOps() []StoreOp {
 	ops := make([]StoreOp, 0, 1+len(st.entries))
 	cur := s.State()
 	op := StoreOp{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-	if st.version == "" || !sameState(cur, st.committed) {
+	if st.version == "" || !st.committed.same(cur) {
 		op.Write = &cur
 	}
 	ops = append(ops, op)
 	for i, ent := range st.entries {
 		if !st.counted[i] {
-			ent.mu.Lock()
+			// Only checked, for a fleet halt: the session's own view.
+			ops = append(ops, StoreOp{Key: ent.key, Version: st.seen[i].version})
+			continue
 		}
 		op := StoreOp{Key: ent.key, Version: ent.version}
-		if st.counted[i] {
-			if est := ent.state(); !sameState(est, ent.committed) {
-				op.Write = &est
-			}
-		}
-		if !st.counted[i] {
-			ent.mu.Unlock()
+		if est := ent.state(); !ent.committed.same(est) {
+			op.Write = &est
 		}
 		ops = append(ops, op)
 	}
 	return ops
 }
 
-// sameState reports whether two states are equal, as the store keeps them.
-func sameState(a, b SessionState) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
+// snapshot is a state as committed, with its JSON, which a decision's
+// state is compared with to know whether it changed.
+type snapshot struct {
+	st SessionState
+	js []byte
+}
+
+func (sn *snapshot) set(st SessionState) {
+	sn.st = st
+	sn.js, _ = json.Marshal(st)
+}
+
+// same reports whether cur is the snapshot's state, as a store keeps it.
+func (sn *snapshot) same(cur SessionState) bool {
+	js, err := json.Marshal(cur)
+	return err == nil && sn.js != nil && string(js) == string(sn.js)
 }
 
 // adopt takes the store's answer to a commit: new versions, or the current
@@ -296,7 +308,7 @@ func (s *Session) adopt(ops []StoreOp, cur []StoreEntry, ok bool) {
 			if ok {
 				st.version = c.Version
 				if op.Write != nil {
-					st.committed = *op.Write
+					st.committed.set(*op.Write)
 				}
 				continue
 			}
@@ -305,20 +317,26 @@ func (s *Session) adopt(ops []StoreOp, cur []StoreEntry, ok bool) {
 		}
 		ent := st.entries[i-1]
 		if !st.counted[i-1] {
-			ent.mu.Lock()
+			seen := &st.seen[i-1]
+			if !ok && c.Version != seen.version {
+				seen.version, seen.halt = c.Version, nil
+				if c.State != nil && c.State.Halted != nil {
+					h := *c.State.Halted
+					seen.halt = &h
+				}
+			}
+			continue
 		}
 		switch {
 		case ok && op.Write != nil:
-			ent.version, ent.committed, ent.local = c.Version, *op.Write, nil
+			ent.version, ent.local = c.Version, nil
+			ent.committed.set(*op.Write)
 		case ok:
 			ent.version = c.Version
 		case c.Version != ent.version:
 			ent.adopt(s.eng, c.Version, c.State)
 		default:
-			ent.adopt(s.eng, ent.version, &ent.committed) // undo this try's counts
-		}
-		if !st.counted[i-1] {
-			ent.mu.Unlock()
+			ent.adopt(s.eng, ent.version, &ent.committed.st) // undo this try's counts
 		}
 	}
 }
@@ -334,14 +352,14 @@ func (s *Session) adoptSession(c StoreEntry) {
 	s.restore(state)
 	s.mu.Unlock()
 	st.version = c.Version
-	st.committed = s.State()
+	st.committed.set(s.State())
 }
 
 // rollback undoes what a decision changed in the handle's state, back to
 // the states last committed (or kept locally).
 func (s *Session) rollback() {
 	st := &s.st
-	base := &st.committed
+	base := &st.committed.st
 	if st.local != nil {
 		base = st.local
 	}
@@ -351,7 +369,7 @@ func (s *Session) rollback() {
 	for i, ent := range st.entries {
 		if st.counted[i] {
 			local := ent.local
-			ent.adopt(s.eng, ent.version, &ent.committed)
+			ent.adopt(s.eng, ent.version, &ent.committed.st)
 			if local != nil {
 				ent.counters, ent.local = s.eng.restoreCounters(local.Counters), local
 			}
@@ -380,12 +398,9 @@ func (s *Session) fleetHalt() *Decision {
 		return nil
 	}
 	for i, ent := range s.st.entries {
-		if !s.st.counted[i] {
-			ent.mu.Lock()
-		}
-		h := ent.halt
-		if !s.st.counted[i] {
-			ent.mu.Unlock()
+		h := s.st.seen[i].halt
+		if s.st.counted[i] {
+			h = ent.halt // the decision holds it locked
 		}
 		if h != nil {
 			return h

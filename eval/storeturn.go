@@ -41,12 +41,7 @@ func (s *Session) Sync(ctx context.Context) error {
 // syncLocked reads the session's entry; the caller holds the session's
 // lock and no shared entry.
 func (s *Session) syncLocked(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, s.eng.cfg.storeTimeout)
-	ok, got, err := s.eng.cfg.store.Commit(cctx, []StoreOp{{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: s.st.version}})
-	cancel()
-	if err == nil && len(got) != 1 {
-		err = fmt.Errorf("the store answered %d entries for 1", len(got))
-	}
+	ok, got, err := s.eng.commit(ctx, []StoreOp{{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: s.st.version}})
 	if err != nil || ok {
 		return err
 	}
@@ -71,15 +66,10 @@ func (s *Session) changeStored(ctx context.Context, change func()) (uint64, erro
 		change()
 		cur := s.State()
 		op := StoreOp{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-		if st.version == "" || !sameState(cur, st.committed) {
+		if st.version == "" || !st.committed.same(cur) {
 			op.Write = &cur
 		}
-		cctx, cancel := context.WithTimeout(ctx, s.eng.cfg.storeTimeout)
-		ok, got, err := s.eng.cfg.store.Commit(cctx, []StoreOp{op})
-		cancel()
-		if err == nil && len(got) != 1 {
-			err = fmt.Errorf("the store answered %d entries for 1", len(got))
-		}
+		ok, got, err := s.eng.commit(ctx, []StoreOp{op})
 		if err != nil {
 			s.rollback()
 			return s.Turn(), fmt.Errorf("%s: %w", CodeStoreUnavailable, err)
@@ -87,7 +77,7 @@ func (s *Session) changeStored(ctx context.Context, change func()) (uint64, erro
 		if ok {
 			st.version = got[0].Version
 			if op.Write != nil {
-				st.committed = *op.Write
+				st.committed.set(*op.Write)
 			}
 			return s.Turn(), nil
 		}

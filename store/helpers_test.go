@@ -3,13 +3,11 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/celguard/celguard/compile"
@@ -117,13 +115,3 @@ func burst(t testing.TB, n int, sessions []*eval.Session) *tally {
 	wg.Wait()
 	return tl
 }
-
-func TestMain(m *testing.M) {
-	// go-redis logs every failed dial; the outage tests make many.
-	redis.SetLogger(quiet{})
-	os.Exit(m.Run())
-}
-
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}

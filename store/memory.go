@@ -10,6 +10,9 @@ import (
 	"github.com/celguard/celguard/eval"
 )
 
+// DefaultMaxEntries bounds the entries of a memory store.
+const DefaultMaxEntries = 1 << 18
+
 // Memory is a store in this process: entries as JSON (so that nothing is
 // shared with a caller), with an expiry refreshed at every use. It is the
 // default, and what tests use to run several engines on one store.
@@ -17,6 +20,10 @@ type Memory struct {
 	ttl time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// MaxEntries bounds the entries kept; zero means DefaultMaxEntries.
+	// A commit that would make a new entry past it, once the expired ones
+	// are dropped, fails (the decision is blocked: store_unavailable).
+	MaxEntries int
 
 	mu      sync.Mutex
 	entries map[eval.StateKey]memEntry
@@ -88,6 +95,9 @@ func (m *Memory) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.S
 			return false, out, nil
 		}
 	}
+	if err := m.room(ops, now); err != nil {
+		return false, nil, err
+	}
 	for i, op := range ops {
 		e, ok := m.get(op.Key, now)
 		if op.Write != nil {
@@ -106,6 +116,31 @@ func (m *Memory) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.S
 		out[i].Version = e.version
 	}
 	return true, out, nil
+}
+
+// room checks that the entries ops make fit under the bound, dropping
+// expired entries when they do not; the caller holds m.mu.
+func (m *Memory) room(ops []eval.StoreOp, now time.Time) error {
+	max := m.MaxEntries
+	if max <= 0 {
+		max = DefaultMaxEntries
+	}
+	fresh := 0
+	for _, op := range ops {
+		if _, ok := m.entries[op.Key]; !ok && op.Write != nil {
+			fresh++
+		}
+	}
+	if len(m.entries)+fresh <= max {
+		return nil
+	}
+	for k := range m.entries {
+		m.get(k, now) // drops it when expired
+	}
+	if len(m.entries)+fresh > max {
+		return fmt.Errorf("the memory store is full (%d entries)", max)
+	}
+	return nil
 }
 
 // Delete implements eval.Store.

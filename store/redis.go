@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,6 +72,16 @@ return out
 
 var commit = redis.NewScript(commitScript)
 
+// quietOnce silences go-redis's own logger (a line on stderr per failed
+// dial, outside the server's structured logs): a store fault is reported
+// by the decisions it blocks (store_unavailable) and by the errors Commit
+// returns.
+var quietOnce sync.Once
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 // openRedis opens a redis://, rediss://, valkey:// or valkeys:// URL.
 func openRedis(ctx context.Context, rawURL string) (*Redis, error) {
 	u, err := url.Parse(rawURL)
@@ -108,6 +119,7 @@ func openRedis(ctx context.Context, rawURL string) (*Redis, error) {
 	if opts.DialTimeout == 0 || opts.DialTimeout > time.Second {
 		opts.DialTimeout = time.Second
 	}
+	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
 	r := &Redis{client: redis.NewClient(opts), prefix: prefix, ttl: ttl}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -207,4 +208,28 @@ func TestOneCommitPerDecision(t *testing.T) {
 	assert.Equal(t, 2, mem.Commits()-before, "a stale handle: the commit that finds it out, then the one on the current state")
 	st := s.State()
 	assert.EqualValues(t, 13, st.Counters["cap/calls"].Keys[0].Count)
+}
+
+// TestMemoryBound: a memory store past its bound refuses new entries (the
+// decision blocks) until entries expire.
+func TestMemoryBound(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0)
+	mem := store.NewMemory(time.Hour)
+	mem.MaxEntries = 2
+	mem.Now = func() time.Time { return now }
+	eng := replica(t, capSet(t, "session", 10, ""), mem)
+	for _, id := range []string{"a", "b"} {
+		d, err := eng.NewSession(id, nil).Before(ctx, eval.Call{Tool: "Bash"})
+		require.NoError(t, err)
+		require.Equal(t, policy.Allow, d.Verdict, id)
+	}
+	d, err := eng.NewSession("c", nil).Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.Equal(t, eval.CodeStoreUnavailable, d.Code)
+	assert.Contains(t, d.Reason, "the memory store is full")
+	now = now.Add(2 * time.Hour)
+	d, err = eng.NewSession("c", nil).Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Allow, d.Verdict, "the expired entries made room")
 }

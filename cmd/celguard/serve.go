@@ -88,10 +88,13 @@ a set that does not compile leaves the last good one in force and is
 reported by /v1/status. SIGINT or SIGTERM drains (readyz answers 503) and
 stops.
 
-State is kept by --store: memory: (the default) keeps it in this process,
-shared by its sessions; redis://HOST:PORT/DB or valkey://... keeps it in
-Redis or Valkey, shared by every replica given the same URL (docs/store.md).
-A decision that cannot reach the store is a block (store_unavailable), and
+State is kept in memory (--store memory:, the default, shared by this
+server's sessions), or in a state store that replicas share: --store
+redis://HOST:6379/0 (rediss:// with TLS), valkey://HOST:6379/0, or
+file:///DIR (the hook state files). With a shared store, replicas behind a
+load balancer share every session's counters, halts and approvals, and the
+counters scoped to an agent, repository or org (docs/store.md). A decision
+that cannot reach the store is a block with code store_unavailable, and
 /readyz answers 503 while the store does not answer.`,
 		Example: `  # Serve the built-in policies on 127.0.0.1:9743
   celguard serve
@@ -110,7 +113,7 @@ A decision that cannot reach the store is a block (store_unavailable), and
 	p.decisions.addFlags(f)
 	f.StringVar(&p.listen, "listen", defaultListen, "the TCP address to listen on; beyond loopback it needs --token-file")
 	f.StringVar(&p.unix, "unix", "", "listen on this unix socket (created with mode 0600) instead of TCP")
-	f.StringVar(&p.store, "store", "memory:", "the state store: memory:, redis://HOST:PORT/DB or valkey://HOST:PORT/DB (docs/store.md)")
+	f.StringVar(&p.store, "store", "memory:", "the state store: memory: (in this process), redis://HOST:PORT/DB, valkey://HOST:PORT/DB or file:///DIR (docs/store.md)")
 	f.StringVar(&p.tokenFile, "token-file", "", "a file whose content is the bearer token every request must carry")
 	f.StringVar(&p.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	f.StringVar(&p.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")

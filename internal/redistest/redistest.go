@@ -55,14 +55,13 @@ func find() (string, error) {
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "RUNLEVEL=1")
 		return cmd.CombinedOutput()
 	}
-	out, err := install()
-	if err != nil {
+	if _, err := install(); err != nil {
 		// A fresh machine may have no package lists yet.
 		upd := exec.Command(apt, "-o", "DPkg::Lock::Timeout=600", "update")
 		if uout, uerr := upd.CombinedOutput(); uerr != nil {
 			return "", fmt.Errorf("apt-get update failed (%v): %s", uerr, tail(uout))
 		}
-		if out, err = install(); err != nil {
+		if out, err := install(); err != nil {
 			return "", fmt.Errorf("apt-get install -y redis-server failed (%v): %s", err, tail(out))
 		}
 	}
