@@ -222,3 +222,25 @@ func masksFor(all []compile.LogMask, tool string) [][]string {
 	}
 	return out
 }
+
+// finish completes decision d (and its error err) of call (and io, in the
+// input and output phases) by set: it echoes the call's identity, fills the
+// audit record and writes the decision log.
+func (s *Session) finish(ctx context.Context, set *compile.PolicySet, d Decision, err error, call Call, io *modelIO) (Decision, error) {
+	d.CallID, d.Agent = call.ID, call.Agent
+	d = s.auditWith(d, set)
+	d, lerr := s.logDecision(ctx, set, d, call, io)
+	if err == nil {
+		err = lerr
+	}
+	return d, err
+}
+
+// auditWith fills d's audit record (WithDecisionMetadata), set having
+// decided.
+func (s *Session) auditWith(d Decision, set *compile.PolicySet) Decision {
+	if next := s.eng.cfg.auditIDs; next != nil {
+		d.DecisionID, d.Time, d.PolicyDigest, d.SessionID = next(), s.eng.cfg.now().UTC(), set.Digest(), s.id
+	}
+	return d
+}

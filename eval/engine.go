@@ -43,6 +43,13 @@
 // an untrusted project decide apart, and the stricter decision stands. Every
 // verdict rule is in decide.go.
 //
+// With a Store (WithStore), sessions are handles on state kept outside
+// the engine (package store opens memory, file, Redis and Valkey stores):
+// engines sharing a store share every session's counters, halts and
+// approvals, and the counters scoped to an agent, a repository or an
+// organisation; each decision commits with one round trip, and one that
+// cannot reach the store is a block with code store_unavailable (store.go).
+//
 // A run-time error in a rule's condition (a missing key, a type error, the
 // cost limit) follows the rule's failure policy: closed (the default) blocks
 // the call with code policy_error and a reason naming the rule and the error;
@@ -93,6 +100,10 @@ type config struct {
 	sinkError func(error)
 	// monitorAll monitors every rule that is not mandatory (WithMonitor).
 	monitorAll bool
+	// store, when set, keeps the session state (store.go).
+	store        Store
+	storeTimeout time.Duration
+	storeRetries int
 }
 
 // WithDecisionMetadata fills every decision's audit record: DecisionID (a
@@ -201,6 +212,12 @@ func WithMaxWindowEvents(n int) Option {
 type Engine struct {
 	cfg config
 	set atomic.Pointer[compile.PolicySet]
+
+	// sharedEntries are the engine's copies of its store's shared entries
+	// (store.go).
+	sharedMu      sync.Mutex
+	sharedEntries map[StateKey]*sharedEntry
+	sessionLocks  sessionLocks
 }
 
 // New builds an Engine for set.
@@ -208,7 +225,8 @@ func New(set *compile.PolicySet, opts ...Option) (*Engine, error) {
 	if set == nil {
 		return nil, errors.New("eval.New: nil policy set")
 	}
-	cfg := config{now: time.Now, maxCounterKeys: DefaultMaxCounterKeys, maxWindowEvents: DefaultMaxWindowEvents}
+	cfg := config{now: time.Now, maxCounterKeys: DefaultMaxCounterKeys, maxWindowEvents: DefaultMaxWindowEvents,
+		storeTimeout: DefaultStoreTimeout, storeRetries: DefaultStoreRetries}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -264,6 +282,9 @@ type Session struct {
 	refused refusedCalls
 	// sat, when set, saturates counters lost to a tampered state (state.go).
 	sat *saturation
+	// st is the session's part of the store protocol, with a store
+	// (store.go).
+	st storeSession
 }
 
 // NewSession starts a session. meta is the host's metadata (agent, user,
@@ -274,15 +295,24 @@ func (e *Engine) NewSession(id string, meta map[string]any) *Session {
 		m[k] = v
 	}
 	m["id"] = id
-	return &Session{eng: e, id: id, meta: m, turn: 1, counters: map[string]*counterState{}, approvals: map[string]bool{}}
+	s := &Session{eng: e, id: id, meta: m, turn: 1, counters: map[string]*counterState{}, approvals: map[string]bool{}}
+	if e.cfg.store != nil {
+		s.bindEntries()
+	}
+	return s
 }
 
 // ID returns the session id.
 func (s *Session) ID() string { return s.id }
 
 // StartTurn begins a new turn: turn-scoped counters reset and a halt of the
-// previous turn is lifted.
+// previous turn is lifted. With a store, it is NextTurn without a deadline
+// and with its error dropped (the turn then stays as it was).
 func (s *Session) StartTurn() {
+	if s.eng.cfg.store != nil {
+		_, _ = s.NextTurn(context.Background())
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.turn++
@@ -310,6 +340,17 @@ func WithTrace() CallOption { return func(c *callConfig) { c.trace = true } }
 // counterFor returns the state of a counter, resetting turn-scoped counts of
 // an earlier turn. The caller holds s.mu.
 func (s *Session) counterFor(c *compile.Counter) *counterState {
+	if c.Decl.Scope.Shared() && s.eng.cfg.store != nil {
+		// Kept in the shared entry, which the decision holds locked;
+		// without a store, the session counts it as a session counter.
+		ent := s.entry(c)
+		cs, ok := ent.counters[c.ID]
+		if !ok {
+			cs = newCounterState()
+			ent.counters[c.ID] = cs
+		}
+		return cs
+	}
 	cs, ok := s.counters[c.ID]
 	if !ok {
 		cs = newCounterState()
@@ -366,37 +407,24 @@ func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res
 	set := s.eng.set.Load()
 	d, err := s.decideIn(ctx, set, phase, call, res, nil, opts)
 	d, err = s.finish(ctx, set, d, err, call, nil)
-	if phase == policy.PhaseBefore {
-		s.rememberBefore(call, d)
+	if phase == policy.PhaseBefore && s.eng.cfg.store == nil {
+		s.rememberBefore(call, d) // with a store, as part of its commit
 	}
 	return d, err
-}
-
-// finish completes decision d (and its error err) of call (and io, in the
-// input and output phases) by set: it echoes the call's identity, fills the
-// audit record and writes the decision log.
-func (s *Session) finish(ctx context.Context, set *compile.PolicySet, d Decision, err error, call Call, io *modelIO) (Decision, error) {
-	d.CallID, d.Agent = call.ID, call.Agent
-	d = s.auditWith(d, set)
-	d, lerr := s.logDecision(ctx, set, d, call, io)
-	if err == nil {
-		err = lerr
-	}
-	return d, err
-}
-
-// auditWith fills d's audit record (WithDecisionMetadata), set having
-// decided.
-func (s *Session) auditWith(d Decision, set *compile.PolicySet) Decision {
-	if next := s.eng.cfg.auditIDs; next != nil {
-		d.DecisionID, d.Time, d.PolicyDigest, d.SessionID = next(), s.eng.cfg.now().UTC(), set.Digest(), s.id
-	}
-	return d
 }
 
 // decideIn decides one event of phase: a call (and its result after it), a
-// turn's end, or the model's input or output (io).
+// turn's end, or the model's input or output (io); with a store, on the
+// stored state (decideStored).
 func (s *Session) decideIn(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
+	if s.eng.cfg.store != nil {
+		return s.decideStored(ctx, set, phase, call, res, io, opts)
+	}
+	return s.decideLocal(ctx, set, phase, call, res, io, opts)
+}
+
+// decideLocal decides one event on the state the session holds.
+func (s *Session) decideLocal(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
 	// Options are rare on the hot path; without them nothing is allocated.
 	var cc callConfig
 	if len(opts) > 0 {
@@ -411,6 +439,11 @@ func (s *Session) decideIn(ctx context.Context, set *compile.PolicySet, phase po
 	}
 	if call.Tool == "" && phase.HasCall() {
 		return refusal(phase, "", CodeInvalidCall, "the call has no tool name", nil), errors.New("eval: call without a tool name")
+	}
+	if h := s.fleetHalt(); h != nil && phase != policy.PhaseTurnEnd {
+		d := Decision{Phase: phase, Tool: call.Tool, Verdict: policy.Halt, Code: h.Code, Reason: h.Reason}
+		explainHalted(cc.explain, d)
+		return d, nil
 	}
 	if d, ok := s.halted(phase, call.Tool); ok && phase != policy.PhaseTurnEnd {
 		explainHalted(cc.explain, d)

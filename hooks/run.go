@@ -37,19 +37,8 @@ type Runner struct {
 
 // Run answers the event in input.
 func (r *Runner) Run(ctx context.Context, input []byte) Response {
-	ev, err := r.Host.Decode(input)
-	if err != nil {
-		return r.Host.Fail(Event{Host: r.Host.Name()}, fmt.Sprintf("cannot read the %s hook event: %v", r.Host.Name(), err), r.FailOpen)
-	}
-	resp, err := r.handle(ctx, ev)
-	if err != nil {
-		// At turn end there is no call to refuse, and a host reads a
-		// blocking answer to its stop event as "keep going": fail open.
-		// Nor at a permission request: the host asks the user anyway, and a
-		// blocking answer would deny the call for celguard's own failure.
-		return r.Host.Fail(ev, fmt.Sprintf("%s event: %v", ev.Name, err), r.FailOpen || ev.Kind == KindTurnEnd || ev.Kind == KindPermission)
-	}
-	if r.Store != nil {
+	ev, resp := Respond(ctx, r.Host, input, r.FailOpen, r.handle)
+	if r.Store != nil && ev.Name != "" { // the event decoded
 		// Cheap: one stat unless a cleanup is due. Its errors must not
 		// change the answer.
 		_, _ = r.Store.MaybeCleanup()
@@ -109,34 +98,9 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	var d eval.Decision
-	switch ev.Kind {
-	case KindTurnStart:
-		sess.StartTurn()
-		if ev.Messages != nil {
-			d, err = sess.Input(ctx, eval.Input{Messages: ev.Messages, Agent: ev.Call.Agent})
-		}
-	case KindInput:
-		d, err = sess.Input(ctx, eval.Input{Messages: ev.Messages, Agent: ev.Call.Agent})
-	case KindOutput:
-		d, err = sess.Output(ctx, *ev.Output)
-	case KindBefore:
-		d, err = sess.Before(ctx, ev.Call)
-	case KindPermission:
-		notePermission(sess, ev)
-	case KindAfter:
-		learnApproval(sess, ev)
-		d, err = sess.After(ctx, ev.Call, ev.Result)
-	case KindTurnEnd:
-		if d, err = sess.EndTurn(ctx); err != nil {
-			return Response{}, fmt.Errorf("the end of the turn could not be decided: %w", err)
-		}
-	}
-	if err != nil && (ev.Kind == KindBefore || ev.Kind == KindAfter) {
-		return Response{}, fmt.Errorf("the %s call could not be decided: %w", ev.Call.Tool, err)
-	}
+	d, err := Decide(ctx, sess, ev)
 	if err != nil {
-		return Response{}, fmt.Errorf("the model's %s could not be decided: %w", map[bool]string{true: "output", false: "input"}[ev.Kind == KindOutput], err)
+		return Response{}, err
 	}
 	if err := locked.Save(sess.State()); err != nil {
 		return Response{}, err

@@ -133,21 +133,67 @@ type Variable struct {
 	Expr Expr
 }
 
-// Scope is how long a counter's counts live.
+// Scope is how long a counter's counts live, and who shares them.
 type Scope uint8
 
-// Counter scopes.
+// Counter scopes. The scopes past ScopeSession are shared: every session
+// of the same agent, repository or organisation (read from the session's
+// metadata) counts into one key space, kept in the state store so that a
+// fleet of replicas shares it (eval.Store).
 const (
-	ScopeTurn    Scope = iota // reset when a turn starts
-	ScopeSession              // kept for the whole session
+	ScopeTurn       Scope = iota // reset when a turn starts
+	ScopeSession                 // kept for the whole session
+	ScopeAgent                   // shared by the sessions of one agent (session meta "agent")
+	ScopeRepository              // shared by the sessions in one repository (session meta "repository")
+	ScopeOrg                     // shared by the sessions of one organisation (session meta "org")
 )
 
-// String returns "turn" or "session".
+// scopeNames are the scopes' names, by value.
+var scopeNames = [...]string{"turn", "session", "agent", "repository", "org"}
+
+// String returns "turn", "session", "agent", "repository" or "org".
 func (s Scope) String() string {
-	if s == ScopeSession {
-		return "session"
+	if int(s) < len(scopeNames) {
+		return scopeNames[s]
 	}
 	return "turn"
+}
+
+// Shared reports whether the scope's counts are shared beyond one session
+// (agent, repository, org).
+func (s Scope) Shared() bool { return s >= ScopeAgent && int(s) < len(scopeNames) }
+
+// ParseScope parses a scope's name.
+func ParseScope(name string) (Scope, error) {
+	for i, n := range scopeNames {
+		if n == name {
+			return Scope(i), nil
+		}
+	}
+	return ScopeTurn, fmt.Errorf("scope must be turn, session, agent, repository or org, not %q", name)
+}
+
+// StoreErrorPolicy is what a counter does when the state store cannot be
+// reached (eval.Store).
+type StoreErrorPolicy uint8
+
+// Store error policies.
+const (
+	// StoreErrorClose (the default): a decision that reads or counts the
+	// counter is a block with code store_unavailable.
+	StoreErrorClose StoreErrorPolicy = iota
+	// StoreErrorLocal: the counter counts on the replica's last known
+	// state, for soft limits that should not stop the agents during an
+	// outage.
+	StoreErrorLocal
+)
+
+// String returns "close" or "local".
+func (p StoreErrorPolicy) String() string {
+	if p == StoreErrorLocal {
+		return "local"
+	}
+	return "close"
 }
 
 // Counter counts events per key, for loop detection and rate limits.
@@ -176,6 +222,9 @@ type Counter struct {
 	// before the call, counting the call only when that decision lets it
 	// through, so its expressions cannot read `result`.
 	Phase Phase
+	// OnStoreError is what the counter does when the state store is
+	// unreachable (on_store_error: close, the default, or local).
+	OnStoreError StoreErrorPolicy
 }
 
 // Phase is when a rule runs.

@@ -526,15 +526,18 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 	if d.fields(n, "a counter", map[string]func(k, v *yaml.Node){
 		"name": func(_, v *yaml.Node) { c.Name = d.ident(v, "counter name") },
 		"scope": func(_, v *yaml.Node) {
-			s, ok := d.str(v, "scope")
+			c.Scope, _ = enumScalar(d, v, "scope", CodeInvalidValue, ParseScope)
+		},
+		"on_store_error": func(_, v *yaml.Node) {
+			s, ok := d.str(v, "on_store_error")
 			switch {
 			case !ok:
-			case s.Value == "turn":
-				c.Scope = ScopeTurn
-			case s.Value == "session":
-				c.Scope = ScopeSession
+			case s.Value == "close":
+				c.OnStoreError = StoreErrorClose
+			case s.Value == "local":
+				c.OnStoreError = StoreErrorLocal
 			default:
-				d.ds.errorf(CodeInvalidValue, s.Pos, "scope must be turn or session, not %q", s.Value)
+				d.ds.errorf(CodeInvalidValue, s.Pos, "on_store_error must be close or local, not %q", s.Value)
 			}
 		},
 		"phase": func(_, v *yaml.Node) {

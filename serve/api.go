@@ -1,0 +1,445 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+// hostAPI is the host label of the session API's decisions in metrics.
+const hostAPI = "api"
+
+// maxSessionID bounds a session id's length in bytes.
+const maxSessionID = 256
+
+// sessionRequest is the body of POST /v1/sessions.
+type sessionRequest struct {
+	SessionID string         `json:"session_id"`
+	Agent     eval.Agent     `json:"agent"`
+	Meta      map[string]any `json:"meta"`
+}
+
+// sessionAnswer is the answer of POST /v1/sessions and of turns/start.
+type sessionAnswer struct {
+	SessionID string `json:"session_id"`
+	Turn      uint64 `json:"turn"`
+}
+
+// afterRequest is the body of POST /v1/sessions/{id}/after.
+type afterRequest struct {
+	eval.Call
+	Result *eval.Result `json:"result"`
+}
+
+// outputRequest is the body of POST /v1/sessions/{id}/output.
+type outputRequest struct {
+	Output *struct {
+		Text    string `json:"text"`
+		Content any    `json:"content"`
+	} `json:"output"`
+	Agent eval.Agent `json:"agent"`
+	ID    string     `json:"call_id"`
+}
+
+// haltRequest is the body of POST and DELETE /v1/halt.
+type haltRequest struct {
+	Scope  string `json:"scope"`
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+}
+
+// haltAnswer is the answer of /v1/halt.
+type haltAnswer struct {
+	Scope  string `json:"scope"`
+	Key    string `json:"key"`
+	Halted bool   `json:"halted"`
+}
+
+// errorAnswer is the body of every answer that is not a decision.
+type errorAnswer struct {
+	Error errorBody `json:"error"`
+}
+
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var req sessionRequest
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, true) {
+		return
+	}
+	if req.SessionID == "" {
+		req.SessionID = newID()
+	}
+	sess, created, ok := s.session(w, req.SessionID, req.Agent, req.Meta)
+	if !ok {
+		return
+	}
+	if created {
+		// With a store: the session's metadata is written for every
+		// replica, or an existing session's state is read.
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		err := sess.Open(ctx)
+		cancel()
+		if err != nil {
+			s.sessions.remove(sess.ID())
+			s.storeFailed(w, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: sess.Turn()})
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := checkSessionID(id); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, err.Error())
+		return
+	}
+	s.sessions.remove(id)
+	s.metrics.sessions.Set(float64(s.sessions.len()))
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	if err := s.eng.DeleteSession(ctx, id); err != nil {
+		s.storeFailed(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &struct{}{}, true) {
+		return
+	}
+	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	turn, err := sess.NextTurn(ctx)
+	if err != nil {
+		// The turn stays as it was: a halt of the last one stays in force.
+		s.storeFailed(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: turn})
+}
+
+func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &struct{}{}, true) {
+		return
+	}
+	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	if !ok {
+		return
+	}
+	d := s.decide(r.Context(), hostAPI, policy.PhaseTurnEnd, eval.Call{}, func(ctx context.Context) (eval.Decision, error) {
+		return sess.EndTurn(ctx)
+	})
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) before(w http.ResponseWriter, r *http.Request) {
+	answerDecision(s, w, r, policy.PhaseBefore, checkCall, func(call *eval.Call, sess *session) (eval.Call, decider) {
+		call.Agent = sess.agentOr(call.Agent)
+		return *call, func(ctx context.Context) (eval.Decision, error) { return sess.Before(ctx, *call) }
+	})
+}
+
+func (s *Server) after(w http.ResponseWriter, r *http.Request) {
+	check := func(req *afterRequest) string {
+		if msg := checkCall(&req.Call); msg != "" {
+			return msg
+		}
+		if req.Result == nil {
+			return `the body has no "result": {"is_error": bool, "content": ...}`
+		}
+		return ""
+	}
+	answerDecision(s, w, r, policy.PhaseAfter, check, func(req *afterRequest, sess *session) (eval.Call, decider) {
+		req.Agent = sess.agentOr(req.Agent)
+		return req.Call, func(ctx context.Context) (eval.Decision, error) { return sess.After(ctx, req.Call, *req.Result) }
+	})
+}
+
+func (s *Server) input(w http.ResponseWriter, r *http.Request) {
+	check := func(in *eval.Input) string {
+		if in.Messages == nil {
+			return `the body has no "messages": [{"role", "content", "name"?}, ...]`
+		}
+		return ""
+	}
+	answerDecision(s, w, r, policy.PhaseInput, check, func(in *eval.Input, sess *session) (eval.Call, decider) {
+		in.Agent = sess.agentOr(in.Agent)
+		return eval.Call{ID: in.ID, Agent: in.Agent}, func(ctx context.Context) (eval.Decision, error) { return sess.Input(ctx, *in) }
+	})
+}
+
+func (s *Server) output(w http.ResponseWriter, r *http.Request) {
+	check := func(req *outputRequest) string {
+		if req.Output == nil {
+			return `the body has no "output": {"text", "content"?}`
+		}
+		return ""
+	}
+	answerDecision(s, w, r, policy.PhaseOutput, check, func(req *outputRequest, sess *session) (eval.Call, decider) {
+		out := eval.Output{Text: req.Output.Text, Content: req.Output.Content, Agent: sess.agentOr(req.Agent), ID: req.ID}
+		return eval.Call{ID: out.ID, Agent: out.Agent}, func(ctx context.Context) (eval.Decision, error) { return sess.Output(ctx, out) }
+	})
+}
+
+// decider makes one decision.
+type decider func(context.Context) (eval.Decision, error)
+
+// answerDecision answers a decision route: the body decoded into a T
+// (strictly; 400 when it is not one, or when check says what is wrong
+// with it), the route's session, and the decision prepare names (with the
+// call it is about, for a fault's block), made under the request's
+// deadline (Server.decide).
+func answerDecision[T any](s *Server, w http.ResponseWriter, r *http.Request, phase policy.Phase, check func(*T) string, prepare func(*T, *session) (eval.Call, decider)) {
+	var req T
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, false) {
+		return
+	}
+	if msg := check(&req); msg != "" {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, msg)
+		return
+	}
+	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	if !ok {
+		return
+	}
+	call, f := prepare(&req, sess)
+	writeJSON(w, http.StatusOK, s.decide(r.Context(), hostAPI, phase, call, f))
+}
+
+// halt records (POST) or lifts (DELETE) a fleet halt: every session of an
+// agent, a repository or an organisation (by the key its metadata names)
+// is halted on every replica sharing the store (eval.Engine.Halt).
+func (s *Server) halt(w http.ResponseWriter, r *http.Request) {
+	var req haltRequest
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, false) {
+		return
+	}
+	scope, err := policy.ParseScope(req.Scope)
+	if err != nil || !scope.Shared() {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, fmt.Sprintf(`"scope" must be agent, repository or org, not %q`, req.Scope))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	halted := r.Method == http.MethodPost
+	if halted {
+		err = s.eng.Halt(ctx, scope, req.Key, req.Reason)
+	} else {
+		err = s.eng.LiftHalt(ctx, scope, req.Key)
+	}
+	if err != nil {
+		s.log.Error("fleet halt failed", "scope", req.Scope, "key", req.Key, "halt", halted, "error", err.Error())
+		writeError(w, http.StatusServiceUnavailable, CodeStoreUnavailable, err.Error())
+		return
+	}
+	s.log.Info("fleet halt", "scope", req.Scope, "key", req.Key, "halted", halted, "reason", req.Reason)
+	writeJSON(w, http.StatusOK, haltAnswer{Scope: scope.String(), Key: req.Key, Halted: halted})
+}
+
+// checkCall says what is wrong with a call: no tool name.
+func checkCall(call *eval.Call) string {
+	if strings.TrimSpace(call.Tool) == "" {
+		return `the call has no "tool"`
+	}
+	return ""
+}
+
+// session returns the session id, creating it (for agent, with meta) when
+// the server has none: the first use of an id starts its session, so that
+// a client whose session expired carries on with a fresh one. It answers
+// the error itself when it fails.
+func (s *Server) session(w http.ResponseWriter, id string, agent eval.Agent, meta map[string]any) (sess *session, created, ok bool) {
+	if err := checkSessionID(id); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, err.Error())
+		return nil, false, false
+	}
+	sess, created, err := s.sessions.get(id, s.cfg.Now(), func() *session {
+		return &session{Session: s.eng.NewSession(id, meta), agent: agent}
+	})
+	if err != nil {
+		s.metrics.faults.WithLabelValues(CodeTooManySessions).Inc()
+		writeError(w, http.StatusServiceUnavailable, CodeTooManySessions, err.Error())
+		return nil, false, false
+	}
+	if created {
+		s.metrics.sessions.Set(float64(s.sessions.len()))
+	}
+	return sess, created, true
+}
+
+// storeFailed answers 503 store_unavailable for a change of a session the
+// store did not record.
+func (s *Server) storeFailed(w http.ResponseWriter, err error) {
+	s.metrics.faults.WithLabelValues(CodeStoreUnavailable).Inc()
+	s.metrics.storeErrors.Inc()
+	s.log.Error("the state store failed", "error", err.Error())
+	writeError(w, http.StatusServiceUnavailable, CodeStoreUnavailable, err.Error())
+}
+
+// checkSessionID rejects an empty, overlong or unprintable id, or one with
+// a '/' (it could not be named in a path).
+func checkSessionID(id string) error {
+	if id == "" {
+		return errors.New("the session id is empty")
+	}
+	if len(id) > maxSessionID {
+		return fmt.Errorf("the session id is longer than %d bytes", maxSessionID)
+	}
+	for _, r := range id {
+		if r == '/' || !unicode.IsPrint(r) {
+			return fmt.Errorf("the session id %q has a '/' or a character that is not printable", id)
+		}
+	}
+	return nil
+}
+
+// decide runs f, the decision of call, under the request's deadline and
+// returns its decision. It never fails open: a panic in f, the deadline
+// passing, or an error from f with a decision that is not a refusal, is a
+// block with a code that says which.
+func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, call eval.Call, f decider) eval.Decision {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	var (
+		d        eval.Decision
+		err      error
+		panicked any
+	)
+	ok := s.workers.run(ctx, func() {
+		defer func() { panicked = recover() }()
+		d, err = f(ctx)
+	})
+	switch {
+	case !ok:
+		d = s.fault(phase, call, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
+	case panicked != nil:
+		d = s.fault(phase, call, CodeInternalError, fmt.Sprintf("internal error: %v", panicked))
+	case err != nil:
+		d = s.faulted(ctx, phase, call, d, err)
+	}
+	if d.PolicyDigest == "" {
+		d.PolicyDigest = s.eng.PolicySet().Digest()
+	}
+	s.metrics.decided(host, d, time.Since(start))
+	return d
+}
+
+// faulted is the decision of f that returned err with d: eval's own
+// refusal, unless the deadline passed or d is not a refusal.
+func (s *Server) faulted(ctx context.Context, phase policy.Phase, call eval.Call, d eval.Decision, err error) eval.Decision {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return s.fault(phase, call, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s): %v", s.cfg.Timeout, err))
+	}
+	if d.Allowed() || d.Verdict != policy.Block && d.Verdict != policy.Halt {
+		return s.fault(phase, call, CodeInternalError, err.Error())
+	}
+	if d.Code == "" {
+		d.Code = CodeInternalError
+	}
+	s.log.Warn("decision failed", "code", d.Code, "tool", call.Tool, "error", err.Error())
+	s.metrics.faults.WithLabelValues(d.Code).Inc()
+	return d
+}
+
+// fault is the block the server decides itself, with code and reason.
+func (s *Server) fault(phase policy.Phase, call eval.Call, code, reason string) eval.Decision {
+	s.log.Warn("decision failed", "code", code, "tool", call.Tool, "reason", reason)
+	s.metrics.faults.WithLabelValues(code).Inc()
+	return eval.Decision{Verdict: policy.Block, Phase: phase, Tool: call.Tool, CallID: call.ID, Agent: call.Agent,
+		Code: code, Reason: "celguard serve: " + reason, Time: time.Now().UTC(), PolicyDigest: s.eng.PolicySet().Digest()}
+}
+
+// readJSON decodes the body of r into v, one JSON value and no unknown
+// field; an empty body is {} when empty is allowed. It answers 400 or 413
+// itself and returns false when the body is not what v takes.
+func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any, empty bool) bool {
+	body, ok := readBody(w, r, limit)
+	if !ok {
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if empty {
+			return true
+		}
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, "the body is empty: it must be a JSON object")
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("data after the JSON value")
+		}
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, "the body is not valid: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// readBody reads the body of r up to limit bytes; past it, it answers 413.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", limit))
+		return nil, false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, "cannot read the body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// writeJSON answers v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(errorAnswer{errorBody{CodeInternalError, "cannot encode the answer: " + err.Error()}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeError answers {"error": {"code", "message"}} with status.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorAnswer{errorBody{code, msg}})
+}
+
+// newID is a random 128-bit id in 32 hex digits.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
