@@ -1,0 +1,17 @@
+package stdlib
+
+import "testing"
+
+// The scanner's patterns are compiled at their first use, not at package
+// initialisation; every one of them must compile (a bad pattern would
+// otherwise only panic in the scan that first reaches it).
+func TestSecretPatternsCompile(t *testing.T) {
+	for _, p := range secretPatterns {
+		if p.re() == nil {
+			t.Errorf("%s: no regexp", p.kind)
+		}
+		if p.re() != p.re() {
+			t.Errorf("%s: compiled more than once", p.kind)
+		}
+	}
+}
