@@ -27,7 +27,8 @@ var layers = []struct {
 	// "" is the module root, package celguard: Load composes policies,
 	// compile and eval for embedders, above them and below the command line.
 	{6, []string{"", "cmd/celguard/internal/..."}},
-	{7, []string{"cmd/celguard"}},
+	// bench/barehook is the bare Go binary hook latency is measured against.
+	{7, []string{"cmd/celguard", "bench/barehook"}},
 }
 
 // rankOf returns the rank of a package path relative to the module.
