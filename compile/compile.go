@@ -324,7 +324,7 @@ func (c *compiler) policy(lp layered) {
 		}
 		var prg *Program
 		if ok {
-			prg = c.program(ast, v.Expr)
+			prg = c.program(ast, v.Expr, info)
 		}
 		// A variable that failed (reported) is declared all the same, as
 		// dyn when it has no type, as cel-go does: the expressions reading
@@ -447,7 +447,7 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 	if r.Condition != nil {
 		sc := scope{env: env, pol: cp, what: what + " condition", noResult: before, atTurnEnd: r.Phase == policy.PhaseTurnEnd, want: cel.BoolType}
 		if ast, _, ok := c.typeCheck(sc, *r.Condition, info); ok {
-			if cr.Condition = c.program(ast, *r.Condition); cr.Condition != nil {
+			if cr.Condition = c.program(ast, *r.Condition, info); cr.Condition != nil {
 				cr.ConditionAST = ast
 			}
 		}
@@ -483,7 +483,7 @@ func (c *compiler) compileExpr(sc scope, e policy.Expr, info map[string]exprInfo
 	if !ok {
 		return nil
 	}
-	return c.program(ast, e)
+	return c.program(ast, e, info)
 }
 
 // typeCheck parses and type-checks one expression, reporting CEL errors at

@@ -35,6 +35,8 @@ type Program struct {
 	// bound is the proven worst-case cost at fastUpTo.
 	bound uint64
 	ast   *cel.Ast
+	// planned is ast as planned (inlinePatterns), often ast itself.
+	planned *cel.Ast
 	// lazy plans the program without accounting at its first use, when
 	// fast is nil and fastUpTo is not 0: a process (a hook) uses a few of
 	// the set's programs, and planning the others is wasted.
@@ -79,7 +81,7 @@ func (p *Program) For(n uint64) cel.Program {
 			return p.fast
 		}
 		if p.lazy != nil {
-			if prg := p.lazy.get(p.ast); prg != nil {
+			if prg := p.lazy.get(p.planned); prg != nil {
 				return prg
 			}
 		}
@@ -105,15 +107,19 @@ func (p *Program) AST() *cel.Ast { return p.ast }
 // program plans a checked expression. Planning needs the functions, not the
 // policy's variable declarations (the checked AST already resolved every
 // name), so every program is planned in the base environment.
-func (c *compiler) program(ast *cel.Ast, e policy.Expr) *Program {
+//
+// A pattern kept in a constant is planned as the literal it is
+// (inlinePatterns), info saying what the policy's variables are.
+func (c *compiler) program(ast *cel.Ast, e policy.Expr, info map[string]exprInfo) *Program {
 	env := c.cfg.env
 	needs := celenv.NeedsCostTracking(ast)
-	prg, err := env.CEL().Program(ast, env.ProgramOptionsFor(ast)...)
+	planned := inlinePatterns(ast, info)
+	prg, err := env.CEL().Program(planned, env.ProgramOptionsFor(planned)...)
 	if err != nil {
 		c.errorf(policy.CodeCELType, e.Pos, "%v", err)
 		return nil
 	}
-	p := &Program{tracked: prg, ast: ast}
+	p := &Program{tracked: prg, ast: ast, planned: planned}
 	if !needs {
 		p.fast, p.fastUpTo = prg, math.MaxUint64
 	}
