@@ -113,7 +113,7 @@ func BenchmarkParallel(b *testing.B) {
 // recommendedEngine compiles the recommended bundle as `celguard eval` would
 // with no user or project directory. It skips while the built-in policies do
 // not compile.
-func recommendedEngine(b *testing.B) *eval.Engine {
+func recommendedEngine(b testing.TB) *eval.Engine {
 	b.Helper()
 	srcs, err := policies.Discover(policies.Options{UserDir: "-", ProjectDir: "-"})
 	if err != nil {
