@@ -130,6 +130,33 @@ rules:
 	return []byte(b.String())
 }
 
+// GlobTool is the MCP tool the first group of GlobRules matches.
+const GlobTool = "mcp__scale0__search"
+
+// GlobRules is Rules with every group matched by a glob instead of a name:
+// group g names "mcp__scale<g>__*", so GlobTool matches the first group's
+// rules (matching of them) and no other, however large n is.
+func GlobRules(n, matching int) policy.Source {
+	if matching <= 0 {
+		matching = 1
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: celguard.dev/v1
+kind: Policy
+name: scale-glob-%d
+description: %d generated rules, %d per tool glob.
+variables:
+  - name: cmd
+    expression: 'has(args.command) ? string(args.command) : ""'
+rules:
+`, n, n, matching)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  - {id: r%05d, priority: %d, match: {tools: [\"mcp__scale%d__*\"]}, condition: 'cmd.contains(\"needle-%05d\")', verdict: block, reason: generated}\n",
+			i, n-i, i/matching, i)
+	}
+	return policy.Source{Name: fmt.Sprintf("scale-glob-%d.yaml", n), Data: []byte(b.String())}
+}
+
 // RulesSource returns Rules(n, matching) as a policy source.
 func RulesSource(n, matching int) policy.Source {
 	return policy.Source{Name: fmt.Sprintf("scale-%d.yaml", n), Data: Rules(n, matching)}
