@@ -247,7 +247,7 @@ func hookEngine(sel selection, store *hooks.Store) (*eval.Engine, []string, erro
 		}
 		return nil, nil, err
 	}
-	eng, err := eval.New(set, engineOptions()...)
+	eng, err := eval.New(set, append(engineOptions(), hooks.EngineOptions()...)...)
 	return eng, layerWarnings(d, set), err
 }
 
