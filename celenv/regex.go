@@ -149,13 +149,7 @@ func requiredAny(re *syntax.Regexp) []string {
 	case syntax.OpConcat:
 		// A required literal of the concatenation, else the best set of
 		// one of its parts (the one whose shortest literal is longest).
-		best := ""
-		for _, l := range required(re) {
-			if len(l) > len(best) {
-				best = l
-			}
-		}
-		if len(best) >= 2 {
+		if best := longest(required(re)); len(best) >= 2 {
 			return []string{best}
 		}
 		var out []string
@@ -166,16 +160,8 @@ func requiredAny(re *syntax.Regexp) []string {
 		}
 		return out
 	default:
-		if lits := required(re); len(lits) > 0 {
-			best := ""
-			for _, l := range lits {
-				if len(l) > len(best) {
-					best = l
-				}
-			}
-			if len(best) >= 2 {
-				return []string{best}
-			}
+		if best := longest(required(re)); len(best) >= 2 {
+			return []string{best}
 		}
 	}
 	return nil
@@ -201,8 +187,13 @@ func RequiredLiteral(pattern string) string {
 	if err != nil {
 		return ""
 	}
+	return longest(required(re))
+}
+
+// longest returns the longest of lits (the first of equal ones), or "".
+func longest(lits []string) string {
 	best := ""
-	for _, l := range required(re) {
+	for _, l := range lits {
 		if len(l) > len(best) {
 			best = l
 		}
