@@ -137,7 +137,6 @@ Set it up with 'celguard hook install HOST'.`,
 		ValidArgs: hooks.Hosts(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p.stdio = sio
-			shortLivedGC()
 			return status(runHook(cmd.Context(), args[0], p))
 		},
 	}

@@ -9,5 +9,10 @@ package main
 import "os"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "hook" {
+		// A process per event: set here, not in the command, so that tests
+		// running the command in process keep their collector.
+		shortLivedGC()
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
