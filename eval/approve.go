@@ -118,24 +118,14 @@ const (
 // is refused.
 func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 	s := ev.s
+	callKey, err := approvalKey(r.ID, ev.call)
+	if err != nil {
+		return ev.policyError(r, err, nil), nil
+	}
 	ruleKey := r.ID + "\x00*"
 	s.mu.Lock()
-	none := len(s.approvals) == 0
-	remembered := s.approvals[ruleKey]
+	remembered := s.approvals[callKey] || s.approvals[ruleKey]
 	s.mu.Unlock()
-	// The call's key is the canonical form of its arguments (a Write's
-	// whole content): built only when an approval could match it or is to
-	// be remembered, not for every ask of a session that has none.
-	var callKey string
-	if !remembered && !none {
-		var err error
-		if callKey, err = approvalKey(r.ID, ev.call); err != nil {
-			return ev.policyError(r, err, nil), nil
-		}
-		s.mu.Lock()
-		remembered = s.approvals[callKey]
-		s.mu.Unlock()
-	}
 	if remembered {
 		d.Verdict = policy.Allow
 		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalRemembered}
@@ -160,12 +150,6 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 	case Approve:
 		d.Verdict = policy.Allow
 		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalApproved, Remember: ans.Remember.String(), Reason: ans.Reason}
-		if ans.Remember == RememberCall && callKey == "" {
-			var err error
-			if callKey, err = approvalKey(r.ID, ev.call); err != nil {
-				return ev.policyError(r, err, nil), nil
-			}
-		}
 		s.mu.Lock()
 		switch ans.Remember {
 		case RememberCall:
