@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
@@ -28,9 +29,9 @@ func TestStateBoundedPerTurn(t *testing.T) {
 	if testing.Short() {
 		calls = 5_000
 	}
-	size := func(calls int, opts ...eval.Option) int64 {
-		eng, err := eval.New(set, append([]eval.Option{eval.WithApprover(deferAsk)}, opts...)...)
-		require.NoError(t, err)
+	eng, err := eval.New(set, eval.WithApprover(deferAsk))
+	require.NoError(t, err)
+	turn := func(calls int) eval.SessionState {
 		s := eng.NewSession("long-turn", nil)
 		s.StartTurn()
 		ctx := context.Background()
@@ -40,19 +41,31 @@ func TestStateBoundedPerTurn(t *testing.T) {
 			_, err := s.After(ctx, call, res)
 			require.NoError(t, err)
 		}
-		store := &Store{Dir: t.TempDir()}
-		ls, err := store.Lock(ctx, "long-turn")
-		require.NoError(t, err)
-		defer ls.Close()
-		require.NoError(t, ls.Save(s.State()))
-		fi, err := os.Stat(ls.Path())
-		require.NoError(t, err)
-		return fi.Size()
+		return s.State()
 	}
-	bounded := size(calls, EngineOptions()...)
-	t.Logf("state file after %d calls: %d bytes", calls, bounded)
-	assert.Less(t, bounded, int64(64<<10), "a hook session's state file stays under 64 KiB")
-	if !testing.Short() {
-		assert.Greater(t, size(10_000), int64(64<<10), "control: with the in-process bounds a shorter turn grows past it")
+	st := turn(calls)
+	store := &Store{Dir: t.TempDir()}
+	ctx := context.Background()
+	ls, err := store.Lock(ctx, "long-turn")
+	require.NoError(t, err)
+	defer ls.Close()
+	require.NoError(t, ls.Save(st))
+	fi, err := os.Stat(ls.Path())
+	require.NoError(t, err)
+	t.Logf("state file after %d calls: %d bytes", calls, fi.Size())
+	assert.Less(t, fi.Size(), int64(64<<10), "a hook session's state file stays under 64 KiB")
+	raw, err := json.Marshal(st)
+	require.NoError(t, err)
+	assert.Greater(t, len(raw), 64<<10, "control: the session in process keeps more")
+
+	// The keys kept are the most recent: restored, the last call's count
+	// is still there.
+	back, _, err := ls.Load()
+	require.NoError(t, err)
+	for id, c := range back.Counters {
+		assert.LessOrEqual(t, len(c.Keys), MaxStateCounterKeys, id)
 	}
+	sess, err := eng.RestoreSession(back)
+	require.NoError(t, err)
+	assert.Equal(t, boundState(st).Counters, sess.State().Counters, "unchanged but for the keys dropped")
 }

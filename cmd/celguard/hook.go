@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -206,22 +205,6 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 	return answer(r.Run(ctx, input))
 }
 
-// hookGCLimit is the heap size at which a hook process collects garbage.
-const hookGCLimit = 256 << 20
-
-// shortLivedGC turns the collector off below hookGCLimit, unless GOGC or
-// GOMEMLIMIT say otherwise: a hook process lives for one event and
-// allocates tens of megabytes compiling the policies, which the collector
-// scanned for about a third of the process's instructions. Past the limit
-// (a huge event) it collects as usual.
-func shortLivedGC() {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	debug.SetMemoryLimit(hookGCLimit)
-	debug.SetGCPercent(-1)
-}
-
 // hookEngine loads and compiles the policies.
 //
 // Checked expressions are cached in the state directory: a hook runs one
@@ -246,7 +229,7 @@ func hookEngine(sel selection, store *hooks.Store) (*eval.Engine, []string, erro
 		}
 		return nil, nil, err
 	}
-	eng, err := eval.New(set, append(engineOptions(), hooks.EngineOptions()...)...)
+	eng, err := eval.New(set, engineOptions()...)
 	return eng, layerWarnings(d, set), err
 }
 
