@@ -3,6 +3,7 @@ package celenv
 import (
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 
 	"cel.dev/cel-go/common/overloads"
@@ -63,19 +64,119 @@ func (c *matchCall) apply(v ref.Val) ref.Val {
 
 // compileMatcher compiles pattern as cel-go does (RE2 syntax) and returns a
 // matcher that skips the regular expression when the input lacks a literal
-// the pattern requires.
+// the pattern requires, or lacks every literal of a set one of which any
+// match contains (an alternation: RequiredLiterals).
 func compileMatcher(pattern string) (func(string) bool, error) {
 	re, err := regexp.Compile(pattern)
 	if err != nil {
 		return nil, err
 	}
-	lit := RequiredLiteral(pattern)
-	if lit == "" {
+	lits := RequiredLiterals(pattern)
+	switch len(lits) {
+	case 0:
 		return re.MatchString, nil
+	case 1:
+		lit := lits[0]
+		return func(s string) bool {
+			return strings.Contains(s, lit) && re.MatchString(s)
+		}, nil
 	}
 	return func(s string) bool {
-		return strings.Contains(s, lit) && re.MatchString(s)
+		for _, lit := range lits {
+			if strings.Contains(s, lit) {
+				return re.MatchString(s)
+			}
+		}
+		return false
 	}, nil
+}
+
+// maxAnyLiterals bounds the literals of an alternation's prefilter: past
+// it, testing each costs more than it saves.
+const maxAnyLiterals = 8
+
+// RequiredLiterals returns literals at least one of which every match of the
+// regular expression contains: the one RequiredLiteral returns when there is
+// one of 3 bytes or more, else one literal per branch of an alternation
+// every match goes through (at most 8, none shorter than 2 bytes) when they
+// are longer than the single literal; nil when there is none.
+// Case-folded parts (?i) never contribute.
+func RequiredLiterals(pattern string) []string {
+	lit := RequiredLiteral(pattern)
+	if len(lit) >= 3 {
+		return []string{lit}
+	}
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	if alts := requiredAny(re); shortest(alts) > len(lit) {
+		return alts
+	}
+	if lit != "" {
+		return []string{lit}
+	}
+	return nil
+}
+
+// requiredAny lists literals at least one of which every match of re
+// contains, or nil.
+func requiredAny(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpAlternate:
+		var out []string
+		for _, sub := range re.Sub {
+			lits := requiredAny(sub)
+			if lits == nil {
+				return nil
+			}
+			for _, l := range lits {
+				if !slices.Contains(out, l) {
+					out = append(out, l)
+				}
+			}
+		}
+		if len(out) > maxAnyLiterals {
+			return nil
+		}
+		return out
+	case syntax.OpCapture, syntax.OpPlus:
+		return requiredAny(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredAny(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		// A required literal of the concatenation, else the best set of
+		// one of its parts (the one whose shortest literal is longest).
+		if best := longest(required(re)); len(best) >= 2 {
+			return []string{best}
+		}
+		var out []string
+		for _, sub := range re.Sub {
+			if lits := requiredAny(sub); lits != nil && shortest(lits) > shortest(out) {
+				out = lits
+			}
+		}
+		return out
+	default:
+		if best := longest(required(re)); len(best) >= 2 {
+			return []string{best}
+		}
+	}
+	return nil
+}
+
+// shortest is the length of the shortest of lits; 0 for none.
+func shortest(lits []string) int {
+	if len(lits) == 0 {
+		return 0
+	}
+	n := len(lits[0])
+	for _, l := range lits[1:] {
+		n = min(n, len(l))
+	}
+	return n
 }
 
 // RequiredLiteral returns the longest literal string that every match of the
@@ -86,8 +187,13 @@ func RequiredLiteral(pattern string) string {
 	if err != nil {
 		return ""
 	}
+	return longest(required(re))
+}
+
+// longest returns the longest of lits (the first of equal ones), or "".
+func longest(lits []string) string {
 	best := ""
-	for _, l := range required(re) {
+	for _, l := range lits {
 		if len(l) > len(best) {
 			best = l
 		}

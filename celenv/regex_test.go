@@ -27,9 +27,30 @@ func TestRequiredLiteral(t *testing.T) {
 	}
 }
 
+func TestRequiredLiterals(t *testing.T) {
+	for _, tc := range []struct {
+		pattern string
+		want    []string
+	}{
+		{`rm\s+-rf`, []string{"-rf"}},
+		{`a|b`, nil},
+		{`foo|bar`, []string{"foo", "bar"}},
+		{`\b(?:foo\d+|ba[rz]_x|qux)`, []string{"foo", "ba", "qux"}},
+		{`(?:foo|bar)?x`, []string{"x"}},
+		{`(?i)foo|bar`, nil},
+		{`x(?:foo|bar)y`, []string{"foo", "bar"}},
+		{`a|bc|de|fg|hi|jk|lm|no|pq|rs`, nil},
+		// The extra tokens of secret-redaction: one literal per kind.
+		{`\b(?:sk-ant-[A-Za-z0-9_-]{20,}|sk-(?:proj-)?[A-Za-z0-9_-]{32,}|AIza[0-9A-Za-z_-]{35}|(?:sk|rk)_live_[0-9A-Za-z]{24,}|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_-]{50,}|hf_[A-Za-z0-9]{30,})`,
+			[]string{"sk-", "AIza", "_live_", "npm_", "pypi-", "hf_"}},
+	} {
+		assert.Equal(t, tc.want, RequiredLiterals(tc.pattern), tc.pattern)
+	}
+}
+
 // The prefilter must never change an answer.
 func FuzzPrefilterAgreesWithRegexp(f *testing.F) {
-	for _, p := range []string{`rm\s+-[a-zA-Z]*r[a-zA-Z]*\s+/(\s|$)`, `git\s+push\s+.*(--force|-f)\b`, `(?i)SeCrEt`, `a+b{2,3}c`, `(ab)+|cd`, `^(ls|cat)\b`, `\.env(\.[a-z]+)?$`} {
+	for _, p := range []string{`rm\s+-[a-zA-Z]*r[a-zA-Z]*\s+/(\s|$)`, `git\s+push\s+.*(--force|-f)\b`, `(?i)SeCrEt`, `a+b{2,3}c`, `(ab)+|cd`, `^(ls|cat)\b`, `\.env(\.[a-z]+)?$`, `foo|bar`, `\b(?:sk-a[0-9]+|hf_[a-z]{3})`} {
 		for _, in := range []string{"", "rm -rf /", "git push --force", "secret", "aabbbc", "ababcd", "ls -la", "x/.env.local"} {
 			f.Add(p, in)
 		}
@@ -44,7 +65,7 @@ func FuzzPrefilterAgreesWithRegexp(f *testing.F) {
 			t.Fatalf("compileMatcher(%q) failed where regexp.Compile did not: %v", pattern, err)
 		}
 		if got, want := match(in), re.MatchString(in); got != want {
-			t.Fatalf("pattern %q on %q: prefiltered %v, regexp %v (literal %q)", pattern, in, got, want, RequiredLiteral(pattern))
+			t.Fatalf("pattern %q on %q: prefiltered %v, regexp %v (literals %q)", pattern, in, got, want, RequiredLiterals(pattern))
 		}
 	})
 }

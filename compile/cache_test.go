@@ -36,7 +36,7 @@ rules:
 	cache := &compile.MemoryASTCache{}
 	cold, err := compile.Compile(srcs, compile.WithASTCache(cache))
 	require.NoError(t, err)
-	require.Equal(t, 2, cache.Len(), "the variable and the condition are cached")
+	require.Equal(t, 3, cache.Len(), "the variable, the condition and the set's cost proofs are cached")
 	warm, err := compile.Compile(srcs, compile.WithASTCache(cache))
 	require.NoError(t, err)
 	for _, args := range []map[string]any{{"command": "rm -rf x"}, {"command": "ls"}, {}} {

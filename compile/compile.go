@@ -34,6 +34,9 @@ type config struct {
 	env            *celenv.Env
 	defaultVerdict policy.Verdict
 	maxRules       int
+	// defaultEnv says env is celenv.Default(): only then are the cost
+	// proofs cached (proof_cache.go).
+	defaultEnv bool
 }
 
 // WithEnv compiles in the given environment instead of celenv.Default.
@@ -126,12 +129,13 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 			return nil, nil, err
 		}
 	}
-	if cfg.env == nil {
-		env, err := celenv.Default()
+	if def, err := celenv.Default(); cfg.env == nil {
 		if err != nil {
 			return nil, nil, err
 		}
-		cfg.env = env
+		cfg.env, cfg.defaultEnv = def, true
+	} else {
+		cfg.defaultEnv = err == nil && cfg.env == def
 	}
 	classes := newClassTable()
 	c := &compiler{cfg: cfg, classes: classes, set: &PolicySet{env: cfg.env, byID: map[string]*Rule{}, classes: classes},
@@ -351,7 +355,7 @@ func (c *compiler) policy(lp layered) {
 		}
 		var prg *Program
 		if ok {
-			prg = c.program(ast, v.Expr)
+			prg = c.program(ast, v.Expr, info)
 		}
 		// A variable that failed (reported) is declared all the same, as
 		// dyn when it has no type, as cel-go does: the expressions reading
@@ -477,7 +481,7 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 	if r.Condition != nil {
 		sc := at(what+" condition", cel.BoolType)
 		if ast, _, ok := c.typeCheck(sc, *r.Condition, info); ok {
-			if cr.Condition = c.program(ast, *r.Condition); cr.Condition != nil {
+			if cr.Condition = c.program(ast, *r.Condition, info); cr.Condition != nil {
 				cr.ConditionAST = ast
 			}
 		}
@@ -518,7 +522,7 @@ func (c *compiler) compileExpr(sc scope, e policy.Expr, info map[string]exprInfo
 	if !ok {
 		return nil
 	}
-	return c.program(ast, e)
+	return c.program(ast, e, info)
 }
 
 // typeCheck parses and type-checks one expression, reporting CEL errors at

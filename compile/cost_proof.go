@@ -25,6 +25,21 @@ const MaxProvenInput = 4096
 func (c *compiler) proveBounds() {
 	env := c.cfg.env
 	limit := env.CostLimit()
+	key := c.proofKey() // proof_cache.go
+	var progs []*Program
+	if key != "" {
+		progs = c.accounting()
+		if b, ok := c.cfg.cache.Get(key); ok {
+			if sizes, bounds, ok := decodeProofs(b, progs, limit); ok {
+				for i, p := range progs {
+					if sizes[i] > 0 {
+						p.setFast(env, sizes[i], bounds[i])
+					}
+				}
+				return
+			}
+		}
+	}
 	consts := map[*Variable]constResult{}
 	// open are the programs proven at every size so far.
 	open := map[*Program]bool{}
@@ -34,6 +49,7 @@ func (c *compiler) proveBounds() {
 		}
 	}
 	proven := map[*Program]uint64{}
+	bounds := map[*Program]uint64{}
 	for _, n := range boundSizes {
 		if len(open) == 0 {
 			break
@@ -45,14 +61,13 @@ func (c *compiler) proveBounds() {
 					delete(open, p)
 					return
 				}
-				proven[p], p.bound = n, e.Max
+				proven[p], bounds[p] = n, e.Max
 			})
 	}
 	for p, n := range proven {
-		fast, err := env.CEL().Program(p.ast, env.UntrackedProgramOptions()...)
-		if err != nil {
-			continue // keep the accounting
-		}
-		p.fast, p.fastUpTo = fast, n
+		p.setFast(env, n, bounds[p])
+	}
+	if key != "" {
+		c.cfg.cache.Put(key, encodeProofs(progs, proven))
 	}
 }

@@ -3,6 +3,7 @@ package compile_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,10 +18,14 @@ import (
 // the tool index returns, for every probe tool, exactly the rules whose
 // matcher admits it, in evaluation order.
 func TestIndexAgreesWithMatchers(t *testing.T) {
-	tools := []string{"Bash", "Read", "Write", "mcp__a__x", "mcp__b__y", "Other", "run_shell_command"}
+	tools := []string{"Bash", "Read", "Write", "mcp__a__x", "mcp__b__y", "Other", "run_shell_command", "mcp__ab__z", "mcp_", "m", "mcp__a__x*", "x__x"}
 	matchers := []string{
 		"{tools: [Bash]}", "{tools: [Read, Write]}", "{tools: [\"mcp__*\"]}", "{tools: [\"mcp__a__*\"]}",
 		"{classes: [shell]}", "{classes: [mcp]}", "{classes: [files]}", "{tools: [Other], classes: [shell]}", "",
+		// Globs by their literal prefix (the index's key), with none, and
+		// with braces, classes and escapes right after it.
+		"{tools: [\"mcp__a*\"]}", "{tools: [\"*__x\"]}", "{tools: [\"mcp__{a,b}__*\"]}", "{tools: [\"m?p__*\"]}",
+		"{tools: [\"mcp__a__x\\\\*\"]}", "{tools: [\"mcp__[ab]b__*\", Bash]}",
 	}
 	classes := `apiVersion: celguard.dev/v1
 kind: ToolClasses
@@ -43,7 +48,8 @@ classes:
 		}
 		set, err := compile.Compile([]policy.Source{{Name: "c.yaml", Data: []byte(classes)}, {Name: "p.yaml", Data: []byte(b.String())}})
 		require.NoError(t, err)
-		for _, tool := range append(tools, "never_named") {
+		// Twice: the second time from the index's memo.
+		for _, tool := range slices.Concat(tools, []string{"never_named"}, tools) {
 			var want []string
 			for _, rule := range set.Rules() {
 				if rule.MatchesTool(tool) {

@@ -2,6 +2,7 @@ package compile
 
 import (
 	"math"
+	"sync"
 
 	"cel.dev/cel-go/cel"
 
@@ -34,6 +35,39 @@ type Program struct {
 	// bound is the proven worst-case cost at fastUpTo.
 	bound uint64
 	ast   *cel.Ast
+	// planned is ast as planned (inlinePatterns), often ast itself.
+	planned *cel.Ast
+	// lazy plans the program without accounting at its first use, when
+	// fast is nil and fastUpTo is not 0: a process (a hook) uses a few of
+	// the set's programs, and planning the others is wasted.
+	lazy *lazyProgram
+}
+
+// lazyProgram is a program without cost accounting, planned once when
+// first needed.
+type lazyProgram struct {
+	once sync.Once
+	env  *celenv.Env
+	prg  cel.Program
+}
+
+// get plans the program of ast without accounting, once; nil when that
+// fails (the caller keeps the accounting).
+func (l *lazyProgram) get(ast *cel.Ast) cel.Program {
+	l.once.Do(func() {
+		if prg, err := l.env.CEL().Program(ast, l.env.UntrackedProgramOptions()...); err == nil {
+			l.prg = prg
+		}
+	})
+	return l.prg
+}
+
+// setFast records that p's cost is proven within the limit, bound, for
+// every input of size n or less; the program without accounting is planned
+// at its first use.
+func (p *Program) setFast(env *celenv.Env, n, bound uint64) {
+	p.fastUpTo, p.bound = n, bound
+	p.lazy = &lazyProgram{env: env}
 }
 
 // For returns the program to evaluate for a call whose input size is n: the
@@ -42,8 +76,15 @@ type Program struct {
 // phase, session, classes, command, paths, result and everything inside
 // it, counters). The caller must not understate n.
 func (p *Program) For(n uint64) cel.Program {
-	if p.fast != nil && n <= p.fastUpTo {
-		return p.fast
+	if n <= p.fastUpTo {
+		if p.fast != nil {
+			return p.fast
+		}
+		if p.lazy != nil {
+			if prg := p.lazy.get(p.planned); prg != nil {
+				return prg
+			}
+		}
 	}
 	return p.tracked
 }
@@ -66,15 +107,19 @@ func (p *Program) AST() *cel.Ast { return p.ast }
 // program plans a checked expression. Planning needs the functions, not the
 // policy's variable declarations (the checked AST already resolved every
 // name), so every program is planned in the base environment.
-func (c *compiler) program(ast *cel.Ast, e policy.Expr) *Program {
+//
+// A pattern kept in a constant is planned as the literal it is
+// (inlinePatterns), info saying what the policy's variables are.
+func (c *compiler) program(ast *cel.Ast, e policy.Expr, info map[string]exprInfo) *Program {
 	env := c.cfg.env
 	needs := celenv.NeedsCostTracking(ast)
-	prg, err := env.CEL().Program(ast, env.ProgramOptionsFor(ast)...)
+	planned := inlinePatterns(ast, info)
+	prg, err := env.CEL().Program(planned, env.ProgramOptionsFor(planned)...)
 	if err != nil {
 		c.errorf(policy.CodeCELType, e.Pos, "%v", err)
 		return nil
 	}
-	p := &Program{tracked: prg, ast: ast}
+	p := &Program{tracked: prg, ast: ast, planned: planned}
 	if !needs {
 		p.fast, p.fastUpTo = prg, math.MaxUint64
 	}

@@ -10,6 +10,9 @@ package compile
 import (
 	"cmp"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 
 	"cel.dev/cel-go/cel"
 	"github.com/bmatcuk/doublestar/v4"
@@ -327,10 +330,41 @@ type phaseIndex struct {
 	// run time.
 	dynamic bool
 	classes *classTable
+	// The rules of open a tool nothing names exactly may match: byPrefix
+	// holds each rule under the literal prefix of each of its tool globs
+	// (the text before the first wildcard; every tool it matches starts
+	// with it), and rest the others (match-all rules, rules of a class
+	// with globs, globs that start with a wildcard). So a tool is tested
+	// only against the globs that could match it, not against every glob
+	// of the set (10,000 `mcp__x__*` rules). maxPrefix is the longest key
+	// of byPrefix.
+	byPrefix  map[string][]*Rule
+	rest      []*Rule
+	maxPrefix int
+	// memo keeps the candidates of the tools seen, up to maxMemo of them.
+	memo *candidateMemo
+}
+
+// maxMemo bounds the tool names whose candidates a phase index remembers;
+// past it (tool names an agent makes up) they are computed each time.
+const maxMemo = 1024
+
+type candidateMemo struct {
+	m sync.Map // tool name -> []*Rule
+	n atomic.Int64
+}
+
+// globPrefix returns the literal text a glob starts with, before its first
+// wildcard, brace, class or escape.
+func globPrefix(g string) string {
+	if i := strings.IndexAny(g, "*?[{\\"); i >= 0 {
+		return g[:i]
+	}
+	return g
 }
 
 func newPhaseIndex(rules []*Rule, classes *classTable) phaseIndex {
-	ix := phaseIndex{exact: map[string][]*Rule{}, classes: classes}
+	ix := phaseIndex{exact: map[string][]*Rule{}, classes: classes, byPrefix: map[string][]*Rule{}, memo: &candidateMemo{}}
 	// byName collects, in evaluation order, the rules that name a tool
 	// exactly, by tool name or through a class listing it by name.
 	byName := map[string][]*Rule{}
@@ -349,15 +383,25 @@ func newPhaseIndex(rules []*Rule, classes *classTable) phaseIndex {
 		if len(r.Tools) == 0 && len(r.Classes) == 0 {
 			ix.open = append(ix.open, r)
 			ix.matchAll = append(ix.matchAll, r)
+			ix.rest = append(ix.rest, r)
 			continue
 		}
-		dynamic := false
+		dynamic, inRest := false, false
 		for _, t := range r.Tools {
-			if isGlob(t) {
-				dynamic = true
-			} else {
+			if !isGlob(t) {
 				add(t, r)
+				continue
 			}
+			dynamic = true
+			p := globPrefix(t)
+			if p == "" {
+				inRest = true
+				continue
+			}
+			if l := ix.byPrefix[p]; len(l) == 0 || l[len(l)-1] != r {
+				ix.byPrefix[p] = append(l, r)
+			}
+			ix.maxPrefix = max(ix.maxPrefix, len(p))
 		}
 		for _, c := range r.Classes {
 			cl := classes.byName[c]
@@ -366,7 +410,7 @@ func newPhaseIndex(rules []*Rule, classes *classTable) phaseIndex {
 			}
 			for _, t := range cl.Tools {
 				if isGlob(t) {
-					dynamic = true // a tool no one names may be in the class by glob
+					dynamic, inRest = true, true // a tool no one names may be in the class by glob
 				} else {
 					add(t, r)
 				}
@@ -375,6 +419,9 @@ func newPhaseIndex(rules []*Rule, classes *classTable) phaseIndex {
 		if dynamic {
 			ix.open = append(ix.open, r)
 			ix.dynamic = true
+		}
+		if inRest {
+			ix.rest = append(ix.rest, r)
 		}
 	}
 	// Each known name's candidates: its own rules merged, in evaluation
@@ -409,11 +456,25 @@ func (ix *phaseIndex) candidates(tool string) []*Rule {
 	if !ix.dynamic {
 		return ix.matchAll
 	}
+	if l, ok := ix.memo.m.Load(tool); ok {
+		return l.([]*Rule)
+	}
+	cands := slices.Clone(ix.rest)
+	for n := 1; n <= min(len(tool), ix.maxPrefix); n++ {
+		cands = append(cands, ix.byPrefix[tool[:n]]...)
+	}
+	slices.SortFunc(cands, func(a, b *Rule) int { return a.Order - b.Order })
+	cands = slices.Compact(cands)
 	cls := ix.classes.classesOf(tool)
-	out := make([]*Rule, 0, len(ix.open))
-	for _, r := range ix.open {
+	out := make([]*Rule, 0, len(cands))
+	for _, r := range cands {
 		if r.matches(tool, cls) {
 			out = append(out, r)
+		}
+	}
+	if ix.memo.n.Load() < maxMemo {
+		if _, loaded := ix.memo.m.LoadOrStore(tool, out); !loaded {
+			ix.memo.n.Add(1)
 		}
 	}
 	return out

@@ -42,6 +42,28 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
+// BenchmarkScaleGlob is BenchmarkScale for an MCP tool that rules match by
+// glob (benchdata.GlobRules): 20 rules of the set can match it.
+func BenchmarkScaleGlob(b *testing.B) {
+	calls := []eval.Call{{Tool: benchdata.GlobTool, Args: map[string]any{"command": "search the docs"}}}
+	for _, n := range []int{20, 10000} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			set, err := compile.Compile([]policy.Source{benchdata.GlobRules(n, 20)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if got := len(set.Candidates(policy.PhaseBefore, benchdata.GlobTool)); got != 20 {
+				b.Fatalf("%d candidate rules for %s, want 20", got, benchdata.GlobTool)
+			}
+			eng, err := eval.New(set, eval.WithApprover(approveAll))
+			if err != nil {
+				b.Fatal(err)
+			}
+			decideLoop(b, eng.NewSession("bench", nil), calls)
+		})
+	}
+}
+
 // decideLoop decides calls in turn, one per op.
 func decideLoop(b *testing.B, s *eval.Session, calls []eval.Call) {
 	b.Helper()
@@ -113,7 +135,7 @@ func BenchmarkParallel(b *testing.B) {
 // recommendedEngine compiles the recommended bundle as `celguard eval` would
 // with no user or project directory. It skips while the built-in policies do
 // not compile.
-func recommendedEngine(b *testing.B) *eval.Engine {
+func recommendedEngine(b testing.TB) *eval.Engine {
 	b.Helper()
 	srcs, err := policies.Discover(policies.Options{UserDir: "-", ProjectDir: "-"})
 	if err != nil {

@@ -275,7 +275,7 @@ func (ls *LockedState) Save(st eval.SessionState) error {
 		return err
 	}
 	st.ID = ls.id
-	raw, err := json.Marshal(st)
+	raw, err := json.Marshal(boundState(st)) // bounds.go
 	if err != nil {
 		return fmt.Errorf("cannot encode the session state: %w", err)
 	}

@@ -179,10 +179,20 @@ func writeDouble(b *strings.Builder, f float64) {
 // that mentions them would never match). Invalid UTF-8 is written as U+FFFD.
 func writeString(b *strings.Builder, s string) {
 	const hex = "0123456789abcdef"
+	b.Grow(len(s) + 2)
 	b.WriteByte('"')
+	// Runs of bytes written as they are go in one write: results and file
+	// contents are mostly such runs, and a write per byte was most of the
+	// cost of hashing a tool's result (loop detection does, per call).
+	plain := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b.WriteString(s[plain:i])
 			switch {
 			case c == '"' || c == '\\':
 				b.WriteByte('\\')
@@ -197,24 +207,26 @@ func writeString(b *strings.Builder, s string) {
 				b.WriteString(`\r`)
 			case c == '\t':
 				b.WriteString(`\t`)
-			case c < 0x20:
+			default:
 				b.WriteString(`\u00`)
 				b.WriteByte(hex[c>>4])
 				b.WriteByte(hex[c&0xf])
-			default:
-				b.WriteByte(c)
 			}
 			i++
+			plain = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
+			b.WriteString(s[plain:i])
 			b.WriteRune(utf8.RuneError)
-		} else {
-			b.WriteString(s[i : i+size])
+			i++
+			plain = i
+			continue
 		}
 		i += size
 	}
+	b.WriteString(s[plain:])
 	b.WriteByte('"')
 }
 

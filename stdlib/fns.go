@@ -157,8 +157,8 @@ func (b *library) ProgramOptions() []cel.ProgramOption {
 	for _, d := range b.l.fnsFor(b.ns) {
 		for _, o := range d.ovs {
 			m := o.cost
-			costs = append(costs, cost.OverloadTracker(o.id, func(args []ref.Val, _ ref.Val) *uint64 {
-				c := m.actual(args)
+			costs = append(costs, cost.OverloadTracker(o.id, func(args []ref.Val, result ref.Val) *uint64 {
+				c := m.actualFor(args, result)
 				return &c
 			}))
 		}
@@ -215,6 +215,16 @@ func sizeOf(est cost.Estimator, n cost.AstNode) cost.SizeEstimate {
 		}
 	}
 	return cost.UnknownSizeEstimate()
+}
+
+// actualFor is the runtime cost of one call that returned result: a value
+// the call's scope returned before (memoised) costs only the base, a
+// lookup, since the parse it stands for was paid for by the first call.
+func (m costModel) actualFor(args []ref.Val, result ref.Val) uint64 {
+	if memoised(result) {
+		return m.base
+	}
+	return m.actual(args)
 }
 
 // actual is the runtime cost of one call.
@@ -274,12 +284,12 @@ type actualCost struct{ l *Lib }
 
 var _ cost.ActualCostEstimator = actualCost{}
 
-func (a actualCost) CallCost(function, overloadID string, args []ref.Val, _ ref.Val) *uint64 {
+func (a actualCost) CallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
 	o := a.l.overload(function, overloadID)
 	if o == nil {
 		return nil
 	}
-	c := o.cost.actual(args)
+	c := o.cost.actualFor(args, result)
 	return &c
 }
 

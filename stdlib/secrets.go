@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
@@ -29,34 +30,42 @@ type secretPattern struct {
 	// re is anchored (^) at an occurrence of one of the anchors, which are
 	// lower-case literals searched case-insensitively; scanning for literals
 	// first keeps the cost near that of strings.Index.
-	re      *regexp.Regexp
+	re      func() *regexp.Regexp
 	anchors []string
 	group   int  // submatch holding the secret (0: whole match)
 	max     int  // longest possible match in bytes (0: unbounded)
 	bound   bool // the match must not follow or be followed by a word character
 }
 
+// lazyRegexp compiles pattern at its first use: compiling the scanner's
+// patterns (their bounded repetitions expand) was most of celguard's
+// package initialisation, paid by every process, hook events celguard
+// ignores among them, and most scans never reach a pattern's anchor.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
+
 var secretPatterns = []secretPattern{
 	{kind: "private_key", anchors: []string{"-----begin"},
-		re: regexp.MustCompile(`^-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z)`)},
+		re: lazyRegexp(`^-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z)`)},
 	{kind: "aws_access_key", anchors: []string{"akia", "asia", "abia", "acca", "a3t"}, max: 20, bound: true,
-		re: regexp.MustCompile(`^(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}`)},
+		re: lazyRegexp(`^(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}`)},
 	{kind: "aws_secret_key", anchors: []string{"aws"}, group: 1, max: 200,
-		re: regexp.MustCompile(`^(?i:aws_?secret_?(?:access_?)?key)["']?\s*[:=]\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)`)},
+		re: lazyRegexp(`^(?i:aws_?secret_?(?:access_?)?key)["']?\s*[:=]\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)`)},
 	{kind: "github_token", anchors: []string{"gh", "github_pat_"}, max: 300, bound: true,
-		re: regexp.MustCompile(`^(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})`)},
+		re: lazyRegexp(`^(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})`)},
 	{kind: "gitlab_token", anchors: []string{"gl"}, max: 300, bound: true,
-		re: regexp.MustCompile(`^gl(?:pat|dt|rt|ptt|cbt|ft|imt|soat|oas|agent)-[A-Za-z0-9_\-]{20,255}`)},
+		re: lazyRegexp(`^gl(?:pat|dt|rt|ptt|cbt|ft|imt|soat|oas|agent)-[A-Za-z0-9_\-]{20,255}`)},
 	{kind: "slack_token", anchors: []string{"xox"}, max: 300, bound: true,
-		re: regexp.MustCompile(`^xox[abposre]-[A-Za-z0-9-]{10,255}`)},
+		re: lazyRegexp(`^xox[abposre]-[A-Za-z0-9-]{10,255}`)},
 	{kind: "slack_webhook", anchors: []string{"https://hooks.slack.com/"}, max: 300,
-		re: regexp.MustCompile(`^https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+`)},
+		re: lazyRegexp(`^https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+`)},
 	{kind: "authorization", anchors: []string{"authorization"}, group: 1, max: 8192,
-		re: regexp.MustCompile(`^(?i:authorization)["']?\s*[:=]\s*["']?(?i:bearer|token|basic)\s+([A-Za-z0-9._~+/=-]{8,})`)},
+		re: lazyRegexp(`^(?i:authorization)["']?\s*[:=]\s*["']?(?i:bearer|token|basic)\s+([A-Za-z0-9._~+/=-]{8,})`)},
 	{kind: "authorization", anchors: []string{"bearer"}, group: 1, max: 8192, bound: true,
-		re: regexp.MustCompile(`^(?i:bearer)\s+([A-Za-z0-9._~+/-]{20,}=*)`)},
+		re: lazyRegexp(`^(?i:bearer)\s+([A-Za-z0-9._~+/-]{20,}=*)`)},
 	{kind: "jwt", anchors: []string{"eyj"}, max: 8192, bound: true,
-		re: regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`)},
+		re: lazyRegexp(`^eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`)},
 }
 
 // FindSecrets returns the credentials in text, in order, without overlaps.
@@ -107,7 +116,7 @@ func findSecrets(text string) []secretFinding {
 				if p.max > 0 && len(window) > p.max+1 {
 					window = window[:p.max+1]
 				}
-				m := p.re.FindStringSubmatchIndex(window)
+				m := p.re().FindStringSubmatchIndex(window)
 				if m == nil {
 					continue
 				}

@@ -263,6 +263,8 @@ type objVal struct {
 	t    *types.Type
 	keys []ref.Val // the type's field names, shared
 	vals []ref.Val // parallel to keys
+	// memo marks a value a CallScope returned before (memoised).
+	memo bool
 }
 
 var _ traits.Mapper = (*objVal)(nil)

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/eval"
 )
 
@@ -22,12 +23,38 @@ type Decider interface {
 }
 
 // Handwritten is the policy as plain Go: a switch on the tool name, then the
-// rules of that tool in priority order with the same regexes.
+// rules of that tool in priority order with the same regexes, each behind
+// the literal prefilter celguard uses (a regex runs only on a string that
+// contains a literal every match needs: celenv.RequiredLiterals), as a
+// careful hand-written policy would do.
 type Handwritten struct {
-	rmRoot, mkfs, ddDev, forkBomb, chmodRoot, curlSh         *regexp.Regexp
-	sudo, forcePush, resetHard, noVerify, npmPublish, docker *regexp.Regexp
-	env, ssh, keys                                           *regexp.Regexp
-	gitRead, build, ls                                       *regexp.Regexp
+	rmRoot, mkfs, ddDev, forkBomb, chmodRoot, curlSh         *matcher
+	sudo, forcePush, resetHard, noVerify, npmPublish, docker *matcher
+	env, ssh, keys                                           *matcher
+	gitRead, build, ls                                       *matcher
+}
+
+// matcher is a regex behind a literal prefilter.
+type matcher struct {
+	re   *regexp.Regexp
+	lits []string
+}
+
+func mustMatcher(pattern string) *matcher {
+	return &matcher{re: regexp.MustCompile(pattern), lits: celenv.RequiredLiterals(pattern)}
+}
+
+// MatchString reports whether s matches, testing the literals first.
+func (m *matcher) MatchString(s string) bool {
+	if len(m.lits) == 0 {
+		return m.re.MatchString(s)
+	}
+	for _, l := range m.lits {
+		if strings.Contains(s, l) {
+			return m.re.MatchString(s)
+		}
+	}
+	return false
 }
 
 // handwritten is built at init, as a hand-written policy would be.
@@ -36,27 +63,27 @@ var handwritten = NewHandwritten()
 // DefaultHandwritten returns the Handwritten built at init.
 func DefaultHandwritten() *Handwritten { return handwritten }
 
-// NewHandwritten compiles the regexes.
+// NewHandwritten compiles the regexes and their prefilters.
 func NewHandwritten() *Handwritten {
 	return &Handwritten{
-		rmRoot:     regexp.MustCompile(`rm\s+-[a-zA-Z]*r[a-zA-Z]*\s+/(\s|$)`),
-		mkfs:       regexp.MustCompile(`\bmkfs(\.[a-z0-9]+)?\b`),
-		ddDev:      regexp.MustCompile(`\bdd\b.*\bof=/dev/`),
-		forkBomb:   regexp.MustCompile(`:\(\)\s*\{\s*:\|:&\s*\};:`),
-		chmodRoot:  regexp.MustCompile(`chmod\s+-R\s+777\s+/(\s|$)`),
-		curlSh:     regexp.MustCompile(`(curl|wget)[^|]*\|\s*(ba|z)?sh\b`),
-		sudo:       regexp.MustCompile(`(^|[;&|]\s*)sudo\s`),
-		forcePush:  regexp.MustCompile(`git\s+push\s+.*(--force|-f)\b`),
-		resetHard:  regexp.MustCompile(`git\s+reset\s+--hard`),
-		noVerify:   regexp.MustCompile(`git\s+commit\s+.*--no-verify`),
-		npmPublish: regexp.MustCompile(`npm\s+publish`),
-		docker:     regexp.MustCompile(`docker\s+(run|exec)`),
-		env:        regexp.MustCompile(`(^|/)\.env(\.[a-z]+)?$`),
-		ssh:        regexp.MustCompile(`(^|/)\.ssh/`),
-		keys:       regexp.MustCompile(`\.(pem|key)$`),
-		gitRead:    regexp.MustCompile(`^git\s+(status|log|diff|show|branch)\b`),
-		build:      regexp.MustCompile(`^(go\s+(build|test|vet)|npm\s+test|make)\b`),
-		ls:         regexp.MustCompile(`^(ls|cat|head|tail|wc|pwd|echo)\b`),
+		rmRoot:     mustMatcher(`rm\s+-[a-zA-Z]*r[a-zA-Z]*\s+/(\s|$)`),
+		mkfs:       mustMatcher(`\bmkfs(\.[a-z0-9]+)?\b`),
+		ddDev:      mustMatcher(`\bdd\b.*\bof=/dev/`),
+		forkBomb:   mustMatcher(`:\(\)\s*\{\s*:\|:&\s*\};:`),
+		chmodRoot:  mustMatcher(`chmod\s+-R\s+777\s+/(\s|$)`),
+		curlSh:     mustMatcher(`(curl|wget)[^|]*\|\s*(ba|z)?sh\b`),
+		sudo:       mustMatcher(`(^|[;&|]\s*)sudo\s`),
+		forcePush:  mustMatcher(`git\s+push\s+.*(--force|-f)\b`),
+		resetHard:  mustMatcher(`git\s+reset\s+--hard`),
+		noVerify:   mustMatcher(`git\s+commit\s+.*--no-verify`),
+		npmPublish: mustMatcher(`npm\s+publish`),
+		docker:     mustMatcher(`docker\s+(run|exec)`),
+		env:        mustMatcher(`(^|/)\.env(\.[a-z]+)?$`),
+		ssh:        mustMatcher(`(^|/)\.ssh/`),
+		keys:       mustMatcher(`\.(pem|key)$`),
+		gitRead:    mustMatcher(`^git\s+(status|log|diff|show|branch)\b`),
+		build:      mustMatcher(`^(go\s+(build|test|vet)|npm\s+test|make)\b`),
+		ls:         mustMatcher(`^(ls|cat|head|tail|wc|pwd|echo)\b`),
 	}
 }
 

@@ -121,3 +121,59 @@ func mustJSON(t *testing.T, v any) []byte {
 	require.NoError(t, err)
 	return bytes.Trim(b, `"`)
 }
+
+// TestHookIgnoresForgedCostProofs: the cached cost proofs let programs run
+// without cost accounting, so a forged entry (every program proven at the
+// largest size) would lift the cost limit. Its MAC no longer checks: the
+// hook computes the proofs again and writes back the true ones.
+func TestHookIgnoresForgedCostProofs(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Chdir(t.TempDir())
+	state := t.TempDir()
+	hook := func() string {
+		var out, errb bytes.Buffer
+		p := hookParams{hookOptions: hookOptions{stateDir: state}, timeout: 10 * time.Second,
+			keepDays: 7, maxStateBytes: hooks.DefaultMaxStateBytes,
+			stdio: stdio{stdin: strings.NewReader(`{"session_id":"s","cwd":"/srv/app","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"}}`), stdout: &out, stderr: &errb}}
+		require.Equal(t, 0, runHook(context.Background(), "claude-code", p), errb.String())
+		return out.String()
+	}
+	require.Contains(t, hook(), `"permissionDecision":"deny"`)
+	cachePath := filepath.Join(state, "ast-cache.json")
+	read := func() (map[string]any, map[string]map[string][]byte, string) {
+		data, err := os.ReadFile(cachePath)
+		require.NoError(t, err)
+		var file map[string]any
+		require.NoError(t, json.Unmarshal(data, &file))
+		var entries struct {
+			Entries map[string]map[string][]byte `json:"entries"`
+		}
+		require.NoError(t, json.Unmarshal(data, &entries))
+		for k := range entries.Entries {
+			if strings.HasPrefix(k, "proofs:") {
+				return file, entries.Entries, k
+			}
+		}
+		t.Fatal("no cost proofs in the cache file")
+		return nil, nil, ""
+	}
+	file, entries, key := read()
+	good := entries[key]["v"]
+	forged := []byte{}
+	count := good[0] // fewer than 128 programs need accounting in the bundle
+	require.Less(t, count, byte(128))
+	forged = append(forged, count)
+	for range count {
+		forged = append(forged, 0x80, 0x20, 1) // 4096 as a uvarint, bound 1
+	}
+	file["entries"].(map[string]any)[key].(map[string]any)["v"] = forged
+	data, err := json.Marshal(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cachePath, data, 0o600))
+
+	require.Contains(t, hook(), `"permissionDecision":"deny"`)
+	_, entries, _ = read()
+	assert.Equal(t, good, entries[key]["v"], "the forged proofs were dropped and the true ones computed again")
+}

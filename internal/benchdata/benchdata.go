@@ -35,8 +35,16 @@ var Shells = []string{
 	"docker run --rm -it alpine", "git log --oneline -20", "echo hello && pwd", "python3 script.py",
 }
 
-// Long is the long shell command of the stream (2,171 bytes).
+// Long is the long shell command of the recommended-bundle benchmarks
+// (2,171 bytes).
 var Long = "echo " + strings.Repeat("lorem ipsum dolor sit amet ", 80) + "| wc -c"
+
+// LongNeedles is the long shell command of the stream (2,532 bytes): benign
+// (allow-ls decides it, as Long), but it contains the literals the regexes
+// of Policy20 require (git push, chmod -R 777, curl, of=/dev/, mkfs, npm,
+// docker, sudo, reset, commit), so that a literal prefilter cannot skip
+// them and every regex runs over the whole command.
+var LongNeedles = "echo " + strings.Repeat("lorem git push origin main chmod -R 777 ./build curl --help add of=/dev/null mkfsx npm docs docker ps pseudo git reset --soft git commit -m ", 18) + "| wc -c"
 
 // Paths are the file paths Read/Glob/Grep and Write/Edit calls name.
 var Paths = []string{"/repo/main.go", "/repo/.env", "/repo/.env.example", "/home/u/.ssh/config", "/tmp/x.pem", "/etc/hosts"}
@@ -59,7 +67,7 @@ func Stream(n int) []eval.Call {
 		default:
 			cmd := Shells[r.IntN(len(Shells))]
 			if r.Float64() < 0.025/(1-1.0/3-1.0/5) {
-				cmd = Long
+				cmd = LongNeedles
 			}
 			out[i] = eval.Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Cwd: "/repo"}
 		}
@@ -128,6 +136,33 @@ rules:
 			i, n-i, tool, i, verdict)
 	}
 	return []byte(b.String())
+}
+
+// GlobTool is the MCP tool the first group of GlobRules matches.
+const GlobTool = "mcp__scale0__search"
+
+// GlobRules is Rules with every group matched by a glob instead of a name:
+// group g names "mcp__scale<g>__*", so GlobTool matches the first group's
+// rules (matching of them) and no other, however large n is.
+func GlobRules(n, matching int) policy.Source {
+	if matching <= 0 {
+		matching = 1
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: celguard.dev/v1
+kind: Policy
+name: scale-glob-%d
+description: %d generated rules, %d per tool glob.
+variables:
+  - name: cmd
+    expression: 'has(args.command) ? string(args.command) : ""'
+rules:
+`, n, n, matching)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  - {id: r%05d, priority: %d, match: {tools: [\"mcp__scale%d__*\"]}, condition: 'cmd.contains(\"needle-%05d\")', verdict: block, reason: generated}\n",
+			i, n-i, i/matching, i)
+	}
+	return policy.Source{Name: fmt.Sprintf("scale-glob-%d.yaml", n), Data: []byte(b.String())}
 }
 
 // RulesSource returns Rules(n, matching) as a policy source.

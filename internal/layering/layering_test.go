@@ -29,7 +29,8 @@ var layers = []struct {
 	// "" is the module root, package celguard: Load composes policies,
 	// compile and eval for embedders, above them and below the command line.
 	{7, []string{"", "serve", "cmd/celguard/internal/..."}},
-	{8, []string{"cmd/celguard"}},
+	// bench/barehook is the bare Go binary hook latency is measured against.
+	{8, []string{"cmd/celguard", "bench/barehook"}},
 }
 
 // rankOf returns the rank of a package path relative to the module.

@@ -1,0 +1,64 @@
+package stdlib
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// writeStringByByte is writeString as it was first written, one byte at a
+// time: the reference the faster one must agree with.
+func writeStringByByte(b *strings.Builder, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c == '\b':
+				b.WriteString(`\b`)
+			case c == '\f':
+				b.WriteString(`\f`)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c == '\r':
+				b.WriteString(`\r`)
+			case c == '\t':
+				b.WriteString(`\t`)
+			case c < 0x20:
+				b.WriteString(`\u00`)
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&0xf])
+			default:
+				b.WriteByte(c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('"')
+}
+
+func FuzzWriteStringAgrees(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\"b\\c", "\n\t\r\b\f\x00\x1f", "héllo wörld", "\xff\xfe", "x\xc3", "日本語\n", "\u2028"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var got, want strings.Builder
+		writeString(&got, s)
+		writeStringByByte(&want, s)
+		if got.String() != want.String() {
+			t.Fatalf("writeString(%q) = %q, want %q", s, got.String(), want.String())
+		}
+	})
+}
