@@ -3,6 +3,7 @@ package compile
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -19,6 +20,10 @@ type Class struct {
 	CommandArgs []string
 	// PathArgs are the arguments that carry file paths.
 	PathArgs []string
+	// ShapeArgs and ShapeNames put a tool no class with arguments names into
+	// the class by its arguments (ClassesFor).
+	ShapeArgs  []string
+	ShapeNames []string
 }
 
 // classTable resolves tool names to their classes.
@@ -72,7 +77,82 @@ func (t *classTable) add(tc *policy.ToolClasses) {
 				cl.PathArgs = append(cl.PathArgs, a.Value)
 			}
 		}
+		for _, a := range c.ShapeArgs {
+			if !slices.Contains(cl.ShapeArgs, a.Value) {
+				cl.ShapeArgs = append(cl.ShapeArgs, a.Value)
+			}
+		}
+		for _, a := range c.ShapeNames {
+			n := strings.ToLower(a.Value)
+			if !slices.Contains(cl.ShapeNames, n) {
+				cl.ShapeNames = append(cl.ShapeNames, n)
+			}
+		}
 	}
+}
+
+// argKind is what a class reads from a call's arguments.
+func (c *Class) argKind() string {
+	switch {
+	case len(c.CommandArgs) > 0:
+		return "command"
+	case len(c.PathArgs) > 0:
+		return "paths"
+	}
+	return ""
+}
+
+// classesFor returns the classes of a tool called with args: its classes by
+// name and, when none of those reads arguments (an MCP tool, a tool no
+// class names), the classes it fits by shape (Class.ShapeArgs): at most one
+// per kind of argument (command, paths, other), the first in declaration
+// order. shaped reports whether any was added.
+func (t *classTable) classesFor(tool string, args map[string]any) (classes []string, shaped bool) {
+	named := t.classesOf(tool)
+	for _, n := range named {
+		if cl := t.byName[n]; cl != nil && cl.argKind() != "" {
+			return named, false
+		}
+	}
+	lower := ""
+	var kinds []string
+	for _, cl := range t.order {
+		if len(cl.ShapeArgs) == 0 || slices.Contains(named, cl.Name) || slices.Contains(kinds, cl.argKind()) {
+			continue
+		}
+		if !slices.ContainsFunc(cl.ShapeArgs, func(a string) bool { return shapedArg(args[a]) }) {
+			continue
+		}
+		if len(cl.ShapeNames) > 0 {
+			if lower == "" {
+				lower = strings.ToLower(tool)
+			}
+			if !slices.ContainsFunc(cl.ShapeNames, func(n string) bool { return strings.Contains(lower, n) }) {
+				continue
+			}
+		}
+		if !shaped {
+			classes = append(make([]string, 0, len(named)+2), named...)
+			shaped = true
+		}
+		classes = append(classes, cl.Name)
+		kinds = append(kinds, cl.argKind())
+	}
+	if !shaped {
+		return named, false
+	}
+	return classes, true
+}
+
+// shapedArg reports whether v is a non-empty string or a list holding one.
+func shapedArg(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return x != ""
+	case []any:
+		return slices.ContainsFunc(x, func(e any) bool { s, ok := e.(string); return ok && s != "" })
+	}
+	return false
 }
 
 // classesOf returns the classes of a tool, exact names first, then globs, in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -42,6 +43,10 @@ type evaluation struct {
 	// classes holds the tool's classes once computed (classesDone).
 	classes     []string
 	classesDone bool
+	// shaped says some of classes came from the shape of the arguments
+	// (compile.PolicySet.ClassesFor): derive reads the classes' shape
+	// arguments too, and the rules are CandidatesFor the classes.
+	shaped bool
 	// derived holds command and paths once computed (they depend on args).
 	derived *derivedArgs
 	// size is inputSize()+1 once computed, 0 before.
@@ -137,13 +142,26 @@ func (ev *evaluation) resetCall() {
 	}
 }
 
-// toolClasses returns the tool's classes, computed once per call (a
-// rewrite changes the arguments, never the tool).
+// toolClasses returns the call's classes, computed once per call from the
+// tool's name and, for a tool no class with arguments names, the shape of
+// its arguments as the call came (a rewrite does not change them).
 func (ev *evaluation) toolClasses() []string {
 	if !ev.classesDone {
-		ev.classes, ev.classesDone = ev.set.ClassesOf(ev.call.Tool), true
+		ev.classes, ev.shaped = ev.set.ClassesFor(ev.call.Tool, ev.call.Args)
+		ev.classesDone = true
 	}
 	return ev.classes
+}
+
+// candidates are the rules that can match the call, in evaluation order.
+func (ev *evaluation) candidates(untrusted bool) []*compile.Rule {
+	if ev.toolClasses(); ev.shaped {
+		return ev.set.CandidatesFor(ev.phase, ev.call.Tool, ev.classes, untrusted)
+	}
+	if untrusted {
+		return ev.set.UntrustedCandidates(ev.phase, ev.call.Tool)
+	}
+	return ev.set.Candidates(ev.phase, ev.call.Tool)
 }
 
 // derivedArgs are the class-driven views of the arguments.
@@ -171,7 +189,15 @@ func (ev *evaluation) derive() *derivedArgs {
 		if !ok {
 			continue
 		}
-		for _, a := range cl.CommandArgs {
+		commandArgs, pathArgs := cl.CommandArgs, cl.PathArgs
+		if ev.shaped {
+			if len(commandArgs) > 0 {
+				commandArgs = append(slices.Clip(commandArgs), cl.ShapeArgs...)
+			} else if len(pathArgs) > 0 {
+				pathArgs = append(slices.Clip(pathArgs), cl.ShapeArgs...)
+			}
+		}
+		for _, a := range commandArgs {
 			if found {
 				break
 			}
@@ -184,7 +210,7 @@ func (ev *evaluation) derive() *derivedArgs {
 				}
 			}
 		}
-		for _, a := range cl.PathArgs {
+		for _, a := range pathArgs {
 			switch v := ev.call.Args[a].(type) {
 			case string:
 				add(v)
