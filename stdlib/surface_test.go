@@ -55,6 +55,8 @@ var pinnedSurface = map[string][]string{
 	"shell.hasSubcommand": {"shell_hasSubcommand_command_list(celguard.shell.Command, list(string)) -> bool", "shell_hasSubcommand_command_string(celguard.shell.Command, string) -> bool", "shell_hasSubcommand_map_list(map(string, dyn), list(string)) -> bool", "shell_hasSubcommand_map_string(map(string, dyn), string) -> bool"},
 	"shell.parse":         {"shell_parse_string(string) -> celguard.shell.Parse"},
 	"shell.programs":      {"shell_programs_string(string) -> list(string)"},
+	"shell.dirs":          {"shell_dirs_command(celguard.shell.Command) -> list(string)"},
+	"shell.hazard":        {"shell_hazard_command(celguard.shell.Command) -> string"},
 	"shell.writes":        {"shell_writes_command(celguard.shell.Command) -> list(string)", "shell_writes_map(map(string, dyn)) -> list(string)"},
 
 	"url.host":        {"url_host_string(string) -> string"},
@@ -63,7 +65,7 @@ var pinnedSurface = map[string][]string{
 }
 
 // since is the stdlib version each function arrived in, when not 1.
-var since = map[string]uint32{"glob.couldMatch": 2, "glob.couldMatchShell": 2, "shell.writes": 2}
+var since = map[string]uint32{"glob.couldMatch": 2, "glob.couldMatchShell": 2, "shell.writes": 2, "shell.hazard": 3, "shell.dirs": 3}
 
 func sinceVersion(name string) uint32 {
 	if v, ok := since[name]; ok {
