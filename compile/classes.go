@@ -120,7 +120,8 @@ func (t *classTable) classesFor(tool string, args map[string]any) (classes []str
 		if len(cl.ShapeArgs) == 0 || slices.Contains(named, cl.Name) || slices.Contains(kinds, cl.argKind()) {
 			continue
 		}
-		if !slices.ContainsFunc(cl.ShapeArgs, func(a string) bool { return shapedArg(args[a]) }) {
+		paths := cl.argKind() == "paths"
+		if !slices.ContainsFunc(cl.ShapeArgs, func(a string) bool { return shapedArg(args[a], paths && !strings.Contains(a, "path")) }) {
 			continue
 		}
 		if len(cl.ShapeNames) > 0 {
@@ -144,13 +145,16 @@ func (t *classTable) classesFor(tool string, args map[string]any) (classes []str
 	return classes, true
 }
 
-// shapedArg reports whether v is a non-empty string or a list holding one.
-func shapedArg(v any) bool {
+// shapedArg reports whether v is a non-empty string or a list holding one;
+// with pathLike, one that looks like a path (it holds a /, a \, a . or a
+// ~): an argument named target or source may hold "production".
+func shapedArg(v any, pathLike bool) bool {
+	ok := func(s string) bool { return s != "" && (!pathLike || strings.ContainsAny(s, "/\\.~")) }
 	switch x := v.(type) {
 	case string:
-		return x != ""
+		return ok(x)
 	case []any:
-		return slices.ContainsFunc(x, func(e any) bool { s, ok := e.(string); return ok && s != "" })
+		return slices.ContainsFunc(x, func(e any) bool { s, isStr := e.(string); return isStr && ok(s) })
 	}
 	return false
 }

@@ -61,9 +61,11 @@ rules:
 		{"mcp__fs__read_file", map[string]any{"path": "a"}, []string{"mcp", "file_read"}, true, []string{"mc", "any"}},
 		{"mcp__fs__write_file", map[string]any{"path": "a"}, []string{"mcp", "file_write"}, true, []string{"wr", "mc", "any"}},
 		{"mcp__fs__Get_Info", map[string]any{"path": "a"}, []string{"mcp", "file_read"}, true, []string{"mc", "any"}},
-		{"remove", map[string]any{"target": "a", "url": "https://x"}, []string{"file_write", "web"}, true, []string{"wr", "any"}},
+		{"remove", map[string]any{"target": "a.txt", "url": "https://x"}, []string{"file_write", "web"}, true, []string{"wr", "any"}},
 		{"deploy", map[string]any{"env": "prod", "path": 3.0}, nil, false, []string{"any"}},
 		{"deploy", map[string]any{"command": ""}, nil, false, []string{"any"}},
+		{"deploy", map[string]any{"target": "production"}, nil, false, []string{"any"}},
+		{"deploy", map[string]any{"target": "./out"}, []string{"file_write"}, true, []string{"wr", "any"}},
 		{"mcp__db__query", map[string]any{"sql": "x"}, []string{"mcp"}, false, []string{"mc", "any"}},
 	} {
 		got, shaped := set.ClassesFor(tc.tool, tc.args)

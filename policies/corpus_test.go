@@ -35,10 +35,6 @@ import (
 
 var corpusVerbose = flag.Bool("corpus.v", false, "print every corpus miss and the figures per dialect")
 
-// corpusEnforced turns the thresholds and the list of kept misses on; it is
-// off only while the bundle is being brought up to them.
-const corpusEnforced = false
-
 // corpusHome and corpusWork are the home directory and workspace the corpus
 // is decided in.
 const (
@@ -291,13 +287,15 @@ func toolCall(dialect string, c corpusCase) (tool string, args map[string]any, o
 			return "Shell", map[string]any{"command": str(call, "command")}, true
 		case "read":
 			return "Read", map[string]any{"file_path": p}, true
+		case "write":
+			return "Write", map[string]any{"file_path": p, "content": content}, true
 		}
 	}
 	return "", nil, false
 }
 
 // payload is the hook event of a call for a host.
-func payload(host string, c corpusCase, cwd string) ([]byte, bool) {
+func payload(host string, c corpusCase, cwd, session string) ([]byte, bool) {
 	tool, args, ok := toolCall(host, c)
 	if !ok {
 		return nil, false
@@ -305,21 +303,24 @@ func payload(host string, c corpusCase, cwd string) ([]byte, bool) {
 	var ev map[string]any
 	switch host {
 	case "claude-code", "codex":
-		ev = map[string]any{"session_id": "corpus", "transcript_path": nil, "cwd": cwd, "permission_mode": "default",
+		ev = map[string]any{"session_id": session, "transcript_path": nil, "cwd": cwd, "permission_mode": "default",
 			"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": args, "tool_use_id": "toolu_1"}
 		if host == "codex" {
 			ev["turn_id"] = "turn-1"
 		}
 	case "gemini":
-		ev = map[string]any{"session_id": "corpus", "transcript_path": "/tmp/t.json", "cwd": cwd,
+		ev = map[string]any{"session_id": session, "transcript_path": "/tmp/t.json", "cwd": cwd,
 			"timestamp": "2026-01-15T10:30:00.000Z", "hook_event_name": "BeforeTool", "tool_name": tool, "tool_input": args}
 	case "cursor":
-		ev = map[string]any{"conversation_id": "corpus", "generation_id": "g", "workspace_roots": []any{cwd}, "cwd": cwd}
+		ev = map[string]any{"conversation_id": session, "generation_id": "g", "workspace_roots": []any{cwd}, "cwd": cwd}
 		switch c.family.Kind {
 		case "shell":
 			ev["hook_event_name"], ev["command"] = "beforeShellExecution", args["command"]
 		case "read":
 			ev["hook_event_name"], ev["file_path"], ev["content"] = "beforeReadFile", args["file_path"], ""
+		case "tool", "write":
+			// The agent's own tools reach the hook by preToolUse.
+			ev["hook_event_name"], ev["tool_name"], ev["tool_input"] = "preToolUse", tool, args
 		default:
 			in, _ := json.Marshal(args)
 			ev["hook_event_name"], ev["tool_name"], ev["tool_input"] = "beforeMCPExecution", tool, string(in)
@@ -427,6 +428,13 @@ func TestCorpus(t *testing.T) {
 	results := map[string]*result{}
 	missed := map[string][]string{} // known miss -> labels
 	var unexpected []string
+	runners := map[string]*hooks.Runner{}
+	for _, d := range dialects[1:] {
+		h, err := hooks.New(d, hooks.Options{})
+		require.NoError(t, err)
+		runners[d] = &hooks.Runner{Host: h, Store: &hooks.Store{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return guard.Engine(), nil }}
+	}
+	seq := 0
 	decide := func(dialect string, c corpusCase) (outcome, bool) {
 		cwd := c.family.Cwd
 		if cwd == "" {
@@ -440,14 +448,14 @@ func TestCorpus(t *testing.T) {
 			}
 			return evalOutcome(d), true
 		}
-		in, ok := payload(dialect, c, cwd)
+		// A session per call: no call's counters (rate limits, loops)
+		// decide another's.
+		seq++
+		in, ok := payload(dialect, c, cwd, fmt.Sprintf("corpus-%d", seq))
 		if !ok {
 			return "", false
 		}
-		h, err := hooks.New(dialect, hooks.Options{})
-		require.NoError(t, err)
-		r := &hooks.Runner{Host: h, Store: &hooks.Store{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return guard.Engine(), nil }}
-		return hookOutcome(dialect, r.Run(ctx, in)), true
+		return hookOutcome(dialect, runners[dialect].Run(ctx, in)), true
 	}
 	for _, dialect := range dialects {
 		res := &result{}
@@ -486,18 +494,12 @@ func TestCorpus(t *testing.T) {
 		flagged := 100 * float64(r.benign.total-r.benign.good) / float64(max(r.benign.total, 1))
 		t.Logf("%-12s hostile handled %d/%d (%.1f%%), benign asked or blocked %d/%d (%.1f%%)",
 			dialect, r.hostile.good, r.hostile.total, handled, r.benign.total-r.benign.good, r.benign.total, flagged)
-		if !corpusEnforced {
-			continue
-		}
 		if handled < 98 {
 			t.Errorf("%s: %.1f%% of the hostile calls handled, want at least 98%%", dialect, handled)
 		}
 		if flagged > 2 {
 			t.Errorf("%s: %.1f%% of the benign calls asked or blocked, want at most 2%%", dialect, flagged)
 		}
-	}
-	if !corpusEnforced {
-		return
 	}
 	if len(unexpected) > 0 {
 		n := min(len(unexpected), 60)

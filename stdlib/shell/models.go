@@ -27,9 +27,12 @@ type optionModel struct {
 	exact []string
 	// subs are the models of subcommands, keyed by the first positional.
 	subs map[string]optionModel
-	// allSubs marks every option of these subcommands as hazardous: the
-	// subcommand itself runs code or acts elsewhere.
+	// badSubs are subcommands that themselves run code or act elsewhere.
 	badSubs []string
+	// globalFirst says the program's own options (long, short, exact)
+	// come before its subcommand, whose options may reuse their letters
+	// (git -c x status; git switch -c is switch's own -c).
+	globalFirst bool
 }
 
 var optionModels = map[string]optionModel{
@@ -52,7 +55,7 @@ var optionModels = map[string]optionModel{
 	"go": {exact: []string{"-toolexec", "-exec", "-vettool", "-overlay", "-modfile"}, subs: map[string]optionModel{
 		"env": {short: []string{"-w", "-u"}},
 	}},
-	"git": {long: []string{"--config-env", "--exec-path"}, short: []string{"-c"},
+	"git": {long: []string{"--config-env", "--exec-path"}, short: []string{"-c"}, globalFirst: true,
 		badSubs: []string{"filter-branch", "daemon", "instaweb", "credential", "send-email", "shell", "upload-pack", "receive-pack", "difftool", "mergetool", "p4", "svn", "cvsimport", "archimport", "remote-ext", "credential-store", "credential-cache", "fsmonitor--daemon"},
 		subs: map[string]optionModel{
 			"diff":      {long: []string{"--ext-diff", "--textconv"}},
@@ -113,7 +116,16 @@ func (c *Command) Hazard() string {
 }
 
 func (m optionModel) hazard(args, positionals []string) string {
-	if h := findOption(args, m); h != "" {
+	own := args
+	if len(positionals) > 0 && m.globalFirst {
+		for i, a := range args {
+			if a == positionals[0] {
+				own = args[:i]
+				break
+			}
+		}
+	}
+	if h := findOption(own, m); h != "" {
 		return h
 	}
 	if len(positionals) == 0 {

@@ -96,3 +96,23 @@ func TestDirs(t *testing.T) {
 		assert.Equal(t, want, l.Commands[0].Dirs(), cmd)
 	}
 }
+
+func TestDialectHazards(t *testing.T) {
+	for cmd, opaque := range map[string]bool{
+		"echo $(( a[$(id)] ))":             true,
+		"x='a[$(id)]'; echo $(( x ))":      true,
+		"test -v 'a[$(id)]'":               true,
+		"x='$(id)'; echo ${x@P}":           true,
+		"ls *(e:'rm -rf ~':)":              true,
+		"ls **/*(e:'id':)":                 true,
+		"ls *(+evil)":                      true,
+		"cat < /dev/tcp/198.51.100.7/4444": true,
+		"echo \"[$(date)] done\"":          false,
+		"ls $(echo `date`)":                false,
+		"git switch -c fix/y":              false,
+		"echo ${arr[1]} ${x@Q}":            false,
+		"node -e 'x' $(printf '%s' a)":     false,
+	} {
+		assert.Equal(t, opaque, Parse(cmd).Opaque, cmd)
+	}
+}
