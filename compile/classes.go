@@ -121,7 +121,8 @@ func (t *classTable) classesFor(tool string, args map[string]any) (classes []str
 			continue
 		}
 		paths := cl.argKind() == "paths"
-		if !slices.ContainsFunc(cl.ShapeArgs, func(a string) bool { return shapedArg(args[a], paths && !strings.Contains(a, "path")) }) {
+		if !slices.ContainsFunc(cl.ShapeArgs, func(a string) bool { return shapedArg(args[a], paths && !strings.Contains(a, "path")) }) &&
+			!(paths && slices.ContainsFunc(sortedKeys(args), func(k string) bool { return pathKey(k) && shapedArg(args[k], false) })) {
 			continue
 		}
 		if len(cl.ShapeNames) > 0 {
@@ -143,6 +144,37 @@ func (t *classTable) classesFor(tool string, args map[string]any) (classes []str
 		return named, false
 	}
 	return classes, true
+}
+
+// ShapeKey reports whether a call's argument k is one the class reads when
+// a tool joins it by shape: one of its ShapeArgs, or, for a class of paths,
+// a name that says it holds a path (output_path, config_file).
+func (c *Class) ShapeKey(k string) bool {
+	return slices.Contains(c.ShapeArgs, k) || c.argKind() == "paths" && pathKey(k)
+}
+
+// pathKey reports whether an argument's name says it holds a path
+// (output_path, config_file, target_dir, source_filename), for the path
+// classes' shapes beyond the names they list.
+func pathKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, suffix := range []string{"path", "_file", "file_name", "filename", "_dir", "_directory", "_paths", "_files"} {
+		if strings.HasSuffix(k, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortedKeys returns the keys of m in order, so the shape of a call does
+// not depend on map order.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // shapedArg reports whether v is a non-empty string or a list holding one;

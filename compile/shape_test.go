@@ -65,6 +65,7 @@ rules:
 		{"deploy", map[string]any{"env": "prod", "path": 3.0}, nil, false, []string{"any"}},
 		{"deploy", map[string]any{"command": ""}, nil, false, []string{"any"}},
 		{"deploy", map[string]any{"target": "production"}, nil, false, []string{"any"}},
+		{"export", map[string]any{"output_path": "out"}, []string{"file_write"}, true, []string{"wr", "any"}},
 		{"deploy", map[string]any{"target": "./out"}, []string{"file_write"}, true, []string{"wr", "any"}},
 		{"mcp__db__query", map[string]any{"sql": "x"}, []string{"mcp"}, false, []string{"mc", "any"}},
 	} {

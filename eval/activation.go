@@ -194,7 +194,15 @@ func (ev *evaluation) derive() *derivedArgs {
 			if len(commandArgs) > 0 {
 				commandArgs = append(slices.Clip(commandArgs), cl.ShapeArgs...)
 			} else if len(pathArgs) > 0 {
-				pathArgs = append(slices.Clip(pathArgs), cl.ShapeArgs...)
+				pathArgs = slices.Clip(pathArgs)
+				keys := make([]string, 0, len(ev.call.Args))
+				for k := range ev.call.Args {
+					if cl.ShapeKey(k) && !slices.Contains(pathArgs, k) {
+						keys = append(keys, k)
+					}
+				}
+				slices.Sort(keys)
+				pathArgs = append(pathArgs, keys...)
 			}
 		}
 		for _, a := range commandArgs {

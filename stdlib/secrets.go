@@ -55,9 +55,6 @@ var secretPatterns = []secretPattern{
 		re: regexp.MustCompile(`^(?i:authorization)["']?\s*[:=]\s*["']?(?i:bearer|token|basic)\s+([A-Za-z0-9._~+/=-]{8,})`)},
 	{kind: "authorization", anchors: []string{"bearer"}, group: 1, max: 8192, bound: true,
 		re: regexp.MustCompile(`^(?i:bearer)\s+([A-Za-z0-9._~+/-]{20,}=*)`)},
-	// OpenAI and Anthropic API keys (sk-..., sk-proj-..., sk-ant-...).
-	{kind: "api_key", anchors: []string{"sk-"}, max: 300, bound: true,
-		re: regexp.MustCompile(`^sk-(?:proj-|ant-(?:api|admin)[0-9]{2}-|svcacct-)?[A-Za-z0-9_\-]{32,255}`)},
 	// A private key's header URL-encoded, as it leaves in a query string.
 	{kind: "private_key", anchors: []string{"-----begin%20"},
 		re: regexp.MustCompile(`^-----BEGIN(?:%20[A-Z0-9]+)*%20PRIVATE%20KEY-----`)},

@@ -21,8 +21,8 @@ import (
 // -exec, -vettool, go env -w, git -c, --exec-path and --config-env, git
 // config that sets a value, git diff --ext-diff, git grep -O, git rebase
 // -x, git submodule foreach, npm --script-shell, -g and exec, cargo
-// --config and install, tar --checkpoint-action and -I, find -exec and
-// -ok, pip --index-url and --target, awk programs with system(), a pipe,
+// --config and install, tar --checkpoint-action and -I, go run of a
+// module path, pip --index-url and --target, awk programs with system(), a pipe,
 // getline or >, sed scripts other than plain substitutions, deletions and
 // prints, and interpreters given inline code or their stdin (python -c,
 // node -e, bash -s, python -m other than the test and lint tools). A

@@ -42,7 +42,6 @@ var optionModels = map[string]optionModel{
 	"date":  {long: []string{"--set"}, short: []string{"-s"}},
 	"tar":   {long: []string{"--checkpoint-action", "--to-command", "--use-compress-program", "--rsh-command", "--info-script", "--new-volume-script", "--rmt-command"}, short: []string{"-I", "-F"}},
 	"zip":   {exact: []string{"-TT", "--unzip-command"}},
-	"find":  {exact: []string{"-exec", "-execdir", "-ok", "-okdir"}},
 	"cargo": {long: []string{"--config"}, short: []string{"-Z"}, badSubs: []string{"install"}},
 	"docker": {subs: map[string]optionModel{
 		"build": {long: []string{"--output"}, short: []string{"-o"}},
@@ -105,6 +104,10 @@ func (c *Command) Hazard() string {
 		return interpreterHazard(c.Program, args)
 	case "git":
 		if h := gitConfigHazard(c); h != "" {
+			return h
+		}
+	case "go":
+		if h := goRunRemote(c); h != "" {
 			return h
 		}
 	}
@@ -346,6 +349,24 @@ func interpreterHazard(prog string, args []string) string {
 		}
 	}
 	return prog // no script: the interpreter reads its stdin
+}
+
+// goRunRemote: go run of a module path (go run example.com/x@latest)
+// downloads and runs code that is not the workspace's.
+func goRunRemote(c *Command) string {
+	pos := c.Positionals()
+	if len(pos) < 2 || pos[0] != "run" {
+		return ""
+	}
+	p := pos[1]
+	if strings.HasPrefix(p, ".") || strings.HasPrefix(p, "/") || strings.HasSuffix(p, ".go") {
+		return ""
+	}
+	first, _, _ := strings.Cut(p, "/")
+	if strings.Contains(p, "@") || strings.Contains(first, ".") {
+		return p
+	}
+	return ""
 }
 
 // gitConfigHazard: git config that sets, unsets or edits a value (a key

@@ -64,7 +64,7 @@ func TestHazard(t *testing.T) {
 		"node -e 'x'":                                 "-e",
 		"bash scripts/test.sh":                        "",
 		"bash -s":                                     "-s",
-		"find . -name x -exec rm {} ;":                "-exec",
+		"find . -name x -execdir rm {} ;":             "",
 		"tar -cf x.tar --checkpoint-action=exec=id x": "--checkpoint-action=exec=id",
 		"cargo --config x build":                      "--config",
 		"cargo install ripgrep":                       "install",
