@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 
@@ -153,17 +152,6 @@ func (ev *evaluation) toolClasses() []string {
 	return ev.classes
 }
 
-// candidates are the rules that can match the call, in evaluation order.
-func (ev *evaluation) candidates(untrusted bool) []*compile.Rule {
-	if ev.toolClasses(); ev.shaped {
-		return ev.set.CandidatesFor(ev.phase, ev.call.Tool, ev.classes, untrusted)
-	}
-	if untrusted {
-		return ev.set.UntrustedCandidates(ev.phase, ev.call.Tool)
-	}
-	return ev.set.Candidates(ev.phase, ev.call.Tool)
-}
-
 // derivedArgs are the class-driven views of the arguments.
 type derivedArgs struct {
 	command string
@@ -189,22 +177,7 @@ func (ev *evaluation) derive() *derivedArgs {
 		if !ok {
 			continue
 		}
-		commandArgs, pathArgs := cl.CommandArgs, cl.PathArgs
-		if ev.shaped {
-			if len(commandArgs) > 0 {
-				commandArgs = append(slices.Clip(commandArgs), cl.ShapeArgs...)
-			} else if len(pathArgs) > 0 {
-				pathArgs = slices.Clip(pathArgs)
-				keys := make([]string, 0, len(ev.call.Args))
-				for k := range ev.call.Args {
-					if cl.ShapeKey(k) && !slices.Contains(pathArgs, k) {
-						keys = append(keys, k)
-					}
-				}
-				slices.Sort(keys)
-				pathArgs = append(pathArgs, keys...)
-			}
-		}
+		commandArgs, pathArgs := ev.classArgs(cl)
 		for _, a := range commandArgs {
 			if found {
 				break
