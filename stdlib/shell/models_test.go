@@ -116,3 +116,33 @@ func TestDialectHazards(t *testing.T) {
 		assert.Equal(t, opaque, Parse(cmd).Opaque, cmd)
 	}
 }
+
+// FuzzHazardAndDirs: the option models, the directories and the dialect
+// scan never panic, and name only words of the command (or the program).
+func FuzzHazardAndDirs(f *testing.F) {
+	for _, s := range []string{"make --ev='$(shell id)'", "git -C /x -c a=b status", "env -C ~/.kube cat config",
+		"sed -e 's/a/b/w /x' f", "awk -f x", "python3 -m pytest", "ls *(e:'id':)", "echo ${x@P}", "go run x.com/y@v1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l := Parse(s)
+		for _, c := range l.Commands {
+			h := c.Hazard()
+			if h != "" && h != c.Program {
+				found := false
+				for _, a := range c.Argv {
+					if a == h {
+						found = true
+						break
+					}
+				}
+				if !found {
+					t.Fatalf("%q: hazard %q is not a word of %q", s, h, c.Argv)
+				}
+			}
+			for _, d := range c.Dirs() {
+				_ = d
+			}
+		}
+	})
+}
