@@ -243,14 +243,7 @@ func toolCall(dialect string, c corpusCase) (tool string, args map[string]any, o
 		case "fetch":
 			return "WebFetch", map[string]any{"url": str(call, "url"), "prompt": "Summarise the page."}, true
 		case "search":
-			a := map[string]any{"pattern": str(call, "pattern")}
-			if p != "" {
-				a["path"] = p
-			}
-			if g := str(call, "glob"); g != "" {
-				a["glob"] = g
-			}
-			return "Grep", a, true
+			return "Grep", searchArgs(call, "glob"), true
 		}
 	case "codex":
 		switch c.family.Kind {
@@ -272,14 +265,7 @@ func toolCall(dialect string, c corpusCase) (tool string, args map[string]any, o
 		case "fetch":
 			return "web_fetch", map[string]any{"prompt": "Summarise " + str(call, "url")}, true
 		case "search":
-			a := map[string]any{"pattern": str(call, "pattern")}
-			if p != "" {
-				a["path"] = p
-			}
-			if g := str(call, "glob"); g != "" {
-				a["include"] = g
-			}
-			return "search_file_content", a, true
+			return "search_file_content", searchArgs(call, "include"), true
 		}
 	case "cursor":
 		switch c.family.Kind {
@@ -292,6 +278,19 @@ func toolCall(dialect string, c corpusCase) (tool string, args map[string]any, o
 		}
 	}
 	return "", nil, false
+}
+
+// searchArgs are a search tool's arguments: pattern, path, and the glob
+// under the host's name for it.
+func searchArgs(call map[string]any, globKey string) map[string]any {
+	a := map[string]any{"pattern": str(call, "pattern")}
+	if p := str(call, "path"); p != "" {
+		a["path"] = p
+	}
+	if g := str(call, "glob"); g != "" {
+		a[globKey] = g
+	}
+	return a
 }
 
 // payload is the hook event of a call for a host.
