@@ -54,7 +54,7 @@ var optionModels = map[string]optionModel{
 	"go": {exact: []string{"-toolexec", "-exec", "-vettool", "-overlay", "-modfile"}, subs: map[string]optionModel{
 		"env": {short: []string{"-w", "-u"}},
 	}},
-	"git": {long: []string{"--config-env", "--exec-path"}, short: []string{"-c"}, globalFirst: true,
+	"git": {long: []string{"--config-env", "--exec-path", "--git-dir", "--work-tree"}, short: []string{"-c"}, globalFirst: true,
 		badSubs: []string{"filter-branch", "daemon", "instaweb", "credential", "send-email", "shell", "upload-pack", "receive-pack", "difftool", "mergetool", "p4", "svn", "cvsimport", "archimport", "remote-ext", "credential-store", "credential-cache", "fsmonitor--daemon"},
 		subs: map[string]optionModel{
 			"diff":      {long: []string{"--ext-diff", "--textconv"}},

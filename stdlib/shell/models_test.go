@@ -43,6 +43,7 @@ func TestHazard(t *testing.T) {
 		"git submodule foreach id":                    "foreach",
 		"git rebase -x id main":                       "-x",
 		"git grep -O id foo":                          "-O",
+		"git --git-dir=x status":                      "--git-dir=x",
 		"git status":                                  "",
 		"npm run --script-shell=/tmp/x test":          "--script-shell=/tmp/x",
 		"npm i -g x":                                  "-g",
