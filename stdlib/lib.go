@@ -130,6 +130,7 @@ func (l *Lib) buildRegistry() []*fnDef {
 	out = append(out, l.globReachFns()...)
 	out = append(out, l.secretsFns()...)
 	out = append(out, l.urlFns()...)
+	out = append(out, l.mcpFns()...)
 	return out
 }
 
@@ -156,6 +157,7 @@ func (l *Lib) EnvOptions() []cel.EnvOption {
 		l.Glob(),
 		l.Secrets(),
 		l.URL(),
+		l.MCP(),
 	}
 }
 
