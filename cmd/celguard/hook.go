@@ -220,7 +220,11 @@ func hookEngine(sel selection, store *hooks.Store) (*eval.Engine, []string, erro
 		return nil, nil, err
 	}
 	cache := hooks.LoadASTCache(store.Dir, key)
-	d, set, err := sel.layeredSet(everyLayer, compile.WithASTCache(cache))
+	fsOpt, err := hostFS()
+	if err != nil {
+		return nil, nil, err
+	}
+	d, set, err := sel.layeredSet(everyLayer, compile.WithASTCache(cache), fsOpt)
 	_ = cache.Save() // best effort: the next process compiles without it
 	if err != nil {
 		var ds policy.Diagnostics
