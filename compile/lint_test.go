@@ -701,6 +701,7 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		"sensitive-files.yaml variable shell_globs",
 		"sensitive-files.yaml variable tree_dir_hits",
 		"sensitive-files.yaml variable file_hits",
+		"sensitive-files.yaml variable file_hit_shown",
 		"sensitive-files.yaml variable glob_hits",
 		"sensitive-files.yaml variable shell_hits",
 		// Every write target of every command, made absolute and tested
