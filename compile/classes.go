@@ -3,6 +3,7 @@ package compile
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -19,6 +20,10 @@ type Class struct {
 	CommandArgs []string
 	// PathArgs are the arguments that carry file paths.
 	PathArgs []string
+	// ShapeArgs and ShapeNames put a tool no class with arguments names into
+	// the class by its arguments (ClassesFor).
+	ShapeArgs  []string
+	ShapeNames []string
 }
 
 // classTable resolves tool names to their classes.
@@ -72,7 +77,118 @@ func (t *classTable) add(tc *policy.ToolClasses) {
 				cl.PathArgs = append(cl.PathArgs, a.Value)
 			}
 		}
+		for _, a := range c.ShapeArgs {
+			if !slices.Contains(cl.ShapeArgs, a.Value) {
+				cl.ShapeArgs = append(cl.ShapeArgs, a.Value)
+			}
+		}
+		for _, a := range c.ShapeNames {
+			n := strings.ToLower(a.Value)
+			if !slices.Contains(cl.ShapeNames, n) {
+				cl.ShapeNames = append(cl.ShapeNames, n)
+			}
+		}
 	}
+}
+
+// argKind is what a class reads from a call's arguments.
+func (c *Class) argKind() string {
+	switch {
+	case len(c.CommandArgs) > 0:
+		return "command"
+	case len(c.PathArgs) > 0:
+		return "paths"
+	}
+	return ""
+}
+
+// classesFor returns the classes of a tool called with args: its classes by
+// name and, when none of those reads arguments (an MCP tool, a tool no
+// class names), the classes it fits by shape (Class.ShapeArgs): at most one
+// per kind of argument (command, paths, other), the first in declaration
+// order. shaped reports whether any was added.
+func (t *classTable) classesFor(tool string, args map[string]any) (classes []string, shaped bool) {
+	named := t.classesOf(tool)
+	for _, n := range named {
+		if cl := t.byName[n]; cl != nil && cl.argKind() != "" {
+			return named, false
+		}
+	}
+	lower := ""
+	var kinds []string
+	for _, cl := range t.order {
+		if len(cl.ShapeArgs) == 0 || slices.Contains(named, cl.Name) || slices.Contains(kinds, cl.argKind()) {
+			continue
+		}
+		paths := cl.argKind() == "paths"
+		if !slices.ContainsFunc(cl.ShapeArgs, func(a string) bool { return shapedArg(args[a], paths && !strings.Contains(a, "path")) }) &&
+			!(paths && slices.ContainsFunc(sortedKeys(args), func(k string) bool { return pathKey(k) && shapedArg(args[k], false) })) {
+			continue
+		}
+		if len(cl.ShapeNames) > 0 {
+			if lower == "" {
+				lower = strings.ToLower(tool)
+			}
+			if !slices.ContainsFunc(cl.ShapeNames, func(n string) bool { return strings.Contains(lower, n) }) {
+				continue
+			}
+		}
+		if !shaped {
+			classes = append(make([]string, 0, len(named)+2), named...)
+			shaped = true
+		}
+		classes = append(classes, cl.Name)
+		kinds = append(kinds, cl.argKind())
+	}
+	if !shaped {
+		return named, false
+	}
+	return classes, true
+}
+
+// ShapeKey reports whether a call's argument k is one the class reads when
+// a tool joins it by shape: one of its ShapeArgs, or, for a class of paths,
+// a name that says it holds a path (output_path, config_file).
+func (c *Class) ShapeKey(k string) bool {
+	return slices.Contains(c.ShapeArgs, k) || c.argKind() == "paths" && pathKey(k)
+}
+
+// pathKey reports whether an argument's name says it holds a path
+// (output_path, config_file, target_dir, source_filename), for the path
+// classes' shapes beyond the names they list.
+func pathKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, suffix := range []string{"path", "_file", "file_name", "filename", "_dir", "_directory", "_paths", "_files"} {
+		if strings.HasSuffix(k, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortedKeys returns the keys of m in order, so the shape of a call does
+// not depend on map order.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// shapedArg reports whether v is a non-empty string or a list holding one;
+// with pathLike, one that looks like a path (it holds a /, a \, a . or a
+// ~): an argument named target or source may hold "production".
+func shapedArg(v any, pathLike bool) bool {
+	ok := func(s string) bool { return s != "" && (!pathLike || strings.ContainsAny(s, "/\\.~")) }
+	switch x := v.(type) {
+	case string:
+		return ok(x)
+	case []any:
+		return slices.ContainsFunc(x, func(e any) bool { s, isStr := e.(string); return isStr && ok(s) })
+	}
+	return false
 }
 
 // classesOf returns the classes of a tool, exact names first, then globs, in

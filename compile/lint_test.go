@@ -661,6 +661,7 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		// lowerAscii of every argument of every command.
 		"risky-commands.yaml rule risky-skip-hooks condition",
 		// A loop over each command's unsafe_args inside the loop over its args.
+		"safe-defaults.yaml variable line_writes",
 		"safe-defaults.yaml variable unsafe_commands",
 		// A regex replacement over a result of unknown size (documented in
 		// the policy: it fails closed on a huge result).
@@ -695,14 +696,15 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		// has no result-size estimate, so the lists below it are unbounded.
 		"sensitive-files.yaml variable file_targets",
 		"sensitive-files.yaml variable shell_words",
+		"sensitive-files.yaml variable shell_bases",
 		"sensitive-files.yaml variable shell_targets",
 		"sensitive-files.yaml variable shell_globs",
+		"sensitive-files.yaml variable tree_dir_hits",
 		"sensitive-files.yaml variable file_hits",
+		"sensitive-files.yaml variable file_hit_shown",
 		"sensitive-files.yaml variable glob_hits",
 		"sensitive-files.yaml variable shell_hits",
 		// The hits as written, for the messages: each target again, unfolded.
-		"sensitive-files.yaml variable file_hits_shown",
-		"sensitive-files.yaml variable shell_hits_shown",
 		// Every write target of every command, made absolute and tested
 		// against the workspace and extra_write_dirs.
 		"workspace-boundary.yaml variable outside_file_writes",

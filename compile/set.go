@@ -73,6 +73,34 @@ func (s *PolicySet) Digest() string { return s.digest }
 // order (exact names before globs). The slice must not be modified.
 func (s *PolicySet) ClassesOf(tool string) []string { return s.classes.classesOf(tool) }
 
+// ClassesFor returns the tool classes of a call: ClassesOf the tool and,
+// when none of those reads arguments, the classes its arguments fit by
+// shape (a tool no class names with a command argument is a shell tool).
+// shaped reports whether any class came from the shape; then
+// CandidatesFor, not Candidates, gives the rules that can match. The slice
+// must not be modified.
+func (s *PolicySet) ClassesFor(tool string, args map[string]any) (classes []string, shaped bool) {
+	return s.classes.classesFor(tool, args)
+}
+
+// CandidatesFor is Candidates for a call whose classes are given
+// (ClassesFor): every rule of the phase whose matcher admits the tool or
+// one of the classes, in evaluation order. untrusted selects the rules of
+// the untrusted project.
+func (s *PolicySet) CandidatesFor(phase policy.Phase, tool string, classes []string, untrusted bool) []*Rule {
+	ix := &s.phases[phase]
+	if untrusted {
+		ix = &s.untrusted[phase]
+	}
+	out := make([]*Rule, 0, len(ix.all))
+	for _, r := range ix.all {
+		if r.matches(tool, classes) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Class returns a tool class by name.
 func (s *PolicySet) Class(name string) (*Class, bool) {
 	c, ok := s.classes.byName[name]
@@ -326,6 +354,8 @@ type phaseIndex struct {
 	open []*Rule
 	// all is every rule of the phase that has no matcher.
 	matchAll []*Rule
+	// all is every rule of the phase, in order (CandidatesFor).
+	all []*Rule
 	// dynamic says whether any rule in open has a glob or classes to test at
 	// run time.
 	dynamic bool
@@ -364,7 +394,7 @@ func globPrefix(g string) string {
 }
 
 func newPhaseIndex(rules []*Rule, classes *classTable) phaseIndex {
-	ix := phaseIndex{exact: map[string][]*Rule{}, classes: classes, byPrefix: map[string][]*Rule{}, memo: &candidateMemo{}}
+	ix := phaseIndex{exact: map[string][]*Rule{}, classes: classes, all: rules, byPrefix: map[string][]*Rule{}, memo: &candidateMemo{}}
 	// byName collects, in evaluation order, the rules that name a tool
 	// exactly, by tool name or through a class listing it by name.
 	byName := map[string][]*Rule{}

@@ -47,6 +47,10 @@ type evaluation struct {
 	// classes holds the tool's classes once computed (classesDone).
 	classes     []string
 	classesDone bool
+	// shaped says some of classes came from the shape of the arguments
+	// (compile.PolicySet.ClassesFor): derive reads the classes' shape
+	// arguments too, and the rules are CandidatesFor the classes.
+	shaped bool
 	// derived holds command and paths once computed (they depend on args).
 	derived *derivedArgs
 	// size is inputSize()+1 once computed, 0 before.
@@ -142,11 +146,13 @@ func (ev *evaluation) resetCall() {
 	}
 }
 
-// toolClasses returns the tool's classes, computed once per call (a
-// rewrite changes the arguments, never the tool).
+// toolClasses returns the call's classes, computed once per call from the
+// tool's name and, for a tool no class with arguments names, the shape of
+// its arguments as the call came (a rewrite does not change them).
 func (ev *evaluation) toolClasses() []string {
 	if !ev.classesDone {
-		ev.classes, ev.classesDone = ev.set.ClassesOf(ev.call.Tool), true
+		ev.classes, ev.shaped = ev.set.ClassesFor(ev.call.Tool, ev.call.Args)
+		ev.classesDone = true
 	}
 	return ev.classes
 }
@@ -176,7 +182,8 @@ func (ev *evaluation) derive() *derivedArgs {
 		if !ok {
 			continue
 		}
-		for _, a := range cl.CommandArgs {
+		commandArgs, pathArgs := ev.classArgs(cl)
+		for _, a := range commandArgs {
 			if found {
 				break
 			}
@@ -189,7 +196,7 @@ func (ev *evaluation) derive() *derivedArgs {
 				}
 			}
 		}
-		for _, a := range cl.PathArgs {
+		for _, a := range pathArgs {
 			switch v := ev.call.Args[a].(type) {
 			case string:
 				add(v)

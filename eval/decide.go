@@ -151,10 +151,7 @@ func (ev *evaluation) runTrack(untrusted bool) trackDecision {
 passes:
 	for {
 		ev.obs.startPass(untrusted)
-		cands := ev.set.Candidates(ev.phase, ev.call.Tool)
-		if untrusted {
-			cands = ev.set.UntrustedCandidates(ev.phase, ev.call.Tool)
-		}
+		cands := ev.candidates(untrusted)
 		for _, r := range cands {
 			if err := ev.ctx.Err(); err != nil {
 				return ev.canceled(err)

@@ -144,7 +144,7 @@ func sizeOf(v any, m uint64) uint64 {
 // argument.
 func (ev *evaluation) hasDerivedArgs(classes []string) bool {
 	for _, name := range classes {
-		if cl, ok := ev.set.Class(name); ok && (len(cl.CommandArgs) > 0 || len(cl.PathArgs) > 0) {
+		if cl, ok := ev.set.Class(name); ok && (len(cl.CommandArgs) > 0 || len(cl.PathArgs) > 0 || ev.shaped && len(cl.ShapeArgs) > 0) {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package hooks
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/jsonkind"
@@ -97,7 +98,14 @@ func (h *cursor) Decode(data []byte) (Event, error) {
 		if err != nil {
 			return Event{}, err
 		}
-		ev.Call = eval.Call{Tool: f[4], Args: a, Cwd: cwd}
+		tool := f[4]
+		if (ev.Name == "beforeMCPExecution" || ev.Name == "afterMCPExecution") && !strings.HasPrefix(tool, "MCP:") &&
+			!strings.HasPrefix(tool, "mcp_") {
+			// Cursor names an MCP tool alone; its preToolUse names the
+			// same tool "MCP:<tool>", which the mcp class matches.
+			tool = "MCP:" + tool
+		}
+		ev.Call = eval.Call{Tool: tool, Args: a, Cwd: cwd}
 		if ev.Name == "beforeMCPExecution" || ev.Name == "preToolUse" {
 			ev.Kind = KindBefore
 			break

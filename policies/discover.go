@@ -27,12 +27,12 @@ const BundleRecommended = "recommended"
 //
 // recommended: what protects an agent out of the box. Priority bands keep
 // the policies composable: 1000 halts, 900 dangerous commands and secret
-// redaction, 890 and 880 self-protection, 800 loop blocks, 700 sensitive files, 600 risky commands, 500
+// redaction, 890 and 880 self-protection, 800 loop blocks, 700 sensitive files and exfiltration, 600 risky commands, 500
 // workspace boundary, 400 rate limits, 100 and 10 safe defaults. The
 // mcp-arguments policy is an example to copy, not a default.
 var bundles = map[string][]string{
 	BundleRecommended: {"loop-detection", "dangerous-commands", "self-protection", "risky-commands",
-		"sensitive-files", "workspace-boundary", "safe-defaults", "rate-limit", "secret-redaction"},
+		"sensitive-files", "exfiltration", "workspace-boundary", "safe-defaults", "rate-limit", "secret-redaction"},
 	"minimal": {"loop-detection", "dangerous-commands", "self-protection", "secret-redaction"},
 	"none":    {},
 }

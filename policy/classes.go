@@ -32,6 +32,14 @@ type ToolClass struct {
 	// PathArgs are the arguments that carry file paths; every present string
 	// is in the call's `paths`.
 	PathArgs []String
+	// ShapeArgs and ShapeNames (the class's `shape`) put tools that no class
+	// carrying arguments names into this class by the shape of their
+	// arguments: a tool with a string (or list of strings) argument named
+	// in ShapeArgs, and, when ShapeNames is not empty, whose lower-cased
+	// name contains one of them. Such a tool's command or paths are read
+	// from ShapeArgs.
+	ShapeArgs  []String
+	ShapeNames []String
 }
 
 func (d *decoder) toolClasses(n *yaml.Node) *ToolClasses {
@@ -79,6 +87,12 @@ func (d *decoder) toolClass(n *yaml.Node) ToolClass {
 		"tools":        func(_, v *yaml.Node) { c.Tools = names(v, "tools", true) },
 		"command_args": func(_, v *yaml.Node) { c.CommandArgs = names(v, "command_args", false) },
 		"path_args":    func(_, v *yaml.Node) { c.PathArgs = names(v, "path_args", false) },
+		"shape": func(_, v *yaml.Node) {
+			d.fields(v, "a class's shape", map[string]func(k, v *yaml.Node){
+				"args":  func(_, v *yaml.Node) { c.ShapeArgs = names(v, "shape args", false) },
+				"names": func(_, v *yaml.Node) { c.ShapeNames = names(v, "shape names", false) },
+			})
+		},
 	}) {
 		d.require(n, "a class", "name", "tools")
 	}

@@ -14,7 +14,7 @@ import (
 // LatestVersion is the newest stdlib version. A Lib built with WithVersion(n)
 // declares only the functions introduced in version n or earlier, so stored
 // policies keep compiling with the same function set after an upgrade.
-const LatestVersion uint32 = 2
+const LatestVersion uint32 = 3
 
 // Config is the configuration a Lib is built from. It is filled in by New from
 // its Options; the zero value is never used directly.
@@ -124,11 +124,13 @@ func (l *Lib) buildRegistry() []*fnDef {
 	out = append(out, l.hashFns()...)
 	out = append(out, l.shellFns()...)
 	out = append(out, l.shellWritesFns()...)
+	out = append(out, l.shellModelFns()...)
 	out = append(out, l.pathFns()...)
 	out = append(out, l.globFns()...)
 	out = append(out, l.globReachFns()...)
 	out = append(out, l.secretsFns()...)
 	out = append(out, l.urlFns()...)
+	out = append(out, l.mcpFns()...)
 	return out
 }
 
@@ -155,6 +157,7 @@ func (l *Lib) EnvOptions() []cel.EnvOption {
 		l.Glob(),
 		l.Secrets(),
 		l.URL(),
+		l.MCP(),
 	}
 }
 

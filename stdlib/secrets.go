@@ -64,6 +64,9 @@ var secretPatterns = []secretPattern{
 		re: lazyRegexp(`^(?i:authorization)["']?\s*[:=]\s*["']?(?i:bearer|token|basic)\s+([A-Za-z0-9._~+/=-]{8,})`)},
 	{kind: "authorization", anchors: []string{"bearer"}, group: 1, max: 8192, bound: true,
 		re: lazyRegexp(`^(?i:bearer)\s+([A-Za-z0-9._~+/-]{20,}=*)`)},
+	// A private key's header URL-encoded, as it leaves in a query string.
+	{kind: "private_key", anchors: []string{"-----begin%20"},
+		re: lazyRegexp(`^-----BEGIN(?:%20[A-Z0-9]+)*%20PRIVATE%20KEY-----`)},
 	{kind: "jwt", anchors: []string{"eyj"}, max: 8192, bound: true,
 		re: lazyRegexp(`^eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`)},
 }

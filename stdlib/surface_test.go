@@ -32,6 +32,9 @@ var pinnedSurface = map[string][]string{
 	"hash.short":  {"hash_short_dyn(dyn) -> string"},
 	"hash.value":  {"hash_value_dyn(dyn) -> string"},
 
+	"mcp.server": {"mcp_server_string(string) -> string"},
+	"mcp.tool":   {"mcp_tool_string(string) -> string"},
+
 	"path.abs":      {"path_abs_string_string(string, string) -> string"},
 	"path.base":     {"path_base_string(string) -> string"},
 	"path.clean":    {"path_clean_string(string) -> string"},
@@ -55,6 +58,8 @@ var pinnedSurface = map[string][]string{
 	"shell.hasSubcommand": {"shell_hasSubcommand_command_list(celguard.shell.Command, list(string)) -> bool", "shell_hasSubcommand_command_string(celguard.shell.Command, string) -> bool", "shell_hasSubcommand_map_list(map(string, dyn), list(string)) -> bool", "shell_hasSubcommand_map_string(map(string, dyn), string) -> bool"},
 	"shell.parse":         {"shell_parse_string(string) -> celguard.shell.Parse"},
 	"shell.programs":      {"shell_programs_string(string) -> list(string)"},
+	"shell.dirs":          {"shell_dirs_command(celguard.shell.Command) -> list(string)"},
+	"shell.hazard":        {"shell_hazard_command(celguard.shell.Command) -> string"},
 	"shell.writes":        {"shell_writes_command(celguard.shell.Command) -> list(string)", "shell_writes_map(map(string, dyn)) -> list(string)"},
 
 	"url.host":        {"url_host_string(string) -> string"},
@@ -63,7 +68,7 @@ var pinnedSurface = map[string][]string{
 }
 
 // since is the stdlib version each function arrived in, when not 1.
-var since = map[string]uint32{"glob.couldMatch": 2, "glob.couldMatchShell": 2, "shell.writes": 2}
+var since = map[string]uint32{"glob.couldMatch": 2, "glob.couldMatchShell": 2, "shell.writes": 2, "shell.hazard": 3, "shell.dirs": 3, "mcp.server": 3, "mcp.tool": 3}
 
 func sinceVersion(name string) uint32 {
 	if v, ok := since[name]; ok {
@@ -124,7 +129,7 @@ func TestLibraryNames(t *testing.T) {
 		}
 	}
 	slices.Sort(ours)
-	assert.Equal(t, []string{"celguard.lib.canonical", "celguard.lib.glob", "celguard.lib.hash", "celguard.lib.path",
+	assert.Equal(t, []string{"celguard.lib.canonical", "celguard.lib.glob", "celguard.lib.hash", "celguard.lib.mcp", "celguard.lib.path",
 		"celguard.lib.secrets", "celguard.lib.shell", "celguard.lib.url"}, ours)
 }
 

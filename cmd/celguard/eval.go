@@ -255,7 +255,12 @@ func runEval(ctx context.Context, p evalParams) int {
 // evalEngine loads and compiles the policies; on failure it reports why and
 // returns the exit code.
 func evalEngine(p evalParams) (*eval.Engine, int) {
-	d, set, err := p.policies.layeredSet(everyLayer)
+	fsOpt, err := hostFS()
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
+		return nil, exitUsage
+	}
+	d, set, err := p.policies.layeredSet(everyLayer, fsOpt)
 	var ds policy.Diagnostics
 	if errors.As(err, &ds) {
 		var srcs []policy.Source

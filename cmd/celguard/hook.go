@@ -252,7 +252,11 @@ func hookEngine(sel selection, dopts decisionOptions, store *hooks.Store) (*eval
 		return nil, nil, err
 	}
 	cache := hooks.LoadASTCache(store.Dir, key)
-	d, set, err := sel.layeredSet(everyLayer, compile.WithASTCache(cache))
+	fsOpt, err := hostFS()
+	if err != nil {
+		return nil, nil, err
+	}
+	d, set, err := sel.layeredSet(everyLayer, compile.WithASTCache(cache), fsOpt)
 	_ = cache.Save() // best effort: the next process compiles without it
 	if err != nil {
 		var ds policy.Diagnostics

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/celguard/celguard/celenv"
+	"github.com/celguard/celguard/stdlib"
 	"io/fs"
 
 	"github.com/spf13/pflag"
@@ -144,6 +146,18 @@ func (s selection) layeredSet(whenEmpty unchosen, opts ...compile.Option) (*poli
 	}
 	set, err := compile.Compile(d.Sources, opts...)
 	return d, set, err
+}
+
+// hostFS is the compile option of the commands that decide calls on this
+// machine (eval, hook): path.abs resolves symbolic links on the host's file
+// system (at most 40 per path), so a link inside the workspace that points
+// at ~/.ssh or .celguard/ is judged by where it points (issue 15, point 4).
+func hostFS() (compile.Option, error) {
+	env, err := celenv.New(celenv.WithStdlib(stdlib.WithSymlinks(true)))
+	if err != nil {
+		return nil, err
+	}
+	return compile.WithEnv(env), nil
 }
 
 // describe rewrites file errors as "path: problem".

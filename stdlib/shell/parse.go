@@ -154,6 +154,7 @@ func newShellParser() *syntax.Parser {
 func parseShellWith(p *syntax.Parser, cmd string, fast bool) *Line {
 	b := SizeBounds(utf8.RuneCountInString(cmd[:min(len(cmd), MaxInput)]))
 	res := walkShell(p, cmd, fast, b.Commands)
+	res.addDialectHazards(cmd)
 	res.enforceBounds(b)
 	return res
 }

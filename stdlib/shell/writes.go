@@ -28,6 +28,10 @@ func (c *Command) Writes() (targets []string, known bool) {
 		return out, true
 	case readOnlyPrograms[p]:
 		return out, true
+	case (p == "awk" || p == "gawk" || p == "mawk" || p == "nawk") && awkHazard(c.Args()) == "":
+		// A program without system(), pipes, getline or > writes
+		// nothing itself (shell.hazard).
+		return out, true
 	case p == "go":
 		t, ok := c.goWrites()
 		return append(out, t...), ok

@@ -1,0 +1,477 @@
+package shell
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Per-program option models (issue 15, point 2): a program that is safe to
+// run with some options runs code, or works on other places than its words
+// show, with others (make --eval, rg --pre, git -c, go vet -vettool, sort
+// --compress-program). Hazard names the first such option of a command;
+// Dirs names the directories a command works in besides the current one.
+// Options are read as the programs read them: --opt=value and --opt value,
+// clustered short options (-uo), and GNU long-option abbreviations (--ev
+// for --eval: any prefix of at least three characters after the dashes
+// counts, an ambiguous one, which the program refuses, included).
+
+// optionModel lists the options of a program (or of one of its
+// subcommands) that run code or act elsewhere.
+type optionModel struct {
+	// long are GNU long options ("--pre"); their abbreviations count.
+	long []string
+	// short are single-letter options ("-c"), found in clusters too.
+	short []string
+	// exact are single-dash words ("-exec", "-toolexec") matched whole,
+	// with "=value", or with two dashes.
+	exact []string
+	// subs are the models of subcommands, keyed by the first positional.
+	subs map[string]optionModel
+	// badSubs are subcommands that themselves run code or act elsewhere.
+	badSubs []string
+	// globalFirst says the program's own options (long, short, exact)
+	// come before its subcommand, whose options may reuse their letters
+	// (git -c x status; git switch -c is switch's own -c).
+	globalFirst bool
+}
+
+var optionModels = map[string]optionModel{
+	"rg":    {long: []string{"--pre", "--hostname-bin"}},
+	"sort":  {long: []string{"--compress-program"}},
+	"tree":  {short: []string{"-o"}},
+	"date":  {long: []string{"--set"}, short: []string{"-s"}},
+	"tar":   {long: []string{"--checkpoint-action", "--to-command", "--use-compress-program", "--rsh-command", "--info-script", "--new-volume-script", "--rmt-command"}, short: []string{"-I", "-F"}},
+	"zip":   {exact: []string{"-TT", "--unzip-command"}},
+	"cargo": {long: []string{"--config"}, short: []string{"-Z"}, badSubs: []string{"install"}},
+	"docker": {subs: map[string]optionModel{
+		"build": {long: []string{"--output"}, short: []string{"-o"}},
+	}},
+	"npm": {long: []string{"--script-shell", "--global"}, short: []string{"-g"},
+		badSubs: []string{"exec", "x", "config", "set", "link", "ln", "explore", "edit", "publish"}},
+	"pnpm": {long: []string{"--global"}, short: []string{"-g"}, badSubs: []string{"dlx", "exec", "config"}},
+	"yarn": {long: []string{"--global"}, badSubs: []string{"dlx", "global", "config", "exec"}},
+	"pip":  {long: []string{"--index-url", "--extra-index-url", "--user", "--target", "--prefix", "--root", "--trusted-host", "--find-links"}, short: []string{"-i", "-t", "-f"}},
+	"go": {exact: []string{"-toolexec", "-exec", "-vettool", "-overlay", "-modfile"}, subs: map[string]optionModel{
+		"env": {short: []string{"-w", "-u"}},
+	}},
+	"git": {long: []string{"--config-env", "--exec-path", "--git-dir", "--work-tree"}, short: []string{"-c"}, globalFirst: true,
+		badSubs: []string{"filter-branch", "daemon", "instaweb", "credential", "send-email", "shell", "upload-pack", "receive-pack", "difftool", "mergetool", "p4", "svn", "cvsimport", "archimport", "remote-ext", "credential-store", "credential-cache", "fsmonitor--daemon"},
+		subs: map[string]optionModel{
+			"diff":      {long: []string{"--ext-diff", "--textconv"}},
+			"log":       {long: []string{"--ext-diff", "--textconv"}},
+			"show":      {long: []string{"--ext-diff", "--textconv"}},
+			"grep":      {long: []string{"--open-files-in-pager"}, short: []string{"-O"}},
+			"fetch":     {long: []string{"--upload-pack"}},
+			"pull":      {long: []string{"--upload-pack"}},
+			"clone":     {long: []string{"--upload-pack", "--config", "--template"}, short: []string{"-u", "-c"}},
+			"ls-remote": {long: []string{"--upload-pack"}},
+			"push":      {long: []string{"--receive-pack", "--exec"}},
+			"archive":   {long: []string{"--exec", "--remote"}},
+			"rebase":    {long: []string{"--exec"}, short: []string{"-x"}},
+			"submodule": {badSubs: []string{"foreach"}},
+			"bisect":    {badSubs: []string{"run"}},
+			"worktree":  {},
+			"config":    {},
+		}},
+}
+
+func init() {
+	// pip3, gawk and the like read their options as their namesakes.
+	optionModels["pip3"] = optionModels["pip"]
+}
+
+// Hazard returns the first word of the command that makes it run code or
+// act on places its words do not show, beyond what its program is trusted
+// to do, or "" when there is none: an option outside the program's model
+// (rg --pre, make --ev=..., go vet -vettool=..., git -c, npm
+// --script-shell), a Makefile read from stdin or a variable assignment
+// that runs a command (make 'X:=$(shell id)'), an awk program that runs
+// commands, a sed script that does, an interpreter given inline code or
+// its stdin (python -c, node -e, bash -s), or a subcommand that runs
+// arbitrary programs (git submodule foreach, npm exec). A program with no
+// model has no hazard of its own: whether it is safe at all is the
+// policy's list.
+func (c *Command) Hazard() string {
+	args := c.Args()
+	switch c.Program {
+	case "make", "gmake":
+		return makeHazard(args)
+	case "awk", "gawk", "mawk", "nawk":
+		return awkHazard(args)
+	case "sed", "gsed":
+		return sedHazard(args)
+	case "python", "python3", "node", "nodejs", "ruby", "perl", "php", "bash", "sh", "zsh", "dash", "ksh", "deno", "bun":
+		return interpreterHazard(c.Program, args)
+	case "git":
+		if h := gitConfigHazard(c); h != "" {
+			return h
+		}
+	case "go":
+		if h := goRunRemote(c); h != "" {
+			return h
+		}
+	}
+	m, ok := optionModels[c.Program]
+	if !ok {
+		return ""
+	}
+	return m.hazard(args, c.Positionals())
+}
+
+func (m optionModel) hazard(args, positionals []string) string {
+	own := args
+	if len(positionals) > 0 && m.globalFirst {
+		for i, a := range args {
+			if a == positionals[0] {
+				own = args[:i]
+				break
+			}
+		}
+	}
+	if h := findOption(own, m); h != "" {
+		return h
+	}
+	if len(positionals) == 0 {
+		return ""
+	}
+	sub := positionals[0]
+	for _, b := range m.badSubs {
+		if sub == b {
+			return sub
+		}
+	}
+	if s, ok := m.subs[sub]; ok {
+		return s.hazard(args, positionals[1:])
+	}
+	return ""
+}
+
+// findOption returns the first word of args (before "--") that is one of
+// the model's options.
+func findOption(args []string, m optionModel) string {
+	for _, a := range args {
+		if a == "--" {
+			return ""
+		}
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		name := a
+		if i := strings.IndexByte(a, '='); i > 0 {
+			name = a[:i]
+		}
+		for _, e := range m.exact {
+			if name == e || name == "-"+e {
+				return a
+			}
+		}
+		if strings.HasPrefix(name, "--") {
+			for _, l := range m.long {
+				if name == l || len(name) >= 5 && strings.HasPrefix(l, name) {
+					return a
+				}
+			}
+			continue
+		}
+		// A cluster of short options: -uo, -Cdir (a letter after one that
+		// takes a value is part of the value, which can only make this
+		// see more).
+		for _, s := range m.short {
+			if strings.Contains(name[1:], s[1:]) {
+				return a
+			}
+		}
+	}
+	return ""
+}
+
+var (
+	// makeVarHazard is a make assignment that runs a command or changes
+	// the shell recipes run with.
+	makeVarName  = regexp.MustCompile(`^(SHELL|MAKESHELL|\.SHELLFLAGS|MAKEFLAGS|MFLAGS|GNUMAKEFLAGS|MAKEFILES|\.DEFAULT_GOAL|MAKE)\s*[:+?!]*=`)
+	makeVarValue = regexp.MustCompile("[$`;|&<>()\\s]")
+)
+
+func makeHazard(args []string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if strings.HasPrefix(a, "--") {
+			name, value, hasValue := strings.Cut(a, "=")
+			if len(name) >= 3 && strings.HasPrefix("--eval", name) {
+				return a
+			}
+			for _, l := range []string{"--file", "--makefile"} {
+				if len(name) >= 4 && strings.HasPrefix(l, name) {
+					if !hasValue && i+1 < len(args) {
+						value = args[i+1]
+					}
+					if value == "-" || strings.HasPrefix(value, "/dev/") {
+						return a
+					}
+				}
+			}
+			continue
+		}
+		if len(a) > 1 && a[0] == '-' {
+			if strings.Contains(a[1:], "E") {
+				return a
+			}
+			if j := strings.IndexByte(a, 'f'); j > 0 {
+				v := a[j+1:]
+				if v == "" && i+1 < len(args) {
+					v = args[i+1]
+				}
+				if v == "-" || strings.HasPrefix(v, "/dev/") {
+					return a
+				}
+			}
+			continue
+		}
+		if strings.Contains(a, "=") && (makeVarName.MatchString(a) || makeVarValue.MatchString(a[strings.IndexByte(a, '=')+1:])) {
+			return a
+		}
+	}
+	return ""
+}
+
+// awkRuns matches what lets an awk program run a command or write a file:
+// system(), a pipe, getline from a command, output redirection.
+var awkRuns = regexp.MustCompile(`system|\||getline|>|close|fflush|ENVIRON|@load|@include`)
+
+func awkHazard(args []string) string {
+	prog := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if i+1 < len(args) && prog == "" {
+				prog = args[i+1]
+			}
+			i = len(args)
+		case a == "-f" || strings.HasPrefix(a, "-f") || strings.HasPrefix(a, "--file") || strings.HasPrefix(a, "--exec") ||
+			strings.HasPrefix(a, "-E") || strings.HasPrefix(a, "--load") || a == "-l" || strings.HasPrefix(a, "--include") || a == "-i":
+			return a
+		case a == "-v" || a == "-F":
+			i++
+		case len(a) > 1 && a[0] == '-':
+		case prog == "":
+			prog = a
+		}
+	}
+	if awkRuns.MatchString(prog) {
+		return prog
+	}
+	return ""
+}
+
+// sedSafe matches the sed scripts that only edit text: substitutions with
+// the usual delimiters and flags (no e, w or r), line deletions and prints.
+var sedSafe = regexp.MustCompile(`^\s*(((\d+|\$)(,(\d+|\$))?|/[^/]*/)?\s*(s/([^/\\]|\\.)*/([^/\\]|\\.)*/[gpiIm0-9]*|s\|([^|\\]|\\.)*\|([^|\\]|\\.)*\|[gpiIm0-9]*|s#([^#\\]|\\.)*#([^#\\]|\\.)*#[gpiIm0-9]*|[dpq=]|y/[^/]*/[^/]*/)\s*;?\s*)+$`)
+
+func sedHazard(args []string) string {
+	var scripts []string
+	script := true // the first operand is the script unless -e or -f gave one
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			i = len(args)
+		case a == "-e" || a == "--expression":
+			script = false
+			if i+1 < len(args) {
+				scripts = append(scripts, args[i+1])
+				i++
+			}
+		case strings.HasPrefix(a, "--expression="):
+			script = false
+			scripts = append(scripts, a[len("--expression="):])
+		case strings.HasPrefix(a, "-f") || strings.HasPrefix(a, "--file") || strings.HasPrefix(a, "--fi"):
+			return a
+		case len(a) > 1 && a[0] == '-':
+		case script:
+			scripts = append(scripts, a)
+			script = false
+		}
+	}
+	for _, s := range scripts {
+		if !sedSafe.MatchString(s) {
+			return s
+		}
+	}
+	return ""
+}
+
+// interpreterHazard: an interpreter is run on a script file; inline code,
+// its stdin or a module other than the usual test and lint tools is a
+// hazard.
+func interpreterHazard(prog string, args []string) string {
+	modules := map[string]bool{"pytest": true, "unittest": true, "mypy": true, "black": true, "ruff": true,
+		"pip": true, "venv": true, "build": true, "flake8": true, "pylint": true, "isort": true, "coverage": true, "tox": true}
+	for i, a := range args {
+		if a == "--" {
+			if i+1 < len(args) {
+				return ""
+			}
+			return a
+		}
+		if a == "-" {
+			return a
+		}
+		if len(a) < 2 || a[0] != '-' {
+			return "" // the script file
+		}
+		switch prog {
+		case "python", "python3":
+			if a == "-m" {
+				if i+1 < len(args) && modules[args[i+1]] {
+					return ""
+				}
+				return a
+			}
+			if strings.ContainsAny(a[1:], "c") && !strings.HasPrefix(a, "--") {
+				return a
+			}
+			if a == "--version" || a == "-V" {
+				return ""
+			}
+		case "node", "nodejs", "deno", "bun":
+			if a == "--version" || a == "-v" {
+				return ""
+			}
+			return a // -e, -p, --eval, --require, --import, --loader...
+		default:
+			if a == "--version" || a == "-v" || a == "-V" {
+				return ""
+			}
+			return a // -c, -e, -s, -i, -r, -n, -E ...
+		}
+	}
+	return prog // no script: the interpreter reads its stdin
+}
+
+// goRunRemote: go run of a module path (go run example.com/x@latest)
+// downloads and runs code that is not the workspace's.
+func goRunRemote(c *Command) string {
+	pos := c.Positionals()
+	if len(pos) < 2 || pos[0] != "run" {
+		return ""
+	}
+	p := pos[1]
+	if strings.HasPrefix(p, ".") || strings.HasPrefix(p, "/") || strings.HasSuffix(p, ".go") {
+		return ""
+	}
+	first, _, _ := strings.Cut(p, "/")
+	if strings.Contains(p, "@") || strings.Contains(first, ".") {
+		return p
+	}
+	return ""
+}
+
+// gitConfigHazard: git config that sets, unsets or edits a value (a key
+// such as core.fsmonitor or alias.x runs code at the next git command).
+func gitConfigHazard(c *Command) string {
+	pos := c.Positionals()
+	if len(pos) == 0 || pos[0] != "config" {
+		return ""
+	}
+	for _, a := range c.Args() {
+		switch {
+		case a == "--get" || a == "--get-all" || a == "--get-regexp" || a == "-l" || a == "--list" ||
+			a == "--show-origin" || a == "--show-scope" || a == "--name-only" || a == "get" || a == "list":
+			return ""
+		}
+	}
+	if len(pos) <= 2 {
+		return "" // git config KEY reads it
+	}
+	return "config"
+}
+
+// dirOptions lists, per program, the options whose value is a directory
+// the program works in (or a file whose directory it is).
+var dirOptions = map[string]struct {
+	long  []string
+	short []string
+}{
+	"git":    {long: []string{"--git-dir", "--work-tree"}, short: []string{"-C"}},
+	"make":   {long: []string{"--directory"}, short: []string{"-C"}},
+	"gmake":  {long: []string{"--directory"}, short: []string{"-C"}},
+	"go":     {short: []string{"-C"}},
+	"npm":    {long: []string{"--prefix"}},
+	"pnpm":   {long: []string{"--dir"}, short: []string{"-C"}},
+	"yarn":   {long: []string{"--cwd"}},
+	"cargo":  {long: []string{"--manifest-path"}, short: []string{"-C"}},
+	"uv":     {long: []string{"--directory", "--project"}},
+	"poetry": {long: []string{"--directory"}, short: []string{"-C"}},
+	"tar":    {long: []string{"--directory"}, short: []string{"-C"}},
+	"env":    {long: []string{"--chdir"}, short: []string{"-C"}},
+}
+
+// Dirs returns the directories the command works in besides the current
+// one, as written: a cd or pushd operand, and the values of git -C,
+// --git-dir and --work-tree, make -C, go -C, env -C (as a wrapper too),
+// npm --prefix, yarn --cwd, cargo -C and --manifest-path, tar -C, ...
+// (GNU abbreviations of the long ones included).
+func (c *Command) Dirs() []string {
+	out := []string{}
+	if (c.Program == "cd" || c.Program == "pushd") && len(c.Argv) > 1 {
+		if ops := c.Operands(); len(ops) > 0 {
+			out = append(out, ops[0])
+		} else {
+			out = append(out, "~")
+		}
+	} else if c.Program == "cd" {
+		out = append(out, "~")
+	}
+	if spec, ok := dirOptions[c.Program]; ok {
+		out = append(out, optionValues(c.Args(), spec.long, spec.short)...)
+	}
+	for _, w := range c.Wrappers {
+		if spec, ok := dirOptions[w.Program]; ok && len(w.Argv) > 1 {
+			out = append(out, optionValues(w.Argv[1:], spec.long, spec.short)...)
+		}
+	}
+	return out
+}
+
+// optionValues returns the values of the options in args (before "--").
+func optionValues(args []string, long, short []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if strings.HasPrefix(a, "--") {
+			name, value, hasValue := strings.Cut(a, "=")
+			for _, l := range long {
+				if name == l || len(name) >= 5 && strings.HasPrefix(l, name) {
+					if !hasValue && i+1 < len(args) {
+						value = args[i+1]
+						i++
+					}
+					out = append(out, value)
+					break
+				}
+			}
+			continue
+		}
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		for _, s := range short {
+			if strings.HasPrefix(a, s) {
+				v := a[len(s):]
+				if v == "" && i+1 < len(args) {
+					v = args[i+1]
+					i++
+				}
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	return out
+}
