@@ -704,6 +704,7 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		"sensitive-files.yaml variable file_hit_shown",
 		"sensitive-files.yaml variable glob_hits",
 		"sensitive-files.yaml variable shell_hits",
+		"sensitive-files.yaml variable shell_hit_shown",
 		// The hits as written, for the messages: each target again, unfolded.
 		// Every write target of every command, made absolute and tested
 		// against the workspace and extra_write_dirs.
