@@ -37,17 +37,8 @@ type Runner struct {
 
 // Run answers the event in input.
 func (r *Runner) Run(ctx context.Context, input []byte) Response {
-	ev, err := r.Host.Decode(input)
-	if err != nil {
-		return r.Host.Fail(Event{Host: r.Host.Name()}, fmt.Sprintf("cannot read the %s hook event: %v", r.Host.Name(), err), r.FailOpen)
-	}
-	resp, err := r.handle(ctx, ev)
-	if err != nil {
-		// At turn end there is no call to refuse, and a host reads a
-		// blocking answer to its stop event as "keep going": fail open.
-		return r.Host.Fail(ev, fmt.Sprintf("%s event: %v", ev.Name, err), r.FailOpen || ev.Kind == KindTurnEnd)
-	}
-	if r.Store != nil {
+	ev, resp := Respond(ctx, r.Host, input, r.FailOpen, r.handle)
+	if r.Store != nil && ev.Name != "" { // the event decoded
 		// Cheap: one stat unless a cleanup is due. Its errors must not
 		// change the answer.
 		_, _ = r.Store.MaybeCleanup()
@@ -104,21 +95,9 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	var d eval.Decision
-	switch ev.Kind {
-	case KindTurnStart:
-		sess.StartTurn()
-	case KindBefore:
-		d, err = sess.Before(ctx, ev.Call)
-	case KindAfter:
-		d, err = sess.After(ctx, ev.Call, ev.Result)
-	case KindTurnEnd:
-		if d, err = sess.EndTurn(ctx); err != nil {
-			return Response{}, fmt.Errorf("the end of the turn could not be decided: %w", err)
-		}
-	}
+	d, err := Decide(ctx, sess, ev)
 	if err != nil {
-		return Response{}, fmt.Errorf("the %s call could not be decided: %w", ev.Call.Tool, err)
+		return Response{}, err
 	}
 	if err := locked.Save(sess.State()); err != nil {
 		return Response{}, err

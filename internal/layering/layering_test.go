@@ -26,7 +26,7 @@ var layers = []struct {
 	{5, []string{"hooks", "policytest", "conformance", "internal/benchdata", "internal/layering"}},
 	// "" is the module root, package celguard: Load composes policies,
 	// compile and eval for embedders, above them and below the command line.
-	{6, []string{"", "cmd/celguard/internal/..."}},
+	{6, []string{"", "serve", "cmd/celguard/internal/..."}},
 	{7, []string{"cmd/celguard"}},
 }
 

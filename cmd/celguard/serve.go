@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celguard/celguard/cmd/celguard/internal/output"
+	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/serve"
+)
+
+// defaultListen is where `celguard serve` listens without --listen: the
+// loopback interface only, on celguard's port.
+const defaultListen = "127.0.0.1:9743"
+
+// serveParams is what `celguard serve` was asked to do.
+type serveParams struct {
+	policies    selection
+	listen      string
+	unix        string
+	store       string
+	tokenFile   string
+	tlsCert     string
+	tlsKey      string
+	approve     bool
+	reload      time.Duration
+	timeout     time.Duration
+	maxBody     int64
+	maxSessions int
+	sessionIdle time.Duration
+	logFormat   string
+	logLevel    string
+	stdio
+}
+
+func newServeCmd(sio stdio) *cobra.Command {
+	var p serveParams
+	cmd := &cobra.Command{
+		Use:   "serve [--listen ADDR | --unix PATH] [flags]",
+		Short: "Decide tool calls over HTTP for every agent on this machine or in a fleet",
+		Long: `Serve runs celguard as a decision service. It compiles the policies once
+(chosen as eval chooses them: with no flags, the recommended built-in bundle,
+the user's and the project's policies) and answers:
+
+  POST /v1/hooks/claude-code|codex|gemini|cursor  a host's hook event, answered
+                                                 as the command hook answers it
+  POST /v1/sessions, /v1/sessions/{id}/before, /after, /turns/start, /turns/end
+                                                 the session API (docs/serve.md)
+  GET  /v1/status, /healthz, /readyz, /metrics, /openapi.json
+
+It listens on ` + defaultListen + ` by default (loopback only). Listening beyond
+loopback needs --token-file: every request but /healthz and /readyz must then
+carry "Authorization: Bearer TOKEN". --tls-cert and --tls-key serve HTTPS;
+--unix serves on a unix socket (mode 0600) instead of TCP.
+
+Every decision fails closed: a fault, a store that cannot be reached or the
+--timeout passing is a block with a code; a hook endpoint always answers
+HTTP 200 with the host's deny form, because Claude Code's http hooks let a
+call run on any other answer or when the server is down. Where that
+matters, install the forwarding command hook instead ('celguard hook
+install HOST --server URL'), which fails closed.
+
+The policy files are read again every --reload-interval and on SIGHUP; a
+changed set is compiled and put in force, sessions keep their counters, and
+a set that does not compile leaves the last good one in force and is
+reported by /v1/status. SIGINT or SIGTERM drains (readyz answers 503) and
+stops.
+
+State is kept in memory (--store memory:, the default). Redis and Valkey
+stores (redis://, valkey://) come with the state store work and are refused
+until then.`,
+		Example: `  # Serve the built-in policies on 127.0.0.1:9743
+  celguard serve
+
+  # Beyond loopback: a token and TLS are needed
+  celguard serve --listen 0.0.0.0:9743 --token-file /etc/celguard/token \
+    --tls-cert /etc/celguard/tls.crt --tls-key /etc/celguard/tls.key`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p.stdio = sio
+			return status(runServe(cmd.Context(), p))
+		},
+	}
+	f := cmd.Flags()
+	p.policies.addFlags(f)
+	f.StringVar(&p.listen, "listen", defaultListen, "the TCP address to listen on; beyond loopback it needs --token-file")
+	f.StringVar(&p.unix, "unix", "", "listen on this unix socket (created with mode 0600) instead of TCP")
+	f.StringVar(&p.store, "store", "memory:", "the state store: memory: (sessions live in this process)")
+	f.StringVar(&p.tokenFile, "token-file", "", "a file whose content is the bearer token every request must carry")
+	f.StringVar(&p.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
+	f.StringVar(&p.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
+	f.BoolVar(&p.approve, "approve", false, "an allow by an explicit rule approves the call on hosts that can (as for 'celguard hook')")
+	f.DurationVar(&p.reload, "reload-interval", 2*time.Second, "how often the policy files are read again for a change (0: only on SIGHUP)")
+	f.DurationVar(&p.timeout, "timeout", serve.DefaultTimeout, "the longest a decision may take; past it the call is blocked (deadline_exceeded)")
+	f.Int64Var(&p.maxBody, "max-body-bytes", serve.DefaultMaxBodyBytes, "the largest request body; a larger one is refused (a hook: denied)")
+	f.IntVar(&p.maxSessions, "max-sessions", serve.DefaultMaxSessions, "the most sessions kept at once; past it new sessions are refused (too_many_sessions)")
+	f.DurationVar(&p.sessionIdle, "session-idle", serve.DefaultSessionIdle, "forget a session unused this long")
+	f.StringVar(&p.logFormat, "log-format", "text", "log format on stderr: text or json")
+	f.StringVar(&p.logLevel, "log-level", "info", "log level: debug (every request), info, warn or error")
+	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
+	cmd.MarkFlagsMutuallyExclusive("listen", "unix")
+	return cmd
+}
+
+func runServe(ctx context.Context, p serveParams) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(p.stderr, "celguard serve: "+format+"\n", a...)
+		return exitUsage
+	}
+	log, err := serveLogger(p.stderr, p.logFormat, p.logLevel)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if p.store != "" && p.store != "memory:" && p.store != "memory" {
+		return fail("--store %q: only memory: is supported by this build (Redis and Valkey stores are not in it yet)", p.store)
+	}
+	token := ""
+	if p.tokenFile != "" {
+		if token, err = readToken(p.tokenFile); err != nil {
+			return fail("%v", err)
+		}
+	}
+	if p.unix == "" {
+		loopback, err := isLoopback(p.listen)
+		if err != nil {
+			return fail("--listen %q: %v", p.listen, err)
+		}
+		if !loopback && token == "" {
+			return fail("--listen %s is beyond loopback: give a bearer token with --token-file (and TLS with --tls-cert, --tls-key), or listen on 127.0.0.1", p.listen)
+		}
+	}
+	var warnings []string
+	srv, err := serve.New(serve.Config{
+		Sources: func() ([]policy.Source, error) {
+			d, err := p.policies.discover(everyLayer)
+			if err != nil {
+				return nil, err
+			}
+			return d.Sources, nil
+		},
+		EngineOptions: engineOptions(),
+		Token:         token,
+		Version:       currentBuild().String(),
+		Store:         "memory",
+		HookOptions:   hooks.Options{Approve: p.approve},
+		MaxBodyBytes:  p.maxBody,
+		Timeout:       p.timeout,
+		MaxSessions:   p.maxSessions,
+		SessionIdle:   p.sessionIdle,
+		Logger:        log,
+	})
+	var ds policy.Diagnostics
+	if errors.As(err, &ds) {
+		_ = output.DiagnosticsText(p.stderr, ds, nil)
+		return fail("the policies do not compile")
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	if d, derr := p.policies.discover(everyLayer); derr == nil {
+		warnings = layerWarnings(d, srv.Engine().PolicySet())
+	}
+	printWarnings(p.stderr, "celguard serve", warnings)
+
+	ln, addr, err := serveListener(p)
+	if err != nil {
+		return fail("%v", err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if _, err := srv.Reload(true); err == nil {
+					log.Info("reloaded on SIGHUP", "policy_digest", srv.Status().PolicyDigest)
+				}
+			}
+		}
+	}()
+	if p.reload > 0 {
+		go srv.Watch(ctx, p.reload)
+	}
+	served := make(chan error, 1)
+	go func() {
+		if p.tlsCert != "" {
+			served <- hs.ServeTLS(ln, p.tlsCert, p.tlsKey)
+		} else {
+			served <- hs.Serve(ln)
+		}
+	}()
+	log.Info("celguard serve listening", "address", addr, "policy_digest", srv.Status().PolicyDigest, "store", "memory", "auth", token != "", "tls", p.tlsCert != "")
+	select {
+	case err := <-served:
+		return fail("%v", err)
+	case <-ctx.Done():
+	}
+	srv.Drain()
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shut); err != nil {
+		return fail("shutting down: %v", err)
+	}
+	return exitOK
+}
+
+// serveListener listens where p says and returns the address as a URL.
+func serveListener(p serveParams) (net.Listener, string, error) {
+	scheme := "http"
+	if p.tlsCert != "" {
+		scheme = "https"
+		// Fail now on a bad pair, rather than at the first request.
+		if _, err := tls.LoadX509KeyPair(p.tlsCert, p.tlsKey); err != nil {
+			return nil, "", fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+	}
+	if p.unix != "" {
+		if fi, err := os.Lstat(p.unix); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			_ = os.Remove(p.unix) // a socket left by an earlier server
+		}
+		old := syscall.Umask(0o177)
+		ln, err := net.Listen("unix", p.unix)
+		syscall.Umask(old)
+		if err != nil {
+			return nil, "", err
+		}
+		return ln, "unix:" + p.unix, nil
+	}
+	ln, err := net.Listen("tcp", p.listen)
+	if err != nil {
+		return nil, "", err
+	}
+	return ln, scheme + "://" + ln.Addr().String(), nil
+}
+
+// isLoopback reports whether the host of a listen address is a loopback
+// address (or localhost). An empty host listens everywhere.
+func isLoopback(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, err
+	}
+	if host == "localhost" {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
+}
+
+// readToken reads a bearer token file: its content, spaces trimmed, not
+// empty.
+func readToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", describe(err))
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", fmt.Errorf("--token-file %s is empty", path)
+	}
+	if strings.ContainsAny(t, " \t\r\n") {
+		return "", fmt.Errorf("--token-file %s: the token must be one word", path)
+	}
+	return t, nil
+}
+
+// serveLogger is the structured logger on w.
+func serveLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}

@@ -1,0 +1,337 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+// hostAPI is the host label of the session API's decisions in metrics.
+const hostAPI = "api"
+
+// maxSessionID bounds a session id's length in bytes.
+const maxSessionID = 256
+
+// sessionRequest is the body of POST /v1/sessions.
+type sessionRequest struct {
+	SessionID string         `json:"session_id"`
+	Agent     eval.Agent     `json:"agent"`
+	Meta      map[string]any `json:"meta"`
+}
+
+// sessionAnswer is the answer of POST /v1/sessions and of turns/start.
+type sessionAnswer struct {
+	SessionID string `json:"session_id"`
+	Turn      uint64 `json:"turn"`
+}
+
+// afterRequest is the body of POST /v1/sessions/{id}/after.
+type afterRequest struct {
+	eval.Call
+	Result *eval.Result `json:"result"`
+}
+
+// errorAnswer is the body of every answer that is not a decision.
+type errorAnswer struct {
+	Error errorBody `json:"error"`
+}
+
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var req sessionRequest
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, true) {
+		return
+	}
+	if req.SessionID == "" {
+		req.SessionID = newID()
+	}
+	sess, ok := s.session(w, req.SessionID, req.Agent, req.Meta)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: sess.Turn()})
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := checkSessionID(id); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, err.Error())
+		return
+	}
+	s.sessions.remove(id)
+	s.metrics.sessions.Set(float64(s.sessions.len()))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &struct{}{}, true) {
+		return
+	}
+	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	if !ok {
+		return
+	}
+	sess.StartTurn()
+	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: sess.Turn()})
+}
+
+func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &struct{}{}, true) {
+		return
+	}
+	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	if !ok {
+		return
+	}
+	d := s.decide(r.Context(), hostAPI, policy.PhaseTurnEnd, eval.Call{}, func(ctx context.Context) (eval.Decision, error) {
+		return sess.EndTurn(ctx)
+	})
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) before(w http.ResponseWriter, r *http.Request) {
+	var call eval.Call
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &call, false) || !checkCall(w, call) {
+		return
+	}
+	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	if !ok {
+		return
+	}
+	if call.Agent.IsZero() {
+		call.Agent = sess.agent
+	}
+	d := s.decide(r.Context(), hostAPI, policy.PhaseBefore, call, func(ctx context.Context) (eval.Decision, error) {
+		return sess.Before(ctx, call)
+	})
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) after(w http.ResponseWriter, r *http.Request) {
+	var req afterRequest
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, false) || !checkCall(w, req.Call) {
+		return
+	}
+	if req.Result == nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "result": {"is_error": bool, "content": ...}`)
+		return
+	}
+	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	if !ok {
+		return
+	}
+	call, res := req.Call, *req.Result
+	if call.Agent.IsZero() {
+		call.Agent = sess.agent
+	}
+	d := s.decide(r.Context(), hostAPI, policy.PhaseAfter, call, func(ctx context.Context) (eval.Decision, error) {
+		return sess.After(ctx, call, res)
+	})
+	writeJSON(w, http.StatusOK, d)
+}
+
+// checkCall answers 400 to a call without a tool name.
+func checkCall(w http.ResponseWriter, call eval.Call) bool {
+	if strings.TrimSpace(call.Tool) == "" {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the call has no "tool"`)
+		return false
+	}
+	return true
+}
+
+// session returns the session id, creating it (for agent, with meta) when
+// the server has none: the first use of an id starts its session, so that
+// a client whose session expired carries on with a fresh one. It answers
+// the error itself when it fails.
+func (s *Server) session(w http.ResponseWriter, id string, agent eval.Agent, meta map[string]any) (*session, bool) {
+	if err := checkSessionID(id); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, err.Error())
+		return nil, false
+	}
+	sess, created, err := s.sessions.get(id, time.Now(), func() *session {
+		return &session{Session: s.eng.NewSession(id, meta), agent: agent}
+	})
+	if err != nil {
+		s.metrics.faults.WithLabelValues(CodeTooManySessions).Inc()
+		writeError(w, http.StatusServiceUnavailable, CodeTooManySessions, err.Error())
+		return nil, false
+	}
+	if created {
+		s.metrics.sessions.Set(float64(s.sessions.len()))
+	}
+	return sess, true
+}
+
+// checkSessionID rejects an empty, overlong or unprintable id, or one with
+// a '/' (it could not be named in a path).
+func checkSessionID(id string) error {
+	if id == "" {
+		return errors.New("the session id is empty")
+	}
+	if len(id) > maxSessionID {
+		return fmt.Errorf("the session id is longer than %d bytes", maxSessionID)
+	}
+	for _, r := range id {
+		if r == '/' || !unicode.IsPrint(r) {
+			return fmt.Errorf("the session id %q has a '/' or a character that is not printable", id)
+		}
+	}
+	return nil
+}
+
+// decide runs f, the decision of call, under the request's deadline and
+// returns its decision. It never fails open: a panic in f, the deadline
+// passing, or an error from f with a decision that is not a refusal, is a
+// block with a code that says which.
+func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, call eval.Call, f func(context.Context) (eval.Decision, error)) eval.Decision {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	type result struct {
+		d     eval.Decision
+		err   error
+		panic any
+	}
+	ch := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- result{panic: p}
+			}
+		}()
+		d, err := f(ctx)
+		ch <- result{d: d, err: err}
+	}()
+	var d eval.Decision
+	select {
+	case r := <-ch:
+		switch {
+		case r.panic != nil:
+			d = s.fault(phase, call, CodeInternalError, fmt.Sprintf("internal error: %v", r.panic))
+		case r.err != nil:
+			d = s.faulted(ctx, phase, call, r.d, r.err)
+		default:
+			d = r.d
+		}
+	case <-ctx.Done():
+		d = s.fault(phase, call, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
+	}
+	if d.PolicyDigest == "" {
+		d.PolicyDigest = s.eng.PolicySet().Digest()
+	}
+	s.metrics.decided(host, d, time.Since(start))
+	return d
+}
+
+// faulted is the decision of f that returned err with d: eval's own
+// refusal, unless the deadline passed or d is not a refusal.
+func (s *Server) faulted(ctx context.Context, phase policy.Phase, call eval.Call, d eval.Decision, err error) eval.Decision {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return s.fault(phase, call, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s): %v", s.cfg.Timeout, err))
+	}
+	if d.Allowed() || d.Verdict != policy.Block && d.Verdict != policy.Halt {
+		return s.fault(phase, call, CodeInternalError, err.Error())
+	}
+	if d.Code == "" {
+		d.Code = CodeInternalError
+	}
+	s.log.Warn("decision failed", "code", d.Code, "tool", call.Tool, "error", err.Error())
+	s.metrics.faults.WithLabelValues(d.Code).Inc()
+	return d
+}
+
+// fault is the block the server decides itself, with code and reason.
+func (s *Server) fault(phase policy.Phase, call eval.Call, code, reason string) eval.Decision {
+	s.log.Warn("decision failed", "code", code, "tool", call.Tool, "reason", reason)
+	s.metrics.faults.WithLabelValues(code).Inc()
+	return eval.Decision{Verdict: policy.Block, Phase: phase, Tool: call.Tool, CallID: call.ID, Agent: call.Agent,
+		Code: code, Reason: "celguard serve: " + reason, Time: time.Now().UTC(), PolicyDigest: s.eng.PolicySet().Digest()}
+}
+
+// readJSON decodes the body of r into v, one JSON value and no unknown
+// field; an empty body is {} when empty is allowed. It answers 400 or 413
+// itself and returns false when the body is not what v takes.
+func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any, empty bool) bool {
+	body, ok := readBody(w, r, limit)
+	if !ok {
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if empty {
+			return true
+		}
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, "the body is empty: it must be a JSON object")
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("data after the JSON value")
+		}
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, "the body is not valid: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// readBody reads the body of r up to limit bytes; past it, it answers 413.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", limit))
+		return nil, false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, "cannot read the body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// writeJSON answers v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(errorAnswer{errorBody{CodeInternalError, "cannot encode the answer: " + err.Error()}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeError answers {"error": {"code", "message"}} with status.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorAnswer{errorBody{code, msg}})
+}
+
+// newID is a random 128-bit id in 32 hex digits.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,123 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/hooks"
+)
+
+// FormCommand is the value of the hook endpoints' "form" query parameter
+// that asks for the whole answer of a command hook (CommandAnswer) rather
+// than the body of an HTTP hook: what `celguard hook HOST --server URL`
+// asks for.
+const FormCommand = "command"
+
+// CommandAnswer is a command hook's answer as JSON: what to write on stdout
+// and stderr, and the exit code.
+type CommandAnswer struct {
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+	Exit   int    `json:"exit"`
+}
+
+// hook answers POST /v1/hooks/{host}: the host's event in the body,
+// decided as the command hook decides it (hooks.Respond), and answered
+// with HTTP 200 and the host's answer whatever happens: a missing token, a
+// body too large, a fault or the deadline are the host's deny.
+func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("host")
+	host, ok := s.hosts[name]
+	if !ok {
+		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no host %q: want one of claude-code, codex, gemini, cursor", name))
+		return
+	}
+	start := time.Now()
+	form := r.URL.Query().Get("form")
+	var ev hooks.Event
+	var resp hooks.Response
+	switch body, ok := s.hookBody(w, r); {
+	case !s.tokenOK(r):
+		ev, resp = s.hookFail(host, body, CodeUnauthorized, "this server needs an Authorization: Bearer token")
+	case !ok:
+		ev, resp = s.hookFail(host, nil, CodeTooLarge, fmt.Sprintf("the event is larger than %d bytes", s.cfg.MaxBodyBytes))
+	default:
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		ev, resp = hooks.Respond(ctx, host, body, false, func(ctx context.Context, ev hooks.Event) (hooks.Response, error) {
+			return s.hookEvent(ctx, host, ev)
+		})
+		cancel()
+	}
+	if resp.Exit != 0 {
+		s.metrics.hookFailures.WithLabelValues(name).Inc()
+		s.log.Warn("hook event failed", "host", name, "event", ev.Name, "session_id", ev.SessionID, "exit", resp.Exit, "stderr", resp.Stderr)
+	}
+	s.metrics.hookLatency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	if form == FormCommand {
+		writeJSON(w, http.StatusOK, CommandAnswer{Stdout: string(resp.Stdout), Stderr: resp.Stderr, Exit: resp.Exit})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(hooks.HTTPBody(host, ev, resp))
+}
+
+// hookBody reads a hook's body; ok is false when it is too large (nothing
+// is answered: the caller answers with the host's deny). A body that could
+// not be read whole fails to decode.
+func (s *Server) hookBody(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	return body, !errors.As(err, &tooLarge)
+}
+
+// hookFail answers an event that is not decided: the host's failure
+// answer, closed (at turn end, hooks' usual non-blocking error), with the
+// event decoded when it can be, so that the answer has its form.
+func (s *Server) hookFail(host hooks.Host, body []byte, code, reason string) (hooks.Event, hooks.Response) {
+	s.metrics.faults.WithLabelValues(code).Inc()
+	ev, err := host.Decode(body)
+	if err != nil {
+		ev = hooks.Event{Host: host.Name()}
+	}
+	return ev, host.Fail(ev, reason+" (code "+code+")", ev.Kind == hooks.KindTurnEnd)
+}
+
+// hookEvent decides one decoded event in the server's sessions.
+func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event) (hooks.Response, error) {
+	switch ev.Kind {
+	case hooks.KindIgnore:
+		return host.Encode(ev, eval.Decision{}), nil
+	case hooks.KindSessionEnd:
+		s.sessions.remove(ev.SessionID)
+		s.metrics.sessions.Set(float64(s.sessions.len()))
+		return host.Encode(ev, eval.Decision{}), nil
+	}
+	if err := checkSessionID(ev.SessionID); err != nil {
+		return hooks.Response{}, err
+	}
+	sess, created, err := s.sessions.get(ev.SessionID, time.Now(), func() *session {
+		return &session{Session: s.eng.NewSession(ev.SessionID, ev.Meta)}
+	})
+	if err != nil {
+		s.metrics.faults.WithLabelValues(CodeTooManySessions).Inc()
+		return hooks.Response{}, fmt.Errorf("%w (code %s)", err, CodeTooManySessions)
+	}
+	if created {
+		s.metrics.sessions.Set(float64(s.sessions.len()))
+	}
+	start := time.Now()
+	d, err := hooks.Decide(ctx, sess.Session, ev)
+	if err != nil {
+		return hooks.Response{}, err
+	}
+	if ev.Kind == hooks.KindBefore || ev.Kind == hooks.KindAfter || ev.Kind == hooks.KindTurnEnd {
+		s.metrics.decided(host.Name(), d, time.Since(start))
+	}
+	return host.Encode(ev, d), nil
+}

@@ -1,0 +1,118 @@
+package serve
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/celguard/celguard/eval"
+)
+
+// metrics are the server's Prometheus metrics, in a registry of its own.
+type metrics struct {
+	reg          *prometheus.Registry
+	decisions    *prometheus.CounterVec   // by verdict, policy, host
+	latency      *prometheus.HistogramVec // decision latency by host and phase
+	hookLatency  *prometheus.HistogramVec // hook request latency by host
+	hookFailures *prometheus.CounterVec   // hook answers that are failures, by host
+	faults       *prometheus.CounterVec   // server faults by code
+	storeErrors  prometheus.Counter
+	reloads      *prometheus.CounterVec // by result: ok, error
+	sessions     prometheus.Gauge
+	requests     *prometheus.CounterVec // by route pattern and status
+}
+
+// latencyBuckets are in seconds, from 50µs to 5s: a decision takes tens
+// of microseconds in memory and a round trip more with a store.
+var latencyBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "celguard_decisions_total",
+		Help: "Decisions made, by verdict, deciding policy (empty: the default verdict or a fault) and host (api: the session API)."},
+		[]string{"verdict", "policy", "host"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "celguard_decision_duration_seconds",
+		Help: "Time to decide one call, by host and phase.", Buckets: latencyBuckets}, []string{"host", "phase"})
+	m.hookLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "celguard_hook_request_duration_seconds",
+		Help: "Time to answer one hook request, body read to answer, by host.", Buckets: latencyBuckets}, []string{"host"})
+	m.hookFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "celguard_hook_failures_total",
+		Help: "Hook events answered with the host's failure form (a block, or at turn end a non-blocking error), by host."}, []string{"host"})
+	m.faults = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "celguard_faults_total",
+		Help: "Decisions and requests the server refused because of a fault, by code."}, []string{"code"})
+	m.storeErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "celguard_store_errors_total",
+		Help: "Decisions that could not reach the state store (blocked with code store_unavailable)."})
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "celguard_policy_reloads_total",
+		Help: "Policy reloads, by result: ok (a new set in force) or error (the last good set stays)."}, []string{"result"})
+	m.sessions = prometheus.NewGauge(prometheus.GaugeOpts{Name: "celguard_sessions", Help: "Sessions kept in memory."})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "celguard_http_requests_total",
+		Help: "HTTP requests, by route and status."}, []string{"route", "status"})
+	info := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "celguard_policy_loaded_timestamp_seconds",
+		Help: "When the policy set in force was loaded (Unix time)."}, func() float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return float64(s.loadedAt.UnixNano()) / 1e9
+	})
+	m.reg.MustRegister(m.decisions, m.latency, m.hookLatency, m.hookFailures, m.faults, m.storeErrors, m.reloads, m.sessions, m.requests, info,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The labels with a known, small set of values exist from the start.
+	m.reloads.WithLabelValues("ok")
+	m.reloads.WithLabelValues("error")
+	return m
+}
+
+// decided counts one decision.
+func (m *metrics) decided(host string, d eval.Decision, took time.Duration) {
+	m.decisions.WithLabelValues(d.Verdict.String(), d.Policy, host).Inc()
+	m.latency.WithLabelValues(host, d.Phase.String()).Observe(took.Seconds())
+	if d.Code == CodeStoreUnavailable {
+		m.storeErrors.Inc()
+	}
+}
+
+// statusWriter records the status a handler answers.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// observe logs and counts every request, and answers a panic outside a
+// decision (which recovers its own) with 500.
+func (s *Server) observe(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				s.metrics.faults.WithLabelValues(CodeInternalError).Inc()
+				s.log.Error("panic in a request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
+				if sw.status == 0 {
+					writeError(sw, http.StatusInternalServerError, CodeInternalError, "internal error")
+				}
+			}
+			route := r.Pattern
+			if route == "" || route == "/" {
+				route = "unknown"
+			}
+			s.metrics.requests.WithLabelValues(route, fmt.Sprint(sw.status)).Inc()
+			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+		}()
+		mux.ServeHTTP(sw, r)
+	})
+}

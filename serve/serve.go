@@ -1,0 +1,374 @@
+// Package serve is celguard's decision service: one http.Handler that
+// decides the tool calls of many agents, over a session API of its own and
+// over the hook protocols of the agent hosts (Claude Code, Codex, Gemini
+// CLI, Cursor), so that a host's http hook, a forwarding command hook
+// (celguard hook HOST --server URL) or a client in another language (the
+// Python package) all reach the same compiled policies and the same
+// sessions.
+//
+// It has no other home. eval decides and knows nothing of HTTP; hooks
+// speaks the hosts' protocols for one event at a time and keeps state in
+// files; the command line stays thin. A server composes them: it compiles
+// the policy layers once and recompiles them when they change (Reload,
+// Watch), keeps sessions in memory with an idle expiry and a bound,
+// authenticates requests, bounds their size and time, and reports what it
+// does (metrics, structured logs, /v1/status). It sits above hooks and
+// below cmd/celguard.
+//
+// Every decision endpoint fails closed. A fault while deciding (a panic,
+// the request's deadline, a store that cannot be reached) answers HTTP 200
+// with a block Decision whose code says which (internal_error,
+// deadline_exceeded, store_unavailable); a hook endpoint answers HTTP 200
+// with the host's own deny form on any fault, a malformed or too large body
+// and a missing token included, because Claude Code's http hooks run the
+// call on any answer that is not a 2xx. The routes are described by the
+// OpenAPI document served at /openapi.json (openapi.json in this
+// directory).
+package serve
+
+import (
+	"context"
+	"crypto/subtle"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/policy"
+)
+
+// OpenAPI is the OpenAPI 3.1 document of the server's routes, as served at
+// /openapi.json.
+//
+//go:embed openapi.json
+var OpenAPI []byte
+
+// Defaults of the bounds a server keeps.
+const (
+	// DefaultMaxBodyBytes bounds a request's body.
+	DefaultMaxBodyBytes = 8 << 20
+	// DefaultTimeout bounds the decision of one request.
+	DefaultTimeout = 5 * time.Second
+	// DefaultMaxSessions bounds how many sessions are kept at once.
+	DefaultMaxSessions = 100_000
+	// DefaultSessionIdle is how long a session unused is kept.
+	DefaultSessionIdle = 2 * time.Hour
+)
+
+// Codes of the decisions and errors the server makes itself.
+const (
+	CodeInternalError    = hooks.CodeInternalError // a fault in the server (a panic recovered): block
+	CodeDeadlineExceeded = "deadline_exceeded"     // no decision within the request's deadline: block
+	CodeStoreUnavailable = "store_unavailable"     // the state store could not be reached: block
+	CodeInvalidInput     = "invalid_input"         // HTTP 400: the body is not what the route takes
+	CodeUnauthorized     = "unauthorized"          // HTTP 401: no or a wrong bearer token
+	CodeTooLarge         = "too_large"             // HTTP 413: the body is larger than the bound
+	CodeNotFound         = "not_found"             // HTTP 404: no such route or host
+	CodeTooManySessions  = "too_many_sessions"     // HTTP 503, or a block on a hook: the session table is full
+)
+
+// Config configures a Server.
+type Config struct {
+	// Sources reads the policy layers; it is called by New and by every
+	// Reload. Required.
+	Sources func() ([]policy.Source, error)
+	// CompileOptions and EngineOptions are passed to compile.Compile and
+	// eval.New (a store, an approver); eval.WithDecisionMetadata is
+	// always on, and without an approver an ask is answered as ask (the
+	// host or the client asks its user).
+	CompileOptions []compile.Option
+	EngineOptions  []eval.Option
+	// Token, when not empty, is the bearer token every request but
+	// /healthz and /readyz must carry.
+	Token string
+	// Version is reported by /v1/status.
+	Version string
+	// Store names the state store for /v1/status ("memory", a URL
+	// without its password).
+	Store string
+	// HookOptions are the hosts' encoding options (Approve).
+	HookOptions hooks.Options
+	// MaxBodyBytes, Timeout, MaxSessions and SessionIdle bound requests
+	// and sessions; zero means the Default of each.
+	MaxBodyBytes int64
+	Timeout      time.Duration
+	MaxSessions  int
+	SessionIdle  time.Duration
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// deferAsks leaves an ask verdict to whoever reads the decision.
+var deferAsks = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
+	return eval.Approval{Answer: eval.Defer}, nil
+})
+
+// Server decides over HTTP. Make one with New; it is safe for concurrent
+// use.
+type Server struct {
+	cfg      Config
+	eng      *eval.Engine
+	sessions *sessionTable
+	metrics  *metrics
+	hosts    map[string]hooks.Host
+	handler  http.Handler
+	log      *slog.Logger
+	draining atomic.Bool
+
+	// mu guards the reload state.
+	mu        sync.Mutex
+	tried     string // digest of the sources last compiled, good or not
+	loadedAt  time.Time
+	reloads   int
+	lastErr   string
+	lastErrAt time.Time
+}
+
+// New compiles the policies cfg.Sources reads and returns a server
+// deciding with them. An error (the policies do not compile: a
+// policy.Diagnostics) means there is nothing to serve.
+func New(cfg Config) (*Server, error) {
+	if cfg.Sources == nil {
+		return nil, errors.New("serve.New: no policy sources")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	srcs, err := cfg.Sources()
+	if err != nil {
+		return nil, err
+	}
+	set, err := compile.Compile(srcs, cfg.CompileOptions...)
+	if err != nil {
+		return nil, err
+	}
+	// Every decision carries its audit record, the set's digest with it;
+	// an ask is the caller's (the host asks its user), unless the options
+	// name an approver.
+	eng, err := eval.New(set, append([]eval.Option{eval.WithDecisionMetadata(), eval.WithApprover(deferAsks)}, cfg.EngineOptions...)...)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, eng: eng, log: log, tried: set.Digest(), loadedAt: time.Now().UTC(),
+		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), hosts: map[string]hooks.Host{}}
+	s.metrics = newMetrics(s)
+	for _, name := range hooks.Hosts() {
+		h, err := hooks.New(name, cfg.HookOptions)
+		if err != nil {
+			return nil, err
+		}
+		s.hosts[name] = h
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the server's routes.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Engine returns the engine the server decides with.
+func (s *Server) Engine() *eval.Engine { return s.eng }
+
+// Drain makes /readyz answer 503, so that a load balancer stops sending
+// requests before the server shuts down.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Reload reads the policy sources again and, when they changed since the
+// last attempt (by digest) or force is set, compiles them and puts the new
+// set in force; sessions keep their counters. A set that does not compile
+// is not used: the last good set stays in force, and the error is
+// returned and reported by /v1/status until a reload succeeds. changed
+// says whether a new set is in force.
+func (s *Server) Reload(force bool) (changed bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	srcs, err := s.cfg.Sources()
+	if err != nil {
+		s.reloadFailed(err)
+		return false, err
+	}
+	digest := compile.Digest(srcs)
+	if digest == s.tried && !force {
+		return false, nil
+	}
+	s.tried = digest
+	set, err := compile.Compile(srcs, s.cfg.CompileOptions...)
+	if err != nil {
+		s.reloadFailed(err)
+		return false, err
+	}
+	if err := s.eng.Swap(set); err != nil {
+		s.reloadFailed(err)
+		return false, err
+	}
+	s.reloads++
+	s.loadedAt = time.Now().UTC()
+	s.lastErr, s.lastErrAt = "", time.Time{}
+	s.metrics.reloads.WithLabelValues("ok").Inc()
+	s.log.Info("policies reloaded", "policy_digest", set.Digest(), "reloads", s.reloads)
+	return true, nil
+}
+
+// reloadFailed records a failed reload. The caller holds s.mu.
+func (s *Server) reloadFailed(err error) {
+	msg := err.Error()
+	var ds policy.Diagnostics
+	if errors.As(err, &ds) {
+		msg = "the policies do not compile: " + ds.Errors().Error()
+	}
+	s.lastErr, s.lastErrAt = msg, time.Now().UTC()
+	s.metrics.reloads.WithLabelValues("error").Inc()
+	s.log.Error("policy reload failed; the last good set stays in force", "error", msg, "policy_digest", s.eng.PolicySet().Digest())
+}
+
+// Watch reloads the policies every interval until ctx ends (a changed file
+// is seen by its digest), and forgets idle sessions.
+func (s *Server) Watch(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = 2 * time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_, _ = s.Reload(false)
+			s.sessions.sweep(time.Now())
+		}
+	}
+}
+
+// Status is the answer of /v1/status.
+type Status struct {
+	Version         string    `json:"version"`
+	PolicyDigest    string    `json:"policy_digest"`
+	LoadedAt        time.Time `json:"loaded_at"`
+	Reloads         int       `json:"reloads"`
+	LastReloadError string    `json:"last_reload_error,omitempty"`
+	LastReloadAt    time.Time `json:"last_reload_error_at,omitzero"`
+	Store           string    `json:"store"`
+	Sessions        int       `json:"sessions"`
+}
+
+// Status reports the set in force and the reloads.
+func (s *Server) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	store := s.cfg.Store
+	if store == "" {
+		store = "memory"
+	}
+	return Status{Version: s.cfg.Version, PolicyDigest: s.eng.PolicySet().Digest(), LoadedAt: s.loadedAt,
+		Reloads: s.reloads, LastReloadError: s.lastErr, LastReloadAt: s.lastErrAt, Store: store, Sessions: s.sessions.len()}
+}
+
+// routes builds the handler.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if s.draining.Load() {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	auth := s.authorized
+	mux.Handle("GET /metrics", auth(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
+	mux.Handle("GET /openapi.json", auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(OpenAPI)
+	})))
+	mux.Handle("GET /v1/status", auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, s.Status())
+	})))
+	mux.Handle("POST /v1/sessions", auth(http.HandlerFunc(s.createSession)))
+	mux.Handle("DELETE /v1/sessions/{id}", auth(http.HandlerFunc(s.deleteSession)))
+	mux.Handle("POST /v1/sessions/{id}/turns/start", auth(http.HandlerFunc(s.startTurn)))
+	mux.Handle("POST /v1/sessions/{id}/turns/end", auth(http.HandlerFunc(s.endTurn)))
+	mux.Handle("POST /v1/sessions/{id}/before", auth(http.HandlerFunc(s.before)))
+	mux.Handle("POST /v1/sessions/{id}/after", auth(http.HandlerFunc(s.after)))
+	// Hook endpoints authenticate themselves: a missing token is a deny.
+	mux.HandleFunc("POST /v1/hooks/{host}", s.hook)
+	mux.Handle("/", auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})))
+	return s.observe(mux)
+}
+
+// tokenOK reports whether r carries the configured bearer token (or none
+// is configured).
+func (s *Server) tokenOK(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	got, ok := bearer(r.Header.Get("Authorization"))
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
+}
+
+// bearer reads the token of an "Authorization: Bearer TOKEN" header.
+func bearer(h string) (string, bool) {
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !equalFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	return h[len(prefix):], true
+}
+
+// equalFold compares ASCII strings ignoring case.
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// authorized answers 401 to a request without the token.
+func (s *Server) authorized(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.tokenOK(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="celguard"`)
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "this server needs an Authorization: Bearer token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

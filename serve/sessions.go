@@ -1,0 +1,92 @@
+package serve
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/celguard/celguard/eval"
+)
+
+// errFull is the error of a session table at its bound.
+var errFull = errors.New("the server keeps as many sessions as it may (--max-sessions); end some, or wait for idle ones to expire")
+
+// sessionTable keeps the sessions by id: at most max of them, each
+// forgotten once unused for idle.
+type sessionTable struct {
+	mu   sync.Mutex
+	max  int
+	idle time.Duration
+	m    map[string]*session
+}
+
+// session is one session of the table.
+type session struct {
+	*eval.Session
+	// agent is the agent the session was started for: the agent of a
+	// call that names none.
+	agent eval.Agent
+	// last is when the session was last used (guarded by the table's mu).
+	last time.Time
+}
+
+func newSessionTable(max int, idle time.Duration) *sessionTable {
+	return &sessionTable{max: max, idle: idle, m: map[string]*session{}}
+}
+
+// get returns the session id, made by create when there is none (created
+// says so). A table at its bound forgets its idle sessions first, and
+// fails with errFull when none is.
+func (t *sessionTable) get(id string, now time.Time, create func() *session) (s *session, created bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.m[id]; ok && now.Sub(s.last) < t.idle {
+		s.last = now
+		return s, false, nil
+	}
+	delete(t.m, id) // an idle one is forgotten: a new session starts
+	if len(t.m) >= t.max {
+		t.sweepLocked(now)
+		if len(t.m) >= t.max {
+			return nil, false, errFull
+		}
+	}
+	s = create()
+	s.last = now
+	t.m[id] = s
+	return s, true, nil
+}
+
+// remove forgets the session id; ok says whether there was one.
+func (t *sessionTable) remove(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.m[id]
+	delete(t.m, id)
+	return ok
+}
+
+// sweep forgets the sessions idle at now.
+func (t *sessionTable) sweep(now time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sweepLocked(now)
+}
+
+func (t *sessionTable) sweepLocked(now time.Time) int {
+	n := 0
+	for id, s := range t.m {
+		if now.Sub(s.last) >= t.idle {
+			delete(t.m, id)
+			n++
+		}
+	}
+	return n
+}
+
+// len is the number of sessions kept.
+func (t *sessionTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
