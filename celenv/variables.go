@@ -8,6 +8,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 
+	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/stdlib"
 )
 
@@ -25,6 +26,8 @@ const (
 	VarPaths    = "paths"
 	VarCall     = "call"
 	VarAgent    = "agent"
+	VarMessages = "messages"
+	VarOutput   = "output"
 )
 
 // Variable is one built-in variable: what a rule sees under Name.
@@ -36,7 +39,30 @@ type Variable struct {
 	Doc string
 	// Size says whether its value counts toward a call's input size.
 	Size Size
+	// Phases are the phases whose rules may read it; nil is every phase.
+	// Reading it elsewhere is a compile error (compile's references).
+	Phases []policy.Phase
 }
+
+// In reports whether rules of phase may read v.
+func (v Variable) In(phase policy.Phase) bool {
+	return v.Phases == nil || slices.Contains(v.Phases, phase)
+}
+
+// Lookup returns the built-in variable called name.
+func Lookup(name string) (Variable, bool) {
+	i := slices.IndexFunc(variables, func(v Variable) bool { return v.Name == name })
+	if i < 0 {
+		return Variable{}, false
+	}
+	return variables[i], true
+}
+
+// The phases of the variables that only some phases have.
+var (
+	callPhases   = []policy.Phase{policy.PhaseBefore, policy.PhaseAfter, policy.PhaseTurnEnd} // a call's (empty at turn end)
+	resultPhases = []policy.Phase{policy.PhaseAfter}
+)
 
 // Size says whether a built-in variable's value counts toward the input
 // size of a call: the size of the largest string, list or map among the
@@ -60,18 +86,20 @@ const (
 // eval resolves and measures each entry (adding a variable is this entry,
 // its name above, and eval's ResolveName and sizeOfVariable).
 var variables = []Variable{
-	{VarTool, cel.StringType, `the tool's name, e.g. "Bash"`, Counted},
-	{VarArgs, cel.MapType(cel.StringType, cel.DynType), "the call's arguments", Counted},
-	{VarCwd, cel.StringType, "the agent's working directory", Counted},
-	{VarPhase, cel.StringType, `"before", "after" or "turn_end"`, Counted},
-	{VarCounters, cel.MapType(cel.StringType, cel.IntType), "each counter of the rule's policy, for this call's key", Counted},
-	{VarResult, cel.MapType(cel.StringType, cel.DynType), "after the call only: is_error, content, and what the host adds (exit_code, ...)", Counted},
-	{VarSession, cel.MapType(cel.StringType, cel.DynType), "host metadata: agent, user, mode, ids", Counted},
-	{VarClasses, cel.ListType(cel.StringType), "the tool's classes (shell, file_read, ...), from the set's ToolClasses files", Counted},
-	{VarCommand, cel.StringType, `the shell command, from the argument its class names (command_args); "" if none`, Counted},
-	{VarPaths, cel.ListType(cel.StringType), "the file paths, from the arguments its classes name (path_args), as written", Counted},
-	{VarCall, cel.MapType(cel.StringType, cel.StringType), `the call's identity: id, the host's call id ("" if it sends none)`, Counted},
-	{VarAgent, cel.MapType(cel.StringType, cel.DynType), `the agent that made the call: name ("" if unknown) and ids, a map of the host's ids for it`, Counted},
+	{VarTool, cel.StringType, `the tool's name, e.g. "Bash"`, Counted, callPhases},
+	{VarArgs, cel.MapType(cel.StringType, cel.DynType), "the call's arguments", Counted, callPhases},
+	{VarCwd, cel.StringType, "the agent's working directory", Counted, callPhases},
+	{VarPhase, cel.StringType, `"before", "after", "turn_end", "input" or "output"`, Counted, nil},
+	{VarCounters, cel.MapType(cel.StringType, cel.IntType), "each counter of the rule's policy, for this call's key (at turn end, input and output: its total over every key)", Counted, nil},
+	{VarResult, cel.MapType(cel.StringType, cel.DynType), "after the call only: is_error, content, and what the host adds (exit_code, ...)", Counted, resultPhases},
+	{VarSession, cel.MapType(cel.StringType, cel.DynType), "host metadata: agent, user, mode, ids", Counted, nil},
+	{VarClasses, cel.ListType(cel.StringType), "the tool's classes (shell, file_read, ...), from the set's ToolClasses files", Counted, callPhases},
+	{VarCommand, cel.StringType, `the shell command, from the argument its class names (command_args); "" if none`, Counted, callPhases},
+	{VarPaths, cel.ListType(cel.StringType), "the file paths, from the arguments its classes name (path_args), as written", Counted, callPhases},
+	{VarCall, cel.MapType(cel.StringType, cel.StringType), `the call's identity: id, the host's call id ("" if it sends none)`, Counted, nil},
+	{VarAgent, cel.MapType(cel.StringType, cel.DynType), `the agent that made the call: name ("" if unknown) and ids, a map of the host's ids for it`, Counted, nil},
+	{VarMessages, cel.ListType(cel.MapType(cel.StringType, cel.StringType)), `input phase only: the messages about to be sent to the model, in order, each with role ("user", "system", ...), content and name ("" if none)`, Counted, []policy.Phase{policy.PhaseInput}},
+	{VarOutput, cel.MapType(cel.StringType, cel.DynType), "output phase only: the model's output, text (a string) and content (its structured content, or null)", Counted, []policy.Phase{policy.PhaseOutput}},
 }
 
 // Variables returns the built-in variables, in declaration order. The slice

@@ -235,8 +235,14 @@ type compiler struct {
 
 // noResultWhen says when the expression of sc runs without a result.
 func (sc scope) noResultWhen() string {
-	if sc.atTurnEnd {
+	if !sc.phased {
+		return "before the call"
+	}
+	switch sc.phase {
+	case policy.PhaseTurnEnd:
 		return "at turn end"
+	case policy.PhaseInput, policy.PhaseOutput:
+		return "in the " + sc.phase.String() + " phase"
 	}
 	return "before the call"
 }
@@ -258,9 +264,14 @@ type scope struct {
 	env  *lazyEnv
 	pol  *Policy
 	what string
-	// noResult forbids `result` (before-phase and turn_end rules, counter
-	// keys, before counters); atTurnEnd says it is for a turn_end rule.
-	noResult, atTurnEnd bool
+	// noResult forbids `result` (rules of every phase but after, counter
+	// keys, before counters).
+	noResult bool
+	// phase, when phased, is the phase the expression runs in (a rule's,
+	// a counter's): reading a built-in variable the phase does not have
+	// (celenv.Variable.In) is an error.
+	phase  policy.Phase
+	phased bool
 	// noCounters forbids `counters` (counter expressions).
 	noCounters bool
 	want       *cel.Type // nil: any type
@@ -271,8 +282,26 @@ type scope struct {
 // (patterns.go).
 type exprInfo struct {
 	result, counters bool
-	value            *constValue
+	// builtins are the built-in variables read (builtinSet).
+	builtins builtinSet
+	value    *constValue
 }
+
+// builtinSet is a set of built-in variables, by their index in
+// celenv.Variables.
+type builtinSet uint64
+
+// builtinIndex is the index of each built-in variable in celenv.Variables.
+var builtinIndex = func() map[string]int {
+	m := map[string]int{}
+	for i, v := range celenv.Variables() {
+		m[v.Name] = i
+	}
+	if len(m) > 64 {
+		panic("compile: more built-in variables than a builtinSet holds")
+	}
+	return m
+}()
 
 // refs is what one expression reads itself.
 type refs struct {
@@ -353,16 +382,16 @@ func (c *compiler) policy(lp layered) {
 		// its expressions has a result to read.
 		before := d.Phase == policy.PhaseBefore
 		if d.Key != nil {
-			ct.Key = c.compileExpr(scope{env: env, pol: cp, what: what + " key", noResult: true, noCounters: true, want: cel.StringType}, *d.Key, info)
+			ct.Key = c.compileExpr(scope{env: env, pol: cp, what: what + " key", noResult: true, noCounters: true, phase: d.Phase, phased: true, want: cel.StringType}, *d.Key, info)
 		}
 		if d.IncrementWhen.Text != "" {
-			ct.IncrementWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " increment_when", noResult: before, noCounters: true, want: cel.BoolType}, d.IncrementWhen, info)
+			ct.IncrementWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " increment_when", noResult: before, noCounters: true, phase: d.Phase, phased: true, want: cel.BoolType}, d.IncrementWhen, info)
 		}
 		if d.Streak != nil {
-			ct.Streak = c.compileExpr(scope{env: env, pol: cp, what: what + " streak", noResult: before, noCounters: true}, *d.Streak, info)
+			ct.Streak = c.compileExpr(scope{env: env, pol: cp, what: what + " streak", noResult: before, noCounters: true, phase: d.Phase, phased: true}, *d.Streak, info)
 		}
 		if d.ResetWhen != nil {
-			ct.ResetWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " reset_when", noResult: before, noCounters: true, want: cel.BoolType}, *d.ResetWhen, info)
+			ct.ResetWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " reset_when", noResult: before, noCounters: true, phase: d.Phase, phased: true, want: cel.BoolType}, *d.ResetWhen, info)
 		}
 		cp.Counters = append(cp.Counters, ct)
 		c.set.counters = append(c.set.counters, ct)
@@ -438,10 +467,13 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 		cr.Classes = append(cr.Classes, cl.Value)
 	}
 	c.checkRuleClasses(r)
-	before := r.Phase != policy.PhaseAfter // no result before the call, nor at turn end
+	before := r.Phase != policy.PhaseAfter // a result after the call only
 	what := "rule " + r.ID.Value
+	at := func(what string, want *cel.Type) scope {
+		return scope{env: env, pol: cp, what: what, noResult: before, phase: r.Phase, phased: true, want: want}
+	}
 	if r.Condition != nil {
-		sc := scope{env: env, pol: cp, what: what + " condition", noResult: before, atTurnEnd: r.Phase == policy.PhaseTurnEnd, want: cel.BoolType}
+		sc := at(what+" condition", cel.BoolType)
 		if ast, _, ok := c.typeCheck(sc, *r.Condition, info); ok {
 			if cr.Condition = c.program(ast, *r.Condition); cr.Condition != nil {
 				cr.ConditionAST = ast
@@ -449,23 +481,28 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 		}
 	}
 	if r.Message != nil {
-		cr.Message = c.compileExpr(scope{env: env, pol: cp, what: what + " message", noResult: before, atTurnEnd: r.Phase == policy.PhaseTurnEnd, want: cel.StringType}, *r.Message, info)
+		cr.Message = c.compileExpr(at(what+" message", cel.StringType), *r.Message, info)
 	}
 	if m := r.Modify; m != nil {
 		cm := &Modify{}
 		if m.Args != nil {
-			cm.Args = c.compileExpr(scope{env: env, pol: cp, what: what + " modify.args", noResult: before,
-				want: cel.MapType(cel.StringType, cel.DynType)}, *m.Args, info)
+			cm.Args = c.compileExpr(at(what+" modify.args", cel.MapType(cel.StringType, cel.DynType)), *m.Args, info)
 		}
 		for _, s := range m.Set {
-			prg := c.compileExpr(scope{env: env, pol: cp, what: what + " modify.set." + s.Key.Value, noResult: before}, s.Expr, info)
+			prg := c.compileExpr(at(what+" modify.set."+s.Key.Value, nil), s.Expr, info)
 			cm.Set = append(cm.Set, SetArg{Key: s.Key.Value, Program: prg})
 		}
 		for _, u := range m.Unset {
 			cm.Unset = append(cm.Unset, u.Value)
 		}
 		if m.Content != nil {
-			cm.Content = c.compileExpr(scope{env: env, pol: cp, what: what + " modify.content", want: cel.StringType}, *m.Content, info)
+			cm.Content = c.compileExpr(at(what+" modify.content", cel.StringType), *m.Content, info)
+		}
+		if m.Messages != nil {
+			cm.Messages = c.compileExpr(at(what+" modify.messages", cel.ListType(cel.DynType)), *m.Messages, info)
+		}
+		if m.Output != nil {
+			cm.Output = c.compileExpr(at(what+" modify.output", nil), *m.Output, info)
 		}
 		cr.Modify = cm
 	}
@@ -687,6 +724,27 @@ func literalCode(code policy.Code, msg string) (policy.Code, string) {
 	return code, msg
 }
 
+// phaseHas reports whether the phase of sc has the built-in variable name,
+// and reports an error (variable_phase) where it does not: read directly, or
+// through the policy variable via. result is checked apart (noResult).
+func (c *compiler) phaseHas(sc scope, name string, pos policy.Pos, via string) bool {
+	v, _ := celenv.Lookup(name)
+	if !sc.phased || name == celenv.VarResult || v.In(sc.phase) {
+		return true
+	}
+	where := make([]string, len(v.Phases))
+	for i, ph := range v.Phases {
+		where[i] = ph.String()
+	}
+	has := "phase: " + strings.Join(where, ", ")
+	if via != "" {
+		c.errorf(policy.CodeVariablePhase, pos, "%s uses variable %s, which reads %s; the %s phase has no %s (it is read in %s)", sc.what, via, name, sc.phase, name, has)
+		return false
+	}
+	c.errorf(policy.CodeVariablePhase, pos, "%s reads %s, but the %s phase has no %s; it is read in %s", sc.what, name, sc.phase, name, has)
+	return false
+}
+
 // references walks the checked expression for what it reads: result and
 // counters, directly or through variables (exprInfo), checking that the
 // place allows them and that every counter read is declared in the policy;
@@ -729,6 +787,12 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 			if names.bound(name) {
 				return false
 			}
+			if i, builtin := builtinIndex[name]; builtin {
+				ei.builtins |= 1 << i
+				if !c.phaseHas(sc, name, posOf(x.ID()), "") {
+					ok = false
+				}
+			}
 			switch name {
 			case celenv.VarResult:
 				ei.result = true
@@ -758,8 +822,15 @@ func (c *compiler) references(sc scope, e policy.Expr, ast *cel.Ast, info map[st
 						c.errorf(policy.CodeCounterInCounter, posOf(x.ID()), "%s uses variable %s, which reads counters; counter expressions cannot depend on counters", sc.what, name)
 						ok = false
 					}
+					for i, v := range celenv.Variables() {
+						if vi.builtins&(1<<i) != 0 && !c.phaseHas(sc, v.Name, posOf(x.ID()), name) {
+							ok = false
+							break // one error per use of the variable
+						}
+					}
 					ei.result = ei.result || vi.result
 					ei.counters = ei.counters || vi.counters
+					ei.builtins |= vi.builtins
 				}
 			}
 		case celast.SelectKind:

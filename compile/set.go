@@ -276,6 +276,11 @@ type Modify struct {
 	Unset []string
 	// Content, when set, computes the new result content (after phase).
 	Content *Program
+	// Messages, when set, computes the new messages (input phase).
+	Messages *Program
+	// Output, when set, computes the new output (output phase): a string,
+	// or a map with text and content.
+	Output *Program
 }
 
 // SetArg is one compiled modify.set entry.

@@ -30,6 +30,8 @@ type evaluation struct {
 	phase policy.Phase
 	call  Call
 	res   *Result
+	// io is the model's input or output, in those phases.
+	io *modelIO
 	// obs watches the decision: the trace and the explanation (observe.go).
 	obs observer
 
@@ -284,6 +286,16 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 		return ev.boxed(boxCall), true
 	case celenv.VarAgent:
 		return ev.boxed(boxAgent), true
+	case celenv.VarMessages:
+		if ev.io == nil {
+			return nil, false
+		}
+		return ev.boxed(boxMessages), true
+	case celenv.VarOutput:
+		if ev.io == nil || ev.io.output == nil {
+			return nil, false
+		}
+		return ev.boxed(boxOutput), true
 	case celenv.VarResult:
 		if ev.result == nil {
 			return nil, false
@@ -324,6 +336,8 @@ const (
 	boxPaths
 	boxCall
 	boxAgent
+	boxMessages
+	boxOutput
 	numBoxed
 )
 
@@ -356,6 +370,10 @@ func (ev *evaluation) boxed(i int) ref.Val {
 			ids = map[string]string{}
 		}
 		v = types.NewStringInterfaceMap(types.DefaultTypeAdapter, map[string]any{"name": ev.call.Agent.Name, "ids": ids})
+	case boxMessages:
+		v = types.DefaultTypeAdapter.NativeToValue(messagesValue(ev.io.messages))
+	case boxOutput:
+		v = types.NewStringInterfaceMap(types.DefaultTypeAdapter, outputValue(ev.io.output))
 	}
 	ev.box[i] = v
 	return v

@@ -66,8 +66,9 @@ func (ev *evaluation) counterValues(p *compile.Policy) map[string]int64 {
 	}
 	m := make(map[string]int64, len(p.Counters))
 	for _, c := range p.Counters {
-		if ev.phase == policy.PhaseTurnEnd {
-			m[c.Name] = ev.s.counterTotal(c) // the turn's total, over every key
+		if !ev.phase.HasCall() {
+			// At turn end, input and output: the total over every key.
+			m[c.Name] = ev.s.counterTotal(c)
 			continue
 		}
 		key, err := ev.counterKey(c)

@@ -27,6 +27,9 @@
 // 13. At turn end (EndTurn) the turn_end rules decide with no call, by rules 3, 7 (allow) and 8; their verdicts are
 //     allow and warn (the parser's check); a halted turn's end is decided too (Session.decide).
 // 14. An after-event whose call id names a call refused before it ran is refused (call_refused, calls.go).
+// 15. The model's input (Session.Input) and output (Session.Output) are decided by the rules of phase input and output,
+//     with no call, by rules 1, 3, 4, 5, 7 (allow: the default verdict is for tool calls), 8, 10 and 11; their verdicts
+//     are allow, warn, block, halt and modify (the parser's check), a modify rewriting the messages or the output.
 
 package eval
 
@@ -80,13 +83,13 @@ func (ev *evaluation) decideRules() (Decision, error) {
 		if t.final {
 			return t.refusal(modified)
 		}
-		args, content := ev.call.Args, ev.resultContent()
+		args, content, io := ev.call.Args, ev.resultContent(), ev.modelIO()
 		u := ev.runTrack(true)
 		modified = append(modified, u.modified...)
 		if u.final {
 			return u.refusal(modified)
 		}
-		if len(u.modified) == 0 || content == ev.resultContent() && reflect.DeepEqual(args, ev.call.Args) {
+		if len(u.modified) == 0 || content == ev.resultContent() && reflect.DeepEqual(args, ev.call.Args) && reflect.DeepEqual(io, ev.modelIO()) {
 			if u.d.Verdict.Strictness() > t.d.Verdict.Strictness() {
 				t = u
 			}
@@ -192,6 +195,15 @@ func (ev *evaluation) resultContent() string {
 	return ev.res.Content
 }
 
+// modelIO is a copy of the model's input or output (the zero modelIO in
+// the other phases), to tell whether a rewrite changed it.
+func (ev *evaluation) modelIO() modelIO {
+	if ev.io == nil {
+		return modelIO{}
+	}
+	return ev.io.clone()
+}
+
 // matches evaluates r's condition; a rule without one always matches.
 func (ev *evaluation) matches(r *compile.Rule) (bool, error) {
 	if r.Condition == nil {
@@ -256,16 +268,22 @@ func (ev *evaluation) carryRewrite(d *Decision, modified []string) {
 	d.Modified = modified
 	switch d.Verdict {
 	case policy.Block, policy.Halt:
-		d.Args, d.Content = nil, nil
+		d.Args, d.Content, d.Messages, d.Output = nil, nil, nil, nil
 		return
 	case policy.Allow:
 		d.Verdict = policy.Modify
 	}
-	if ev.phase == policy.PhaseBefore {
+	switch ev.phase {
+	case policy.PhaseBefore:
 		d.Args = ev.call.Args
-	} else {
+	case policy.PhaseAfter:
 		c := ev.res.Content
 		d.Content = &c
+	case policy.PhaseInput:
+		d.Messages = slices.Clone(ev.io.messages)
+	case policy.PhaseOutput:
+		o := *ev.io.output
+		d.Output = &o
 	}
 }
 

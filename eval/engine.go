@@ -11,6 +11,11 @@
 // audit record: a fresh DecisionID, its Time (the engine's clock, WithClock),
 // the PolicyDigest of the set that decided and the SessionID.
 //
+// Input decides the messages about to be sent to the model and Output the
+// model's output before it is returned, by the rules of phase input and
+// output (which read messages and output, and no call): allow, warn, block,
+// halt, or modify, a rewrite carried in Decision.Messages or Decision.Output.
+//
 // A counter counts after the call (After updates it before the after-phase
 // rules run) or, declared with phase before, at the decision before it: the
 // rules read the counts of earlier calls, and the call is counted only when
@@ -309,18 +314,30 @@ func (s *Session) EndTurn(ctx context.Context, opts ...CallOption) (Decision, er
 
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
 	set := s.eng.set.Load()
-	d, err := s.decideCall(ctx, set, phase, call, res, opts)
+	d, err := s.decideIn(ctx, set, phase, call, res, nil, opts)
 	d.CallID, d.Agent = call.ID, call.Agent
-	if next := s.eng.cfg.auditIDs; next != nil {
-		d.DecisionID, d.Time, d.PolicyDigest, d.SessionID = next(), s.eng.cfg.now().UTC(), set.Digest(), s.id
-	}
+	d = s.auditWith(d, set)
 	if phase == policy.PhaseBefore {
 		s.rememberBefore(call, d)
 	}
 	return d, err
 }
 
-func (s *Session) decideCall(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
+// audit fills d's audit record (WithDecisionMetadata) with the set in force.
+func (s *Session) audit(d Decision) Decision { return s.auditWith(d, s.eng.set.Load()) }
+
+// auditWith fills d's audit record (WithDecisionMetadata), set having
+// decided.
+func (s *Session) auditWith(d Decision, set *compile.PolicySet) Decision {
+	if next := s.eng.cfg.auditIDs; next != nil {
+		d.DecisionID, d.Time, d.PolicyDigest, d.SessionID = next(), s.eng.cfg.now().UTC(), set.Digest(), s.id
+	}
+	return d
+}
+
+// decideIn decides one event of phase: a call (and its result after it), a
+// turn's end, or the model's input or output (io).
+func (s *Session) decideIn(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
 	// Options are rare on the hot path; without them nothing is allocated.
 	var cc callConfig
 	if len(opts) > 0 {
@@ -333,7 +350,7 @@ func (s *Session) decideCall(ctx context.Context, set *compile.PolicySet, phase 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if call.Tool == "" && phase != policy.PhaseTurnEnd {
+	if call.Tool == "" && phase.HasCall() {
 		return refusal(phase, "", CodeInvalidCall, "the call has no tool name", nil), errors.New("eval: call without a tool name")
 	}
 	if d, ok := s.halted(phase, call.Tool); ok && phase != policy.PhaseTurnEnd {
@@ -348,6 +365,7 @@ func (s *Session) decideCall(ctx context.Context, set *compile.PolicySet, phase 
 	}
 	// The verdict rules are in decide.go.
 	ev := newEvaluation(ctx, s, set, phase, call, res)
+	ev.io = io
 	defer ev.release()
 	ev.obs = newObserver(ev, cc.trace, cc.explain)
 	d, err := ev.run()

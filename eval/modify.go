@@ -19,6 +19,9 @@ func (ev *evaluation) applyModify(r *compile.Rule) error {
 	if m == nil {
 		return errors.New("modify rule without a modify block")
 	}
+	if !ev.phase.HasCall() {
+		return ev.rewriteModel(r)
+	}
 	if ev.phase == policy.PhaseAfter {
 		if m.Content == nil {
 			return errors.New("after-phase modify without content")

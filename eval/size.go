@@ -65,6 +65,20 @@ func (ev *evaluation) sizeOfVariable(name string, m uint64) uint64 {
 		return max(m, uint64(len(ev.call.ID)), 2) // {"id": ...}
 	case celenv.VarAgent:
 		return sizeOf(ev.call.Agent.IDs, max(m, uint64(len(ev.call.Agent.Name)), 4)) // {"name": ..., "ids": {...}}
+	case celenv.VarMessages:
+		if ev.io == nil {
+			return m
+		}
+		m = max(m, uint64(len(ev.io.messages)), 3) // each {"role", "content", "name"}
+		for _, msg := range ev.io.messages {
+			m = max(m, uint64(len(msg.Role)), uint64(len(msg.Content)), uint64(len(msg.Name)))
+		}
+		return m
+	case celenv.VarOutput:
+		if ev.io == nil || ev.io.output == nil {
+			return m
+		}
+		return sizeOf(ev.io.output.Content, max(m, uint64(len(ev.io.output.Text)), 2)) // {"text", "content"}
 	case celenv.VarSession:
 		return sizeOf(ev.s.meta, m)
 	case celenv.VarResult:

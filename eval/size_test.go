@@ -61,6 +61,10 @@ rules:
 	ev := newEvaluation(context.Background(), s, set, policy.PhaseAfter, call, res)
 	defer ev.release()
 	ev.cur = set.Policies()[0]
+	// The model's input and output are never there together; the test
+	// gives both to measure them.
+	ev.io = &modelIO{messages: []Message{{Role: "user", Content: long("m"), Name: "n"}},
+		output: &ModelOutput{Text: "t", Content: map[string]any{"k": []any{long("o")}}}}
 
 	for _, v := range celenv.Variables() {
 		val, ok := ev.ResolveName(v.Name)

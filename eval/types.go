@@ -141,6 +141,12 @@ type Decision struct {
 	// Content is the rewritten result content, when a modify rule applied
 	// after the call.
 	Content *string `json:"content,omitempty"`
+	// Messages are the rewritten messages, when a modify rule applied in
+	// the input phase: the whole list the model is to be sent.
+	Messages []Message `json:"messages,omitempty"`
+	// Output is the rewritten output, when a modify rule applied in the
+	// output phase.
+	Output *ModelOutput `json:"output,omitempty"`
 	// Modified lists the modify rules applied, in order.
 	Modified []string `json:"modified_by,omitempty"`
 	// Approval records how an ask rule was settled.

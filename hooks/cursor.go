@@ -20,7 +20,8 @@ import (
 // whose agent_message gives the rewritten arguments to use instead.
 // afterShellExecution, afterMCPExecution and postToolUse feed the counters
 // and answer {} (Cursor ignores what after hooks say); beforeSubmitPrompt
-// starts a turn and answers {"continue": true}. Exit code 2 blocks, and so
+// starts a turn, its prompt is decided by the input rules, and it answers
+// {"continue": true}, or false with user_message when the prompt is refused. Exit code 2 blocks, and so
 // does JSON Cursor cannot read; celguard's failures use both.
 type cursor struct {
 	opts Options
@@ -120,6 +121,9 @@ func (h *cursor) Decode(data []byte) (Event, error) {
 		ev.Kind = KindBefore
 	case "beforeSubmitPrompt":
 		ev.Kind = KindTurnStart
+		if ev.Messages, err = promptMessages(m, "prompt"); err != nil {
+			return Event{}, err
+		}
 	case "stop":
 		// Answered {}: a followup_message would keep the agent going.
 		ev.Kind = KindTurnEnd
@@ -178,7 +182,7 @@ func (h *cursor) Encode(ev Event, d eval.Decision) Response {
 		}
 		return jsonResponse(out)
 	case KindTurnStart:
-		return jsonResponse(cursorContinue{Continue: true})
+		return jsonResponse(cursorPrompt(ev, d))
 	}
 	return jsonResponse(struct{}{})
 }

@@ -17,7 +17,9 @@ import (
 // the agent loop. There is no ask. AfterTool answers with decision "deny",
 // whose reason replaces the output the model sees, and
 // hookSpecificOutput.additionalContext, appended to it. BeforeAgent (a user
-// prompt) starts a turn. Exit code 2 blocks with stderr as the reason. Gemini
+// prompt) starts a turn. BeforeModel (the request about to be sent to the
+// model) is decided by the input rules and AfterModel (each response chunk)
+// by the output rules (model.go). Exit code 2 blocks with stderr as the reason. Gemini
 // expects JSON on stdout, so every answer is a JSON object, {} when there is
 // nothing to say.
 type gemini struct {
@@ -39,6 +41,10 @@ type geminiOut struct {
 type geminiHSO struct {
 	ToolInput         map[string]any `json:"tool_input,omitempty"`
 	AdditionalContext string         `json:"additionalContext,omitempty"`
+	// LLMRequest overrides parts of the request to the model (BeforeModel);
+	// LLMResponse replaces the model's response chunk (AfterModel).
+	LLMRequest  map[string]any `json:"llm_request,omitempty"`
+	LLMResponse map[string]any `json:"llm_response,omitempty"`
 }
 
 // geminiEvents are Gemini CLI's events.
@@ -47,6 +53,8 @@ var geminiEvents = eventProtocol{kinds: map[string]Kind{
 	"AfterTool":    KindAfter,
 	"BeforeAgent":  KindTurnStart,
 	"AfterAgent":   KindTurnEnd,
+	"BeforeModel":  KindInput,
+	"AfterModel":   KindOutput,
 	"SessionStart": KindSessionStart,
 	"SessionEnd":   KindSessionEnd,
 }}
@@ -67,6 +75,8 @@ func (h *gemini) Encode(ev Event, d eval.Decision) Response {
 		if d.Verdict == policy.Warn {
 			return jsonResponse(geminiOut{SystemMessage: message(d)})
 		}
+	case KindInput, KindOutput:
+		return jsonResponse(h.model(ev, d))
 	}
 	return jsonResponse(struct{}{})
 }

@@ -54,7 +54,8 @@ const (
 	// KindSessionEnd is a session ending: its state is removed.
 	KindSessionEnd
 	// KindTurnStart is a new user prompt: turn-scoped counters reset and a
-	// halt of the previous turn is lifted.
+	// halt of the previous turn is lifted. With Messages (the prompt, where
+	// the host sends it) the input rules then decide it (eval.Session.Input).
 	KindTurnStart
 	// KindBefore is a tool call about to run.
 	KindBefore
@@ -66,9 +67,15 @@ const (
 	// keeps the agent going, and a failure is not a block (there is no call
 	// left to refuse).
 	KindTurnEnd
+	// KindInput is a request about to be sent to the model (Gemini CLI's
+	// BeforeModel): the input rules decide its Messages.
+	KindInput
+	// KindOutput is the model's response (Gemini CLI's AfterModel, for
+	// each streamed chunk): the output rules decide Output.
+	KindOutput
 )
 
-var kindNames = [...]string{"ignore", "session_start", "session_end", "turn_start", "before", "after", "turn_end"}
+var kindNames = [...]string{"ignore", "session_start", "session_end", "turn_start", "before", "after", "turn_end", "input", "output"}
 
 // String names the kind.
 func (k Kind) String() string {
@@ -94,6 +101,12 @@ type Event struct {
 	Call eval.Call
 	// Result is the tool's result (KindAfter).
 	Result eval.Result
+	// Messages are the messages about to be sent to the model: the user's
+	// prompt (KindTurnStart, where the host sends it) or the request
+	// (KindInput).
+	Messages []eval.Message
+	// Output is the model's output (KindOutput).
+	Output *eval.Output
 
 	// response is the tool's raw output as the host sent it (KindAfter),
 	// kept so a rewrite can be given back in the same shape.
@@ -249,6 +262,9 @@ type eventProtocol struct {
 	failure string
 	// meta are the string fields kept as session metadata, beside host.
 	meta []string
+	// prompt, when set, is the field of the turn-start event that holds
+	// the user's prompt, which the input rules then decide.
+	prompt string
 }
 
 // exitCodeLine reads Bash's "Exit code N" first error line.
@@ -283,6 +299,9 @@ func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
 		if err := callIdentity(&ev.Call, m, "agent_type", "agent_id"); err != nil {
 			return Event{}, err
 		}
+	}
+	if err := decodeModel(&ev, m, p); err != nil {
+		return Event{}, err
 	}
 	switch {
 	case ev.Kind == KindAfter && ev.Name == p.failure:

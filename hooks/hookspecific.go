@@ -39,6 +39,7 @@ var hookSpecificEvents = eventProtocol{
 		"SessionEnd":         KindSessionEnd,
 	},
 	failure: "PostToolUseFailure",
+	prompt:  "prompt",
 	meta:    []string{"permission_mode", "model", "agent_id", "agent_type", "turn_id"},
 }
 
@@ -84,6 +85,10 @@ func (h *hookSpecificHost) Encode(ev Event, d eval.Decision) Response {
 		if d.Verdict == policy.Warn {
 			// Shown to the user; a decision would keep the agent going.
 			out = &hookOutput{SystemMessage: message(d)}
+		}
+	case KindTurnStart:
+		if ev.Messages != nil {
+			return h.prompt(d)
 		}
 	}
 	if out == nil {

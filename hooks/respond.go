@@ -59,14 +59,25 @@ func Respond(ctx context.Context, host Host, input []byte, failOpen bool, handle
 }
 
 // Decide applies one event that needs a session (KindTurnStart,
-// KindBefore, KindAfter, KindTurnEnd) to sess and returns the decision to
-// encode: the zero Decision for a new turn. Other kinds change nothing.
+// KindInput, KindOutput, KindBefore, KindAfter, KindTurnEnd) to sess and
+// returns the decision to encode: the zero Decision for a new turn without
+// a prompt. Other kinds change nothing.
 func Decide(ctx context.Context, sess *eval.Session, ev Event) (eval.Decision, error) {
 	var d eval.Decision
 	var err error
 	switch ev.Kind {
 	case KindTurnStart:
 		sess.StartTurn()
+		if ev.Messages != nil {
+			d, err = sess.Input(ctx, eval.Input{Messages: ev.Messages, Agent: ev.Call.Agent})
+		}
+	case KindInput:
+		d, err = sess.Input(ctx, eval.Input{Messages: ev.Messages, Agent: ev.Call.Agent})
+	case KindOutput:
+		if ev.Output == nil {
+			return d, fmt.Errorf("the %s event has no model output", ev.Name)
+		}
+		d, err = sess.Output(ctx, *ev.Output)
 	case KindBefore:
 		d, err = sess.Before(ctx, ev.Call)
 	case KindAfter:
@@ -76,10 +87,15 @@ func Decide(ctx context.Context, sess *eval.Session, ev Event) (eval.Decision, e
 			return d, fmt.Errorf("the end of the turn could not be decided: %w", err)
 		}
 	}
-	if err != nil {
+	switch {
+	case err == nil:
+		return d, nil
+	case ev.Kind == KindBefore || ev.Kind == KindAfter:
 		return d, fmt.Errorf("the %s call could not be decided: %w", ev.Call.Tool, err)
+	case ev.Kind == KindOutput:
+		return d, fmt.Errorf("the model's output could not be decided: %w", err)
 	}
-	return d, nil
+	return d, fmt.Errorf("the model's input could not be decided: %w", err)
 }
 
 // HTTPBody is the answer resp to ev as the body of an HTTP hook (Claude

@@ -111,22 +111,28 @@ const (
 	PhaseBefore  Phase = iota // before the tool runs; the default
 	PhaseAfter                // after the tool ran, with its result
 	PhaseTurnEnd              // when the agent's turn ends: no call, the turn's counters
+	PhaseInput                // the messages about to be sent to the model: no call, `messages`
+	PhaseOutput               // the model's output before it is returned: no call, `output`
 	// NumPhases is the number of phases.
 	NumPhases = iota
 )
 
-// String returns "before", "after" or "turn_end".
+// String returns "before", "after", "turn_end", "input" or "output".
 func (p Phase) String() string {
 	switch p {
 	case PhaseAfter:
 		return "after"
 	case PhaseTurnEnd:
 		return "turn_end"
+	case PhaseInput:
+		return "input"
+	case PhaseOutput:
+		return "output"
 	}
 	return "before"
 }
 
-// ParsePhase parses "before", "after" or "turn_end".
+// ParsePhase parses "before", "after", "turn_end", "input" or "output".
 func ParsePhase(s string) (Phase, error) {
 	switch s {
 	case "before":
@@ -135,9 +141,17 @@ func ParsePhase(s string) (Phase, error) {
 		return PhaseAfter, nil
 	case "turn_end":
 		return PhaseTurnEnd, nil
+	case "input":
+		return PhaseInput, nil
+	case "output":
+		return PhaseOutput, nil
 	}
-	return PhaseBefore, fmt.Errorf("phase must be before, after or turn_end, not %q", s)
+	return PhaseBefore, fmt.Errorf("phase must be before, after, turn_end, input or output, not %q", s)
 }
+
+// HasCall reports whether the phase decides a tool call (before and after);
+// turn_end, input and output rules have no call, so no tool, args or cwd.
+func (p Phase) HasCall() bool { return p == PhaseBefore || p == PhaseAfter }
 
 // MarshalText implements encoding.TextMarshaler.
 func (p Phase) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
@@ -309,8 +323,9 @@ type Rule struct {
 	Metadata map[string]string
 }
 
-// ModifySpec rewrites a call's arguments (before phase) or its result content
-// (after phase).
+// ModifySpec rewrites a call's arguments (before phase), its result content
+// (after phase), the messages (input phase) or the model's output (output
+// phase).
 type ModifySpec struct {
 	Pos Pos
 	// Args, when set, is a CEL map expression that replaces the arguments.
@@ -322,6 +337,13 @@ type ModifySpec struct {
 	// Content, when set, is a CEL string expression giving the new result
 	// content (after phase only).
 	Content *Expr
+	// Messages, when set, is a CEL list expression giving the new messages,
+	// each a map with role, content and optionally name (input phase only).
+	Messages *Expr
+	// Output, when set, is a CEL expression giving the new output: a string
+	// (the new text; structured content is dropped) or a map with text and
+	// optionally content (output phase only).
+	Output *Expr
 }
 
 // SetArg is one entry of modify.set.

@@ -574,8 +574,10 @@ func (d *decoder) rule(n *yaml.Node) Rule {
 func (d *decoder) modify(n *yaml.Node) *ModifySpec {
 	m := &ModifySpec{Pos: d.pos(n)}
 	d.fields(n, "modify", map[string]func(k, v *yaml.Node){
-		"args":    func(_, v *yaml.Node) { m.Args = d.exprPtr(v, "modify.args") },
-		"content": func(_, v *yaml.Node) { m.Content = d.exprPtr(v, "modify.content") },
+		"args":     func(_, v *yaml.Node) { m.Args = d.exprPtr(v, "modify.args") },
+		"content":  func(_, v *yaml.Node) { m.Content = d.exprPtr(v, "modify.content") },
+		"messages": func(_, v *yaml.Node) { m.Messages = d.exprPtr(v, "modify.messages") },
+		"output":   func(_, v *yaml.Node) { m.Output = d.exprPtr(v, "modify.output") },
 		"set": func(_, v *yaml.Node) {
 			if v.Kind != yaml.MappingNode {
 				d.ds.errorf(CodeWrongType, d.pos(v), "modify.set must be a mapping of argument names to CEL expressions, not %s", kindName(v))
@@ -610,37 +612,93 @@ func (d *decoder) checkRule(r *Rule) {
 	if r.Verdict == Ask && r.Phase == PhaseAfter {
 		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "ask cannot be used in the after phase: the tool has already run; use block or warn")
 	}
-	if r.Phase == PhaseTurnEnd {
+	switch r.Phase {
+	case PhaseTurnEnd:
 		d.checkTurnEnd(r)
+	case PhaseInput, PhaseOutput:
+		d.checkModelPhase(r)
 	}
 	switch {
 	case r.Modify != nil && r.Verdict != Modify && r.Verdict != VerdictUnspecified:
 		d.ds.errorf(CodeModifyMismatch, r.Modify.Pos, "a modify block needs verdict: modify, but this rule's verdict is %s", r.Verdict)
 	case r.Modify == nil && r.Verdict == Modify:
-		d.ds.errorf(CodeModifyMismatch, r.VerdictPos, "verdict modify needs a modify block saying what to rewrite (args, set, unset or content)")
+		d.ds.errorf(CodeModifyMismatch, r.VerdictPos, "verdict modify needs a modify block saying what to rewrite (args, set, unset, content, messages or output)")
 	}
 	m := r.Modify
 	if m == nil {
 		return
 	}
-	if m.Args == nil && len(m.Set) == 0 && len(m.Unset) == 0 && m.Content == nil {
-		d.ds.errorf(CodeModifyMismatch, m.Pos, "the modify block rewrites nothing: give args, set, unset or content")
+	if m.Args == nil && len(m.Set) == 0 && len(m.Unset) == 0 && m.Content == nil && m.Messages == nil && m.Output == nil {
+		d.ds.errorf(CodeModifyMismatch, m.Pos, "the modify block rewrites nothing: give args, set, unset, content, messages or output")
 	}
-	if r.Phase == PhaseBefore && m.Content != nil {
-		d.ds.errorf(CodeModifyPhase, m.Content.Pos, "modify.content rewrites a result and needs phase: after; before the call, rewrite args with args, set or unset")
+	d.checkModifyPhase(r.Phase, m)
+}
+
+// checkModifyPhase reports the modify fields phase cannot apply: before
+// the call args, set and unset; after it content; in the input phase
+// messages; in the output phase output.
+func (d *decoder) checkModifyPhase(phase Phase, m *ModifySpec) {
+	type field struct {
+		name   string
+		pos    Pos
+		phase  Phase
+		needed string
 	}
-	if r.Phase == PhaseAfter {
-		for _, e := range []*Expr{m.Args} {
-			if e != nil {
-				d.ds.errorf(CodeModifyPhase, e.Pos, "modify.args cannot be used in the after phase: the tool has already run; rewrite the result with content")
-			}
+	var fs []field
+	if m.Args != nil {
+		fs = append(fs, field{"args", m.Args.Pos, PhaseBefore, "rewrites the call's arguments"})
+	}
+	if len(m.Set) > 0 {
+		fs = append(fs, field{"set", m.Set[0].Key.Pos, PhaseBefore, "rewrites the call's arguments"})
+	}
+	if len(m.Unset) > 0 {
+		fs = append(fs, field{"unset", m.Unset[0].Pos, PhaseBefore, "rewrites the call's arguments"})
+	}
+	if m.Content != nil {
+		fs = append(fs, field{"content", m.Content.Pos, PhaseAfter, "rewrites a result"})
+	}
+	if m.Messages != nil {
+		fs = append(fs, field{"messages", m.Messages.Pos, PhaseInput, "rewrites the messages sent to the model"})
+	}
+	if m.Output != nil {
+		fs = append(fs, field{"output", m.Output.Pos, PhaseOutput, "rewrites the model's output"})
+	}
+	for _, f := range fs {
+		if f.phase != phase {
+			d.ds.errorf(CodeModifyPhase, f.pos, "modify.%s %s and needs phase: %s; in the %s phase rewrite %s", f.name, f.needed, f.phase, phase, modifyFieldsOf(phase))
 		}
-		if len(m.Set) > 0 {
-			d.ds.errorf(CodeModifyPhase, m.Set[0].Key.Pos, "modify.set cannot be used in the after phase: the tool has already run; rewrite the result with content")
+	}
+}
+
+// modifyFieldsOf names what a modify rule of phase rewrites, with which
+// fields.
+func modifyFieldsOf(phase Phase) string {
+	switch phase {
+	case PhaseAfter:
+		return "the result with content"
+	case PhaseInput:
+		return "the messages with messages"
+	case PhaseOutput:
+		return "the output with output"
+	case PhaseTurnEnd:
+		return "nothing (a turn_end rule reports)"
+	}
+	return "the arguments with args, set or unset"
+}
+
+// checkModelPhase reports what an input or output rule cannot do: it
+// decides on the model's messages or output, not a tool call, so it names
+// no tool, and nobody is there to approve (no ask).
+func (d *decoder) checkModelPhase(r *Rule) {
+	if r.Verdict == Ask {
+		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "ask cannot be used in the %s phase: nobody approves a model's %s; use block, halt, warn or modify", r.Phase, map[Phase]string{PhaseInput: "input", PhaseOutput: "output"}[r.Phase])
+	}
+	if len(r.Tools) > 0 || len(r.Classes) > 0 {
+		pos := r.Tools
+		if len(pos) == 0 {
+			pos = r.Classes
 		}
-		if len(m.Unset) > 0 {
-			d.ds.errorf(CodeModifyPhase, m.Unset[0].Pos, "modify.unset cannot be used in the after phase: the tool has already run; rewrite the result with content")
-		}
+		d.ds.errorf(CodeVerdictPhase, pos[0].Pos, "an %s rule has no call, so it cannot match tools or classes; remove match", r.Phase)
 	}
 }
 

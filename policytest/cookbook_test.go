@@ -23,8 +23,8 @@ func TestCookbook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Suites) != 10 {
-		t.Errorf("the cookbook has %d suites, want 10", len(rep.Suites))
+	if len(rep.Suites) != 11 {
+		t.Errorf("the cookbook has %d suites, want 11", len(rep.Suites))
 	}
 	for _, s := range rep.Suites {
 		if s.Error != "" {
@@ -45,8 +45,8 @@ func TestCookbook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(srcs) != 10 {
-		t.Errorf("the cookbook has %d policies, want 10", len(srcs))
+	if len(srcs) != 11 {
+		t.Errorf("the cookbook has %d policies, want 11", len(srcs))
 	}
 	doc, err := os.ReadFile("../docs/cookbook.md")
 	if err != nil {
@@ -90,7 +90,7 @@ func TestCookbookUntrusted(t *testing.T) {
 		t.Fatal(err)
 	}
 	rank := map[string]int{"allow": 0, "warn": 1, "modify": 1, "ask": 2, "block": 3, "halt": 4}
-	if len(rep.Suites) != 10 || rep.Passed == 0 {
+	if len(rep.Suites) != 11 || rep.Passed == 0 {
 		t.Fatalf("ran %d suites, %d cases passed", len(rep.Suites), rep.Passed)
 	}
 	stricter, asked := 0, 0

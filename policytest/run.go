@@ -386,6 +386,10 @@ func runCase(ctx context.Context, set *compile.PolicySet, s *Suite, c *Case, fir
 		for n := 0; n < max(1, st.Repeat); n++ {
 			if st.TurnEnd {
 				d, err = sess.EndTurn(ctx, copts...)
+			} else if st.Input != nil {
+				d, err = sess.Input(ctx, st.Input.Input(), copts...)
+			} else if st.Output != nil {
+				d, err = sess.Output(ctx, st.Output.Output(), copts...)
 			} else if st.Before != nil {
 				d, err = sess.Before(ctx, normalize(st.Before.Call()), copts...)
 			} else {
@@ -490,6 +494,27 @@ func compare(e Expect, d eval.Decision) []string {
 	}
 	if e.Metadata != nil && !maps.Equal(e.Metadata, d.Metadata) {
 		diffs = append(diffs, fmt.Sprintf("metadata: got %s, want %s", jsonText(d.Metadata), jsonText(e.Metadata)))
+	}
+	if e.Messages != nil {
+		got := make([]MessageSpec, len(d.Messages))
+		for i, m := range d.Messages {
+			got[i] = MessageSpec(m)
+		}
+		if !slices.Equal(got, e.Messages) {
+			diffs = append(diffs, fmt.Sprintf("messages: got %s, want %s", jsonText(got), jsonText(e.Messages)))
+		}
+	}
+	if e.Output != nil {
+		var got map[string]any
+		if d.Output != nil {
+			got = map[string]any{"text": d.Output.Text}
+			if _, ok := e.Output["content"]; ok {
+				got["content"] = d.Output.Content
+			}
+		}
+		if !reflect.DeepEqual(jsonValue(got), jsonValue(e.Output)) {
+			diffs = append(diffs, fmt.Sprintf("output: got %s, want %s", jsonText(d.Output), jsonText(e.Output)))
+		}
 	}
 	if e.Approval != "" {
 		got := ""

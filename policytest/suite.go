@@ -135,8 +135,8 @@ type Case struct {
 	Steps        []Step   `yaml:"steps"`
 }
 
-// Step is one event of a case. Exactly one of Turn, TurnEnd, Before, After
-// and Advance is set.
+// Step is one event of a case. Exactly one of Turn, TurnEnd, Before, After,
+// Input, Output and Advance is set.
 type Step struct {
 	// Turn starts a new turn.
 	Turn bool `yaml:"turn"`
@@ -146,6 +146,11 @@ type Step struct {
 	Before *CallSpec `yaml:"before"`
 	// After decides a call's result, given in Result.
 	After *CallSpec `yaml:"after"`
+	// Input decides the messages about to be sent to the model
+	// (Session.Input).
+	Input *InputSpec `yaml:"input"`
+	// Output decides the model's output (Session.Output).
+	Output *OutputSpec `yaml:"output"`
 	// Result is the tool's result: is_error, content and any other fields.
 	Result map[string]any `yaml:"result"`
 	// Advance moves the clock, e.g. 30s.
@@ -178,6 +183,47 @@ type Expect struct {
 	// Metadata is the decision's metadata, exactly (the deciding rule's
 	// over its policy's); an empty mapping asserts none.
 	Metadata map[string]string `yaml:"metadata" json:"metadata,omitempty"`
+	// Messages are the rewritten messages, exactly (input-phase modify).
+	Messages []MessageSpec `yaml:"messages" json:"messages,omitempty"`
+	// Output is the rewritten output (output-phase modify): its text, and
+	// its content when given.
+	Output map[string]any `yaml:"output" json:"output,omitempty"`
+}
+
+// InputSpec is the model's input as written in a test file.
+type InputSpec struct {
+	Messages []MessageSpec `yaml:"messages"`
+	CallID   string        `yaml:"call_id"`
+	Agent    AgentSpec     `yaml:"agent"`
+}
+
+// MessageSpec is one message as written in a test file.
+type MessageSpec struct {
+	Role    string `yaml:"role" json:"role"`
+	Content string `yaml:"content" json:"content"`
+	Name    string `yaml:"name" json:"name,omitempty"`
+}
+
+// OutputSpec is the model's output as written in a test file.
+type OutputSpec struct {
+	Text    string    `yaml:"text"`
+	Content any       `yaml:"content"`
+	CallID  string    `yaml:"call_id"`
+	Agent   AgentSpec `yaml:"agent"`
+}
+
+// Input converts the spec to an eval.Input.
+func (in InputSpec) Input() eval.Input {
+	out := eval.Input{ID: in.CallID, Agent: eval.Agent{Name: in.Agent.Name, IDs: in.Agent.IDs}}
+	for _, m := range in.Messages {
+		out.Messages = append(out.Messages, eval.Message(m))
+	}
+	return out
+}
+
+// Output converts the spec to an eval.Output.
+func (o OutputSpec) Output() eval.Output {
+	return eval.Output{Text: o.Text, Content: jsonValue(o.Content), ID: o.CallID, Agent: eval.Agent{Name: o.Agent.Name, IDs: o.Agent.IDs}}
 }
 
 // CallSpec is a tool call as written in a test file.
@@ -356,6 +402,12 @@ func (st Step) validate() (policy.Code, error) {
 	if st.After != nil {
 		n++
 	}
+	if st.Input != nil {
+		n++
+	}
+	if st.Output != nil {
+		n++
+	}
 	if st.Advance != "" {
 		n++
 		if d, err := time.ParseDuration(st.Advance); err != nil || d < 0 {
@@ -364,13 +416,13 @@ func (st Step) validate() (policy.Code, error) {
 	}
 	switch {
 	case n != 1:
-		return policy.CodeInvalidValue, fmt.Errorf("give exactly one of turn, turn_end, before, after and advance")
+		return policy.CodeInvalidValue, fmt.Errorf("give exactly one of turn, turn_end, before, after, input, output and advance")
 	case st.After != nil && st.Result == nil:
 		return policy.CodeMissingField, fmt.Errorf("an after step needs a result")
 	case st.Result != nil && st.After == nil:
 		return policy.CodeInvalidValue, fmt.Errorf("result goes with an after step")
-	case st.Expect != nil && st.Before == nil && st.After == nil && !st.TurnEnd:
-		return policy.CodeInvalidValue, fmt.Errorf("expect goes with a before, after or turn_end step")
+	case st.Expect != nil && st.Before == nil && st.After == nil && !st.TurnEnd && st.Input == nil && st.Output == nil:
+		return policy.CodeInvalidValue, fmt.Errorf("expect goes with a before, after, turn_end, input or output step")
 	case st.Repeat < 0:
 		return policy.CodeInvalidValue, fmt.Errorf("repeat must not be negative")
 	}

@@ -43,6 +43,16 @@ type afterRequest struct {
 	Result *eval.Result `json:"result"`
 }
 
+// outputRequest is the body of POST /v1/sessions/{id}/output.
+type outputRequest struct {
+	Output *struct {
+		Text    string `json:"text"`
+		Content any    `json:"content"`
+	} `json:"output"`
+	Agent eval.Agent `json:"agent"`
+	ID    string     `json:"call_id"`
+}
+
 // errorAnswer is the body of every answer that is not a decision.
 type errorAnswer struct {
 	Error errorBody `json:"error"`
@@ -142,6 +152,51 @@ func (s *Server) after(w http.ResponseWriter, r *http.Request) {
 	}
 	d := s.decide(r.Context(), hostAPI, policy.PhaseAfter, call, func(ctx context.Context) (eval.Decision, error) {
 		return sess.After(ctx, call, res)
+	})
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) input(w http.ResponseWriter, r *http.Request) {
+	var in eval.Input
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &in, false) {
+		return
+	}
+	if in.Messages == nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "messages": [{"role", "content", "name"?}, ...]`)
+		return
+	}
+	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	if !ok {
+		return
+	}
+	if in.Agent.IsZero() {
+		in.Agent = sess.agent
+	}
+	d := s.decide(r.Context(), hostAPI, policy.PhaseInput, eval.Call{ID: in.ID, Agent: in.Agent}, func(ctx context.Context) (eval.Decision, error) {
+		return sess.Input(ctx, in)
+	})
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) output(w http.ResponseWriter, r *http.Request) {
+	var req outputRequest
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, false) {
+		return
+	}
+	if req.Output == nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "output": {"text", "content"?}`)
+		return
+	}
+	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	if !ok {
+		return
+	}
+	out := eval.Output{Text: req.Output.Text, Content: req.Output.Content, Agent: req.Agent, ID: req.ID}
+	if out.Agent.IsZero() {
+		out.Agent = sess.agent
+	}
+	d := s.decide(r.Context(), hostAPI, policy.PhaseOutput, eval.Call{ID: out.ID, Agent: out.Agent}, func(ctx context.Context) (eval.Decision, error) {
+		return sess.Output(ctx, out)
 	})
 	writeJSON(w, http.StatusOK, d)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/policy"
 )
 
 // FormCommand is the value of the hook endpoints' "form" query parameter
@@ -116,7 +117,7 @@ func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event)
 	if err != nil {
 		return hooks.Response{}, err
 	}
-	if ev.Kind == hooks.KindBefore || ev.Kind == hooks.KindAfter || ev.Kind == hooks.KindTurnEnd {
+	if d.Verdict != policy.VerdictUnspecified { // a session start or a new turn decides nothing
 		s.metrics.decided(host.Name(), d, time.Since(start))
 	}
 	return host.Encode(ev, d), nil

@@ -314,6 +314,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/sessions/{id}/turns/end", auth(http.HandlerFunc(s.endTurn)))
 	mux.Handle("POST /v1/sessions/{id}/before", auth(http.HandlerFunc(s.before)))
 	mux.Handle("POST /v1/sessions/{id}/after", auth(http.HandlerFunc(s.after)))
+	mux.Handle("POST /v1/sessions/{id}/input", auth(http.HandlerFunc(s.input)))
+	mux.Handle("POST /v1/sessions/{id}/output", auth(http.HandlerFunc(s.output)))
 	// Hook endpoints authenticate themselves: a missing token is a deny.
 	mux.HandleFunc("POST /v1/hooks/{host}", s.hook)
 	mux.Handle("/", auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

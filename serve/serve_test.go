@@ -45,6 +45,16 @@ rules:
     condition: 'counters.pushes >= 2'
     verdict: block
     reason: too many pushes
+  - id: secret-prompt
+    phase: input
+    condition: 'messages.exists(m, m.content.contains("SECRET"))'
+    verdict: block
+    reason: secret in the prompt
+  - id: rude-output
+    phase: output
+    condition: 'output.text.contains("rude")'
+    verdict: block
+    reason: rude output
   - id: secret-out
     phase: after
     match: {tools: [Read]}
@@ -178,6 +188,14 @@ func TestSessionAPI(t *testing.T) {
 		{name: "after allowed", method: "POST", path: "/v1/sessions/s1/after",
 			body:   map[string]any{"tool": "Read", "args": map[string]any{}, "result": map[string]any{"is_error": false, "content": "hello"}},
 			status: 200, want: map[string]any{"verdict": "allow", "phase": "after"}},
+		{name: "input allowed", method: "POST", path: "/v1/sessions/s1/input", body: map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hello"}}, "call_id": "m1"},
+			status: 200, want: map[string]any{"verdict": "allow", "phase": "input", "call_id": "m1", "agent": map[string]any{"name": "coder"}}},
+		{name: "input blocked", method: "POST", path: "/v1/sessions/s1/input", body: map[string]any{"messages": []any{map[string]any{"role": "user", "content": "SECRET=1", "name": "bob"}}},
+			status: 200, want: map[string]any{"verdict": "block", "phase": "input", "rule_id": "secret-prompt"}},
+		{name: "output allowed", method: "POST", path: "/v1/sessions/s1/output", body: map[string]any{"output": map[string]any{"text": "fine", "content": map[string]any{"k": 1}}},
+			status: 200, want: map[string]any{"verdict": "allow", "phase": "output"}},
+		{name: "output blocked", method: "POST", path: "/v1/sessions/s1/output", body: map[string]any{"output": map[string]any{"text": "so rude"}, "agent": map[string]any{"name": "other"}},
+			status: 200, want: map[string]any{"verdict": "block", "phase": "output", "rule_id": "rude-output", "agent": map[string]any{"name": "other"}}},
 		{name: "push 1", method: "POST", path: "/v1/sessions/s1/before", body: map[string]any{"tool": "Push"}, status: 200, want: map[string]any{"verdict": "allow"}},
 		{name: "push 2", method: "POST", path: "/v1/sessions/s1/before", body: map[string]any{"tool": "Push"}, status: 200, want: map[string]any{"verdict": "allow"}},
 		{name: "push 3 capped", method: "POST", path: "/v1/sessions/s1/before", body: map[string]any{"tool": "Push"}, status: 200, want: map[string]any{"verdict": "block", "rule_id": "push-cap"}},
@@ -198,6 +216,9 @@ func TestSessionAPI(t *testing.T) {
 		{name: "not JSON", method: "POST", path: "/v1/sessions/s2/before", body: "{", status: 400, errCode: "invalid_input"},
 		{name: "two values", method: "POST", path: "/v1/sessions/s2/before", body: `{"tool":"a"} {"tool":"b"}`, status: 400, errCode: "invalid_input"},
 		{name: "args not an object", method: "POST", path: "/v1/sessions/s2/before", body: map[string]any{"tool": "Bash", "args": "ls"}, status: 400, errCode: "invalid_input"},
+		{name: "input without messages", method: "POST", path: "/v1/sessions/s2/input", body: map[string]any{"call_id": "x"}, status: 400, errCode: "invalid_input"},
+		{name: "output without output", method: "POST", path: "/v1/sessions/s2/output", body: map[string]any{"call_id": "x"}, status: 400, errCode: "invalid_input"},
+		{name: "message content not a string", method: "POST", path: "/v1/sessions/s2/input", body: map[string]any{"messages": []any{map[string]any{"role": "user", "content": 1}}}, status: 400, errCode: "invalid_input"},
 		{name: "after without result", method: "POST", path: "/v1/sessions/s2/after", body: map[string]any{"tool": "Bash"}, status: 400, errCode: "invalid_input"},
 		{name: "bad result", method: "POST", path: "/v1/sessions/s2/after", body: map[string]any{"tool": "Bash", "result": map[string]any{"is_error": "no"}}, status: 400, errCode: "invalid_input"},
 		{name: "empty before", method: "POST", path: "/v1/sessions/s2/before", body: "", status: 400, errCode: "invalid_input"},

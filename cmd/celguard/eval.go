@@ -46,6 +46,8 @@ order in one session so that counters carry over from event to event:
   {"event": "before", "tool": "Bash", "args": {...}, "cwd": "/repo"}
   {"event": "after", "tool": "Bash", "args": {...}, "result": {"is_error": true, "content": "..."}}
   {"event": "turn_end"}
+  {"event": "input", "messages": [{"role": "user", "content": "...", "name": "..."}]}
+  {"event": "output", "output": {"text": "...", "content": {...}}}
 
 A call (or a before or after event) may carry the host's "call_id" and the
 "agent" that made it, a name or {"name": ..., "ids": {...}}; rules read them
@@ -56,7 +58,9 @@ The first value decides which: a stream starts with an object that has an
 "event" key. A stream prints one decision per before, after and turn_end
 event; turn_start starts a new turn (turn-scoped counters reset); turn_end
 runs the rules of phase turn_end on the turn's counters (phase "turn_end",
-tool ""). Unknown fields are
+tool ""); input and output run the rules of those phases on the messages
+about to be sent to the model and on its output (a modify decision carries
+the rewritten "messages" or "output"). Unknown fields are
 errors. An ask verdict is printed as ask: the caller decides.
 
 A stream survives bad input: a value that is not a valid event (invalid
@@ -199,6 +203,10 @@ func runEval(ctx context.Context, p evalParams) int {
 			d, err = sess.After(ctx, ev.Call, ev.Result, callOpts...)
 		case input.TurnEnd:
 			d, err = sess.EndTurn(ctx, callOpts...)
+		case input.Input:
+			d, err = sess.Input(ctx, eval.Input{Messages: ev.Messages, ID: ev.Call.ID, Agent: ev.Call.Agent}, callOpts...)
+		case input.Output:
+			d, err = sess.Output(ctx, eval.Output{Text: ev.Output.Text, Content: ev.Output.Content, ID: ev.Call.ID, Agent: ev.Call.Agent}, callOpts...)
 		}
 		// On an engine error the decision is still a block: print it, so
 		// that a host reading stdout fails closed, then report the error.

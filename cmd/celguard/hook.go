@@ -32,6 +32,7 @@ type hookOptions struct {
 	stateDir string
 	failOpen bool
 	approve  bool
+	forward  forwardOptions // --server, --token-file, --server-timeout
 }
 
 // addFlags declares the policy selection, --state-dir, --fail-open and
@@ -41,6 +42,7 @@ func (o *hookOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.stateDir, "state-dir", "", "where session state is kept (default: $XDG_STATE_HOME/celguard or ~/.local/state/celguard)")
 	f.BoolVar(&o.failOpen, "fail-open", false, "let calls through when celguard itself fails (default: block them)")
 	f.BoolVar(&o.approve, "approve", false, "an allow by an explicit rule approves the call, skipping the host's own permission prompt (Claude Code, Gemini CLI)")
+	o.forward.addFlags(f)
 }
 
 // args are the flags that give o, as a command line would give them.
@@ -55,7 +57,7 @@ func (o hookOptions) args() []string {
 	if o.approve {
 		out = append(out, "--approve")
 	}
-	return out
+	return append(out, o.forward.args()...)
 }
 
 // absolute makes o's paths (--policy, --user-dir, --project-dir,
@@ -76,7 +78,7 @@ func (o *hookOptions) absolute() error {
 			return err
 		}
 	}
-	for _, p := range []*string{&o.policies.userDir, &o.policies.projectDir, &o.stateDir} {
+	for _, p := range []*string{&o.policies.userDir, &o.policies.projectDir, &o.stateDir, &o.forward.tokenFile} {
 		if err := abs(p); err != nil {
 			return err
 		}
@@ -126,12 +128,22 @@ it cannot read, policies that do not compile, unreadable state, --timeout),
 it answers with what the host honours as a block; --fail-open lets the call
 through instead. See docs/hooks.md for the answer to every verdict per host.
 
-Set it up with 'celguard hook install HOST'.`,
+With --server URL the event is forwarded to a running 'celguard serve'
+(docs/serve.md), which decides it with its policies and its sessions; this
+process compiles nothing and keeps no state. A server that is down, slower
+than --server-timeout, or answers anything but a hook answer is a failure:
+a block, unless --fail-open.
+
+Set it up with 'celguard hook install HOST' (with --server URL for the
+forwarding form).`,
 		Example: `  # What Claude Code runs (configured by 'celguard hook install claude-code')
   celguard hook claude-code < event.json
 
   # Your own policies, state in a directory of your choice
-  celguard hook codex --policy ~/.config/celguard/policies --state-dir /tmp/celguard`,
+  celguard hook codex --policy ~/.config/celguard/policies --state-dir /tmp/celguard
+
+  # Ask the machine's celguard serve instead
+  celguard hook claude-code --server http://127.0.0.1:9743 < event.json`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: hooks.Hosts(),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -177,6 +189,9 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 	}
 	if err != nil {
 		return answer(host.Fail(hooks.Event{}, "cannot read the event from stdin: "+err.Error(), p.failOpen))
+	}
+	if p.forward.server != "" {
+		return answer(p.forward.run(ctx, host, input, p.failOpen))
 	}
 	dir := p.stateDir
 	if dir == "" {
@@ -260,9 +275,11 @@ already there for HOST is updated in place, so installing twice changes
 nothing. --dry-run prints the change as a diff and writes nothing.
 
 --policy, --bundle, --include, --exclude, --user-dir, --project-dir,
---state-dir, --fail-open and --approve are passed on to the installed
-'celguard hook HOST' command, paths made absolute: the host runs it from
-wherever the agent is.
+--state-dir, --fail-open, --approve, --server, --token-file and
+--server-timeout are passed on to the installed 'celguard hook HOST'
+command, paths made absolute: the host runs it from wherever the agent is.
+With --server URL the installed hook forwards every event to that
+'celguard serve' and fails closed when it does not answer.
 
 The command names this celguard binary by its absolute path, symbolic links
 resolved, so the host runs this file and not whatever is first on PATH when
@@ -274,7 +291,10 @@ warns. Install celguard where only an administrator can write (for example
   celguard hook install claude-code --dry-run
 
   # Guard every Codex session of this user with your own policies
-  celguard hook install codex --user --policy ~/.config/celguard/policies`,
+  celguard hook install codex --user --policy ~/.config/celguard/policies
+
+  # Forward Claude Code's hooks to the machine's celguard serve
+  celguard hook install claude-code --server http://127.0.0.1:9743`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: hooks.Hosts(),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -87,6 +87,18 @@ rules:
     match: {tools: [Never]}
     verdict: warn
     reason: never
+  - id: redact-input
+    phase: input
+    condition: 'messages.exists(m, secrets.has(m.content))'
+    verdict: modify
+    modify:
+      messages: 'messages.map(m, {"role": m.role, "content": secrets.redact(m.content), "name": m.name})'
+  - id: redact-output
+    phase: output
+    condition: 'secrets.has(output.text)'
+    verdict: modify
+    modify:
+      output: 'secrets.redact(output.text)'
 `)
 	write("p/guard_test.yaml", `cases:
   - name: blocks sudo
@@ -105,6 +117,8 @@ rules:
 {"event": "before", "tool": "Bash", args: {}}
 {"event": "before", "tool": "Bash", "working_dir": "/"}
 {"event": "after", "tool": "Bash", "args": {"command": "ls"}, "result": {"is_error": false, "content": "x"}}
+{"event": "input", "messages": [{"role": "user", "content": "AKIAIOSFODNN7EXAMPLE", "name": "ann"}]}
+{"event": "output", "output": {"text": "AKIAIOSFODNN7EXAMPLE", "content": {"a": 1}}}
 `
 	for _, tt := range []struct {
 		name   string

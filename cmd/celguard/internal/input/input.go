@@ -36,6 +36,8 @@ const (
 	Before                // decide a call before the tool runs
 	After                 // decide a call's result after the tool ran
 	TurnEnd               // the turn ends: decide the turn_end rules
+	Input                 // decide the messages about to be sent to the model
+	Output                // decide the model's output before it is returned
 )
 
 // Mode is how the input is laid out.
@@ -57,6 +59,11 @@ type Event struct {
 	Call eval.Call
 	// Result is the tool's result (After only).
 	Result eval.Result
+	// Messages are the model's input (Input only); Call carries its
+	// call_id and agent.
+	Messages []eval.Message
+	// Output is the model's output (Output only).
+	Output eval.ModelOutput
 	// Session is the host's session metadata; only a single call carries it.
 	Session map[string]any
 }
@@ -259,7 +266,7 @@ func (r *Reader) call(fields map[string]json.RawMessage, line int) (Event, error
 func (r *Reader) event(fields map[string]json.RawMessage, line int) (Event, error) {
 	raw, ok := present(fields, "event")
 	if !ok {
-		return Event{}, &Error{Name: r.name, Line: line, Msg: `missing "event": every value of a stream is an event (turn_start, before, after or turn_end)`}
+		return Event{}, &Error{Name: r.name, Line: line, Msg: `missing "event": every value of a stream is an event (turn_start, before, after, turn_end, input or output)`}
 	}
 	var name string
 	if jsonkind.OfRaw(raw) != "a string" || json.Unmarshal(raw, &name) != nil {
@@ -273,6 +280,8 @@ func (r *Reader) event(fields map[string]json.RawMessage, line int) (Event, erro
 	case "turn_end":
 		ev.Kind = TurnEnd
 		return ev, r.known(fields, line, []string{"event"}, "a turn_end event")
+	case "input", "output":
+		return r.modelEvent(name, fields, line)
 	case "before":
 		ev.Kind = Before
 		if _, ok := fields["result"]; ok {
@@ -294,7 +303,7 @@ func (r *Reader) event(fields map[string]json.RawMessage, line int) (Event, erro
 			return Event{}, err
 		}
 	default:
-		return Event{}, &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("event must be turn_start, before, after or turn_end, not %q", name)}
+		return Event{}, &Error{Name: r.name, Line: line, Msg: fmt.Sprintf("event must be turn_start, before, after, turn_end, input or output, not %q", name)}
 	}
 	return ev, r.callFields(&ev, fields, line)
 }

@@ -94,7 +94,7 @@ func TestErrors(t *testing.T) {
 		{"  \n ", `stdin: no input`},
 		{`"Bash"`, `stdin:1: expected a JSON object (a call or an event), found a string`},
 		{"{\"event\": \"turn_start\"}\n{\"event\": \"before\", \"tool\": 1}", `stdin:2: tool must be a string, not a number`},
-		{"{\"event\": \"turn_start\"}\n\n {\"event\": \"befor\"}", `stdin:3: event must be turn_start, before, after or turn_end, not "befor"`},
+		{"{\"event\": \"turn_start\"}\n\n {\"event\": \"befor\"}", `stdin:3: event must be turn_start, before, after, turn_end, input or output, not "befor"`},
 		{`{"event": "turn_start", "tool": "x"}`, `stdin:1: unknown field "tool" in a turn_start event`},
 		{`{"event": "turn_end", "tool": "x"}`, `stdin:1: unknown field "tool" in a turn_end event`},
 		{`{"event": "before", "tool": "x", "result": {}}`, `stdin:1: a before event takes no "result"`},

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// builtBinary is the celguard binary built once for the tests that run it
+// as a separate process.
+var builtBinary = struct {
+	once sync.Once
+	path string
+	err  error
+}{}
+
+// celguardBinary builds the command (go build) into a temporary directory
+// that outlives the test, once per test binary.
+func celguardBinary(t *testing.T) string {
+	t.Helper()
+	builtBinary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "celguard-bin-")
+		if err != nil {
+			builtBinary.err = err
+			return
+		}
+		builtBinary.path = filepath.Join(dir, "celguard")
+		out, err := exec.Command("go", "build", "-o", builtBinary.path, ".").CombinedOutput()
+		if err != nil {
+			builtBinary.err = errors.New("go build: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if builtBinary.err != nil {
+		t.Fatal(builtBinary.err)
+	}
+	return builtBinary.path
+}
+
+// servedProcess is a `celguard serve` process.
+type servedProcess struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+// startServe runs `celguard serve args...` in an empty home and working
+// directory (no user or project policies), waits for it to listen and
+// returns its address from its log.
+func startServe(t *testing.T, args ...string) *servedProcess {
+	t.Helper()
+	bin := celguardBinary(t)
+	home := t.TempDir()
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	cmd.Dir = home
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_STATE_HOME="+filepath.Join(home, ".state"))
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &servedProcess{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); pw.Close() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	addr := regexp.MustCompile(`address=(https?://[0-9.:\[\]]+)`)
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			p.stderr.WriteString(line + "\n")
+			if m := addr.FindStringSubmatch(line); m != nil && !sent {
+				found <- m[1]
+				sent = true
+			}
+		}
+		if !sent {
+			close(found)
+		}
+	}()
+	select {
+	case u, ok := <-found:
+		if !ok {
+			t.Fatalf("celguard serve exited before listening:\n%s", p.stderr)
+		}
+		p.url = u
+	case <-time.After(60 * time.Second):
+		t.Fatalf("celguard serve did not listen within a minute:\n%s", p.stderr)
+	}
+	return p
+}
+
+// stop ends the server with SIGTERM and checks that it exits cleanly.
+func (p *servedProcess) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-p.done; err != nil {
+		t.Fatalf("celguard serve after SIGTERM: %v", err)
+	}
+	p.done <- nil // for the cleanup
+}
+
+const rmRootEvent = `{"hook_event_name":"PreToolUse","session_id":"e2e","cwd":"/srv/app","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"toolu_1"}`
+const lsEvent = `{"hook_event_name":"PreToolUse","session_id":"e2e","cwd":"/srv/app","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_2"}`
+
+// TestServeEndToEnd runs the real binary: `celguard serve` with no flag
+// but --listen denies Claude Code's PreToolUse for rm -rf /, the forwarding
+// command hook gets the same answer, and once the server is stopped the
+// forwarding hook fails closed.
+func TestServeEndToEnd(t *testing.T) {
+	srv := startServe(t, "--listen", "127.0.0.1:0")
+
+	res, err := http.Post(srv.url+"/v1/hooks/claude-code", "application/json", strings.NewReader(rmRootEvent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	var out struct {
+		HookSpecificOutput struct {
+			PermissionDecision string `json:"permissionDecision"`
+		} `json:"hookSpecificOutput"`
+	}
+	if res.StatusCode != 200 || json.Unmarshal(body, &out) != nil || out.HookSpecificOutput.PermissionDecision != "deny" {
+		t.Fatalf("POST /v1/hooks/claude-code rm -rf /: %d %s, want 200 and a deny", res.StatusCode, body)
+	}
+
+	bin := celguardBinary(t)
+	hook := func(event string, args ...string) (stdout, stderr string, exit int) {
+		cmd := exec.Command(bin, append([]string{"hook", "claude-code"}, args...)...)
+		cmd.Stdin = strings.NewReader(event)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return o.String(), e.String(), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.String(), e.String(), 0
+	}
+	stdout, stderr, exit := hook(rmRootEvent, "--server", srv.url)
+	if exit != 0 || strings.TrimSpace(stdout) != strings.TrimSpace(string(body)) {
+		t.Fatalf("forwarded hook: exit %d, stdout %q, stderr %q; want exit 0 and the server's answer %s", exit, stdout, stderr, body)
+	}
+	if stdout, _, exit := hook(lsEvent, "--server", srv.url); exit != 0 || strings.Contains(stdout, "deny") {
+		t.Fatalf("forwarded hook for ls: exit %d, %s", exit, stdout)
+	}
+
+	srv.stop(t)
+	stdout, stderr, exit = hook(lsEvent, "--server", srv.url)
+	if exit != 2 || !strings.Contains(stderr, "did not answer") || stdout != "" {
+		t.Fatalf("forwarded hook with the server stopped: exit %d, stdout %q, stderr %q; want exit 2 and a reason", exit, stdout, stderr)
+	}
+	// --fail-open is the user's choice: the call goes on (exit 1, a non-blocking error).
+	if _, _, exit := hook(lsEvent, "--server", srv.url, "--fail-open"); exit != 1 {
+		t.Fatalf("forwarded hook with --fail-open and the server stopped: exit %d, want 1", exit)
+	}
+}
+
+// TestServeReloadOnSIGHUP changes a --policy file, sends SIGHUP (polling
+// off) and sees the new set in force and in /v1/status.
+func TestServeReloadOnSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "p.yaml")
+	write := func(reason string) {
+		data := "apiVersion: celguard.dev/v1\nkind: Policy\nname: p\nrules:\n  - id: no-deploy\n    match: {tools: [Deploy]}\n    verdict: block\n    reason: " + reason + "\n"
+		if err := os.WriteFile(pol, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first")
+	srv := startServe(t, "--listen", "127.0.0.1:0", "--policy", pol, "--reload-interval", "0")
+	decide := func() map[string]any {
+		res, err := http.Post(srv.url+"/v1/sessions/s/before", "application/json", strings.NewReader(`{"tool":"Deploy"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := decide(); m["reason"] != "first" {
+		t.Fatalf("before the reload: %v", m)
+	}
+	write("second")
+	if err := srv.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for range 600 {
+		if m := decide(); m["reason"] == "second" {
+			res, err := http.Get(srv.url + "/v1/status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st map[string]any
+			_ = json.NewDecoder(res.Body).Decode(&st)
+			res.Body.Close()
+			if st["reloads"] != 1.0 || st["policy_digest"] != m["policy_digest"] {
+				t.Fatalf("status after SIGHUP: %v (decision %v)", st, m)
+			}
+			srv.stop(t)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("SIGHUP did not reload:\n%s", srv.stderr)
+}
+
+// TestForwardFailsClosed runs the forwarding hook in-process against
+// servers that misbehave: each answer is Claude Code's block (exit 2).
+func TestForwardFailsClosed(t *testing.T) {
+	cases := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    string
+	}{
+		{"garbage", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "<html>hello</html>") }, "not a hook answer"},
+		{"missing fields", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"stdout":""}`) }, "not a hook answer"},
+		{"bad exit", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, `{"stdout":"","stderr":"","exit":7}`)
+		}, "not a hook answer"},
+		{"stdout not JSON", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, `{"stdout":"allow","stderr":"","exit":0}`)
+		}, "not a hook answer"},
+		{"HTTP 500", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }, "HTTP 500"},
+		{"redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/elsewhere", http.StatusFound) }, "redirected"},
+		{"slow", func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		}, "no decision in time"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ts := httptest.NewServer(c.handler)
+			defer ts.Close()
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"hook", "claude-code", "--server", ts.URL, "--server-timeout", "200ms"}, strings.NewReader(lsEvent), &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), c.want) || stdout.Len() != 0 {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 with %q", code, stdout.String(), stderr.String(), c.want)
+			}
+		})
+	}
+}
