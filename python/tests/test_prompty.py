@@ -136,3 +136,33 @@ def test_rate_limit_holds_across_two_agents(url: str, tmp_path: Path) -> None:
         _, t2, _ = run(url, fake, tmp_path, session_id=sid, name="second")
     assert len(t1.ran) == 2 and t2.ran == []
     assert "at most two emails" in str(fake.requests[-1]["messages"])
+
+
+def run_task(url: str, fake: FakeOpenAI, tmp_path: Path, task: str) -> Any:
+    session = celguard.Client(url).session()
+    session.start_turn()
+    f = tmp_path / f"{uuid.uuid4().hex}.prompty"
+    f.write_text(PROMPTY.format(url=fake.url))
+    return prompty.turn(str(f), {"task": task}, tools=Tools().all(), guardrails=CelguardGuardrails(session))
+
+
+def test_input_block_stops_before_the_model(url: str, tmp_path: Path) -> None:
+    with FakeOpenAI([text("never")]) as fake:
+        with pytest.raises(GuardrailError, match="that prompt is not allowed"):
+            run_task(url, fake, tmp_path, "FORBIDDEN-PROMPT please")
+    assert fake.requests == []
+
+
+def test_input_modify_rewrites_the_messages(url: str, tmp_path: Path) -> None:
+    with FakeOpenAI([text("done")]) as fake:
+        assert run_task(url, fake, tmp_path, "secret MASK-ME here") == "done"
+    sent = str(fake.requests[0]["messages"])
+    assert "[masked]" in sent and "MASK-ME" not in sent
+
+
+def test_output_modify_and_block(url: str, tmp_path: Path) -> None:
+    with FakeOpenAI([text("the SECRET-OUT is 42")]) as fake:
+        assert run_task(url, fake, tmp_path, "go") == "[withheld]"
+    with FakeOpenAI([text("BAD-OUT")]) as fake:
+        with pytest.raises(GuardrailError, match="that answer is withheld"):
+            run_task(url, fake, tmp_path, "go")

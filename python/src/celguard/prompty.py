@@ -19,7 +19,7 @@ client. Verdicts (table in docs/python.md):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from prompty import GuardrailError, GuardrailResult, Guardrails, Message, TextPart
 
@@ -74,7 +74,7 @@ class CelguardGuardrails(Guardrails):
         if d.verdict == "modify":
             if d.messages is None:
                 return GuardrailResult(allowed=False, reason=refusal_text(d))
-            out = [_from_json(m) for m in d.messages]
+            out = _rewrite(messages, d.messages)
         if self._pending:
             out = list(out if out is not None else messages)
             out.append(Message(role="system", parts=[TextPart(value="\n".join(self._pending))]))
@@ -106,13 +106,25 @@ def _as_json(m: Message) -> dict[str, Any]:
     return out
 
 
-def _from_json(m: dict[str, Any]) -> Message:
-    role = m.get("role")
-    msg = Message(role=role if role in ("system", "user", "assistant", "developer", "tool") else "user",
-                  parts=[TextPart(value=str(m.get("content") or ""))])
-    if isinstance(m.get("name"), str):
-        msg.metadata["name"] = m["name"]
-    return msg
+Role = Literal["system", "user", "assistant", "developer", "tool"]
+_ROLES: dict[str, Role] = {r: r for r in ("system", "user", "assistant", "developer", "tool")}
+
+
+def _rewrite(old: list[Message], new: list[dict[str, Any]]) -> list[Message]:
+    """celguard's message list as Prompty messages. A message at the same
+    place and with the same role as before keeps its metadata (tool call
+    ids) and parts other than text, so the conversation stays well formed."""
+    out: list[Message] = []
+    for i, m in enumerate(new):
+        role = _ROLES.get(str(m.get("role")), "user")
+        msg = Message(role=role, parts=[TextPart(value=str(m.get("content") or ""))])
+        if i < len(old) and old[i].role == role:
+            msg.metadata = dict(old[i].metadata)
+            msg.parts.extend(p for p in old[i].parts if not isinstance(p, TextPart))
+        if isinstance(m.get("name"), str) and m["name"]:
+            msg.metadata["name"] = m["name"]
+        out.append(msg)
+    return out
 
 
 __all__ = ["CelguardGuardrails"]
