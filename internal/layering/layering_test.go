@@ -23,7 +23,7 @@ var layers = []struct {
 	{2, []string{"celenv", "policies"}},
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},
-	{5, []string{"hooks", "policytest", "conformance", "internal/benchdata", "internal/layering"}},
+	{5, []string{"hooks", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
 	// "" is the module root, package celguard: Load composes policies,
 	// compile and eval for embedders, above them and below the command line.
 	{6, []string{"", "serve", "cmd/celguard/internal/..."}},

@@ -12,7 +12,9 @@ import pytest
 from agents import (
     Agent,
     FunctionTool,
+    InputGuardrailTripwireTriggered,
     OpenAIChatCompletionsModel,
+    OutputGuardrailTripwireTriggered,
     Runner,
     ToolInputGuardrailTripwireTriggered,
     function_tool,
@@ -149,3 +151,39 @@ async def test_rate_limit_holds_across_two_agents(url: str) -> None:
         await Runner.run(a2, "send one more")
     assert len(t1.ran) == 2 and t2.ran == []
     assert "at most two emails" in str(fake.requests[-1]["messages"])
+
+
+async def guarded_agent(url: str, fake: FakeOpenAI) -> Agent[Any]:
+    session = await celguard.AsyncClient(url).session()
+    await session.start_turn()
+    guards = CelguardGuards(session)
+    model = OpenAIChatCompletionsModel(model="fake", openai_client=AsyncOpenAI(base_url=fake.url, api_key="test"))
+    return Agent(name="coder", instructions="answer", model=model, input_guardrails=[guards.input_guardrail],
+                 output_guardrails=[guards.output_guardrail])
+
+
+async def test_input_guardrail_block_stops_before_the_model(url: str) -> None:
+    with FakeOpenAI([text("never")]) as fake:
+        a = await guarded_agent(url, fake)
+        with pytest.raises(InputGuardrailTripwireTriggered) as exc:
+            await Runner.run(a, "FORBIDDEN-PROMPT please")
+    assert fake.requests == [] and exc.value.guardrail_result.output.output_info["code"] == "forbidden_prompt"
+
+
+async def test_input_guardrail_modify_trips(url: str) -> None:
+    with FakeOpenAI([text("never")]) as fake:
+        a = await guarded_agent(url, fake)
+        with pytest.raises(InputGuardrailTripwireTriggered):
+            await Runner.run(a, "secret MASK-ME here")
+    assert fake.requests == []
+
+
+async def test_output_guardrail(url: str) -> None:
+    with FakeOpenAI([text("fine answer")]) as fake:
+        a = await guarded_agent(url, fake)
+        assert (await Runner.run(a, "go")).final_output == "fine answer"
+    for answer in ("BAD-OUT", "the SECRET-OUT is 42"):  # block; modify (no rewrite here: trips)
+        with FakeOpenAI([text(answer)]) as fake:
+            a = await guarded_agent(url, fake)
+            with pytest.raises(OutputGuardrailTripwireTriggered):
+                await Runner.run(a, "go")

@@ -145,19 +145,19 @@ class CelguardGuards:
     async def _input(self, ctx: RunContextWrapper[Any], agent: SDKAgent[Any],
                      items: str | list[TResponseInputItem]) -> GuardrailFunctionOutput:
         d = await self.session.input(_messages(items), agent=self._agent(agent))
-        return self._trip(d)
+        return _trip(d)
 
     async def _output(self, ctx: RunContextWrapper[Any], agent: SDKAgent[Any], output: Any) -> GuardrailFunctionOutput:
         text = output if isinstance(output, str) else json.dumps(output, default=str)
         d = await self.session.output(text, None if isinstance(output, str) else output, agent=self._agent(agent))
-        return self._trip(d)
+        return _trip(d)
 
-    def _trip(self, d: Decision) -> GuardrailFunctionOutput:
-        if d.verdict in ("allow", "warn"):
-            return GuardrailFunctionOutput(output_info=dict(d.raw), tripwire_triggered=False)
-        # ask would need an approver that can block here; the agent guardrails
-        # cannot wait on one inside the SDK's parallel run, so ask trips.
-        return GuardrailFunctionOutput(output_info=dict(d.raw), tripwire_triggered=True)
+
+def _trip(d: Decision) -> GuardrailFunctionOutput:
+    """An agent guardrail can only trip: everything but allow and warn does
+    (a modify too, since the SDK has no rewrite there; input and output rules
+    cannot ask)."""
+    return GuardrailFunctionOutput(output_info=dict(d.raw), tripwire_triggered=d.verdict not in ("allow", "warn"))
 
 
 def _parse_args(raw: str) -> dict[str, Any] | None:

@@ -1,0 +1,150 @@
+package python_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// minor is the oldest Python 3 minor version the tests run on: operator-use,
+// one of the pinned hosts, requires Python 3.12.
+const minor = 12
+
+// TestPython provisions a virtual environment with the pinned packages of
+// requirements-test.txt (cached, keyed by the pins and the interpreter), then
+// runs mypy --strict on the package and pytest, whose tests drive each host's
+// own agent loop against a celguard serve built from this module. It never
+// skips: anything missing fails with the command that provides it.
+func TestPython(t *testing.T) {
+	py := findPython(t)
+	venv := provision(t, py)
+	bin := filepath.Join(t.TempDir(), "celguard")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	run(t, "..", nil, gobin, "build", "-o", bin, "./cmd/celguard")
+
+	env := []string{
+		"CELGUARD_BIN=" + bin,
+		"PYTHONPATH=" + mustAbs(t, "src"),
+		"PYTHONDONTWRITEBYTECODE=1",
+		"MYPY_CACHE_DIR=" + filepath.Join(venv, "mypy-cache"),
+		"NO_PROXY=127.0.0.1,localhost",
+	}
+	run(t, ".", env, filepath.Join(venv, "bin", "python"), "-m", "mypy")
+	run(t, ".", env, filepath.Join(venv, "bin", "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+		"-W", "ignore::DeprecationWarning", "tests")
+}
+
+// findPython returns an interpreter of version 3.minor or later: $CELGUARD_PYTHON,
+// else python3.N and python3 on PATH, else pyenv's versions.
+func findPython(t *testing.T) string {
+	t.Helper()
+	var cands []string
+	if p := os.Getenv("CELGUARD_PYTHON"); p != "" {
+		cands = append(cands, p)
+	}
+	for n := 14; n >= minor; n-- {
+		cands = append(cands, fmt.Sprintf("python3.%d", n))
+	}
+	cands = append(cands, "python3")
+	var roots []string
+	if r := os.Getenv("PYENV_ROOT"); r != "" {
+		roots = append(roots, r)
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		roots = append(roots, filepath.Join(h, ".pyenv"))
+	}
+	for _, r := range roots {
+		vs, _ := filepath.Glob(filepath.Join(r, "versions", "3.*", "bin", "python3"))
+		sort.Sort(sort.Reverse(sort.StringSlice(vs)))
+		cands = append(cands, vs...)
+	}
+	for _, c := range cands {
+		p, err := exec.LookPath(c)
+		if err != nil {
+			continue
+		}
+		out, err := exec.Command(p, "-c", fmt.Sprintf("import sys; print(sys.version_info >= (3, %d))", minor)).Output()
+		if err == nil && strings.TrimSpace(string(out)) == "True" {
+			return p
+		}
+	}
+	t.Fatalf("no Python 3.%d or later found (operator-use needs it); tried %s.\n"+
+		"Install one and run again, e.g.: pyenv install 3.12 (or, on Debian 13 / Ubuntu 24.04: apt-get install -y python3 python3-venv),\n"+
+		"or point CELGUARD_PYTHON at an interpreter: CELGUARD_PYTHON=/path/to/python3.12 go test ./python/", minor, strings.Join(cands, ", "))
+	return ""
+}
+
+// provision returns a virtual environment with requirements-test.txt
+// installed, made once per pins and interpreter in the user's cache directory.
+func provision(t *testing.T, py string) string {
+	t.Helper()
+	reqs, err := os.ReadFile("requirements-test.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ver, err := exec.Command(py, "-c", "import sys; print(sys.version)").Output()
+	if err != nil {
+		t.Fatalf("%s: %v", py, err)
+	}
+	sum := sha256.Sum256(append(append(reqs, 0), ver...))
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	venv := filepath.Join(cache, "celguard", "python-venv", hex.EncodeToString(sum[:8]))
+	done := filepath.Join(venv, ".provisioned")
+	if _, err := os.Stat(done); err == nil {
+		return venv
+	}
+	if err := os.RemoveAll(venv); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ".", nil, py, "-m", "venv", venv)
+	pip := filepath.Join(venv, "bin", "pip")
+	run(t, ".", nil, pip, "install", "--disable-pip-version-check", "-q", "-r", mustAbs(t, "requirements-test.txt"))
+	if err := os.WriteFile(done, reqs, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return venv
+}
+
+// run runs a command in dir with extra environment and fails the test with
+// the command and its output when it fails.
+func run(t *testing.T, dir string, env []string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s (in %s): %v\n%s\nrun it yourself to see more: cd python && %s %s",
+			name, strings.Join(args, " "), dir, err, out.String(), strings.Join(env, " "), name+" "+strings.Join(args, " "))
+	}
+	t.Logf("%s %s:\n%s", filepath.Base(name), strings.Join(args, " "), lastLines(out.String(), 5))
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
