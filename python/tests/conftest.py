@@ -44,11 +44,12 @@ class Server:
         self.proc = proc
 
 
-def start_server(binary: str, *extra: str) -> Server:
-    """Start celguard serve on 127.0.0.1:0 and read the address it logs."""
+def start_server(binary: str, *extra: str, env: dict[str, str] | None = None) -> Server:
+    """Start celguard serve on 127.0.0.1:0 and read the address it logs.
+    extra are its policy flags (tests/policy.yaml alone when none)."""
     cmd = [binary, "serve", "--listen", "127.0.0.1:0", "--log-format", "json", "--reload-interval", "0",
-           "-p", str(POLICY), *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+           *(extra or ("-p", str(POLICY)))]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stderr is not None
     deadline = time.monotonic() + 60
     addr = ""
