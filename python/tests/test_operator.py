@@ -161,3 +161,30 @@ async def test_rate_limit_holds_across_two_agents(url: str, tmp_path: Path) -> N
 def test_tool_message_type() -> None:
     # the plugin rewrites Operator's ToolMessage in place; keep the field it uses
     assert "content" in ToolMessage.model_fields
+
+
+async def test_ask_needs_the_approver(url: str) -> None:
+    from operator_use.agent.hooks import HookEvent, Hooks
+    from operator_use.agent.hooks.events import BeforeToolCallContext
+    from operator_use.providers.events import ToolCall
+    from operator_use.session import Session
+
+    async def yes(d: celguard.Decision) -> bool:
+        return d.verdict == "ask"
+
+    for approver, skipped in ((None, True), (yes, False)):
+        hooks = Hooks()
+        CelguardPlugin(celguard.AsyncClient(url), approver=approver).register_hooks(hooks)
+        ctx = BeforeToolCallContext(session=Session(id=uuid.uuid4().hex),
+                                    tool_call=ToolCall(id="c1", name="pay", params={"amount": 5}))
+        await hooks.emit(HookEvent.BEFORE_TOOL_CALL, ctx)
+        assert ctx.skip is skipped
+
+
+async def test_unreachable_service_refuses(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    with FakeOpenAI([tool_call("write_marker", {"path": str(marker), "content": "x"}), text("done")]) as fake:
+        a, tools = make("http://127.0.0.1:9", fake, tmp_path)
+        await ask(a, "write")
+    assert not marker.exists() and tools.ran == []
+    assert "service_unavailable" in str(fake.requests[1]["messages"])

@@ -166,3 +166,14 @@ def test_output_modify_and_block(url: str, tmp_path: Path) -> None:
     with FakeOpenAI([text("BAD-OUT")]) as fake:
         with pytest.raises(GuardrailError, match="that answer is withheld"):
             run_task(url, fake, tmp_path, "go")
+
+
+def test_ask_needs_the_approver(url: str) -> None:
+    session = celguard.Client(url).session()
+    session.start_turn()
+    assert not CelguardGuardrails(session).check_tool("pay", {"amount": 5}).allowed
+    seen: list[celguard.Decision] = []
+    approving = CelguardGuardrails(session, approver=lambda d: seen.append(d) is None)
+    assert approving.check_tool("pay", {"amount": 5}).allowed and seen[0].verdict == "ask"
+    raising = CelguardGuardrails(session, approver=lambda d: 1 / 0 == 0)
+    assert not raising.check_tool("pay", {"amount": 5}).allowed
