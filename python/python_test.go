@@ -46,14 +46,15 @@ func TestPython(t *testing.T) {
 }
 
 // findPython returns an interpreter of version 3.minor or later: $CELGUARD_PYTHON,
-// else python3.N and python3 on PATH, else pyenv's versions.
+// else python3.N (oldest first) and python3 on PATH, else pyenv's versions.
 func findPython(t *testing.T) string {
 	t.Helper()
 	var cands []string
 	if p := os.Getenv("CELGUARD_PYTHON"); p != "" {
 		cands = append(cands, p)
 	}
-	for n := 14; n >= minor; n-- {
+	// The oldest that qualifies first: the pins were frozen on 3.12.
+	for n := minor; n <= 14; n++ {
 		cands = append(cands, fmt.Sprintf("python3.%d", n))
 	}
 	cands = append(cands, "python3")
@@ -65,9 +66,11 @@ func findPython(t *testing.T) string {
 		roots = append(roots, filepath.Join(h, ".pyenv"))
 	}
 	for _, r := range roots {
-		vs, _ := filepath.Glob(filepath.Join(r, "versions", "3.*", "bin", "python3"))
-		sort.Sort(sort.Reverse(sort.StringSlice(vs)))
-		cands = append(cands, vs...)
+		for n := minor; n <= 14; n++ {
+			vs, _ := filepath.Glob(filepath.Join(r, "versions", fmt.Sprintf("3.%d.*", n), "bin", "python3"))
+			sort.Strings(vs)
+			cands = append(cands, vs...)
+		}
 	}
 	for _, c := range cands {
 		p, err := exec.LookPath(c)

@@ -17,6 +17,7 @@ from autogen_core.tools import FunctionTool, StaticWorkbench
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
 import celguard
+from toolbox import Toolbox
 from celguard.autogen import (
     CelguardGuardrailProvider,
     GuardedTool,
@@ -35,47 +36,23 @@ def call(name: str, args: dict[str, Any], cid: str | None = None) -> CreateResul
                         usage=RequestUsage(prompt_tokens=0, completion_tokens=0), cached=False)
 
 
-class Tools:
-    """The test's tools; ran records every call that really ran."""
-
-    def __init__(self) -> None:
-        self.ran: list[tuple[str, dict[str, Any]]] = []
-
-    def all(self) -> list[FunctionTool]:
-        def write_marker(path: str, content: str) -> str:
-            self.ran.append(("write_marker", {"path": path, "content": content}))
-            Path(path).write_text(content)
-            return "written"
-
-        def lookup(query: str) -> str:
-            self.ran.append(("lookup", {"query": query}))
-            return "result for " + query
-
-        def deploy(target: str) -> str:
-            self.ran.append(("deploy", {"target": target}))
-            return "deployed"
-
-        def send_email(to: str) -> str:
-            self.ran.append(("send_email", {"to": to}))
-            return "sent"
-
-        return [FunctionTool(f, description=f.__name__, name=f.__name__)
-                for f in (write_marker, lookup, deploy, send_email)]
+def tool_list(box: Toolbox) -> list[FunctionTool]:
+    return [FunctionTool(f, description=f.__doc__ or "", name=f.__name__) for f in box.functions()]
 
 
 async def agent(url: str, script: Sequence[CreateResult | str], *, name: str = "coder", session_id: str | None = None,
-                iterations: int = 3, workbench: bool = False) -> tuple[AssistantAgent, ReplayChatCompletionClient, Tools]:
+                iterations: int = 3, workbench: bool = False) -> tuple[AssistantAgent, ReplayChatCompletionClient, Toolbox]:
     client = celguard.AsyncClient(url)
     session = await client.session(session_id or uuid.uuid4().hex, agent=celguard.Agent(name=name))
     await session.start_turn()
     provider = CelguardGuardrailProvider(session)
-    tools = Tools()
+    tools = Toolbox()
     model = ReplayChatCompletionClient(list(script), model_info=INFO)
     if workbench:
-        wb = GuardedWorkbench(StaticWorkbench(tools.all()), provider, agent_name=name)
+        wb = GuardedWorkbench(StaticWorkbench(tool_list(tools)), provider, agent_name=name)
         a = AssistantAgent(name, model_client=model, workbench=wb, max_tool_iterations=iterations)
     else:
-        guarded = [GuardedTool(t, provider, agent_name=name) for t in tools.all()]
+        guarded = [GuardedTool(t, provider, agent_name=name) for t in tool_list(tools)]
         a = AssistantAgent(name, model_client=model, tools=guarded, max_tool_iterations=iterations)  # type: ignore[arg-type]
     return a, model, tools
 

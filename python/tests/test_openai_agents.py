@@ -23,65 +23,27 @@ from agents import (
 from openai import AsyncOpenAI
 
 import celguard
+from toolbox import Toolbox
 from celguard.openai_agents import CelguardGuards
 from fakeopenai import FakeOpenAI, text, tool_call
 
 set_tracing_disabled(True)
 
 
-class Tools:
-    def __init__(self) -> None:
-        self.ran: list[tuple[str, dict[str, Any]]] = []
-
-    def all(self) -> list[FunctionTool]:
-        @function_tool
-        def write_marker(path: str, content: str) -> str:
-            """Write content to path."""
-            self.ran.append(("write_marker", {"path": path, "content": content}))
-            Path(path).write_text(content)
-            return "written"
-
-        @function_tool
-        def lookup(query: str) -> str:
-            """Look something up."""
-            self.ran.append(("lookup", {"query": query}))
-            return "result for " + query
-
-        @function_tool
-        def deploy(target: str) -> str:
-            """Deploy."""
-            self.ran.append(("deploy", {"target": target}))
-            return "deployed"
-
-        @function_tool
-        def send_email(to: str) -> str:
-            """Send an email."""
-            self.ran.append(("send_email", {"to": to}))
-            return "sent"
-
-        @function_tool
-        def read_secret() -> str:
-            """Read the secret."""
-            self.ran.append(("read_secret", {}))
-            return "hunter2"
-
-        return [write_marker, lookup, deploy, send_email, read_secret]
-
-
 async def make(url: str, fake: FakeOpenAI, *, name: str = "coder", session_id: str | None = None,
-               bare: bool = False) -> tuple[Agent[Any], Tools]:
+               bare: bool = False) -> tuple[Agent[Any], Toolbox]:
     client = celguard.AsyncClient(url)
     session = await client.session(session_id or uuid.uuid4().hex, agent=celguard.Agent(name=name))
     await session.start_turn()
     guards = CelguardGuards(session)
-    tools = Tools()
+    tools = Toolbox()
     if bare:  # the SDK's guardrail objects alone, no guard() wrapper
-        ts = tools.all()
+        ts = [function_tool(f) for f in tools.functions()]
         for t in ts:
             t.tool_input_guardrails = [guards.tool_input_guardrail]
             t.tool_output_guardrails = [guards.tool_output_guardrail]
     else:
-        ts = [guards.guard(t) for t in tools.all()]
+        ts = [guards.guard(t) for t in [function_tool(f) for f in tools.functions()]]
     model = OpenAIChatCompletionsModel(model="fake", openai_client=AsyncOpenAI(base_url=fake.url, api_key="test"))
     return Agent(name=name, instructions="use the tools", model=model, tools=list(ts)), tools
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from operator_use.agent import Agent
 from operator_use.messages import HumanMessage, ToolMessage
@@ -16,6 +16,7 @@ from operator_use.tools import Tool
 from pydantic import BaseModel
 
 import celguard
+from toolbox import Toolbox
 from celguard.operator_use import CelguardPlugin
 from fakeopenai import FakeOpenAI, text, tool_call
 
@@ -41,44 +42,29 @@ class NoArgs(BaseModel):
     pass
 
 
+MODELS: dict[str, type[BaseModel]] = {"write_marker": WriteArgs, "lookup": QueryArgs, "deploy": TargetArgs,
+                                      "send_email": ToArgs, "read_secret": NoArgs}
+
+
 class Tools(Plugin):
     """The test's tools, as an Operator plugin; ran records what really ran."""
 
     name = "test-tools"
 
     def __init__(self) -> None:
-        self.ran: list[tuple[str, dict[str, Any]]] = []
+        self.box = Toolbox()
+        self.ran = self.box.ran
 
     def get_tools(self) -> list[Tool]:
-        ran = self.ran
+        def wrap(f: Callable[..., str]) -> Tool:
+            model = MODELS[f.__name__]
 
-        @Tool(name="write_marker", description="Write content to a file.", model=WriteArgs)
-        def write_marker(path: str, content: str, **_: Any) -> str:
-            ran.append(("write_marker", {"path": path, "content": content}))
-            Path(path).write_text(content)
-            return "written"
+            def run(**kw: Any) -> str:  # Operator passes its extensions (_workspace, ...) too
+                return f(**{k: kw[k] for k in model.model_fields})
 
-        @Tool(name="lookup", description="Look something up.", model=QueryArgs)
-        def lookup(query: str, **_: Any) -> str:
-            ran.append(("lookup", {"query": query}))
-            return "result for " + query
+            return Tool(name=f.__name__, description=f.__doc__, model=model)(run)
 
-        @Tool(name="deploy", description="Deploy.", model=TargetArgs)
-        def deploy(target: str, **_: Any) -> str:
-            ran.append(("deploy", {"target": target}))
-            return "deployed"
-
-        @Tool(name="send_email", description="Send an email.", model=ToArgs)
-        def send_email(to: str, **_: Any) -> str:
-            ran.append(("send_email", {"to": to}))
-            return "sent"
-
-        @Tool(name="read_secret", description="Read the secret.", model=NoArgs)
-        def read_secret(**_: Any) -> str:
-            ran.append(("read_secret", {}))
-            return "hunter2"
-
-        return [write_marker, lookup, deploy, send_email, read_secret]
+        return [wrap(f) for f in self.box.functions()]
 
 
 def make(url: str, fake: FakeOpenAI, tmp_path: Path, name: str = "operator") -> tuple[Agent, Tools]:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import prompty
 import pytest
 from prompty import GuardrailError
 
 import celguard
+from toolbox import Toolbox
 from celguard.prompty import CelguardGuardrails
 from fakeopenai import FakeOpenAI, text, tool_call
 
@@ -57,41 +58,16 @@ user:
 """
 
 
-class Tools:
-    def __init__(self) -> None:
-        self.ran: list[tuple[str, dict[str, Any]]] = []
-
-    def all(self) -> dict[str, Callable[..., str]]:
-        def write_marker(path: str, content: str) -> str:
-            self.ran.append(("write_marker", {"path": path, "content": content}))
-            Path(path).write_text(content)
-            return "written"
-
-        def lookup(query: str) -> str:
-            self.ran.append(("lookup", {"query": query}))
-            return "result for " + query
-
-        def deploy(target: str) -> str:
-            self.ran.append(("deploy", {"target": target}))
-            return "deployed"
-
-        def send_email(to: str) -> str:
-            self.ran.append(("send_email", {"to": to}))
-            return "sent"
-
-        return {f.__name__: f for f in (write_marker, lookup, deploy, send_email)}
-
-
 def run(url: str, fake: FakeOpenAI, tmp_path: Path, *, session_id: str | None = None,
-        name: str = "coder") -> tuple[Any, Tools, CelguardGuardrails]:
+        name: str = "coder") -> tuple[Any, Toolbox, CelguardGuardrails]:
     client = celguard.Client(url)
     session = client.session(session_id or uuid.uuid4().hex, agent=celguard.Agent(name=name))
     session.start_turn()
     guards = CelguardGuardrails(session)
-    tools = Tools()
+    tools = Toolbox()
     f = tmp_path / f"{uuid.uuid4().hex}.prompty"
     f.write_text(PROMPTY.format(url=fake.url))
-    out = prompty.turn(str(f), {"task": "go"}, tools=tools.all(), guardrails=guards)
+    out = prompty.turn(str(f), {"task": "go"}, tools={f.__name__: f for f in tools.functions()}, guardrails=guards)
     return out, tools, guards
 
 
@@ -143,7 +119,7 @@ def run_task(url: str, fake: FakeOpenAI, tmp_path: Path, task: str) -> Any:
     session.start_turn()
     f = tmp_path / f"{uuid.uuid4().hex}.prompty"
     f.write_text(PROMPTY.format(url=fake.url))
-    return prompty.turn(str(f), {"task": task}, tools=Tools().all(), guardrails=CelguardGuardrails(session))
+    return prompty.turn(str(f), {"task": task}, tools={f.__name__: f for f in Toolbox().functions()}, guardrails=CelguardGuardrails(session))
 
 
 def test_input_block_stops_before_the_model(url: str, tmp_path: Path) -> None:
