@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -30,8 +29,7 @@ func TestPython(t *testing.T) {
 	py := findPython(t)
 	venv := provision(t, py)
 	bin := filepath.Join(t.TempDir(), "celguard")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	run(t, "..", nil, gobin, "build", "-o", bin, "./cmd/celguard")
+	run(t, "..", nil, "go", "build", "-o", bin, "./cmd/celguard")
 
 	env := []string{
 		"CELGUARD_BIN=" + bin,
