@@ -318,9 +318,11 @@ func (c *compiler) policy(lp layered) {
 	if p.Defaults.Verdict != policy.VerdictUnspecified {
 		c.defaultVerdict(p.Defaults.Verdict, p.Defaults.VerdictPos, lp.untrusted)
 	}
-	cp := &Policy{Name: p.Name.Value, File: p.File, Layer: lp.layer, Untrusted: lp.untrusted, Description: p.Description,
+	c.logMasks(p, lp.untrusted)
+	cp := &Policy{Name: p.Name.Value, File: p.File, Layer: lp.layer, Untrusted: lp.untrusted, Monitored: p.Mode == policy.ModeMonitor, Description: p.Description,
 		FailurePolicy: p.Defaults.FailurePolicy, Source: p, varByName: map[string]*Variable{}}
 	c.set.policies = append(c.set.policies, cp)
+	c.checkMonitored(cp)
 
 	env := &lazyEnv{c: c, cur: c.cfg.env.CEL()}
 	c.declKey = ""

@@ -134,7 +134,7 @@ var knownCodes = []policy.Code{
 	policy.CodeModifyPhase, policy.CodeCELSyntax, policy.CodeCELType, policy.CodeWrongResultType,
 	policy.CodeResultInBefore, policy.CodeUndeclaredCounter, policy.CodeConflictingDefault,
 	policy.CodeNoPolicies, policy.CodeTooManyRules, policy.CodeCounterInCounter,
-	policy.CodeInvalidLiteral, policy.CodeNoToolClasses, policy.CodeVariablePhase,
+	policy.CodeInvalidLiteral, policy.CodeNoToolClasses, policy.CodeVariablePhase, policy.CodeInvalidMask, policy.CodeMonitorMandatory,
 }
 
 // fixtureCodes are the codes a policy file can trigger through Check; the

@@ -359,3 +359,49 @@ func (c *compiler) untrustedClasses(tc *policy.ToolClasses) {
 	}
 	c.classes.add(&own)
 }
+
+// checkMonitored reports a policy in monitor mode with a mandatory rule
+// (monitor_mandatory): mandatory rules cannot be monitored away.
+func (c *compiler) checkMonitored(cp *Policy) {
+	p := cp.Source
+	if p.Mode != policy.ModeMonitor {
+		return
+	}
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		if !mandatoryRule(p, r, cp.Layer) {
+			continue
+		}
+		why, fix := "rule "+r.ID.Value+" is mandatory", "drop the rule's enforcement: mandatory"
+		var related []policy.Pos
+		switch {
+		case !r.EnforcementPos.IsZero():
+			related = []policy.Pos{r.EnforcementPos}
+		case !p.EnforcementPos.IsZero():
+			why, fix = "the policy is mandatory", "make the policy enforcement: default"
+			related = []policy.Pos{p.EnforcementPos}
+		default:
+			why, fix = "the policy is in the admin layer, where a policy is mandatory unless it says enforcement: default", "say enforcement: default"
+		}
+		c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeMonitorMandatory, Severity: policy.SeverityError, Pos: p.ModePos, Related: related,
+			Message: fmt.Sprintf("policy %s cannot be monitored: %s, and mandatory rules cannot be monitored away; drop mode: monitor, or %s", p.Name.Value, why, fix)})
+		return
+	}
+}
+
+// logMasks records a trusted policy's decision_log masks.
+func (c *compiler) logMasks(p *policy.Policy, untrusted bool) {
+	if untrusted {
+		return
+	}
+	for _, m := range p.DecisionLog.Mask {
+		lm := LogMask{Policy: p.Name.Value}
+		for _, t := range m.Tools {
+			lm.Tools = append(lm.Tools, t.Value)
+		}
+		for _, path := range m.Paths {
+			lm.Paths = append(lm.Paths, path.Segments)
+		}
+		c.set.masks = append(c.set.masks, lm)
+	}
+}

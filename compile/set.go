@@ -41,7 +41,26 @@ type PolicySet struct {
 	exclusions       []Exclusion
 	countersSize     uint64
 	digest           string
+	// masks are the decision log's masks, of the trusted policies.
+	masks []LogMask
 }
+
+// LogMask is one decision_log.mask entry of a trusted policy: the argument
+// paths the decision log never writes, for the tools named (every tool when
+// Tools is empty).
+type LogMask struct {
+	// Tools are tool names or globs.
+	Tools []string
+	// Paths are argument paths, each its keys ("*" for any).
+	Paths [][]string
+	// Policy is the policy that declares it.
+	Policy string
+}
+
+// LogMasks returns the decision log's masks: those the trusted policies
+// declare (an untrusted project's are ignored: a repository must not hide
+// what its agent did from the log). The slice must not be modified.
+func (s *PolicySet) LogMasks() []LogMask { return s.masks }
 
 // Digest identifies the set's sources: Digest of them, sorted by name as
 // the set was compiled from them ("sha256:" and 64 hex digits).
@@ -159,7 +178,10 @@ type Policy struct {
 	Layer policy.Layer
 	// Untrusted marks a policy of an untrusted project: its rules are the
 	// untrusted track (UntrustedCandidates), which can only restrict.
-	Untrusted     bool
+	Untrusted bool
+	// Monitored marks a policy in monitor mode (mode: monitor): its rules
+	// are evaluated and reported, and decide nothing.
+	Monitored     bool
 	Description   string
 	FailurePolicy policy.FailurePolicy
 	Variables     []*Variable

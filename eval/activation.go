@@ -34,6 +34,9 @@ type evaluation struct {
 	io *modelIO
 	// obs watches the decision: the trace and the explanation (observe.go).
 	obs observer
+	// monitored is the first monitored rule that matched (decide.go, rule
+	// 16).
+	monitored *Monitored
 
 	cur      *compile.Policy
 	vars     []ref.Val

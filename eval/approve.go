@@ -135,7 +135,16 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (Decision, error) {
 	if a == nil {
 		return ev.refuseAsk(r, CodeApprovalRequired, d.Reason, ApprovalRecord{Rule: r.ID, Outcome: ApprovalUnavailable}), nil
 	}
-	ans, err := a.Approve(ev.ctx, ApprovalRequest{SessionID: s.id, Rule: r.ID, Policy: r.Policy.Name, Reason: d.Reason, Code: r.Code, Call: ev.call})
+	ans, asked := s.st.answers[callKey] // a decision that runs again (store.go) asks once
+	if !asked {
+		ans, err = a.Approve(ev.ctx, ApprovalRequest{SessionID: s.id, Rule: r.ID, Policy: r.Policy.Name, Reason: d.Reason, Code: r.Code, Call: ev.call})
+		if err == nil && s.eng.cfg.store != nil {
+			if s.st.answers == nil {
+				s.st.answers = map[string]Approval{}
+			}
+			s.st.answers[callKey] = ans
+		}
+	}
 	if err != nil {
 		code, outcome := CodeApprovalRequired, ApprovalError
 		if errors.Is(err, context.DeadlineExceeded) {

@@ -66,6 +66,7 @@ func (ev *evaluation) counterValues(p *compile.Policy) map[string]int64 {
 	}
 	m := make(map[string]int64, len(p.Counters))
 	for _, c := range p.Counters {
+		ev.s.touch(c)
 		if !ev.phase.HasCall() {
 			// At turn end, input and output: the total over every key.
 			m[c.Name] = ev.s.counterTotal(c)
@@ -142,6 +143,9 @@ func (ev *evaluation) counterUpdates(counters []*compile.Counter) (updates []cou
 			return nil, t.d, true, t.err
 		}
 		u, err := ev.counterUpdate(c)
+		if err != nil || u.inc || u.reset {
+			ev.s.touch(c) // counted, reset or failed: it needed the store
+		}
 		if err != nil {
 			if c.Policy.FailurePolicy == policy.FailOpen {
 				continue

@@ -30,6 +30,11 @@
 // 15. The model's input (Session.Input) and output (Session.Output) are decided by the rules of phase input and output,
 //     with no call, by rules 1, 3, 4, 5, 7 (allow: the default verdict is for tool calls), 8, 10 and 11; their verdicts
 //     are allow, warn, block, halt and modify (the parser's check), a modify rewriting the messages or the output.
+// 16. A monitored rule (its policy says mode: monitor, or WithMonitor monitors every rule that is not mandatory) is
+//     evaluated but decides nothing: when it matches (or fails under a closed failure policy, a would-be policy_error),
+//     the first such rule is reported in Decision.Monitored with its would-be verdict, and evaluation goes on past it
+//     as if it were absent; a monitored modify is not applied, a monitored ask not put to the approver, a monitored
+//     halt halts nothing. Mandatory rules are never monitored (compile refuses mode: monitor on them).
 
 package eval
 
@@ -53,6 +58,7 @@ const maxRewriteRounds = 8
 // run decides the call and completes the trace and the explanation.
 func (ev *evaluation) run() (Decision, error) {
 	d, err := ev.decide()
+	d.Monitored = ev.monitored
 	return ev.obs.finish(d), err
 }
 
@@ -162,6 +168,10 @@ passes:
 				ev.obs.step(r, OutcomeNoMatch, nil)
 				continue
 			}
+			if ev.isMonitored(r) {
+				ev.monitor(r, err)
+				continue
+			}
 			if err == nil && r.Verdict != policy.Modify {
 				ev.obs.step(r, OutcomeMatched, nil)
 				return trackDecision{d: ev.fromRule(r), rule: r, modified: modified}
@@ -202,6 +212,33 @@ func (ev *evaluation) modelIO() modelIO {
 		return modelIO{}
 	}
 	return ev.io.clone()
+}
+
+// isMonitored reports whether r is monitored (rule 16).
+func (ev *evaluation) isMonitored(r *compile.Rule) bool {
+	return !r.Mandatory && (r.Policy.Monitored || ev.s.eng.cfg.monitorAll)
+}
+
+// monitor records what monitored rule r, whose condition matched (or
+// failed with err), would have decided, if it is the first (rule 16).
+func (ev *evaluation) monitor(r *compile.Rule, err error) {
+	if err != nil && r.FailurePolicy == policy.FailOpen {
+		ev.obs.step(r, OutcomeError, err)
+		return
+	}
+	ev.obs.step(r, OutcomeMonitored, err)
+	if ev.monitored != nil {
+		return
+	}
+	m := &Monitored{RuleID: r.ID, Policy: r.Policy.Name, File: r.Pos.File, Line: r.Pos.Line, Col: r.Pos.Col, Untrusted: r.Policy.Untrusted}
+	if err != nil {
+		d := ev.policyError(r, err, nil)
+		m.Verdict, m.Code, m.Reason, m.Error, m.Metadata = d.Verdict, d.Code, d.Reason, d.Error, d.Metadata
+	} else {
+		d := ev.fromRule(r)
+		m.Verdict, m.Code, m.Reason, m.Metadata = d.Verdict, d.Code, d.Reason, d.Metadata
+	}
+	ev.monitored = m
 }
 
 // matches evaluates r's condition; a rule without one always matches.

@@ -16,6 +16,16 @@
 // output (which read messages and output, and no call): allow, warn, block,
 // halt, or modify, a rewrite carried in Decision.Messages or Decision.Output.
 //
+// With WithDecisionSink every decision is also written, as a masked
+// DecisionRecord, to a DecisionSink (NewFileSink: one JSON line per
+// decision, docs/decision-log.md) before it is returned; a decision the sink
+// cannot record is refused unless the host handles the error.
+//
+// A policy in monitor mode (mode: monitor; every policy but the mandatory
+// ones with WithMonitor) is evaluated but decides nothing: the decision is
+// made as if it were absent, and Decision.Monitored reports what its first
+// matching rule would have decided.
+//
 // A counter counts after the call (After updates it before the after-phase
 // rules run) or, declared with phase before, at the decision before it: the
 // rules read the counts of earlier calls, and the call is counted only when
@@ -32,6 +42,13 @@
 // the result of a call that was let through passes unchanged. The rules of
 // an untrusted project decide apart, and the stricter decision stands. Every
 // verdict rule is in decide.go.
+//
+// With a Store (WithStore), sessions are handles on state kept outside
+// the engine (package store opens memory, file, Redis and Valkey stores):
+// engines sharing a store share every session's counters, halts and
+// approvals, and the counters scoped to an agent, a repository or an
+// organisation; each decision commits with one round trip, and one that
+// cannot reach the store is a block with code store_unavailable (store.go).
 //
 // A run-time error in a rule's condition (a missing key, a type error, the
 // cost limit) follows the rule's failure policy: closed (the default) blocks
@@ -74,6 +91,16 @@ type config struct {
 	// auditIDs, when set (WithDecisionMetadata), makes every decision's
 	// id; nil leaves the audit fields empty.
 	auditIDs func() string
+	// sink receives every decision (WithDecisionSink); sinkError its
+	// errors, nil to fail closed.
+	sink      DecisionSink
+	sinkError func(error)
+	// monitorAll monitors every rule that is not mandatory (WithMonitor).
+	monitorAll bool
+	// store, when set, keeps the session state (store.go).
+	store        Store
+	storeTimeout time.Duration
+	storeRetries int
 }
 
 // WithDecisionMetadata fills every decision's audit record: DecisionID (a
@@ -107,6 +134,18 @@ func randomID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
 	return hex.EncodeToString(b[:])
+}
+
+// WithMonitor monitors every rule that is not mandatory, as if each policy
+// said mode: monitor (decide.go, rule 16): the rules are evaluated and the
+// first that matches is reported in Decision.Monitored, but only the
+// mandatory rules and the default verdict decide. Mandatory rules keep
+// enforcing.
+func WithMonitor() Option {
+	return func(c *config) error {
+		c.monitorAll = true
+		return nil
+	}
 }
 
 // WithApprover sets who settles ask verdicts. Without one, ask is a block
@@ -158,6 +197,12 @@ func WithMaxWindowEvents(n int) Option {
 type Engine struct {
 	cfg config
 	set atomic.Pointer[compile.PolicySet]
+
+	// sharedEntries are the engine's copies of its store's shared entries
+	// (store.go).
+	sharedMu      sync.Mutex
+	sharedEntries map[StateKey]*sharedEntry
+	sessionLocks  sessionLocks
 }
 
 // New builds an Engine for set.
@@ -165,7 +210,8 @@ func New(set *compile.PolicySet, opts ...Option) (*Engine, error) {
 	if set == nil {
 		return nil, errors.New("eval.New: nil policy set")
 	}
-	cfg := config{now: time.Now, maxCounterKeys: DefaultMaxCounterKeys, maxWindowEvents: DefaultMaxWindowEvents}
+	cfg := config{now: time.Now, maxCounterKeys: DefaultMaxCounterKeys, maxWindowEvents: DefaultMaxWindowEvents,
+		storeTimeout: DefaultStoreTimeout, storeRetries: DefaultStoreRetries}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -214,6 +260,9 @@ type Session struct {
 	refused refusedCalls
 	// sat, when set, saturates counters lost to a tampered state (state.go).
 	sat *saturation
+	// st is the session's part of the store protocol, with a store
+	// (store.go).
+	st storeSession
 }
 
 // NewSession starts a session. meta is the host's metadata (agent, user,
@@ -224,15 +273,24 @@ func (e *Engine) NewSession(id string, meta map[string]any) *Session {
 		m[k] = v
 	}
 	m["id"] = id
-	return &Session{eng: e, id: id, meta: m, turn: 1, counters: map[string]*counterState{}, approvals: map[string]bool{}}
+	s := &Session{eng: e, id: id, meta: m, turn: 1, counters: map[string]*counterState{}, approvals: map[string]bool{}}
+	if e.cfg.store != nil {
+		s.bindEntries()
+	}
+	return s
 }
 
 // ID returns the session id.
 func (s *Session) ID() string { return s.id }
 
 // StartTurn begins a new turn: turn-scoped counters reset and a halt of the
-// previous turn is lifted.
+// previous turn is lifted. With a store, it is NextTurn without a deadline
+// and with its error dropped (the turn then stays as it was).
 func (s *Session) StartTurn() {
+	if s.eng.cfg.store != nil {
+		_, _ = s.NextTurn(context.Background())
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.turn++
@@ -260,6 +318,17 @@ func WithTrace() CallOption { return func(c *callConfig) { c.trace = true } }
 // counterFor returns the state of a counter, resetting turn-scoped counts of
 // an earlier turn. The caller holds s.mu.
 func (s *Session) counterFor(c *compile.Counter) *counterState {
+	if c.Decl.Scope.Shared() && s.eng.cfg.store != nil {
+		// Kept in the shared entry, which the decision holds locked;
+		// without a store, the session counts it as a session counter.
+		ent := s.entry(c)
+		cs, ok := ent.counters[c.ID]
+		if !ok {
+			cs = newCounterState()
+			ent.counters[c.ID] = cs
+		}
+		return cs
+	}
 	cs, ok := s.counters[c.ID]
 	if !ok {
 		cs = newCounterState()
@@ -315,29 +384,25 @@ func (s *Session) EndTurn(ctx context.Context, opts ...CallOption) (Decision, er
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
 	set := s.eng.set.Load()
 	d, err := s.decideIn(ctx, set, phase, call, res, nil, opts)
-	d.CallID, d.Agent = call.ID, call.Agent
-	d = s.auditWith(d, set)
-	if phase == policy.PhaseBefore {
-		s.rememberBefore(call, d)
+	d, err = s.finish(ctx, set, d, err, call, nil)
+	if phase == policy.PhaseBefore && s.eng.cfg.store == nil {
+		s.rememberBefore(call, d) // with a store, as part of its commit
 	}
 	return d, err
 }
 
-// audit fills d's audit record (WithDecisionMetadata) with the set in force.
-func (s *Session) audit(d Decision) Decision { return s.auditWith(d, s.eng.set.Load()) }
-
-// auditWith fills d's audit record (WithDecisionMetadata), set having
-// decided.
-func (s *Session) auditWith(d Decision, set *compile.PolicySet) Decision {
-	if next := s.eng.cfg.auditIDs; next != nil {
-		d.DecisionID, d.Time, d.PolicyDigest, d.SessionID = next(), s.eng.cfg.now().UTC(), set.Digest(), s.id
+// decideIn decides one event of phase: a call (and its result after it), a
+// turn's end, or the model's input or output (io); with a store, on the
+// stored state (decideStored).
+func (s *Session) decideIn(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
+	if s.eng.cfg.store != nil {
+		return s.decideStored(ctx, set, phase, call, res, io, opts)
 	}
-	return d
+	return s.decideLocal(ctx, set, phase, call, res, io, opts)
 }
 
-// decideIn decides one event of phase: a call (and its result after it), a
-// turn's end, or the model's input or output (io).
-func (s *Session) decideIn(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
+// decideLocal decides one event on the state the session holds.
+func (s *Session) decideLocal(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
 	// Options are rare on the hot path; without them nothing is allocated.
 	var cc callConfig
 	if len(opts) > 0 {
@@ -352,6 +417,11 @@ func (s *Session) decideIn(ctx context.Context, set *compile.PolicySet, phase po
 	}
 	if call.Tool == "" && phase.HasCall() {
 		return refusal(phase, "", CodeInvalidCall, "the call has no tool name", nil), errors.New("eval: call without a tool name")
+	}
+	if h := s.fleetHalt(); h != nil && phase != policy.PhaseTurnEnd {
+		d := Decision{Phase: phase, Tool: call.Tool, Verdict: policy.Halt, Code: h.Code, Reason: h.Reason}
+		explainHalted(cc.explain, d)
+		return d, nil
 	}
 	if d, ok := s.halted(phase, call.Tool); ok && phase != policy.PhaseTurnEnd {
 		explainHalted(cc.explain, d)

@@ -175,7 +175,7 @@ func (e *explainer) step(r *compile.Rule, outcome Outcome, err error) {
 	}
 	if e.pending != nil && e.pendingRule == r {
 		st.Because = e.pending
-	} else if outcome == OutcomeNoMatch || outcome == OutcomeMatched || outcome == OutcomeError {
+	} else if outcome == OutcomeNoMatch || outcome == OutcomeMatched || outcome == OutcomeError || outcome == OutcomeMonitored {
 		st.Because = e.because(r)
 	}
 	e.pending, e.pendingRule = nil, nil

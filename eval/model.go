@@ -68,8 +68,7 @@ func (s *Session) Input(ctx context.Context, in Input, opts ...CallOption) (Deci
 	for i, m := range in.Messages {
 		if m.Role == "" {
 			d := refusal(policy.PhaseInput, "", CodeInvalidCall, fmt.Sprintf("message %d has no role", i), nil)
-			d.CallID, d.Agent = in.ID, in.Agent
-			return s.audit(d), fmt.Errorf("eval: input message %d without a role", i)
+			return s.finish(ctx, s.eng.set.Load(), d, fmt.Errorf("eval: input message %d without a role", i), Call{ID: in.ID, Agent: in.Agent}, &modelIO{messages: in.Messages})
 		}
 	}
 	return s.decideModel(ctx, policy.PhaseInput, Call{ID: in.ID, Agent: in.Agent}, &modelIO{messages: slices.Clone(in.Messages)}, opts)
@@ -82,8 +81,7 @@ func (s *Session) Output(ctx context.Context, out Output, opts ...CallOption) (D
 	content, err := jsonValue(out.Content)
 	if err != nil {
 		d := refusal(policy.PhaseOutput, "", CodeInvalidCall, "the output's content is not JSON data: "+err.Error(), nil)
-		d.CallID, d.Agent = out.ID, out.Agent
-		return s.audit(d), fmt.Errorf("eval: output content: %w", err)
+		return s.finish(ctx, s.eng.set.Load(), d, fmt.Errorf("eval: output content: %w", err), Call{ID: out.ID, Agent: out.Agent}, &modelIO{output: &ModelOutput{Text: out.Text}})
 	}
 	return s.decideModel(ctx, policy.PhaseOutput, Call{ID: out.ID, Agent: out.Agent}, &modelIO{output: &ModelOutput{Text: out.Text, Content: content}}, opts)
 }
@@ -108,9 +106,9 @@ func (m *modelIO) clone() modelIO {
 // decideModel decides an input or output.
 func (s *Session) decideModel(ctx context.Context, phase policy.Phase, call Call, io *modelIO, opts []CallOption) (Decision, error) {
 	set := s.eng.set.Load()
+	orig := io.clone()
 	d, err := s.decideIn(ctx, set, phase, call, nil, io, opts)
-	d.CallID, d.Agent = call.ID, call.Agent
-	return s.auditWith(d, set), err
+	return s.finish(ctx, set, d, err, call, &orig)
 }
 
 // jsonValue checks that v is JSON data (what encoding/json decodes into:

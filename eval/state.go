@@ -178,17 +178,7 @@ func (s *Session) State() SessionState {
 		h := *s.halt
 		st.Halted = &h
 	}
-	if len(s.counters) > 0 {
-		st.Counters = make(map[string]CounterState, len(s.counters))
-		for id, cs := range s.counters {
-			c := CounterState{Turn: cs.turn}
-			for el := cs.order.Front(); el != nil; el = el.Next() {
-				ks := el.Value.(*keyState)
-				c.Keys = append(c.Keys, KeyCount{Key: ks.key, Count: ks.count, Events: slices.Clone(ks.events), Last: ks.last})
-			}
-			st.Counters[id] = c
-		}
-	}
+	st.Counters = exportCounters(s.counters)
 	for k := range s.approvals {
 		st.Approvals = append(st.Approvals, k)
 	}
@@ -200,22 +190,29 @@ func (s *Session) State() SessionState {
 	return st
 }
 
-// RestoreSession rebuilds a session from a state State returned. The
-// engine's bounds apply: keys beyond the per-counter bound are dropped,
-// least recently touched first.
-func (e *Engine) RestoreSession(st SessionState) (*Session, error) {
-	if st.ID == "" {
-		return nil, errors.New("eval.RestoreSession: the state has no session id")
+// exportCounters is the state of counts, nil when there are none.
+func exportCounters(counters map[string]*counterState) map[string]CounterState {
+	if len(counters) == 0 {
+		return nil
 	}
-	s := e.NewSession(st.ID, st.Meta)
-	if st.Turn > 0 {
-		s.turn = st.Turn
+	out := make(map[string]CounterState, len(counters))
+	for id, cs := range counters {
+		c := CounterState{Turn: cs.turn}
+		for el := cs.order.Front(); el != nil; el = el.Next() {
+			ks := el.Value.(*keyState)
+			c.Keys = append(c.Keys, KeyCount{Key: ks.key, Count: ks.count, Events: slices.Clone(ks.events), Last: ks.last})
+		}
+		out[id] = c
 	}
-	if st.Halted != nil {
-		h := *st.Halted
-		s.halt = &h
-	}
-	for id, c := range st.Counters {
+	return out
+}
+
+// restoreCounters rebuilds counts from their state, within the engine's
+// bounds: keys beyond the per-counter bound are dropped, least recently
+// touched first.
+func (e *Engine) restoreCounters(counters map[string]CounterState) map[string]*counterState {
+	out := make(map[string]*counterState, len(counters))
+	for id, c := range counters {
 		cs := &counterState{keys: map[string]*list.Element{}, order: list.New(), turn: c.Turn}
 		for _, k := range c.Keys {
 			if len(cs.keys) >= e.cfg.maxCounterKeys {
@@ -230,17 +227,48 @@ func (e *Engine) RestoreSession(st SessionState) (*Session, error) {
 			}
 			cs.keys[k.Key] = cs.order.PushBack(&keyState{key: k.Key, count: k.Count, events: slices.Clone(ev), last: k.Last})
 		}
-		s.counters[id] = cs
+		out[id] = cs
 	}
+	return out
+}
+
+// RestoreSession rebuilds a session from a state State returned. The
+// engine's bounds apply: keys beyond the per-counter bound are dropped,
+// least recently touched first.
+func (e *Engine) RestoreSession(st SessionState) (*Session, error) {
+	if st.ID == "" {
+		return nil, errors.New("eval.RestoreSession: the state has no session id")
+	}
+	s := e.NewSession(st.ID, st.Meta)
+	s.restore(st)
+	return s, nil
+}
+
+// restore replaces the session's state (not its id nor its metadata) with
+// st; the caller holds s.mu or owns s alone.
+func (s *Session) restore(st SessionState) {
+	e := s.eng
+	s.turn = 1
+	if st.Turn > 0 {
+		s.turn = st.Turn
+	}
+	s.halt = nil
+	if st.Halted != nil {
+		h := *st.Halted
+		s.halt = &h
+	}
+	s.counters = e.restoreCounters(st.Counters)
+	s.approvals = make(map[string]bool, len(st.Approvals))
 	for _, k := range st.Approvals {
 		if len(s.approvals) >= DefaultMaxApprovals {
 			break
 		}
 		s.approvals[k] = true
 	}
+	s.sat = nil
 	if st.Saturated != nil {
 		s.sat = e.restoreSaturation(st.Saturated)
 	}
+	s.refused = refusedCalls{}
 	s.refused.restore(st.RefusedCalls)
-	return s, nil
 }

@@ -176,8 +176,34 @@ type Decision struct {
 	Time         time.Time `json:"time,omitzero"`
 	PolicyDigest string    `json:"policy_digest,omitempty"`
 	SessionID    string    `json:"session_id,omitempty"`
+	// Monitored is what a monitored rule (a rule of a policy in monitor
+	// mode, or any rule that is not mandatory under WithMonitor) would
+	// have decided: the first one that matched before the rule that did
+	// decide, which the decision went past as if it were absent. Nil when
+	// none matched.
+	Monitored *Monitored `json:"monitored,omitempty"`
 	// Trace lists the rules considered, when tracing was asked for.
 	Trace []TraceStep `json:"trace,omitempty"`
+}
+
+// Monitored is the would-be decision of a monitored rule (monitor mode):
+// its verdict, code and reason (or, for a condition that failed under a
+// closed failure policy, a block with code policy_error and the error).
+// An ask is not put to the approver, a modify not applied, a halt does not
+// halt the turn.
+type Monitored struct {
+	RuleID   string            `json:"rule_id"`
+	Policy   string            `json:"policy"`
+	File     string            `json:"file,omitempty"`
+	Line     int               `json:"line,omitempty"`
+	Col      int               `json:"col,omitempty"`
+	Verdict  policy.Verdict    `json:"verdict"`
+	Code     string            `json:"code,omitempty"`
+	Reason   string            `json:"reason,omitempty"`
+	Error    string            `json:"error,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// Untrusted says the rule is an untrusted project's.
+	Untrusted bool `json:"untrusted,omitempty"`
 }
 
 // Allowed reports whether the tool may run (before) or its result reach the
@@ -209,7 +235,7 @@ type TraceStep struct {
 	Policy  string `json:"policy"`
 	Verdict string `json:"verdict"`
 	// Outcome is one of: tool_not_matched, no_match, matched, applied
-	// (a modify), already_applied, error.
+	// (a modify), already_applied, error, monitored.
 	Outcome Outcome `json:"outcome"`
 	Error   string  `json:"error,omitempty"`
 	// Untrusted marks a rule of an untrusted project: its track decides
@@ -235,4 +261,7 @@ const (
 	OutcomeAlreadyApplied Outcome = "already_applied"
 	// OutcomeError: the condition or the rewrite failed.
 	OutcomeError Outcome = "error"
+	// OutcomeMonitored: a monitored rule matched (or failed closed); the
+	// decision went past it and reports it in Decision.Monitored.
+	OutcomeMonitored Outcome = "monitored"
 )

@@ -38,8 +38,17 @@ func fuzzDecoder(f *testing.F, host string) {
 		if ev.Kind != KindIgnore && ev.SessionID == "" {
 			t.Fatalf("%s event without a session id", ev.Name)
 		}
+		if ev.Kind == KindOutput && ev.Output == nil {
+			t.Fatalf("output event without an output: %+v", ev)
+		}
+		for _, m := range ev.Messages {
+			if m.Role == "" {
+				t.Fatalf("a message without a role: %+v", ev)
+			}
+		}
 		for v := policy.Allow; v <= policy.Halt; v++ {
 			_ = h.Encode(ev, eval.Decision{Verdict: v, Args: ev.Call.Args, Content: &content})
+			_ = h.Encode(ev, eval.Decision{Verdict: v, Messages: ev.Messages, Output: &eval.ModelOutput{Text: content}})
 		}
 	})
 }

@@ -13,15 +13,16 @@ import (
 // stdin (Runner), an HTTP hook's body (package serve) or a command hook
 // forwarded to a server. It decodes input with host, hands the event to
 // handle, and answers whatever fails on the way with host.Fail: an event
-// that does not decode, an error from handle, a panic in it, or ctx ending
-// before handle returns (handle runs in its own goroutine, which it should
-// end when ctx does). A failure is a block, unless failOpen; at turn end,
-// where there is no call to refuse and a host reads a blocking answer to
-// its stop event as "keep going", it is a non-blocking error. Respond also
-// returns the event (the zero Event with Host set when input did not
-// decode), so that a caller can shape the answer for its transport
-// (HTTPBody).
-func Respond(ctx context.Context, host Host, input []byte, failOpen bool, handle func(context.Context, Event) (Response, error)) (Event, Response) {
+// that does not decode, an error from handle, a panic in it, or ctx having
+// ended by the time handle returns. A failure is a block, unless failOpen;
+// at turn end, where there is no call to refuse and a host reads a
+// blocking answer to its stop event as "keep going", it is a non-blocking
+// error. Respond runs handle in the caller's goroutine; a caller that must
+// answer by a deadline whatever handle does runs Respond in another (as
+// package serve does). It also returns the event (the zero Event with Host
+// set when input did not decode), so that a caller can shape the answer
+// for its transport (HTTPBody).
+func Respond(ctx context.Context, host Host, input []byte, failOpen bool, handle func(context.Context, Event) (Response, error)) (ev Event, resp Response) {
 	ev, err := host.Decode(input)
 	if err != nil {
 		ev = Event{Host: host.Name()}
@@ -33,29 +34,19 @@ func Respond(ctx context.Context, host Host, input []byte, failOpen bool, handle
 	fail := func(err error) Response {
 		return host.Fail(ev, fmt.Sprintf("%s event: %v", ev.Name, err), failOpen || ev.Kind == KindTurnEnd)
 	}
-	type answer struct {
-		resp Response
-		err  error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- answer{err: fmt.Errorf("internal error: %v", p)}
-			}
-		}()
-		resp, err := handle(ctx, ev)
-		done <- answer{resp, err}
-	}()
-	select {
-	case a := <-done:
-		if a.err != nil {
-			return ev, fail(a.err)
+	defer func() {
+		if p := recover(); p != nil {
+			resp = fail(fmt.Errorf("internal error: %v", p))
 		}
-		return ev, a.resp
-	case <-ctx.Done():
-		return ev, fail(fmt.Errorf("no decision in time: %w", context.Cause(ctx)))
+	}()
+	resp, err = handle(ctx, ev)
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("no decision in time: %w", context.Cause(ctx))
 	}
+	if err != nil {
+		return ev, fail(err)
+	}
+	return ev, resp
 }
 
 // Decide applies one event that needs a session (KindTurnStart,
@@ -67,7 +58,11 @@ func Decide(ctx context.Context, sess *eval.Session, ev Event) (eval.Decision, e
 	var err error
 	switch ev.Kind {
 	case KindTurnStart:
-		sess.StartTurn()
+		// With a state store the new turn is committed there, and a turn
+		// that cannot start leaves a halt of the last one in force.
+		if _, err := sess.NextTurn(ctx); err != nil {
+			return d, fmt.Errorf("the turn could not start: %w", err)
+		}
 		if ev.Messages != nil {
 			d, err = sess.Input(ctx, eval.Input{Messages: ev.Messages, Agent: ev.Call.Agent})
 		}

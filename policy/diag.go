@@ -87,6 +87,8 @@ const (
 	CodeWrongResultType    Code = "wrong_result_type"   // an expression of the wrong result type
 	CodeResultInBefore     Code = "result_in_before"    // `result` read where no result exists yet
 	CodeVariablePhase      Code = "variable_phase"      // a built-in variable read in a phase that does not have it (args at input, messages before)
+	CodeInvalidMask        Code = "invalid_mask"        // a decision_log.mask argument path that is not keys or * separated by dots
+	CodeMonitorMandatory   Code = "monitor_mandatory"   // mode: monitor on a policy whose rules are mandatory
 	CodeUndeclaredCounter  Code = "undeclared_counter"  // counters.X where X is not declared
 	CodeConflictingDefault Code = "conflicting_default" // two policies set different default verdicts
 	CodeNoPolicies         Code = "no_policies"         // a load that found no policy file

@@ -129,3 +129,25 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseMaskPath: a decision_log.mask path either fails or reads back
+// as keys of letters, digits, _ and -, or *, that join to the input.
+func FuzzParseMaskPath(f *testing.F) {
+	for _, s := range []string{"content", "env.*", "files.*.content", "a..b", ".x", "x.", "*", "a b", "é", "a.*.*"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		segs, err := policy.ParseMaskPath(s)
+		if err != nil {
+			return
+		}
+		if strings.Join(segs, ".") != s {
+			t.Fatalf("%q read as %q", s, segs)
+		}
+		for _, seg := range segs {
+			if seg == "" || (seg != "*" && strings.Trim(seg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "") {
+				t.Fatalf("%q has the key %q", s, seg)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -25,14 +26,88 @@ type Policy struct {
 	EnforcementPos Pos // where enforcement is written; zero when it is not
 	// Metadata is copied into every decision of the policy's rules, under
 	// the rule's own (Rule.Metadata wins on a shared key).
-	Metadata  map[string]string
-	Defaults  Defaults
-	Variables []Variable
-	Counters  []Counter
-	Rules     []Rule
+	Metadata map[string]string
+	// Mode is ModeMonitor when the policy runs in shadow: its rules are
+	// evaluated and their would-be verdicts reported, but they decide
+	// nothing (eval's decide.go). The zero value enforces.
+	Mode    Mode
+	ModePos Pos // where mode is written; zero when it is not
+	// DecisionLog says how the decision log writes the policy set's
+	// decisions: which arguments it masks.
+	DecisionLog DecisionLog
+	Defaults    Defaults
+	Variables   []Variable
+	Counters    []Counter
+	Rules       []Rule
 	// Suppressions are the `# celguard:ignore` comments on its rules,
 	// variables and counters.
 	Suppressions []Suppression
+}
+
+// Mode says whether a policy's rules decide (enforce) or are only
+// evaluated and reported (monitor).
+type Mode uint8
+
+// Modes.
+const (
+	ModeEnforce Mode = iota // the rules decide; the default
+	ModeMonitor             // the rules are evaluated and reported, and decide nothing
+)
+
+// String returns "enforce" or "monitor".
+func (m Mode) String() string {
+	if m == ModeMonitor {
+		return "monitor"
+	}
+	return "enforce"
+}
+
+// DecisionLog is a policy's part in how the decision log writes decisions.
+type DecisionLog struct {
+	// Mask lists the arguments whose values the log never writes.
+	Mask []Mask
+}
+
+// Mask masks argument paths in the decision log, for every tool or for the
+// tools named.
+type Mask struct {
+	Pos Pos
+	// Tools are tool names or globs; empty means every tool.
+	Tools []String
+	// Paths are argument paths: keys separated by dots, each a key or *
+	// (every key of a map, every element of a list), e.g. content, env.*,
+	// files.*.content.
+	Paths []MaskPath
+}
+
+// MaskPath is one parsed argument path.
+type MaskPath struct {
+	String
+	// Segments are its keys, "*" for any.
+	Segments []string
+}
+
+// ParseMaskPath parses an argument path: keys of letters, digits, _ and -,
+// or *, separated by dots.
+func ParseMaskPath(s string) ([]string, error) {
+	if s == "" {
+		return nil, fmt.Errorf("an argument path must not be empty")
+	}
+	segs := strings.Split(s, ".")
+	for i, seg := range segs {
+		if seg == "" {
+			return nil, fmt.Errorf("argument path %q has an empty key at position %d (keys are separated by single dots)", s, i+1)
+		}
+		if seg == "*" {
+			continue
+		}
+		for _, r := range seg {
+			if !(r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+				return nil, fmt.Errorf("argument path %q: key %q may hold only letters, digits, _ and -, or be * alone", s, seg)
+			}
+		}
+	}
+	return segs, nil
 }
 
 // String is a scalar with the position of its value.
@@ -58,21 +133,67 @@ type Variable struct {
 	Expr Expr
 }
 
-// Scope is how long a counter's counts live.
+// Scope is how long a counter's counts live, and who shares them.
 type Scope uint8
 
-// Counter scopes.
+// Counter scopes. The scopes past ScopeSession are shared: every session
+// of the same agent, repository or organisation (read from the session's
+// metadata) counts into one key space, kept in the state store so that a
+// fleet of replicas shares it (eval.Store).
 const (
-	ScopeTurn    Scope = iota // reset when a turn starts
-	ScopeSession              // kept for the whole session
+	ScopeTurn       Scope = iota // reset when a turn starts
+	ScopeSession                 // kept for the whole session
+	ScopeAgent                   // shared by the sessions of one agent (session meta "agent")
+	ScopeRepository              // shared by the sessions in one repository (session meta "repository")
+	ScopeOrg                     // shared by the sessions of one organisation (session meta "org")
 )
 
-// String returns "turn" or "session".
+// scopeNames are the scopes' names, by value.
+var scopeNames = [...]string{"turn", "session", "agent", "repository", "org"}
+
+// String returns "turn", "session", "agent", "repository" or "org".
 func (s Scope) String() string {
-	if s == ScopeSession {
-		return "session"
+	if int(s) < len(scopeNames) {
+		return scopeNames[s]
 	}
 	return "turn"
+}
+
+// Shared reports whether the scope's counts are shared beyond one session
+// (agent, repository, org).
+func (s Scope) Shared() bool { return s >= ScopeAgent && int(s) < len(scopeNames) }
+
+// ParseScope parses a scope's name.
+func ParseScope(name string) (Scope, error) {
+	for i, n := range scopeNames {
+		if n == name {
+			return Scope(i), nil
+		}
+	}
+	return ScopeTurn, fmt.Errorf("scope must be turn, session, agent, repository or org, not %q", name)
+}
+
+// StoreErrorPolicy is what a counter does when the state store cannot be
+// reached (eval.Store).
+type StoreErrorPolicy uint8
+
+// Store error policies.
+const (
+	// StoreErrorClose (the default): a decision that reads or counts the
+	// counter is a block with code store_unavailable.
+	StoreErrorClose StoreErrorPolicy = iota
+	// StoreErrorLocal: the counter counts on the replica's last known
+	// state, for soft limits that should not stop the agents during an
+	// outage.
+	StoreErrorLocal
+)
+
+// String returns "close" or "local".
+func (p StoreErrorPolicy) String() string {
+	if p == StoreErrorLocal {
+		return "local"
+	}
+	return "close"
 }
 
 // Counter counts events per key, for loop detection and rate limits.
@@ -101,6 +222,9 @@ type Counter struct {
 	// before the call, counting the call only when that decision lets it
 	// through, so its expressions cannot read `result`.
 	Phase Phase
+	// OnStoreError is what the counter does when the state store is
+	// unreachable (on_store_error: close, the default, or local).
+	OnStoreError StoreErrorPolicy
 }
 
 // Phase is when a rule runs.

@@ -309,7 +309,20 @@ func (d *decoder) policy(n *yaml.Node) *Policy {
 		"description": func(_, v *yaml.Node) { p.Description = d.text(v, "description") },
 		"enforcement": func(_, v *yaml.Node) { p.Enforcement, p.EnforcementPos = d.enforcement(v) },
 		"metadata":    func(_, v *yaml.Node) { p.Metadata = d.metadata(v) },
-		"defaults":    func(_, v *yaml.Node) { d.defaults(v, &p.Defaults) },
+		"mode": func(_, v *yaml.Node) {
+			s, ok := d.str(v, "mode")
+			switch {
+			case !ok:
+			case s.Value == "monitor":
+				p.Mode, p.ModePos = ModeMonitor, s.Pos
+			case s.Value == "enforce":
+				p.Mode, p.ModePos = ModeEnforce, s.Pos
+			default:
+				d.ds.errorf(CodeInvalidValue, s.Pos, "mode must be enforce or monitor, not %q", s.Value)
+			}
+		},
+		"decision_log": func(_, v *yaml.Node) { p.DecisionLog = d.decisionLog(v) },
+		"defaults":     func(_, v *yaml.Node) { d.defaults(v, &p.Defaults) },
 		"variables": func(_, v *yaml.Node) {
 			items := d.list(v, "variables")
 			for _, c := range items {
@@ -340,6 +353,73 @@ func (d *decoder) policy(n *yaml.Node) *Policy {
 	}
 	d.checkNames(p)
 	return p
+}
+
+// decisionLog reads a policy's decision_log: {mask: [...]}, each entry an
+// argument path (every tool) or {tools: [...], args: [...]}.
+func (d *decoder) decisionLog(n *yaml.Node) DecisionLog {
+	var dl DecisionLog
+	d.fields(n, "decision_log", map[string]func(k, v *yaml.Node){
+		"mask": func(_, v *yaml.Node) {
+			for _, e := range d.list(v, "decision_log.mask") {
+				if e.Kind == yaml.ScalarNode {
+					if p, ok := d.maskPath(e); ok {
+						dl.Mask = append(dl.Mask, Mask{Pos: p.Pos, Paths: []MaskPath{p}})
+					}
+					continue
+				}
+				m := Mask{Pos: d.pos(e)}
+				if d.fields(e, "a decision_log.mask entry", map[string]func(k, v *yaml.Node){
+					"tools": func(_, v *yaml.Node) { m.Tools = d.toolNames(v, "decision_log.mask tools") },
+					"args": func(_, v *yaml.Node) {
+						for _, a := range d.list(v, "decision_log.mask args") {
+							if p, ok := d.maskPath(a); ok {
+								m.Paths = append(m.Paths, p)
+							}
+						}
+					},
+				}) {
+					d.require(e, "a decision_log.mask entry", "args")
+				}
+				if len(m.Paths) > 0 {
+					dl.Mask = append(dl.Mask, m)
+				}
+			}
+		},
+	})
+	return dl
+}
+
+// toolNames reads a list of tool names or globs (what names the list);
+// an invalid glob is reported (invalid_glob) and left out.
+func (d *decoder) toolNames(v *yaml.Node, what string) []String {
+	var out []String
+	for _, t := range d.list(v, what) {
+		s, ok := d.str(t, "a tool name")
+		if !ok {
+			continue
+		}
+		if s.Value == "" || !doublestar.ValidatePattern(s.Value) {
+			d.ds.errorf(CodeInvalidGlob, s.Pos, "tool name %q is not a valid name or glob", s.Value)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// maskPath reads one argument path of decision_log.mask.
+func (d *decoder) maskPath(n *yaml.Node) (MaskPath, bool) {
+	s, ok := d.str(n, "an argument path")
+	if !ok {
+		return MaskPath{}, false
+	}
+	segs, err := ParseMaskPath(s.Value)
+	if err != nil {
+		d.ds.errorf(CodeInvalidMask, s.Pos, "%v", err)
+		return MaskPath{}, false
+	}
+	return MaskPath{String: s, Segments: segs}, true
 }
 
 // text reads an optional free-text scalar.
@@ -445,15 +525,18 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 	if d.fields(n, "a counter", map[string]func(k, v *yaml.Node){
 		"name": func(_, v *yaml.Node) { c.Name = d.ident(v, "counter name") },
 		"scope": func(_, v *yaml.Node) {
-			s, ok := d.str(v, "scope")
+			c.Scope, _ = enumScalar(d, v, "scope", CodeInvalidValue, ParseScope)
+		},
+		"on_store_error": func(_, v *yaml.Node) {
+			s, ok := d.str(v, "on_store_error")
 			switch {
 			case !ok:
-			case s.Value == "turn":
-				c.Scope = ScopeTurn
-			case s.Value == "session":
-				c.Scope = ScopeSession
+			case s.Value == "close":
+				c.OnStoreError = StoreErrorClose
+			case s.Value == "local":
+				c.OnStoreError = StoreErrorLocal
 			default:
-				d.ds.errorf(CodeInvalidValue, s.Pos, "scope must be turn or session, not %q", s.Value)
+				d.ds.errorf(CodeInvalidValue, s.Pos, "on_store_error must be close or local, not %q", s.Value)
 			}
 		},
 		"phase": func(_, v *yaml.Node) {
@@ -537,19 +620,7 @@ func (d *decoder) rule(n *yaml.Node) Rule {
 						}
 					}
 				},
-				"tools": func(_, v *yaml.Node) {
-					for _, t := range d.list(v, "match.tools") {
-						s, ok := d.str(t, "a tool name")
-						if !ok {
-							continue
-						}
-						if s.Value == "" || !doublestar.ValidatePattern(s.Value) {
-							d.ds.errorf(CodeInvalidGlob, s.Pos, "tool name %q is not a valid name or glob", s.Value)
-							continue
-						}
-						r.Tools = append(r.Tools, s)
-					}
-				},
+				"tools": func(_, v *yaml.Node) { r.Tools = append(r.Tools, d.toolNames(v, "match.tools")...) },
 			})
 		},
 		"condition":      func(_, v *yaml.Node) { r.Condition = d.exprPtr(v, "condition") },

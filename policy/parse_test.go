@@ -325,3 +325,57 @@ func TestParseEnforcement(t *testing.T) {
 		})
 	}
 }
+
+// TestParseCounterScopes: a counter's scope and on_store_error, every
+// value, and a positioned error for any other.
+func TestParseCounterScopes(t *testing.T) {
+	const head = "apiVersion: celguard.dev/v1\nkind: Policy\nname: p\ncounters:\n  - name: c\n    increment_when: 'true'\n"
+	for _, tc := range []struct {
+		name, src string
+		scope     policy.Scope
+		onErr     policy.StoreErrorPolicy
+		wantCode  policy.Code
+		wantPos   policy.Pos
+		wantMsg   string
+	}{
+		{name: "default", src: head, scope: policy.ScopeTurn},
+		{name: "turn", src: head + "    scope: turn\n", scope: policy.ScopeTurn},
+		{name: "session", src: head + "    scope: session\n", scope: policy.ScopeSession},
+		{name: "agent", src: head + "    scope: agent\n", scope: policy.ScopeAgent},
+		{name: "repository", src: head + "    scope: repository\n", scope: policy.ScopeRepository},
+		{name: "org", src: head + "    scope: org\n", scope: policy.ScopeOrg},
+		{name: "a typo", src: head + "    scope: repo\n", wantCode: policy.CodeInvalidValue,
+			wantPos: policy.Pos{File: "p.yaml", Line: 7, Col: 12}, wantMsg: `scope must be turn, session, agent, repository or org, not "repo"`},
+		{name: "not a string", src: head + "    scope: [org]\n", wantCode: policy.CodeWrongType},
+		{name: "on_store_error local", src: head + "    scope: org\n    on_store_error: local\n", scope: policy.ScopeOrg, onErr: policy.StoreErrorLocal},
+		{name: "on_store_error close", src: head + "    on_store_error: close\n", onErr: policy.StoreErrorClose},
+		{name: "on_store_error typo", src: head + "    on_store_error: open\n", wantCode: policy.CodeInvalidValue,
+			wantPos: policy.Pos{File: "p.yaml", Line: 7, Col: 21}, wantMsg: `on_store_error must be close or local, not "open"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, ds := policy.Parse("p.yaml", []byte(tc.src+"rules:\n  - {id: a, verdict: block}\n"))
+			require.NotNil(t, p)
+			if tc.wantCode == "" {
+				require.Empty(t, ds)
+				require.Len(t, p.Counters, 1)
+				assert.Equal(t, tc.scope, p.Counters[0].Scope)
+				assert.Equal(t, tc.onErr, p.Counters[0].OnStoreError)
+				return
+			}
+			require.NotEmpty(t, ds)
+			assert.Equal(t, tc.wantCode, ds[0].Code, ds.Error())
+			if tc.wantMsg != "" {
+				assert.Equal(t, tc.wantPos, ds[0].Pos)
+				assert.Equal(t, tc.wantMsg, ds[0].Message)
+			}
+		})
+	}
+	for _, sc := range []policy.Scope{policy.ScopeTurn, policy.ScopeSession, policy.ScopeAgent, policy.ScopeRepository, policy.ScopeOrg} {
+		got, err := policy.ParseScope(sc.String())
+		require.NoError(t, err)
+		assert.Equal(t, sc, got)
+		assert.Equal(t, sc >= policy.ScopeAgent, sc.Shared(), sc.String())
+	}
+	assert.Equal(t, "local", policy.StoreErrorLocal.String())
+	assert.Equal(t, "close", policy.StoreErrorClose.String())
+}

@@ -352,6 +352,9 @@ func runCase(ctx context.Context, set *compile.PolicySet, s *Suite, c *Case, fir
 	if c.Approver != nil {
 		opts = append(opts, eval.WithApprover(&scripted{answers: slices.Clone(c.Approver)}))
 	}
+	if s.Monitor {
+		opts = append(opts, eval.WithMonitor())
+	}
 	eng, err := eval.New(set, opts...)
 	if err != nil {
 		cr.Failures = append(cr.Failures, err.Error())
@@ -514,6 +517,20 @@ func compare(e Expect, d eval.Decision) []string {
 		}
 		if !reflect.DeepEqual(jsonValue(got), jsonValue(e.Output)) {
 			diffs = append(diffs, fmt.Sprintf("output: got %s, want %s", jsonText(d.Output), jsonText(e.Output)))
+		}
+	}
+	if e.Monitored != nil {
+		got, gotVerdict, gotCode := "none", "", ""
+		if m := d.Monitored; m != nil {
+			got, gotVerdict, gotCode = m.RuleID, m.Verdict.String(), m.Code
+		}
+		switch {
+		case got != e.Monitored.Rule:
+			diffs = append(diffs, fmt.Sprintf("monitored: got rule %q, want %q", got, e.Monitored.Rule))
+		case e.Monitored.Verdict != "" && gotVerdict != e.Monitored.Verdict:
+			diffs = append(diffs, fmt.Sprintf("monitored: got verdict %s, want %s", gotVerdict, e.Monitored.Verdict))
+		case e.Monitored.Code != nil && gotCode != *e.Monitored.Code:
+			diffs = append(diffs, fmt.Sprintf("monitored: got code %q, want %q", gotCode, *e.Monitored.Code))
 		}
 	}
 	if e.Approval != "" {

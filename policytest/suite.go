@@ -35,7 +35,11 @@ type Suite struct {
 	Policies PolicyRefs `yaml:"policies"`
 	// Session is the default session metadata of every case.
 	Session map[string]any `yaml:"session"`
-	Cases   []Case         `yaml:"cases"`
+	// Monitor decides every case in monitor mode, as celguard --monitor
+	// does (eval.WithMonitor): only mandatory rules and the default
+	// verdict decide; the others are reported in monitored.
+	Monitor bool   `yaml:"monitor"`
+	Cases   []Case `yaml:"cases"`
 }
 
 // PolicyRefs is either a list of entries or a mapping of inline files.
@@ -188,6 +192,17 @@ type Expect struct {
 	// Output is the rewritten output (output-phase modify): its text, and
 	// its content when given.
 	Output map[string]any `yaml:"output" json:"output,omitempty"`
+	// Monitored is what a monitored rule would have decided (monitor
+	// mode): its rule and verdict, and code when given; "none" as its
+	// rule asserts that no monitored rule matched.
+	Monitored *ExpectMonitored `yaml:"monitored" json:"monitored,omitempty"`
+}
+
+// ExpectMonitored is the expected Decision.Monitored.
+type ExpectMonitored struct {
+	Rule    string  `yaml:"rule" json:"rule_id"`
+	Verdict string  `yaml:"verdict" json:"verdict,omitempty"`
+	Code    *string `yaml:"code" json:"code,omitempty"`
 }
 
 // InputSpec is the model's input as written in a test file.

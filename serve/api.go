@@ -53,6 +53,20 @@ type outputRequest struct {
 	ID    string     `json:"call_id"`
 }
 
+// haltRequest is the body of POST and DELETE /v1/halt.
+type haltRequest struct {
+	Scope  string `json:"scope"`
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+}
+
+// haltAnswer is the answer of /v1/halt.
+type haltAnswer struct {
+	Scope  string `json:"scope"`
+	Key    string `json:"key"`
+	Halted bool   `json:"halted"`
+}
+
 // errorAnswer is the body of every answer that is not a decision.
 type errorAnswer struct {
 	Error errorBody `json:"error"`
@@ -71,9 +85,21 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if req.SessionID == "" {
 		req.SessionID = newID()
 	}
-	sess, ok := s.session(w, req.SessionID, req.Agent, req.Meta)
+	sess, created, ok := s.session(w, req.SessionID, req.Agent, req.Meta)
 	if !ok {
 		return
+	}
+	if created {
+		// With a store: the session's metadata is written for every
+		// replica, or an existing session's state is read.
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		err := sess.Open(ctx)
+		cancel()
+		if err != nil {
+			s.sessions.remove(sess.ID())
+			s.storeFailed(w, err)
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: sess.Turn()})
 }
@@ -86,6 +112,12 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sessions.remove(id)
 	s.metrics.sessions.Set(float64(s.sessions.len()))
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	if err := s.eng.DeleteSession(ctx, id); err != nil {
+		s.storeFailed(w, err)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -93,19 +125,26 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, s.cfg.MaxBodyBytes, &struct{}{}, true) {
 		return
 	}
-	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
 	if !ok {
 		return
 	}
-	sess.StartTurn()
-	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: sess.Turn()})
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	turn, err := sess.NextTurn(ctx)
+	if err != nil {
+		// The turn stays as it was: a halt of the last one stays in force.
+		s.storeFailed(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: turn})
 }
 
 func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, s.cfg.MaxBodyBytes, &struct{}{}, true) {
 		return
 	}
-	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
 	if !ok {
 		return
 	}
@@ -116,121 +155,147 @@ func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) before(w http.ResponseWriter, r *http.Request) {
-	var call eval.Call
-	if !readJSON(w, r, s.cfg.MaxBodyBytes, &call, false) || !checkCall(w, call) {
-		return
-	}
-	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
-	if !ok {
-		return
-	}
-	if call.Agent.IsZero() {
-		call.Agent = sess.agent
-	}
-	d := s.decide(r.Context(), hostAPI, policy.PhaseBefore, call, func(ctx context.Context) (eval.Decision, error) {
-		return sess.Before(ctx, call)
+	answerDecision(s, w, r, policy.PhaseBefore, checkCall, func(call *eval.Call, sess *session) (eval.Call, decider) {
+		call.Agent = sess.agentOr(call.Agent)
+		return *call, func(ctx context.Context) (eval.Decision, error) { return sess.Before(ctx, *call) }
 	})
-	writeJSON(w, http.StatusOK, d)
 }
 
 func (s *Server) after(w http.ResponseWriter, r *http.Request) {
-	var req afterRequest
-	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, false) || !checkCall(w, req.Call) {
-		return
+	check := func(req *afterRequest) string {
+		if msg := checkCall(&req.Call); msg != "" {
+			return msg
+		}
+		if req.Result == nil {
+			return `the body has no "result": {"is_error": bool, "content": ...}`
+		}
+		return ""
 	}
-	if req.Result == nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "result": {"is_error": bool, "content": ...}`)
-		return
-	}
-	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
-	if !ok {
-		return
-	}
-	call, res := req.Call, *req.Result
-	if call.Agent.IsZero() {
-		call.Agent = sess.agent
-	}
-	d := s.decide(r.Context(), hostAPI, policy.PhaseAfter, call, func(ctx context.Context) (eval.Decision, error) {
-		return sess.After(ctx, call, res)
+	answerDecision(s, w, r, policy.PhaseAfter, check, func(req *afterRequest, sess *session) (eval.Call, decider) {
+		req.Agent = sess.agentOr(req.Agent)
+		return req.Call, func(ctx context.Context) (eval.Decision, error) { return sess.After(ctx, req.Call, *req.Result) }
 	})
-	writeJSON(w, http.StatusOK, d)
 }
 
 func (s *Server) input(w http.ResponseWriter, r *http.Request) {
-	var in eval.Input
-	if !readJSON(w, r, s.cfg.MaxBodyBytes, &in, false) {
-		return
+	check := func(in *eval.Input) string {
+		if in.Messages == nil {
+			return `the body has no "messages": [{"role", "content", "name"?}, ...]`
+		}
+		return ""
 	}
-	if in.Messages == nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "messages": [{"role", "content", "name"?}, ...]`)
-		return
-	}
-	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
-	if !ok {
-		return
-	}
-	if in.Agent.IsZero() {
-		in.Agent = sess.agent
-	}
-	d := s.decide(r.Context(), hostAPI, policy.PhaseInput, eval.Call{ID: in.ID, Agent: in.Agent}, func(ctx context.Context) (eval.Decision, error) {
-		return sess.Input(ctx, in)
+	answerDecision(s, w, r, policy.PhaseInput, check, func(in *eval.Input, sess *session) (eval.Call, decider) {
+		in.Agent = sess.agentOr(in.Agent)
+		return eval.Call{ID: in.ID, Agent: in.Agent}, func(ctx context.Context) (eval.Decision, error) { return sess.Input(ctx, *in) }
 	})
-	writeJSON(w, http.StatusOK, d)
 }
 
 func (s *Server) output(w http.ResponseWriter, r *http.Request) {
-	var req outputRequest
+	check := func(req *outputRequest) string {
+		if req.Output == nil {
+			return `the body has no "output": {"text", "content"?}`
+		}
+		return ""
+	}
+	answerDecision(s, w, r, policy.PhaseOutput, check, func(req *outputRequest, sess *session) (eval.Call, decider) {
+		out := eval.Output{Text: req.Output.Text, Content: req.Output.Content, Agent: sess.agentOr(req.Agent), ID: req.ID}
+		return eval.Call{ID: out.ID, Agent: out.Agent}, func(ctx context.Context) (eval.Decision, error) { return sess.Output(ctx, out) }
+	})
+}
+
+// decider makes one decision.
+type decider func(context.Context) (eval.Decision, error)
+
+// answerDecision answers a decision route: the body decoded into a T
+// (strictly; 400 when it is not one, or when check says what is wrong
+// with it), the route's session, and the decision prepare names (with the
+// call it is about, for a fault's block), made under the request's
+// deadline (Server.decide).
+func answerDecision[T any](s *Server, w http.ResponseWriter, r *http.Request, phase policy.Phase, check func(*T) string, prepare func(*T, *session) (eval.Call, decider)) {
+	var req T
 	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, false) {
 		return
 	}
-	if req.Output == nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "output": {"text", "content"?}`)
+	if msg := check(&req); msg != "" {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, msg)
 		return
 	}
-	sess, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
 	if !ok {
 		return
 	}
-	out := eval.Output{Text: req.Output.Text, Content: req.Output.Content, Agent: req.Agent, ID: req.ID}
-	if out.Agent.IsZero() {
-		out.Agent = sess.agent
-	}
-	d := s.decide(r.Context(), hostAPI, policy.PhaseOutput, eval.Call{ID: out.ID, Agent: out.Agent}, func(ctx context.Context) (eval.Decision, error) {
-		return sess.Output(ctx, out)
-	})
-	writeJSON(w, http.StatusOK, d)
+	call, f := prepare(&req, sess)
+	writeJSON(w, http.StatusOK, s.decide(r.Context(), hostAPI, phase, call, f))
 }
 
-// checkCall answers 400 to a call without a tool name.
-func checkCall(w http.ResponseWriter, call eval.Call) bool {
-	if strings.TrimSpace(call.Tool) == "" {
-		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the call has no "tool"`)
-		return false
+// halt records (POST) or lifts (DELETE) a fleet halt: every session of an
+// agent, a repository or an organisation (by the key its metadata names)
+// is halted on every replica sharing the store (eval.Engine.Halt).
+func (s *Server) halt(w http.ResponseWriter, r *http.Request) {
+	var req haltRequest
+	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, false) {
+		return
 	}
-	return true
+	scope, err := policy.ParseScope(req.Scope)
+	if err != nil || !scope.Shared() {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, fmt.Sprintf(`"scope" must be agent, repository or org, not %q`, req.Scope))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	halted := r.Method == http.MethodPost
+	if halted {
+		err = s.eng.Halt(ctx, scope, req.Key, req.Reason)
+	} else {
+		err = s.eng.LiftHalt(ctx, scope, req.Key)
+	}
+	if err != nil {
+		s.log.Error("fleet halt failed", "scope", req.Scope, "key", req.Key, "halt", halted, "error", err.Error())
+		writeError(w, http.StatusServiceUnavailable, CodeStoreUnavailable, err.Error())
+		return
+	}
+	s.log.Info("fleet halt", "scope", req.Scope, "key", req.Key, "halted", halted, "reason", req.Reason)
+	writeJSON(w, http.StatusOK, haltAnswer{Scope: scope.String(), Key: req.Key, Halted: halted})
+}
+
+// checkCall says what is wrong with a call: no tool name.
+func checkCall(call *eval.Call) string {
+	if strings.TrimSpace(call.Tool) == "" {
+		return `the call has no "tool"`
+	}
+	return ""
 }
 
 // session returns the session id, creating it (for agent, with meta) when
 // the server has none: the first use of an id starts its session, so that
 // a client whose session expired carries on with a fresh one. It answers
 // the error itself when it fails.
-func (s *Server) session(w http.ResponseWriter, id string, agent eval.Agent, meta map[string]any) (*session, bool) {
+func (s *Server) session(w http.ResponseWriter, id string, agent eval.Agent, meta map[string]any) (sess *session, created, ok bool) {
 	if err := checkSessionID(id); err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, err.Error())
-		return nil, false
+		return nil, false, false
 	}
-	sess, created, err := s.sessions.get(id, time.Now(), func() *session {
+	sess, created, err := s.sessions.get(id, s.cfg.Now(), func() *session {
 		return &session{Session: s.eng.NewSession(id, meta), agent: agent}
 	})
 	if err != nil {
 		s.metrics.faults.WithLabelValues(CodeTooManySessions).Inc()
 		writeError(w, http.StatusServiceUnavailable, CodeTooManySessions, err.Error())
-		return nil, false
+		return nil, false, false
 	}
 	if created {
 		s.metrics.sessions.Set(float64(s.sessions.len()))
 	}
-	return sess, true
+	return sess, created, true
+}
+
+// storeFailed answers 503 store_unavailable for a change of a session the
+// store did not record.
+func (s *Server) storeFailed(w http.ResponseWriter, err error) {
+	s.metrics.faults.WithLabelValues(CodeStoreUnavailable).Inc()
+	s.metrics.storeErrors.Inc()
+	s.log.Error("the state store failed", "error", err.Error())
+	writeError(w, http.StatusServiceUnavailable, CodeStoreUnavailable, err.Error())
 }
 
 // checkSessionID rejects an empty, overlong or unprintable id, or one with
@@ -254,38 +319,26 @@ func checkSessionID(id string) error {
 // returns its decision. It never fails open: a panic in f, the deadline
 // passing, or an error from f with a decision that is not a refusal, is a
 // block with a code that says which.
-func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, call eval.Call, f func(context.Context) (eval.Decision, error)) eval.Decision {
+func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, call eval.Call, f decider) eval.Decision {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	type result struct {
-		d     eval.Decision
-		err   error
-		panic any
-	}
-	ch := make(chan result, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				ch <- result{panic: p}
-			}
-		}()
-		d, err := f(ctx)
-		ch <- result{d: d, err: err}
-	}()
-	var d eval.Decision
-	select {
-	case r := <-ch:
-		switch {
-		case r.panic != nil:
-			d = s.fault(phase, call, CodeInternalError, fmt.Sprintf("internal error: %v", r.panic))
-		case r.err != nil:
-			d = s.faulted(ctx, phase, call, r.d, r.err)
-		default:
-			d = r.d
-		}
-	case <-ctx.Done():
+	var (
+		d        eval.Decision
+		err      error
+		panicked any
+	)
+	ok := s.workers.run(ctx, func() {
+		defer func() { panicked = recover() }()
+		d, err = f(ctx)
+	})
+	switch {
+	case !ok:
 		d = s.fault(phase, call, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
+	case panicked != nil:
+		d = s.fault(phase, call, CodeInternalError, fmt.Sprintf("internal error: %v", panicked))
+	case err != nil:
+		d = s.faulted(ctx, phase, call, d, err)
 	}
 	if d.PolicyDigest == "" {
 		d.PolicyDigest = s.eng.PolicySet().Digest()

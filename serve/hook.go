@@ -49,9 +49,18 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		ev, resp = s.hookFail(host, nil, CodeTooLarge, fmt.Sprintf("the event is larger than %d bytes", s.cfg.MaxBodyBytes))
 	default:
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
-		ev, resp = hooks.Respond(ctx, host, body, false, func(ctx context.Context, ev hooks.Event) (hooks.Response, error) {
-			return s.hookEvent(ctx, host, ev)
-		})
+		var rev hooks.Event
+		var rresp hooks.Response
+		// Respond recovers a panic of its own; the deadline is kept here.
+		if s.workers.run(ctx, func() {
+			rev, rresp = hooks.Respond(ctx, host, body, false, func(ctx context.Context, ev hooks.Event) (hooks.Response, error) {
+				return s.hookEvent(ctx, host, ev)
+			})
+		}) {
+			ev, resp = rev, rresp
+		} else {
+			ev, resp = s.hookFail(host, body, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
+		}
 		cancel()
 	}
 	if resp.Exit != 0 {
@@ -97,12 +106,16 @@ func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event)
 	case hooks.KindSessionEnd:
 		s.sessions.remove(ev.SessionID)
 		s.metrics.sessions.Set(float64(s.sessions.len()))
+		if err := s.eng.DeleteSession(ctx, ev.SessionID); err != nil {
+			return hooks.Response{}, err
+		}
 		return host.Encode(ev, eval.Decision{}), nil
 	}
-	if err := checkSessionID(ev.SessionID); err != nil {
-		return hooks.Response{}, err
+	// A host's session id is never in a path: only its length is bounded.
+	if len(ev.SessionID) > maxSessionID {
+		return hooks.Response{}, fmt.Errorf("the session id is longer than %d bytes", maxSessionID)
 	}
-	sess, created, err := s.sessions.get(ev.SessionID, time.Now(), func() *session {
+	sess, created, err := s.sessions.get(ev.SessionID, s.cfg.Now(), func() *session {
 		return &session{Session: s.eng.NewSession(ev.SessionID, ev.Meta)}
 	})
 	if err != nil {
@@ -111,6 +124,12 @@ func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event)
 	}
 	if created {
 		s.metrics.sessions.Set(float64(s.sessions.len()))
+		if ev.Kind == hooks.KindSessionStart {
+			if err := sess.Open(ctx); err != nil {
+				s.sessions.remove(ev.SessionID)
+				return hooks.Response{}, err
+			}
+		}
 	}
 	start := time.Now()
 	d, err := hooks.Decide(ctx, sess.Session, ev)

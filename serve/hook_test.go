@@ -196,4 +196,8 @@ func TestHookSessionLifecycle(t *testing.T) {
 	if n := f.srv.Status().Sessions; n != 0 {
 		t.Fatalf("sessions after SessionEnd: %d", n)
 	}
+	// A host's session id is never in a path: a '/' in it is fine.
+	if p := permission(t, f.do("POST", "/v1/hooks/claude-code", preToolUse("team/42", "ls"))); p == "deny" {
+		t.Fatal("a session id with a '/' was denied")
+	}
 }

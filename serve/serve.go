@@ -66,14 +66,14 @@ const (
 
 // Codes of the decisions and errors the server makes itself.
 const (
-	CodeInternalError    = hooks.CodeInternalError // a fault in the server (a panic recovered): block
-	CodeDeadlineExceeded = "deadline_exceeded"     // no decision within the request's deadline: block
-	CodeStoreUnavailable = "store_unavailable"     // the state store could not be reached: block
-	CodeInvalidInput     = "invalid_input"         // HTTP 400: the body is not what the route takes
-	CodeUnauthorized     = "unauthorized"          // HTTP 401: no or a wrong bearer token
-	CodeTooLarge         = "too_large"             // HTTP 413: the body is larger than the bound
-	CodeNotFound         = "not_found"             // HTTP 404: no such route or host
-	CodeTooManySessions  = "too_many_sessions"     // HTTP 503, or a block on a hook: the session table is full
+	CodeInternalError    = hooks.CodeInternalError   // a fault in the server (a panic recovered): block
+	CodeDeadlineExceeded = "deadline_exceeded"       // no decision within the request's deadline: block
+	CodeStoreUnavailable = eval.CodeStoreUnavailable // the state store could not be reached: block
+	CodeInvalidInput     = "invalid_input"           // HTTP 400: the body is not what the route takes
+	CodeUnauthorized     = "unauthorized"            // HTTP 401: no or a wrong bearer token
+	CodeTooLarge         = "too_large"               // HTTP 413: the body is larger than the bound
+	CodeNotFound         = "not_found"               // HTTP 404: no such route or host
+	CodeTooManySessions  = "too_many_sessions"       // HTTP 503, or a block on a hook: the session table is full
 )
 
 // Config configures a Server.
@@ -103,8 +103,13 @@ type Config struct {
 	Timeout      time.Duration
 	MaxSessions  int
 	SessionIdle  time.Duration
+	// Ready, when set, is asked by /readyz (e.g. a ping of the state
+	// store); an error answers 503.
+	Ready func(context.Context) error
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
+	// Now is the clock of session expiry; nil is time.Now.
+	Now func() time.Time
 }
 
 // deferAsks leaves an ask verdict to whoever reads the decision.
@@ -118,6 +123,7 @@ type Server struct {
 	cfg      Config
 	eng      *eval.Engine
 	sessions *sessionTable
+	workers  *workers
 	metrics  *metrics
 	hosts    map[string]hooks.Host
 	handler  http.Handler
@@ -152,6 +158,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = DefaultSessionIdle
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -172,7 +181,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, eng: eng, log: log, tried: set.Digest(), loadedAt: time.Now().UTC(),
-		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), hosts: map[string]hooks.Host{}}
+		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}}
 	s.metrics = newMetrics(s)
 	for _, name := range hooks.Hosts() {
 		h, err := hooks.New(name, cfg.HookOptions)
@@ -257,7 +266,7 @@ func (s *Server) Watch(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			_, _ = s.Reload(false)
-			s.sessions.sweep(time.Now())
+			s.sessions.sweep(s.cfg.Now())
 		}
 	}
 }
@@ -292,10 +301,20 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if s.draining.Load() {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
 			return
+		}
+		if s.cfg.Ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			err := s.cfg.Ready(ctx)
+			cancel()
+			if err != nil {
+				s.log.Warn("not ready", "error", err.Error())
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+				return
+			}
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
@@ -314,6 +333,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/sessions/{id}/turns/end", auth(http.HandlerFunc(s.endTurn)))
 	mux.Handle("POST /v1/sessions/{id}/before", auth(http.HandlerFunc(s.before)))
 	mux.Handle("POST /v1/sessions/{id}/after", auth(http.HandlerFunc(s.after)))
+	mux.Handle("POST /v1/halt", auth(http.HandlerFunc(s.halt)))
+	mux.Handle("DELETE /v1/halt", auth(http.HandlerFunc(s.halt)))
 	mux.Handle("POST /v1/sessions/{id}/input", auth(http.HandlerFunc(s.input)))
 	mux.Handle("POST /v1/sessions/{id}/output", auth(http.HandlerFunc(s.output)))
 	// Hook endpoints authenticate themselves: a missing token is a deny.

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/store"
 )
 
 // testPolicy blocks rm, halts on "halt", caps "Push" at two calls per
@@ -325,16 +328,30 @@ func TestSessionBound(t *testing.T) {
 }
 
 func TestSessionIdleExpiry(t *testing.T) {
-	f := newFixture(t, func(c *serve.Config) { c.SessionIdle = 50 * time.Millisecond; c.MaxSessions = 1 })
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	f := newFixture(t, func(c *serve.Config) { c.SessionIdle = time.Minute; c.MaxSessions = 1; c.Now = clock })
 	f.do("POST", "/v1/sessions/a/before", map[string]any{"tool": "Push"})
+	advance(50 * time.Second)
 	f.do("POST", "/v1/sessions/a/before", map[string]any{"tool": "Push"})
+	advance(50 * time.Second) // used 50s ago: not idle
 	if v := f.do("POST", "/v1/sessions/a/before", map[string]any{"tool": "Push"}).json(t)["verdict"]; v != "block" {
-		t.Fatalf("third push: %v, want block", v)
+		t.Fatalf("third push: %v, want block (the session kept)", v)
 	}
-	time.Sleep(100 * time.Millisecond)
+	if a := f.do("POST", "/v1/sessions", map[string]any{"session_id": "b"}); a.status != 503 {
+		t.Fatalf("a second session while the first is in use: %d, want 503", a.status)
+	}
+	advance(time.Minute)
 	// The idle session is forgotten: a new one may take its place.
 	if a := f.do("POST", "/v1/sessions", map[string]any{"session_id": "b"}); a.status != 200 {
 		t.Fatalf("a new session after the idle one expired: %d %s", a.status, a.body)
+	}
+	// And an idle session used again starts afresh.
+	advance(2 * time.Minute)
+	if v := f.do("POST", "/v1/sessions/a/before", map[string]any{"tool": "Push"}).json(t)["verdict"]; v != "allow" {
+		t.Fatalf("an expired session used again: %v, want allow (a fresh session)", v)
 	}
 }
 
@@ -463,7 +480,7 @@ func TestWatch(t *testing.T) {
 	defer cancel()
 	go f.srv.Watch(ctx, 10*time.Millisecond)
 	f.setPolicy(strings.Replace(testPolicy, "reason: no rm", "reason: watched", 1))
-	for range 500 {
+	for range 3000 { // up to 30s on a loaded machine
 		if f.srv.Status().Reloads == 1 {
 			return
 		}
@@ -505,5 +522,105 @@ func TestStatusHealthMetrics(t *testing.T) {
 	}
 	if a := f.do("GET", "/openapi.json", nil); a.status != 200 || !bytes.Equal(a.body, serve.OpenAPI) {
 		t.Errorf("openapi.json: %d", a.status)
+	}
+}
+
+// memorySink keeps the records it is given, or fails.
+type memorySink struct {
+	mu   sync.Mutex
+	recs []*eval.DecisionRecord
+	fail bool
+}
+
+func (m *memorySink) WriteDecision(_ context.Context, rec *eval.DecisionRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail {
+		return errors.New("disk full")
+	}
+	m.recs = append(m.recs, rec)
+	return nil
+}
+
+func TestDecisionLog(t *testing.T) {
+	sink := &memorySink{}
+	f := newFixture(t, func(c *serve.Config) { c.EngineOptions = []eval.Option{eval.WithDecisionSink(sink, nil)} })
+	d := f.do("POST", "/v1/sessions/log/before", map[string]any{"tool": "Bash", "args": map[string]any{"command": "rm -rf /"}}).json(t)
+	f.do("POST", "/v1/hooks/claude-code", preToolUse("log", "ls"))
+	sink.mu.Lock()
+	if len(sink.recs) != 2 || sink.recs[0].DecisionID != d["decision_id"] || sink.recs[0].SessionID != "log" {
+		t.Fatalf("records %+v, want the two decisions, the first %v", sink.recs, d)
+	}
+	sink.fail = true
+	sink.mu.Unlock()
+	// A decision the log cannot record is refused.
+	if m := f.do("POST", "/v1/sessions/log/before", map[string]any{"tool": "Bash", "args": map[string]any{"command": "ls"}}).json(t); m["verdict"] != "block" || m["code"] != eval.CodeDecisionLogFailed {
+		t.Fatalf("with the log failing: %v, want a block with code %s", m, eval.CodeDecisionLogFailed)
+	}
+	if p := permission(t, f.do("POST", "/v1/hooks/claude-code", preToolUse("log", "ls"))); p != "deny" {
+		t.Fatalf("hook with the log failing: %s, want deny", p)
+	}
+}
+
+const haltPolicy = `apiVersion: celguard.dev/v1
+kind: Policy
+name: halts
+rules:
+  - id: ok
+    verdict: allow
+`
+
+func TestFleetHalt(t *testing.T) {
+	f := newFixture(t, func(c *serve.Config) {
+		c.EngineOptions = []eval.Option{eval.WithStore(store.NewMemory(time.Hour))}
+	})
+	f.setPolicy(haltPolicy)
+	if _, err := f.srv.Reload(false); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct{ id, repo string }{{"a", "r1"}, {"b", "r1"}, {"c", "r2"}} {
+		f.do("POST", "/v1/sessions", map[string]any{"session_id": s.id, "meta": map[string]any{"repository": s.repo}})
+	}
+	verdict := func(id string) any {
+		return f.do("POST", "/v1/sessions/"+id+"/before", map[string]any{"tool": "Bash"}).json(t)["verdict"]
+	}
+	if a := f.do("POST", "/v1/halt", map[string]any{"scope": "repository", "key": "r1", "reason": "incident"}); a.status != 200 {
+		t.Fatalf("halt: %d %s", a.status, a.body)
+	}
+	if verdict("a") != "halt" || verdict("b") != "halt" || verdict("c") != "allow" {
+		t.Fatalf("after the halt of r1: a %v, b %v, c %v", verdict("a"), verdict("b"), verdict("c"))
+	}
+	if a := f.do("DELETE", "/v1/halt", map[string]any{"scope": "repository", "key": "r1"}); a.status != 200 || a.json(t)["halted"] != false {
+		t.Fatalf("lift: %d %s", a.status, a.body)
+	}
+	if verdict("a") != "allow" {
+		t.Fatalf("after the lift: %v", verdict("a"))
+	}
+	if a := f.do("POST", "/v1/halt", map[string]any{"scope": "session", "key": "a"}); a.status != 400 {
+		t.Fatalf("a session scope: %d, want 400", a.status)
+	}
+	// Without a store there is no fleet halt.
+	g := newFixture(t, nil)
+	if a := g.do("POST", "/v1/halt", map[string]any{"scope": "org", "key": "o"}); a.status != 503 {
+		t.Fatalf("a halt without a store: %d %s, want 503", a.status, a.body)
+	}
+}
+
+func TestReadyzAsksTheStore(t *testing.T) {
+	var down atomic.Bool
+	f := newFixture(t, func(c *serve.Config) {
+		c.Ready = func(context.Context) error {
+			if down.Load() {
+				return errors.New("store down")
+			}
+			return nil
+		}
+	})
+	if a := f.do("GET", "/readyz", nil); a.status != 200 {
+		t.Fatalf("readyz: %d", a.status)
+	}
+	down.Store(true)
+	if a := f.do("GET", "/readyz", nil); a.status != 503 || a.json(t)["status"] != "unavailable" {
+		t.Fatalf("readyz with the store down: %d %s", a.status, a.body)
 	}
 }

@@ -30,6 +30,14 @@ type session struct {
 	last time.Time
 }
 
+// agentOr is a, or the session's agent when a names none.
+func (s *session) agentOr(a eval.Agent) eval.Agent {
+	if a.IsZero() {
+		return s.agent
+	}
+	return a
+}
+
 func newSessionTable(max int, idle time.Duration) *sessionTable {
 	return &sessionTable{max: max, idle: idle, m: map[string]*session{}}
 }

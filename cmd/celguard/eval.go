@@ -17,9 +17,10 @@ import (
 
 // evalParams is what `celguard eval` was asked to do.
 type evalParams struct {
-	policies selection // --policy, --bundle, --include, --exclude
-	trace    bool
-	explain  string // "", "text" or "json"
+	policies  selection // --policy, --bundle, --include, --exclude
+	trace     bool
+	explain   string // "", "text" or "json"
+	decisions decisionOptions
 	stdio
 }
 
@@ -74,6 +75,19 @@ message goes to stderr too); a line of invalid JSON is skipped to
 its end; the stream goes on in the same session, its counters intact. A
 single call that is not valid is an error on stderr alone.
 
+--decision-log FILE appends every decision to FILE as one JSON line: its id,
+time, policy digest, session, agent, call id, phase, rule, verdict, code,
+reason and metadata, with the call's tool and arguments; the arguments the
+policies mask (decision_log.mask) and every credential the secret patterns
+find are masked (docs/decision-log.md). A decision the log cannot record is
+refused (decision_log_failed).
+
+--monitor decides in monitor mode, as if every policy said mode: monitor:
+rules are evaluated and the first that would have decided is reported in
+the decision's "monitored" ({rule_id, verdict, ...}), but only mandatory
+rules (which cannot be monitored away, and keep enforcing: eval says which
+on stderr) and the default verdict decide.
+
 With no --policy flag, every layer decides: the recommended built-in bundle
 (choose another with --bundle, adjust it with --include and --exclude), the
 user's policies ($XDG_CONFIG_HOME/celguard) and the project's (.celguard/ at
@@ -126,6 +140,7 @@ do not compile (the diagnostics go to stderr).`,
 	cmd.Flags().BoolVar(&p.trace, "trace", false, "list every rule considered in each decision's \"trace\"")
 	cmd.Flags().StringVar(&p.explain, "explain", "", "explain each decision instead of printing it: text (the default) or json, as --explain=json")
 	cmd.Flags().Lookup("explain").NoOptDefVal = "text"
+	p.decisions.addFlags(cmd.Flags())
 	return cmd
 }
 
@@ -252,8 +267,13 @@ func evalEngine(p evalParams) (*eval.Engine, int) {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
 		return nil, exitUsage
 	}
-	printWarnings(p.stderr, "celguard eval", layerWarnings(d, set))
-	eng, err := eval.New(set, engineOptions()...)
+	printWarnings(p.stderr, "celguard eval", append(layerWarnings(d, set), p.decisions.warnings(set)...))
+	extra, err := p.decisions.engineOptions()
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
+		return nil, exitUsage
+	}
+	eng, err := eval.New(set, append(engineOptions(), extra...)...)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
 		return nil, exitUsage

@@ -32,7 +32,9 @@ type hookOptions struct {
 	stateDir string
 	failOpen bool
 	approve  bool
-	forward  forwardOptions // --server, --token-file, --server-timeout
+	// decisions are --decision-log and its options, and --monitor.
+	decisions decisionOptions
+	forward   forwardOptions // --server, --token-file, --server-timeout
 }
 
 // addFlags declares the policy selection, --state-dir, --fail-open and
@@ -42,6 +44,7 @@ func (o *hookOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.stateDir, "state-dir", "", "where session state is kept (default: $XDG_STATE_HOME/celguard or ~/.local/state/celguard)")
 	f.BoolVar(&o.failOpen, "fail-open", false, "let calls through when celguard itself fails (default: block them)")
 	f.BoolVar(&o.approve, "approve", false, "an allow by an explicit rule approves the call, skipping the host's own permission prompt (Claude Code, Gemini CLI)")
+	o.decisions.addFlags(f)
 	o.forward.addFlags(f)
 }
 
@@ -57,6 +60,7 @@ func (o hookOptions) args() []string {
 	if o.approve {
 		out = append(out, "--approve")
 	}
+	out = append(out, o.decisions.args()...)
 	return append(out, o.forward.args()...)
 }
 
@@ -191,6 +195,11 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 		return answer(host.Fail(hooks.Event{}, "cannot read the event from stdin: "+err.Error(), p.failOpen))
 	}
 	if p.forward.server != "" {
+		if p.decisions.logPath != "" || p.decisions.monitor {
+			// The server decides and logs: a log asked of this process would
+			// stay empty.
+			return answer(host.Fail(hooks.Event{}, "--decision-log and --monitor are the server's with --server (celguard serve --decision-log FILE)", p.failOpen))
+		}
 		return answer(p.forward.run(ctx, host, input, p.failOpen))
 	}
 	dir := p.stateDir
@@ -209,7 +218,7 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 		FailOpen: p.failOpen,
 		Timeout:  p.timeout,
 		Engine: func() (*eval.Engine, error) {
-			eng, ws, err := hookEngine(p.policies, store)
+			eng, ws, err := hookEngine(p.policies, p.decisions, store)
 			warnings = ws
 			return eng, err
 		},
@@ -229,7 +238,7 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 // A state key that cannot be used fails the hook (closed, by default).
 //
 // The warnings are layerWarnings, for stderr.
-func hookEngine(sel selection, store *hooks.Store) (*eval.Engine, []string, error) {
+func hookEngine(sel selection, dopts decisionOptions, store *hooks.Store) (*eval.Engine, []string, error) {
 	key, err := store.Key()
 	if err != nil {
 		return nil, nil, err
@@ -244,8 +253,12 @@ func hookEngine(sel selection, store *hooks.Store) (*eval.Engine, []string, erro
 		}
 		return nil, nil, err
 	}
-	eng, err := eval.New(set, engineOptions()...)
-	return eng, layerWarnings(d, set), err
+	extra, err := dopts.engineOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := eval.New(set, append(engineOptions(), extra...)...)
+	return eng, append(layerWarnings(d, set), dopts.warnings(set)...), err
 }
 
 // hookInstallParams is what `celguard hook install HOST` was asked to do.

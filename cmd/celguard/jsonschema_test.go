@@ -21,6 +21,7 @@ func outputSchemas(t *testing.T) map[string]*jsonschema.Schema {
 		"explain":  filepath.Join("..", "..", "docs", "schema", "explain.schema.json"),
 		"test":     filepath.Join("..", "..", "docs", "schema", "test.schema.json"),
 		"lint":     filepath.Join("..", "..", "docs", "lint-json.schema.json"),
+		"log":      filepath.Join("..", "..", "docs", "schema", "decision-log.schema.json"),
 	}
 	urls := map[string]string{}
 	for name, f := range files {
@@ -69,6 +70,9 @@ func TestOutputsMatchTheirSchemas(t *testing.T) {
 	pol := write("p/guard.yaml", `apiVersion: celguard.dev/v1
 kind: Policy
 name: guard
+metadata: {owner: sec}
+decision_log:
+  mask: [env.*, {tools: [Bash], args: [description]}]
 counters:
   - name: calls
     increment_when: 'true'
@@ -120,21 +124,36 @@ rules:
 {"event": "input", "messages": [{"role": "user", "content": "AKIAIOSFODNN7EXAMPLE", "name": "ann"}]}
 {"event": "output", "output": {"text": "AKIAIOSFODNN7EXAMPLE", "content": {"a": 1}}}
 `
+	logPath := filepath.Join(dir, "decisions.jsonl")
 	for _, tt := range []struct {
 		name   string
 		schema string
 		lines  bool // one JSON value per line
 		args   []string
 		stdin  string
+		// file, when set, is validated instead of stdout.
+		file string
 	}{
-		{"eval", "decision", true, []string{"eval", "--trace", "--policy", pol}, stream},
-		{"eval --explain=json", "explain", true, []string{"eval", "--explain=json", "--policy", pol}, strings.ReplaceAll(stream, `args: {}`, `"args": {}`)},
-		{"lint", "lint", false, []string{"lint", "--format", "json", filepath.Join(dir, "p")}, ""},
-		{"test", "test", false, []string{"test", "--format", "json", "--coverage", filepath.Join(dir, "p")}, ""},
+		{"eval --decision-log", "log", true, []string{"eval", "--policy", pol, "--decision-log", logPath},
+			stream + `{"event": "before", "tool": "Bash", "args": {"command": "ls", "description": "x", "env": {"K": "ghp_0123456789abcdefghijABCDEFGHIJ012345"}}}
+{"event": "turn_end"}
+`, logPath},
+		{"eval", "decision", true, []string{"eval", "--trace", "--policy", pol}, stream, ""},
+		{"eval --explain=json", "explain", true, []string{"eval", "--explain=json", "--policy", pol}, strings.ReplaceAll(stream, `args: {}`, `"args": {}`), ""},
+		{"lint", "lint", false, []string{"lint", "--format", "json", filepath.Join(dir, "p")}, "", ""},
+		{"test", "test", false, []string{"test", "--format", "json", "--coverage", filepath.Join(dir, "p")}, "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			run(tt.args, strings.NewReader(tt.stdin), &stdout, &stderr)
+			if tt.file != "" {
+				data, err := os.ReadFile(tt.file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stdout.Reset()
+				stdout.Write(data)
+			}
 			if stdout.Len() == 0 {
 				t.Fatalf("no output; stderr:\n%s", stderr.String())
 			}

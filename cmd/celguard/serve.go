@@ -18,9 +18,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/celguard/celguard/cmd/celguard/internal/output"
+	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/store"
 )
 
 // defaultListen is where `celguard serve` listens without --listen: the
@@ -30,6 +32,7 @@ const defaultListen = "127.0.0.1:9743"
 // serveParams is what `celguard serve` was asked to do.
 type serveParams struct {
 	policies    selection
+	decisions   decisionOptions // --decision-log and its options, --monitor
 	listen      string
 	unix        string
 	store       string
@@ -74,15 +77,25 @@ call run on any other answer or when the server is down. Where that
 matters, install the forwarding command hook instead ('celguard hook
 install HOST --server URL'), which fails closed.
 
+--decision-log FILE appends every decision, arguments masked as the
+policies declare, to FILE as one JSON line (docs/decision-log.md); a
+decision the log cannot record is refused (decision_log_failed). --monitor
+reports rules instead of enforcing them, as for eval and hook.
+
 The policy files are read again every --reload-interval and on SIGHUP; a
 changed set is compiled and put in force, sessions keep their counters, and
 a set that does not compile leaves the last good one in force and is
 reported by /v1/status. SIGINT or SIGTERM drains (readyz answers 503) and
 stops.
 
-State is kept in memory (--store memory:, the default). Redis and Valkey
-stores (redis://, valkey://) come with the state store work and are refused
-until then.`,
+State is kept in memory (--store memory:, the default, shared by this
+server's sessions), or in a state store that replicas share: --store
+redis://HOST:6379/0 (rediss:// with TLS), valkey://HOST:6379/0, or
+file:///DIR (the hook state files). With a shared store, replicas behind a
+load balancer share every session's counters, halts and approvals, and the
+counters scoped to an agent, repository or org (docs/store.md). A decision
+that cannot reach the store is a block with code store_unavailable, and
+/readyz answers 503 while the store does not answer.`,
 		Example: `  # Serve the built-in policies on 127.0.0.1:9743
   celguard serve
 
@@ -97,9 +110,10 @@ until then.`,
 	}
 	f := cmd.Flags()
 	p.policies.addFlags(f)
+	p.decisions.addFlags(f)
 	f.StringVar(&p.listen, "listen", defaultListen, "the TCP address to listen on; beyond loopback it needs --token-file")
 	f.StringVar(&p.unix, "unix", "", "listen on this unix socket (created with mode 0600) instead of TCP")
-	f.StringVar(&p.store, "store", "memory:", "the state store: memory: (sessions live in this process)")
+	f.StringVar(&p.store, "store", "memory:", "the state store: memory: (in this process), redis://HOST:PORT/DB, valkey://HOST:PORT/DB or file:///DIR (docs/store.md)")
 	f.StringVar(&p.tokenFile, "token-file", "", "a file whose content is the bearer token every request must carry")
 	f.StringVar(&p.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	f.StringVar(&p.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
@@ -125,9 +139,6 @@ func runServe(ctx context.Context, p serveParams) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if p.store != "" && p.store != "memory:" && p.store != "memory" {
-		return fail("--store %q: only memory: is supported by this build (Redis and Valkey stores are not in it yet)", p.store)
-	}
 	token := ""
 	if p.tokenFile != "" {
 		if token, err = readToken(p.tokenFile); err != nil {
@@ -143,6 +154,23 @@ func runServe(ctx context.Context, p serveParams) int {
 			return fail("--listen %s is beyond loopback: give a bearer token with --token-file (and TLS with --tls-cert, --tls-key), or listen on 127.0.0.1", p.listen)
 		}
 	}
+	extra, err := p.decisions.engineOptions()
+	if err != nil {
+		return fail("%v", err)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	st, err := store.Open(ctx, p.store)
+	if err != nil {
+		return fail("--store: %v", err)
+	}
+	defer st.Close()
+	storeName := store.Redact(p.store)
+	var ready func(context.Context) error
+	if pinger, ok := st.(interface{ Ping(context.Context) error }); ok {
+		ready = pinger.Ping
+	}
 	var warnings []string
 	srv, err := serve.New(serve.Config{
 		Sources: func() ([]policy.Source, error) {
@@ -152,10 +180,11 @@ func runServe(ctx context.Context, p serveParams) int {
 			}
 			return d.Sources, nil
 		},
-		EngineOptions: engineOptions(),
+		EngineOptions: append(append(engineOptions(), eval.WithStore(st)), extra...),
 		Token:         token,
 		Version:       currentBuild().String(),
-		Store:         "memory",
+		Store:         storeName,
+		Ready:         ready,
 		HookOptions:   hooks.Options{Approve: p.approve},
 		MaxBodyBytes:  p.maxBody,
 		Timeout:       p.timeout,
@@ -174,6 +203,7 @@ func runServe(ctx context.Context, p serveParams) int {
 	if d, derr := p.policies.discover(everyLayer); derr == nil {
 		warnings = layerWarnings(d, srv.Engine().PolicySet())
 	}
+	warnings = append(warnings, p.decisions.warnings(srv.Engine().PolicySet())...)
 	printWarnings(p.stderr, "celguard serve", warnings)
 
 	ln, addr, err := serveListener(p)
@@ -182,9 +212,6 @@ func runServe(ctx context.Context, p serveParams) int {
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)
@@ -213,7 +240,7 @@ func runServe(ctx context.Context, p serveParams) int {
 			served <- hs.Serve(ln)
 		}
 	}()
-	log.Info("celguard serve listening", "address", addr, "policy_digest", srv.Status().PolicyDigest, "store", "memory", "auth", token != "", "tls", p.tlsCert != "")
+	log.Info("celguard serve listening", "address", addr, "policy_digest", srv.Status().PolicyDigest, "store", storeName, "auth", token != "", "tls", p.tlsCert != "")
 	select {
 	case err := <-served:
 		return fail("%v", err)

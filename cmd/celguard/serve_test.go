@@ -3,9 +3,18 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -78,7 +87,7 @@ func startServe(t *testing.T, args ...string) *servedProcess {
 		_ = cmd.Process.Kill()
 		<-p.done
 	})
-	addr := regexp.MustCompile(`address=(https?://[0-9.:\[\]]+)`)
+	addr := regexp.MustCompile(`address=((?:https?://|unix:)\S+)`)
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -192,7 +201,8 @@ func TestServeReloadOnSIGHUP(t *testing.T) {
 		}
 	}
 	write("first")
-	srv := startServe(t, "--listen", "127.0.0.1:0", "--policy", pol, "--reload-interval", "0")
+	logFile := filepath.Join(dir, "decisions.jsonl")
+	srv := startServe(t, "--listen", "127.0.0.1:0", "--policy", pol, "--reload-interval", "0", "--decision-log", logFile)
 	decide := func() map[string]any {
 		res, err := http.Post(srv.url+"/v1/sessions/s/before", "application/json", strings.NewReader(`{"tool":"Deploy"}`))
 		if err != nil {
@@ -225,6 +235,15 @@ func TestServeReloadOnSIGHUP(t *testing.T) {
 				t.Fatalf("status after SIGHUP: %v (decision %v)", st, m)
 			}
 			srv.stop(t)
+			// Every decision is in the log, the last one this one.
+			data, err := os.ReadFile(logFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if len(lines) < 2 || !strings.Contains(lines[len(lines)-1], m["decision_id"].(string)) {
+				t.Fatalf("decision log:\n%s\nwant every decision, the last %v", data, m["decision_id"])
+			}
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -255,7 +274,7 @@ func TestForwardFailsClosed(t *testing.T) {
 			case <-r.Context().Done():
 			case <-time.After(10 * time.Second):
 			}
-		}, "no decision in time"},
+		}, "did not answer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -268,4 +287,106 @@ func TestForwardFailsClosed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key
+// into dir and returns their paths and the certificate.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, cert *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "celguard test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err = x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile, cert
+}
+
+// TestServeTLSAndToken serves HTTPS with a token: requests need the
+// token, and a forwarding hook that does not trust the certificate fails
+// closed.
+func TestServeTLSAndToken(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, cert := selfSigned(t, dir)
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServe(t, "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile, "--token-file", tokenFile)
+	if !strings.HasPrefix(srv.url, "https://") {
+		t.Fatalf("address %s, want https", srv.url)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	post := func(token string) int {
+		req, _ := http.NewRequest("POST", srv.url+"/v1/sessions/s/before", strings.NewReader(`{"tool":"Bash","args":{"command":"ls"}}`))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := post(""); code != 401 {
+		t.Errorf("without the token: %d, want 401", code)
+	}
+	if code := post("t0ken"); code != 200 {
+		t.Errorf("with the token: %d, want 200", code)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"hook", "claude-code", "--server", srv.url, "--token-file", tokenFile}, strings.NewReader(lsEvent), &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "certificate") {
+		t.Errorf("forwarding to an untrusted certificate: exit %d, stderr %q; want exit 2", code, stderr.String())
+	}
+	srv.stop(t)
+}
+
+// TestServeUnixSocket serves on a unix socket, mode 0600, and the
+// forwarding hook reaches it by unix:PATH.
+func TestServeUnixSocket(t *testing.T) {
+	// A short path: unix socket paths are limited to about 100 bytes.
+	dir, err := os.MkdirTemp("", "cg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s.sock")
+	srv := startServe(t, "--unix", sock)
+	if srv.url != "unix:"+sock {
+		t.Fatalf("address %s, want unix:%s", srv.url, sock)
+	}
+	fi, err := os.Stat(sock)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket: %v, mode %v, want 0600", err, fi.Mode().Perm())
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"hook", "claude-code", "--server", "unix:" + sock}, strings.NewReader(rmRootEvent), &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), `"deny"`) {
+		t.Fatalf("forwarded over the socket: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	srv.stop(t)
 }

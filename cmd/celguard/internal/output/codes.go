@@ -34,6 +34,8 @@ var codeCatalogue = []codeInfo{
 	{policy.CodeWrongResultType, policy.SeverityError, "An expression of the wrong result type."},
 	{policy.CodeResultInBefore, policy.SeverityError, "result read where no result exists yet."},
 	{policy.CodeVariablePhase, policy.SeverityError, "A built-in variable read in a phase that does not have it (args at input, messages before)."},
+	{policy.CodeInvalidMask, policy.SeverityError, "A decision_log.mask argument path that is not keys or * separated by dots."},
+	{policy.CodeMonitorMandatory, policy.SeverityError, "mode: monitor on a policy whose rules are mandatory."},
 	{policy.CodeUndeclaredCounter, policy.SeverityError, "counters.x read where the policy declares no counter x."},
 	{policy.CodeConflictingDefault, policy.SeverityError, "Two policies set different default verdicts."},
 	{policy.CodeNoPolicies, policy.SeverityError, "A load that found no policy file."},

@@ -42,6 +42,13 @@ func ExplanationText(w io.Writer, x eval.Explanation) error {
 	if d.Approval != nil {
 		ew.printf("  approval: %s\n", d.Approval.Outcome)
 	}
+	if m := d.Monitored; m != nil {
+		ew.printf("  monitored: rule %s (policy %s) would have decided %s", m.RuleID, m.Policy, m.Verdict)
+		if m.Reason != "" {
+			ew.printf(": %s", m.Reason)
+		}
+		ew.printf("\n")
+	}
 	if x.Halted {
 		ew.printf("  no rule was tried: an earlier call halted this turn\n")
 		return ew.err

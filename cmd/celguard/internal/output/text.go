@@ -30,6 +30,8 @@ func outcomeText(o eval.Outcome) (word, because string) {
 		return "already applied", "true because:"
 	case eval.OutcomeError:
 		return "ERROR", "failed at:"
+	case eval.OutcomeMonitored:
+		return "monitored (would fire)", "true because:"
 	}
 	return string(o), "true because:"
 }

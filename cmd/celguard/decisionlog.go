@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/eval"
+)
+
+// decisionOptions are the flags of eval and hook that change what is done
+// with each decision: the decision log and monitor mode (--monitor).
+type decisionOptions struct {
+	logPath     string
+	logMaxBytes int64
+	logSync     bool
+	monitor     bool
+}
+
+// addFlags declares --decision-log, --decision-log-max-bytes and
+// --decision-log-sync.
+func (o *decisionOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.logPath, "decision-log", "", "append every decision to this file as one JSON line, arguments masked (docs/decision-log.md)")
+	f.Int64Var(&o.logMaxBytes, "decision-log-max-bytes", 64<<20, "rotate the decision log to FILE.1 past this size (negative: never)")
+	f.BoolVar(&o.logSync, "decision-log-sync", false, "fsync the decision log after every line (durable across a machine crash, slower)")
+	f.BoolVar(&o.monitor, "monitor", false, "monitor mode: rules are evaluated and reported (\"monitored\") but only mandatory rules and the default verdict decide")
+}
+
+// args are the flags that give o, as a command line would give them.
+func (o decisionOptions) args() []string {
+	var out []string
+	if o.monitor {
+		out = append(out, "--monitor")
+	}
+	if o.logPath != "" {
+		// The host runs the hook from its own directory.
+		path := o.logPath
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		out = append(out, "--decision-log", path)
+		if o.logMaxBytes != 64<<20 {
+			out = append(out, "--decision-log-max-bytes", fmt.Sprint(o.logMaxBytes))
+		}
+		if o.logSync {
+			out = append(out, "--decision-log-sync")
+		}
+	}
+	return out
+}
+
+// engineOptions returns the engine options o asks for. A decision the log
+// cannot record is refused (decision_log_failed): an audit trail with holes
+// is not one.
+func (o decisionOptions) engineOptions() ([]eval.Option, error) {
+	var opts []eval.Option
+	if o.logPath != "" {
+		if o.logMaxBytes == 0 {
+			return nil, fmt.Errorf("--decision-log-max-bytes must not be 0 (negative never rotates)")
+		}
+		sink, err := eval.NewFileSink(o.logPath, eval.FileSinkOptions{MaxBytes: o.logMaxBytes, Sync: o.logSync})
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, eval.WithDecisionSink(sink, nil))
+	}
+	if o.monitor {
+		opts = append(opts, eval.WithMonitor())
+	}
+	return opts, nil
+}
+
+// warnings say what --monitor leaves enforcing in set: its mandatory
+// policies, which cannot be monitored away.
+func (o decisionOptions) warnings(set *compile.PolicySet) []string {
+	if !o.monitor {
+		return nil
+	}
+	var names []string
+	for _, r := range set.Rules() {
+		if r.Mandatory && !slices.Contains(names, r.Policy.Name) {
+			names = append(names, r.Policy.Name)
+		}
+	}
+	if len(names) == 0 {
+		return []string{"--monitor: every rule is monitored; only the default verdict decides"}
+	}
+	return []string{"--monitor: the mandatory policies keep enforcing (they cannot be monitored away): " + strings.Join(names, ", ")}
+}

@@ -1,0 +1,130 @@
+package eval_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+// faultStore answers every commit with err, or, without one, with a
+// conflict (a version no commit ever matches).
+type faultStore struct {
+	err     error
+	commits int
+}
+
+func (f *faultStore) Commit(_ context.Context, ops []eval.StoreOp) (bool, []eval.StoreEntry, error) {
+	f.commits++
+	if f.err != nil {
+		return false, nil, f.err
+	}
+	cur := make([]eval.StoreEntry, len(ops))
+	for i := range cur {
+		cur[i].Version = "someone-else"
+	}
+	return false, cur, nil
+}
+
+func (f *faultStore) Delete(context.Context, eval.StateKey) error { return f.err }
+func (f *faultStore) Close() error                                { return nil }
+
+const sharedCap = `
+counters:
+  - name: calls
+    phase: before
+    scope: repository
+    increment_when: 'true'
+rules:
+  - id: cap
+    condition: 'counters.calls >= 2'
+    verdict: block
+`
+
+// TestStoreFaultsFailClosed: a store that cannot be reached makes every
+// decision a block with code store_unavailable; one where other replicas
+// always win makes it a block with code store_conflict after the retries.
+func TestStoreFaultsFailClosed(t *testing.T) {
+	ctx := context.Background()
+	set := mustSet(t, map[string]string{"cap.yaml": sharedCap})
+	for _, tc := range []struct {
+		name  string
+		store *faultStore
+		code  string
+		tries int
+	}{
+		{"unreachable", &faultStore{err: errors.New("dial tcp 127.0.0.1:6379: connection refused")}, eval.CodeStoreUnavailable, 1},
+		{"always changed elsewhere", &faultStore{}, eval.CodeStoreConflict, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng, err := eval.New(set, eval.WithStore(tc.store), eval.WithStoreRetries(5))
+			require.NoError(t, err)
+			s := eng.NewSession("s", map[string]any{"repository": "r"})
+			for _, phase := range []string{"before", "after", "turn_end"} {
+				var d eval.Decision
+				switch phase {
+				case "before":
+					d, err = s.Before(ctx, eval.Call{Tool: "Bash"})
+				case "after":
+					d, err = s.After(ctx, eval.Call{Tool: "Bash"}, eval.Result{})
+				default:
+					d, err = s.EndTurn(ctx)
+				}
+				require.NoError(t, err)
+				assert.Equal(t, policy.Block, d.Verdict, phase)
+				assert.Equal(t, tc.code, d.Code, phase)
+			}
+			assert.Equal(t, 3*tc.tries, tc.store.commits)
+			_, err = s.NextTurn(ctx)
+			assert.ErrorContains(t, err, tc.code)
+			assert.Equal(t, uint64(1), s.Turn(), "the turn did not change")
+			assert.ErrorContains(t, eng.Halt(ctx, policy.ScopeOrg, "acme", "x"), tc.code)
+		})
+	}
+}
+
+// TestSharedScopeWithoutStore: without a store, a counter scoped to a
+// repository counts like a session counter, and a fleet halt is refused.
+func TestSharedScopeWithoutStore(t *testing.T) {
+	ctx := context.Background()
+	set := mustSet(t, map[string]string{"cap.yaml": sharedCap})
+	eng, err := eval.New(set)
+	require.NoError(t, err)
+	meta := map[string]any{"repository": "r"}
+	for _, id := range []string{"a", "b"} {
+		s := eng.NewSession(id, meta)
+		var allowed int
+		for range 3 {
+			d, err := s.Before(ctx, eval.Call{Tool: "Bash"})
+			require.NoError(t, err)
+			if d.Allowed() {
+				allowed++
+			}
+		}
+		assert.Equal(t, 2, allowed, "session %s counts on its own", id)
+		assert.EqualValues(t, 2, s.State().Counters["cap/calls"].Keys[0].Count, "kept in the session's state (hook files)")
+	}
+	assert.ErrorContains(t, eng.Halt(ctx, policy.ScopeRepository, "r", "x"), "needs a state store")
+	_, err = eval.New(set, eval.WithStore(nil))
+	assert.Error(t, err)
+	_, err = eval.New(set, eval.WithStoreTimeout(0))
+	assert.Error(t, err)
+	_, err = eval.New(set, eval.WithStoreRetries(0))
+	assert.Error(t, err)
+	_, err = eval.New(set, eval.WithStoreTimeout(time.Second), eval.WithStoreRetries(3))
+	assert.NoError(t, err)
+}
+
+func TestScopeID(t *testing.T) {
+	meta := map[string]any{"agent": map[string]any{"name": "claude"}, "repository": "github.com/acme/api", "org": 7}
+	assert.Equal(t, "claude", eval.ScopeID(meta, policy.ScopeAgent))
+	assert.Equal(t, "github.com/acme/api", eval.ScopeID(meta, policy.ScopeRepository))
+	assert.Equal(t, "", eval.ScopeID(meta, policy.ScopeOrg), "not a string: the shared empty id")
+	assert.Equal(t, "codex", eval.ScopeID(map[string]any{"agent": "codex"}, policy.ScopeAgent))
+}

@@ -1,0 +1,104 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/celguard/celguard/policy"
+)
+
+// This file holds what a session handle does with a store outside a
+// decision: a new turn, and reading a session another replica started.
+
+// NextTurn begins a new turn, as StartTurn does, and with a store commits
+// it: its error says the store could not be reached (the turn did not
+// change, and a halt of the turn stays in force) or kept changing.
+func (s *Session) NextTurn(ctx context.Context) (uint64, error) {
+	if s.eng.cfg.store == nil {
+		s.StartTurn()
+		return s.Turn(), nil
+	}
+	return s.changeStored(ctx, func() {
+		s.mu.Lock()
+		s.turn++
+		s.halt = nil
+		s.mu.Unlock()
+	})
+}
+
+// Sync reads the session's state from the store (a handle opened on a
+// session another replica started; a handle opened without metadata takes
+// the session's); without a store it does nothing.
+func (s *Session) Sync(ctx context.Context) error {
+	if s.eng.cfg.store == nil {
+		return nil
+	}
+	defer s.eng.sessionLocks.lock(s.id)()
+	return s.syncLocked(ctx)
+}
+
+// syncLocked reads the session's entry; the caller holds the session's
+// lock and no shared entry.
+func (s *Session) syncLocked(ctx context.Context) error {
+	ok, got, err := s.eng.commit(ctx, []StoreOp{{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: s.st.version}})
+	if err != nil || ok {
+		return err
+	}
+	if c := got[0]; c.State != nil && len(s.meta) <= 1 && len(c.State.Meta) > 0 {
+		s.mu.Lock()
+		s.meta = maps.Clone(c.State.Meta)
+		s.meta["id"] = s.id
+		s.mu.Unlock()
+		s.bindEntries()
+	}
+	s.adoptSession(got[0])
+	return nil
+}
+
+// changeStored applies change to the session's own state and commits it,
+// on the current state.
+func (s *Session) changeStored(ctx context.Context, change func()) (uint64, error) {
+	st := &s.st
+	defer s.eng.sessionLocks.lock(s.id)()
+	st.counted = [len(sharedScopes)]bool{}
+	for try := 0; try < s.eng.cfg.storeRetries; try++ {
+		change()
+		cur := s.State()
+		op := StoreOp{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
+		if st.version == "" || !st.committed.same(cur) {
+			op.Write = &cur
+		}
+		ok, got, err := s.eng.commit(ctx, []StoreOp{op})
+		if err != nil {
+			s.rollback()
+			return s.Turn(), fmt.Errorf("%s: %w", CodeStoreUnavailable, err)
+		}
+		if ok {
+			st.version = got[0].Version
+			if op.Write != nil {
+				st.committed.set(*op.Write)
+			}
+			return s.Turn(), nil
+		}
+		s.adoptSession(got[0])
+	}
+	return s.Turn(), fmt.Errorf("%s: the session state kept changing on other replicas", CodeStoreConflict)
+}
+
+// Open starts the session in the store, or resumes it: a handle on a
+// session another replica started takes its state (and, opened without
+// metadata, its metadata), and a new session's state, its metadata with
+// it, is written, so that every replica's handle on it counts its agent,
+// repository and organisation alike from the first call. Without a store
+// it does nothing.
+func (s *Session) Open(ctx context.Context) error {
+	if s.eng.cfg.store == nil {
+		return nil
+	}
+	if err := s.Sync(ctx); err != nil {
+		return fmt.Errorf("%s: %w", CodeStoreUnavailable, err)
+	}
+	_, err := s.changeStored(ctx, func() {})
+	return err
+}

@@ -1,0 +1,94 @@
+package store_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store"
+)
+
+// TestFileStoreIsTheHookState: the file store writes the state files the
+// command hooks read (same names, same MAC), and a file changed outside
+// celguard blocks the decision rather than being trusted.
+func TestFileStoreIsTheHookState(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, "file://"+dir)
+	require.NoError(t, err)
+	eng := replica(t, capSet(t, "session", 10, ""), st)
+	s := eng.NewSession("hook-session", map[string]any{"user": "ana"})
+	for range 3 {
+		d, err := s.Before(ctx, eval.Call{Tool: "Bash"})
+		require.NoError(t, err)
+		require.Equal(t, policy.Allow, d.Verdict)
+	}
+	hs := &hooks.Store{Dir: dir}
+	ls, err := hs.Lock(ctx, "hook-session")
+	require.NoError(t, err)
+	got, found, err := ls.Load()
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.EqualValues(t, 3, got.Counters["cap/calls"].Keys[0].Count, "the hooks read the counts")
+	assert.Equal(t, "ana", got.Meta["user"])
+	require.NoError(t, ls.Close())
+
+	data, err := os.ReadFile(hs.Path("hook-session"))
+	require.NoError(t, err)
+	lowered := strings.Replace(string(data), `"count":3`, `"count":0`, 1)
+	require.NotEqual(t, string(data), lowered)
+	require.NoError(t, os.WriteFile(hs.Path("hook-session"), []byte(lowered), 0o600))
+	d, err := s.Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.Equal(t, eval.CodeStoreUnavailable, d.Code, "a tampered state file is not trusted")
+	assert.Contains(t, d.Reason, "changed outside celguard")
+}
+
+// TestOpenURLs: the store URLs Open takes and refuses, without a server.
+func TestOpenURLs(t *testing.T) {
+	ctx := context.Background()
+	for _, u := range []string{"", "memory:", "memory://", "memory:?ttl=1h", "file:///srv/app/state"} {
+		st, err := store.Open(ctx, u)
+		require.NoError(t, err, u)
+		require.NoError(t, st.Close())
+	}
+	for u, want := range map[string]string{
+		"nothing":                     "has no scheme",
+		"mongodb://x/y":               `unknown scheme "mongodb"`,
+		"memory:?ttl=soon":            "ttl must be a positive duration",
+		"file://host/dir":             "file:///ABSOLUTE/DIR",
+		"file:":                       "file:///ABSOLUTE/DIR",
+		"redis://127.0.0.1:1/0?ttl=0": "ttl must be a positive duration",
+		"redis://127.0.0.1:1/0?bogus": "bogus",
+		"valkey://:pw@127.0.0.1:1/0":  "valkey://:xxxxx@127.0.0.1:1/0",
+	} {
+		_, err := store.Open(ctx, u)
+		require.Error(t, err, u)
+		assert.Contains(t, err.Error(), want, u)
+		assert.NotContains(t, err.Error(), ":pw@", "the password is never shown")
+	}
+}
+
+// FuzzOpen: any URL of the schemes that need no server opens or is an
+// error, never a panic, and an error never shows a password.
+func FuzzOpen(f *testing.F) {
+	for _, s := range []string{"memory:", "memory:?ttl=1h", "file:///srv/app", "file://h/x", "mongodb://u:p@h", "memory:?ttl=%zz", "file:///%00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, u string) {
+		if len(u) >= 5 && (u[:5] == "redis" || u[:5] == "valke" || u[:5] == "REDIS" || u[:5] == "VALKE") {
+			return // these dial
+		}
+		st, err := store.Open(context.Background(), u)
+		if err == nil {
+			st.Close()
+		}
+	})
+}

@@ -1,0 +1,163 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/celguard/celguard/eval"
+)
+
+// DefaultMaxEntries bounds the entries of a memory store.
+const DefaultMaxEntries = 1 << 18
+
+// Memory is a store in this process: entries as JSON (so that nothing is
+// shared with a caller), with an expiry refreshed at every use. It is the
+// default, and what tests use to run several engines on one store.
+type Memory struct {
+	ttl time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// MaxEntries bounds the entries kept; zero means DefaultMaxEntries.
+	// A commit that would make a new entry past it, once the expired ones
+	// are dropped, fails (the decision is blocked: store_unavailable).
+	MaxEntries int
+
+	mu      sync.Mutex
+	entries map[eval.StateKey]memEntry
+	commits int
+}
+
+type memEntry struct {
+	version string
+	data    []byte
+	expires time.Time // zero: never
+}
+
+// NewMemory is an empty memory store whose entries expire ttl after their
+// last use.
+func NewMemory(ttl time.Duration) *Memory {
+	return &Memory{ttl: ttl, entries: map[eval.StateKey]memEntry{}}
+}
+
+func (m *Memory) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// get is an entry that has not expired; the caller holds m.mu.
+func (m *Memory) get(k eval.StateKey, now time.Time) (memEntry, bool) {
+	e, ok := m.entries[k]
+	if ok && !e.expires.IsZero() && !now.Before(e.expires) {
+		delete(m.entries, k)
+		return memEntry{}, false
+	}
+	return e, ok
+}
+
+// Commit implements eval.Store.
+func (m *Memory) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.StoreEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return false, nil, err
+	}
+	data := make([][]byte, len(ops))
+	for i, op := range ops {
+		if op.Write != nil {
+			b, err := json.Marshal(op.Write)
+			if err != nil {
+				return false, nil, fmt.Errorf("cannot encode the state of %s: %w", op.Key, err)
+			}
+			data[i] = b
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.commits++
+	now := m.now()
+	out := make([]eval.StoreEntry, len(ops))
+	for _, op := range ops {
+		if e, _ := m.get(op.Key, now); e.version != op.Version {
+			for i, op := range ops {
+				e, ok := m.get(op.Key, now)
+				out[i].Version = e.version
+				if ok {
+					var st eval.SessionState
+					if err := json.Unmarshal(e.data, &st); err != nil {
+						return false, nil, fmt.Errorf("the state of %s does not decode: %w", op.Key, err)
+					}
+					out[i].State = &st
+				}
+			}
+			return false, out, nil
+		}
+	}
+	if err := m.room(ops, now); err != nil {
+		return false, nil, err
+	}
+	for i, op := range ops {
+		e, ok := m.get(op.Key, now)
+		if op.Write != nil {
+			e = memEntry{version: newVersion(), data: data[i]}
+			ok = true
+		}
+		if ok {
+			switch {
+			case op.Persistent():
+				e.expires = time.Time{}
+			case op.Write != nil || !e.expires.IsZero():
+				e.expires = now.Add(m.ttl)
+			}
+			m.entries[op.Key] = e
+		}
+		out[i].Version = e.version
+	}
+	return true, out, nil
+}
+
+// room checks that the entries ops make fit under the bound, dropping
+// expired entries when they do not; the caller holds m.mu.
+func (m *Memory) room(ops []eval.StoreOp, now time.Time) error {
+	max := m.MaxEntries
+	if max <= 0 {
+		max = DefaultMaxEntries
+	}
+	fresh := 0
+	for _, op := range ops {
+		if _, ok := m.entries[op.Key]; !ok && op.Write != nil {
+			fresh++
+		}
+	}
+	if len(m.entries)+fresh <= max {
+		return nil
+	}
+	for k := range m.entries {
+		m.get(k, now) // drops it when expired
+	}
+	if len(m.entries)+fresh > max {
+		return fmt.Errorf("the memory store is full (%d entries)", max)
+	}
+	return nil
+}
+
+// Delete implements eval.Store.
+func (m *Memory) Delete(ctx context.Context, key eval.StateKey) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.entries, key)
+	return nil
+}
+
+// Close implements eval.Store.
+func (m *Memory) Close() error { return nil }
+
+// Commits is how many commits the store answered (a test's count of round
+// trips).
+func (m *Memory) Commits() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.commits
+}
