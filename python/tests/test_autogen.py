@@ -41,9 +41,9 @@ def tool_list(box: Toolbox) -> list[FunctionTool]:
 
 
 async def agent(url: str, script: Sequence[CreateResult | str], *, name: str = "coder", session_id: str | None = None,
-                iterations: int = 3, workbench: bool = False) -> tuple[AssistantAgent, ReplayChatCompletionClient, Toolbox]:
+                iterations: int = 3, workbench: bool = False, meta: dict[str, str] | None = None) -> tuple[AssistantAgent, ReplayChatCompletionClient, Toolbox]:
     client = celguard.AsyncClient(url)
-    session = await client.session(session_id or uuid.uuid4().hex, agent=celguard.Agent(name=name))
+    session = await client.session(session_id or uuid.uuid4().hex, agent=celguard.Agent(name=name), meta=meta)
     await session.start_turn()
     provider = CelguardGuardrailProvider(session)
     tools = Toolbox()
@@ -142,3 +142,16 @@ async def test_rate_limit_holds_across_two_agents(url: str) -> None:
     r = await a2.run(task="send one more")
     assert len(t1.ran) == 2 and t2.ran == []
     assert "at most two emails" in results(r)[0][0]
+
+
+async def test_repository_limit_holds_across_sessions(url: str) -> None:
+    # two agents, each in a session of its own, in one repository: a counter
+    # scoped to the repository (docs/store.md) counts both
+    meta = {"repository": f"acme/{uuid.uuid4().hex}"}
+    a1, _, t1 = await agent(url, [call("push", {"branch": "a"}), call("push", {"branch": "b"}, "c2"), "done"],
+                            name="first", meta=meta)
+    a2, _, t2 = await agent(url, [call("push", {"branch": "c"}), "done"], name="second", meta=meta)
+    await a1.run(task="push two")
+    r = await a2.run(task="push one more")
+    assert len(t1.ran) == 2 and t2.ran == []
+    assert "at most two pushes per repository" in results(r)[0][0]

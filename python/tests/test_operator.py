@@ -42,8 +42,12 @@ class NoArgs(BaseModel):
     pass
 
 
+class BranchArgs(BaseModel):
+    branch: str
+
+
 MODELS: dict[str, type[BaseModel]] = {"write_marker": WriteArgs, "lookup": QueryArgs, "deploy": TargetArgs,
-                                      "send_email": ToArgs, "read_secret": NoArgs}
+                                      "send_email": ToArgs, "read_secret": NoArgs, "push": BranchArgs}
 
 
 class Tools(Plugin):

@@ -38,5 +38,10 @@ class Toolbox:
         self.ran.append(("read_secret", {}))
         return "hunter2"
 
+    def push(self, branch: str) -> str:
+        """Push a branch."""
+        self.ran.append(("push", {"branch": branch}))
+        return "pushed"
+
     def functions(self) -> list[Callable[..., str]]:
-        return [self.write_marker, self.lookup, self.deploy, self.send_email, self.read_secret]
+        return [self.write_marker, self.lookup, self.deploy, self.send_email, self.read_secret, self.push]
