@@ -23,7 +23,7 @@ var layers = []struct {
 	{2, []string{"celenv", "policies"}},
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},
-	{5, []string{"hooks", "hooks/hostse2e", "judge", "policytest", "conformance", "internal/benchdata", "internal/layering"}},
+	{5, []string{"hooks", "hooks/hostse2e", "judge", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
 	// store opens every state store, the hook files among them.
 	{6, []string{"store"}},
 	// "" is the module root, package celguard: Load composes policies,

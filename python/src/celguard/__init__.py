@@ -1,0 +1,56 @@
+"""celguard: a typed client of ``celguard serve`` and adapters for Python agent hosts.
+
+The client (``Client``, ``AsyncClient``) speaks the serve session API and
+fails closed: when it cannot get a decision (service down, slow, an answer
+other than HTTP 200, a body that is not a Decision) it returns a block
+Decision with a code and never raises.
+
+Adapters, each implementing its host's own interface (import them from their
+modules; each needs its host's package installed):
+
+* ``celguard.operator_use.CelguardPlugin``: Operator (operator-use) Plugin;
+* ``celguard.autogen``: the proposed GuardrailProvider, GuardedTool and
+  GuardedWorkbench for AutoGen;
+* ``celguard.prompty.CelguardGuardrails``: Prompty Guardrails;
+* ``celguard.openai_agents.CelguardGuards``: OpenAI Agents SDK tool
+  input/output guardrails and input/output guardrails.
+
+docs/python.md maps every verdict per host.
+"""
+
+from ._client import DEFAULT_TIMEOUT, DEFAULT_URL, Agent, AsyncClient, AsyncSession, Client, Session
+from ._common import Approver, SyncApprover, refusal_text, warning_text
+from ._decision import (
+    CODE_ADAPTER_ERROR,
+    CODE_BAD_RESPONSE,
+    CODE_HTTP_ERROR,
+    CODE_TIMEOUT,
+    CODE_UNAVAILABLE,
+    Decision,
+    Phase,
+    Verdict,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "Approver",
+    "AsyncClient",
+    "AsyncSession",
+    "CODE_ADAPTER_ERROR",
+    "CODE_BAD_RESPONSE",
+    "CODE_HTTP_ERROR",
+    "CODE_TIMEOUT",
+    "CODE_UNAVAILABLE",
+    "Client",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_URL",
+    "Decision",
+    "Phase",
+    "Session",
+    "SyncApprover",
+    "Verdict",
+    "refusal_text",
+    "warning_text",
+]

@@ -1,0 +1,157 @@
+"""AutoGen: AssistantAgent's own tool loop with ReplayChatCompletionClient,
+tools guarded by GuardedTool / GuardedWorkbench, against celguard serve."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any, Sequence
+
+from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.base import TaskResult
+from autogen_agentchat.messages import ToolCallExecutionEvent
+from autogen_core import FunctionCall
+from autogen_core.models import CreateResult, ModelFamily, ModelInfo, RequestUsage
+from autogen_core.tools import FunctionTool, StaticWorkbench
+from autogen_ext.models.replay import ReplayChatCompletionClient
+
+import celguard
+from toolbox import Toolbox
+from celguard.autogen import (
+    CelguardGuardrailProvider,
+    GuardedTool,
+    GuardedWorkbench,
+    GuardrailAction,
+    GuardrailProvider,
+)
+
+INFO = ModelInfo(vision=False, function_calling=True, json_output=False, family=ModelFamily.UNKNOWN,
+                 structured_output=False)
+
+
+def call(name: str, args: dict[str, Any], cid: str | None = None) -> CreateResult:
+    return CreateResult(finish_reason="function_calls",
+                        content=[FunctionCall(id=cid or f"call-{name}", name=name, arguments=json.dumps(args))],
+                        usage=RequestUsage(prompt_tokens=0, completion_tokens=0), cached=False)
+
+
+def tool_list(box: Toolbox) -> list[FunctionTool]:
+    return [FunctionTool(f, description=f.__doc__ or "", name=f.__name__) for f in box.functions()]
+
+
+async def agent(url: str, script: Sequence[CreateResult | str], *, name: str = "coder", session_id: str | None = None,
+                iterations: int = 3, workbench: bool = False, meta: dict[str, str] | None = None) -> tuple[AssistantAgent, ReplayChatCompletionClient, Toolbox]:
+    client = celguard.AsyncClient(url)
+    session = await client.session(session_id or uuid.uuid4().hex, agent=celguard.Agent(name=name), meta=meta)
+    await session.start_turn()
+    provider = CelguardGuardrailProvider(session)
+    tools = Toolbox()
+    model = ReplayChatCompletionClient(list(script), model_info=INFO)
+    if workbench:
+        wb = GuardedWorkbench(StaticWorkbench(tool_list(tools)), provider, agent_name=name)
+        a = AssistantAgent(name, model_client=model, workbench=wb, max_tool_iterations=iterations)
+    else:
+        guarded = [GuardedTool(t, provider, agent_name=name) for t in tool_list(tools)]
+        a = AssistantAgent(name, model_client=model, tools=guarded, max_tool_iterations=iterations)  # type: ignore[arg-type]
+    return a, model, tools
+
+
+def results(r: TaskResult) -> list[tuple[str, bool]]:
+    out = []
+    for m in r.messages:
+        if isinstance(m, ToolCallExecutionEvent):
+            out.extend((x.content, x.is_error) for x in m.content)
+    return out
+
+
+def test_provider_is_the_protocol(url: str) -> None:
+    assert issubclass(CelguardGuardrailProvider, GuardrailProvider)
+
+
+async def test_provider_maps_verdicts(url: str) -> None:
+    client = celguard.AsyncClient(url)
+    s = await client.session()
+    await s.start_turn()
+    p = CelguardGuardrailProvider(s)
+    r = await p.evaluate(tool_name="write_marker", args={"path": "/srv/app/rewrite", "content": "x"},
+                         agent_name="a", call_id="c")
+    assert r.decision == GuardrailAction.MODIFY and r.modified_args == {"path": "/srv/app/rewrite", "content": "sanitized"}
+    r = await p.evaluate(tool_name="lookup", args={"query": "q"})
+    assert r.decision == GuardrailAction.ALLOW and "STALE-DATA-WARNING" in r.metadata["warning"]
+    r = await p.evaluate(tool_name="pay", args={})
+    assert r.decision == GuardrailAction.DENY and r.metadata["ask"] is True
+    approving = CelguardGuardrailProvider(s, approver=lambda d: True)
+    assert (await approving.evaluate(tool_name="pay", args={})).decision == GuardrailAction.ALLOW
+    r = await p.evaluate(tool_name="deploy", args={})
+    assert r.decision == GuardrailAction.DENY and r.metadata["halt"] is True and r.metadata["code"] == "deploy_freeze"
+
+
+async def test_blocked_tool_never_runs(url: str, tmp_path: Path) -> None:
+    marker = tmp_path / "blocked-marker"
+    a, _, tools = await agent(url, [call("write_marker", {"path": str(marker), "content": "x"}), "done"])
+    r = await a.run(task="write it")
+    assert not marker.exists() and tools.ran == []
+    [(text, is_error)] = results(r)
+    assert is_error and "writing there is not allowed" in text and "blocked_path" in text
+
+
+async def test_warn_reaches_the_model(url: str) -> None:
+    a, model, tools = await agent(url, [call("lookup", {"query": "q"}), "done"])
+    await a.run(task="look it up")
+    assert tools.ran == [("lookup", {"query": "q"})]
+    # the second model call reads the tool result with the warning
+    assert "STALE-DATA-WARNING" in str(model.create_calls[1]["messages"])
+
+
+async def test_halt_stops_the_turn(url: str, tmp_path: Path) -> None:
+    marker = tmp_path / "after-halt"
+    a, _, tools = await agent(url, [call("deploy", {"target": "prod"}),
+                                    call("write_marker", {"path": str(marker), "content": "x"}, "c2"), "done"])
+    r = await a.run(task="deploy")
+    assert tools.ran == [] and not marker.exists()
+    texts = [t for t, _ in results(r)]
+    assert "deploys are frozen" in texts[0] and "halted" in texts[1]
+
+
+async def test_modify_changes_the_arguments(url: str, tmp_path: Path) -> None:
+    marker = tmp_path / "rewrite-marker"
+    a, _, tools = await agent(url, [call("write_marker", {"path": str(marker), "content": "rm -rf /"}), "done"])
+    await a.run(task="write")
+    assert marker.read_text() == "sanitized"
+    assert tools.ran == [("write_marker", {"path": str(marker), "content": "sanitized"})]
+
+
+async def test_workbench_blocks_and_modifies(url: str, tmp_path: Path) -> None:
+    blocked, rewrite = tmp_path / "blocked", tmp_path / "rewrite"
+    a, model, tools = await agent(url, [call("write_marker", {"path": str(blocked), "content": "x"}),
+                                        call("write_marker", {"path": str(rewrite), "content": "y"}, "c2"),
+                                        call("lookup", {"query": "q"}, "c3"), "done"], workbench=True, iterations=4)
+    await a.run(task="go")
+    assert not blocked.exists() and rewrite.read_text() == "sanitized"
+    assert [n for n, _ in tools.ran] == ["write_marker", "lookup"]
+    assert "STALE-DATA-WARNING" in str(model.create_calls[3]["messages"])
+
+
+async def test_rate_limit_holds_across_two_agents(url: str) -> None:
+    sid = uuid.uuid4().hex
+    a1, _, t1 = await agent(url, [call("send_email", {"to": "a"}), call("send_email", {"to": "b"}, "c2"), "done"],
+                            name="first", session_id=sid)
+    a2, _, t2 = await agent(url, [call("send_email", {"to": "c"}), "done"], name="second", session_id=sid)
+    await a1.run(task="send two")
+    r = await a2.run(task="send one more")
+    assert len(t1.ran) == 2 and t2.ran == []
+    assert "at most two emails" in results(r)[0][0]
+
+
+async def test_repository_limit_holds_across_sessions(url: str) -> None:
+    # two agents, each in a session of its own, in one repository: a counter
+    # scoped to the repository (docs/store.md) counts both
+    meta = {"repository": f"acme/{uuid.uuid4().hex}"}
+    a1, _, t1 = await agent(url, [call("push", {"branch": "a"}), call("push", {"branch": "b"}, "c2"), "done"],
+                            name="first", meta=meta)
+    a2, _, t2 = await agent(url, [call("push", {"branch": "c"}), "done"], name="second", meta=meta)
+    await a1.run(task="push two")
+    r = await a2.run(task="push one more")
+    assert len(t1.ran) == 2 and t2.ran == []
+    assert "at most two pushes per repository" in results(r)[0][0]
