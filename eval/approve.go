@@ -3,12 +3,10 @@ package eval
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policy"
-	"github.com/celguard/celguard/stdlib"
 )
 
 // Approver settles ask verdicts: a human prompt, a chat message, an LLM
@@ -124,14 +122,11 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (out Decision, err error)
 			out.Judge = judged
 		}
 	}()
-	callKey, err := approvalKey(r.ID, ev.call)
-	if err != nil {
-		return ev.policyError(r, err, nil), nil
-	}
 	digest, err := CallDigest(ev.call)
 	if err != nil {
 		return ev.policyError(r, err, nil), nil
 	}
+	callKey := approvalKey(r.ID, digest)
 	ruleKey := r.ID + "\x00*"
 	if out, ok := ev.remembered(d, r, callKey, ruleKey, digest); ok {
 		return out, nil
@@ -249,12 +244,11 @@ func (s *Session) remember(key string) {
 	s.approvals[key] = true
 }
 
-// approvalKey identifies a call to rule for remembered approvals: the tool
-// and the canonical form of the arguments.
-func approvalKey(rule string, call Call) (string, error) {
-	c, err := stdlib.CanonicalNative(call.Args)
-	if err != nil {
-		return "", fmt.Errorf("approval key: %w", err)
-	}
-	return rule + "\x00" + call.Tool + "\x00" + c, nil
+// approvalKey identifies a call to rule for remembered approvals: the
+// rule and the call's digest (CallDigest: the tool, the canonical form of
+// the arguments and the working directory), so that the canonical form is
+// built once per ask and a remembered key stays 64 hex digits however
+// large the call (a Write's whole content).
+func approvalKey(rule, digest string) string {
+	return rule + "\x00" + digest
 }
