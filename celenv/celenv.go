@@ -76,6 +76,7 @@ type Env struct {
 	cel       *cel.Env
 	lib       *stdlib.Lib
 	costLimit uint64
+	identity  string
 }
 
 // New builds the environment.
@@ -114,8 +115,20 @@ func New(opts ...Option) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("celenv: %w", err)
 	}
-	return &Env{cel: env, lib: lib, costLimit: cfg.costLimit}, nil
+	e := &Env{cel: env, lib: lib, costLimit: cfg.costLimit}
+	if len(cfg.libraries) == 0 {
+		e.identity = fmt.Sprintf("celenv stdlib=%d home=%q symlinks=%t cost=%d", lib.Version(), lib.Home(), lib.Symlinks(), cfg.costLimit)
+	}
+	return e, nil
 }
+
+// Identity names what the environment was built from when it is one of
+// celguard's own (only the options of this package: stdlib version, home
+// directory, symlink resolution, cost limit), so that two environments with
+// one identity declare the same functions with the same costs and fold
+// the same constants; "" for an environment with a library of the
+// embedder's (WithLibrary), which has no identity to key a cache on.
+func (e *Env) Identity() string { return e.identity }
 
 // Default is the environment with default options, built once on first use.
 var Default = sync.OnceValues(func() (*Env, error) { return New() })

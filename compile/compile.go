@@ -34,9 +34,6 @@ type config struct {
 	env            *celenv.Env
 	defaultVerdict policy.Verdict
 	maxRules       int
-	// defaultEnv says env is celenv.Default(): only then are the cost
-	// proofs cached (proof_cache.go).
-	defaultEnv bool
 }
 
 // WithEnv compiles in the given environment instead of celenv.Default.
@@ -129,13 +126,12 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 			return nil, nil, err
 		}
 	}
-	if def, err := celenv.Default(); cfg.env == nil {
+	if cfg.env == nil {
+		def, err := celenv.Default()
 		if err != nil {
 			return nil, nil, err
 		}
-		cfg.env, cfg.defaultEnv = def, true
-	} else {
-		cfg.defaultEnv = err == nil && cfg.env == def
+		cfg.env = def
 	}
 	classes := newClassTable()
 	c := &compiler{cfg: cfg, classes: classes, set: &PolicySet{env: cfg.env, byID: map[string]*Rule{}, classes: classes},

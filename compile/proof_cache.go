@@ -17,9 +17,11 @@ import (
 //
 // The entry's key covers the build of celguard and cel-go (buildID), the
 // set (its Digest: every source's name, layer, trust and content), the
-// cost limit and the sizes tried; the environment must be the default one
-// (a custom environment may declare other functions with other costs, and
-// has no identity to key on), otherwise nothing is cached. The value lists,
+// cost limit, the sizes tried and the environment's Identity (stdlib
+// version, home directory, symlink resolution: they decide which functions
+// exist and what constants fold to); an environment without an identity
+// (an embedder's library may declare other functions with other costs) is
+// never cached. The value lists,
 // for each expression that needs cost accounting, in the order the compiler
 // checked them, the size it is proven at (0: none) and the proven bound.
 //
@@ -33,13 +35,14 @@ import (
 const proofCacheVersion = "celguard-proofs-1"
 
 // proofKey is the cache key of the set's proofs, or "" when they are not
-// cached (no cache, or not the default environment).
+// cached (no cache, or an environment without an identity).
 func (c *compiler) proofKey() string {
-	if c.cfg.cache == nil || !c.cfg.defaultEnv {
+	id := c.cfg.env.Identity()
+	if c.cfg.cache == nil || id == "" {
 		return ""
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%v", proofCacheVersion, buildID(), c.set.digest, c.cfg.env.CostLimit(), boundSizes)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%v\x00%s", proofCacheVersion, buildID(), c.set.digest, c.cfg.env.CostLimit(), boundSizes, id)
 	return "proofs:" + hex.EncodeToString(h.Sum(nil))
 }
 

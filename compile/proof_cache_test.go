@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"cel.dev/cel-go/cel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policies"
+	"github.com/celguard/celguard/stdlib"
 )
 
 // proofs lists, for every program of the set, its proven size and bound.
@@ -121,11 +123,28 @@ func TestCostProofsCached(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, want, proofs(forged), "control: the entry is used when well formed")
 
-	// Another environment has no identity to key on: nothing is cached.
-	env, err := celenv.New(celenv.WithCostLimit(500_000))
+	// An environment of celguard's own options (another cost limit, symlink
+	// resolution) is cached under a key of its own, never the default's.
+	env, err := celenv.New(celenv.WithCostLimit(500_000), celenv.WithStdlib(stdlib.WithSymlinks(true)))
+	require.NoError(t, err)
+	own := &compile.MemoryASTCache{}
+	_, err = compile.Compile(srcs, compile.WithASTCache(own), compile.WithEnv(env))
+	require.NoError(t, err)
+	var ownKeys []string
+	for k := range own.Entries() {
+		if strings.HasPrefix(k, "proofs:") {
+			ownKeys = append(ownKeys, k)
+		}
+	}
+	require.Len(t, ownKeys, 1, "proofs cached for an environment of celguard's own options")
+	assert.NotEqual(t, key, ownKeys[0], "another environment's proofs under the default's key")
+
+	// An environment with an embedder's library has no identity to key on:
+	// nothing is cached.
+	custom, err := celenv.New(celenv.WithLibrary(cel.Variable("extra", cel.StringType)))
 	require.NoError(t, err)
 	other := &compile.MemoryASTCache{}
-	_, err = compile.Compile(srcs, compile.WithASTCache(other), compile.WithEnv(env))
+	_, err = compile.Compile(srcs, compile.WithASTCache(other), compile.WithEnv(custom))
 	require.NoError(t, err)
 	for k := range other.Entries() {
 		assert.False(t, strings.HasPrefix(k, "proofs:"), "proofs cached for a custom environment")

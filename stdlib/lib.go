@@ -137,6 +137,10 @@ func (l *Lib) buildRegistry() []*fnDef {
 // Home returns the directory "~" expands to.
 func (l *Lib) Home() string { return l.cfg.home }
 
+// Symlinks reports whether the path functions resolve symbolic links on
+// the host's file system (WithSymlinks).
+func (l *Lib) Symlinks() bool { return l.cfg.symlinks }
+
 // Version returns the stdlib version the Lib declares.
 func (l *Lib) Version() uint32 { return l.cfg.version }
 
