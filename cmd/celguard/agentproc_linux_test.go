@@ -4,7 +4,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,6 +32,7 @@ func TestProcAgent(t *testing.T) {
 	} {
 		cmd := &exec.Cmd{Path: tail, Args: tt.args}
 		require.NoError(t, cmd.Start())
+		waitExec(t, cmd.Process.Pid, tt.args[0])
 		got, ok := procAgent(cmd.Process.Pid)
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -37,4 +41,18 @@ func TestProcAgent(t *testing.T) {
 	}
 	_, ok := procAgent(os.Getpid())
 	assert.False(t, ok, "the test binary is no agent host")
+}
+
+// waitExec waits until process pid runs its own program (its command line
+// starts with arg0): between fork and exec, /proc shows the parent's.
+func waitExec(t *testing.T, pid int, arg0 string) {
+	t.Helper()
+	file := filepath.Join("/proc", strconv.Itoa(pid), "cmdline")
+	for range 1000 {
+		if b, err := os.ReadFile(file); err == nil && strings.HasPrefix(string(b), arg0+"\x00") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d did not exec %s", pid, arg0)
 }
