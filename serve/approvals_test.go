@@ -215,8 +215,9 @@ func TestApprovalAcrossReplicas(t *testing.T) {
 	for _, kind := range []string{"memory", "redis"} {
 		t.Run(kind, func(t *testing.T) {
 			var st eval.Store = store.NewMemory(time.Hour)
+			var r *redistest.Server
 			if kind == "redis" {
-				r := redistest.Start(t)
+				r = redistest.Start(t)
 				var err error
 				if st, err = store.Open(context.Background(), r.URL()); err != nil {
 					t.Fatal(err)
@@ -244,7 +245,18 @@ func TestApprovalAcrossReplicas(t *testing.T) {
 			if r := a.do("DELETE", "/v1/sessions/"+sid+"/approvals/"+req, nil, approver...); r.status != 204 {
 				t.Fatalf("revoke through a: %d %s", r.status, r.body)
 			}
-			requestOf(t, b.before(sid, push))
+			req = requestOf(t, b.before(sid, push))
+			if r == nil {
+				return
+			}
+			// The store down: the approval is not recorded, and says so.
+			r.Stop()
+			if ans := a.do("POST", "/v1/sessions/"+sid+"/approvals", map[string]any{"request_id": req, "scope": "once"}, approver...); ans.status != 503 || code(t, ans) != serve.CodeStoreUnavailable {
+				t.Fatalf("approve with the store down: %d %s, want 503 store_unavailable", ans.status, ans.body)
+			}
+			if l := a.do("GET", "/v1/sessions/"+sid+"/approvals", nil, approver...); l.status != 503 {
+				t.Fatalf("list with the store down: %d %s, want 503", l.status, l.body)
+			}
 		})
 	}
 }
