@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -334,20 +335,63 @@ func (s *Session) Grants() []Grant {
 
 // Approve answers the pending request id with scope (ScopeAlways grants the
 // exact call for the session; writing the persistent rule is the
-// caller's). by says who approved. The error wraps ErrNoRequest when there
-// is no such request.
-func (s *Session) Approve(id string, scope Scope, by string) (Grant, Request, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.book.approve(id, scope, by, s.eng.cfg.now())
+// caller's). by says who approved. With a store (WithStore) the grant is
+// committed to it, on the session's current stored state, so that every
+// replica honours it: an error that is not about the request says the
+// store could not be reached (store_unavailable) or kept changing
+// (store_conflict), and nothing was recorded. The error wraps
+// ErrNoRequest when there is no such request.
+func (s *Session) Approve(ctx context.Context, id string, scope Scope, by string) (Grant, Request, error) {
+	var (
+		g Grant
+		r Request
+	)
+	err := s.changeBook(ctx, func(b *approvalBook, now time.Time) error {
+		var err error
+		g, r, err = b.approve(id, scope, by, now)
+		return err
+	})
+	return g, r, err
 }
 
+// errNothingRevoked is changeBook's error of a revoke that found nothing.
+var errNothingRevoked = errors.New("nothing to revoke")
+
 // Revoke forgets the grant or pending request id; it reports whether there
-// was one.
-func (s *Session) Revoke(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.book.revoke(id)
+// was one. With a store the change is committed to it, as Approve's; the
+// error says the store failed and nothing was revoked.
+func (s *Session) Revoke(ctx context.Context, id string) (bool, error) {
+	err := s.changeBook(ctx, func(b *approvalBook, _ time.Time) error {
+		if !b.revoke(id) {
+			return errNothingRevoked
+		}
+		return nil
+	})
+	if errors.Is(err, errNothingRevoked) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// changeBook applies change to the session's approval book: in memory, or
+// with a store through changeStored, on the state as stored. A change that
+// fails leaves the book as it was.
+func (s *Session) changeBook(ctx context.Context, change func(*approvalBook, time.Time) error) error {
+	apply := func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		b := approvalBook{requests: slices.Clone(s.book.requests), grants: slices.Clone(s.book.grants)}
+		if err := change(&b, s.eng.cfg.now()); err != nil {
+			return err
+		}
+		s.book = b
+		return nil
+	}
+	if s.eng.cfg.store == nil {
+		return apply()
+	}
+	_, err := s.changeStored(ctx, apply)
+	return err
 }
 
 // RequestFor returns the pending request for the exact call c, whichever

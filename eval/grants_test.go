@@ -72,7 +72,7 @@ func TestApprovalGrants(t *testing.T) {
 	require.Len(t, reqs, 1)
 	assert.Equal(t, "Bash: git commit -m x", reqs[0].Summary)
 
-	_, _, err := s.Approve("00000000", eval.ScopeOnce, "test")
+	_, _, err := s.Approve(ctx, "00000000", eval.ScopeOnce, "test")
 	require.ErrorIs(t, err, eval.ErrNoRequest)
 
 	// Once: the identical call runs once; a different call is asked.
@@ -93,19 +93,21 @@ func TestApprovalGrants(t *testing.T) {
 
 	// Session: every Bash call the rule asks about; not Write.
 	id2 := before("Bash", "npm install").Approval.Request
-	_, _, err = s.Approve(id2, eval.ScopeSession, "test")
+	_, _, err = s.Approve(ctx, id2, eval.ScopeSession, "test")
 	require.NoError(t, err)
 	next()
 	assert.Equal(t, policy.Allow, before("Bash", "npm install").Verdict)
 	assert.Equal(t, policy.Allow, before("Bash", "pytest").Verdict)
 	assert.Equal(t, policy.Ask, before("Write", "x").Verdict)
-	require.True(t, s.Revoke(id2))
+	ok, err := s.Revoke(ctx, id2)
+	require.NoError(t, err)
+	require.True(t, ok)
 	assert.Equal(t, policy.Ask, before("Bash", "pytest").Verdict, "revoked")
 
 	// Requests expire.
 	id3 := before("Write", "y").Approval.Request
 	now = now.Add(eval.RequestTTL + time.Minute)
-	_, _, err = s.Approve(id3, eval.ScopeOnce, "test")
+	_, _, err = s.Approve(ctx, id3, eval.ScopeOnce, "test")
 	assert.ErrorIs(t, err, eval.ErrNoRequest)
 }
 
@@ -155,7 +157,7 @@ func TestRequestLargeArgs(t *testing.T) {
 	assert.True(t, reqs[0].ArgsOmitted)
 	assert.Nil(t, reqs[0].Args)
 	assert.Less(t, len(reqs[0].Summary), 1000)
-	_, _, err = s.Approve(d.Approval.Request, eval.ScopeOnce, "test")
+	_, _, err = s.Approve(context.Background(), d.Approval.Request, eval.ScopeOnce, "test")
 	require.NoError(t, err)
 	d, err = s.Before(context.Background(), call)
 	require.NoError(t, err)

@@ -128,3 +128,22 @@ func TestScopeID(t *testing.T) {
 	assert.Equal(t, "", eval.ScopeID(meta, policy.ScopeOrg), "not a string: the shared empty id")
 	assert.Equal(t, "codex", eval.ScopeID(map[string]any{"agent": "codex"}, policy.ScopeAgent))
 }
+
+// TestApproveStoreFault: with a store that cannot be reached, an approval
+// or a revoke is an error saying so, and nothing is recorded.
+func TestApproveStoreFault(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	set := mustSet(t, map[string]string{"g.yaml": grantsPolicy})
+	fs := &faultStore{}
+	eng, err := eval.New(set, eval.WithApprover(deferAll), eval.WithApprovalRequests(), eval.WithStore(fs),
+		eval.WithClock(func() time.Time { return now }))
+	require.NoError(t, err)
+	s := eng.NewSession("s", nil)
+	fs.err = errors.New("connection refused")
+	_, _, err = s.Approve(ctx, "00000000", eval.ScopeOnce, "test")
+	require.ErrorContains(t, err, eval.CodeStoreUnavailable)
+	_, err = s.Revoke(ctx, "00000000")
+	require.ErrorContains(t, err, eval.CodeStoreUnavailable)
+	assert.Empty(t, s.Grants())
+}

@@ -19,11 +19,12 @@ func (s *Session) NextTurn(ctx context.Context) (uint64, error) {
 		s.StartTurn()
 		return s.Turn(), nil
 	}
-	return s.changeStored(ctx, func() {
+	return s.changeStored(ctx, func() error {
 		s.mu.Lock()
 		s.turn++
 		s.halt = nil
 		s.mu.Unlock()
+		return nil
 	})
 }
 
@@ -57,16 +58,18 @@ func (s *Session) syncLocked(ctx context.Context) error {
 }
 
 // changeStored applies change to the session's own state and commits it,
-// on the current state.
-func (s *Session) changeStored(ctx context.Context, change func()) (uint64, error) {
+// on the current state. A change that fails (and changes nothing) on a
+// state that is current returns its error; on a state another replica
+// changed since, it is applied again on the current one.
+func (s *Session) changeStored(ctx context.Context, change func() error) (uint64, error) {
 	st := &s.st
 	defer s.eng.sessionLocks.lock(s.id)()
 	st.counted = [len(sharedScopes)]bool{}
 	for try := 0; try < s.eng.cfg.storeRetries; try++ {
-		change()
+		cerr := change()
 		cur := s.State()
 		op := StoreOp{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-		if st.version == "" || !st.committed.same(cur) {
+		if cerr == nil && (st.version == "" || !st.committed.same(cur)) {
 			op.Write = &cur
 		}
 		ok, got, err := s.eng.commit(ctx, []StoreOp{op})
@@ -79,7 +82,7 @@ func (s *Session) changeStored(ctx context.Context, change func()) (uint64, erro
 			if op.Write != nil {
 				st.committed.set(*op.Write)
 			}
-			return s.Turn(), nil
+			return s.Turn(), cerr
 		}
 		s.adoptSession(got[0])
 	}
@@ -99,6 +102,6 @@ func (s *Session) Open(ctx context.Context) error {
 	if err := s.Sync(ctx); err != nil {
 		return fmt.Errorf("%s: %w", CodeStoreUnavailable, err)
 	}
-	_, err := s.changeStored(ctx, func() {})
+	_, err := s.changeStored(ctx, func() error { return nil })
 	return err
 }

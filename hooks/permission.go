@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -79,7 +80,7 @@ func notePermission(sess *eval.Session, ev Event) {
 
 // learnApproval records what the user chose for a call that ran after the
 // host asked them about it (see above).
-func learnApproval(sess *eval.Session, ev Event) {
+func learnApproval(ctx context.Context, sess *eval.Session, ev Event) {
 	r, ok := sess.RequestFor(ev.Call)
 	if !ok || len(r.Host) == 0 {
 		return
@@ -90,12 +91,13 @@ func learnApproval(sess *eval.Session, ev Event) {
 	}
 	for _, o := range note.Offered {
 		if !o.Present && o.File != "" && allowsRule(o.File, o.Rule) {
-			_, _, _ = sess.Approve(r.ID, eval.ScopeSession, ev.Host+" permission dialog (don't ask again: "+o.Rule+")")
+			_, _, _ = sess.Approve(ctx, r.ID, eval.ScopeSession, ev.Host+" permission dialog (don't ask again: "+o.Rule+")")
 			return
 		}
 	}
-	// Approved once: answered, nothing to remember.
-	sess.Revoke(r.ID)
+	// Approved once: answered, nothing to remember. (A store that fails
+	// here only leaves the request pending: nothing more is allowed.)
+	_, _ = sess.Revoke(ctx, r.ID)
 }
 
 // settingsFile is the Claude Code settings file a permission rule goes to:

@@ -81,7 +81,7 @@ func Decide(ctx context.Context, sess *eval.Session, ev Event) (eval.Decision, e
 	case KindPermission:
 		notePermission(sess, ev)
 	case KindAfter:
-		learnApproval(sess, ev)
+		learnApproval(ctx, sess, ev)
 		d, err = sess.After(ctx, ev.Call, ev.Result)
 	case KindTurnEnd:
 		if d, err = sess.EndTurn(ctx); err != nil {

@@ -74,6 +74,11 @@ const (
 	CodeTooLarge         = "too_large"               // HTTP 413: the body is larger than the bound
 	CodeNotFound         = "not_found"               // HTTP 404: no such route or host
 	CodeTooManySessions  = "too_many_sessions"       // HTTP 503, or a block on a hook: the session table is full
+	// Codes of the approval routes.
+	CodeApprovalsDisabled = "approvals_disabled" // HTTP 403: the server has no approver token
+	CodeAlwaysRefused     = "always_refused"     // HTTP 403: scope "always" is not given over HTTP
+	CodeMandatoryRule     = "mandatory_rule"     // HTTP 403: no approval lifts a mandatory rule
+	CodeNoSuchRequest     = "no_such_request"    // HTTP 404: no such pending request or grant
 )
 
 // Config configures a Server.
@@ -88,8 +93,15 @@ type Config struct {
 	CompileOptions []compile.Option
 	EngineOptions  []eval.Option
 	// Token, when not empty, is the bearer token every request but
-	// /healthz and /readyz must carry.
+	// /healthz, /readyz and the approval routes must carry.
 	Token string
+	// ApproverToken, when not empty, turns the approval routes on
+	// (/v1/sessions/{id}/approvals): they take this bearer token and no
+	// other, so that an agent holding the decision token cannot approve
+	// its own requests. It must differ from Token. With it, every ask
+	// deferred to the client or host is also recorded as a request a
+	// person can answer (eval.WithApprovalRequests).
+	ApproverToken string
 	// Version is reported by /v1/status.
 	Version string
 	// Store names the state store for /v1/status ("memory", a URL
@@ -161,6 +173,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ApproverToken != "" && cfg.ApproverToken == cfg.Token {
+		return nil, errors.New("serve.New: the approver token must differ from the decision token (an agent holding one must not approve its own requests)")
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -176,7 +191,11 @@ func New(cfg Config) (*Server, error) {
 	// Every decision carries its audit record, the set's digest with it;
 	// an ask is the caller's (the host asks its user), unless the options
 	// name an approver.
-	eng, err := eval.New(set, append([]eval.Option{eval.WithDecisionMetadata(), eval.WithApprover(deferAsks)}, cfg.EngineOptions...)...)
+	opts := []eval.Option{eval.WithDecisionMetadata(), eval.WithApprover(deferAsks)}
+	if cfg.ApproverToken != "" {
+		opts = append(opts, eval.WithApprovalRequests())
+	}
+	eng, err := eval.New(set, append(opts, cfg.EngineOptions...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -333,6 +352,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/sessions/{id}/turns/end", auth(http.HandlerFunc(s.endTurn)))
 	mux.Handle("POST /v1/sessions/{id}/before", auth(http.HandlerFunc(s.before)))
 	mux.Handle("POST /v1/sessions/{id}/after", auth(http.HandlerFunc(s.after)))
+	// The approval routes take the approver token, not the decision one.
+	mux.Handle("GET /v1/sessions/{id}/approvals", s.approver(http.HandlerFunc(s.listApprovals)))
+	mux.Handle("POST /v1/sessions/{id}/approvals", s.approver(http.HandlerFunc(s.approve)))
+	mux.Handle("DELETE /v1/sessions/{id}/approvals/{approval}", s.approver(http.HandlerFunc(s.revoke)))
 	mux.Handle("POST /v1/halt", auth(http.HandlerFunc(s.halt)))
 	mux.Handle("DELETE /v1/halt", auth(http.HandlerFunc(s.halt)))
 	mux.Handle("POST /v1/sessions/{id}/input", auth(http.HandlerFunc(s.input)))
@@ -348,11 +371,14 @@ func (s *Server) routes() http.Handler {
 // tokenOK reports whether r carries the configured bearer token (or none
 // is configured).
 func (s *Server) tokenOK(r *http.Request) bool {
-	if s.cfg.Token == "" {
-		return true
-	}
+	return s.cfg.Token == "" || carries(r, s.cfg.Token)
+}
+
+// carries reports whether r carries the bearer token want, compared in
+// constant time.
+func carries(r *http.Request, want string) bool {
 	got, ok := bearer(r.Header.Get("Authorization"))
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 // bearer reads the token of an "Authorization: Bearer TOKEN" header.
@@ -382,6 +408,25 @@ func equalFold(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// approver guards the approval routes: 403 approvals_disabled when the
+// server has no approver token, 401 unauthorized without it (the decision
+// token is not it).
+func (s *Server) approver(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.ApproverToken == "" {
+			writeError(w, http.StatusForbidden, CodeApprovalsDisabled,
+				"approvals over HTTP are off: start the server with --approver-token-file (a token the agents cannot read)")
+			return
+		}
+		if !carries(r, s.cfg.ApproverToken) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="celguard approvals"`)
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "the approval routes need an Authorization: Bearer header with the approver token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // authorized answers 401 to a request without the token.

@@ -37,6 +37,7 @@ type serveParams struct {
 	unix        string
 	store       string
 	tokenFile   string
+	approverTok string // --approver-token-file
 	tlsCert     string
 	tlsKey      string
 	approve     bool
@@ -63,12 +64,24 @@ the user's and the project's policies) and answers:
                                                  as the command hook answers it
   POST /v1/sessions, /v1/sessions/{id}/before, /after, /turns/start, /turns/end
                                                  the session API (docs/serve.md)
+  GET|POST /v1/sessions/{id}/approvals, DELETE /v1/sessions/{id}/approvals/{id}
+                                                 answer a session's asks, with the
+                                                 approver token only (docs/approvals.md)
   GET  /v1/status, /healthz, /readyz, /metrics, /openapi.json
 
 It listens on ` + defaultListen + ` by default (loopback only). Listening beyond
 loopback needs --token-file: every request but /healthz and /readyz must then
 carry "Authorization: Bearer TOKEN". --tls-cert and --tls-key serve HTTPS;
 --unix serves on a unix socket (mode 0600) instead of TCP.
+
+--approver-token-file turns the approval routes on: they take that token and
+no other (not the --token-file one), so an agent that can reach the server
+cannot approve its own requests. Keep the file out of the agents' reach: owned
+by another user than the agents', mode 0600 (for example root-owned under
+/etc/celguard, the server run by a user of its own); a file that others may
+read is refused. Over HTTP an approval is once or for the session; a
+persistent one is a reviewed rule file written by 'celguard approve ID
+--always' on the user's machine. No approval lifts a mandatory rule.
 
 Every decision fails closed: a fault, a store that cannot be reached or the
 --timeout passing is a block with a code; a hook endpoint always answers
@@ -115,6 +128,7 @@ that cannot reach the store is a block with code store_unavailable, and
 	f.StringVar(&p.unix, "unix", "", "listen on this unix socket (created with mode 0600) instead of TCP")
 	f.StringVar(&p.store, "store", "memory:", "the state store: memory: (in this process), redis://HOST:PORT/DB, valkey://HOST:PORT/DB or file:///DIR (docs/store.md)")
 	f.StringVar(&p.tokenFile, "token-file", "", "a file whose content is the bearer token every request must carry")
+	f.StringVar(&p.approverTok, "approver-token-file", "", "a file (mode 0600, out of the agents' reach) whose content is the bearer token of the approval routes; without it they answer 403")
 	f.StringVar(&p.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	f.StringVar(&p.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	f.BoolVar(&p.approve, "approve", false, "an allow by an explicit rule approves the call on hosts that can (as for 'celguard hook')")
@@ -143,6 +157,15 @@ func runServe(ctx context.Context, p serveParams) int {
 	if p.tokenFile != "" {
 		if token, err = readToken(p.tokenFile); err != nil {
 			return fail("%v", err)
+		}
+	}
+	approverToken := ""
+	if p.approverTok != "" {
+		if approverToken, err = readApproverToken(p.approverTok); err != nil {
+			return fail("%v", err)
+		}
+		if approverToken == token {
+			return fail("--approver-token-file and --token-file hold the same token: the approver token must be one the agents do not have")
 		}
 	}
 	if p.unix == "" {
@@ -182,6 +205,7 @@ func runServe(ctx context.Context, p serveParams) int {
 		},
 		EngineOptions: append(append(engineOptions(), eval.WithStore(st)), extra...),
 		Token:         token,
+		ApproverToken: approverToken,
 		Version:       currentBuild().String(),
 		Store:         storeName,
 		Ready:         ready,
@@ -301,16 +325,35 @@ func isLoopback(addr string) (bool, error) {
 // readToken reads a bearer token file: its content, spaces trimmed, not
 // empty.
 func readToken(path string) (string, error) {
+	return readTokenFlag("--token-file", path)
+}
+
+// readApproverToken reads the approver token file, which no one but its
+// owner may read or write: an agent that can read it could approve its
+// own requests.
+func readApproverToken(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("--approver-token-file: %w", describe(err))
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("--approver-token-file %s has mode %04o: it must be 0600 (or stricter), owned by a user the agents do not run as", path, fi.Mode().Perm())
+	}
+	return readTokenFlag("--approver-token-file", path)
+}
+
+// readTokenFlag reads the token file path of flag.
+func readTokenFlag(flag, path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", describe(err))
+		return "", fmt.Errorf("%s: %w", flag, describe(err))
 	}
 	t := strings.TrimSpace(string(b))
 	if t == "" {
-		return "", fmt.Errorf("--token-file %s is empty", path)
+		return "", fmt.Errorf("%s %s is empty", flag, path)
 	}
 	if strings.ContainsAny(t, " \t\r\n") {
-		return "", fmt.Errorf("--token-file %s: the token must be one word", path)
+		return "", fmt.Errorf("%s %s: the token must be one word", flag, path)
 	}
 	return t, nil
 }

@@ -390,3 +390,34 @@ func TestServeUnixSocket(t *testing.T) {
 	}
 	srv.stop(t)
 }
+
+// TestServeApproverToken: --approver-token-file opens the approval routes
+// to that token only; the decision token does not open them.
+func TestServeApproverToken(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile, approverFile := filepath.Join(dir, "token"), filepath.Join(dir, "approver")
+	if err := os.WriteFile(tokenFile, []byte("decide-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(approverFile, []byte("approve-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServe(t, "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--approver-token-file", approverFile)
+	for _, tc := range []struct {
+		token  string
+		status int
+	}{{"", 401}, {"decide-1", 401}, {"approve-1", 200}} {
+		req, _ := http.NewRequest("GET", srv.url+"/v1/sessions/s/approvals", nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tc.status {
+			t.Errorf("token %q: %d, want %d", tc.token, res.StatusCode, tc.status)
+		}
+	}
+}
