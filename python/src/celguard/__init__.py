@@ -3,7 +3,9 @@
 The client (``Client``, ``AsyncClient``) speaks the serve session API and
 fails closed: when it cannot get a decision (service down, slow, an answer
 other than HTTP 200, a body that is not a Decision) it returns a block
-Decision with a code and never raises.
+Decision with a code and never raises. Its approval methods (``approvals``,
+``approve``, ``revoke``, with the separate ``approver_token``) are not
+decisions and raise ``ApprovalError`` with the server's code instead.
 
 Adapters, each implementing its host's own interface (import them from their
 modules; each needs its host's package installed):
@@ -18,6 +20,7 @@ modules; each needs its host's package installed):
 docs/python.md maps every verdict per host.
 """
 
+from ._approvals import ApprovalError, ApprovalRequest, Approvals, Approved, Grant, Scope
 from ._client import DEFAULT_TIMEOUT, DEFAULT_URL, Agent, AsyncClient, AsyncSession, Client, Session
 from ._common import Approver, SyncApprover, refusal_text, warning_text
 from ._decision import (
@@ -35,6 +38,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "ApprovalError",
+    "ApprovalRequest",
+    "Approvals",
+    "Approved",
     "Approver",
     "AsyncClient",
     "AsyncSession",
@@ -47,7 +54,9 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "DEFAULT_URL",
     "Decision",
+    "Grant",
     "Phase",
+    "Scope",
     "Session",
     "SyncApprover",
     "Verdict",

@@ -4,6 +4,10 @@ Both fail closed: a transport error, a timeout, a status other than 200 or a
 body that is not a Decision becomes a block Decision with a code
 (``service_unavailable``, ``service_timeout``, ``service_error``,
 ``invalid_response``). They never raise for a decision.
+
+The approval methods (approvals, approve, revoke) are not decisions: they
+send the approver token (never the decision token) and raise ApprovalError
+with the server's code on any answer other than success.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import httpx
 
+from ._approvals import Approvals, Approved, Scope, raise_for, transport_error
 from ._decision import (
     CODE_BAD_RESPONSE,
     CODE_HTTP_ERROR,
@@ -63,6 +68,28 @@ def _settings(url: str | None, token: str | None, token_file: str | None) -> tup
     if tok:
         headers["Authorization"] = f"Bearer {tok}"
     return base, headers
+
+
+def _approver_token(token: str | None, token_file: str | None) -> str | None:
+    if token is None and token_file:
+        with open(token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+    return token or None
+
+
+def _approvals_path(session_id: str, tail: str = "") -> str:
+    path = f"/v1/sessions/{quote(session_id, safe='')}/approvals"
+    return f"{path}/{quote(tail, safe='')}" if tail else path
+
+
+def _approver_request(http: httpx.Client | httpx.AsyncClient, token: str | None, method: str, path: str,
+                      body: dict[str, Any] | None = None) -> httpx.Request:
+    req = http.build_request(method, path, json=body)
+    # The decision token is not the approver's: never send it here.
+    req.headers.pop("Authorization", None)
+    if token:
+        req.headers["Authorization"] = f"Bearer {token}"
+    return req
 
 
 def _failure(exc: Exception, what: str, phase: str, tool: str, call_id: str) -> Decision:
@@ -272,13 +299,17 @@ class Client:
 
     url defaults to $CELGUARD_URL, else http://127.0.0.1:9743 (celguard serve's default); the bearer
     token comes from token, token_file, $CELGUARD_TOKEN_FILE or
-    $CELGUARD_TOKEN. uds talks over a unix socket instead of TCP.
+    $CELGUARD_TOKEN. uds talks over a unix socket instead of TCP. approver_token (or
+    approver_token_file) is the token of serve --approver-token-file, sent only by the
+    approval methods; keep it out of the agent's reach.
     """
 
     def __init__(self, url: str | None = None, *, token: str | None = None, token_file: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT, uds: str | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, approver_token: str | None = None,
+                 approver_token_file: str | None = None) -> None:
         base, headers = _settings(url, token, token_file)
+        self._approver_token = _approver_token(approver_token, approver_token_file)
         if transport is None and uds:
             transport = httpx.HTTPTransport(uds=uds)
         self._http = httpx.Client(base_url=base, headers=headers, timeout=timeout, transport=transport,
@@ -316,6 +347,28 @@ class Client:
         except httpx.HTTPError:
             pass
 
+    def approvals(self, session_id: str) -> Approvals:
+        """The session's pending approval requests and grants (approver token)."""
+        what = "the approvals list"
+        return Approvals.from_json(self._approver("GET", _approvals_path(session_id), None, what, 200))
+
+    def approve(self, session_id: str, request_id: str, scope: Scope = "once") -> Approved:
+        """Approve a pending request once (the identical call) or for the
+        session (every call of the tool the rule asks about)."""
+        body = {"request_id": request_id, "scope": scope}
+        return Approved.from_json(self._approver("POST", _approvals_path(session_id), body, "the approval", 200))
+
+    def revoke(self, session_id: str, approval_id: str) -> None:
+        """Revoke a grant or drop a pending request: the call is asked again."""
+        self._approver("DELETE", _approvals_path(session_id, approval_id), None, "the revocation", 204)
+
+    def _approver(self, method: str, path: str, body: dict[str, Any] | None, what: str, ok: int) -> Any:
+        try:
+            resp = self._http.send(_approver_request(self._http, self._approver_token, method, path, body))
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, what) from exc
+        return raise_for(resp, what, ok)
+
     def close(self) -> None:
         """Close the connection pool."""
         self._http.close()
@@ -332,8 +385,10 @@ class AsyncClient:
 
     def __init__(self, url: str | None = None, *, token: str | None = None, token_file: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT, uds: str | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, approver_token: str | None = None,
+                 approver_token_file: str | None = None) -> None:
         base, headers = _settings(url, token, token_file)
+        self._approver_token = _approver_token(approver_token, approver_token_file)
         if transport is None and uds:
             transport = httpx.AsyncHTTPTransport(uds=uds)
         self._http = httpx.AsyncClient(base_url=base, headers=headers, timeout=timeout, transport=transport,
@@ -369,6 +424,28 @@ class AsyncClient:
             await self._http.delete(path)
         except httpx.HTTPError:
             pass
+
+    async def approvals(self, session_id: str) -> Approvals:
+        """The session's pending approval requests and grants (see Client.approvals)."""
+        what = "the approvals list"
+        return Approvals.from_json(await self._approver("GET", _approvals_path(session_id), None, what, 200))
+
+    async def approve(self, session_id: str, request_id: str, scope: Scope = "once") -> Approved:
+        """Approve a pending request (see Client.approve)."""
+        body = {"request_id": request_id, "scope": scope}
+        return Approved.from_json(await self._approver("POST", _approvals_path(session_id), body, "the approval",
+                                                       200))
+
+    async def revoke(self, session_id: str, approval_id: str) -> None:
+        """Revoke a grant or drop a pending request (see Client.revoke)."""
+        await self._approver("DELETE", _approvals_path(session_id, approval_id), None, "the revocation", 204)
+
+    async def _approver(self, method: str, path: str, body: dict[str, Any] | None, what: str, ok: int) -> Any:
+        try:
+            resp = await self._http.send(_approver_request(self._http, self._approver_token, method, path, body))
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, what) from exc
+        return raise_for(resp, what, ok)
 
     async def aclose(self) -> None:
         """Close the connection pool."""

@@ -59,6 +59,15 @@ class Decision:
         return self.verdict in ("allow", "warn", "modify")
 
     @property
+    def request_id(self) -> str:
+        """The approval request an ask recorded (``approval.request_id``):
+        the id an approver answers with Client.approve or ``celguard approve
+        ID``; "" when the decision names none."""
+        ap = self.raw.get("approval")
+        rid = ap.get("request_id") if isinstance(ap, dict) else None
+        return rid if isinstance(rid, str) else ""
+
+    @property
     def halts(self) -> bool:
         """Whether the decision stops the turn (halt)."""
         return self.verdict == "halt"
