@@ -102,6 +102,12 @@ again and it runs. A different call is asked again.
                                  and its test into your policies
                                  (~/.config/celguard/approved/approved-ID.yaml)
 
+With --server URL --session-id ID --approver-token-file FILE it answers a
+request celguard serve recorded (its hook endpoints' refusal names this form):
+the call is read from the server, shown and confirmed the same way, and the
+approval is posted to the server's approval routes with the approver token.
+Over HTTP an approval is once or --session; --always is refused by the server.
+
 No approval lifts a mandatory rule (the built-in dangerous-commands and
 self-protection policies, the admin's policies): their asks make no request.
 
