@@ -81,6 +81,11 @@ const (
 	CodeNoSuchRequest     = "no_such_request"    // HTTP 404: no such pending request or grant
 )
 
+// NoApprovalsReason ends a hook endpoint's refusal of an ask (Codex,
+// Gemini CLI) on a server without an approver token, where no request is
+// recorded and no one can approve one.
+const NoApprovalsReason = "approvals are disabled on this server (celguard serve has no --approver-token-file): it cannot be approved here; tell the user"
+
 // Config configures a Server.
 type Config struct {
 	// Sources reads the policy layers; it is called by New and by every
@@ -208,7 +213,7 @@ func New(cfg Config) (*Server, error) {
 	hopts := cfg.HookOptions
 	if cfg.ApproverToken == "" {
 		// No request is recorded, and no one can approve one here.
-		hopts.ApproveCommandFor, hopts.NoApprovals = nil, "approvals are disabled on this server (celguard serve has no --approver-token-file): it cannot be approved here; tell the user"
+		hopts.ApproveCommandFor, hopts.NoApprovals = nil, NoApprovalsReason
 	}
 	for _, name := range hooks.Hosts() {
 		h, err := hooks.New(name, hopts)
