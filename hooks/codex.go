@@ -38,7 +38,7 @@ func (c codex) before(ev Event, d eval.Decision) *hookOutput {
 	case policy.Warn:
 		hso.AdditionalContext, out.SystemMessage = msg, msg
 	case policy.Ask:
-		hso.decide("deny", approvalMessage("Codex", c.opts.ApproveCommand, d))
+		hso.decide("deny", approvalMessage("Codex", c.opts, ev.SessionID, d))
 	case policy.Modify:
 		hso.rewrite(d, msg)
 	case policy.Block:

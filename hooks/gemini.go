@@ -103,7 +103,7 @@ func (h *gemini) before(ev Event, d eval.Decision) geminiOut {
 	case policy.Warn:
 		return geminiOut{SystemMessage: msg}
 	case policy.Ask:
-		return geminiOut{Decision: "deny", Reason: approvalMessage("Gemini CLI", h.opts.ApproveCommand, d)}
+		return geminiOut{Decision: "deny", Reason: approvalMessage("Gemini CLI", h.opts, ev.SessionID, d)}
 	case policy.Modify:
 		if d.Args == nil {
 			return geminiOut{Decision: "deny", Reason: msg + ": the rewritten arguments are missing"}

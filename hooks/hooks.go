@@ -145,6 +145,15 @@ type Options struct {
 	// request, named in the refusal of an ask on a host that cannot ask;
 	// empty means "celguard approve".
 	ApproveCommand string
+	// ApproveCommandFor, when set, is the approve command for an event's
+	// session, in place of ApproveCommand, and the refusal offers no
+	// --always: celguard serve names its URL and the session
+	// (`celguard approve --server URL --session ID ...`).
+	ApproveCommandFor func(session string) string
+	// NoApprovals, when not empty, says why no request is recorded for an
+	// ask (celguard serve without an approver token), in place of asking
+	// the user to approve the call.
+	NoApprovals string
 }
 
 // Host decodes one host's events and encodes decisions for it.
@@ -231,10 +240,18 @@ func message(d eval.Decision) string {
 // With a pending request (eval.WithApprovalRequests) it names the request
 // and the command a person runs to approve it (cmd: "celguard approve"
 // when empty), and says what the agent should tell the user.
-func approvalMessage(host, cmd string, d eval.Decision) string {
+func approvalMessage(host string, opts Options, session string, d eval.Decision) string {
 	if d.Approval == nil || d.Approval.Request == "" {
+		if opts.NoApprovals != "" {
+			return clip(message(d) + ". This call needs a person's approval and " + host +
+				" hooks cannot ask for it, so celguard blocked it, and " + opts.NoApprovals)
+		}
 		return clip(message(d) + ". This call needs a person's approval and " + host +
 			" hooks cannot ask for it, so celguard blocked it: ask the user to approve it, then run it again")
+	}
+	cmd, always := opts.ApproveCommand, ", or --always to also add a permanent allow rule for this exact call to your policies"
+	if opts.ApproveCommandFor != nil {
+		cmd, always = opts.ApproveCommandFor(session), ""
 	}
 	if cmd == "" {
 		cmd = "celguard approve"
@@ -242,11 +259,10 @@ func approvalMessage(host, cmd string, d eval.Decision) string {
 	id := d.Approval.Request
 	return clip(fmt.Sprintf("%s. This call needs the user's approval and %s hooks cannot ask for it, so celguard refused it as approval request %s. "+
 		"Tell the user: \"celguard asks your approval for this call. To approve this exact call once, run in your own terminal: %s %s "+
-		"(or with --session to approve every %s call rule %s asks about for the rest of this session, or --always to also add a "+
-		"permanent allow rule for this exact call to your policies).\" "+
+		"(or with --session to approve every %s call rule %s asks about for the rest of this session%s).\" "+
 		"When the user says it is approved, run the identical call again; a different call is asked again. "+
 		"Do not run %s yourself: it refuses inside an agent's tool call.",
-		message(d), host, id, cmd, id, d.Tool, d.RuleID, cmd))
+		message(d), host, id, cmd, id, d.Tool, d.RuleID, always, cmd))
 }
 
 // rewriteMessage is the block reason for a rewrite a host cannot apply.

@@ -81,6 +81,11 @@ const (
 	CodeNoSuchRequest     = "no_such_request"    // HTTP 404: no such pending request or grant
 )
 
+// NoApprovalsReason ends a hook endpoint's refusal of an ask (Codex,
+// Gemini CLI) on a server without an approver token, where no request is
+// recorded and no one can approve one.
+const NoApprovalsReason = "approvals are disabled on this server (celguard serve has no --approver-token-file): it cannot be approved here; tell the user"
+
 // Config configures a Server.
 type Config struct {
 	// Sources reads the policy layers; it is called by New and by every
@@ -107,7 +112,10 @@ type Config struct {
 	// Store names the state store for /v1/status ("memory", a URL
 	// without its password).
 	Store string
-	// HookOptions are the hosts' encoding options (Approve).
+	// HookOptions are the hosts' encoding options (Approve, and
+	// ApproveCommandFor: the command a refusal names, with the server's
+	// URL and the session). Without an ApproverToken the refusal of an ask
+	// says approvals are disabled on this server.
 	HookOptions hooks.Options
 	// MaxBodyBytes, Timeout, MaxSessions and SessionIdle bound requests
 	// and sessions; zero means the Default of each.
@@ -202,8 +210,13 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, eng: eng, log: log, tried: set.Digest(), loadedAt: time.Now().UTC(),
 		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}}
 	s.metrics = newMetrics(s)
+	hopts := cfg.HookOptions
+	if cfg.ApproverToken == "" {
+		// No request is recorded, and no one can approve one here.
+		hopts.ApproveCommandFor, hopts.NoApprovals = nil, NoApprovalsReason
+	}
 	for _, name := range hooks.Hosts() {
-		h, err := hooks.New(name, cfg.HookOptions)
+		h, err := hooks.New(name, hopts)
 		if err != nil {
 			return nil, err
 		}

@@ -29,6 +29,9 @@ type approveParams struct {
 	stateDir        string
 	userDir         string
 	format          string
+	// server, sessionID, tokenFile: approve a request celguard serve
+	// recorded, through its approval routes (approveServer).
+	server, sessionID, tokenFile string
 	stdio
 }
 
@@ -99,6 +102,12 @@ again and it runs. A different call is asked again.
                                  and its test into your policies
                                  (~/.config/celguard/approved/approved-ID.yaml)
 
+With --server URL --session-id ID --approver-token-file FILE it answers a
+request celguard serve recorded (its hook endpoints' refusal names this form):
+the call is read from the server, shown and confirmed the same way, and the
+approval is posted to the server's approval routes with the approver token.
+Over HTTP an approval is once or --session; --always is refused by the server.
+
 No approval lifts a mandatory rule (the built-in dangerous-commands and
 self-protection policies, the admin's policies): their asks make no request.
 
@@ -130,6 +139,9 @@ Exit codes: 0 approved; 1 you answered no; 2 refused, or no such request.`,
 	cmd.Flags().BoolVar(&p.session, "session", false, "approve every call of the tool the rule asks about, for the rest of the session")
 	cmd.Flags().BoolVar(&p.always, "always", false, "approve this exact call for good: write an allow rule and its test into your policies")
 	cmd.MarkFlagsMutuallyExclusive("session", "always")
+	cmd.Flags().StringVar(&p.server, "server", "", "approve a request celguard serve recorded, on this server (http://HOST:PORT, https://..., unix:/path.sock), with --session-id and --approver-token-file")
+	cmd.Flags().StringVar(&p.sessionID, "session-id", "", "with --server: the session the refusal names")
+	cmd.Flags().StringVar(&p.tokenFile, "approver-token-file", "", "with --server: a file holding the server's approver token")
 	p.addStateFlags(cmd)
 	return cmd
 }
@@ -163,6 +175,9 @@ func runApprove(ctx context.Context, p approveParams) int {
 		return fail("%v", err)
 	}
 	defer cancel()
+	if p.server != "" {
+		return approveServer(ctx, p, fail)
+	}
 	store, err := p.store()
 	if err != nil {
 		return fail("%v", err)
@@ -189,22 +204,11 @@ func runApprove(ctx context.Context, p approveParams) int {
 		scope, what = eval.ScopeAlways, "this exact call, for good: an allow rule and its test are written to "+
 			filepath.Join(dir, hooks.AlwaysDir, "approved-"+req.ID+".yaml")
 	}
-	fmt.Fprintf(p.stdout, "Request:  %s (session %s, %s)\n", req.ID, req.Session, req.Created.Local().Format(time.DateTime))
-	fmt.Fprintf(p.stdout, "Rule:     %s (policy %s): %s\n", req.Rule, req.Policy, req.Reason)
-	fmt.Fprintf(p.stdout, "Call:     %s\n", req.Summary)
-	if req.Cwd != "" {
-		fmt.Fprintf(p.stdout, "In:       %s\n", req.Cwd)
-	}
-	if args, err := json.Marshal(req.Args); err == nil && len(args) <= 2000 {
-		fmt.Fprintf(p.stdout, "Args:     %s\n", args)
-	}
-	fmt.Fprintf(p.stdout, "Approve:  %s\n\nThe agent asked you for this approval: read the call, not the agent's summary of it.\nApprove? [y/N] ", what)
-	answer, err := bufio.NewReader(p.stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
+	ok, err := p.confirm(req.Request, fmt.Sprintf("session %s, %s", req.Session, req.Created.Local().Format(time.DateTime)), what)
+	if err != nil {
 		return fail("%v", err)
 	}
-	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-		fmt.Fprintln(p.stdout, "\nNot approved.")
+	if !ok {
 		return exitFindings
 	}
 	if scope == eval.ScopeAlways {
@@ -219,6 +223,30 @@ func runApprove(ctx context.Context, p approveParams) int {
 	}
 	fmt.Fprintf(p.stdout, "\nApproved %s: %s. Tell the agent to run the call again.\n", req.ID, what)
 	return exitOK
+}
+
+// confirm shows the call a request is for and asks the person whether to
+// approve it (what says how far): read the call, not the agent's summary.
+func (p approveParams) confirm(req eval.Request, where, what string) (bool, error) {
+	fmt.Fprintf(p.stdout, "Request:  %s (%s)\n", req.ID, where)
+	fmt.Fprintf(p.stdout, "Rule:     %s (policy %s): %s\n", req.Rule, req.Policy, req.Reason)
+	fmt.Fprintf(p.stdout, "Call:     %s\n", req.Summary)
+	if req.Cwd != "" {
+		fmt.Fprintf(p.stdout, "In:       %s\n", req.Cwd)
+	}
+	if args, err := json.Marshal(req.Args); err == nil && len(args) <= 2000 {
+		fmt.Fprintf(p.stdout, "Args:     %s\n", args)
+	}
+	fmt.Fprintf(p.stdout, "Approve:  %s\n\nThe agent asked you for this approval: read the call, not the agent's summary of it.\nApprove? [y/N] ", what)
+	answer, err := bufio.NewReader(p.stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		fmt.Fprintln(p.stdout, "\nNot approved.")
+		return false, nil
+	}
+	return true, nil
 }
 
 func newApprovalsCmd(sio stdio) *cobra.Command {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -194,6 +195,15 @@ func runServe(ctx context.Context, p serveParams) int {
 	if pinger, ok := st.(interface{ Ping(context.Context) error }); ok {
 		ready = pinger.Ping
 	}
+	ln, addr, err := serveListener(p)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer ln.Close()
+	hookOpts := hooks.Options{Approve: p.approve}
+	if approverToken != "" {
+		hookOpts.ApproveCommandFor = serveApproveCommand(addr, p.approverTok)
+	}
 	var warnings []string
 	srv, err := serve.New(serve.Config{
 		Sources: func() ([]policy.Source, error) {
@@ -209,7 +219,7 @@ func runServe(ctx context.Context, p serveParams) int {
 		Version:       currentBuild().String(),
 		Store:         storeName,
 		Ready:         ready,
-		HookOptions:   hooks.Options{Approve: p.approve},
+		HookOptions:   hookOpts,
 		MaxBodyBytes:  p.maxBody,
 		Timeout:       p.timeout,
 		MaxSessions:   p.maxSessions,
@@ -230,10 +240,6 @@ func runServe(ctx context.Context, p serveParams) int {
 	warnings = append(warnings, p.decisions.warnings(srv.Engine().PolicySet())...)
 	printWarnings(p.stderr, "celguard serve", warnings)
 
-	ln, addr, err := serveListener(p)
-	if err != nil {
-		return fail("%v", err)
-	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -277,6 +283,19 @@ func runServe(ctx context.Context, p serveParams) int {
 		return fail("shutting down: %v", err)
 	}
 	return exitOK
+}
+
+// serveApproveCommand is the approve command the hook endpoints' refusal
+// of an ask names: `celguard approve --server ADDR --session-id SESSION
+// --approver-token-file FILE`, the request id after it.
+func serveApproveCommand(addr, tokenFile string) func(string) string {
+	if abs, err := filepath.Abs(tokenFile); err == nil {
+		tokenFile = abs
+	}
+	return func(session string) string {
+		return "celguard approve --server " + hooks.ShellQuote(addr) + " --session-id " + hooks.ShellQuote(session) +
+			" --approver-token-file " + hooks.ShellQuote(tokenFile)
+	}
 }
 
 // serveListener listens where p says and returns the address as a URL.

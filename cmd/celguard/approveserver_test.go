@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/policies"
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/serve"
+)
+
+const serveAsk = `apiVersion: celguard.dev/v1
+kind: Policy
+name: asks
+rules:
+  - id: confirm-push
+    match: {tools: [Bash]}
+    condition: 'has(args.command) && string(args.command).startsWith("git push")'
+    verdict: ask
+    reason: pushing needs a person
+`
+
+// TestApproveServer: a Codex hook ask answered by celguard serve names
+// `celguard approve --server URL --session-id ID ...`; that command, run
+// from a terminal, records the approval in the server's session, and the
+// identical call then runs. A wrong token is refused as unauthorized.
+func TestApproveServer(t *testing.T) {
+	for _, m := range agentMarkers {
+		t.Setenv(m.name, "")
+	}
+	oldTerm, oldAnc := stdinIsTerminal, agentAncestor
+	stdinIsTerminal = func(io.Reader) bool { return true }
+	agentAncestor = func() (string, int, bool) { return "", 0, false }
+	t.Cleanup(func() { stdinIsTerminal, agentAncestor = oldTerm, oldAnc })
+
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "approver-token")
+	if err := os.WriteFile(tokenFile, []byte("approver-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(nil)
+	url := "http://" + ts.Listener.Addr().String()
+	srv, err := serve.New(serve.Config{
+		Sources: func() ([]policy.Source, error) {
+			return []policy.Source{policies.ToolClasses(), {Name: "asks.yaml", Data: []byte(serveAsk)}}, nil
+		},
+		ApproverToken: "approver-secret",
+		HookOptions:   hooks.Options{ApproveCommandFor: serveApproveCommand(url, tokenFile)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Config.Handler = srv.Handler()
+	ts.Start()
+	defer ts.Close()
+
+	push := func() (decision, reason string) {
+		t.Helper()
+		return codexPush(t, ts.URL)
+	}
+	decision, reason := push()
+	want := "celguard approve --server " + url + " --session-id codex-1 --approver-token-file " + tokenFile
+	if decision != "deny" || !strings.Contains(reason, want) || strings.Contains(reason, "--always") {
+		t.Fatalf("the ask's refusal: %s %q, want a deny naming %q and no --always", decision, reason, want)
+	}
+	id := regexp.MustCompile(`approval request ([0-9a-f]{8})`).FindStringSubmatch(reason)[1]
+	approve := func(stdin string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"approve", id, "--server", url, "--session-id", "codex-1"}, args...), strings.NewReader(stdin), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+
+	// A wrong token: unauthorized, nothing recorded.
+	bad := filepath.Join(dir, "bad-token")
+	if err := os.WriteFile(bad, []byte("guess\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := approve("y\n", "--approver-token-file", bad); code != exitUsage || !strings.Contains(stderr, "unauthorized") {
+		t.Fatalf("wrong token: exit %d, %q, want exit %d naming unauthorized", code, stderr, exitUsage)
+	}
+	// --always is the server's refusal.
+	if code, _, stderr := approve("y\n", "--approver-token-file", tokenFile, "--always"); code != exitUsage || !strings.Contains(stderr, "always_refused") {
+		t.Fatalf("--always: exit %d, %q, want always_refused", code, stderr)
+	}
+	// No terminal: refused before anything is read or sent.
+	stdinIsTerminal = func(io.Reader) bool { return false }
+	if code, _, stderr := approve("y\n", "--approver-token-file", tokenFile); code != exitUsage || !strings.Contains(stderr, "not a terminal") {
+		t.Fatalf("no terminal: exit %d, %q", code, stderr)
+	}
+	stdinIsTerminal = func(io.Reader) bool { return true }
+	// Answering no records nothing.
+	if code, _, _ := approve("n\n", "--approver-token-file", tokenFile); code != exitFindings {
+		t.Fatalf("answered no: exit %d", code)
+	}
+	if d, _ := push(); d != "deny" {
+		t.Fatalf("after a refused approval the call was %q", d)
+	}
+	code, stdout, stderr := approve("y\n", "--approver-token-file", tokenFile)
+	if code != exitOK || !strings.Contains(stdout, "Call:     Bash: git push origin main") || !strings.Contains(stdout, "Approved "+id) || !strings.Contains(stdout, "scope once") {
+		t.Fatalf("approve: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if d, r := push(); d == "deny" {
+		t.Fatalf("the identical call after the approval: %s %s", d, r)
+	}
+	// Once: the next identical call is asked again, as a new request.
+	if d, _ := push(); d != "deny" {
+		t.Fatalf("a second call after a once approval: %q, want deny", d)
+	}
+	// The answered request is gone.
+	if code, _, stderr := approve("y\n", "--approver-token-file", tokenFile); code != exitUsage || !strings.Contains(stderr, "no_such_request") {
+		t.Fatalf("an answered request: exit %d, %q", code, stderr)
+	}
+}
+
+// codexPush posts a Codex PreToolUse of `git push origin main` in session
+// codex-1 to the server at base and returns its decision and reason.
+func codexPush(t *testing.T, base string) (decision, reason string) {
+	t.Helper()
+	ev := `{"hook_event_name":"PreToolUse","session_id":"codex-1","tool_name":"Bash","tool_input":{"command":"git push origin main"},"cwd":"/srv/app"}`
+	resp, err := http.Post(base+"/v1/hooks/codex", "application/json", strings.NewReader(ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		HSO struct {
+			Decision string `json:"permissionDecision"`
+			Reason   string `json:"permissionDecisionReason"`
+		} `json:"hookSpecificOutput"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("codex answer %s: %v", b, err)
+	}
+	return out.HSO.Decision, out.HSO.Reason
+}
+
+// TestServeApprovalsDisabled: without an approver token the refusal of a
+// hook's ask says approvals are disabled on this server, and names no
+// command.
+func TestServeApprovalsDisabled(t *testing.T) {
+	srv, err := serve.New(serve.Config{Sources: func() ([]policy.Source, error) {
+		return []policy.Source{policies.ToolClasses(), {Name: "asks.yaml", Data: []byte(serveAsk)}}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	d, r := codexPush(t, ts.URL)
+	if d != "deny" || !strings.Contains(r, "approvals are disabled on this server") || strings.Contains(r, "celguard approve") {
+		t.Fatalf("%s %q, want a deny saying approvals are disabled", d, r)
+	}
+}
