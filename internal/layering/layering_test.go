@@ -19,7 +19,7 @@ var layers = []struct {
 	pkgs []string
 }{
 	{0, []string{"policy", "stdlib/shell/...", "internal/atomicfile", "internal/jsonkind", "internal/fileowner", "internal/logfile", "internal/redistest"}},
-	{1, []string{"stdlib", "trust"}},
+	{1, []string{"stdlib", "trust", "importer"}},
 	{2, []string{"celenv", "policies"}},
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},
