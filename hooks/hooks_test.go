@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
 )
@@ -45,13 +46,13 @@ func TestNoVerdictWeakensToSilentAllow(t *testing.T) {
 		ev, err := h.Decode([]byte(in))
 		require.NoError(t, err)
 		for _, d := range []eval.Decision{
-			{Verdict: policy.Block, RuleID: "r"},
-			{Verdict: policy.Halt, RuleID: "r"},
-			{Verdict: policy.Ask, RuleID: "r"},
-			{Verdict: policy.Ask, RuleID: "r", Args: map[string]any{"command": "ls"}},
-			{Verdict: policy.Modify, RuleID: "r", Args: map[string]any{"command": "ls"}},
-			{Verdict: policy.Modify, RuleID: "r"},
-			{Verdict: policy.Verdict(99), RuleID: "r"},
+			{Verdict: policy.Block, RuleRef: compile.RuleRef{RuleID: "r"}},
+			{Verdict: policy.Halt, RuleRef: compile.RuleRef{RuleID: "r"}},
+			{Verdict: policy.Ask, RuleRef: compile.RuleRef{RuleID: "r"}},
+			{Verdict: policy.Ask, RuleRef: compile.RuleRef{RuleID: "r"}, Args: map[string]any{"command": "ls"}},
+			{Verdict: policy.Modify, RuleRef: compile.RuleRef{RuleID: "r"}, Args: map[string]any{"command": "ls"}},
+			{Verdict: policy.Modify, RuleRef: compile.RuleRef{RuleID: "r"}},
+			{Verdict: policy.Verdict(99), RuleRef: compile.RuleRef{RuleID: "r"}},
 		} {
 			r := h.Encode(ev, d)
 			if d.Verdict == policy.Modify && d.Args != nil && (host == "claude-code" || host == "codex") {
@@ -71,7 +72,7 @@ func TestNoVerdictWeakensToSilentAllow(t *testing.T) {
 // TestApproveOption: an explicit allow defers to the host's own permission
 // rules unless Approve is set; a default allow never approves.
 func TestApproveOption(t *testing.T) {
-	explicit := eval.Decision{Verdict: policy.Allow, RuleID: "allow-ls", Reason: "fine"}
+	explicit := eval.Decision{Verdict: policy.Allow, RuleRef: compile.RuleRef{RuleID: "allow-ls"}, Reason: "fine"}
 	byDefault := eval.Decision{Verdict: policy.Allow}
 	for _, host := range []string{"claude-code", "gemini"} {
 		off, _ := New(host, Options{})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
 )
@@ -193,7 +194,7 @@ func markTampered(d eval.Decision, t *TamperedError) eval.Decision {
 	if d.Verdict == policy.Allow {
 		// celguard decides the warn, not the rule that allowed.
 		d.Verdict, d.Code, d.Reason = policy.Warn, eval.CodeStateTampered, note
-		d.RuleID, d.Policy, d.File, d.Line = "", "", "", 0
+		d.RuleRef = compile.RuleRef{}
 		return d
 	}
 	if d.Code == "" {
