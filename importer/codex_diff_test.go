@@ -183,4 +183,3 @@ func codexDiffCalls() [][]string {
 	}
 	return out
 }
-
