@@ -24,8 +24,9 @@ var layers = []struct {
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},
 	{5, []string{"hooks", "hooks/hostse2e", "judge", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
-	// store opens every state store, the hook files among them.
-	{6, []string{"store"}},
+	// store opens every state store, the hook files among them; bundle
+	// builds (lint, suites) and verifies distributed policy sets.
+	{6, []string{"store", "bundle"}},
 	// "" is the module root, package celguard: Load composes policies,
 	// compile and eval for embedders, above them and below the command line.
 	{7, []string{"", "serve", "cmd/celguard/internal/..."}},
