@@ -329,3 +329,23 @@ rules:
 `, id, id, quoted)
 	return policy.Source{Name: "bundle:" + name + "/unavailable.yaml", Data: []byte(data), Layer: layer}
 }
+
+// DefaultStateDir is where a layer's bundles are kept by default: for the
+// admin layer /var/lib/celguard/bundles (root-owned, as /etc/celguard), for
+// the user layer $XDG_STATE_HOME/celguard/bundles (~/.local/state/...).
+func DefaultStateDir(layer string) (string, error) {
+	switch layer {
+	case "admin":
+		return "/var/lib/celguard/bundles", nil
+	case "user":
+		if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+			return filepath.Join(d, "celguard", "bundles"), nil
+		}
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(home, ".local", "state", "celguard", "bundles"), nil
+	}
+	return "", fmt.Errorf("layer %q must be admin or user", layer)
+}
