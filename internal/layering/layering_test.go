@@ -22,7 +22,7 @@ var layers = []struct {
 	// state is the persistence protocol the evaluator and every store
 	// share; store/statedir the signed state directory (the hooks' and the
 	// file store's), which knows neither.
-	{1, []string{"stdlib", "trust", "state", "store/statedir"}},
+	{1, []string{"stdlib", "trust", "state", "store/statedir", "importer"}},
 	// store holds every state store (memory, the state directory, Redis)
 	// on the protocol alone: ranked below eval and hooks, it cannot import
 	// them.
