@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/redistest"
 	"github.com/celguard/celguard/policies"
@@ -48,7 +49,7 @@ func approvalServer(t *testing.T, st eval.Store) *fixture {
 	f := newFixture(t, func(c *serve.Config) {
 		c.Token, c.ApproverToken = decisionToken, approverToken
 		if st != nil {
-			c.EngineOptions = []eval.Option{eval.WithStore(st)}
+			c.Engine.Store = st
 		}
 	})
 	f.srcs = []policy.Source{policies.ToolClasses(), source("asks.yaml", pushAsk),
@@ -98,7 +99,7 @@ func TestApprovalsDisabledWithoutApproverToken(t *testing.T) {
 		}
 	}
 	srcs := func() ([]policy.Source, error) { return []policy.Source{source("asks.yaml", pushAsk)}, nil }
-	if _, err := serve.New(serve.Config{Sources: srcs, Token: "same", ApproverToken: "same"}); err == nil {
+	if _, err := serve.New(serve.Config{Engine: celguard.Config{Sources: srcs}, Token: "same", ApproverToken: "same"}); err == nil {
 		t.Error("an approver token equal to the decision token was accepted")
 	}
 }

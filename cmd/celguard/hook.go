@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/internal/atomicfile"
@@ -252,33 +251,26 @@ func hookEngine(sel selection, dopts decisionOptions, store *hooks.Store) (*eval
 	if err != nil {
 		return nil, nil, err
 	}
+	cfg, err := engineConfig(sel, dopts)
+	if err != nil {
+		return nil, nil, err
+	}
 	cache := hooks.LoadASTCache(store.Dir, key)
-	fsOpt, err := hostFS()
-	if err != nil {
-		return nil, nil, err
-	}
-	d, set, err := sel.layeredSet(everyLayer, compile.WithASTCache(cache), fsOpt)
-	_ = cache.Save() // best effort: the next process compiles without it
-	if err != nil {
-		var ds policy.Diagnostics
-		if errors.As(err, &ds) {
-			return nil, nil, fmt.Errorf("the policies do not compile: %v", ds.Errors())
-		}
-		return nil, nil, err
-	}
-	extra, err := dopts.engineOptions()
-	if err != nil {
-		return nil, nil, err
-	}
+	cfg.ASTCache = cache
 	// Asks a host defers are recorded as requests a person can approve
 	// later (celguard approve), named in the refusal on hosts that cannot ask.
-	jopts, err := judgeOptions(sel.userDir)
+	cfg.ApprovalRequests = true
+	guard, err := cfg.Load(context.Background())
+	_ = cache.Save() // best effort: the next process compiles without it
+	var ds policy.Diagnostics
+	if errors.As(err, &ds) {
+		return nil, nil, fmt.Errorf("the policies do not compile: %v", ds.Errors())
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := append(append(engineOptions(), eval.WithApprovalRequests()), extra...)
-	eng, err := eval.New(set, append(opts, jopts...)...)
-	return eng, append(layerWarnings(d, set), dopts.warnings(set)...), err
+	set := guard.Engine().PolicySet()
+	return guard.Engine(), append(layerWarnings(guard.Discovery(), set), dopts.warnings(set)...), nil
 }
 
 // hookInstallParams is what `celguard hook install HOST` was asked to do.

@@ -16,6 +16,7 @@ import (
 	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
@@ -74,7 +75,7 @@ func TestHookIgnoresForgedASTCache(t *testing.T) {
 	// blocked, only asked (a user may approve it, or an approver).
 	_, set, err := selection{}.layeredSet(everyLayer, compile.WithASTCache(forged))
 	require.NoError(t, err)
-	eng, err := eval.New(set, eval.WithApprover(deferAsks))
+	eng, err := eval.New(set, eval.WithApprover(celguard.DeferAsks))
 	require.NoError(t, err)
 	d, err := eng.NewSession("c", nil).Before(context.Background(), eval.Call{Tool: "Bash", Args: map[string]any{"command": "rm -rf /"}})
 	require.NoError(t, err)
