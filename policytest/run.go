@@ -68,17 +68,11 @@ type SuiteResult struct {
 	// Diagnostics are the problems of a malformed suite (ParseSuite's),
 	// each at its position with a code; Error lists them too.
 	Diagnostics policy.Diagnostics `json:"diagnostics,omitempty"`
-	// Rules lists every rule of the suite's policies, for coverage.
-	Rules []RuleRef `json:"rules,omitempty"`
+	// Rules lists every rule of the suite's policies, for coverage: its
+	// id, policy and file (Line and Col are left zero, so not written).
+	Rules []compile.RuleRef `json:"rules,omitempty"`
 	// Fired counts, per rule id, the decisions each rule made or shaped.
 	Fired map[string]int `json:"fired,omitempty"`
-}
-
-// RuleRef names a rule for coverage.
-type RuleRef struct {
-	ID     string `json:"rule_id"`
-	Policy string `json:"policy"`
-	File   string `json:"file"`
 }
 
 // CaseResult is one case's outcome.
@@ -271,7 +265,7 @@ func RunSuite(ctx context.Context, fsys fs.FS, s *Suite, opts Options) SuiteResu
 	}
 	if set != nil {
 		for _, r := range set.Rules() {
-			sr.Rules = append(sr.Rules, RuleRef{ID: r.ID, Policy: r.Policy.Name, File: r.Policy.File})
+			sr.Rules = append(sr.Rules, compile.RuleRef{RuleID: r.ID, Policy: r.Policy.Name, File: r.Policy.File})
 		}
 	}
 	for i := range s.Cases {

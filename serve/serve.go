@@ -40,7 +40,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
@@ -88,15 +88,15 @@ const NoApprovalsReason = "approvals are disabled on this server (celguard serve
 
 // Config configures a Server.
 type Config struct {
-	// Sources reads the policy layers; it is called by New and by every
-	// Reload. Required.
-	Sources func() ([]policy.Source, error)
-	// CompileOptions and EngineOptions are passed to compile.Compile and
-	// eval.New (a store, an approver); eval.WithDecisionMetadata is
-	// always on, and without an approver an ask is answered as ask (the
-	// host or the client asks its user).
-	CompileOptions []compile.Option
-	EngineOptions  []eval.Option
+	// Engine is the engine the server decides with, built by the one
+	// composition root (celguard.Config.Load): its policies (read again by
+	// every Reload), judges, decision log, monitor mode, state store. The
+	// server adds what serving needs: every decision carries its audit
+	// record (DecisionMetadata), an ask is answered as ask (the host or
+	// the client asks its user) unless Engine names an Approver, and with
+	// an ApproverToken every deferred ask is recorded as a request
+	// (ApprovalRequests).
+	Engine celguard.Config
 	// Token, when not empty, is the bearer token every request but
 	// /healthz, /readyz and the approval routes must carry.
 	Token string
@@ -132,15 +132,11 @@ type Config struct {
 	Now func() time.Time
 }
 
-// deferAsks leaves an ask verdict to whoever reads the decision.
-var deferAsks = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
-	return eval.Approval{Answer: eval.Defer}, nil
-})
-
 // Server decides over HTTP. Make one with New; it is safe for concurrent
 // use.
 type Server struct {
 	cfg      Config
+	guard    *celguard.Guard
 	eng      *eval.Engine
 	sessions *sessionTable
 	workers  *workers
@@ -152,7 +148,6 @@ type Server struct {
 
 	// mu guards the reload state.
 	mu        sync.Mutex
-	tried     string // digest of the sources last compiled, good or not
 	loadedAt  time.Time
 	reloads   int
 	lastErr   string
@@ -163,9 +158,6 @@ type Server struct {
 // deciding with them. An error (the policies do not compile: a
 // policy.Diagnostics) means there is nothing to serve.
 func New(cfg Config) (*Server, error) {
-	if cfg.Sources == nil {
-		return nil, errors.New("serve.New: no policy sources")
-	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -188,26 +180,20 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	srcs, err := cfg.Sources()
-	if err != nil {
-		return nil, err
+	ecfg := cfg.Engine
+	ecfg.DecisionMetadata = true
+	if ecfg.Approver == nil {
+		ecfg.Approver = celguard.DeferAsks
 	}
-	set, err := compile.Compile(srcs, cfg.CompileOptions...)
-	if err != nil {
-		return nil, err
-	}
-	// Every decision carries its audit record, the set's digest with it;
-	// an ask is the caller's (the host asks its user), unless the options
-	// name an approver.
-	opts := []eval.Option{eval.WithDecisionMetadata(), eval.WithApprover(deferAsks)}
 	if cfg.ApproverToken != "" {
-		opts = append(opts, eval.WithApprovalRequests())
+		ecfg.ApprovalRequests = true
 	}
-	eng, err := eval.New(set, append(opts, cfg.EngineOptions...)...)
+	guard, err := ecfg.Load(context.Background())
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, eng: eng, log: log, tried: set.Digest(), loadedAt: time.Now().UTC(),
+	eng := guard.Engine()
+	s := &Server{cfg: cfg, guard: guard, eng: eng, log: log, loadedAt: time.Now().UTC(),
 		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}}
 	s.metrics = newMetrics(s)
 	hopts := cfg.HookOptions
@@ -245,30 +231,19 @@ func (s *Server) Drain() { s.draining.Store(true) }
 func (s *Server) Reload(force bool) (changed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	srcs, err := s.cfg.Sources()
+	changed, err = s.guard.Reload(force)
 	if err != nil {
 		s.reloadFailed(err)
 		return false, err
 	}
-	digest := compile.Digest(srcs)
-	if digest == s.tried && !force {
+	if !changed {
 		return false, nil
-	}
-	s.tried = digest
-	set, err := compile.Compile(srcs, s.cfg.CompileOptions...)
-	if err != nil {
-		s.reloadFailed(err)
-		return false, err
-	}
-	if err := s.eng.Swap(set); err != nil {
-		s.reloadFailed(err)
-		return false, err
 	}
 	s.reloads++
 	s.loadedAt = time.Now().UTC()
 	s.lastErr, s.lastErrAt = "", time.Time{}
 	s.metrics.reloads.WithLabelValues("ok").Inc()
-	s.log.Info("policies reloaded", "policy_digest", set.Digest(), "reloads", s.reloads)
+	s.log.Info("policies reloaded", "policy_digest", s.guard.Digest(), "reloads", s.reloads)
 	return true, nil
 }
 

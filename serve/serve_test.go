@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
@@ -85,11 +86,11 @@ func newFixture(t *testing.T, mod func(*serve.Config)) *fixture {
 	t.Helper()
 	f := &fixture{t: t, srcs: []policy.Source{policies.ToolClasses(), source("test.yaml", testPolicy)}}
 	cfg := serve.Config{
-		Sources: func() ([]policy.Source, error) {
+		Engine: celguard.Config{Sources: func() ([]policy.Source, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			return append([]policy.Source(nil), f.srcs...), nil
-		},
+		}},
 		Version: "test",
 	}
 	if mod != nil {
@@ -390,7 +391,7 @@ func TestFaultsFailClosed(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, func(cfg *serve.Config) {
-				cfg.EngineOptions = []eval.Option{eval.WithApprover(c.approver)}
+				cfg.Engine.Approver = c.approver
 				cfg.Timeout = c.timeout
 			})
 			f.setPolicy(askPolicy)
@@ -544,7 +545,7 @@ func (m *memorySink) WriteDecision(_ context.Context, rec *eval.DecisionRecord) 
 
 func TestDecisionLog(t *testing.T) {
 	sink := &memorySink{}
-	f := newFixture(t, func(c *serve.Config) { c.EngineOptions = []eval.Option{eval.WithDecisionSink(sink, nil)} })
+	f := newFixture(t, func(c *serve.Config) { c.Engine.DecisionSink = sink })
 	d := f.do("POST", "/v1/sessions/log/before", map[string]any{"tool": "Bash", "args": map[string]any{"command": "rm -rf /"}}).json(t)
 	f.do("POST", "/v1/hooks/claude-code", preToolUse("log", "ls"))
 	sink.mu.Lock()
@@ -572,7 +573,7 @@ rules:
 
 func TestFleetHalt(t *testing.T) {
 	f := newFixture(t, func(c *serve.Config) {
-		c.EngineOptions = []eval.Option{eval.WithStore(store.NewMemory(time.Hour))}
+		c.Engine.Store = store.NewMemory(time.Hour)
 	})
 	f.setPolicy(haltPolicy)
 	if _, err := f.srv.Reload(false); err != nil {

@@ -19,7 +19,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/celguard/celguard/cmd/celguard/internal/output"
-	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
@@ -178,10 +177,13 @@ func runServe(ctx context.Context, p serveParams) int {
 			return fail("--listen %s is beyond loopback: give a bearer token with --token-file (and TLS with --tls-cert, --tls-key), or listen on 127.0.0.1", p.listen)
 		}
 	}
-	extra, err := p.decisions.engineOptions()
+	ecfg, err := engineConfig(p.policies, p.decisions)
 	if err != nil {
 		return fail("%v", err)
 	}
+	// The server decides for agents that may run on other machines: its
+	// own file system does not say where their links point.
+	ecfg.HostFS = false
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -190,6 +192,7 @@ func runServe(ctx context.Context, p serveParams) int {
 		return fail("--store: %v", err)
 	}
 	defer st.Close()
+	ecfg.Store = st
 	storeName := store.Redact(p.store)
 	var ready func(context.Context) error
 	if pinger, ok := st.(interface{ Ping(context.Context) error }); ok {
@@ -206,14 +209,7 @@ func runServe(ctx context.Context, p serveParams) int {
 	}
 	var warnings []string
 	srv, err := serve.New(serve.Config{
-		Sources: func() ([]policy.Source, error) {
-			d, err := p.policies.discover(everyLayer)
-			if err != nil {
-				return nil, err
-			}
-			return d.Sources, nil
-		},
-		EngineOptions: append(append(engineOptions(), eval.WithStore(st)), extra...),
+		Engine:        ecfg,
 		Token:         token,
 		ApproverToken: approverToken,
 		Version:       currentBuild().String(),
