@@ -18,6 +18,7 @@ import (
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/internal/atomicfile"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/stdlib/shell"
 	"github.com/celguard/celguard/store/statedir"
 )
 
@@ -171,7 +172,7 @@ forwarding form), check it with 'celguard doctor'.`,
 func runHook(ctx context.Context, hostName string, p hookParams) int {
 	approveCmd := "celguard approve"
 	if p.stateDir != "" {
-		approveCmd += " --state-dir " + hooks.ShellQuote(p.stateDir)
+		approveCmd += " --state-dir " + shell.Quote(p.stateDir)
 	}
 	host, err := hooks.New(hostName, hooks.Options{Approve: p.approve, ApproveCommand: approveCmd})
 	if err != nil {
@@ -446,9 +447,9 @@ func installNotes(host, path string, old, settings []byte, scope hooks.Scope, cw
 
 // installCommand is the hook command line the host runs.
 func installCommand(host string, p hookInstallParams) string {
-	parts := []string{hooks.ShellQuote(p.command), "hook", host}
+	parts := []string{shell.Quote(p.command), "hook", host}
 	for _, a := range p.args() {
-		parts = append(parts, hooks.ShellQuote(a))
+		parts = append(parts, shell.Quote(a))
 	}
 	return strings.Join(parts, " ")
 }
