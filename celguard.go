@@ -34,7 +34,7 @@
 //   - Where state is kept: in each eval.Session's memory, or, with
 //     Config.Store, in a state store shared by processes and replicas
 //     (package store: memory, redis/valkey, the hook's signed state
-//     files). eval.Store's commit contract is the one path to it.
+//     files). state.Store's commit contract is the one path to it.
 //   - Who may call what: an embedder calls its own sessions; the command
 //     hook is run by the agent host; `celguard serve` declares every route
 //     once with its principal (public, agent or operator) in serve's route
@@ -59,6 +59,7 @@ import (
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
 )
 
 // Option configures Load: each sets one field of a Config.
@@ -135,7 +136,7 @@ func WithDecisionSink(sink eval.DecisionSink) Option {
 func WithMonitor() Option { return func(c *Config) { c.Monitor = true } }
 
 // WithStore keeps sessions' state in st (Config.Store).
-func WithStore(st eval.Store) Option { return func(c *Config) { c.Store = st } }
+func WithStore(st state.Store) Option { return func(c *Config) { c.Store = st } }
 
 // WithCompileOptions passes options to compile.Compile.
 func WithCompileOptions(opts ...compile.Option) Option {

@@ -14,6 +14,7 @@ import (
 	"github.com/celguard/celguard/judge"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
 	"github.com/celguard/celguard/stdlib"
 	"github.com/celguard/celguard/trust"
 )
@@ -70,7 +71,7 @@ type Config struct {
 	// approvals) in a state store that processes and replicas share
 	// (eval.WithStore; store.Open makes one from a URL). Without it each
 	// session keeps its state in memory.
-	Store eval.Store
+	Store state.Store
 
 	// Approver settles ask verdicts; nil makes an ask a block with code
 	// approval_required. DeferAsks leaves every ask to the caller, as the

@@ -253,7 +253,7 @@ func ourCommands(host string, root *object) map[string][]string {
 }
 
 // commandBinary is the first word of a hook command line, unquoted as sh
-// would (the quoting ShellQuote writes: '...', with '\” for a quote).
+// would (the quoting shell.Quote writes).
 func commandBinary(command string) string {
 	s := strings.TrimLeft(command, " \t")
 	var b strings.Builder

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/stdlib/shell"
 )
 
 func TestCommandBinary(t *testing.T) {
@@ -22,7 +24,7 @@ func TestCommandBinary(t *testing.T) {
 	}
 	// What install writes, doctor reads back.
 	for _, p := range []string{"/srv/app/bin/celguard", "/srv/it's here/celguard", "/srv/$x/celguard"} {
-		assert.Equal(t, p, commandBinary(ShellQuote(p)+" hook codex"))
+		assert.Equal(t, p, commandBinary(shell.Quote(p)+" hook codex"))
 	}
 }
 
@@ -71,7 +73,7 @@ func TestDoctorBinaryOutOfReach(t *testing.T) {
 	runUnprivileged(t, func(t *testing.T) {
 		sh, err := filepath.EvalSymlinks("/bin/sh")
 		require.NoError(t, err)
-		ok := binaryChecks("codex", "/h/hooks.json", ShellQuote(sh)+" hook codex", "reinstall")
+		ok := binaryChecks("codex", "/h/hooks.json", shell.Quote(sh)+" hook codex", "reinstall")
 		require.Len(t, ok, 1)
 		assert.Equal(t, LevelOK, ok[0].Level, ok[0].Message)
 

@@ -16,6 +16,7 @@ import (
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // beforeEvents is one before-call event per host.
@@ -97,7 +98,7 @@ func TestFailClosed(t *testing.T) {
 	for host, in := range beforeEvents {
 		h, _ := New(host, Options{})
 		for _, open := range []bool{false, true} {
-			r := &Runner{Host: h, Store: &Store{Dir: t.TempDir()}, Engine: broken, FailOpen: open}
+			r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Engine: broken, FailOpen: open}
 			got := r.Run(context.Background(), []byte(in))
 			assert.Contains(t, got.Stderr, "p.yaml:3:1: boom", host)
 			switch {
@@ -125,7 +126,7 @@ func TestFailClosedOnState(t *testing.T) {
 	in := []byte(beforeEvents["claude-code"])
 	newRunner := func(dir string) *Runner {
 		h, _ := New("claude-code", Options{})
-		return &Runner{Host: h, Store: &Store{Dir: dir, MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,
+		return &Runner{Host: h, Store: &statedir.Dir{Dir: dir, MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,
 			Engine: func() (*eval.Engine, error) { return eng, nil }}
 	}
 
@@ -148,7 +149,7 @@ func TestFailClosedOnState(t *testing.T) {
 	assert.Contains(t, got.Stderr, "larger than 1024 bytes")
 
 	bad := newRunner(t.TempDir())
-	require.NoError(t, os.WriteFile(filepath.Join(bad.Store.Dir, KeyFile), []byte("short"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(bad.Store.Dir, statedir.KeyFile), []byte("short"), 0o600))
 	got = bad.Run(context.Background(), in)
 	assert.Equal(t, 2, got.Exit, "an unusable key blocks")
 	assert.Contains(t, got.Stderr, "does not hold a key")
@@ -174,7 +175,7 @@ func TestFailClosedOnUnreadableState(t *testing.T) {
 	runUnprivileged(t, func(t *testing.T) {
 		eng := testEngine(t)
 		h, _ := New("claude-code", Options{})
-		r := &Runner{Host: h, Store: &Store{Dir: t.TempDir(), MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,
+		r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir(), MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,
 			Engine: func() (*eval.Engine, error) { return eng, nil }}
 		in := []byte(beforeEvents["claude-code"])
 		got := r.Run(context.Background(), in)
@@ -360,7 +361,7 @@ func TestBrokenPolicyLetsPromptThrough(t *testing.T) {
 	broken := func() (*eval.Engine, error) { return nil, errors.New("the policies do not compile: p.yaml:3:1: boom") }
 	for host, in := range promptEvents {
 		h, _ := New(host, Options{})
-		r := &Runner{Host: h, Store: &Store{Dir: t.TempDir()}, Engine: broken}
+		r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Engine: broken}
 		got := r.Run(context.Background(), []byte(in))
 		assert.Equal(t, 0, got.Exit, "%s: the prompt goes through", host)
 		assert.Contains(t, got.Stderr, "p.yaml:3:1: boom", host)

@@ -253,17 +253,6 @@ func setCommand(h *object, command string) bool {
 	return true
 }
 
-// ShellQuote quotes an argument for a hook command line (hosts run it with
-// sh -c).
-func ShellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@+,%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // Diff is a line diff of two documents, every line shown: "-" removed, "+"
 // added, " " kept, under ---/+++ headers naming them.
 func Diff(oldName, newName string, old, new []byte) string {

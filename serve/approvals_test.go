@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/celguard/celguard"
-	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/redistest"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/state"
 	"github.com/celguard/celguard/store"
 )
 
@@ -45,7 +45,7 @@ const (
 
 // approvalServer is a server over pushAsk with both tokens, sharing st
 // when it is not nil.
-func approvalServer(t *testing.T, st eval.Store) *fixture {
+func approvalServer(t *testing.T, st state.Store) *fixture {
 	f := newFixture(t, func(c *serve.Config) {
 		c.Token, c.OperatorToken = decisionToken, approverToken
 		if st != nil {
@@ -215,7 +215,7 @@ func TestApprovalRoutes(t *testing.T) {
 func TestApprovalAcrossReplicas(t *testing.T) {
 	for _, kind := range []string{"memory", "redis"} {
 		t.Run(kind, func(t *testing.T) {
-			var st eval.Store = store.NewMemory(time.Hour)
+			var st state.Store = store.NewMemory(time.Hour)
 			var r *redistest.Server
 			if kind == "redis" {
 				r = redistest.Start(t)

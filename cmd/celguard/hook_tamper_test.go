@@ -19,8 +19,8 @@ import (
 	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
-	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // TestHookIgnoresForgedASTCache replays the issue's attack on the AST
@@ -39,7 +39,7 @@ func TestHookIgnoresForgedASTCache(t *testing.T) {
 	hook := func() (string, int) {
 		var out, errb bytes.Buffer
 		p := hookParams{hookOptions: hookOptions{stateDir: state, approve: true}, timeout: 10 * time.Second,
-			keepDays: 7, maxStateBytes: hooks.DefaultMaxStateBytes,
+			keepDays: 7, maxStateBytes: statedir.DefaultMaxStateBytes,
 			stdio: stdio{stdin: strings.NewReader(event), stdout: &out, stderr: &errb}}
 		code := runHook(context.Background(), "claude-code", p)
 		return out.String(), code
@@ -136,7 +136,7 @@ func TestHookIgnoresForgedCostProofs(t *testing.T) {
 	hook := func() string {
 		var out, errb bytes.Buffer
 		p := hookParams{hookOptions: hookOptions{stateDir: state}, timeout: 10 * time.Second,
-			keepDays: 7, maxStateBytes: hooks.DefaultMaxStateBytes,
+			keepDays: 7, maxStateBytes: statedir.DefaultMaxStateBytes,
 			stdio: stdio{stdin: strings.NewReader(`{"session_id":"s","cwd":"/srv/app","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"}}`), stdout: &out, stderr: &errb}}
 		require.Equal(t, 0, runHook(context.Background(), "claude-code", p), errb.String())
 		return out.String()

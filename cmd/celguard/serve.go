@@ -21,6 +21,7 @@ import (
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/stdlib/shell"
 	"github.com/celguard/celguard/store"
 )
 
@@ -271,8 +272,8 @@ func serveApproveCommand(addr, tokenFile string) func(string) string {
 		tokenFile = abs
 	}
 	return func(session string) string {
-		return "celguard approve --server " + hooks.ShellQuote(addr) + " --session-id " + hooks.ShellQuote(session) +
-			" --approver-token-file " + hooks.ShellQuote(tokenFile)
+		return "celguard approve --server " + shell.Quote(addr) + " --session-id " + shell.Quote(session) +
+			" --approver-token-file " + shell.Quote(tokenFile)
 	}
 }
 
