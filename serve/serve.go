@@ -260,11 +260,21 @@ func (s *Server) reloadFailed(err error) {
 }
 
 // Watch reloads the policies every interval until ctx ends (a changed file
-// is seen by its digest), and forgets idle sessions.
+// is seen by its digest), and forgets idle sessions. It pulls the
+// configured policy bundles at their own intervals too
+// (celguard.Guard.WatchBundles); a new bundle in force is seen by the next
+// reload.
 func (s *Server) Watch(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = 2 * time.Second
 	}
+	go s.guard.WatchBundles(ctx, func(name string, err error) {
+		if err != nil {
+			s.log.Warn("policy bundle pull failed; the bundle in force stays", "bundle", name, "error", err.Error())
+			return
+		}
+		_, _ = s.Reload(false)
+	})
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -288,10 +298,14 @@ type Status struct {
 	LastReloadAt    time.Time `json:"last_reload_error_at,omitzero"`
 	Store           string    `json:"store"`
 	Sessions        int       `json:"sessions"`
+	// Bundles are the signed policy bundles configured, with the one in
+	// force of each (docs/bundles.md).
+	Bundles []celguard.BundleStatus `json:"bundles,omitempty"`
 }
 
 // Status reports the set in force and the reloads.
 func (s *Server) Status() Status {
+	bundles := s.guard.Bundles(context.Background())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	store := s.cfg.Store
@@ -299,7 +313,8 @@ func (s *Server) Status() Status {
 		store = "memory"
 	}
 	return Status{Version: s.cfg.Version, PolicyDigest: s.eng.PolicySet().Digest(), LoadedAt: s.loadedAt,
-		Reloads: s.reloads, LastReloadError: s.lastErr, LastReloadAt: s.lastErrAt, Store: store, Sessions: s.sessions.len()}
+		Reloads: s.reloads, LastReloadError: s.lastErr, LastReloadAt: s.lastErrAt, Store: store, Sessions: s.sessions.len(),
+		Bundles: bundles}
 }
 
 // routes builds the handler.

@@ -17,6 +17,7 @@ import (
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/spf13/cobra"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/bundle"
 )
 
@@ -552,4 +553,42 @@ bundle must be writable by root only (the default for --layer admin is
 	cmd.Flags().StringVar(&format, "format", "text", "status output: text or json")
 	cmd.Flags().DurationVar(&interval, "interval", 0, "pull again after this long, forever (0: once)")
 	return cmd
+}
+
+// doctorBundles reports the configured policy bundles (the user's and the
+// administrator's bundles.json) under doctor's checks: exitFindings when
+// one blocks every call or its configuration cannot be read.
+func doctorBundles(sio stdio) int {
+	bs, err := celguard.Config{}.BundleStatuses(context.Background())
+	if err != nil {
+		fmt.Fprintf(sio.stdout, "policy bundles\n  fail  %v\n", err)
+		return exitFindings
+	}
+	if len(bs) == 0 {
+		return exitOK
+	}
+	code := exitOK
+	fmt.Fprintln(sio.stdout, "policy bundles")
+	for _, b := range bs {
+		level, msg := "ok", ""
+		switch {
+		case b.Blocked:
+			level, msg, code = "fail", fmt.Sprintf("%s (%s layer): every call is blocked: %s", b.Name, b.Layer, b.Error), exitFindings
+			if b.Error == "" && b.Refused != nil {
+				msg = fmt.Sprintf("%s (%s layer): every call is blocked after a refused bundle (on_refused: block): %s", b.Name, b.Layer, b.Refused.Message)
+			}
+		case b.InForce == nil:
+			level, msg = "warn", fmt.Sprintf("%s (%s layer): no bundle in force, the layer decides without it: %s", b.Name, b.Layer, b.Error)
+		default:
+			msg = fmt.Sprintf("%s (%s layer): %s in force from %s, checked %s", b.Name, b.Layer, *b.InForce, b.Source, b.Checked.Format(time.RFC3339))
+		}
+		fmt.Fprintf(sio.stdout, "  %-4s  %s\n", level, msg)
+		if b.Refused != nil && !b.Blocked {
+			fmt.Fprintf(sio.stdout, "  warn  %s: the source offered a refused bundle: %s\n", b.Name, b.Refused.Message)
+		}
+		if b.Unreachable != nil {
+			fmt.Fprintf(sio.stdout, "  warn  %s: the source is unreachable since %s: %s\n", b.Name, b.Unreachable.At.Format(time.RFC3339), b.Unreachable.Message)
+		}
+	}
+	return code
 }
