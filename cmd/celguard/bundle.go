@@ -477,9 +477,15 @@ func newBundlePullCmd(sio stdio) *cobra.Command {
 	var name, layer, stateDir, format string
 	var interval time.Duration
 	cmd := &cobra.Command{
-		Use:   "pull SOURCE --name NAME --pub KEY... [--state-dir DIR] [--interval D]",
-		Short: "Fetch a bundle, verify it and keep it as the one in force (for cron, or --interval)",
-		Long: `Pull fetches the bundle from SOURCE (oci://HOST/REPO:TAG, or https://URL with
+		Use:   "pull [SOURCE --name NAME --pub KEY...] [--state-dir DIR] [--interval D]",
+		Short: "Fetch bundles, verify them and keep them as the ones in force (for cron, or --interval)",
+		Long: `Pull without SOURCE pulls every bundle the bundles files configure (the
+user's bundles.json in their celguard configuration directory and the
+administrator's /etc/celguard/bundles.json: docs/bundles.md), each into its
+own state directory, and prints each one's status; eval, hook and serve
+decide with what is in force there. This is what a cron job runs.
+
+With SOURCE, pull fetches that one bundle (oci://HOST/REPO:TAG, or https://URL with
 its envelope at URL.dsse.json), verifies it against the --pub keys and
 --threshold, checks its name and layer, refuses a serial lower than the one
 in force (or another archive with the same serial), and on success keeps it
@@ -493,11 +499,15 @@ Run it from cron, or with --interval to pull forever (each failure is
 printed; the last good bundle stays). The state directory of an admin
 bundle must be writable by root only (the default for --layer admin is
 /var/lib/celguard/bundles); celguard serve and hook read the same store.`,
-		Example: `  celguard bundle pull oci://registry.example.com/acme/policies:stable --name acme --pub /etc/celguard/keys/ci.pub
-  # crontab: every 10 minutes
-  */10 * * * * celguard bundle pull oci://registry.example.com/acme/policies:stable --name acme --pub /etc/celguard/keys/ci.pub`,
-		Args: cobra.ExactArgs(1),
+		Example: `  # crontab: every 10 minutes, every configured bundle
+  */10 * * * * celguard bundle pull
+  # one bundle, named on the command line
+  celguard bundle pull oci://registry.example.com/acme/policies:stable --name acme --pub /etc/celguard/keys/ci.pub`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return status(pullConfigured(cmd.Context(), sio, format, interval))
+			}
 			tp, err := tf.policy()
 			if err != nil {
 				return status(bundleFail(sio, "pull", err))
@@ -591,4 +601,50 @@ func doctorBundles(sio stdio) int {
 		}
 	}
 	return code
+}
+
+// pullConfigured pulls every configured bundle (celguard.Config's bundles
+// files), once or every interval, printing each one's status.
+func pullConfigured(ctx context.Context, sio stdio, format string, interval time.Duration) int {
+	cfg := celguard.Config{}
+	once := func() int {
+		errs := cfg.PullBundles(ctx)
+		if err := errs[""]; err != nil {
+			return bundleFail(sio, "pull", err)
+		}
+		bs, err := cfg.BundleStatuses(ctx)
+		if err != nil {
+			return bundleFail(sio, "pull", err)
+		}
+		if len(bs) == 0 {
+			fmt.Fprintln(sio.stderr, "celguard bundle pull: no bundle is configured: write a bundles.json (docs/bundles.md), or name a SOURCE")
+			return exitUsage
+		}
+		code := exitOK
+		for _, b := range bs {
+			if format == "json" {
+				out, _ := json.Marshal(b)
+				fmt.Fprintln(sio.stdout, string(out))
+			} else if b.InForce != nil {
+				fmt.Fprintf(sio.stdout, "%s (%s layer): in force: %s from %s\n", b.Name, b.Layer, *b.InForce, b.Source)
+			} else {
+				fmt.Fprintf(sio.stdout, "%s (%s layer): in force: none (%s)\n", b.Name, b.Layer, b.Error)
+			}
+			if err := errs[b.Name]; err != nil {
+				code = bundleFail(sio, "pull", fmt.Errorf("%s: %w", b.Name, err))
+			}
+		}
+		return code
+	}
+	if interval <= 0 {
+		return once()
+	}
+	for {
+		once()
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-time.After(interval):
+		}
+	}
 }
