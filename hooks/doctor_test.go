@@ -61,7 +61,7 @@ func TestDoctorVersion(t *testing.T) {
 	}
 	c := versionCheck("gemini", env)
 	assert.Equal(t, LevelWarn, c.Level)
-	assert.Contains(t, c.Message, "older than "+TestedVersions["gemini"])
+	assert.Contains(t, c.Message, "older than "+hostTested(Gemini))
 	env.Version = func(string) (string, error) { return "0.61.0\n", nil }
 	assert.Equal(t, LevelOK, versionCheck("gemini", env).Level)
 }
@@ -92,4 +92,9 @@ func TestDoctorBinaryOutOfReach(t *testing.T) {
 		gone := binaryChecks("claude-code", "/h/s.json", filepath.Join(dir, "nope", "celguard")+" hook claude-code", "reinstall")
 		assert.Contains(t, gone[0].Message, "Claude Code then runs every call unguarded")
 	})
+}
+
+func hostTested(name string) string {
+	info, _ := LookupHost(name)
+	return info.TestedVersion
 }

@@ -54,7 +54,7 @@ func TestApproveServer(t *testing.T) {
 		Engine: celguard.Config{Sources: func() ([]policy.Source, error) {
 			return []policy.Source{policies.ToolClasses(), {Name: "asks.yaml", Data: []byte(serveAsk)}}, nil
 		}},
-		ApproverToken: "approver-secret",
+		OperatorToken: "approver-secret",
 		HookOptions:   hooks.Options{ApproveCommandFor: serveApproveCommand(url, tokenFile)},
 	})
 	if err != nil {
