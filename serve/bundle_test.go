@@ -89,10 +89,10 @@ func TestBundleReplicas(t *testing.T) {
 			t.Errorf("status before any bundle: %+v", st.Bundles)
 		}
 	}
-	// Both replicas pull on their own (Watch) and converge.
+	// Both replicas pull on their own (WatchBundles) and converge.
 	publish(1, "v1")
 	for _, r := range replicas {
-		go r.srv.Watch(ctx, 50*time.Millisecond)
+		go r.srv.WatchBundles(ctx)
 	}
 	converge := func(serial uint64) {
 		t.Helper()

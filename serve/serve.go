@@ -280,21 +280,11 @@ func (s *Server) reloadFailed(err error) {
 }
 
 // Watch reloads the policies every interval until ctx ends (a changed file
-// is seen by its digest), and forgets idle sessions. It pulls the
-// configured policy bundles at their own intervals too
-// (celguard.Guard.WatchBundles); a new bundle in force is seen by the next
-// reload.
+// is seen by its digest), and forgets idle sessions.
 func (s *Server) Watch(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = 2 * time.Second
 	}
-	go s.guard.WatchBundles(ctx, func(name string, err error) {
-		if err != nil {
-			s.log.Warn("policy bundle pull failed; the bundle in force stays", "bundle", name, "error", err.Error())
-			return
-		}
-		_, _ = s.Reload(false)
-	})
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -306,6 +296,20 @@ func (s *Server) Watch(ctx context.Context, interval time.Duration) {
 			s.sessions.sweep(s.cfg.Now())
 		}
 	}
+}
+
+// WatchBundles pulls the configured policy bundles, each at its own
+// interval, until ctx ends (celguard.Guard.WatchBundles), and reloads
+// after each pull that succeeded, so that a new bundle is in force at
+// once. A failed pull is logged; the bundle in force stays. Run starts it.
+func (s *Server) WatchBundles(ctx context.Context) {
+	s.guard.WatchBundles(ctx, func(name string, err error) {
+		if err != nil {
+			s.log.Warn("policy bundle pull failed; the bundle in force stays", "bundle", name, "error", err.Error())
+			return
+		}
+		_, _ = s.Reload(false)
+	})
 }
 
 // Status is the answer of /v1/status.
