@@ -29,7 +29,7 @@ var layers = []struct {
 	{2, []string{"celenv", "policies", "store"}},
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},
-	{5, []string{"hooks", "hooks/hostse2e", "judge", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
+	{5, []string{"hooks", "serve/client", "hooks/hostse2e", "judge", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
 	// bundle builds (lint, suites) and verifies distributed policy sets,
 	// above policytest and below the composition root that loads them.
 	// hooks/setup installs and checks the hooks in the hosts' settings
