@@ -215,9 +215,9 @@ func (d *doc) renderPolicy() []byte {
 	if d.description != "" {
 		fmt.Fprintf(&b, "description: %s\n", q(d.description))
 	}
-	if len(d.variables) > 0 {
+	if vars := usedVariables(d.variables, d.rules); len(vars) > 0 {
 		b.WriteString("variables:\n")
-		for _, v := range d.variables {
+		for _, v := range vars {
 			fmt.Fprintf(&b, "  - name: %s\n    expression: %s\n", v.name, q(v.expr))
 		}
 	}
@@ -366,4 +366,19 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// usedVariables are the variables some rule's condition reads (lint warns
+// of the others).
+func usedVariables(vars []variable, rules []rule) []variable {
+	var out []variable
+	for _, v := range vars {
+		for _, r := range rules {
+			if strings.Contains(r.condition, v.name) {
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	return out
 }

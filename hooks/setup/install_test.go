@@ -1,4 +1,4 @@
-package hooks
+package setup
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/hooks"
 )
 
 const existingClaude = `{
@@ -93,7 +95,7 @@ func TestInstallRemovesDuplicates(t *testing.T) {
 
 // TestInstallNewFiles writes each host's format from nothing.
 func TestInstallNewFiles(t *testing.T) {
-	for _, host := range Hosts() {
+	for _, host := range hooks.Hosts() {
 		out, changed, err := Install(host, nil, "celguard hook "+host)
 		require.NoError(t, err, host)
 		assert.True(t, changed)
@@ -166,4 +168,15 @@ func TestInstallKeepsUntouchedText(t *testing.T) {
 	require.True(t, changed)
 	assert.Equal(t, strings.Count(s, "\n"), strings.Count(string(out2), "\n"))
 	assert.Equal(t, s, strings.ReplaceAll(string(out2), "/usr/local/bin/celguard hook", "celguard hook"))
+}
+
+// TestEveryHostInstalls: install knows how the settings of every host of
+// the table register hooks, and of no other.
+func TestEveryHostInstalls(t *testing.T) {
+	assert.Len(t, hostConfigs, len(hooks.Hosts()), "hostConfigs holds a host that is not in the table")
+	for _, h := range hooks.Hosts() {
+		_, ok := hostConfigs[h]
+		assert.True(t, ok, "no hostConfig for %s", h)
+		assert.NotEmpty(t, HookEvents(h), h)
+	}
 }
