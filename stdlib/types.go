@@ -130,6 +130,7 @@ var resultTypes = []ResultType{
 	{ToolchainFileTypeName, []Field{
 		{"path", cel.StringType, "the file's path as the call writes it"},
 		{"content", cel.StringType, "what the call writes into it (an edit's new text, a patch's added lines)"},
+		{"edit", cel.BoolType, "the content is a part of the file (an edit, a patch): read it with toolchain.analyzeEdit"},
 	}},
 }
 

@@ -82,6 +82,41 @@ func Analyze(p, content string) Analysis {
 	return a.done()
 }
 
+// AnalyzeEdit reads fragment as a part of the file at p: an edit's new
+// text or a patch's added lines. A fragment of a structured file (a line of
+// package.json) seldom parses on its own; when it does not, it is read as
+// text instead, and only a fragment that names a risky program (a pipe, a
+// download, a shell -c, an encoded payload) is unproven.
+func AnalyzeEdit(p, fragment string) Analysis {
+	a := Analyze(p, fragment)
+	if !a.Runs {
+		return a
+	}
+	kept := a.Unproven[:0:0]
+	parseFailed := false
+	for _, r := range a.Unproven {
+		if strings.HasPrefix(r, notParse) {
+			parseFailed = true
+			continue
+		}
+		kept = append(kept, r)
+	}
+	if parseFailed {
+		if m := riskyFragment.FindString(fragment); m != "" {
+			kept = append(kept, "an edit that does not parse on its own names "+short(m))
+		}
+	}
+	a.Unproven = kept
+	return a
+}
+
+// notParse starts the reason of a content that does not parse.
+const notParse = "the file does not parse: "
+
+// riskyFragment is what an unparsed edit may not name: a shell, a
+// download or network program, an encoded payload, a pipe into one.
+var riskyFragment = regexp.MustCompile(`(?i)(curl|wget|nc|ncat|socat|bash|sh|zsh|python3?\s+-c|node\s+-e|perl\s+-e|ruby\s+-e|eval|base64|powershell|iex|iwr|ssh|scp|rsync|ftp|telnet)|\|\s*\w|\$\(|` + "`" + `|>\s*/|&&|;`)
+
 // analysis accumulates an Analysis.
 type analysis struct {
 	Analysis
@@ -148,7 +183,7 @@ func decodeJSON(s string) (any, error) {
 // document.
 func (a *analysis) tree(f Family, v any, err error) {
 	if err != nil {
-		a.unproven("the file does not parse: " + firstLine(err.Error()))
+		a.unproven(notParse + firstLine(err.Error()))
 		return
 	}
 	for _, spec := range f.Keys {
@@ -480,6 +515,6 @@ var (
 		"poetry.masonry.api": true, "flit_core.buildapi": true, "pdm.backend": true, "pdm.pep517.api": true, "maturin": true,
 		"scikit_build_core.build": true, "mesonpy": true, "uv_build": true, "sipbuild.api": true, "enscons.api": true, "whey": true,
 	}
-	trustedDist  = regexp.MustCompile(`^https://(services\.gradle\.org/distributions/|repo\.maven\.apache\.org/maven2/|repo1\.maven\.org/maven2/)[^\s]*$`)
-	geminiShell  = regexp.MustCompile(`!\{([^{}]*)\}`)
+	trustedDist = regexp.MustCompile(`^https://(services\.gradle\.org/distributions/|repo\.maven\.apache\.org/maven2/|repo1\.maven\.org/maven2/)[^\s]*$`)
+	geminiShell = regexp.MustCompile(`!\{([^{}]*)\}`)
 )

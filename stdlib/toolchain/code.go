@@ -49,7 +49,8 @@ var codeRules = map[string][]capability{
 		`std::net|\bnet::|\b(TcpStream|TcpListener|UdpSocket|reqwest|ureq|hyper|curl|isahc|attohttpc|minreq|surf)\b`, "reaches the network",
 		`\bfs::(write|remove\w*|rename|copy|create_dir\w*|set_permissions|hard_link|soft_link)\b|\b(File::create|OpenOptions|symlink)\b`, "changes files",
 		`\benv::(vars|vars_os|set_var|remove_var|home_dir)\b`, "reads or changes the environment",
-		`\benv::var(_os)?\s*\(\s*"(?:[^"C]|C[^A]|CA[^R]|CAR[^G])`, "reads an environment variable cargo does not set",
+		`\benv::var(_os)?\s*\(\s*"(HOME|USER|PATH|AWS|GITHUB|GH_|NPM|SSH|GPG|TOKEN|SECRET|API|PASS|KEY)`, "reads an environment variable cargo does not set",
+		`\benv::var(_os)?\s*\(\s*[^"\s]`, "reads an environment variable named at run time",
 		`\b(unsafe|extern|libc|libloading|dlopen|asm!|global_asm!|include!|include_bytes!|home::|dirs::|std::os)\b`, "reaches code or the system outside the language",
 	),
 	"javascript": caps(

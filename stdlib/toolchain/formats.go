@@ -389,7 +389,7 @@ func (a *analysis) markdown(content string) {
 		if !inFence {
 			if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
 				inFence, fence = true, t[:3]
-				lang = strings.ToLower(strings.Fields(strings.Trim(t[3:], "`~ {}.")+" x")[0])
+				lang = strings.ToLower(strings.Fields(strings.Trim(t[3:], "`~ {}.") + " x")[0])
 				block = nil
 				continue
 			}
