@@ -18,6 +18,7 @@ import (
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/store/statedir"
 	"github.com/celguard/celguard/trust"
 )
 
@@ -61,15 +62,15 @@ func (p *approveParams) begin(ctx context.Context, wantID bool) (context.Context
 }
 
 // store is the hooks' state store p names.
-func (p *approveParams) store() (*hooks.Store, error) {
+func (p *approveParams) store() (*statedir.Dir, error) {
 	dir := p.stateDir
 	if dir == "" {
 		var err error
-		if dir, err = hooks.DefaultStateDir(); err != nil {
+		if dir, err = statedir.DefaultStateDir(); err != nil {
 			return nil, err
 		}
 	}
-	return &hooks.Store{Dir: dir}, nil
+	return &statedir.Dir{Dir: dir}, nil
 }
 
 // policyDir is the user's policy directory.
@@ -182,7 +183,7 @@ func runApprove(ctx context.Context, p approveParams) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	req, warnings, err := store.FindRequest(ctx, p.id)
+	req, warnings, err := hooks.FindRequest(ctx, store, p.id)
 	for _, w := range warnings {
 		fmt.Fprintf(p.stderr, "celguard approve: warning: %s\n", w)
 	}
@@ -218,7 +219,7 @@ func runApprove(ctx context.Context, p approveParams) int {
 		}
 		fmt.Fprintf(p.stdout, "\nWrote %s and its test; celguard lint --effective and celguard test %s check them.\n", path, filepath.Dir(path))
 	}
-	if _, err := store.Approve(ctx, req, scope, "celguard approve"); err != nil {
+	if _, err := hooks.Approve(ctx, store, req, scope, "celguard approve"); err != nil {
 		return fail("%v", err)
 	}
 	fmt.Fprintf(p.stdout, "\nApproved %s: %s. Tell the agent to run the call again.\n", req.ID, what)
@@ -304,7 +305,7 @@ func runApprovalsList(ctx context.Context, p approveParams) int {
 		fmt.Fprintf(p.stderr, "celguard approvals: %v\n", err)
 		return exitUsage
 	}
-	reqs, grants, warnings, err := store.Approvals(ctx)
+	reqs, grants, warnings, err := hooks.Approvals(ctx, store)
 	for _, w := range warnings {
 		fmt.Fprintf(p.stderr, "celguard approvals: warning: %s\n", w)
 	}
@@ -353,7 +354,7 @@ func runApprovalsRevoke(ctx context.Context, p approveParams) int {
 		fmt.Fprintf(p.stderr, "celguard approvals: %v\n", err)
 		return exitUsage
 	}
-	n, warnings, err := store.Revoke(ctx, p.id)
+	n, warnings, err := hooks.Revoke(ctx, store, p.id)
 	for _, w := range warnings {
 		fmt.Fprintf(p.stderr, "celguard approvals: warning: %s\n", w)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
@@ -50,10 +51,10 @@ func TestApproveServer(t *testing.T) {
 	ts := httptest.NewUnstartedServer(nil)
 	url := "http://" + ts.Listener.Addr().String()
 	srv, err := serve.New(serve.Config{
-		Sources: func() ([]policy.Source, error) {
+		Engine: celguard.Config{Sources: func() ([]policy.Source, error) {
 			return []policy.Source{policies.ToolClasses(), {Name: "asks.yaml", Data: []byte(serveAsk)}}, nil
-		},
-		ApproverToken: "approver-secret",
+		}},
+		OperatorToken: "approver-secret",
 		HookOptions:   hooks.Options{ApproveCommandFor: serveApproveCommand(url, tokenFile)},
 	})
 	if err != nil {
@@ -148,9 +149,9 @@ func codexPush(t *testing.T, base string) (decision, reason string) {
 // hook's ask says approvals are disabled on this server, and names no
 // command.
 func TestServeApprovalsDisabled(t *testing.T) {
-	srv, err := serve.New(serve.Config{Sources: func() ([]policy.Source, error) {
+	srv, err := serve.New(serve.Config{Engine: celguard.Config{Sources: func() ([]policy.Source, error) {
 		return []policy.Source{policies.ToolClasses(), {Name: "asks.yaml", Data: []byte(serveAsk)}}, nil
-	}})
+	}}})
 	if err != nil {
 		t.Fatal(err)
 	}
