@@ -45,8 +45,9 @@ const (
 // Key is a signing or verification key: an Ed25519, ECDSA P-256 or RSA
 // key in PEM (PKCS#8 private, PKIX public), as securesystemslib loads it.
 type Key struct {
-	sv dsse.SignerVerifier
-	id string
+	sv  dsse.SignerVerifier
+	id  string
+	pem []byte
 }
 
 // ID is the key's securesystemslib key ID (hex SHA-256).
@@ -72,7 +73,7 @@ func ParseKey(data []byte) (*Key, error) {
 	if err != nil {
 		return nil, wrap(CodeKey, err, "unsupported key")
 	}
-	return &Key{sv: sv, id: sk.KeyID}, nil
+	return &Key{sv: sv, id: sk.KeyID, pem: data}, nil
 }
 
 // LoadKey reads a PEM key file.

@@ -10,6 +10,12 @@ import (
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 )
 
+// pemOf returns the public PEM a test key pair was made from.
+func pemOf(t testing.TB, k *Key) []byte {
+	t.Helper()
+	return k.pem
+}
+
 // keyPair returns a new key pair as private and public Keys.
 func keyPair(t testing.TB) (priv, pub *Key) {
 	t.Helper()

@@ -91,10 +91,10 @@ func TestOCIRegistry(t *testing.T) {
 		if got := serialOf(t, machine); got != 2 {
 			t.Errorf("%s: serial %d in force, want 2 kept", what, got)
 		}
-		if d := machine.Decider(ctx, policy.LayerAdmin, LastGood); d.Blocked || d.Ref.Serial != 2 {
+		if d := machine.Decider(ctx, policy.LayerAdmin, LastGood, true); d.Blocked || d.Ref.Serial != 2 {
 			t.Errorf("%s: last-good decider = %+v", what, d)
 		}
-		if d := machine.Decider(ctx, policy.LayerAdmin, Block); !d.Blocked {
+		if d := machine.Decider(ctx, policy.LayerAdmin, Block, true); !d.Blocked {
 			t.Errorf("%s: on-refused block does not block", what)
 		}
 	}
@@ -118,7 +118,7 @@ func TestOCIRegistry(t *testing.T) {
 	if r, err := update(machine); err != nil || r.Ref.Serial != 3 {
 		t.Fatalf("update to 3: %+v, %v", r, err)
 	}
-	if d := machine.Decider(ctx, policy.LayerAdmin, Block); d.Blocked {
+	if d := machine.Decider(ctx, policy.LayerAdmin, Block, true); d.Blocked {
 		t.Errorf("a good bundle after a refusal still blocks: %s", d.Reason)
 	}
 
@@ -143,7 +143,7 @@ func TestOCIRegistry(t *testing.T) {
 	if _, err := update(third); CodeOf(err) != CodeMalformed {
 		t.Errorf("tampered layer: %v", err)
 	}
-	if d := third.Decider(ctx, policy.LayerAdmin, LastGood); !d.Blocked {
+	if d := third.Decider(ctx, policy.LayerAdmin, LastGood, true); !d.Blocked {
 		t.Error("a machine with no good bundle does not block")
 	}
 
@@ -152,7 +152,7 @@ func TestOCIRegistry(t *testing.T) {
 	if _, err := update(machine); CodeOf(err) != CodeUnreachable {
 		t.Errorf("registry down: %v", err)
 	}
-	if d := machine.Decider(ctx, policy.LayerAdmin, Block); d.Blocked || d.Ref.Serial != 3 {
+	if d := machine.Decider(ctx, policy.LayerAdmin, Block, true); d.Blocked || d.Ref.Serial != 3 {
 		t.Errorf("registry down: decider = %+v", d)
 	}
 	if st := machine.Status(ctx); st.Unreachable == nil || st.Unreachable.Code != CodeUnreachable || st.InForce.Serial != 3 {
@@ -185,7 +185,7 @@ func TestStoreOnDisk(t *testing.T) {
 	if _, err := s.Current(ctx); err == nil {
 		t.Error("edited bundle on disk accepted")
 	}
-	if d := s.Decider(ctx, policy.LayerAdmin, LastGood); !d.Blocked {
+	if d := s.Decider(ctx, policy.LayerAdmin, LastGood, true); !d.Blocked {
 		t.Error("edited bundle on disk still decides")
 	}
 	// Removing the key that signed it from the trust policy retires it.

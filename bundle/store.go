@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/celguard/celguard/internal/atomicfile"
@@ -52,6 +53,11 @@ type Store struct {
 	Limits Limits
 	// Now is the clock (default: time.Now).
 	Now func() time.Time
+	// RootOwned requires the store's file to be owned by root and not
+	// writable by group or others before it is believed (the admin layer's):
+	// a file the user could write could be swapped for an older one with
+	// its own state.
+	RootOwned bool
 }
 
 // state is the store's file.
@@ -101,6 +107,15 @@ func (s *Store) load() (*state, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if s.RootOwned {
+		fi, err := os.Stat(s.file())
+		if err == nil {
+			err = rootOwned(fi)
+		}
+		if err != nil {
+			return nil, wrap(CodeRollback, err, "%s", s.file())
+		}
 	}
 	var st state
 	if err := json.Unmarshal(data, &st); err != nil {
@@ -275,37 +290,46 @@ func (s *Store) Status(ctx context.Context) Status {
 }
 
 // Decider is what a bundle layer decides with: the sources of the bundle
-// in force, or the one policy that blocks every call (Blocked) when there
-// is none or a refusal and OnRefused says block.
+// in force, the one policy that blocks every call (Blocked), or nothing
+// (a bundle that is not mandatory and not in force yet).
 type Decider struct {
 	Sources []policy.Source
-	// Ref is the bundle in force (nil when Blocked).
+	// Ref is the bundle in force (nil when there is none, or Blocked).
 	Ref     *Ref
 	Blocked bool
-	// Reason says why it is blocked.
+	// Reason says why no bundle is in force.
 	Reason string
 }
 
-// Decider returns what the store's bundle layer decides with. It never
-// returns nothing: without a good bundle, or after a refusal with Block,
-// every call is blocked.
-func (s *Store) Decider(ctx context.Context, layer policy.Layer, on OnRefused) Decider {
+// Decider returns what the store's bundle contributes to layer: the
+// sources of the bundle in force, named bundle:NAME@VERSION/serial-N/PATH so
+// that a decision's file names the bundle; or, when there is no good
+// bundle and mandatory is set, or after a refusal with on Block, a policy
+// that blocks every call; or nothing.
+func (s *Store) Decider(ctx context.Context, layer policy.Layer, on OnRefused, mandatory bool) Decider {
 	st, err := s.load()
 	var v *Verified
 	if err == nil {
 		v, err = s.verifyState(ctx, st)
 	}
+	block := mandatory && err != nil
 	if err == nil && on == Block && st.Refused != nil {
-		err = fmt.Errorf("%s (on-refused: block)", st.Refused.Message)
+		err = fmt.Errorf("%s (on_refused: block)", st.Refused.Message)
+		block = true
 	}
 	if err != nil {
 		reason := fmt.Sprintf("policy bundle %s is not in force: %v", s.Name, err)
+		if !block {
+			return Decider{Reason: reason}
+		}
 		return Decider{Sources: []policy.Source{BlockSource(s.Name, layer, reason)}, Blocked: true, Reason: reason}
 	}
 	r := v.Manifest.Ref()
 	srcs := v.Sources()
+	prefix := "bundle:" + s.Name + "/"
 	for i := range srcs {
 		srcs[i].Layer = layer
+		srcs[i].Name = fmt.Sprintf("bundle:%s@%s/serial-%d/%s", r.Name, r.Version, r.Serial, strings.TrimPrefix(srcs[i].Name, prefix))
 	}
 	return Decider{Sources: srcs, Ref: &r}
 }

@@ -41,6 +41,7 @@ func Run(ctx context.Context, listeners []net.Listener, cfg Config) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go srv.reloadOnHangup(ctx)
+	go srv.WatchBundles(ctx)
 	if cfg.ReloadInterval > 0 {
 		go srv.Watch(ctx, cfg.ReloadInterval)
 	}

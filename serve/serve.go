@@ -298,6 +298,20 @@ func (s *Server) Watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// WatchBundles pulls the configured policy bundles, each at its own
+// interval, until ctx ends (celguard.Guard.WatchBundles), and reloads
+// after each pull that succeeded, so that a new bundle is in force at
+// once. A failed pull is logged; the bundle in force stays. Run starts it.
+func (s *Server) WatchBundles(ctx context.Context) {
+	s.guard.WatchBundles(ctx, func(name string, err error) {
+		if err != nil {
+			s.log.Warn("policy bundle pull failed; the bundle in force stays", "bundle", name, "error", err.Error())
+			return
+		}
+		_, _ = s.Reload(false)
+	})
+}
+
 // Status is the answer of /v1/status.
 type Status struct {
 	Version         string    `json:"version"`
@@ -308,10 +322,14 @@ type Status struct {
 	LastReloadAt    time.Time `json:"last_reload_error_at,omitzero"`
 	Store           string    `json:"store"`
 	Sessions        int       `json:"sessions"`
+	// Bundles are the signed policy bundles configured, with the one in
+	// force of each (docs/bundles.md).
+	Bundles []celguard.BundleStatus `json:"bundles,omitempty"`
 }
 
 // Status reports the set in force and the reloads.
 func (s *Server) Status() Status {
+	bundles := s.guard.Bundles(context.Background())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	store := s.cfg.Store
@@ -319,7 +337,8 @@ func (s *Server) Status() Status {
 		store = "memory"
 	}
 	return Status{Version: s.cfg.Version, PolicyDigest: s.eng.PolicySet().Digest(), LoadedAt: s.loadedAt,
-		Reloads: s.reloads, LastReloadError: s.lastErr, LastReloadAt: s.lastErrAt, Store: store, Sessions: s.sessions.len()}
+		Reloads: s.reloads, LastReloadError: s.lastErr, LastReloadAt: s.lastErrAt, Store: store, Sessions: s.sessions.len(),
+		Bundles: bundles}
 }
 
 // tokenOK reports whether r carries the configured bearer token (or none

@@ -17,6 +17,7 @@ import (
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/spf13/cobra"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/bundle"
 )
 
@@ -476,9 +477,15 @@ func newBundlePullCmd(sio stdio) *cobra.Command {
 	var name, layer, stateDir, format string
 	var interval time.Duration
 	cmd := &cobra.Command{
-		Use:   "pull SOURCE --name NAME --pub KEY... [--state-dir DIR] [--interval D]",
-		Short: "Fetch a bundle, verify it and keep it as the one in force (for cron, or --interval)",
-		Long: `Pull fetches the bundle from SOURCE (oci://HOST/REPO:TAG, or https://URL with
+		Use:   "pull [SOURCE --name NAME --pub KEY...] [--state-dir DIR] [--interval D]",
+		Short: "Fetch bundles, verify them and keep them as the ones in force (for cron, or --interval)",
+		Long: `Pull without SOURCE pulls every bundle the bundles files configure (the
+user's bundles.json in their celguard configuration directory and the
+administrator's /etc/celguard/bundles.json: docs/bundles.md), each into its
+own state directory, and prints each one's status; eval, hook and serve
+decide with what is in force there. This is what a cron job runs.
+
+With SOURCE, pull fetches that one bundle (oci://HOST/REPO:TAG, or https://URL with
 its envelope at URL.dsse.json), verifies it against the --pub keys and
 --threshold, checks its name and layer, refuses a serial lower than the one
 in force (or another archive with the same serial), and on success keeps it
@@ -492,11 +499,15 @@ Run it from cron, or with --interval to pull forever (each failure is
 printed; the last good bundle stays). The state directory of an admin
 bundle must be writable by root only (the default for --layer admin is
 /var/lib/celguard/bundles); celguard serve and hook read the same store.`,
-		Example: `  celguard bundle pull oci://registry.example.com/acme/policies:stable --name acme --pub /etc/celguard/keys/ci.pub
-  # crontab: every 10 minutes
-  */10 * * * * celguard bundle pull oci://registry.example.com/acme/policies:stable --name acme --pub /etc/celguard/keys/ci.pub`,
-		Args: cobra.ExactArgs(1),
+		Example: `  # crontab: every 10 minutes, every configured bundle
+  */10 * * * * celguard bundle pull
+  # one bundle, named on the command line
+  celguard bundle pull oci://registry.example.com/acme/policies:stable --name acme --pub /etc/celguard/keys/ci.pub`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return status(pullConfigured(cmd.Context(), sio, format, interval))
+			}
 			tp, err := tf.policy()
 			if err != nil {
 				return status(bundleFail(sio, "pull", err))
@@ -552,4 +563,88 @@ bundle must be writable by root only (the default for --layer admin is
 	cmd.Flags().StringVar(&format, "format", "text", "status output: text or json")
 	cmd.Flags().DurationVar(&interval, "interval", 0, "pull again after this long, forever (0: once)")
 	return cmd
+}
+
+// doctorBundles reports the configured policy bundles (the user's and the
+// administrator's bundles.json) under doctor's checks: exitFindings when
+// one blocks every call or its configuration cannot be read.
+func doctorBundles(sio stdio) int {
+	bs, err := celguard.Config{}.BundleStatuses(context.Background())
+	if err != nil {
+		fmt.Fprintf(sio.stdout, "policy bundles\n  fail  %v\n", err)
+		return exitFindings
+	}
+	if len(bs) == 0 {
+		return exitOK
+	}
+	code := exitOK
+	fmt.Fprintln(sio.stdout, "policy bundles")
+	for _, b := range bs {
+		level, msg := "ok", ""
+		switch {
+		case b.Blocked:
+			level, msg, code = "fail", fmt.Sprintf("%s (%s layer): every call is blocked: %s", b.Name, b.Layer, b.Error), exitFindings
+			if b.Error == "" && b.Refused != nil {
+				msg = fmt.Sprintf("%s (%s layer): every call is blocked after a refused bundle (on_refused: block): %s", b.Name, b.Layer, b.Refused.Message)
+			}
+		case b.InForce == nil:
+			level, msg = "warn", fmt.Sprintf("%s (%s layer): no bundle in force, the layer decides without it: %s", b.Name, b.Layer, b.Error)
+		default:
+			msg = fmt.Sprintf("%s (%s layer): %s in force from %s, checked %s", b.Name, b.Layer, *b.InForce, b.Source, b.Checked.Format(time.RFC3339))
+		}
+		fmt.Fprintf(sio.stdout, "  %-4s  %s\n", level, msg)
+		if b.Refused != nil && !b.Blocked {
+			fmt.Fprintf(sio.stdout, "  warn  %s: the source offered a refused bundle: %s\n", b.Name, b.Refused.Message)
+		}
+		if b.Unreachable != nil {
+			fmt.Fprintf(sio.stdout, "  warn  %s: the source is unreachable since %s: %s\n", b.Name, b.Unreachable.At.Format(time.RFC3339), b.Unreachable.Message)
+		}
+	}
+	return code
+}
+
+// pullConfigured pulls every configured bundle (celguard.Config's bundles
+// files), once or every interval, printing each one's status.
+func pullConfigured(ctx context.Context, sio stdio, format string, interval time.Duration) int {
+	cfg := celguard.Config{}
+	once := func() int {
+		errs := cfg.PullBundles(ctx)
+		if err := errs[""]; err != nil {
+			return bundleFail(sio, "pull", err)
+		}
+		bs, err := cfg.BundleStatuses(ctx)
+		if err != nil {
+			return bundleFail(sio, "pull", err)
+		}
+		if len(bs) == 0 {
+			fmt.Fprintln(sio.stderr, "celguard bundle pull: no bundle is configured: write a bundles.json (docs/bundles.md), or name a SOURCE")
+			return exitUsage
+		}
+		code := exitOK
+		for _, b := range bs {
+			if format == "json" {
+				out, _ := json.Marshal(b)
+				fmt.Fprintln(sio.stdout, string(out))
+			} else if b.InForce != nil {
+				fmt.Fprintf(sio.stdout, "%s (%s layer): in force: %s from %s\n", b.Name, b.Layer, *b.InForce, b.Source)
+			} else {
+				fmt.Fprintf(sio.stdout, "%s (%s layer): in force: none (%s)\n", b.Name, b.Layer, b.Error)
+			}
+			if err := errs[b.Name]; err != nil {
+				code = bundleFail(sio, "pull", fmt.Errorf("%s: %w", b.Name, err))
+			}
+		}
+		return code
+	}
+	if interval <= 0 {
+		return once()
+	}
+	for {
+		once()
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-time.After(interval):
+		}
+	}
 }
