@@ -38,7 +38,8 @@ from autogen_core.tools import (
 )
 from pydantic import BaseModel
 
-from ._client import Agent, AsyncSession
+from ._async.client import AsyncSession
+from ._base import Agent
 from ._common import Approver, approve, refusal_text, warning_text
 from ._decision import CODE_ADAPTER_ERROR, Decision
 

@@ -45,7 +45,8 @@ from agents import (
 from agents.items import TResponseInputItem
 from agents.tool_context import ToolContext
 
-from ._client import Agent, AsyncSession
+from ._async.client import AsyncSession
+from ._base import Agent
 from ._common import Approver, approve, refusal_text, warning_text
 from ._decision import Decision
 

@@ -42,7 +42,8 @@ from operator_use.messages import ToolMessage
 from operator_use.plugins import Plugin
 from operator_use.tools import ToolResult
 
-from ._client import Agent, AsyncClient, AsyncSession
+from ._async.client import AsyncClient, AsyncSession
+from ._base import Agent
 from ._common import Approver, approve, refusal_text, warning_text
 from ._decision import CODE_ADAPTER_ERROR, Decision
 

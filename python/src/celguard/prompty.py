@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from prompty import GuardrailError, GuardrailResult, Guardrails, Message, TextPart
 
-from ._client import Session
+from ._sync.client import Session
 from ._common import SyncApprover, approve_sync, refusal_text, warning_text
 from ._decision import Decision
 
