@@ -295,6 +295,29 @@ type Rule struct {
 	set *PolicySet
 }
 
+// Ref returns the rule's identity: its id, its policy's name and where its
+// entry starts.
+func (r *Rule) Ref() RuleRef {
+	return RuleRef{RuleID: r.ID, Policy: r.Policy.Name, File: r.Pos.File, Line: r.Pos.Line, Col: r.Pos.Col}
+}
+
+// RuleRef names a rule and where it is written. Every result that names a
+// rule embeds it (eval's decisions, monitored would-be decisions,
+// explanation steps, remembered refusals and decision records, policytest's
+// coverage), so that each has the same flat JSON fields: rule_id, policy,
+// file, line and col, each left out when empty. The zero RuleRef names no
+// rule: a default verdict, or a decision the engine made itself.
+type RuleRef struct {
+	// RuleID is the rule's id and Policy its policy's name.
+	RuleID string `json:"rule_id,omitempty"`
+	Policy string `json:"policy,omitempty"`
+	// File, Line and Col are where the rule's entry starts, as policy.Pos
+	// counts them.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	Col  int    `json:"col,omitempty"`
+}
+
 // MatchesTool reports whether the rule's matcher admits tool: by name, by
 // glob, or by one of the tool's classes.
 func (r *Rule) MatchesTool(tool string) bool {

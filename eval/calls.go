@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -24,11 +25,7 @@ type refusedCalls struct {
 type RefusedCall struct {
 	CallID  string         `json:"call_id"`
 	Verdict policy.Verdict `json:"verdict"`
-	RuleID  string         `json:"rule_id,omitempty"`
-	Policy  string         `json:"policy,omitempty"`
-	File    string         `json:"file,omitempty"`
-	Line    int            `json:"line,omitempty"`
-	Col     int            `json:"col,omitempty"`
+	compile.RuleRef
 }
 
 // remember records the before-decision d of call id; a call let through
@@ -56,7 +53,7 @@ func (r *refusedCalls) remember(id string, d Decision) {
 		delete(r.byID, r.order[0])
 		r.order = r.order[1:]
 	}
-	r.byID[id] = Decision{Verdict: d.Verdict, RuleID: d.RuleID, Policy: d.Policy, File: d.File, Line: d.Line, Col: d.Col}
+	r.byID[id] = Decision{Verdict: d.Verdict, RuleRef: d.RuleRef}
 	r.order = append(r.order, id)
 }
 
@@ -65,7 +62,7 @@ func (r *refusedCalls) export() []RefusedCall {
 	var out []RefusedCall
 	for _, id := range r.order {
 		d := r.byID[id]
-		out = append(out, RefusedCall{CallID: id, Verdict: d.Verdict, RuleID: d.RuleID, Policy: d.Policy, File: d.File, Line: d.Line, Col: d.Col})
+		out = append(out, RefusedCall{CallID: id, Verdict: d.Verdict, RuleRef: d.RuleRef})
 	}
 	return out
 }
@@ -76,7 +73,7 @@ func (r *refusedCalls) restore(calls []RefusedCall) {
 		if c.Verdict != policy.Halt {
 			c.Verdict = policy.Block // a state can only name refusals
 		}
-		r.remember(c.CallID, Decision{Verdict: c.Verdict, RuleID: c.RuleID, Policy: c.Policy, File: c.File, Line: c.Line, Col: c.Col})
+		r.remember(c.CallID, Decision{Verdict: c.Verdict, RuleRef: c.RuleRef})
 	}
 }
 
@@ -96,7 +93,7 @@ func (s *Session) refusedBefore(call Call) (Decision, bool) {
 	}
 	d := refusal(policy.PhaseAfter, call.Tool, CodeCallRefused,
 		fmt.Sprintf("call %s was refused (%s) before it ran, so its result is withheld", call.ID, b.Verdict), nil)
-	d.RuleID, d.Policy, d.File, d.Line, d.Col = b.RuleID, b.Policy, b.File, b.Line, b.Col
+	d.RuleRef = b.RuleRef
 	return d, true
 }
 

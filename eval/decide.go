@@ -227,7 +227,7 @@ func (ev *evaluation) monitor(r *compile.Rule, err error) {
 	if ev.monitored != nil {
 		return
 	}
-	m := &Monitored{RuleID: r.ID, Policy: r.Policy.Name, File: r.Pos.File, Line: r.Pos.Line, Col: r.Pos.Col, Untrusted: r.Policy.Untrusted}
+	m := &Monitored{RuleRef: r.Ref(), Untrusted: r.Policy.Untrusted}
 	if err != nil {
 		d := ev.policyError(r, err, nil)
 		m.Verdict, m.Code, m.Reason, m.Error, m.Metadata = d.Verdict, d.Code, d.Reason, d.Error, d.Metadata
@@ -325,7 +325,7 @@ func (ev *evaluation) carryRewrite(d *Decision, modified []string) {
 // (or reason when the message fails).
 func (ev *evaluation) fromRule(r *compile.Rule) Decision {
 	d := Decision{Phase: ev.phase, Tool: ev.call.Tool, Verdict: r.Verdict, Code: r.Code, Reason: r.Reason, Untrusted: r.Policy.Untrusted}
-	d.RuleID, d.Policy, d.File, d.Line, d.Col = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line, r.Pos.Col
+	d.RuleRef = r.Ref()
 	d.Metadata = maps.Clone(r.Metadata)
 	if r.Message != nil {
 		out, err := ev.eval(r.Policy, r.Message)
@@ -349,7 +349,7 @@ func (ev *evaluation) refuse(code, reason string, r *compile.Rule) Decision {
 func refusal(phase policy.Phase, tool, code, reason string, r *compile.Rule) Decision {
 	d := Decision{Phase: phase, Tool: tool, Verdict: policy.Block, Code: code, Reason: reason}
 	if r != nil {
-		d.RuleID, d.Policy, d.File, d.Line, d.Col = r.ID, r.Policy.Name, r.Pos.File, r.Pos.Line, r.Pos.Col
+		d.RuleRef = r.Ref()
 		d.Untrusted, d.Metadata = r.Policy.Untrusted, maps.Clone(r.Metadata)
 	}
 	return d
@@ -378,7 +378,7 @@ func (s *Session) halted(phase policy.Phase, tool string) (Decision, bool) {
 		return Decision{}, false
 	}
 	d := Decision{Phase: phase, Tool: tool, Verdict: policy.Halt, Code: CodeTurnHalted, Reason: "this turn was halted: " + h.Reason}
-	d.RuleID, d.Policy, d.File, d.Line, d.Col = h.RuleID, h.Policy, h.File, h.Line, h.Col
+	d.RuleRef = h.RuleRef
 	d.Metadata = maps.Clone(h.Metadata)
 	return d, true
 }

@@ -39,12 +39,8 @@ type DecisionRecord struct {
 	Messages []Message    `json:"messages,omitempty"`
 	Output   *ModelOutput `json:"output,omitempty"`
 
-	Verdict  policy.Verdict    `json:"verdict"`
-	RuleID   string            `json:"rule_id,omitempty"`
-	Policy   string            `json:"policy,omitempty"`
-	File     string            `json:"file,omitempty"`
-	Line     int               `json:"line,omitempty"`
-	Col      int               `json:"col,omitempty"`
+	Verdict policy.Verdict `json:"verdict"`
+	compile.RuleRef
 	Code     string            `json:"code,omitempty"`
 	Reason   string            `json:"reason,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
@@ -155,7 +151,7 @@ func newDecisionRecord(set *compile.PolicySet, d Decision, call Call, io *modelI
 	rec := &DecisionRecord{
 		DecisionID: d.DecisionID, Time: d.Time, PolicyDigest: d.PolicyDigest, SessionID: d.SessionID,
 		Agent: d.Agent, CallID: d.CallID, Phase: d.Phase, Tool: d.Tool,
-		Verdict: d.Verdict, RuleID: d.RuleID, Policy: d.Policy, File: d.File, Line: d.Line, Col: d.Col, Code: d.Code,
+		Verdict: d.Verdict, RuleRef: d.RuleRef, Code: d.Code,
 		Modified: slices.Clone(d.Modified), Untrusted: d.Untrusted, Approval: d.Approval,
 	}
 	m := &masker{}

@@ -68,6 +68,7 @@ import (
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
 )
 
 // Engine decides tool calls against a PolicySet. It is safe for concurrent
@@ -79,7 +80,7 @@ type Engine struct {
 	// sharedEntries are the engine's copies of its store's shared entries
 	// (store.go).
 	sharedMu      sync.Mutex
-	sharedEntries map[StateKey]*sharedEntry
+	sharedEntries map[state.Key]*sharedEntry
 	sessionLocks  sessionLocks
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
 )
@@ -38,7 +39,7 @@ rules:
 
 func TestDecisionJSONFieldNames(t *testing.T) {
 	content := "x"
-	d := eval.Decision{Verdict: policy.Modify, Phase: policy.PhaseAfter, Tool: "Bash", RuleID: "r", Policy: "p", File: "p.yaml", Line: 3,
+	d := eval.Decision{Verdict: policy.Modify, Phase: policy.PhaseAfter, Tool: "Bash", RuleRef: compile.RuleRef{RuleID: "r", Policy: "p", File: "p.yaml", Line: 3},
 		Reason: "why", Code: "c", Args: map[string]any{"a": 1}, Content: &content, Modified: []string{"r"},
 		Approval: &eval.ApprovalRecord{Rule: "r", Outcome: "approved"}, Error: "e", StateTampered: true,
 		Trace: []eval.TraceStep{{Rule: "r", Policy: "p", Verdict: "modify", Outcome: "applied"}}}

@@ -37,12 +37,9 @@ type Explanation struct {
 
 // ExplainStep is one rule as the evaluator considered it.
 type ExplainStep struct {
-	// Rule is the rule's id; File, Line and Col where it starts.
-	Rule    string `json:"rule_id"`
-	Policy  string `json:"policy"`
-	File    string `json:"file"`
-	Line    int    `json:"line"`
-	Col     int    `json:"col"`
+	// RuleRef identifies the rule (a compiled rule has an id, a policy
+	// and a position, so none of its fields is empty).
+	compile.RuleRef
 	Verdict string `json:"verdict"`
 	// Outcome is one of the Outcome constants: tool_not_matched, no_match
 	// (the condition was false), matched (this rule decided), applied (a
@@ -156,7 +153,7 @@ func explainHalted(x *Explanation, d Decision) {
 }
 
 func stepOf(r *compile.Rule, outcome Outcome) ExplainStep {
-	st := ExplainStep{Rule: r.ID, Policy: r.Policy.Name, File: r.Pos.File, Line: r.Pos.Line, Col: r.Pos.Col,
+	st := ExplainStep{RuleRef: r.Ref(),
 		Verdict: r.Verdict.String(), Outcome: outcome, Untrusted: r.Policy.Untrusted}
 	if r.Source != nil && r.Source.Condition != nil {
 		st.Condition = r.Source.Condition.Text

@@ -65,7 +65,7 @@ func explain(t *testing.T, call eval.Call) eval.Explanation {
 func stepFor(t *testing.T, x eval.Explanation, rule string, pass int) eval.ExplainStep {
 	t.Helper()
 	for _, st := range x.Steps {
-		if st.Rule == rule && st.Pass == pass {
+		if st.RuleID == rule && st.Pass == pass {
 			return st
 		}
 	}

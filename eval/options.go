@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/celguard/celguard/state"
 )
 
 // Defaults of the bounds a session keeps.
@@ -36,7 +38,7 @@ type config struct {
 	// monitorAll monitors every rule that is not mandatory (WithMonitor).
 	monitorAll bool
 	// store, when set, keeps the session state (store.go).
-	store        Store
+	store        state.Store
 	storeTimeout time.Duration
 	storeRetries int
 }

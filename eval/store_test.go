@@ -11,6 +11,7 @@ import (
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
 )
 
 // faultStore answers every commit with err, or, without one, with a
@@ -20,20 +21,20 @@ type faultStore struct {
 	commits int
 }
 
-func (f *faultStore) Commit(_ context.Context, ops []eval.StoreOp) (bool, []eval.StoreEntry, error) {
+func (f *faultStore) Commit(_ context.Context, ops []state.Op) (bool, []state.Entry, error) {
 	f.commits++
 	if f.err != nil {
 		return false, nil, f.err
 	}
-	cur := make([]eval.StoreEntry, len(ops))
+	cur := make([]state.Entry, len(ops))
 	for i := range cur {
 		cur[i].Version = "someone-else"
 	}
 	return false, cur, nil
 }
 
-func (f *faultStore) Delete(context.Context, eval.StateKey) error { return f.err }
-func (f *faultStore) Close() error                                { return nil }
+func (f *faultStore) Delete(context.Context, state.Key) error { return f.err }
+func (f *faultStore) Close() error                            { return nil }
 
 const sharedCap = `
 counters:

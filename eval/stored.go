@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
 )
 
 // This file is the engine's side of a Store (store.go): the shared
@@ -22,7 +24,7 @@ type sharedEntry struct {
 	// decision of the entry at a time; it is taken after the session's
 	// lock (sessionLocks) and before its counting lock and mu.
 	mu       sync.Mutex
-	key      StateKey
+	key      state.Key
 	version  string
 	counters map[string]*counterState
 	halt     *Decision
@@ -68,13 +70,13 @@ func (ent *sharedEntry) adopt(e *Engine, version string, st *SessionState) {
 const maxSharedEntries = 1 << 16
 
 // shared returns the engine's copy of a shared entry.
-func (e *Engine) shared(key StateKey) *sharedEntry {
+func (e *Engine) shared(key state.Key) *sharedEntry {
 	e.sharedMu.Lock()
 	defer e.sharedMu.Unlock()
 	ent, ok := e.sharedEntries[key]
 	if !ok {
 		if e.sharedEntries == nil || len(e.sharedEntries) >= maxSharedEntries {
-			e.sharedEntries = map[StateKey]*sharedEntry{}
+			e.sharedEntries = map[state.Key]*sharedEntry{}
 		}
 		ent = &sharedEntry{key: key, counters: map[string]*counterState{}}
 		ent.committed.set(SessionState{ID: key.ID})
@@ -180,7 +182,7 @@ func (s *Session) touch(c *compile.Counter) {
 // bindEntries resolves the session's shared entries from its metadata.
 func (s *Session) bindEntries() {
 	for i, sc := range sharedScopes {
-		s.st.entries[i] = s.eng.shared(StateKey{Scope: sc, ID: ScopeID(s.meta, sc)})
+		s.st.entries[i] = s.eng.shared(state.Key{Scope: sc, ID: ScopeID(s.meta, sc)})
 	}
 }
 
@@ -221,8 +223,12 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 		if phase == policy.PhaseBefore {
 			s.rememberBefore(call, d)
 		}
-		ops := s.storeOps()
-		ok, cur, serr := s.eng.commit(ctx, ops)
+		ops, writes, serr := s.storeOps()
+		var ok bool
+		var cur []storedEntry
+		if serr == nil {
+			ok, cur, serr = s.eng.commit(ctx, ops)
+		}
 		if serr != nil {
 			if st.touched && !st.strict {
 				// Every counter the decision used degrades to local
@@ -235,7 +241,7 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 			s.rollback()
 			return s.storeFault(phase, call.Tool, CodeStoreUnavailable, "the state store could not be reached: "+serr.Error()), nil
 		}
-		s.adopt(ops, cur, ok)
+		s.adopt(ops, writes, cur, ok)
 		if ok {
 			return d, err
 		}
@@ -254,29 +260,41 @@ func (s *Session) storeFault(phase policy.Phase, tool, code, reason string) Deci
 }
 
 // storeOps are the entries a decision of the session checks and writes:
-// its own, then its shared ones.
-func (s *Session) storeOps() []StoreOp {
+// its own, then its shared ones; writes are the states the ops write, by
+// op.
+func (s *Session) storeOps() ([]state.Op, []SessionState, error) {
 	st := &s.st
-	ops := make([]StoreOp, 0, 1+len(st.entries))
+	ops := make([]state.Op, 0, 1+len(st.entries))
+	writes := make([]SessionState, 0, 1+len(st.entries))
 	cur := s.State()
-	op := StoreOp{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-	if st.version == "" || !st.committed.same(cur) {
-		op.Write = &cur
+	op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
+	js, err := json.Marshal(cur)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot encode the session state: %w", err)
 	}
-	ops = append(ops, op)
+	if st.version == "" || !st.committed.same(js) {
+		op.Write = js
+	}
+	ops, writes = append(ops, op), append(writes, cur)
 	for i, ent := range st.entries {
 		if !st.counted[i] {
 			// Only checked, for a fleet halt: the session's own view.
-			ops = append(ops, StoreOp{Key: ent.key, Version: st.seen[i].version})
+			ops = append(ops, state.Op{Key: ent.key, Version: st.seen[i].version})
+			writes = append(writes, SessionState{})
 			continue
 		}
-		op := StoreOp{Key: ent.key, Version: ent.version}
-		if est := ent.state(); !ent.committed.same(est) {
-			op.Write = &est
+		op := state.Op{Key: ent.key, Version: ent.version}
+		est := ent.state()
+		js, err := json.Marshal(est)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot encode the %s state: %w", ent.key, err)
 		}
-		ops = append(ops, op)
+		if !ent.committed.same(js) {
+			op.Write, op.Persistent = js, est.Halted != nil
+		}
+		ops, writes = append(ops, op), append(writes, est)
 	}
-	return ops
+	return ops, writes, nil
 }
 
 // snapshot is a state as committed, with its JSON, which a decision's
@@ -291,15 +309,18 @@ func (sn *snapshot) set(st SessionState) {
 	sn.js, _ = json.Marshal(st)
 }
 
-// same reports whether cur is the snapshot's state, as a store keeps it.
-func (sn *snapshot) same(cur SessionState) bool {
-	js, err := json.Marshal(cur)
-	return err == nil && sn.js != nil && string(js) == string(sn.js)
+// setJSON is set with the state's JSON already made.
+func (sn *snapshot) setJSON(st SessionState, js []byte) { sn.st, sn.js = st, js }
+
+// same reports whether js, a state's JSON, is the snapshot's state, as a
+// store keeps it.
+func (sn *snapshot) same(js []byte) bool {
+	return sn.js != nil && bytes.Equal(js, sn.js)
 }
 
 // adopt takes the store's answer to a commit: new versions, or the current
 // state of every entry to decide on again.
-func (s *Session) adopt(ops []StoreOp, cur []StoreEntry, ok bool) {
+func (s *Session) adopt(ops []state.Op, writes []SessionState, cur []storedEntry, ok bool) {
 	st := &s.st
 	for i, op := range ops {
 		c := cur[i]
@@ -308,7 +329,7 @@ func (s *Session) adopt(ops []StoreOp, cur []StoreEntry, ok bool) {
 			if ok {
 				st.version = c.Version
 				if op.Write != nil {
-					st.committed.set(*op.Write)
+					st.committed.setJSON(writes[i], op.Write)
 				}
 				continue
 			}
@@ -330,7 +351,7 @@ func (s *Session) adopt(ops []StoreOp, cur []StoreEntry, ok bool) {
 		switch {
 		case ok && op.Write != nil:
 			ent.version, ent.local = c.Version, nil
-			ent.committed.set(*op.Write)
+			ent.committed.setJSON(writes[i], op.Write)
 		case ok:
 			ent.version = c.Version
 		case c.Version != ent.version:
@@ -342,7 +363,7 @@ func (s *Session) adopt(ops []StoreOp, cur []StoreEntry, ok bool) {
 }
 
 // adoptSession replaces the session's state with the store's.
-func (s *Session) adoptSession(c StoreEntry) {
+func (s *Session) adoptSession(c storedEntry) {
 	st := &s.st
 	state := SessionState{ID: s.id}
 	if c.State != nil {

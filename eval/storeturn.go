@@ -2,10 +2,12 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
 )
 
 // This file holds what a session handle does with a store outside a
@@ -42,7 +44,7 @@ func (s *Session) Sync(ctx context.Context) error {
 // syncLocked reads the session's entry; the caller holds the session's
 // lock and no shared entry.
 func (s *Session) syncLocked(ctx context.Context) error {
-	ok, got, err := s.eng.commit(ctx, []StoreOp{{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: s.st.version}})
+	ok, got, err := s.eng.commit(ctx, []state.Op{{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: s.st.version}})
 	if err != nil || ok {
 		return err
 	}
@@ -68,11 +70,16 @@ func (s *Session) changeStored(ctx context.Context, change func() error) (uint64
 	for try := 0; try < s.eng.cfg.storeRetries; try++ {
 		cerr := change()
 		cur := s.State()
-		op := StoreOp{Key: StateKey{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-		if cerr == nil && (st.version == "" || !st.committed.same(cur)) {
-			op.Write = &cur
+		op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
+		js, err := json.Marshal(cur)
+		if err != nil {
+			s.rollback()
+			return s.Turn(), fmt.Errorf("cannot encode the session state: %w", err)
 		}
-		ok, got, err := s.eng.commit(ctx, []StoreOp{op})
+		if cerr == nil && (st.version == "" || !st.committed.same(js)) {
+			op.Write = js
+		}
+		ok, got, err := s.eng.commit(ctx, []state.Op{op})
 		if err != nil {
 			s.rollback()
 			return s.Turn(), fmt.Errorf("%s: %w", CodeStoreUnavailable, err)
@@ -80,7 +87,7 @@ func (s *Session) changeStored(ctx context.Context, change func() error) (uint64
 		if ok {
 			st.version = got[0].Version
 			if op.Write != nil {
-				st.committed.set(*op.Write)
+				st.committed.setJSON(cur, js)
 			}
 			return s.Turn(), cerr
 		}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/internal/jsonkind"
 	"github.com/celguard/celguard/policy"
 )
@@ -125,14 +126,9 @@ type Decision struct {
 	// CallID and Agent echo the call's id and agent (Call.ID, Call.Agent).
 	CallID string `json:"call_id,omitempty"`
 	Agent  Agent  `json:"agent,omitzero"`
-	// RuleID, Policy, File, Line and Col identify the rule that decided
-	// (Line and Col are where its entry starts, as policy.Pos counts them);
-	// empty when no rule matched and the default verdict applied.
-	RuleID string `json:"rule_id,omitempty"`
-	Policy string `json:"policy,omitempty"`
-	File   string `json:"file,omitempty"`
-	Line   int    `json:"line,omitempty"`
-	Col    int    `json:"col,omitempty"`
+	// RuleRef identifies the rule that decided; empty when no rule matched
+	// and the default verdict applied.
+	compile.RuleRef
 	// Reason is the rule's message, or its reason when it has none.
 	Reason string `json:"reason,omitempty"`
 	Code   string `json:"code,omitempty"`
@@ -195,11 +191,8 @@ type Decision struct {
 // An ask is not put to the approver, a modify not applied, a halt does not
 // halt the turn.
 type Monitored struct {
-	RuleID   string            `json:"rule_id"`
-	Policy   string            `json:"policy"`
-	File     string            `json:"file,omitempty"`
-	Line     int               `json:"line,omitempty"`
-	Col      int               `json:"col,omitempty"`
+	// RuleRef identifies the monitored rule (never empty).
+	compile.RuleRef
 	Verdict  policy.Verdict    `json:"verdict"`
 	Code     string            `json:"code,omitempty"`
 	Reason   string            `json:"reason,omitempty"`

@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/atomicfile"
 	"github.com/celguard/celguard/stdlib"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // Approvals across the sessions of a state directory: the approve command
@@ -35,50 +34,16 @@ type SessionGrant struct {
 	eval.Grant
 }
 
-// sessionFiles lists the session ids of the directory's state files, by
-// what each file says its session is (only a file whose name is that
-// session's FileName counts; Load checks the rest).
-func (s *Store) sessionFiles() ([]string, error) {
-	entries, err := os.ReadDir(s.Dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot list the state directory: %w", err)
-	}
-	var ids []string
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasPrefix(name, "s-") || !strings.HasSuffix(name, ".json") || strings.Contains(name, pendingInfix) {
-			continue
-		}
-		f, err := os.Open(filepath.Join(s.Dir, name))
-		if err != nil {
-			continue
-		}
-		data, err := io.ReadAll(io.LimitReader(f, s.maxBytes()+1))
-		f.Close()
-		if err != nil {
-			continue
-		}
-		if id := salvage(data).ID; id != "" && FileName(id) == name {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids, nil
-}
-
 // eachSession calls fn with every session's authenticated state under its
 // lock; fn returns whether it changed the state (it is saved). A state that
 // fails its check is skipped, and said in the returned warnings.
-func (s *Store) eachSession(ctx context.Context, fn func(st *eval.SessionState) bool) (warnings []string, err error) {
-	ids, err := s.sessionFiles()
+func eachSession(ctx context.Context, dir *statedir.Dir, fn func(st *eval.SessionState) bool) (warnings []string, err error) {
+	ids, err := dir.Sessions()
 	if err != nil {
 		return nil, err
 	}
 	for _, id := range ids {
-		w, err := s.withSession(ctx, id, fn)
+		w, err := withSession(ctx, dir, id, fn)
 		if err != nil {
 			return warnings, err
 		}
@@ -90,14 +55,14 @@ func (s *Store) eachSession(ctx context.Context, fn func(st *eval.SessionState) 
 }
 
 // withSession runs fn on session id's state under its lock.
-func (s *Store) withSession(ctx context.Context, id string, fn func(st *eval.SessionState) bool) (warning string, err error) {
-	ls, err := s.Lock(ctx, id)
+func withSession(ctx context.Context, dir *statedir.Dir, id string, fn func(st *eval.SessionState) bool) (warning string, err error) {
+	ls, err := dir.Lock(ctx, id)
 	if err != nil {
 		return "", err
 	}
 	defer ls.Close()
-	st, found, err := ls.Load()
-	var tampered *TamperedError
+	st, found, err := loadState(ls, id)
+	var tampered *statedir.TamperedError
 	if errors.As(err, &tampered) {
 		return tampered.Error() + "; its requests and approvals are not used", nil
 	}
@@ -107,14 +72,14 @@ func (s *Store) withSession(ctx context.Context, id string, fn func(st *eval.Ses
 	if !found || !fn(&st) {
 		return "", nil
 	}
-	return "", ls.Save(st)
+	return "", saveState(ls, st)
 }
 
 // Approvals lists the pending requests and the given approvals of every
-// session in the directory.
-func (s *Store) Approvals(ctx context.Context) (reqs []SessionRequest, grants []SessionGrant, warnings []string, err error) {
-	now := s.now()
-	warnings, err = s.eachSession(ctx, func(st *eval.SessionState) bool {
+// session in the state directory.
+func Approvals(ctx context.Context, dir *statedir.Dir) (reqs []SessionRequest, grants []SessionGrant, warnings []string, err error) {
+	now := dir.Clock()
+	warnings, err = eachSession(ctx, dir, func(st *eval.SessionState) bool {
 		for _, r := range st.Requests {
 			if now.Sub(r.Created) <= eval.RequestTTL {
 				reqs = append(reqs, SessionRequest{Session: st.ID, Request: r})
@@ -128,9 +93,10 @@ func (s *Store) Approvals(ctx context.Context) (reqs []SessionRequest, grants []
 	return reqs, grants, warnings, err
 }
 
-// FindRequest returns the pending request id, with its session.
-func (s *Store) FindRequest(ctx context.Context, id string) (SessionRequest, []string, error) {
-	reqs, _, warnings, err := s.Approvals(ctx)
+// FindRequest returns the pending request id of a session of the state
+// directory, with its session.
+func FindRequest(ctx context.Context, dir *statedir.Dir, id string) (SessionRequest, []string, error) {
+	reqs, _, warnings, err := Approvals(ctx, dir)
 	if err != nil {
 		return SessionRequest{}, warnings, err
 	}
@@ -143,7 +109,7 @@ func (s *Store) FindRequest(ctx context.Context, id string) (SessionRequest, []s
 	switch len(found) {
 	case 0:
 		return SessionRequest{}, warnings, fmt.Errorf("%w %q in %s (it may have expired after %s, been answered already, or be in another --state-dir)",
-			eval.ErrNoRequest, id, s.Dir, eval.RequestTTL)
+			eval.ErrNoRequest, id, dir.Dir, eval.RequestTTL)
 	case 1:
 		return found[0], warnings, nil
 	}
@@ -152,12 +118,12 @@ func (s *Store) FindRequest(ctx context.Context, id string) (SessionRequest, []s
 
 // Approve answers the pending request req (FindRequest) of its session with
 // scope. by says who approved.
-func (s *Store) Approve(ctx context.Context, req SessionRequest, scope eval.Scope, by string) (eval.Grant, error) {
+func Approve(ctx context.Context, dir *statedir.Dir, req SessionRequest, scope eval.Scope, by string) (eval.Grant, error) {
 	var g eval.Grant
 	var aerr error
-	warning, err := s.withSession(ctx, req.Session, func(st *eval.SessionState) bool {
+	warning, err := withSession(ctx, dir, req.Session, func(st *eval.SessionState) bool {
 		var r eval.Request
-		g, r, aerr = st.Approve(req.ID, scope, by, s.now())
+		g, r, aerr = st.Approve(req.ID, scope, by, dir.Clock())
 		if aerr == nil && r.Digest != req.Digest {
 			// Not the request that was shown: refuse rather than approve
 			// another call under the same id.
@@ -175,10 +141,10 @@ func (s *Store) Approve(ctx context.Context, req SessionRequest, scope eval.Scop
 }
 
 // Revoke forgets the approvals and pending requests with id in every
-// session; it returns how many sessions had one.
-func (s *Store) Revoke(ctx context.Context, id string) (int, []string, error) {
+// session of the state directory; it returns how many sessions had one.
+func Revoke(ctx context.Context, dir *statedir.Dir, id string) (int, []string, error) {
 	n := 0
-	warnings, err := s.eachSession(ctx, func(st *eval.SessionState) bool {
+	warnings, err := eachSession(ctx, dir, func(st *eval.SessionState) bool {
 		if st.Revoke(id) {
 			n++
 			return true

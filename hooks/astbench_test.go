@@ -6,6 +6,7 @@ import (
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // BenchmarkWarmCompile is what a warm hook process spends on its policies:
@@ -44,7 +45,7 @@ func warmCache(b *testing.B) ([]policy.Source, string, *ASTCache) {
 }
 
 func loadCacheForBench(b *testing.B, dir string) *ASTCache {
-	key, err := LoadKey(dir)
+	key, err := statedir.LoadKey(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,12 +63,12 @@ func BenchmarkASTCacheVerify(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		key, err := LoadKey(dir)
+		key, err := statedir.LoadKey(dir)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for k, e := range c.entries {
-			if !key.verify(e.MAC, domainASTCache, []byte(k), e.Value) {
+			if !key.Verify(e.MAC, domainASTCache, []byte(k), e.Value) {
 				b.Fatal("bad MAC")
 			}
 		}

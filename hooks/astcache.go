@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/celguard/celguard/internal/atomicfile"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // Bounds of the compiled-expression cache file.
@@ -17,6 +18,9 @@ const (
 	// astCacheVersion is the version of the file's format; a file of
 	// another version is an empty cache.
 	astCacheVersion = 2
+	// domainASTCache separates the cache's MACs from the state
+	// directory's other files (statedir.Key.Sum).
+	domainASTCache = "celguard ast-cache entry v1"
 )
 
 // ASTCache is a compile.ASTCache kept in the state directory, so that each
@@ -32,7 +36,7 @@ const (
 // empty cache: the cache only ever saves time, it never decides.
 type ASTCache struct {
 	path string
-	key  *Key
+	key  *statedir.Key
 
 	mu      sync.Mutex
 	entries map[string]*astCacheEntry
@@ -56,7 +60,7 @@ type astCacheEntry struct {
 // LoadASTCache reads the cache file of a state directory; entries are
 // checked against key when first used. With a nil key (the state key could
 // not be loaded) the cache reads and writes nothing.
-func LoadASTCache(dir string, key *Key) *ASTCache {
+func LoadASTCache(dir string, key *statedir.Key) *ASTCache {
 	c := &ASTCache{path: filepath.Join(dir, astCacheFile), key: key, entries: map[string]*astCacheEntry{}}
 	if key == nil {
 		return c
@@ -87,7 +91,7 @@ func LoadASTCache(dir string, key *Key) *ASTCache {
 // valid checks e's MAC once per process; the caller holds c.mu.
 func (c *ASTCache) valid(k string, e *astCacheEntry) bool {
 	if !e.checked {
-		e.checked = c.key.verify(e.MAC, domainASTCache, []byte(k), e.Value)
+		e.checked = c.key.Verify(e.MAC, domainASTCache, []byte(k), e.Value)
 	}
 	return e.checked
 }
@@ -119,7 +123,7 @@ func (c *ASTCache) Put(key string, value []byte) {
 	if _, ok := c.entries[key]; !ok && len(c.entries) >= astCacheMaxEntries {
 		return
 	}
-	c.entries[key] = &astCacheEntry{Value: value, MAC: c.key.sum(domainASTCache, []byte(key), value), checked: true}
+	c.entries[key] = &astCacheEntry{Value: value, MAC: c.key.Sum(domainASTCache, []byte(key), value), checked: true}
 	c.dirty = true
 }
 

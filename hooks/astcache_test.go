@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // loadCache loads the AST cache of dir with dir's key.
 func loadCache(t *testing.T, dir string) *hooks.ASTCache {
 	t.Helper()
-	key, err := hooks.LoadKey(dir)
+	key, err := statedir.LoadKey(dir)
 	require.NoError(t, err)
 	return hooks.LoadASTCache(dir, key)
 }

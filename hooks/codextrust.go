@@ -80,7 +80,7 @@ func CodexTrustEntries(path string, settings []byte) ([]CodexTrust, error) {
 			handlers, _ := hl.([]any)
 			for hi, h := range handlers {
 				handler, _ := h.(*object)
-				if handler == nil || !isOurs(handler, "codex") {
+				if handler == nil || !isOurs(handler, Codex) {
 					continue
 				}
 				hash, err := codexHookHash(label, group, handler)

@@ -61,30 +61,6 @@ type DoctorEnv struct {
 	Version func(bin string) (string, error)
 }
 
-// TestedVersions are the host versions hooks/hostse2e runs celguard's
-// hooks with; docs/hooks.md names them.
-var TestedVersions = map[string]string{
-	"claude-code": "2.1.330",
-	"gemini":      "0.61.0",
-	"codex":       "0.169.0",
-}
-
-// hostCommands are the hosts' command names, for their version.
-var hostCommands = map[string]string{
-	"claude-code": "claude",
-	"gemini":      "gemini",
-	"codex":       "codex",
-	"cursor":      "cursor-agent",
-}
-
-// missingBinary says what a host does when the hook's command is missing.
-var missingBinary = map[string]string{
-	"claude-code": "Claude Code then runs every call unguarded (a hook that cannot start is a non-blocking error)",
-	"codex":       "Codex then runs every call unguarded (a hook that cannot start is a non-blocking error)",
-	"gemini":      "Gemini CLI then refuses every call",
-	"cursor":      "what Cursor then does is not verified",
-}
-
 // Doctor checks celguard's hooks for each host in hosts, in the project's
 // and the user's settings: that a hook is registered for every event
 // celguard needs, that the binary it runs exists at an absolute path the
@@ -140,8 +116,9 @@ func Doctor(hosts []string, required bool, env DoctorEnv) []Check {
 }
 
 func settingsPathIn(host string, scope Scope, env DoctorEnv) (string, error) {
-	if host == "codex" && scope == ScopeUser {
-		return filepath.Join(env.CodexHome, hostConfigs[host].file), nil
+	if host == Codex && scope == ScopeUser {
+		info, _ := LookupHost(host)
+		return filepath.Join(env.CodexHome, info.SettingsFile), nil
 	}
 	return SettingsPath(host, scope, env.ProjectDir, env.HomeDir)
 }
@@ -190,9 +167,9 @@ func doctorSettings(host string, scope Scope, path string, data []byte, env Doct
 		checks = append(checks, binaryChecks(host, path, c, reinstall)...)
 	}
 	switch host {
-	case "codex":
+	case Codex:
 		checks = append(checks, codexTrustChecks(path, scope, data, env)...)
-	case "gemini":
+	case Gemini:
 		if hc, _ := root.get("hooksConfig"); hc != nil {
 			if o, _ := hc.(*object); o != nil {
 				if en, ok := o.get("enabled"); ok && en == false {
@@ -207,7 +184,7 @@ func doctorSettings(host string, scope Scope, path string, data []byte, env Doct
 				}
 			}
 		}
-	case "claude-code":
+	case ClaudeCode:
 		if d, _ := root.get("disableAllHooks"); d == true {
 			add(LevelFail, "disableAllHooks is true: Claude Code runs no hook", `remove "disableAllHooks": true`)
 		}
@@ -253,7 +230,7 @@ func ourCommands(host string, root *object) map[string][]string {
 }
 
 // commandBinary is the first word of a hook command line, unquoted as sh
-// would (the quoting ShellQuote writes: '...', with '\” for a quote).
+// would (the quoting shell.Quote writes).
 func commandBinary(command string) string {
 	s := strings.TrimLeft(command, " \t")
 	var b strings.Builder
@@ -279,6 +256,12 @@ func commandBinary(command string) string {
 	return b.String()
 }
 
+// noHook says what host does when a hook's command cannot start.
+func noHook(host string) string {
+	info, _ := LookupHost(host)
+	return info.NoHook
+}
+
 // binaryChecks checks the binary a hook command runs.
 func binaryChecks(host, path, command, reinstall string) []Check {
 	bin := commandBinary(command)
@@ -291,10 +274,10 @@ func binaryChecks(host, path, command, reinstall string) []Check {
 	}
 	fi, err := os.Stat(bin)
 	if err != nil {
-		return fail(fmt.Sprintf("the hook runs %s, which cannot be run (%v); %s", bin, err, missingBinary[host]), "install celguard at "+bin+", or "+reinstall)
+		return fail(fmt.Sprintf("the hook runs %s, which cannot be run (%v); %s", bin, err, noHook(host)), "install celguard at "+bin+", or "+reinstall)
 	}
 	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
-		return fail(fmt.Sprintf("the hook runs %s, which is not an executable file; %s", bin, missingBinary[host]), "install celguard at "+bin+", or "+reinstall)
+		return fail(fmt.Sprintf("the hook runs %s, which is not an executable file; %s", bin, noHook(host)), "install celguard at "+bin+", or "+reinstall)
 	}
 	if uid := os.Getuid(); uid > 0 && fileowner.Supported {
 		for p := filepath.Clean(bin); ; p = filepath.Dir(p) {
@@ -321,11 +304,11 @@ func codexTrustChecks(path string, scope Scope, data []byte, env DoctorEnv) []Ch
 	config := filepath.Join(env.CodexHome, "config.toml")
 	entries, err := CodexTrustEntries(path, data)
 	if err != nil {
-		return []Check{{Host: "codex", Settings: path, Level: LevelFail, Message: err.Error()}}
+		return []Check{{Host: Codex, Settings: path, Level: LevelFail, Message: err.Error()}}
 	}
 	toml, err := os.ReadFile(config)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return []Check{{Host: "codex", Settings: path, Level: LevelFail, Message: err.Error(), Fix: "make " + config + " readable"}}
+		return []Check{{Host: Codex, Settings: path, Level: LevelFail, Message: err.Error(), Fix: "make " + config + " readable"}}
 	}
 	states, projects := parseCodexConfig(string(toml))
 	var checks []Check
@@ -348,21 +331,21 @@ func codexTrustChecks(path string, scope Scope, data []byte, env DoctorEnv) []Ch
 	}
 	trustFix := "trust them with /hooks in an interactive codex session, or put these lines in " + config + " (replacing older entries of the same keys):\n" + fix.String()
 	if len(untrusted) > 0 {
-		checks = append(checks, Check{Host: "codex", Settings: path, Level: LevelFail, Message: "Codex has not trusted celguard's hooks for " + strings.Join(untrusted, ", ") + ": it skips them without a word and runs every call unguarded", Fix: trustFix})
+		checks = append(checks, Check{Host: Codex, Settings: path, Level: LevelFail, Message: "Codex has not trusted celguard's hooks for " + strings.Join(untrusted, ", ") + ": it skips them without a word and runs every call unguarded", Fix: trustFix})
 	}
 	if len(changed) > 0 {
-		checks = append(checks, Check{Host: "codex", Settings: path, Level: LevelFail, Message: "celguard's hooks for " + strings.Join(changed, ", ") + " changed since Codex trusted them (the command line differs): Codex skips them", Fix: trustFix})
+		checks = append(checks, Check{Host: Codex, Settings: path, Level: LevelFail, Message: "celguard's hooks for " + strings.Join(changed, ", ") + " changed since Codex trusted them (the command line differs): Codex skips them", Fix: trustFix})
 	}
 	if len(disabled) > 0 {
-		checks = append(checks, Check{Host: "codex", Settings: path, Level: LevelFail, Message: "celguard's hooks for " + strings.Join(disabled, ", ") + " are disabled in " + config, Fix: "remove enabled = false from their [hooks.state] entries"})
+		checks = append(checks, Check{Host: Codex, Settings: path, Level: LevelFail, Message: "celguard's hooks for " + strings.Join(disabled, ", ") + " are disabled in " + config, Fix: "remove enabled = false from their [hooks.state] entries"})
 	}
 	if len(untrusted)+len(changed) == 0 {
-		checks = append(checks, Check{Host: "codex", Settings: path, Level: LevelOK, Message: "Codex trusts every celguard hook as installed"})
+		checks = append(checks, Check{Host: Codex, Settings: path, Level: LevelOK, Message: "Codex trusts every celguard hook as installed"})
 	}
 	if scope == ScopeProject {
 		dir := filepath.Dir(filepath.Dir(path))
 		if projects[dir] != "trusted" {
-			checks = append(checks, Check{Host: "codex", Settings: path, Level: LevelFail,
+			checks = append(checks, Check{Host: Codex, Settings: path, Level: LevelFail,
 				Message: "Codex loads " + path + " only in a project it trusts, and " + dir + " is not trusted in " + config,
 				Fix:     fmt.Sprintf("trust the project when codex asks, or add to %s:\n[projects.%s]\ntrust_level = \"trusted\"\n", config, strconv.Quote(dir))})
 		}
@@ -474,8 +457,9 @@ var versionRE = regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)`)
 // versionCheck compares the host's version with the one tested.
 func versionCheck(host string, env DoctorEnv) Check {
 	c := Check{Host: host, Level: LevelWarn}
-	tested, ok := TestedVersions[host]
-	name := hostCommands[host]
+	info, _ := LookupHost(host)
+	tested, ok := info.TestedVersion, info.TestedVersion != ""
+	name := info.Command
 	bin, err := env.LookPath(name)
 	if err != nil {
 		c.Message = fmt.Sprintf("%s is not on PATH, so its version was not checked", name)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/stdlib/shell"
 )
 
 func TestCommandBinary(t *testing.T) {
@@ -22,7 +24,7 @@ func TestCommandBinary(t *testing.T) {
 	}
 	// What install writes, doctor reads back.
 	for _, p := range []string{"/srv/app/bin/celguard", "/srv/it's here/celguard", "/srv/$x/celguard"} {
-		assert.Equal(t, p, commandBinary(ShellQuote(p)+" hook codex"))
+		assert.Equal(t, p, commandBinary(shell.Quote(p)+" hook codex"))
 	}
 }
 
@@ -59,7 +61,7 @@ func TestDoctorVersion(t *testing.T) {
 	}
 	c := versionCheck("gemini", env)
 	assert.Equal(t, LevelWarn, c.Level)
-	assert.Contains(t, c.Message, "older than "+TestedVersions["gemini"])
+	assert.Contains(t, c.Message, "older than "+hostTested(Gemini))
 	env.Version = func(string) (string, error) { return "0.61.0\n", nil }
 	assert.Equal(t, LevelOK, versionCheck("gemini", env).Level)
 }
@@ -71,7 +73,7 @@ func TestDoctorBinaryOutOfReach(t *testing.T) {
 	runUnprivileged(t, func(t *testing.T) {
 		sh, err := filepath.EvalSymlinks("/bin/sh")
 		require.NoError(t, err)
-		ok := binaryChecks("codex", "/h/hooks.json", ShellQuote(sh)+" hook codex", "reinstall")
+		ok := binaryChecks("codex", "/h/hooks.json", shell.Quote(sh)+" hook codex", "reinstall")
 		require.Len(t, ok, 1)
 		assert.Equal(t, LevelOK, ok[0].Level, ok[0].Message)
 
@@ -90,4 +92,9 @@ func TestDoctorBinaryOutOfReach(t *testing.T) {
 		gone := binaryChecks("claude-code", "/h/s.json", filepath.Join(dir, "nope", "celguard")+" hook claude-code", "reinstall")
 		assert.Contains(t, gone[0].Message, "Claude Code then runs every call unguarded")
 	})
+}
+
+func hostTested(name string) string {
+	info, _ := LookupHost(name)
+	return info.TestedVersion
 }

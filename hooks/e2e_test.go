@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 var (
@@ -152,7 +153,7 @@ func TestEndToEndLoopDetection(t *testing.T) {
 
 	r = run(claudeEvent("SessionEnd", map[string]any{"reason": "prompt_input_exit"}))
 	require.Equal(t, 0, r.Exit, r.Stderr)
-	assert.NoFileExists(t, (&Store{Dir: state}).Path("e2e-session"))
+	assert.NoFileExists(t, (&statedir.Dir{Dir: state}).Path("e2e-session"))
 }
 
 // TestEndToEndConcurrentHooks runs many hook processes of one session at
@@ -180,7 +181,7 @@ func TestEndToEndConcurrentHooks(t *testing.T) {
 	for i, r := range results {
 		assert.Equal(t, 0, r.Exit, "process %d: %s", i, r.Stderr)
 	}
-	data, err := os.ReadFile((&Store{Dir: state}).Path("codex-concurrent"))
+	data, err := os.ReadFile((&statedir.Dir{Dir: state}).Path("codex-concurrent"))
 	require.NoError(t, err)
 	var file stateFile
 	require.NoError(t, json.Unmarshal(data, &file), "the state file parses")

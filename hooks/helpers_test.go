@@ -10,6 +10,7 @@ import (
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // deferAsk leaves ask verdicts to the host, as `celguard hook` does.
@@ -41,5 +42,5 @@ func testRunner(t testing.TB, host string, opts Options, eng *eval.Engine) *Runn
 	t.Helper()
 	h, err := New(host, opts)
 	require.NoError(t, err)
-	return &Runner{Host: h, Store: &Store{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return eng, nil }}
+	return &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return eng, nil }}
 }

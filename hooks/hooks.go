@@ -173,24 +173,6 @@ type Host interface {
 	Fail(ev Event, reason string, open bool) Response
 }
 
-// Hosts lists the host names New accepts.
-func Hosts() []string { return []string{"claude-code", "codex", "gemini", "cursor"} }
-
-// New returns the host called name.
-func New(name string, opts Options) (Host, error) {
-	switch name {
-	case "claude-code":
-		return &hookSpecificHost{name: name, dialect: &claude{opts: opts}}, nil
-	case "codex":
-		return &hookSpecificHost{name: name, dialect: codex{opts: opts}}, nil
-	case "gemini":
-		return &gemini{opts: opts}, nil
-	case "cursor":
-		return &cursor{opts: opts}, nil
-	}
-	return nil, fmt.Errorf("unknown host %q: want one of %s", name, strings.Join(Hosts(), ", "))
-}
-
 // stop is the value of a "continue" field that stops the agent: false.
 var stop = func() *bool { f := false; return &f }
 

@@ -13,8 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // beforeEvents is one before-call event per host.
@@ -45,13 +47,13 @@ func TestNoVerdictWeakensToSilentAllow(t *testing.T) {
 		ev, err := h.Decode([]byte(in))
 		require.NoError(t, err)
 		for _, d := range []eval.Decision{
-			{Verdict: policy.Block, RuleID: "r"},
-			{Verdict: policy.Halt, RuleID: "r"},
-			{Verdict: policy.Ask, RuleID: "r"},
-			{Verdict: policy.Ask, RuleID: "r", Args: map[string]any{"command": "ls"}},
-			{Verdict: policy.Modify, RuleID: "r", Args: map[string]any{"command": "ls"}},
-			{Verdict: policy.Modify, RuleID: "r"},
-			{Verdict: policy.Verdict(99), RuleID: "r"},
+			{Verdict: policy.Block, RuleRef: compile.RuleRef{RuleID: "r"}},
+			{Verdict: policy.Halt, RuleRef: compile.RuleRef{RuleID: "r"}},
+			{Verdict: policy.Ask, RuleRef: compile.RuleRef{RuleID: "r"}},
+			{Verdict: policy.Ask, RuleRef: compile.RuleRef{RuleID: "r"}, Args: map[string]any{"command": "ls"}},
+			{Verdict: policy.Modify, RuleRef: compile.RuleRef{RuleID: "r"}, Args: map[string]any{"command": "ls"}},
+			{Verdict: policy.Modify, RuleRef: compile.RuleRef{RuleID: "r"}},
+			{Verdict: policy.Verdict(99), RuleRef: compile.RuleRef{RuleID: "r"}},
 		} {
 			r := h.Encode(ev, d)
 			if d.Verdict == policy.Modify && d.Args != nil && (host == "claude-code" || host == "codex") {
@@ -71,7 +73,7 @@ func TestNoVerdictWeakensToSilentAllow(t *testing.T) {
 // TestApproveOption: an explicit allow defers to the host's own permission
 // rules unless Approve is set; a default allow never approves.
 func TestApproveOption(t *testing.T) {
-	explicit := eval.Decision{Verdict: policy.Allow, RuleID: "allow-ls", Reason: "fine"}
+	explicit := eval.Decision{Verdict: policy.Allow, RuleRef: compile.RuleRef{RuleID: "allow-ls"}, Reason: "fine"}
 	byDefault := eval.Decision{Verdict: policy.Allow}
 	for _, host := range []string{"claude-code", "gemini"} {
 		off, _ := New(host, Options{})
@@ -96,7 +98,7 @@ func TestFailClosed(t *testing.T) {
 	for host, in := range beforeEvents {
 		h, _ := New(host, Options{})
 		for _, open := range []bool{false, true} {
-			r := &Runner{Host: h, Store: &Store{Dir: t.TempDir()}, Engine: broken, FailOpen: open}
+			r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Engine: broken, FailOpen: open}
 			got := r.Run(context.Background(), []byte(in))
 			assert.Contains(t, got.Stderr, "p.yaml:3:1: boom", host)
 			switch {
@@ -124,7 +126,7 @@ func TestFailClosedOnState(t *testing.T) {
 	in := []byte(beforeEvents["claude-code"])
 	newRunner := func(dir string) *Runner {
 		h, _ := New("claude-code", Options{})
-		return &Runner{Host: h, Store: &Store{Dir: dir, MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,
+		return &Runner{Host: h, Store: &statedir.Dir{Dir: dir, MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,
 			Engine: func() (*eval.Engine, error) { return eng, nil }}
 	}
 
@@ -147,7 +149,7 @@ func TestFailClosedOnState(t *testing.T) {
 	assert.Contains(t, got.Stderr, "larger than 1024 bytes")
 
 	bad := newRunner(t.TempDir())
-	require.NoError(t, os.WriteFile(filepath.Join(bad.Store.Dir, KeyFile), []byte("short"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(bad.Store.Dir, statedir.KeyFile), []byte("short"), 0o600))
 	got = bad.Run(context.Background(), in)
 	assert.Equal(t, 2, got.Exit, "an unusable key blocks")
 	assert.Contains(t, got.Stderr, "does not hold a key")
@@ -173,7 +175,7 @@ func TestFailClosedOnUnreadableState(t *testing.T) {
 	runUnprivileged(t, func(t *testing.T) {
 		eng := testEngine(t)
 		h, _ := New("claude-code", Options{})
-		r := &Runner{Host: h, Store: &Store{Dir: t.TempDir(), MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,
+		r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir(), MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,
 			Engine: func() (*eval.Engine, error) { return eng, nil }}
 		in := []byte(beforeEvents["claude-code"])
 		got := r.Run(context.Background(), in)
@@ -359,7 +361,7 @@ func TestBrokenPolicyLetsPromptThrough(t *testing.T) {
 	broken := func() (*eval.Engine, error) { return nil, errors.New("the policies do not compile: p.yaml:3:1: boom") }
 	for host, in := range promptEvents {
 		h, _ := New(host, Options{})
-		r := &Runner{Host: h, Store: &Store{Dir: t.TempDir()}, Engine: broken}
+		r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Engine: broken}
 		got := r.Run(context.Background(), []byte(in))
 		assert.Equal(t, 0, got.Exit, "%s: the prompt goes through", host)
 		assert.Contains(t, got.Stderr, "p.yaml:3:1: boom", host)

@@ -24,12 +24,9 @@ const (
 	ScopeUser
 )
 
-// hostConfig is how a host's settings file registers hooks.
+// hostConfig is how a host's settings file registers hooks; where the file
+// is and which events it registers are the host's HostInfo.
 type hostConfig struct {
-	// dir is the settings directory under the project or the home
-	// directory, and file the settings file in it.
-	dir, file string
-	events    []string
 	// flat: Cursor's {"version": 1, "hooks": {event: [{command}]}};
 	// otherwise Claude's {"hooks": {event: [{matcher, hooks: [{type,
 	// command, timeout}]}]}}.
@@ -39,53 +36,39 @@ type hostConfig struct {
 	handler func(command string) *object
 }
 
+// hostConfigs holds the hostConfig of every host of the table.
 var hostConfigs = map[string]hostConfig{
-	"claude-code": {
-		dir: ".claude", file: "settings.json",
-		events:  []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd", "PermissionRequest"},
-		handler: func(c string) *object { return obj("type", "command", "command", c, "timeout", json.Number("30")) },
-	},
-	"codex": {
-		dir: ".codex", file: "hooks.json",
-		events:  []string{"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart"},
-		handler: func(c string) *object { return obj("type", "command", "command", c, "timeout", json.Number("30")) },
-	},
-	"gemini": {
-		dir: ".gemini", file: "settings.json",
-		events: []string{"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "SessionStart", "SessionEnd"},
-		handler: func(c string) *object {
-			return obj("name", "celguard", "type", "command", "command", c, "timeout", json.Number("30000"))
-		},
-	},
-	"cursor": {
-		dir: ".cursor", file: "hooks.json", flat: true,
-		events:  []string{"beforeShellExecution", "beforeMCPExecution", "beforeReadFile", "afterShellExecution", "afterMCPExecution", "beforeSubmitPrompt", "stop"},
-		handler: func(c string) *object { return obj("command", c) },
-	},
+	ClaudeCode: {handler: func(c string) *object { return obj("type", "command", "command", c, "timeout", json.Number("30")) }},
+	Codex:      {handler: func(c string) *object { return obj("type", "command", "command", c, "timeout", json.Number("30")) }},
+	Gemini: {handler: func(c string) *object {
+		return obj("name", "celguard", "type", "command", "command", c, "timeout", json.Number("30000"))
+	}},
+	Cursor: {flat: true, handler: func(c string) *object { return obj("command", c) }},
 }
 
 // SettingsPath is the settings file celguard's hooks go into for host:
 // under projectDir for ScopeProject, under homeDir for ScopeUser (Codex's
 // user settings honour CODEX_HOME).
 func SettingsPath(host string, scope Scope, projectDir, homeDir string) (string, error) {
-	hc, ok := hostConfigs[host]
+	info, ok := LookupHost(host)
 	if !ok {
-		return "", fmt.Errorf("unknown host %q: want one of %s", host, strings.Join(Hosts(), ", "))
+		return "", UnknownHostError(host)
 	}
 	if scope == ScopeUser {
-		if host == "codex" {
+		if host == Codex {
 			if ch := os.Getenv("CODEX_HOME"); ch != "" {
-				return filepath.Join(ch, hc.file), nil
+				return filepath.Join(ch, info.SettingsFile), nil
 			}
 		}
-		return filepath.Join(homeDir, hc.dir, hc.file), nil
+		return filepath.Join(homeDir, info.SettingsDir, info.SettingsFile), nil
 	}
-	return filepath.Join(projectDir, hc.dir, hc.file), nil
+	return filepath.Join(projectDir, info.SettingsDir, info.SettingsFile), nil
 }
 
 // HookEvents lists the events celguard registers for on host.
 func HookEvents(host string) []string {
-	return append([]string(nil), hostConfigs[host].events...)
+	info, _ := LookupHost(host)
+	return info.Events
 }
 
 // Install merges a hook running command into a host's settings document
@@ -96,10 +79,11 @@ func HookEvents(host string) []string {
 // that runs celguard with "hook HOST") is updated in place, and any second
 // one removed, so installing twice changes nothing.
 func Install(host string, settings []byte, command string) ([]byte, bool, error) {
-	hc, ok := hostConfigs[host]
+	info, ok := LookupHost(host)
 	if !ok {
-		return nil, false, fmt.Errorf("unknown host %q: want one of %s", host, strings.Join(Hosts(), ", "))
+		return nil, false, UnknownHostError(host)
 	}
+	hc := hostConfigs[host]
 	root := &object{}
 	indent := "  "
 	if len(bytes.TrimSpace(settings)) > 0 {
@@ -131,7 +115,7 @@ func Install(host string, settings []byte, command string) ([]byte, bool, error)
 	if !ok {
 		return nil, false, fmt.Errorf(`"hooks" must be an object, not %s`, orderedKind(hooksV))
 	}
-	for _, event := range hc.events {
+	for _, event := range info.Events {
 		ch, err := installEvent(hc, host, hooksObj, event, command)
 		if err != nil {
 			return nil, false, fmt.Errorf(`"hooks.%s": %w`, event, err)
@@ -251,17 +235,6 @@ func setCommand(h *object, command string) bool {
 	}
 	h.set("command", command)
 	return true
-}
-
-// ShellQuote quotes an argument for a hook command line (hosts run it with
-// sh -c).
-func ShellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@+,%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Diff is a line diff of two documents, every line shown: "-" removed, "+"

@@ -126,10 +126,7 @@ func TestInstallRejects(t *testing.T) {
 	assert.ErrorContains(t, err, `unknown host "vim"`)
 }
 
-func TestShellQuoteAndDiff(t *testing.T) {
-	assert.Equal(t, "celguard", ShellQuote("celguard"))
-	assert.Equal(t, `'/my dir/celguard'`, ShellQuote("/my dir/celguard"))
-	assert.Equal(t, `'it'\''s'`, ShellQuote("it's"))
+func TestDiff(t *testing.T) {
 	assert.Equal(t, "--- a\n+++ b\n x\n-y\n+z\n", Diff("a", "b", []byte("x\ny\n"), []byte("x\nz\n")))
 }
 
@@ -169,4 +166,34 @@ func TestInstallKeepsUntouchedText(t *testing.T) {
 	require.True(t, changed)
 	assert.Equal(t, strings.Count(s, "\n"), strings.Count(string(out2), "\n"))
 	assert.Equal(t, s, strings.ReplaceAll(string(out2), "/usr/local/bin/celguard hook", "celguard hook"))
+}
+
+// TestHostTable: every host of the table is complete, New makes it under
+// its name, and install knows how its settings register hooks.
+func TestHostTable(t *testing.T) {
+	names := Hosts()
+	require.Len(t, HostTable(), len(names))
+	assert.Len(t, hostConfigs, len(names), "hostConfigs holds a host that is not in the table")
+	for i, info := range HostTable() {
+		assert.Equal(t, names[i], info.Name)
+		assert.NotEmpty(t, info.Title, info.Name)
+		assert.NotEmpty(t, info.Command, info.Name)
+		assert.NotEmpty(t, info.SettingsDir, info.Name)
+		assert.NotEmpty(t, info.SettingsFile, info.Name)
+		assert.NotEmpty(t, info.Events, info.Name)
+		assert.NotEmpty(t, info.NoHook, info.Name)
+		_, ok := hostConfigs[info.Name]
+		assert.True(t, ok, "no hostConfig for %s", info.Name)
+		h, err := New(info.Name, Options{})
+		require.NoError(t, err)
+		assert.Equal(t, info.Name, h.Name())
+		got, ok := LookupHost(info.Name)
+		require.True(t, ok)
+		got.Events[0] = "changed"
+		assert.NotEqual(t, "changed", HookEvents(info.Name)[0], "LookupHost hands out the table's own Events")
+	}
+	_, ok := LookupHost("vim")
+	assert.False(t, ok)
+	_, err := New("vim", Options{})
+	assert.EqualError(t, err, `unknown host "vim": want one of claude-code, codex, gemini, cursor`)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // TestAfterEventLockFailureKeepsCounts: an after-event that cannot take its
@@ -24,7 +25,7 @@ import (
 func TestAfterEventLockFailureKeepsCounts(t *testing.T) {
 	eng := testEngine(t)
 	h, _ := New("claude-code", Options{})
-	r := &Runner{Host: h, Store: &Store{Dir: t.TempDir()}, Timeout: 100 * time.Millisecond,
+	r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Timeout: 100 * time.Millisecond,
 		Engine: func() (*eval.Engine, error) { return eng, nil }}
 	event := func(name string, extra map[string]any) []byte {
 		ev := claudeEvent(name, extra)
@@ -51,7 +52,7 @@ func TestAfterEventLockFailureKeepsCounts(t *testing.T) {
 		assert.Contains(t, got.Stderr, "cannot lock")
 		assert.Contains(t, got.Stderr, "its counts were recorded")
 	}
-	pending, err := filepath.Glob(r.Store.pendingPrefix("s1") + "*")
+	pending, err := filepath.Glob(r.Store.PendingPrefix("s1") + "*")
 	require.NoError(t, err)
 	assert.Len(t, pending, 2)
 	require.NoError(t, held.Close())
@@ -60,7 +61,7 @@ func TestAfterEventLockFailureKeepsCounts(t *testing.T) {
 	assert.Equal(t, 0, got.Exit, got.Stderr)
 	assert.Contains(t, string(got.Stdout), `"permissionDecision":"deny"`, "five failures, two of them recorded while the lock was held, block the sixth")
 	assert.Contains(t, string(got.Stdout), "failed 5 times")
-	pending, err = filepath.Glob(r.Store.pendingPrefix("s1") + "*")
+	pending, err = filepath.Glob(r.Store.PendingPrefix("s1") + "*")
 	require.NoError(t, err)
 	assert.Empty(t, pending, "applied pending events are removed")
 }
@@ -70,9 +71,9 @@ func TestAfterEventLockFailureKeepsCounts(t *testing.T) {
 func TestPendingFileChangedOutsideCelguard(t *testing.T) {
 	eng := testEngine(t)
 	h, _ := New("claude-code", Options{})
-	r := &Runner{Host: h, Store: &Store{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return eng, nil }}
-	require.NoError(t, r.Store.RecordPending("s1", eval.Call{Tool: "Bash"}, eval.Result{IsError: true}))
-	pending, err := filepath.Glob(r.Store.pendingPrefix("s1") + "*")
+	r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return eng, nil }}
+	require.NoError(t, recordPending(r.Store, "s1", eval.Call{Tool: "Bash"}, eval.Result{IsError: true}))
+	pending, err := filepath.Glob(r.Store.PendingPrefix("s1") + "*")
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
 	data, err := os.ReadFile(pending[0])

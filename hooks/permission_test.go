@@ -56,7 +56,7 @@ func TestClaudePermissionRequest(t *testing.T) {
 			suggestions := `,"permission_suggestions":[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"npm install:*"}],"behavior":"allow","destination":"localSettings"}]`
 			resp = event("PermissionRequest", "npm install", suggestions)
 			assert.Empty(t, resp.Stdout, "the user decides: celguard answers nothing")
-			reqs, _, _, err := r.Store.Approvals(context.Background())
+			reqs, _, _, err := Approvals(context.Background(), r.Store)
 			require.NoError(t, err)
 			require.Len(t, reqs, 1)
 			assert.Contains(t, string(reqs[0].Host), `"rule":"Bash(npm install:*)","destination":"localSettings"`)
@@ -69,7 +69,7 @@ func TestClaudePermissionRequest(t *testing.T) {
 			}
 			event("PostToolUse", "npm install", `,"tool_response":{"stdout":"added 1 package","stderr":"","interrupted":false}`)
 
-			reqs, grants, _, err := r.Store.Approvals(context.Background())
+			reqs, grants, _, err := Approvals(context.Background(), r.Store)
 			require.NoError(t, err)
 			assert.Empty(t, reqs, "the request is answered")
 			resp = event("PreToolUse", "npm test", "")
@@ -111,7 +111,7 @@ func TestPermissionRequestPlantedRule(t *testing.T) {
 		resp := r.Run(context.Background(), []byte(fmt.Sprintf(`{"session_id":"c2","cwd":%q,"tool_name":"Bash","tool_input":{"command":"npm install"},%s}`, project, ev)))
 		require.Equal(t, 0, resp.Exit, resp.Stderr)
 	}
-	_, grants, _, err := r.Store.Approvals(context.Background())
+	_, grants, _, err := Approvals(context.Background(), r.Store)
 	require.NoError(t, err)
 	assert.Empty(t, grants)
 }

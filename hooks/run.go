@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // DefaultTimeout bounds one hook invocation's wait for the session lock and
@@ -27,7 +29,8 @@ type Runner struct {
 	// events that need one, so that events celguard ignores never pay for
 	// compiling policies; its error is answered as a failure.
 	Engine func() (*eval.Engine, error)
-	Store  *Store
+	// Store is the state directory the sessions are kept in.
+	Store *statedir.Dir
 	// FailOpen lets calls through when celguard fails.
 	FailOpen bool
 	// Timeout bounds the lock wait and the decision; zero means
@@ -94,7 +97,7 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	replayed, badPending, err := locked.Replay(ctx, sess)
+	replayed, badPending, err := replay(ctx, locked, sess)
 	if err != nil {
 		return Response{}, err
 	}
@@ -102,11 +105,11 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	if err := locked.Save(sess.State()); err != nil {
+	if err := saveState(locked, sess.State()); err != nil {
 		return Response{}, err
 	}
 	// Applied, and saved: a failure to remove them would apply them again.
-	if err := removePending(replayed); err != nil {
+	if err := statedir.RemovePending(replayed); err != nil {
 		return Response{}, err
 	}
 	return r.answer(ev, d, tampered, badPending), nil
@@ -134,7 +137,7 @@ const CodePoliciesUnavailable = "policies_unavailable"
 
 // answer encodes the decision d of ev, saying on stderr that the state
 // failed its check (tampered) or that pending after-events did (badPending).
-func (r *Runner) answer(ev Event, d eval.Decision, tampered *TamperedError, badPending error) Response {
+func (r *Runner) answer(ev Event, d eval.Decision, tampered *statedir.TamperedError, badPending error) Response {
 	if tampered != nil && (ev.Kind == KindBefore || ev.Kind == KindAfter) {
 		d = markTampered(d, tampered)
 	}
@@ -153,7 +156,7 @@ func (r *Runner) answer(ev Event, d eval.Decision, tampered *TamperedError, badP
 // the error the hook answers with: the after-phase rules did not run, so
 // the event fails visibly either way.
 func (r *Runner) recordPending(ev Event, lockErr error) error {
-	if err := r.Store.RecordPending(ev.SessionID, ev.Call, ev.Result); err != nil {
+	if err := recordPending(r.Store, ev.SessionID, ev.Call, ev.Result); err != nil {
 		return fmt.Errorf("%w; the call's counts are lost: %v", lockErr, err)
 	}
 	return fmt.Errorf("%w; the after-phase rules did not run on the result of %s, and its counts were recorded for the session's next event", lockErr, ev.Call.Tool)
@@ -162,10 +165,10 @@ func (r *Runner) recordPending(ev Event, lockErr error) error {
 // restore loads the session's state and rebuilds the session. A state that
 // fails its check restores fail-closed (eval.Engine.RestoreTampered), and
 // tampered says why.
-func restore(eng *eval.Engine, locked *LockedState, ev Event) (sess *eval.Session, tampered *TamperedError, err error) {
-	st, _, err := locked.Load()
+func restore(eng *eval.Engine, locked *statedir.Locked, ev Event) (sess *eval.Session, tampered *statedir.TamperedError, err error) {
+	st, _, err := loadState(locked, ev.SessionID)
 	if errors.As(err, &tampered) {
-		sess, err = eng.RestoreTampered(ev.SessionID, ev.Meta, tampered.Untrusted)
+		sess, err = eng.RestoreTampered(ev.SessionID, ev.Meta, untrusted(tampered))
 		return sess, tampered, err
 	}
 	if err != nil {
@@ -187,13 +190,13 @@ const tamperedConsequence = "its remembered approvals were dropped and its count
 // markTampered marks the decision of a call decided with a state that
 // failed its check (code state_tampered): the reason says so, and an allow
 // becomes a warn, so that every host shows it.
-func markTampered(d eval.Decision, t *TamperedError) eval.Decision {
+func markTampered(d eval.Decision, t *statedir.TamperedError) eval.Decision {
 	d.StateTampered = true
 	note := t.Error() + "; " + tamperedConsequence
 	if d.Verdict == policy.Allow {
 		// celguard decides the warn, not the rule that allowed.
 		d.Verdict, d.Code, d.Reason = policy.Warn, eval.CodeStateTampered, note
-		d.RuleID, d.Policy, d.File, d.Line = "", "", "", 0
+		d.RuleRef = compile.RuleRef{}
 		return d
 	}
 	if d.Code == "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // These tests replay the attacks of issue 12 on the session state file: the
@@ -43,6 +44,14 @@ func builtinEngine(t *testing.T, names ...string) *eval.Engine {
 	return eng
 }
 
+// stateFile is the format of a state file (statedir), as an attacker
+// reads and writes it.
+type stateFile struct {
+	Format string          `json:"format"`
+	MAC    string          `json:"mac"`
+	State  json.RawMessage `json:"state"`
+}
+
 // stateForgery rewrites a session's state file as an agent would.
 type stateForgery struct {
 	name string
@@ -70,8 +79,9 @@ var stateForgeries = []stateForgery{
 	{"the MAC replaced", func(t *testing.T, _ []byte, want eval.SessionState) []byte {
 		raw, err := json.Marshal(want)
 		require.NoError(t, err)
-		wrong := &Key{k: [keySize]byte{1, 2, 3}}
-		out, err := json.Marshal(stateFile{Format: stateFormat, MAC: hex.EncodeToString(wrong.sum(domainState, []byte(want.ID), raw)), State: raw})
+		wrong, err := statedir.LoadKey(t.TempDir())
+		require.NoError(t, err)
+		out, err := json.Marshal(stateFile{Format: "celguard-state/1", MAC: hex.EncodeToString(wrong.Sum("celguard session state v1", []byte(want.ID), raw)), State: raw})
 		require.NoError(t, err)
 		return out
 	}},
@@ -79,17 +89,17 @@ var stateForgeries = []stateForgery{
 
 // rewriteState applies a forgery to session id's file, or, with forge nil,
 // signs the rewritten state as celguard would (the control).
-func rewriteState(t *testing.T, store *Store, id string, change func(*eval.SessionState), f *stateForgery) {
+func rewriteState(t *testing.T, store *statedir.Dir, id string, change func(*eval.SessionState), f *stateForgery) {
 	t.Helper()
 	ls, err := store.Lock(context.Background(), id)
 	require.NoError(t, err)
 	defer ls.Close()
-	st, found, err := ls.Load()
+	st, found, err := loadState(ls, id)
 	require.NoError(t, err)
 	require.True(t, found)
 	change(&st)
 	if f == nil {
-		require.NoError(t, ls.Save(st))
+		require.NoError(t, saveState(ls, st))
 		return
 	}
 	file, err := os.ReadFile(ls.Path())
@@ -195,12 +205,12 @@ func TestDeletedKeyMakesStateTampered(t *testing.T) {
 	r := testRunner(t, "claude-code", Options{}, eng)
 	ev := claudeJSON(t, "PreToolUse", map[string]any{"tool_name": "Read", "tool_input": map[string]any{"file_path": "x"}})
 	require.Empty(t, r.Run(context.Background(), ev).Stderr)
-	require.NoError(t, os.Remove(r.Store.Dir+"/"+KeyFile))
-	r.Store = &Store{Dir: r.Store.Dir} // a new process
+	require.NoError(t, os.Remove(r.Store.Dir+"/"+statedir.KeyFile))
+	r.Store = &statedir.Dir{Dir: r.Store.Dir} // a new process
 	resp := r.Run(context.Background(), ev)
 	assert.Contains(t, resp.Stderr, "its MAC does not check")
 	assert.Contains(t, string(resp.Stdout), "state_tampered", "the allow became a warn that says so")
-	assert.FileExists(t, r.Store.Dir+"/"+KeyFile)
+	assert.FileExists(t, r.Store.Dir+"/"+statedir.KeyFile)
 }
 
 func verdictOf(permission string) policy.Verdict {
@@ -230,4 +240,15 @@ func ruleOf(t *testing.T, eng *eval.Engine, call eval.Call) string {
 	require.NoError(t, err)
 	require.NotEmpty(t, d.RuleID)
 	return d.RuleID
+}
+
+// TestTamperedWarnNamesNoRule: the warn celguard makes of an allow decided
+// with a tampered state is celguard's, so it names no rule, nor any part of
+// the allowing rule's position.
+func TestTamperedWarnNamesNoRule(t *testing.T) {
+	allow := eval.Decision{Verdict: policy.Allow, RuleRef: compile.RuleRef{RuleID: "ok", Policy: "p", File: "p.yaml", Line: 3, Col: 5}}
+	d := markTampered(allow, &statedir.TamperedError{Path: "state.json", Why: "its MAC does not check"})
+	assert.Equal(t, policy.Warn, d.Verdict)
+	assert.Equal(t, eval.CodeStateTampered, d.Code)
+	assert.Zero(t, d.RuleRef)
 }

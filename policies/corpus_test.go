@@ -20,6 +20,7 @@ import (
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // The corpus (issue 15, point 7): hostile and benign tool calls, written as
@@ -431,7 +432,7 @@ func TestCorpus(t *testing.T) {
 	for _, d := range dialects[1:] {
 		h, err := hooks.New(d, hooks.Options{})
 		require.NoError(t, err)
-		runners[d] = &hooks.Runner{Host: h, Store: &hooks.Store{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return guard.Engine(), nil }}
+		runners[d] = &hooks.Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return guard.Engine(), nil }}
 	}
 	seq := 0
 	decide := func(dialect string, c corpusCase) (outcome, bool) {

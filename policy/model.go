@@ -139,7 +139,7 @@ type Scope uint8
 // Counter scopes. The scopes past ScopeSession are shared: every session
 // of the same agent, repository or organisation (read from the session's
 // metadata) counts into one key space, kept in the state store so that a
-// fleet of replicas shares it (eval.Store).
+// fleet of replicas shares it (state.Store).
 const (
 	ScopeTurn       Scope = iota // reset when a turn starts
 	ScopeSession                 // kept for the whole session
@@ -174,7 +174,7 @@ func ParseScope(name string) (Scope, error) {
 }
 
 // StoreErrorPolicy is what a counter does when the state store cannot be
-// reached (eval.Store).
+// reached (state.Store).
 type StoreErrorPolicy uint8
 
 // Store error policies.

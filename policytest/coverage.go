@@ -45,15 +45,15 @@ func (r *Report) Coverage() Coverage {
 	for _, s := range r.Suites {
 		for _, ref := range s.Rules {
 			k := key{ref.File, ref.Policy}
-			rk := ruleKey{k, ref.ID}
+			rk := ruleKey{k, ref.RuleID}
 			if _, seen := rules[k]; !seen {
 				order = append(order, k)
 			}
 			if _, seen := fired[rk]; !seen {
-				rules[k] = append(rules[k], ref.ID)
+				rules[k] = append(rules[k], ref.RuleID)
 				fired[rk] = false
 			}
-			if s.Fired[ref.ID] > 0 {
+			if s.Fired[ref.RuleID] > 0 {
 				fired[rk] = true
 			}
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/importer"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -68,17 +69,11 @@ type SuiteResult struct {
 	// Diagnostics are the problems of a malformed suite (ParseSuite's),
 	// each at its position with a code; Error lists them too.
 	Diagnostics policy.Diagnostics `json:"diagnostics,omitempty"`
-	// Rules lists every rule of the suite's policies, for coverage.
-	Rules []RuleRef `json:"rules,omitempty"`
+	// Rules lists every rule of the suite's policies, for coverage: its
+	// id, policy and file (Line and Col are left zero, so not written).
+	Rules []compile.RuleRef `json:"rules,omitempty"`
 	// Fired counts, per rule id, the decisions each rule made or shaped.
 	Fired map[string]int `json:"fired,omitempty"`
-}
-
-// RuleRef names a rule for coverage.
-type RuleRef struct {
-	ID     string `json:"rule_id"`
-	Policy string `json:"policy"`
-	File   string `json:"file"`
 }
 
 // CaseResult is one case's outcome.
@@ -240,6 +235,27 @@ func suitePolicies(fsys fs.FS, s *Suite, opts Options) (own, builtin []policy.So
 // readEntry reads a policies entry that is a path: a policy file, or a
 // directory of them (walked as policy.LoadFS walks one).
 func readEntry(fsys fs.FS, name string) ([]policy.Source, error) {
+	// BitCode guard files and directories are read natively, as the
+	// layers read them (docs/import.md).
+	if st, err := fs.Stat(fsys, name); err == nil && (st.IsDir() && importer.IsGuardDir(name) || !st.IsDir() && importer.IsGuardFile(name)) {
+		var files []importer.File
+		if st.IsDir() {
+			if files, err = importer.ReadGuardDir(fsys, name, name); err != nil {
+				return nil, err
+			}
+		} else {
+			data, err := fs.ReadFile(fsys, name)
+			if err != nil {
+				return nil, err
+			}
+			files = []importer.File{{Name: name, Data: data}}
+		}
+		srcs, _, err := importer.GuardSources(files)
+		if err == nil && len(srcs) == 0 {
+			err = fmt.Errorf("no BitCode guard with patterns in %s", name)
+		}
+		return srcs, err
+	}
 	if st, err := fs.Stat(fsys, name); err != nil || !st.IsDir() {
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
@@ -271,7 +287,7 @@ func RunSuite(ctx context.Context, fsys fs.FS, s *Suite, opts Options) SuiteResu
 	}
 	if set != nil {
 		for _, r := range set.Rules() {
-			sr.Rules = append(sr.Rules, RuleRef{ID: r.ID, Policy: r.Policy.Name, File: r.Policy.File})
+			sr.Rules = append(sr.Rules, compile.RuleRef{RuleID: r.ID, Policy: r.Policy.Name, File: r.Policy.File})
 		}
 	}
 	for i := range s.Cases {

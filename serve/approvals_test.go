@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/internal/redistest"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/state"
 	"github.com/celguard/celguard/store"
 )
 
@@ -44,11 +45,11 @@ const (
 
 // approvalServer is a server over pushAsk with both tokens, sharing st
 // when it is not nil.
-func approvalServer(t *testing.T, st eval.Store) *fixture {
+func approvalServer(t *testing.T, st state.Store) *fixture {
 	f := newFixture(t, func(c *serve.Config) {
-		c.Token, c.ApproverToken = decisionToken, approverToken
+		c.Token, c.OperatorToken = decisionToken, approverToken
 		if st != nil {
-			c.EngineOptions = []eval.Option{eval.WithStore(st)}
+			c.Engine.Store = st
 		}
 	})
 	f.srcs = []policy.Source{policies.ToolClasses(), source("asks.yaml", pushAsk),
@@ -81,7 +82,7 @@ func requestOf(t *testing.T, d map[string]any) string {
 	return id
 }
 
-func TestApprovalsDisabledWithoutApproverToken(t *testing.T) {
+func TestApprovalsDisabledWithoutOperatorToken(t *testing.T) {
 	f := newFixture(t, func(c *serve.Config) { c.Token = decisionToken })
 	for _, tc := range []struct {
 		method, path string
@@ -98,7 +99,7 @@ func TestApprovalsDisabledWithoutApproverToken(t *testing.T) {
 		}
 	}
 	srcs := func() ([]policy.Source, error) { return []policy.Source{source("asks.yaml", pushAsk)}, nil }
-	if _, err := serve.New(serve.Config{Sources: srcs, Token: "same", ApproverToken: "same"}); err == nil {
+	if _, err := serve.New(serve.Config{Engine: celguard.Config{Sources: srcs}, Token: "same", OperatorToken: "same"}); err == nil {
 		t.Error("an approver token equal to the decision token was accepted")
 	}
 }
@@ -133,7 +134,7 @@ func TestApprovalRoutes(t *testing.T) {
 	list := "/v1/sessions/" + sid + "/approvals"
 	for _, st := range []step{
 		{"no token", "GET", list, nil, nil, 401, serve.CodeUnauthorized},
-		{"the decision token", "GET", list, nil, []string{"Authorization", "Bearer " + decisionToken}, 401, serve.CodeUnauthorized},
+		{"the decision token", "GET", list, nil, []string{"Authorization", "Bearer " + decisionToken}, 403, serve.CodeForbidden},
 		{"a wrong token", "POST", list, map[string]any{"request_id": req, "scope": "once"}, []string{"Authorization", "Bearer approver-token-2"}, 401, serve.CodeUnauthorized},
 		{"always", "POST", list, map[string]any{"request_id": req, "scope": "always"}, approver, 403, serve.CodeAlwaysRefused},
 		{"unknown scope", "POST", list, map[string]any{"request_id": req, "scope": "forever"}, approver, 400, serve.CodeInvalidInput},
@@ -214,7 +215,7 @@ func TestApprovalRoutes(t *testing.T) {
 func TestApprovalAcrossReplicas(t *testing.T) {
 	for _, kind := range []string{"memory", "redis"} {
 		t.Run(kind, func(t *testing.T) {
-			var st eval.Store = store.NewMemory(time.Hour)
+			var st state.Store = store.NewMemory(time.Hour)
 			var r *redistest.Server
 			if kind == "redis" {
 				r = redistest.Start(t)

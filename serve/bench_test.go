@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/internal/benchdata"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
@@ -16,7 +17,7 @@ import (
 // workload (the 20-rule policy, its 1,000-call stream), without a network:
 // the session API's before and Claude Code's hook endpoint.
 func BenchmarkHandler(b *testing.B) {
-	srv, err := serve.New(serve.Config{Sources: func() ([]policy.Source, error) { return []policy.Source{benchdata.Source20()}, nil }})
+	srv, err := serve.New(serve.Config{Engine: celguard.Config{Sources: func() ([]policy.Source, error) { return []policy.Source{benchdata.Source20()}, nil }}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
@@ -16,9 +17,9 @@ import (
 // another status: Claude Code's http hooks run the call on anything else.
 func FuzzHookEndpoint(f *testing.F) {
 	srv, err := serve.New(serve.Config{
-		Sources: func() ([]policy.Source, error) {
+		Engine: celguard.Config{Sources: func() ([]policy.Source, error) {
 			return []policy.Source{policies.ToolClasses(), {Name: "t.yaml", Data: []byte(testPolicy), Layer: policy.LayerExplicit}}, nil
-		},
+		}},
 		MaxBodyBytes: 4096,
 	})
 	if err != nil {

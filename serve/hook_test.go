@@ -59,7 +59,7 @@ func TestHookParity(t *testing.T) {
 			name := strings.TrimSuffix(filepath.Base(in), ".json")
 			t.Run(host+"/"+name, func(t *testing.T) {
 				f := newFixture(t, func(c *serve.Config) {
-					c.Sources = func() ([]policy.Source, error) { return srcs, nil }
+					c.Engine.Sources = func() ([]policy.Source, error) { return srcs, nil }
 				})
 				event, err := os.ReadFile(in)
 				if err != nil {
@@ -84,7 +84,7 @@ func TestHookParity(t *testing.T) {
 				}
 
 				f2 := newFixture(t, func(c *serve.Config) {
-					c.Sources = func() ([]policy.Source, error) { return srcs, nil }
+					c.Engine.Sources = func() ([]policy.Source, error) { return srcs, nil }
 				})
 				a = f2.do("POST", "/v1/hooks/"+host, string(event))
 				if a.status != 200 {

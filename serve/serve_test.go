@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
@@ -85,11 +86,11 @@ func newFixture(t *testing.T, mod func(*serve.Config)) *fixture {
 	t.Helper()
 	f := &fixture{t: t, srcs: []policy.Source{policies.ToolClasses(), source("test.yaml", testPolicy)}}
 	cfg := serve.Config{
-		Sources: func() ([]policy.Source, error) {
+		Engine: celguard.Config{Sources: func() ([]policy.Source, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			return append([]policy.Source(nil), f.srcs...), nil
-		},
+		}},
 		Version: "test",
 	}
 	if mod != nil {
@@ -104,6 +105,19 @@ func newFixture(t *testing.T, mod func(*serve.Config)) *fixture {
 	t.Cleanup(ts.Close)
 	f.url = ts.URL
 	return f
+}
+
+// operatorToken is the operator token of the fixtures that have one
+// (withOperator).
+const operatorToken = "operator-token-1"
+
+// withOperator gives a fixture's server the operator token.
+func withOperator(c *serve.Config) { c.OperatorToken = operatorToken }
+
+// op sends a request with the operator token.
+func (f *fixture) op(method, path string, body any) answer {
+	f.t.Helper()
+	return f.do(method, path, body, "Authorization", "Bearer "+operatorToken)
 }
 
 // setPolicy replaces the test policy's text.
@@ -165,7 +179,7 @@ func (f *fixture) do(method, path string, body any, header ...string) answer {
 }
 
 func TestSessionAPI(t *testing.T) {
-	f := newFixture(t, nil)
+	f := newFixture(t, withOperator)
 	digest := f.srv.Status().PolicyDigest
 	type step struct {
 		name    string
@@ -232,6 +246,9 @@ func TestSessionAPI(t *testing.T) {
 	}
 	for _, s := range steps {
 		a := f.do(s.method, s.path, s.body)
+		if s.method == "DELETE" {
+			a = f.op(s.method, s.path, s.body)
+		}
 		if a.status != s.status {
 			t.Fatalf("%s: status %d, want %d: %s", s.name, a.status, s.status, a.body)
 		}
@@ -303,7 +320,7 @@ func TestTokenAndLimits(t *testing.T) {
 }
 
 func TestSessionBound(t *testing.T) {
-	f := newFixture(t, func(c *serve.Config) { c.MaxSessions = 2 })
+	f := newFixture(t, func(c *serve.Config) { c.MaxSessions = 2; withOperator(c) })
 	for _, id := range []string{"a", "b"} {
 		if a := f.do("POST", "/v1/sessions", map[string]any{"session_id": id}); a.status != 200 {
 			t.Fatalf("session %s: %d %s", id, a.status, a.body)
@@ -321,7 +338,9 @@ func TestSessionBound(t *testing.T) {
 	if a := f.do("POST", "/v1/sessions/a/before", map[string]any{"tool": "Bash"}); a.status != 200 {
 		t.Fatalf("a known session: %d %s", a.status, a.body)
 	}
-	f.do("DELETE", "/v1/sessions/b", nil)
+	if a := f.op("DELETE", "/v1/sessions/b", nil); a.status != 204 {
+		t.Fatalf("delete: %d %s", a.status, a.body)
+	}
 	if a := f.do("POST", "/v1/sessions", map[string]any{"session_id": "c"}); a.status != 200 {
 		t.Fatalf("after a delete: %d %s", a.status, a.body)
 	}
@@ -390,7 +409,7 @@ func TestFaultsFailClosed(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, func(cfg *serve.Config) {
-				cfg.EngineOptions = []eval.Option{eval.WithApprover(c.approver)}
+				cfg.Engine.Approver = c.approver
 				cfg.Timeout = c.timeout
 			})
 			f.setPolicy(askPolicy)
@@ -544,7 +563,7 @@ func (m *memorySink) WriteDecision(_ context.Context, rec *eval.DecisionRecord) 
 
 func TestDecisionLog(t *testing.T) {
 	sink := &memorySink{}
-	f := newFixture(t, func(c *serve.Config) { c.EngineOptions = []eval.Option{eval.WithDecisionSink(sink, nil)} })
+	f := newFixture(t, func(c *serve.Config) { c.Engine.DecisionSink = sink })
 	d := f.do("POST", "/v1/sessions/log/before", map[string]any{"tool": "Bash", "args": map[string]any{"command": "rm -rf /"}}).json(t)
 	f.do("POST", "/v1/hooks/claude-code", preToolUse("log", "ls"))
 	sink.mu.Lock()
@@ -572,7 +591,8 @@ rules:
 
 func TestFleetHalt(t *testing.T) {
 	f := newFixture(t, func(c *serve.Config) {
-		c.EngineOptions = []eval.Option{eval.WithStore(store.NewMemory(time.Hour))}
+		c.Engine.Store = store.NewMemory(time.Hour)
+		withOperator(c)
 	})
 	f.setPolicy(haltPolicy)
 	if _, err := f.srv.Reload(false); err != nil {
@@ -584,24 +604,24 @@ func TestFleetHalt(t *testing.T) {
 	verdict := func(id string) any {
 		return f.do("POST", "/v1/sessions/"+id+"/before", map[string]any{"tool": "Bash"}).json(t)["verdict"]
 	}
-	if a := f.do("POST", "/v1/halt", map[string]any{"scope": "repository", "key": "r1", "reason": "incident"}); a.status != 200 {
+	if a := f.op("POST", "/v1/halt", map[string]any{"scope": "repository", "key": "r1", "reason": "incident"}); a.status != 200 {
 		t.Fatalf("halt: %d %s", a.status, a.body)
 	}
 	if verdict("a") != "halt" || verdict("b") != "halt" || verdict("c") != "allow" {
 		t.Fatalf("after the halt of r1: a %v, b %v, c %v", verdict("a"), verdict("b"), verdict("c"))
 	}
-	if a := f.do("DELETE", "/v1/halt", map[string]any{"scope": "repository", "key": "r1"}); a.status != 200 || a.json(t)["halted"] != false {
+	if a := f.op("DELETE", "/v1/halt", map[string]any{"scope": "repository", "key": "r1"}); a.status != 200 || a.json(t)["halted"] != false {
 		t.Fatalf("lift: %d %s", a.status, a.body)
 	}
 	if verdict("a") != "allow" {
 		t.Fatalf("after the lift: %v", verdict("a"))
 	}
-	if a := f.do("POST", "/v1/halt", map[string]any{"scope": "session", "key": "a"}); a.status != 400 {
+	if a := f.op("POST", "/v1/halt", map[string]any{"scope": "session", "key": "a"}); a.status != 400 {
 		t.Fatalf("a session scope: %d, want 400", a.status)
 	}
 	// Without a store there is no fleet halt.
-	g := newFixture(t, nil)
-	if a := g.do("POST", "/v1/halt", map[string]any{"scope": "org", "key": "o"}); a.status != 503 {
+	g := newFixture(t, withOperator)
+	if a := g.op("POST", "/v1/halt", map[string]any{"scope": "org", "key": "o"}); a.status != 503 {
 		t.Fatalf("a halt without a store: %d %s, want 503", a.status, a.body)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/redistest"
+	"github.com/celguard/celguard/state"
 	"github.com/celguard/celguard/store"
 )
 
@@ -22,11 +23,11 @@ func BenchmarkDecision(b *testing.B) {
 	set := capSet(b, "repository", 1<<40, "")
 	stores := []struct {
 		name string
-		open func() eval.Store
+		open func() state.Store
 	}{
 		{"none", nil},
-		{"memory", func() eval.Store { return store.NewMemory(store.DefaultTTL) }},
-		{"redis", func() eval.Store {
+		{"memory", func() state.Store { return store.NewMemory(store.DefaultTTL) }},
+		{"redis", func() state.Store {
 			st, err := store.Open(context.Background(), srv.URL())
 			if err != nil {
 				b.Fatal(err)

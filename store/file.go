@@ -5,55 +5,52 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"slices"
 
-	"github.com/celguard/celguard/eval"
-	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
+	"github.com/celguard/celguard/store/statedir"
 )
 
-// File is a store on the hook state files (hooks.Store): one signed file
-// per entry in a directory, so that a decision service on one machine and
-// the command hooks share sessions. A commit locks its entries' files (in
-// a fixed order), reads them, and writes them only if none changed; an
-// entry's version is a digest of its state. A file that fails its check
-// (changed outside celguard) makes a commit fail, which blocks the
-// decision (store_unavailable): the hooks restore such a session
-// fail-closed themselves.
+// File is a store on the signed state directory the command hooks keep
+// (statedir.Dir): one signed file per entry, so that a decision service on
+// one machine and the command hooks share sessions. A commit locks its
+// entries' files (in a fixed order), reads them, and writes them only if
+// none changed; an entry's version is a digest of its state as written. A
+// file that fails its check (changed outside celguard) makes a commit
+// fail, which blocks the decision (store_unavailable): the hooks restore
+// such a session fail-closed themselves.
 type File struct {
-	hs *hooks.Store
+	dir *statedir.Dir
 }
 
 // NewFile is the file store of a directory.
-func NewFile(dir string) *File { return &File{hs: &hooks.Store{Dir: dir}} }
+func NewFile(dir string) *File { return &File{dir: &statedir.Dir{Dir: dir}} }
 
-// name is the hooks session id of an entry: a session's own id (the file
-// the hooks use), or a name no session id can take for a shared entry.
-func name(k eval.StateKey) string {
+// name is the state directory's session id of an entry: a session's own
+// id (the file the hooks use), or a name no session id can take for a
+// shared entry.
+func name(k state.Key) string {
 	if k.Scope == policy.ScopeSession {
 		return k.ID
 	}
 	return "\x00celguard-" + k.String()
 }
 
-func digest(st eval.SessionState) (string, error) {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:12]), nil
+// digest is the version of a state as written.
+func digest(st []byte) string {
+	sum := sha256.Sum256(st)
+	return hex.EncodeToString(sum[:12])
 }
 
-// Commit implements eval.Store.
-func (f *File) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.StoreEntry, error) {
+// Commit implements state.Store.
+func (f *File) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry, error) {
 	order := make([]int, len(ops))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(name(ops[a].Key), name(ops[b].Key)) })
-	locked := make([]*hooks.LockedState, len(ops))
+	locked := make([]*statedir.Locked, len(ops))
 	defer func() {
 		for _, ls := range locked {
 			if ls != nil {
@@ -61,10 +58,10 @@ func (f *File) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.Sto
 			}
 		}
 	}()
-	out := make([]eval.StoreEntry, len(ops))
+	out := make([]state.Entry, len(ops))
 	match := true
 	for _, i := range order {
-		ls, err := f.hs.Lock(ctx, name(ops[i].Key))
+		ls, err := f.dir.Lock(ctx, name(ops[i].Key))
 		if err != nil {
 			return false, nil, err
 		}
@@ -74,11 +71,7 @@ func (f *File) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.Sto
 			return false, nil, err
 		}
 		if found {
-			v, err := digest(st)
-			if err != nil {
-				return false, nil, err
-			}
-			out[i] = eval.StoreEntry{Version: v, State: &st}
+			out[i] = state.Entry{Version: digest(st), State: st}
 		}
 		if out[i].Version != ops[i].Version {
 			match = false
@@ -92,23 +85,18 @@ func (f *File) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.Sto
 		if op.Write == nil {
 			continue
 		}
-		w := *op.Write
-		w.ID = name(op.Key)
-		if err := locked[i].Save(w); err != nil {
-			return false, nil, err
-		}
-		v, err := digest(w)
+		written, err := locked[i].Save(op.Write)
 		if err != nil {
 			return false, nil, err
 		}
-		out[i].Version = v
+		out[i].Version = digest(written)
 	}
 	return true, out, nil
 }
 
-// Delete implements eval.Store.
-func (f *File) Delete(ctx context.Context, key eval.StateKey) error {
-	ls, err := f.hs.Lock(ctx, name(key))
+// Delete implements state.Store.
+func (f *File) Delete(ctx context.Context, key state.Key) error {
+	ls, err := f.dir.Lock(ctx, name(key))
 	if err != nil {
 		return err
 	}
@@ -116,5 +104,5 @@ func (f *File) Delete(ctx context.Context, key eval.StateKey) error {
 	return ls.Remove()
 }
 
-// Close implements eval.Store.
+// Close implements state.Store.
 func (f *File) Close() error { return nil }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -10,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/celguard/celguard/eval"
-	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/store"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // TestFileStoreIsTheHookState: the file store writes the state files the
@@ -30,12 +31,14 @@ func TestFileStoreIsTheHookState(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, policy.Allow, d.Verdict)
 	}
-	hs := &hooks.Store{Dir: dir}
+	hs := &statedir.Dir{Dir: dir}
 	ls, err := hs.Lock(ctx, "hook-session")
 	require.NoError(t, err)
-	got, found, err := ls.Load()
+	raw, found, err := ls.Load()
 	require.NoError(t, err)
 	require.True(t, found)
+	var got eval.SessionState
+	require.NoError(t, json.Unmarshal(raw, &got))
 	assert.EqualValues(t, 3, got.Counters["cap/calls"].Keys[0].Count, "the hooks read the counts")
 	assert.Equal(t, "ana", got.Meta["user"])
 	require.NoError(t, ls.Close())

@@ -13,6 +13,7 @@ import (
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
 )
 
 // mustSet compiles policies given as "name.yaml" -> rules-only YAML; the
@@ -55,7 +56,7 @@ rules:
 }
 
 // replica is one engine on the store.
-func replica(t testing.TB, set *compile.PolicySet, st eval.Store, opts ...eval.Option) *eval.Engine {
+func replica(t testing.TB, set *compile.PolicySet, st state.Store, opts ...eval.Option) *eval.Engine {
 	t.Helper()
 	eng, err := eval.New(set, append([]eval.Option{eval.WithStore(st)}, opts...)...)
 	require.NoError(t, err)

@@ -2,19 +2,19 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/state"
 )
 
 // DefaultMaxEntries bounds the entries of a memory store.
 const DefaultMaxEntries = 1 << 18
 
-// Memory is a store in this process: entries as JSON (so that nothing is
-// shared with a caller), with an expiry refreshed at every use. It is the
+// Memory is a store in this process: entries as the JSON they were
+// committed with (which neither side changes), with an expiry refreshed at
+// every use. It is the
 // default, and what tests use to run several engines on one store.
 type Memory struct {
 	ttl time.Duration
@@ -26,7 +26,7 @@ type Memory struct {
 	MaxEntries int
 
 	mu      sync.Mutex
-	entries map[eval.StateKey]memEntry
+	entries map[state.Key]memEntry
 	commits int
 }
 
@@ -39,7 +39,7 @@ type memEntry struct {
 // NewMemory is an empty memory store whose entries expire ttl after their
 // last use.
 func NewMemory(ttl time.Duration) *Memory {
-	return &Memory{ttl: ttl, entries: map[eval.StateKey]memEntry{}}
+	return &Memory{ttl: ttl, entries: map[state.Key]memEntry{}}
 }
 
 func (m *Memory) now() time.Time {
@@ -50,7 +50,7 @@ func (m *Memory) now() time.Time {
 }
 
 // get is an entry that has not expired; the caller holds m.mu.
-func (m *Memory) get(k eval.StateKey, now time.Time) (memEntry, bool) {
+func (m *Memory) get(k state.Key, now time.Time) (memEntry, bool) {
 	e, ok := m.entries[k]
 	if ok && !e.expires.IsZero() && !now.Before(e.expires) {
 		delete(m.entries, k)
@@ -59,37 +59,23 @@ func (m *Memory) get(k eval.StateKey, now time.Time) (memEntry, bool) {
 	return e, ok
 }
 
-// Commit implements eval.Store.
-func (m *Memory) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.StoreEntry, error) {
+// Commit implements state.Store.
+func (m *Memory) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return false, nil, err
-	}
-	data := make([][]byte, len(ops))
-	for i, op := range ops {
-		if op.Write != nil {
-			b, err := json.Marshal(op.Write)
-			if err != nil {
-				return false, nil, fmt.Errorf("cannot encode the state of %s: %w", op.Key, err)
-			}
-			data[i] = b
-		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.commits++
 	now := m.now()
-	out := make([]eval.StoreEntry, len(ops))
+	out := make([]state.Entry, len(ops))
 	for _, op := range ops {
 		if e, _ := m.get(op.Key, now); e.version != op.Version {
 			for i, op := range ops {
 				e, ok := m.get(op.Key, now)
 				out[i].Version = e.version
 				if ok {
-					var st eval.SessionState
-					if err := json.Unmarshal(e.data, &st); err != nil {
-						return false, nil, fmt.Errorf("the state of %s does not decode: %w", op.Key, err)
-					}
-					out[i].State = &st
+					out[i].State = e.data
 				}
 			}
 			return false, out, nil
@@ -101,12 +87,12 @@ func (m *Memory) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.S
 	for i, op := range ops {
 		e, ok := m.get(op.Key, now)
 		if op.Write != nil {
-			e = memEntry{version: newVersion(), data: data[i]}
+			e = memEntry{version: newVersion(), data: op.Write}
 			ok = true
 		}
 		if ok {
 			switch {
-			case op.Persistent():
+			case op.Persistent && op.Write != nil:
 				e.expires = time.Time{}
 			case op.Write != nil || !e.expires.IsZero():
 				e.expires = now.Add(m.ttl)
@@ -120,7 +106,7 @@ func (m *Memory) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.S
 
 // room checks that the entries ops make fit under the bound, dropping
 // expired entries when they do not; the caller holds m.mu.
-func (m *Memory) room(ops []eval.StoreOp, now time.Time) error {
+func (m *Memory) room(ops []state.Op, now time.Time) error {
 	max := m.MaxEntries
 	if max <= 0 {
 		max = DefaultMaxEntries
@@ -143,15 +129,15 @@ func (m *Memory) room(ops []eval.StoreOp, now time.Time) error {
 	return nil
 }
 
-// Delete implements eval.Store.
-func (m *Memory) Delete(ctx context.Context, key eval.StateKey) error {
+// Delete implements state.Store.
+func (m *Memory) Delete(ctx context.Context, key state.Key) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.entries, key)
 	return nil
 }
 
-// Close implements eval.Store.
+// Close implements state.Store.
 func (m *Memory) Close() error { return nil }
 
 // Commits is how many commits the store answered (a test's count of round

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/state"
 )
 
 // Redis is a store on a Redis or Valkey server (one server, or a primary
@@ -21,9 +20,38 @@ import (
 // JSON); the braces are the key's hash tag, so a cluster keeps each entry
 // in one slot. Every Commit is one EVALSHA of commitScript: one round trip.
 type Redis struct {
-	client *redis.Client
+	client redis.UniversalClient
 	prefix string
 	ttl    time.Duration
+	// owned says the store made the client (Open), and closes it.
+	owned bool
+}
+
+// RedisOptions are a Redis store's settings beside its client.
+type RedisOptions struct {
+	// Prefix starts every key; "" means "celguard".
+	Prefix string
+	// TTL is how long an entry is kept after its last use; zero means
+	// DefaultTTL.
+	TTL time.Duration
+}
+
+// NewRedis is a store on a caller's client: a *redis.Client, a
+// *redis.ClusterClient (an entry's keys share a hash tag) or a failover
+// client, configured as the caller's deployment needs (TLS, credentials,
+// pools, instrumentation). The client should bound a command by its
+// context (ContextTimeoutEnabled), since a decision's deadline
+// (eval.WithStoreTimeout) is its context's. The store does not close the
+// client, and changes nothing process-wide (go-redis's logger included).
+func NewRedis(client redis.UniversalClient, opts RedisOptions) *Redis {
+	r := &Redis{client: client, prefix: opts.Prefix, ttl: opts.TTL}
+	if r.prefix == "" {
+		r.prefix = "celguard"
+	}
+	if r.ttl <= 0 {
+		r.ttl = DefaultTTL
+	}
+	return r
 }
 
 // commitScript checks every key's version (ARGV[2+4(i-1)], "" for an
@@ -73,16 +101,18 @@ return out
 var commit = redis.NewScript(commitScript)
 
 // quietOnce silences go-redis's own logger (a line on stderr per failed
-// dial, outside the server's structured logs): a store fault is reported
-// by the decisions it blocks (store_unavailable) and by the errors Commit
-// returns.
+// dial, outside the server's structured logs) for a store Open opens from a
+// URL, the command line's way: a store fault is reported by the decisions
+// it blocks (store_unavailable) and by the errors Commit returns. The
+// logger is process-wide, so NewRedis, for embedders, leaves it alone.
 var quietOnce sync.Once
 
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-// openRedis opens a redis://, rediss://, valkey:// or valkeys:// URL.
+// openRedis opens a redis://, rediss://, valkey:// or valkeys:// URL, with
+// a client of its own.
 func openRedis(ctx context.Context, rawURL string) (*Redis, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -120,7 +150,7 @@ func openRedis(ctx context.Context, rawURL string) (*Redis, error) {
 		opts.DialTimeout = time.Second
 	}
 	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
-	r := &Redis{client: redis.NewClient(opts), prefix: prefix, ttl: ttl}
+	r := &Redis{client: redis.NewClient(opts), prefix: prefix, ttl: ttl, owned: true}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := r.client.Ping(pctx).Err(); err != nil {
@@ -131,12 +161,12 @@ func openRedis(ctx context.Context, rawURL string) (*Redis, error) {
 }
 
 // Key is the Redis key of an entry.
-func (r *Redis) Key(k eval.StateKey) string {
+func (r *Redis) Key(k state.Key) string {
 	return r.prefix + ":{" + k.Scope.String() + ":" + k.ID + "}"
 }
 
-// Commit implements eval.Store: one script, one round trip.
-func (r *Redis) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.StoreEntry, error) {
+// Commit implements state.Store: one script, one round trip.
+func (r *Redis) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry, error) {
 	keys := make([]string, len(ops))
 	args := make([]any, 1, 1+4*len(ops))
 	args[0] = strconv.FormatInt(r.ttl.Milliseconds(), 10)
@@ -144,12 +174,8 @@ func (r *Redis) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.St
 		keys[i] = r.Key(op.Key)
 		mode, nv, data := "c", "", ""
 		if op.Write != nil {
-			b, err := json.Marshal(op.Write)
-			if err != nil {
-				return false, nil, fmt.Errorf("cannot encode the state of %s: %w", op.Key, err)
-			}
-			mode, nv, data = "w", newVersion(), string(b)
-			if op.Persistent() {
+			mode, nv, data = "w", newVersion(), string(op.Write)
+			if op.Persistent {
 				mode = "p"
 			}
 		}
@@ -163,29 +189,31 @@ func (r *Redis) Commit(ctx context.Context, ops []eval.StoreOp) (bool, []eval.St
 		return false, nil, fmt.Errorf("the commit script answered %d values for %d entries", len(res), len(ops))
 	}
 	ok, _ := res[0].(int64)
-	out := make([]eval.StoreEntry, len(ops))
+	out := make([]state.Entry, len(ops))
 	for i := range ops {
 		v, _ := res[1+2*i].(string)
 		s, _ := res[2+2*i].(string)
 		out[i].Version = v
 		if ok == 0 && v != "" {
-			var st eval.SessionState
-			if err := json.Unmarshal([]byte(s), &st); err != nil {
-				return false, nil, fmt.Errorf("the state of %s does not decode: %w", ops[i].Key, err)
-			}
-			out[i].State = &st
+			out[i].State = []byte(s)
 		}
 	}
 	return ok == 1, out, nil
 }
 
-// Delete implements eval.Store.
-func (r *Redis) Delete(ctx context.Context, key eval.StateKey) error {
+// Delete implements state.Store.
+func (r *Redis) Delete(ctx context.Context, key state.Key) error {
 	return r.client.Del(ctx, r.Key(key)).Err()
 }
 
-// Close implements eval.Store.
-func (r *Redis) Close() error { return r.client.Close() }
+// Close implements state.Store: it closes the client the store made (Open),
+// never a caller's (NewRedis).
+func (r *Redis) Close() error {
+	if !r.owned {
+		return nil
+	}
+	return r.client.Close()
+}
 
 // Ping checks the server answers.
 func (r *Redis) Ping(ctx context.Context) error { return r.client.Ping(ctx).Err() }

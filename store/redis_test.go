@@ -17,10 +17,11 @@ import (
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/redistest"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
 	"github.com/celguard/celguard/store"
 )
 
-func openRedis(t testing.TB, srv *redistest.Server) eval.Store {
+func openRedis(t testing.TB, srv *redistest.Server) state.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), srv.URL())
 	require.NoError(t, err)
@@ -200,4 +201,40 @@ func TestRedisOneRoundTrip(t *testing.T) {
 	n := processed() - before
 	t.Logf("20 decisions with a repository counter: %d scripts run", n)
 	assert.Equal(t, 20, n, "one script (one round trip) per decision")
+}
+
+// TestNewRedisOnCallersClient: a store made on a caller's client shares
+// entries with one opened from a URL (same key layout, prefix and all),
+// takes the caller's prefix, and leaves the client open when it closes.
+func TestNewRedisOnCallersClient(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	cl := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	defer cl.Close()
+	set := capSet(t, "repository", 3, "")
+	mine := store.NewRedis(cl, store.RedisOptions{})
+	a, b := replica(t, set, mine), replica(t, set, openRedis(t, srv))
+	meta := map[string]any{"repository": "shared"}
+	for i := range 3 {
+		d, err := []*eval.Engine{a, b}[i%2].NewSession(fmt.Sprint("c", i), meta).Before(ctx, eval.Call{Tool: "Bash"})
+		require.NoError(t, err)
+		require.Equal(t, policy.Allow, d.Verdict, "call %d", i)
+	}
+	d, err := a.NewSession("c3", meta).Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.Equal(t, "cap", d.RuleID, "the two stores count in one entry")
+	n, err := cl.Exists(ctx, "celguard:{repository:shared}").Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "the default prefix")
+
+	other := replica(t, set, store.NewRedis(cl, store.RedisOptions{Prefix: "tenant-b", TTL: time.Minute}))
+	d, err = other.NewSession("c4", meta).Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Allow, d.Verdict, "another prefix is another set of entries")
+	ttl, err := cl.PTTL(ctx, "tenant-b:{repository:shared}").Result()
+	require.NoError(t, err)
+	assert.True(t, ttl > 0 && ttl <= time.Minute, "the caller's ttl, got %s", ttl)
+
+	require.NoError(t, mine.Close())
+	require.NoError(t, cl.Ping(ctx).Err(), "the caller's client stays open")
 }

@@ -1,8 +1,8 @@
-// Package store opens the state stores that keep celguard's session state
-// outside one engine (eval.Store), from a URL:
+// Package store holds the state stores that keep celguard's session state
+// outside one engine (state.Store), and opens them from a URL:
 //
 //	memory:                      in this process (the default)
-//	file:///srv/app/state        the hook state files (package hooks), signed, one per session
+//	file:///srv/app/state        the hook state files (package statedir), signed, one per session
 //	redis://host:6379/0          Redis, through go-redis; rediss:// with TLS
 //	valkey://host:6379/0         Valkey (the same protocol); valkeys:// with TLS
 //
@@ -12,9 +12,11 @@
 // default "celguard"). docs/store.md describes the keys, their expiry and
 // what fails closed.
 //
-// It is a package of its own, above eval and hooks, because it is the one
-// place that knows every implementation: eval defines the interface and
-// cannot import them (hooks, go-redis), and hooks is one of them. The
+// Redis and Valkey stores are also made on a caller's client (NewRedis).
+//
+// It is a package of its own because it is the one place that knows every
+// implementation: the protocol (package state) is a leaf the evaluator and
+// the stores share, and no store imports the evaluator or the hooks. The
 // decision service (celguard serve) opens its store here and hands it to
 // the engine with eval.WithStore; it never speaks to Redis itself.
 package store
@@ -28,7 +30,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/state"
 )
 
 // DefaultTTL is how long an entry is kept after its last use.
@@ -37,7 +39,7 @@ const DefaultTTL = 24 * time.Hour
 // Open opens the store a URL names (see the package doc); "" is memory:.
 // A Redis or Valkey store is pinged, so that a wrong address is an error
 // here rather than at the first decision.
-func Open(ctx context.Context, rawURL string) (eval.Store, error) {
+func Open(ctx context.Context, rawURL string) (state.Store, error) {
 	if rawURL == "" || rawURL == "memory:" || rawURL == "memory://" {
 		return NewMemory(DefaultTTL), nil
 	}

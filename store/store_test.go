@@ -12,13 +12,14 @@ import (
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/redistest"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
 	"github.com/celguard/celguard/store"
 )
 
 // backend opens connections to one store: each replica opens its own.
 type backend struct {
 	name string
-	open func(t testing.TB) eval.Store
+	open func(t testing.TB) state.Store
 }
 
 // backends are the stores every scenario runs on: memory (replicas in one
@@ -29,9 +30,9 @@ func backends(t *testing.T) []backend {
 	dir := t.TempDir()
 	srv := redistest.Start(t)
 	return []backend{
-		{"memory", func(testing.TB) eval.Store { return mem }},
-		{"file", func(testing.TB) eval.Store { return store.NewFile(dir) }},
-		{"redis", func(t testing.TB) eval.Store {
+		{"memory", func(testing.TB) state.Store { return mem }},
+		{"file", func(testing.TB) state.Store { return store.NewFile(dir) }},
+		{"redis", func(t testing.TB) state.Store {
 			st, err := store.Open(context.Background(), srv.URL())
 			require.NoError(t, err)
 			t.Cleanup(func() { st.Close() })

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 )
@@ -53,25 +54,18 @@ func (o decisionOptions) args() []string {
 	return out
 }
 
-// engineOptions returns the engine options o asks for. A decision the log
-// cannot record is refused (decision_log_failed): an audit trail with holes
-// is not one.
-func (o decisionOptions) engineOptions() ([]eval.Option, error) {
-	var opts []eval.Option
+// configure sets the decision log and monitor mode o asks for in cfg. A
+// decision the log cannot record is refused (decision_log_failed): an
+// audit trail with holes is not one.
+func (o decisionOptions) configure(cfg *celguard.Config) error {
 	if o.logPath != "" {
 		if o.logMaxBytes == 0 {
-			return nil, fmt.Errorf("--decision-log-max-bytes must not be 0 (negative never rotates)")
+			return fmt.Errorf("--decision-log-max-bytes must not be 0 (negative never rotates)")
 		}
-		sink, err := eval.NewFileSink(o.logPath, eval.FileSinkOptions{MaxBytes: o.logMaxBytes, Sync: o.logSync})
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, eval.WithDecisionSink(sink, nil))
+		cfg.DecisionLog = &celguard.DecisionLog{Path: o.logPath, Options: eval.FileSinkOptions{MaxBytes: o.logMaxBytes, Sync: o.logSync}}
 	}
-	if o.monitor {
-		opts = append(opts, eval.WithMonitor())
-	}
-	return opts, nil
+	cfg.Monitor = o.monitor
+	return nil
 }
 
 // warnings say what --monitor leaves enforcing in set: its mandatory

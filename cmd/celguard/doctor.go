@@ -94,6 +94,9 @@ func runDoctor(hostArgs []string, sio stdio) int {
 			installed = true
 		}
 	}
+	if doctorBundles(sio) == exitFindings {
+		code = exitFindings
+	}
 	if !installed && len(hostArgs) == 0 {
 		fmt.Fprintln(sio.stdout, "no celguard hook is installed for any host: nothing is guarded")
 		code = exitFindings

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -13,9 +12,7 @@ import (
 	"github.com/celguard/celguard/cmd/celguard/internal/input"
 	"github.com/celguard/celguard/cmd/celguard/internal/output"
 	"github.com/celguard/celguard/eval"
-	"github.com/celguard/celguard/judge"
 	"github.com/celguard/celguard/policy"
-	"github.com/celguard/celguard/trust"
 )
 
 // evalParams is what `celguard eval` was asked to do.
@@ -147,13 +144,6 @@ do not compile (the diagnostics go to stderr).`,
 	return cmd
 }
 
-// deferAsks leaves ask verdicts to whoever reads the decisions: the caller
-// of eval, or the host of a hook, which prompts the user (or, for hosts that
-// cannot ask, gets a block saying approval is needed).
-var deferAsks = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
-	return eval.Approval{Answer: eval.Defer}, nil
-})
-
 func runEval(ctx context.Context, p evalParams) int {
 	switch p.explain {
 	case "", "text", "json":
@@ -161,7 +151,10 @@ func runEval(ctx context.Context, p evalParams) int {
 		fmt.Fprintf(p.stderr, "celguard eval: --explain must be text or json, not %q\n", p.explain)
 		return exitUsage
 	}
-	eng, code := evalEngine(p)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	eng, code := evalEngine(ctx, p)
 	if eng == nil {
 		return code
 	}
@@ -252,19 +245,22 @@ func runEval(ctx context.Context, p evalParams) int {
 	}
 }
 
-// evalEngine loads and compiles the policies; on failure it reports why and
-// returns the exit code.
-func evalEngine(p evalParams) (*eval.Engine, int) {
-	fsOpt, err := hostFS()
-	if err != nil {
+// evalEngine builds the engine with the composition root; on failure it
+// reports why and returns the exit code.
+func evalEngine(ctx context.Context, p evalParams) (*eval.Engine, int) {
+	fail := func(err error) (*eval.Engine, int) {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
 		return nil, exitUsage
 	}
-	d, set, err := p.policies.layeredSet(everyLayer, fsOpt)
+	cfg, err := engineConfig(p.policies, p.decisions)
+	if err != nil {
+		return fail(err)
+	}
+	guard, err := cfg.Load(ctx)
 	var ds policy.Diagnostics
 	if errors.As(err, &ds) {
 		var srcs []policy.Source
-		if d != nil {
+		if d, err := cfg.Select(); err == nil {
 			srcs = d.Sources
 		}
 		_ = output.DiagnosticsText(p.stderr, ds, policy.LinesOf(srcs))
@@ -272,63 +268,17 @@ func evalEngine(p evalParams) (*eval.Engine, int) {
 		return nil, exitUsage
 	}
 	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
-		return nil, exitUsage
+		return fail(err)
 	}
-	printWarnings(p.stderr, "celguard eval", append(layerWarnings(d, set), p.decisions.warnings(set)...))
-	extra, err := p.decisions.engineOptions()
-	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
-		return nil, exitUsage
-	}
-	jopts, err := judgeOptions(p.policies.userDir)
-	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
-		return nil, exitUsage
-	}
-	eng, err := eval.New(set, append(append(engineOptions(), extra...), jopts...)...)
-	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
-		return nil, exitUsage
-	}
-	return eng, exitOK
+	set := guard.Engine().PolicySet()
+	printWarnings(p.stderr, "celguard eval", append(layerWarnings(guard.Discovery(), set), p.decisions.warnings(set)...))
+	return guard.Engine(), exitOK
 }
 
 // noDecisionAudit leaves the decisions' audit record (decision_id, time,
 // policy_digest, session_id) out, so that the golden files of the test
 // scripts stay stable; only the test binary sets it.
 var noDecisionAudit bool
-
-// engineOptions are the options of the engines eval and hook decide with:
-// asks are deferred to the host, and every decision carries its audit
-// record (eval.WithDecisionMetadata).
-func engineOptions() []eval.Option {
-	if noDecisionAudit {
-		return []eval.Option{eval.WithApprover(deferAsks)}
-	}
-	return []eval.Option{eval.WithApprover(deferAsks), eval.WithDecisionMetadata()}
-}
-
-// judgeOptions are the judges the user's judges file (judges.json in the
-// user's configuration directory, unless userDir is "-") and the
-// administrator's (/etc/celguard/judges.json, whose judges win) configure.
-func judgeOptions(userDir string) ([]eval.Option, error) {
-	var paths []string
-	switch userDir {
-	case "-":
-	case "":
-		if d, err := trust.ConfigDir(); err == nil {
-			paths = append(paths, filepath.Join(d, judge.FileName))
-		}
-	default:
-		paths = append(paths, filepath.Join(userDir, judge.FileName))
-	}
-	cfg, err := judge.Load(append(paths, judge.AdminFile)...)
-	if err != nil {
-		return nil, err
-	}
-	return cfg.Options()
-}
 
 // sessionID is the "id" of the session metadata, or "cli".
 func sessionID(meta map[string]any) string {

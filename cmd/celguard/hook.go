@@ -14,11 +14,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/internal/atomicfile"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/stdlib/shell"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // maxHookInput bounds the event read from stdin; a larger one fails (closed
@@ -162,8 +163,8 @@ forwarding form), check it with 'celguard doctor'.`,
 	f := cmd.Flags()
 	p.addFlags(f)
 	f.DurationVar(&p.timeout, "timeout", hooks.DefaultTimeout, "give up (and fail) after this long waiting for the session lock and the decision")
-	f.IntVar(&p.keepDays, "keep-days", int(hooks.DefaultMaxAge/(24*time.Hour)), "remove the state of sessions untouched for this many days (0: never)")
-	f.Int64Var(&p.maxStateBytes, "max-state-bytes", hooks.DefaultMaxStateBytes, "the largest session state file read or written; past it the hook fails")
+	f.IntVar(&p.keepDays, "keep-days", int(statedir.DefaultMaxAge/(24*time.Hour)), "remove the state of sessions untouched for this many days (0: never)")
+	f.Int64Var(&p.maxStateBytes, "max-state-bytes", statedir.DefaultMaxStateBytes, "the largest session state file read or written; past it the hook fails")
 	cmd.AddCommand(newHookInstallCmd(sio))
 	return cmd
 }
@@ -171,7 +172,7 @@ forwarding form), check it with 'celguard doctor'.`,
 func runHook(ctx context.Context, hostName string, p hookParams) int {
 	approveCmd := "celguard approve"
 	if p.stateDir != "" {
-		approveCmd += " --state-dir " + hooks.ShellQuote(p.stateDir)
+		approveCmd += " --state-dir " + shell.Quote(p.stateDir)
 	}
 	host, err := hooks.New(hostName, hooks.Options{Approve: p.approve, ApproveCommand: approveCmd})
 	if err != nil {
@@ -212,11 +213,11 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 	}
 	dir := p.stateDir
 	if dir == "" {
-		if dir, err = hooks.DefaultStateDir(); err != nil {
+		if dir, err = statedir.DefaultStateDir(); err != nil {
 			return answer(host.Fail(hooks.Event{}, err.Error(), p.failOpen))
 		}
 	}
-	store := &hooks.Store{Dir: dir, MaxBytes: p.maxStateBytes, MaxAge: time.Duration(p.keepDays) * 24 * time.Hour}
+	store := &statedir.Dir{Dir: dir, MaxBytes: p.maxStateBytes, MaxAge: time.Duration(p.keepDays) * 24 * time.Hour}
 	if p.keepDays == 0 {
 		store.MaxAge = -1
 	}
@@ -246,38 +247,31 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 // A state key that cannot be used fails the hook (closed, by default).
 //
 // The warnings are layerWarnings, for stderr.
-func hookEngine(sel selection, dopts decisionOptions, store *hooks.Store) (*eval.Engine, []string, error) {
+func hookEngine(sel selection, dopts decisionOptions, store *statedir.Dir) (*eval.Engine, []string, error) {
 	key, err := store.Key()
 	if err != nil {
 		return nil, nil, err
 	}
+	cfg, err := engineConfig(sel, dopts)
+	if err != nil {
+		return nil, nil, err
+	}
 	cache := hooks.LoadASTCache(store.Dir, key)
-	fsOpt, err := hostFS()
-	if err != nil {
-		return nil, nil, err
-	}
-	d, set, err := sel.layeredSet(everyLayer, compile.WithASTCache(cache), fsOpt)
-	_ = cache.Save() // best effort: the next process compiles without it
-	if err != nil {
-		var ds policy.Diagnostics
-		if errors.As(err, &ds) {
-			return nil, nil, fmt.Errorf("the policies do not compile: %v", ds.Errors())
-		}
-		return nil, nil, err
-	}
-	extra, err := dopts.engineOptions()
-	if err != nil {
-		return nil, nil, err
-	}
+	cfg.ASTCache = cache
 	// Asks a host defers are recorded as requests a person can approve
 	// later (celguard approve), named in the refusal on hosts that cannot ask.
-	jopts, err := judgeOptions(sel.userDir)
+	cfg.ApprovalRequests = true
+	guard, err := cfg.Load(context.Background())
+	_ = cache.Save() // best effort: the next process compiles without it
+	var ds policy.Diagnostics
+	if errors.As(err, &ds) {
+		return nil, nil, fmt.Errorf("the policies do not compile: %v", ds.Errors())
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := append(append(engineOptions(), eval.WithApprovalRequests()), extra...)
-	eng, err := eval.New(set, append(opts, jopts...)...)
-	return eng, append(layerWarnings(d, set), dopts.warnings(set)...), err
+	set := guard.Engine().PolicySet()
+	return guard.Engine(), append(layerWarnings(guard.Discovery(), set), dopts.warnings(set)...), nil
 }
 
 // hookInstallParams is what `celguard hook install HOST` was asked to do.
@@ -453,9 +447,9 @@ func installNotes(host, path string, old, settings []byte, scope hooks.Scope, cw
 
 // installCommand is the hook command line the host runs.
 func installCommand(host string, p hookInstallParams) string {
-	parts := []string{hooks.ShellQuote(p.command), "hook", host}
+	parts := []string{shell.Quote(p.command), "hook", host}
 	for _, a := range p.args() {
-		parts = append(parts, hooks.ShellQuote(a))
+		parts = append(parts, shell.Quote(a))
 	}
 	return strings.Join(parts, " ")
 }

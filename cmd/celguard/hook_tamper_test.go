@@ -16,10 +16,11 @@ import (
 	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
-	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // TestHookIgnoresForgedASTCache replays the issue's attack on the AST
@@ -38,7 +39,7 @@ func TestHookIgnoresForgedASTCache(t *testing.T) {
 	hook := func() (string, int) {
 		var out, errb bytes.Buffer
 		p := hookParams{hookOptions: hookOptions{stateDir: state, approve: true}, timeout: 10 * time.Second,
-			keepDays: 7, maxStateBytes: hooks.DefaultMaxStateBytes,
+			keepDays: 7, maxStateBytes: statedir.DefaultMaxStateBytes,
 			stdio: stdio{stdin: strings.NewReader(event), stdout: &out, stderr: &errb}}
 		code := runHook(context.Background(), "claude-code", p)
 		return out.String(), code
@@ -74,7 +75,7 @@ func TestHookIgnoresForgedASTCache(t *testing.T) {
 	// blocked, only asked (a user may approve it, or an approver).
 	_, set, err := selection{}.layeredSet(everyLayer, compile.WithASTCache(forged))
 	require.NoError(t, err)
-	eng, err := eval.New(set, eval.WithApprover(deferAsks))
+	eng, err := eval.New(set, eval.WithApprover(celguard.DeferAsks))
 	require.NoError(t, err)
 	d, err := eng.NewSession("c", nil).Before(context.Background(), eval.Call{Tool: "Bash", Args: map[string]any{"command": "rm -rf /"}})
 	require.NoError(t, err)
@@ -135,7 +136,7 @@ func TestHookIgnoresForgedCostProofs(t *testing.T) {
 	hook := func() string {
 		var out, errb bytes.Buffer
 		p := hookParams{hookOptions: hookOptions{stateDir: state}, timeout: 10 * time.Second,
-			keepDays: 7, maxStateBytes: hooks.DefaultMaxStateBytes,
+			keepDays: 7, maxStateBytes: statedir.DefaultMaxStateBytes,
 			stdio: stdio{stdin: strings.NewReader(`{"session_id":"s","cwd":"/srv/app","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"}}`), stdout: &out, stderr: &errb}}
 		require.Equal(t, 0, runHook(context.Background(), "claude-code", p), errb.String())
 		return out.String()

@@ -3,12 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/celguard/celguard/celenv"
-	"github.com/celguard/celguard/stdlib"
 	"io/fs"
 
 	"github.com/spf13/pflag"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
@@ -148,16 +147,19 @@ func (s selection) layeredSet(whenEmpty unchosen, opts ...compile.Option) (*poli
 	return d, set, err
 }
 
-// hostFS is the compile option of the commands that decide calls on this
-// machine (eval, hook): path.abs resolves symbolic links on the host's file
-// system (at most 40 per path), so a link inside the workspace that points
-// at ~/.ssh or .celguard/ is judged by where it points (issue 15, point 4).
-func hostFS() (compile.Option, error) {
-	env, err := celenv.New(celenv.WithStdlib(stdlib.WithSymlinks(true)))
-	if err != nil {
-		return nil, err
-	}
-	return compile.WithEnv(env), nil
+// engineConfig is the composition root's Config of a command that decides
+// the calls of an agent on this machine (eval, hook, serve): the policies
+// sel chooses (every layer when nothing is chosen), path.abs resolving
+// symbolic links on the host's file system (at most 40 per path, so a
+// link inside the workspace that points at ~/.ssh or .celguard/ is judged
+// by where it points: issue 15, point 4), the user's and the
+// administrator's judges, asks deferred to the caller (the host asks its
+// user), every decision with its audit record, and the decision log and
+// monitor mode d asks for. Each command adds what is its own (the hook its
+// AST cache and approval requests, serve its store) and calls Load.
+func engineConfig(sel selection, d decisionOptions) (celguard.Config, error) {
+	cfg := celguard.Config{Policies: sel.options(), HostFS: true, Approver: celguard.DeferAsks, DecisionMetadata: !noDecisionAudit}
+	return cfg, d.configure(&cfg)
 }
 
 // describe rewrites file errors as "path: problem".

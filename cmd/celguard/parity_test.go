@@ -48,7 +48,7 @@ func TestGoAPIDecidesAsTheCLI(t *testing.T) {
 	ctx := context.Background()
 	for _, sel := range selections {
 		t.Run(sel.name, func(t *testing.T) {
-			guard, err := celguard.Load(ctx, append(sel.opts, celguard.WithApprover(deferAsks))...)
+			guard, err := celguard.Load(ctx, append(sel.opts, celguard.WithApprover(celguard.DeferAsks))...)
 			require.NoError(t, err)
 			for _, call := range calls {
 				d, err := guard.NewSession("cli", nil).Before(ctx, call)

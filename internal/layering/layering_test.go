@@ -18,19 +18,29 @@ var layers = []struct {
 	rank int
 	pkgs []string
 }{
-	{0, []string{"policy", "stdlib/shell/...", "internal/atomicfile", "internal/jsonkind", "internal/fileowner", "internal/logfile", "internal/redistest"}},
-	{1, []string{"stdlib", "trust"}},
-	{2, []string{"celenv", "policies"}},
+	{0, []string{"policy", "stdlib/shell/...", "internal/atomicfile", "internal/jsonkind", "internal/fileowner", "internal/logfile", "internal/redistest", "internal/registrytest", "internal/npmhost"}},
+	// state is the persistence protocol the evaluator and every store
+	// share; store/statedir the signed state directory (the hooks' and the
+	// file store's), which knows neither.
+	{1, []string{"stdlib", "trust", "state", "store/statedir", "importer"}},
+	// store holds every state store (memory, the state directory, Redis)
+	// on the protocol alone: ranked below eval and hooks, it cannot import
+	// them.
+	{2, []string{"celenv", "policies", "store"}},
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},
-	{5, []string{"hooks", "hooks/hostse2e", "judge", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
-	// store opens every state store, the hook files among them.
-	{6, []string{"store"}},
-	// "" is the module root, package celguard: Load composes policies,
-	// compile and eval for embedders, above them and below the command line.
-	{7, []string{"", "serve", "cmd/celguard/internal/..."}},
+	{5, []string{"hooks", "serve/client", "hooks/hostse2e", "judge", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
+	// bundle builds (lint, suites) and verifies distributed policy sets,
+	// above policytest and below the composition root that loads them.
+	{6, []string{"bundle"}},
+	// "" is the module root, package celguard: the composition root
+	// (Config.Load) builds every engine, above policies, compile, eval,
+	// judge and store, and below serve and the command line.
+	{7, []string{"", "cmd/celguard/internal/..."}},
+	// serve builds its engine with the composition root.
+	{8, []string{"serve"}},
 	// bench/barehook is the bare Go binary hook latency is measured against.
-	{8, []string{"cmd/celguard", "bench/barehook"}},
+	{9, []string{"cmd/celguard", "bench/barehook"}},
 }
 
 // rankOf returns the rank of a package path relative to the module.
@@ -93,7 +103,7 @@ func TestImportsFlowOneWay(t *testing.T) {
 // TestRankOf pins the table's lookup, so that the test above cannot pass by
 // ranking nothing.
 func TestRankOf(t *testing.T) {
-	for rel, want := range map[string]int{"policy": 0, "stdlib/shell": 0, "stdlib": 1, "eval": 4, "store": 6, "cmd/celguard": 8, "cmd/celguard/internal/output": 7} {
+	for rel, want := range map[string]int{"policy": 0, "stdlib/shell": 0, "stdlib": 1, "eval": 4, "state": 1, "store/statedir": 1, "store": 2, "cmd/celguard": 9, "cmd/celguard/internal/output": 7, "serve": 8, "": 7} {
 		got, ok := rankOf(rel)
 		if !ok || got != want {
 			t.Errorf("rankOf(%q) = %d, %v; want %d", rel, got, ok, want)

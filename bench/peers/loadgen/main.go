@@ -39,6 +39,7 @@ import (
 
 	opart "github.com/open-policy-agent/opa/v1/runtime"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/bench/peers"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/benchdata"
@@ -270,19 +271,18 @@ var approveAll = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (
 // loopback port, with the state store storeURL names as celguard serve
 // opens it ("none": no store), and returns its URL.
 func startCelguard(ctx context.Context, storeURL string) (string, error) {
-	opts := []eval.Option{eval.WithApprover(approveAll)}
+	ecfg := celguard.Config{
+		Sources:  func() ([]policy.Source, error) { return []policy.Source{benchdata.Source20()}, nil },
+		Approver: approveAll,
+	}
 	if storeURL != "none" {
 		st, err := store.Open(ctx, storeURL)
 		if err != nil {
 			return "", err
 		}
-		opts = append(opts, eval.WithStore(st))
+		ecfg.Store = st
 	}
-	srv, err := serve.New(serve.Config{
-		Sources:       func() ([]policy.Source, error) { return []policy.Source{benchdata.Source20()}, nil },
-		EngineOptions: opts,
-		Version:       "loadgen",
-	})
+	srv, err := serve.New(serve.Config{Engine: ecfg, Version: "loadgen"})
 	if err != nil {
 		return "", err
 	}

@@ -67,7 +67,7 @@ func ExplanationText(w io.Writer, x eval.Explanation) error {
 			pass += " [untrusted project]"
 		}
 		word, because := outcomeText(st.Outcome)
-		ew.printf("  %-16s %s (%s, %s)%s\n", word, st.Rule, st.Verdict, where, pass)
+		ew.printf("  %-16s %s (%s, %s)%s\n", word, st.RuleID, st.Verdict, where, pass)
 		switch st.Outcome {
 		case eval.OutcomeToolNotMatched:
 			ew.printf("      the rule's tool matcher does not admit %s\n", d.Tool)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
 )
@@ -43,13 +44,13 @@ func TestDecisionIsOneLine(t *testing.T) {
 
 // The untrusted project's steps and decisions are marked in the text forms.
 func TestUntrustedMarked(t *testing.T) {
-	d := eval.Decision{Tool: "Bash", Verdict: policy.Block, RuleID: "no-make", Policy: "repo", Untrusted: true,
+	d := eval.Decision{Tool: "Bash", Verdict: policy.Block, RuleRef: compile.RuleRef{RuleID: "no-make", Policy: "repo"}, Untrusted: true,
 		Trace: []eval.TraceStep{{Rule: "ok", Policy: "team", Verdict: "allow", Outcome: eval.OutcomeMatched},
 			{Rule: "no-make", Policy: "repo", Verdict: "block", Outcome: eval.OutcomeMatched, Untrusted: true}}}
 	var b bytes.Buffer
 	if err := ExplanationText(&b, eval.Explanation{Decision: d, Steps: []eval.ExplainStep{
-		{Rule: "ok", Verdict: "allow", Outcome: eval.OutcomeMatched},
-		{Rule: "no-make", Verdict: "block", Outcome: eval.OutcomeMatched, Untrusted: true}}}); err != nil {
+		{RuleRef: compile.RuleRef{RuleID: "ok"}, Verdict: "allow", Outcome: eval.OutcomeMatched},
+		{RuleRef: compile.RuleRef{RuleID: "no-make"}, Verdict: "block", Outcome: eval.OutcomeMatched, Untrusted: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

@@ -1,4 +1,4 @@
-package hooks
+package statedir
 
 import (
 	"crypto/hmac"
@@ -52,15 +52,16 @@ func (k *Key) GoString() string { return k.String() }
 
 // Domains separate the MACs of the different files the key authenticates,
 // so that bytes signed for one can never pass as the other.
+// A user of the key outside this package (the hooks' AST cache) names its
+// own domain.
 const (
-	domainASTCache = "celguard ast-cache entry v1"
-	domainState    = "celguard session state v1"
-	domainPending  = "celguard pending after-event v1"
+	domainState   = "celguard session state v1"
+	domainPending = "celguard pending after-event v1"
 )
 
-// sum is the HMAC-SHA256 of parts under the domain, each part preceded by
+// Sum is the HMAC-SHA256 of parts under the domain, each part preceded by
 // its length so that no two lists of parts share an input.
-func (k *Key) sum(domain string, parts ...[]byte) []byte {
+func (k *Key) Sum(domain string, parts ...[]byte) []byte {
 	m, ok := k.macs.Get().(hash.Hash)
 	if !ok {
 		m = hmac.New(sha256.New, k.k[:])
@@ -81,10 +82,10 @@ func (k *Key) sum(domain string, parts ...[]byte) []byte {
 	return m.Sum(nil)
 }
 
-// verify reports whether mac is the MAC of parts under the domain, in
+// Verify reports whether mac is the MAC of parts under the domain, in
 // constant time.
-func (k *Key) verify(mac []byte, domain string, parts ...[]byte) bool {
-	return hmac.Equal(mac, k.sum(domain, parts...))
+func (k *Key) Verify(mac []byte, domain string, parts ...[]byte) bool {
+	return hmac.Equal(mac, k.Sum(domain, parts...))
 }
 
 // LoadKey reads the key of a state directory, making the directory (0700)

@@ -1,4 +1,4 @@
-package hooks
+package statedir
 
 import (
 	"bytes"
@@ -133,11 +133,11 @@ func TestKeyUnreadable(t *testing.T) {
 // ambiguity between how the parts are split.
 func TestKeyMACs(t *testing.T) {
 	k1, k2 := &Key{k: [keySize]byte{1}}, &Key{k: [keySize]byte{2}}
-	m := k1.sum(domainState, []byte("ab"), []byte("c"))
-	assert.True(t, k1.verify(m, domainState, []byte("ab"), []byte("c")))
-	assert.False(t, k2.verify(m, domainState, []byte("ab"), []byte("c")), "another key")
-	assert.False(t, k1.verify(m, domainASTCache, []byte("ab"), []byte("c")), "another domain")
-	assert.False(t, k1.verify(m, domainState, []byte("a"), []byte("bc")), "parts split elsewhere")
-	assert.False(t, k1.verify(m[:31], domainState, []byte("ab"), []byte("c")), "a cut MAC")
-	assert.False(t, k1.verify(nil, domainState, []byte("ab"), []byte("c")), "no MAC")
+	m := k1.Sum(domainState, []byte("ab"), []byte("c"))
+	assert.True(t, k1.Verify(m, domainState, []byte("ab"), []byte("c")))
+	assert.False(t, k2.Verify(m, domainState, []byte("ab"), []byte("c")), "another key")
+	assert.False(t, k1.Verify(m, "celguard another domain v1", []byte("ab"), []byte("c")), "another domain")
+	assert.False(t, k1.Verify(m, domainState, []byte("a"), []byte("bc")), "parts split elsewhere")
+	assert.False(t, k1.Verify(m[:31], domainState, []byte("ab"), []byte("c")), "a cut MAC")
+	assert.False(t, k1.Verify(nil, domainState, []byte("ab"), []byte("c")), "no MAC")
 }

@@ -1,4 +1,17 @@
-package hooks
+// Package statedir is celguard's signed state directory: one file per
+// session (its state as JSON, opaque here), replaced atomically under an
+// exclusive lock file, every file carrying an HMAC-SHA256 under the
+// directory's state key (Key), so a file changed outside celguard is found
+// out (TamperedError); after-events that could not take their session's
+// lock wait in pending files, signed alike; old sessions are cleaned up.
+//
+// It is the store side of the command hook's persistence (each hook is a
+// process of its own, so the state lives on disk between events), and
+// package store's file store (store.NewFile) commits on it too. It knows
+// neither the evaluator nor the hooks: states are bytes, and the one
+// thing it reads in them is the counters' keys, to bound a file
+// (MaxStateCounterKeys).
+package statedir
 
 import (
 	"context"
@@ -11,15 +24,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/atomicfile"
 )
 
-// Defaults of a Store.
+// Defaults of a Dir.
 const (
 	// DefaultMaxStateBytes caps a session's state file. Counter keys and
 	// approvals are bounded by the engine; the cap catches what those
@@ -32,14 +45,14 @@ const (
 	cleanupEvery = 6 * time.Hour
 )
 
-// Store keeps session state across hook processes: one JSON file
-// (eval.SessionState) per session in Dir, named after the sanitised session
-// id, replaced atomically (a temporary file renamed over it) while an
+// Dir keeps session state across hook processes: one JSON file (a
+// session's state, eval.SessionState, as bytes) per session in Dir, named
+// after the sanitised session id, replaced atomically (a temporary file renamed over it) while an
 // exclusive lock on the session's lock file is held, so that concurrent hooks
 // of one session (Codex runs them concurrently) each see the others' counts.
 // Every file carries an HMAC-SHA256 under the directory's state key (Key),
 // so a file changed outside celguard is found out (TamperedError).
-type Store struct {
+type Dir struct {
 	// Dir is the state directory; it is created (0700) when missing.
 	Dir string
 	// MaxBytes caps a state file: a larger file is not read and a state
@@ -68,14 +81,14 @@ func DefaultStateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "celguard"), nil
 }
 
-func (s *Store) maxBytes() int64 {
+func (s *Dir) maxBytes() int64 {
 	if s.MaxBytes > 0 {
 		return s.MaxBytes
 	}
 	return DefaultMaxStateBytes
 }
 
-func (s *Store) now() time.Time {
+func (s *Dir) now() time.Time {
 	if s.Now != nil {
 		return s.Now()
 	}
@@ -104,21 +117,21 @@ func FileName(sessionID string) string {
 }
 
 // Path is the state file of a session.
-func (s *Store) Path(sessionID string) string {
+func (s *Dir) Path(sessionID string) string {
 	return filepath.Join(s.Dir, FileName(sessionID))
 }
 
-// LockedState is a session's state file while its exclusive lock is held
-// (Store.Lock): Load, Save and Remove it, then Close to release the lock.
-type LockedState struct {
-	store *Store
+// Locked is a session's state file while its exclusive lock is held
+// (Dir.Lock): Load, Save and Remove it, then Close to release the lock.
+type Locked struct {
+	store *Dir
 	id    string
 	path  string
 	lock  *fileLock
 }
 
 // Lock takes the session's exclusive lock, waiting until ctx ends.
-func (s *Store) Lock(ctx context.Context, sessionID string) (*LockedState, error) {
+func (s *Dir) Lock(ctx context.Context, sessionID string) (*Locked, error) {
 	if sessionID == "" {
 		return nil, errors.New("no session id to keep state for")
 	}
@@ -133,11 +146,11 @@ func (s *Store) Lock(ctx context.Context, sessionID string) (*LockedState, error
 	if err != nil {
 		return nil, fmt.Errorf("cannot lock the state of session %q: %w", sessionID, err)
 	}
-	return &LockedState{store: s, id: sessionID, path: path, lock: l}, nil
+	return &Locked{store: s, id: sessionID, path: path, lock: l}, nil
 }
 
 // Path is the session's state file.
-func (ls *LockedState) Path() string { return ls.path }
+func (ls *Locked) Path() string { return ls.path }
 
 // stateFormat names the format of a state file; a file that does not say
 // it is not trusted.
@@ -155,7 +168,7 @@ type stateFile struct {
 // seal wraps payload, the JSON of a session's state or pending event, in a
 // stateFile of the format, signed with the key for the domain and session.
 func seal(key *Key, format, domain, session string, payload []byte) ([]byte, error) {
-	mac := key.sum(domain, []byte(session), payload)
+	mac := key.Sum(domain, []byte(session), payload)
 	return json.Marshal(stateFile{Format: format, MAC: hex.EncodeToString(mac), State: payload})
 }
 
@@ -168,7 +181,7 @@ func unseal(key *Key, data []byte, format, domain, session string) (json.RawMess
 		return nil, "no " + format + " header"
 	}
 	mac, err := hex.DecodeString(sf.MAC)
-	if err != nil || !key.verify(mac, domain, []byte(session), sf.State) {
+	if err != nil || !key.Verify(mac, domain, []byte(session), sf.State) {
 		return nil, "its MAC does not check"
 	}
 	return sf.State, ""
@@ -177,16 +190,16 @@ func unseal(key *Key, data []byte, format, domain, session string) (json.RawMess
 // TamperedError says a session's state file failed its check: it was
 // changed, replaced or written outside celguard (or by a celguard from
 // before state files carried a MAC, or with another key). Its content is
-// not trusted: Runner restores the session fail-closed from it
+// not trusted: the hook restores the session fail-closed from it
 // (eval.Engine.RestoreTampered).
 type TamperedError struct {
 	// Path is the state file.
 	Path string
 	// Why says what failed.
 	Why string
-	// Untrusted is what could be read of the state, for the one thing a
-	// tampered state may still do: keep a halt.
-	Untrusted eval.SessionState
+	// Untrusted is what could be read of the state (its JSON, nil when
+	// none), for the one thing a tampered state may still do: keep a halt.
+	Untrusted []byte
 }
 
 // Error implements error.
@@ -196,7 +209,7 @@ func (e *TamperedError) Error() string {
 
 // Key returns the state key of the store's directory, made on first use
 // (LoadKey).
-func (s *Store) Key() (*Key, error) {
+func (s *Dir) Key() (*Key, error) {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
 	if s.key == nil {
@@ -209,29 +222,30 @@ func (s *Store) Key() (*Key, error) {
 	return s.key, nil
 }
 
-// Load reads the session's state; found is false when there is none yet. A
-// state file that fails its check is a *TamperedError; any other error
-// means the state could not be read at all.
-func (ls *LockedState) Load() (st eval.SessionState, found bool, err error) {
+// Load reads the session's state (its JSON); found is false when there is
+// none yet. A state file that fails its check is a *TamperedError; any
+// other error means the state could not be read at all. A signed state is
+// checked to be a JSON object whose "id" is the session's.
+func (ls *Locked) Load() (state []byte, found bool, err error) {
 	key, err := ls.store.Key()
 	if err != nil {
-		return st, false, err
+		return nil, false, err
 	}
 	f, err := os.Open(ls.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return eval.SessionState{ID: ls.id}, false, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return st, false, fmt.Errorf("cannot read the session state: %w", err)
+		return nil, false, fmt.Errorf("cannot read the session state: %w", err)
 	}
 	defer f.Close()
 	max := ls.store.maxBytes()
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return st, false, fmt.Errorf("cannot read the session state %s: %w", ls.path, err)
+		return nil, false, fmt.Errorf("cannot read the session state %s: %w", ls.path, err)
 	}
-	tampered := func(why string) (eval.SessionState, bool, error) {
-		return eval.SessionState{ID: ls.id}, true, &TamperedError{Path: ls.path, Why: why, Untrusted: salvage(data)}
+	tampered := func(why string) ([]byte, bool, error) {
+		return nil, true, &TamperedError{Path: ls.path, Why: why, Untrusted: salvage(data)}
 	}
 	if int64(len(data)) > max {
 		// celguard never writes a state past the cap.
@@ -245,55 +259,62 @@ func (ls *LockedState) Load() (st eval.SessionState, found bool, err error) {
 		return tampered(why)
 	}
 	// The bytes are celguard's own: they decode, and they are this session's.
-	if err := json.Unmarshal(payload, &st); err != nil {
-		return st, false, fmt.Errorf("the session state %s is signed but not valid (%v); delete it to start the session afresh", ls.path, err)
+	var head struct {
+		ID string `json:"id"`
 	}
-	if st.ID != ls.id {
-		return st, false, fmt.Errorf("the session state %s belongs to session %q, not %q", ls.path, st.ID, ls.id)
+	if err := json.Unmarshal(payload, &head); err != nil {
+		return nil, false, fmt.Errorf("the session state %s is signed but not valid (%v); delete it to start the session afresh", ls.path, err)
 	}
-	return st, true, nil
+	if head.ID != ls.id {
+		return nil, false, fmt.Errorf("the session state %s belongs to session %q, not %q", ls.path, head.ID, ls.id)
+	}
+	return payload, true, nil
 }
 
 // salvage reads what it can of an untrusted state file: the state of a
-// signed file, or a bare state (the format before MACs).
-func salvage(data []byte) eval.SessionState {
+// signed file, or a bare state (the format before MACs); nil when it is
+// not JSON.
+func salvage(data []byte) []byte {
 	var sf stateFile
 	if json.Unmarshal(data, &sf) == nil && len(sf.State) > 0 {
 		data = sf.State
 	}
-	var st eval.SessionState
-	_ = json.Unmarshal(data, &st)
-	return st
+	if !json.Valid(data) {
+		return nil
+	}
+	return data
 }
 
-// Save replaces the session's state atomically: readers see the old state or
-// the new one, never a mix. A state that would encode larger than the cap is
-// not written.
-func (ls *LockedState) Save(st eval.SessionState) error {
+// Save replaces the session's state, its JSON, atomically: readers see the
+// old state or the new one, never a mix. The state written is the
+// session's (its "id" set to the session id) and keeps MaxStateCounterKeys
+// keys of each counter (bounds.go); a state that would encode larger than
+// the cap is not written. It returns the state as written, which Load
+// returns until the next Save.
+func (ls *Locked) Save(state []byte) (written []byte, err error) {
 	key, err := ls.store.Key()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st.ID = ls.id
-	raw, err := json.Marshal(boundState(st)) // bounds.go
+	raw, err := normalize(state, ls.id, MaxStateCounterKeys)
 	if err != nil {
-		return fmt.Errorf("cannot encode the session state: %w", err)
+		return nil, fmt.Errorf("cannot encode the session state: %w", err)
 	}
 	data, err := seal(key, stateFormat, domainState, ls.id, raw)
 	if err != nil {
-		return fmt.Errorf("cannot encode the session state: %w", err)
+		return nil, fmt.Errorf("cannot encode the session state: %w", err)
 	}
 	if max := ls.store.maxBytes(); int64(len(data)) > max {
-		return fmt.Errorf("the session state would be %d bytes, more than the cap of %d", len(data), max)
+		return nil, fmt.Errorf("the session state would be %d bytes, more than the cap of %d", len(data), max)
 	}
 	if err := atomicfile.Write(ls.path, data, 0o600); err != nil {
-		return fmt.Errorf("cannot write the session state %s: %w", ls.path, err)
+		return nil, fmt.Errorf("cannot write the session state %s: %w", ls.path, err)
 	}
-	return nil
+	return raw, nil
 }
 
 // Remove deletes the session's state (the session ended).
-func (ls *LockedState) Remove() error {
+func (ls *Locked) Remove() error {
 	if err := os.Remove(ls.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove the session state: %w", err)
 	}
@@ -302,7 +323,7 @@ func (ls *LockedState) Remove() error {
 
 // Close releases the lock. The lock file stays (removing it would race with
 // a hook waiting on it); Cleanup removes it with the state once it is old.
-func (ls *LockedState) Close() error {
+func (ls *Locked) Close() error {
 	if ls.lock == nil {
 		return nil
 	}
@@ -313,7 +334,7 @@ func (ls *LockedState) Close() error {
 
 // MaybeCleanup runs Cleanup when the last cleanup is older than a few hours
 // (a marker file's time says when), so that most hooks pay one stat for it.
-func (s *Store) MaybeCleanup() (int, error) {
+func (s *Dir) MaybeCleanup() (int, error) {
 	if s.MaxAge < 0 || s.Dir == "" {
 		return 0, nil
 	}
@@ -332,7 +353,7 @@ func (s *Store) MaybeCleanup() (int, error) {
 // Cleanup removes the state of sessions untouched for longer than MaxAge,
 // with their lock files, and temporary files left by interrupted writes. A
 // session whose lock is held is skipped.
-func (s *Store) Cleanup() (int, error) {
+func (s *Dir) Cleanup() (int, error) {
 	maxAge := s.MaxAge
 	if maxAge == 0 {
 		maxAge = DefaultMaxAge
@@ -378,7 +399,7 @@ func (s *Store) Cleanup() (int, error) {
 }
 
 // removeSession removes an old state file and its lock file, under the lock.
-func (s *Store) removeSession(path string) bool {
+func (s *Dir) removeSession(path string) bool {
 	lockPath := strings.TrimSuffix(path, ".json") + ".lock"
 	l, err := tryLockFile(lockPath)
 	if err != nil || l == nil {
@@ -395,7 +416,7 @@ func (s *Store) removeSession(path string) bool {
 }
 
 // removeLock removes a lock file nobody holds.
-func (s *Store) removeLock(path string) {
+func (s *Dir) removeLock(path string) {
 	l, err := tryLockFile(path)
 	if err != nil || l == nil {
 		return
@@ -404,9 +425,50 @@ func (s *Store) removeLock(path string) {
 	l.unlock()
 }
 
-func (s *Store) maxAge() time.Duration {
+func (s *Dir) maxAge() time.Duration {
 	if s.MaxAge == 0 {
 		return DefaultMaxAge
 	}
 	return s.MaxAge
 }
+
+// Sessions lists the session ids of the directory's state files, by what
+// each file says its session is: only a file whose name is that session's
+// FileName counts (Load checks the rest), and a file that is not JSON
+// names none.
+func (s *Dir) Sessions() ([]string, error) {
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the state directory: %w", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasPrefix(name, "s-") || !strings.HasSuffix(name, ".json") || strings.Contains(name, pendingInfix) {
+			continue
+		}
+		f, err := os.Open(filepath.Join(s.Dir, name))
+		if err != nil {
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(f, s.maxBytes()+1))
+		f.Close()
+		if err != nil {
+			continue
+		}
+		var head struct {
+			ID string `json:"id"`
+		}
+		if st := salvage(data); st != nil && json.Unmarshal(st, &head) == nil && head.ID != "" && FileName(head.ID) == name {
+			ids = append(ids, head.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Clock is the directory's clock: Now, or time.Now without one.
+func (s *Dir) Clock() time.Time { return s.now() }

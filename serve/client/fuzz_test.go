@@ -1,13 +1,15 @@
-package main
+package client_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/celguard/celguard/serve/client"
 )
 
-// FuzzCommandAnswer: whatever a server answers, the forwarding hook's
-// reader never panics, and what it accepts is a hook's answer: an exit
+// FuzzCommandAnswer: whatever a server answers, the client's reader
+// (the forwarding hook's) never panics, and what it accepts is a hook's answer: an exit
 // code of 0, 1 or 2 and a stdout that is empty or JSON.
 func FuzzCommandAnswer(f *testing.F) {
 	for _, s := range []string{
@@ -21,7 +23,7 @@ func FuzzCommandAnswer(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		a, err := commandAnswer(body)
+		a, err := client.ParseCommandAnswer(body)
 		if err != nil {
 			return
 		}
