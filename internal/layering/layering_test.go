@@ -26,7 +26,9 @@ var layers = []struct {
 	// store holds every state store (memory, the state directory, Redis)
 	// on the protocol alone: ranked below eval and hooks, it cannot import
 	// them.
-	{2, []string{"celenv", "policies", "store"}},
+	// internal/mask masks a call's arguments for every output, the judge's
+	// prompt among them, so it sits below eval.
+	{2, []string{"celenv", "policies", "store", "internal/mask"}},
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},
 	{5, []string{"hooks", "hooks/hostse2e", "judge", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
