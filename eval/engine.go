@@ -16,10 +16,11 @@
 // output (which read messages and output, and no call): allow, warn, block,
 // halt, or modify, a rewrite carried in Decision.Messages or Decision.Output.
 //
-// With WithDecisionSink every decision is also written, as a masked
-// DecisionRecord, to a DecisionSink (NewFileSink: one JSON line per
-// decision, docs/decision-log.md) before it is returned; a decision the sink
-// cannot record is refused unless the host handles the error.
+// With WithDecisionSink every decision is also handed, as a DecisionEvent,
+// to a DecisionSink (package decisionlog masks it into the record the
+// decision log writes, one JSON line per decision: docs/decision-log.md)
+// before it is returned; a decision the sink cannot record is refused
+// unless the host handles the error.
 //
 // A policy in monitor mode (mode: monitor; every policy but the mandatory
 // ones with WithMonitor) is evaluated but decides nothing: the decision is

@@ -31,7 +31,7 @@ var layers = []struct {
 	{2, []string{"celenv", "policies", "store", "internal/mask"}},
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},
-	{5, []string{"hooks", "hooks/hostse2e", "judge", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
+	{5, []string{"hooks", "hooks/hostse2e", "judge", "decisionlog", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
 	// "" is the module root, package celguard: the composition root
 	// (Config.Load) builds every engine, above policies, compile, eval,
 	// judge and store, and below serve and the command line.
