@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/celguard/celguard/bundle"
 	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/decisionlog"
@@ -84,6 +85,21 @@ type Config struct {
 	// DecisionMetadata gives every decision its audit record: id, time,
 	// policy digest, session (eval.WithDecisionMetadata).
 	DecisionMetadata bool
+
+	// BundleFiles are the bundles files read (bundle.LoadConfig): signed
+	// policy bundles, pulled from a registry or a URL, whose policies join
+	// the user's or the administrator's layer (docs/bundles.md). nil reads
+	// the default ones, bundle.DefaultFiles (the user's bundles.json and
+	// /etc/celguard/bundles.json, which must be root-owned); an empty,
+	// non-nil slice reads none. Bundles are more, given directly (Layer
+	// empty is the user's). Bundles
+	// join only when the layers are read (not beside Sources, nor with
+	// explicit policy files alone). Each adds the bundle in force in its
+	// store; a mandatory one without a good bundle, or one configured
+	// on_refused: block after a refusal, adds a policy that blocks every
+	// call instead (Guard.Bundles reports which).
+	BundleFiles []string
+	Bundles     []bundle.LayerConfig
 
 	// ASTCache caches checked expressions across processes
 	// (compile.WithASTCache); the hook keeps one in its state directory.
@@ -165,8 +181,9 @@ func (c Config) Load(ctx context.Context) (*Guard, error) {
 }
 
 // Select reads the policy sources c chooses (Sources, or
-// policies.Select), without compiling them. Its errors are the reader's,
-// unwrapped (an *fs.PathError for a path that cannot be read).
+// policies.Select, and the bundles in force), without compiling them. Its
+// errors are the reader's, unwrapped (an *fs.PathError for a path that
+// cannot be read).
 func (c Config) Select() (*policies.Discovery, error) {
 	if c.Sources != nil {
 		srcs, err := c.Sources()
@@ -180,7 +197,53 @@ func (c Config) Select() (*policies.Discovery, error) {
 	if errors.As(err, &pe) {
 		return nil, fmt.Errorf("%s: %w", pe.Path, pe.Err)
 	}
-	return d, err
+	if err != nil {
+		return nil, err
+	}
+	bcs, err := c.BundleConfigs()
+	if err != nil {
+		return nil, err
+	}
+	for _, bc := range bcs {
+		dec, _ := bc.Decide(context.Background()) // not in force: reported by Guard.Bundles
+		d.Sources = append(d.Sources, dec.Sources...)
+	}
+	return d, nil
+}
+
+// layersRead reports whether policies.Select reads the layers for c (not
+// the explicit files alone), so that bundles join them.
+func (c Config) layersRead() bool {
+	o := c.Policies
+	return len(o.Explicit) == 0 || o.Layers || o.Bundle != "" || len(o.Include) > 0 || len(o.Exclude) > 0 ||
+		o.UserDir != "" || o.ProjectDir != ""
+}
+
+// BundleConfigs are the bundles c configures (BundleFiles, then Bundles),
+// none when the layers are not read.
+func (c Config) BundleConfigs() ([]bundle.LayerConfig, error) {
+	if c.Sources != nil || !c.layersRead() {
+		return nil, nil
+	}
+	files := c.BundleFiles
+	if files == nil {
+		dir, _ := trust.ConfigDir()
+		files = bundle.DefaultFiles(c.Policies.UserDir, dir)
+	}
+	bcs, err := bundle.LoadConfig(files...)
+	if err != nil {
+		return nil, fmt.Errorf("celguard: %w", err)
+	}
+	for _, b := range c.Bundles {
+		if b.Layer == "" {
+			b.Layer = "user"
+		}
+		if b.Layer != "user" && b.Layer != "admin" {
+			return nil, fmt.Errorf("celguard: bundle %s: layer %q must be user or admin", b.Name, b.Layer)
+		}
+		bcs = append(bcs, b)
+	}
+	return bcs, nil
 }
 
 // compileOptions are the options of compile.Compile c asks for.

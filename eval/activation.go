@@ -17,6 +17,7 @@ import (
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/stdlib"
+	"github.com/celguard/celguard/stdlib/shell"
 )
 
 // evaluation is the state of deciding one call: the activation CEL reads
@@ -214,7 +215,7 @@ func (ev *evaluation) derive() *derivedArgs {
 }
 
 // joinArgv turns an argv array into one command line, quoting each word for
-// the shell so that the shell parser sees the same words.
+// the shell (shell.Quote) so that the shell parser sees the same words.
 func joinArgv(argv []any) (string, bool) {
 	words := make([]string, 0, len(argv))
 	for _, x := range argv {
@@ -222,14 +223,7 @@ func joinArgv(argv []any) (string, bool) {
 		if !ok {
 			return "", false
 		}
-		if s != "" && strings.IndexFunc(s, func(r rune) bool {
-			return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '=' || r == ':' || r == ',' || r == '+' || r == '@' ||
-				('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9'))
-		}) < 0 {
-			words = append(words, s)
-			continue
-		}
-		words = append(words, "'"+strings.ReplaceAll(s, "'", `'\''`)+"'")
+		words = append(words, shell.Quote(s))
 	}
 	return strings.Join(words, " "), true
 }

@@ -29,7 +29,7 @@ type cursor struct {
 }
 
 // Name implements Host.
-func (*cursor) Name() string { return "cursor" }
+func (*cursor) Name() string { return Cursor }
 
 type cursorOut struct {
 	Permission   string `json:"permission"`

@@ -32,7 +32,7 @@ type gemini struct {
 }
 
 // Name implements Host.
-func (*gemini) Name() string { return "gemini" }
+func (*gemini) Name() string { return Gemini }
 
 type geminiOut struct {
 	Decision           string     `json:"decision,omitempty"`

@@ -27,6 +27,11 @@
 // a new prompt goes through with a warning (Runner.promptThrough). The
 // per-host tables are in docs/hooks.md; hooks/hostse2e checks them against
 // the real hosts.
+//
+// The hosts are one table (HostInfo: names, settings files, events, tested
+// versions), which serve, the command line and package hooks/setup read.
+// Putting the hooks into a host's settings and checking them there (hook
+// install, doctor) is package hooks/setup, above this one.
 package hooks
 
 import (
@@ -171,24 +176,6 @@ type Host interface {
 	// reason on stderr either way. ev may be the zero Event when the input
 	// could not be decoded.
 	Fail(ev Event, reason string, open bool) Response
-}
-
-// Hosts lists the host names New accepts.
-func Hosts() []string { return []string{"claude-code", "codex", "gemini", "cursor"} }
-
-// New returns the host called name.
-func New(name string, opts Options) (Host, error) {
-	switch name {
-	case "claude-code":
-		return &hookSpecificHost{name: name, dialect: &claude{opts: opts}}, nil
-	case "codex":
-		return &hookSpecificHost{name: name, dialect: codex{opts: opts}}, nil
-	case "gemini":
-		return &gemini{opts: opts}, nil
-	case "cursor":
-		return &cursor{opts: opts}, nil
-	}
-	return nil, fmt.Errorf("unknown host %q: want one of %s", name, strings.Join(Hosts(), ", "))
 }
 
 // stop is the value of a "continue" field that stops the agent: false.

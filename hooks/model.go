@@ -134,7 +134,7 @@ func (h *hookSpecificHost) prompt(d eval.Decision) Response {
 		return jsonResponse(hookOutput{SystemMessage: message(d)})
 	}
 	host := "Claude Code"
-	if h.name == "codex" {
+	if h.name == Codex {
 		host = "Codex"
 	}
 	return Response{Stderr: modelRefusal(host, d) + "\n", Exit: 2}

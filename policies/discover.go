@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/celguard/celguard/importer"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/trust"
 )
@@ -103,6 +104,13 @@ type Options struct {
 	// the command line's --effective asks). Bundle, Include, Exclude,
 	// UserDir and ProjectDir ask for them too.
 	Layers bool
+	// HomeDir is where the user's BitCode guard plugins are looked for
+	// (~/.agents/guards, ~/.claude/guards, ~/.bitcode/guards, in the user
+	// layer); empty means the home directory when UserDir is empty too,
+	// and none when UserDir names a directory; "-" means none. The
+	// project's guards (the same three directories at the project root)
+	// join the project layer.
+	HomeDir string
 }
 
 // explicitOnly reports whether Select reads only the Explicit paths: they
@@ -139,7 +147,7 @@ func Select(o Options) (*Discovery, error) {
 	if !o.explicitOnly() {
 		return DiscoverLayers(o)
 	}
-	srcs, err := policy.LoadPaths(o.Explicit...)
+	srcs, err := loadPaths(o.Explicit)
 	if err != nil {
 		return nil, err
 	}
@@ -241,13 +249,20 @@ func DiscoverLayers(o Options) (*Discovery, error) {
 		}
 		out = append(out, withLayer(srcs, policy.LayerUser)...)
 	}
+	if home := homeDir(o); home != "" {
+		srcs, _, err := loadGuards(home)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, withLayer(srcs, policy.LayerUser)...)
+	}
 	var srcs []policy.Source
 	if d.Project, srcs, err = projectLayer(o); err != nil {
 		return nil, err
 	}
 	out = append(out, srcs...)
 	if len(o.Explicit) > 0 {
-		srcs, err := policy.LoadPaths(o.Explicit...)
+		srcs, err := loadPaths(o.Explicit)
 		if err != nil {
 			return nil, err
 		}
@@ -304,6 +319,14 @@ func projectLayer(o Options) (*Project, []policy.Source, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s policies in %s: %w", policy.LayerProject, dir, err)
 	}
+	// The project's BitCode guards, beside .celguard/: named on disk, and
+	// relative to .celguard/ ("../.bitcode/guards/x.yaml") in the digest,
+	// so trusting the project trusts them and editing one breaks the trust.
+	gsrcs, grel, err := loadGuards(filepath.Dir(dir))
+	if err != nil {
+		return nil, nil, err
+	}
+	srcs, rel = append(srcs, gsrcs...), append(rel, grel...)
 	if len(srcs) == 0 {
 		return nil, nil, nil
 	}
@@ -361,6 +384,89 @@ func ProjectRoot(work string) (string, error) {
 		return "", err
 	}
 	return trust.Root(filepath.Dir(dir))
+}
+
+// homeDir is the directory whose BitCode guards form part of the user layer
+// (Options.HomeDir); "" for none.
+func homeDir(o Options) string {
+	switch {
+	case o.HomeDir == "-":
+		return ""
+	case o.HomeDir != "":
+		return o.HomeDir
+	case o.UserDir != "":
+		return ""
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return home
+}
+
+// loadGuards reads the BitCode guard plugins of the three guard
+// directories under root, in BitCode's order of precedence, as policy
+// sources named by their files on disk (importer.GuardSources), and the
+// files read, named relative to root/.celguard (what a trust digest
+// covers). A guard file that cannot be read natively is an error (a
+// policy.Diagnostics at its position): fail closed, as for a policy file.
+func loadGuards(root string) (srcs, rel []policy.Source, err error) {
+	var files []importer.File
+	for _, dir := range importer.GuardDirs(root) {
+		gf, err := importer.ReadGuardDir(os.DirFS(dir), ".", filepath.ToSlash(dir))
+		if err != nil {
+			return nil, nil, fmt.Errorf("BitCode guards in %s: %w", dir, err)
+		}
+		files = append(files, gf...)
+	}
+	if len(files) == 0 {
+		return nil, nil, nil
+	}
+	srcs, _, err = importer.GuardSources(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	prefix := filepath.ToSlash(root) + "/"
+	for _, f := range files {
+		rel = append(rel, policy.Source{Name: "../" + strings.TrimPrefix(f.Name, prefix), Data: f.Data})
+	}
+	return srcs, rel, nil
+}
+
+// loadPaths is policy.LoadPaths reading BitCode guard files and guard
+// directories (a guards directory of .agents, .claude or .bitcode) natively.
+func loadPaths(paths []string) ([]policy.Source, error) {
+	var out []policy.Source
+	for _, p := range paths {
+		var files []importer.File
+		switch st, err := os.Stat(p); {
+		case err != nil:
+			return nil, err
+		case st.IsDir() && importer.IsGuardDir(p):
+			if files, err = importer.ReadGuardDir(os.DirFS(p), ".", filepath.ToSlash(p)); err != nil {
+				return nil, err
+			}
+		case !st.IsDir() && importer.IsGuardFile(p):
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, err
+			}
+			files = []importer.File{{Name: filepath.ToSlash(p), Data: b}}
+		default:
+			srcs, err := policy.LoadPaths(p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, srcs...)
+			continue
+		}
+		srcs, _, err := importer.GuardSources(files)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, srcs...)
+	}
+	return out, nil
 }
 
 func withLayer(srcs []policy.Source, l policy.Layer) []policy.Source {

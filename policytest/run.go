@@ -19,6 +19,7 @@ import (
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/importer"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -234,6 +235,27 @@ func suitePolicies(fsys fs.FS, s *Suite, opts Options) (own, builtin []policy.So
 // readEntry reads a policies entry that is a path: a policy file, or a
 // directory of them (walked as policy.LoadFS walks one).
 func readEntry(fsys fs.FS, name string) ([]policy.Source, error) {
+	// BitCode guard files and directories are read natively, as the
+	// layers read them (docs/import.md).
+	if st, err := fs.Stat(fsys, name); err == nil && (st.IsDir() && importer.IsGuardDir(name) || !st.IsDir() && importer.IsGuardFile(name)) {
+		var files []importer.File
+		if st.IsDir() {
+			if files, err = importer.ReadGuardDir(fsys, name, name); err != nil {
+				return nil, err
+			}
+		} else {
+			data, err := fs.ReadFile(fsys, name)
+			if err != nil {
+				return nil, err
+			}
+			files = []importer.File{{Name: name, Data: data}}
+		}
+		srcs, _, err := importer.GuardSources(files)
+		if err == nil && len(srcs) == 0 {
+			err = fmt.Errorf("no BitCode guard with patterns in %s", name)
+		}
+		return srcs, err
+	}
 	if st, err := fs.Stat(fsys, name); err != nil || !st.IsDir() {
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {

@@ -12,8 +12,8 @@ import (
 
 // The approval routes let a person (or the tool they use) answer the asks
 // of a session: list its pending requests and grants, approve a request
-// once or for the session, revoke a grant. They take the approver token
-// (Config.ApproverToken), never the decision token, so that an agent on
+// once or for the session, revoke a grant. They are the Operator's
+// (Config.OperatorToken), never the agents' token, so that an agent on
 // the same machine, which can reach a loopback server and may hold the
 // decision token, cannot approve its own requests. A persistent approval
 // (scope "always") is refused here: it is written as a reviewed rule file
@@ -42,6 +42,40 @@ type approveAnswer struct {
 
 // approvedBy is the Grant.By of an approval given over HTTP.
 const approvedBy = "celguard serve (approver token)"
+
+// allApprovalsAnswer is the answer of GET /v1/approvals: one entry per
+// session with a pending request or a grant.
+type allApprovalsAnswer struct {
+	Sessions []approvalsAnswer `json:"sessions"`
+}
+
+// listAllApprovals lists the pending requests and grants of every session
+// this server holds (with a store, each read afresh from it), so that the
+// person approving need not know the session id. A session another replica
+// holds alone is not listed: ask that replica, or name the session.
+func (s *Server) listAllApprovals(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	out := allApprovalsAnswer{Sessions: []approvalsAnswer{}}
+	for _, sess := range s.sessions.all() {
+		if err := sess.Sync(ctx); err != nil {
+			s.storeFailed(w, fmt.Errorf("%s: %w", eval.CodeStoreUnavailable, err))
+			return
+		}
+		reqs, grants := sess.Requests(), sess.Grants()
+		if len(reqs) == 0 && len(grants) == 0 {
+			continue
+		}
+		if reqs == nil {
+			reqs = []eval.Request{}
+		}
+		if grants == nil {
+			grants = []eval.Grant{}
+		}
+		out.Sessions = append(out.Sessions, approvalsAnswer{SessionID: sess.ID(), Requests: reqs, Grants: grants})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)

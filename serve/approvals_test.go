@@ -47,7 +47,7 @@ const (
 // when it is not nil.
 func approvalServer(t *testing.T, st state.Store) *fixture {
 	f := newFixture(t, func(c *serve.Config) {
-		c.Token, c.ApproverToken = decisionToken, approverToken
+		c.Token, c.OperatorToken = decisionToken, approverToken
 		if st != nil {
 			c.Engine.Store = st
 		}
@@ -82,7 +82,7 @@ func requestOf(t *testing.T, d map[string]any) string {
 	return id
 }
 
-func TestApprovalsDisabledWithoutApproverToken(t *testing.T) {
+func TestApprovalsDisabledWithoutOperatorToken(t *testing.T) {
 	f := newFixture(t, func(c *serve.Config) { c.Token = decisionToken })
 	for _, tc := range []struct {
 		method, path string
@@ -99,7 +99,7 @@ func TestApprovalsDisabledWithoutApproverToken(t *testing.T) {
 		}
 	}
 	srcs := func() ([]policy.Source, error) { return []policy.Source{source("asks.yaml", pushAsk)}, nil }
-	if _, err := serve.New(serve.Config{Engine: celguard.Config{Sources: srcs}, Token: "same", ApproverToken: "same"}); err == nil {
+	if _, err := serve.New(serve.Config{Engine: celguard.Config{Sources: srcs}, Token: "same", OperatorToken: "same"}); err == nil {
 		t.Error("an approver token equal to the decision token was accepted")
 	}
 }
@@ -134,7 +134,7 @@ func TestApprovalRoutes(t *testing.T) {
 	list := "/v1/sessions/" + sid + "/approvals"
 	for _, st := range []step{
 		{"no token", "GET", list, nil, nil, 401, serve.CodeUnauthorized},
-		{"the decision token", "GET", list, nil, []string{"Authorization", "Bearer " + decisionToken}, 401, serve.CodeUnauthorized},
+		{"the decision token", "GET", list, nil, []string{"Authorization", "Bearer " + decisionToken}, 403, serve.CodeForbidden},
 		{"a wrong token", "POST", list, map[string]any{"request_id": req, "scope": "once"}, []string{"Authorization", "Bearer approver-token-2"}, 401, serve.CodeUnauthorized},
 		{"always", "POST", list, map[string]any{"request_id": req, "scope": "always"}, approver, 403, serve.CodeAlwaysRefused},
 		{"unknown scope", "POST", list, map[string]any{"request_id": req, "scope": "forever"}, approver, 400, serve.CodeInvalidInput},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/celguard/celguard/eval"
@@ -35,7 +36,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("host")
 	host, ok := s.hosts[name]
 	if !ok {
-		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no host %q: want one of claude-code, codex, gemini, cursor", name))
+		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no host %q: want one of %s", name, strings.Join(hooks.Hosts(), ", ")))
 		return
 	}
 	start := time.Now()

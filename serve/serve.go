@@ -29,16 +29,14 @@ package serve
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	_ "embed"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/eval"
@@ -74,17 +72,20 @@ const (
 	CodeTooLarge         = "too_large"               // HTTP 413: the body is larger than the bound
 	CodeNotFound         = "not_found"               // HTTP 404: no such route or host
 	CodeTooManySessions  = "too_many_sessions"       // HTTP 503, or a block on a hook: the session table is full
-	// Codes of the approval routes.
-	CodeApprovalsDisabled = "approvals_disabled" // HTTP 403: the server has no approver token
+	// Codes of the operator's routes.
+	CodeForbidden         = "forbidden"          // HTTP 403: the agents' token on an operator route
+	CodeOperatorDisabled  = "operator_disabled"  // HTTP 403: the server has no operator token
+	CodeReloadFailed      = "reload_failed"      // HTTP 422: the policies do not compile; the last good set stays
+	CodeApprovalsDisabled = "approvals_disabled" // HTTP 403: the server has no operator token (approval routes)
 	CodeAlwaysRefused     = "always_refused"     // HTTP 403: scope "always" is not given over HTTP
 	CodeMandatoryRule     = "mandatory_rule"     // HTTP 403: no approval lifts a mandatory rule
 	CodeNoSuchRequest     = "no_such_request"    // HTTP 404: no such pending request or grant
 )
 
 // NoApprovalsReason ends a hook endpoint's refusal of an ask (Codex,
-// Gemini CLI) on a server without an approver token, where no request is
+// Gemini CLI) on a server without an operator token, where no request is
 // recorded and no one can approve one.
-const NoApprovalsReason = "approvals are disabled on this server (celguard serve has no --approver-token-file): it cannot be approved here; tell the user"
+const NoApprovalsReason = "approvals are disabled on this server (celguard serve has no --operator-token-file): it cannot be approved here; tell the user"
 
 // Config configures a Server.
 type Config struct {
@@ -94,19 +95,20 @@ type Config struct {
 	// server adds what serving needs: every decision carries its audit
 	// record (DecisionMetadata), an ask is answered as ask (the host or
 	// the client asks its user) unless Engine names an Approver, and with
-	// an ApproverToken every deferred ask is recorded as a request
+	// an OperatorToken every deferred ask is recorded as a request
 	// (ApprovalRequests).
 	Engine celguard.Config
-	// Token, when not empty, is the bearer token every request but
-	// /healthz, /readyz and the approval routes must carry.
+	// Token, when not empty, is the agents' bearer token: the routes of
+	// the Agent principal take it (see Routes).
 	Token string
-	// ApproverToken, when not empty, turns the approval routes on
-	// (/v1/sessions/{id}/approvals): they take this bearer token and no
-	// other, so that an agent holding the decision token cannot approve
-	// its own requests. It must differ from Token. With it, every ask
-	// deferred to the client or host is also recorded as a request a
-	// person can answer (eval.WithApprovalRequests).
-	ApproverToken string
+	// OperatorToken, when not empty, turns the Operator principal's routes
+	// on (halt, lift, session delete, approvals, reload): they take this
+	// bearer token and no other, so that an agent holding its own token
+	// cannot lift a halt, reset its counters or approve its own requests.
+	// It must differ from Token. With it, every ask deferred to the client
+	// or host is also recorded as a request a person can answer
+	// (eval.WithApprovalRequests).
+	OperatorToken string
 	// Version is reported by /v1/status.
 	Version string
 	// Store names the state store for /v1/status ("memory", a URL
@@ -114,7 +116,7 @@ type Config struct {
 	Store string
 	// HookOptions are the hosts' encoding options (Approve, and
 	// ApproveCommandFor: the command a refusal names, with the server's
-	// URL and the session). Without an ApproverToken the refusal of an ask
+	// URL and the session). Without an OperatorToken the refusal of an ask
 	// says approvals are disabled on this server.
 	HookOptions hooks.Options
 	// MaxBodyBytes, Timeout, MaxSessions and SessionIdle bound requests
@@ -130,6 +132,20 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock of session expiry; nil is time.Now.
 	Now func() time.Time
+
+	// What Run adds, to run a server (New ignores them):
+	//
+	// TLS, when set, serves HTTPS on every listener.
+	TLS *tls.Config
+	// ReloadInterval is how often the policies are read again for a
+	// change (Watch); zero reloads only on SIGHUP.
+	ReloadInterval time.Duration
+	// ShutdownTimeout bounds the wait for requests in flight once the
+	// server stops; zero is 10 seconds.
+	ShutdownTimeout time.Duration
+	// Started, when set, is called once the server is built, before it
+	// answers (the command line prints its warnings there).
+	Started func(*Server)
 }
 
 // Server decides over HTTP. Make one with New; it is safe for concurrent
@@ -173,8 +189,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.ApproverToken != "" && cfg.ApproverToken == cfg.Token {
-		return nil, errors.New("serve.New: the approver token must differ from the decision token (an agent holding one must not approve its own requests)")
+	if cfg.OperatorToken != "" && cfg.OperatorToken == cfg.Token {
+		return nil, errors.New("serve.New: the operator token must differ from the agents' token (an agent holding one must not approve its own requests, lift a halt or reset its counters)")
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -185,7 +201,7 @@ func New(cfg Config) (*Server, error) {
 	if ecfg.Approver == nil {
 		ecfg.Approver = celguard.DeferAsks
 	}
-	if cfg.ApproverToken != "" {
+	if cfg.OperatorToken != "" {
 		ecfg.ApprovalRequests = true
 	}
 	guard, err := ecfg.Load(context.Background())
@@ -197,7 +213,7 @@ func New(cfg Config) (*Server, error) {
 		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}}
 	s.metrics = newMetrics(s)
 	hopts := cfg.HookOptions
-	if cfg.ApproverToken == "" {
+	if cfg.OperatorToken == "" {
 		// No request is recorded, and no one can approve one here.
 		hopts.ApproveCommandFor, hopts.NoApprovals = nil, NoApprovalsReason
 	}
@@ -214,6 +230,10 @@ func New(cfg Config) (*Server, error) {
 
 // Handler returns the server's routes.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// Guard returns what the composition root built for the server: its
+// engine, and what was read of the policy layers.
+func (s *Server) Guard() *celguard.Guard { return s.guard }
 
 // Engine returns the engine the server decides with.
 func (s *Server) Engine() *eval.Engine { return s.eng }
@@ -278,6 +298,20 @@ func (s *Server) Watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// WatchBundles pulls the configured policy bundles, each at its own
+// interval, until ctx ends (celguard.Guard.WatchBundles), and reloads
+// after each pull that succeeded, so that a new bundle is in force at
+// once. A failed pull is logged; the bundle in force stays. Run starts it.
+func (s *Server) WatchBundles(ctx context.Context) {
+	s.guard.WatchBundles(ctx, func(name string, err error) {
+		if err != nil {
+			s.log.Warn("policy bundle pull failed; the bundle in force stays", "bundle", name, "error", err.Error())
+			return
+		}
+		_, _ = s.Reload(false)
+	})
+}
+
 // Status is the answer of /v1/status.
 type Status struct {
 	Version         string    `json:"version"`
@@ -288,10 +322,14 @@ type Status struct {
 	LastReloadAt    time.Time `json:"last_reload_error_at,omitzero"`
 	Store           string    `json:"store"`
 	Sessions        int       `json:"sessions"`
+	// Bundles are the signed policy bundles configured, with the one in
+	// force of each (docs/bundles.md).
+	Bundles []celguard.BundleStatus `json:"bundles,omitempty"`
 }
 
 // Status reports the set in force and the reloads.
 func (s *Server) Status() Status {
+	bundles := s.guard.Bundles(context.Background())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	store := s.cfg.Store
@@ -299,61 +337,8 @@ func (s *Server) Status() Status {
 		store = "memory"
 	}
 	return Status{Version: s.cfg.Version, PolicyDigest: s.eng.PolicySet().Digest(), LoadedAt: s.loadedAt,
-		Reloads: s.reloads, LastReloadError: s.lastErr, LastReloadAt: s.lastErrAt, Store: store, Sessions: s.sessions.len()}
-}
-
-// routes builds the handler.
-func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if s.draining.Load() {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
-			return
-		}
-		if s.cfg.Ready != nil {
-			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-			err := s.cfg.Ready(ctx)
-			cancel()
-			if err != nil {
-				s.log.Warn("not ready", "error", err.Error())
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
-				return
-			}
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-	})
-	auth := s.authorized
-	mux.Handle("GET /metrics", auth(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
-	mux.Handle("GET /openapi.json", auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(OpenAPI)
-	})))
-	mux.Handle("GET /v1/status", auth(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, s.Status())
-	})))
-	mux.Handle("POST /v1/sessions", auth(http.HandlerFunc(s.createSession)))
-	mux.Handle("DELETE /v1/sessions/{id}", auth(http.HandlerFunc(s.deleteSession)))
-	mux.Handle("POST /v1/sessions/{id}/turns/start", auth(http.HandlerFunc(s.startTurn)))
-	mux.Handle("POST /v1/sessions/{id}/turns/end", auth(http.HandlerFunc(s.endTurn)))
-	mux.Handle("POST /v1/sessions/{id}/before", auth(http.HandlerFunc(s.before)))
-	mux.Handle("POST /v1/sessions/{id}/after", auth(http.HandlerFunc(s.after)))
-	// The approval routes take the approver token, not the decision one.
-	mux.Handle("GET /v1/sessions/{id}/approvals", s.approver(http.HandlerFunc(s.listApprovals)))
-	mux.Handle("POST /v1/sessions/{id}/approvals", s.approver(http.HandlerFunc(s.approve)))
-	mux.Handle("DELETE /v1/sessions/{id}/approvals/{approval}", s.approver(http.HandlerFunc(s.revoke)))
-	mux.Handle("POST /v1/halt", auth(http.HandlerFunc(s.halt)))
-	mux.Handle("DELETE /v1/halt", auth(http.HandlerFunc(s.halt)))
-	mux.Handle("POST /v1/sessions/{id}/input", auth(http.HandlerFunc(s.input)))
-	mux.Handle("POST /v1/sessions/{id}/output", auth(http.HandlerFunc(s.output)))
-	// Hook endpoints authenticate themselves: a missing token is a deny.
-	mux.HandleFunc("POST /v1/hooks/{host}", s.hook)
-	mux.Handle("/", auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
-	})))
-	return s.observe(mux)
+		Reloads: s.reloads, LastReloadError: s.lastErr, LastReloadAt: s.lastErrAt, Store: store, Sessions: s.sessions.len(),
+		Bundles: bundles}
 }
 
 // tokenOK reports whether r carries the configured bearer token (or none
@@ -396,35 +381,4 @@ func equalFold(a, b string) bool {
 		}
 	}
 	return true
-}
-
-// approver guards the approval routes: 403 approvals_disabled when the
-// server has no approver token, 401 unauthorized without it (the decision
-// token is not it).
-func (s *Server) approver(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.ApproverToken == "" {
-			writeError(w, http.StatusForbidden, CodeApprovalsDisabled,
-				"approvals over HTTP are off: start the server with --approver-token-file (a token the agents cannot read)")
-			return
-		}
-		if !carries(r, s.cfg.ApproverToken) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="celguard approvals"`)
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "the approval routes need an Authorization: Bearer header with the approver token")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// authorized answers 401 to a request without the token.
-func (s *Server) authorized(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.tokenOK(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="celguard"`)
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "this server needs an Authorization: Bearer token")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }

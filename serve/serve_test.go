@@ -108,6 +108,19 @@ func newFixture(t *testing.T, mod func(*serve.Config)) *fixture {
 	return f
 }
 
+// operatorToken is the operator token of the fixtures that have one
+// (withOperator).
+const operatorToken = "operator-token-1"
+
+// withOperator gives a fixture's server the operator token.
+func withOperator(c *serve.Config) { c.OperatorToken = operatorToken }
+
+// op sends a request with the operator token.
+func (f *fixture) op(method, path string, body any) answer {
+	f.t.Helper()
+	return f.do(method, path, body, "Authorization", "Bearer "+operatorToken)
+}
+
 // setPolicy replaces the test policy's text.
 func (f *fixture) setPolicy(data string) {
 	f.mu.Lock()
@@ -167,7 +180,7 @@ func (f *fixture) do(method, path string, body any, header ...string) answer {
 }
 
 func TestSessionAPI(t *testing.T) {
-	f := newFixture(t, nil)
+	f := newFixture(t, withOperator)
 	digest := f.srv.Status().PolicyDigest
 	type step struct {
 		name    string
@@ -234,6 +247,9 @@ func TestSessionAPI(t *testing.T) {
 	}
 	for _, s := range steps {
 		a := f.do(s.method, s.path, s.body)
+		if s.method == "DELETE" {
+			a = f.op(s.method, s.path, s.body)
+		}
 		if a.status != s.status {
 			t.Fatalf("%s: status %d, want %d: %s", s.name, a.status, s.status, a.body)
 		}
@@ -305,7 +321,7 @@ func TestTokenAndLimits(t *testing.T) {
 }
 
 func TestSessionBound(t *testing.T) {
-	f := newFixture(t, func(c *serve.Config) { c.MaxSessions = 2 })
+	f := newFixture(t, func(c *serve.Config) { c.MaxSessions = 2; withOperator(c) })
 	for _, id := range []string{"a", "b"} {
 		if a := f.do("POST", "/v1/sessions", map[string]any{"session_id": id}); a.status != 200 {
 			t.Fatalf("session %s: %d %s", id, a.status, a.body)
@@ -323,7 +339,9 @@ func TestSessionBound(t *testing.T) {
 	if a := f.do("POST", "/v1/sessions/a/before", map[string]any{"tool": "Bash"}); a.status != 200 {
 		t.Fatalf("a known session: %d %s", a.status, a.body)
 	}
-	f.do("DELETE", "/v1/sessions/b", nil)
+	if a := f.op("DELETE", "/v1/sessions/b", nil); a.status != 204 {
+		t.Fatalf("delete: %d %s", a.status, a.body)
+	}
 	if a := f.do("POST", "/v1/sessions", map[string]any{"session_id": "c"}); a.status != 200 {
 		t.Fatalf("after a delete: %d %s", a.status, a.body)
 	}
@@ -575,6 +593,7 @@ rules:
 func TestFleetHalt(t *testing.T) {
 	f := newFixture(t, func(c *serve.Config) {
 		c.Engine.Store = store.NewMemory(time.Hour)
+		withOperator(c)
 	})
 	f.setPolicy(haltPolicy)
 	if _, err := f.srv.Reload(false); err != nil {
@@ -586,24 +605,24 @@ func TestFleetHalt(t *testing.T) {
 	verdict := func(id string) any {
 		return f.do("POST", "/v1/sessions/"+id+"/before", map[string]any{"tool": "Bash"}).json(t)["verdict"]
 	}
-	if a := f.do("POST", "/v1/halt", map[string]any{"scope": "repository", "key": "r1", "reason": "incident"}); a.status != 200 {
+	if a := f.op("POST", "/v1/halt", map[string]any{"scope": "repository", "key": "r1", "reason": "incident"}); a.status != 200 {
 		t.Fatalf("halt: %d %s", a.status, a.body)
 	}
 	if verdict("a") != "halt" || verdict("b") != "halt" || verdict("c") != "allow" {
 		t.Fatalf("after the halt of r1: a %v, b %v, c %v", verdict("a"), verdict("b"), verdict("c"))
 	}
-	if a := f.do("DELETE", "/v1/halt", map[string]any{"scope": "repository", "key": "r1"}); a.status != 200 || a.json(t)["halted"] != false {
+	if a := f.op("DELETE", "/v1/halt", map[string]any{"scope": "repository", "key": "r1"}); a.status != 200 || a.json(t)["halted"] != false {
 		t.Fatalf("lift: %d %s", a.status, a.body)
 	}
 	if verdict("a") != "allow" {
 		t.Fatalf("after the lift: %v", verdict("a"))
 	}
-	if a := f.do("POST", "/v1/halt", map[string]any{"scope": "session", "key": "a"}); a.status != 400 {
+	if a := f.op("POST", "/v1/halt", map[string]any{"scope": "session", "key": "a"}); a.status != 400 {
 		t.Fatalf("a session scope: %d, want 400", a.status)
 	}
 	// Without a store there is no fleet halt.
-	g := newFixture(t, nil)
-	if a := g.do("POST", "/v1/halt", map[string]any{"scope": "org", "key": "o"}); a.status != 503 {
+	g := newFixture(t, withOperator)
+	if a := g.op("POST", "/v1/halt", map[string]any{"scope": "org", "key": "o"}); a.status != 503 {
 		t.Fatalf("a halt without a store: %d %s, want 503", a.status, a.body)
 	}
 }

@@ -2,6 +2,8 @@ package serve
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,4 +99,16 @@ func (t *sessionTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.m)
+}
+
+// all returns the sessions kept, sorted by id.
+func (t *sessionTable) all() []*session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*session, 0, len(t.m))
+	for _, s := range t.m {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *session) int { return strings.Compare(a.ID(), b.ID()) })
+	return out
 }

@@ -187,11 +187,18 @@ func couldMatch(pattern, name string, shellDots bool) (bool, error) {
 // reachSegments: can the pattern's segments consume every segment of the
 // path (what remains of the pattern then names the path or paths under
 // it)? A dynamic programme over (pattern segment, path segment).
-func reachSegments(pat, path []string, shellDots bool) bool {
+func reachSegments(raw, path []string, shellDots bool) bool {
+	pat := make([]string, len(raw))
+	span := make([]bool, len(raw))
+	dots := make([]bool, len(raw))
+	for i, seg := range raw {
+		pat[i], span[i], dots[i] = groupSuperset(seg)
+	}
 	// dotOK: with shellDots, a wildcard does not match a leading dot, as a
 	// shell's default globbing; "**" spans hidden directories regardless.
-	dotOK := func(p, s string) bool {
-		return !shellDots || !strings.HasPrefix(s, ".") || p == "**" || strings.Contains(p, "(") ||
+	dotOK := func(i int, s string) bool {
+		p := pat[i]
+		return !shellDots || !strings.HasPrefix(s, ".") || p == "**" || dots[i] ||
 			strings.HasPrefix(p, ".") || strings.HasPrefix(p, "\\.") || strings.HasPrefix(p, "[")
 	}
 	// memo[i][j]: 0 unknown, 1 false, 2 true.
@@ -211,10 +218,10 @@ func reachSegments(pat, path []string, shellDots bool) bool {
 			return m == 2
 		}
 		var r bool
-		if spans(pat[i]) {
-			r = f(i+1, j) || dotOK(pat[i], path[j]) && f(i, j+1)
+		if span[i] {
+			r = f(i+1, j) || dotOK(i, path[j]) && f(i, j+1)
 		} else {
-			r = dotOK(pat[i], path[j]) && segmentMatch(pat[i], path[j]) && f(i+1, j+1)
+			r = dotOK(i, path[j]) && segmentMatch(pat[i], path[j]) && f(i+1, j+1)
 		}
 		memo[i][j] = 1
 		if r {
@@ -227,13 +234,93 @@ func reachSegments(pat, path []string, shellDots bool) bool {
 
 // spans reports whether a pattern segment may match across "/":
 // doublestar lets "**" inside a segment (a**, ****) and a class that may
-// match "/" ([!a], [^a], [ -0], [a/b]) do so. A segment with a "(" is
-// taken so too: zsh's alternation ((a|b)) and glob qualifiers (*(D) also
-// matches dot-names), and bash's extglob (@(a|b), !(a)), which doublestar
-// reads as literal text. Such a segment is taken as "**", a superset, the
-// safe side.
+// match "/" ([!a], [^a], [ -0], [a/b]) do so.
 func spans(seg string) bool {
-	return strings.Contains(seg, "**") || strings.Contains(seg, "/") || strings.Contains(seg, "(") || classMatchesSlash(seg)
+	return strings.Contains(seg, "**") || strings.Contains(seg, "/") || classMatchesSlash(seg)
+}
+
+// groupSuperset reads the parentheses of a segment, which doublestar takes
+// as literal text but the shells do not: bash's extglob (@(a|b), !(a),
+// *(a), +(a), ?(a)) and zsh's alternation ((a|b)) and glob qualifiers
+// (*(D), *(/)). Each group, with the operator before it, is read as "*",
+// a superset of what it matches within one segment; a "(" left open by a
+// "/" (@(a/b), split at the "/") reads as "*" to the segment's end, a ")"
+// without its "(" as "*" from the segment's start. A segment with a group
+// may match a name that begins with a dot (*(D), .@(x), !(a)): dots is
+// true. A segment that holds a group and one of zsh's extended operators
+// (#, ^, ~: (a/)# recurses, (#i) folds case, ^x negates) is taken to span
+// any number of segments, as "**" (span true), the safe side. An escaped
+// parenthesis (\() and one inside a class ([(]) is literal.
+func groupSuperset(seg string) (out string, span, dots bool) {
+	if !hasUnescaped(seg, "()") {
+		return seg, spans(seg), false
+	}
+	if strings.ContainsAny(seg, "#^~") {
+		return "**", true, true
+	}
+	var b strings.Builder
+	star := func() {
+		if s := b.String(); !strings.HasSuffix(s, "*") || strings.HasSuffix(s, "\\*") {
+			b.WriteByte('*')
+		}
+	}
+	depth := 0
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		switch {
+		case c == '\\' && i+1 < len(seg):
+			if depth == 0 {
+				b.WriteString(seg[i : i+2])
+			}
+			i++
+		case c == '[' && depth == 0:
+			end := classEnd(seg, i)
+			b.WriteString(seg[i : end+1])
+			i = end
+		case c == '(':
+			if depth == 0 {
+				// The extglob operator before the group belongs to it.
+				if s := b.String(); s != "" && strings.IndexByte("@!+?*", s[len(s)-1]) >= 0 &&
+					!strings.HasSuffix(s, "\\"+s[len(s)-1:]) {
+					t := s[:len(s)-1]
+					b.Reset()
+					b.WriteString(t)
+				}
+				star()
+			}
+			depth++
+		case c == ')':
+			if depth == 0 {
+				// Closes a group opened in an earlier segment.
+				b.Reset()
+				b.WriteByte('*')
+				continue
+			}
+			depth--
+		default:
+			if depth == 0 {
+				b.WriteByte(c)
+			}
+		}
+	}
+	out = b.String()
+	return out, spans(out), true
+}
+
+// hasUnescaped reports whether s holds one of chars outside a backslash
+// escape and a class ([(] is a literal parenthesis).
+func hasUnescaped(s, chars string) bool {
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\':
+			i++
+		case s[i] == '[':
+			i = classEnd(s, i)
+		case strings.IndexByte(chars, s[i]) >= 0:
+			return true
+		}
+	}
+	return false
 }
 
 // classMatchesSlash reports whether a class of the segment ([...]) may

@@ -37,6 +37,20 @@ func TestCouldMatch(t *testing.T) {
 		{"/srv/app/*", "/srv/app/.celguard", true},
 		{"relative/x", "/srv/app/.celguard", false},
 		{"/home/user/ddd/a/**", "/root/.config/celguard", false}, // ruled out by the prefix
+		// Parentheses: extglob and zsh groups read as "*" within a segment.
+		{"/srv/app/console.log(1)", "/srv/app/.celguard", false},
+		{"/srv/app/import sys; print(sys.version)", "/srv/app/.celguard", false},
+		{"/srv/app/parses (empty) input", "/srv/app/.celguard", false},
+		{`/srv/app/require("fs").readFileSync("/etc/hosts")`, "/srv/app/.celguard", false},
+		{"/srv/app/.@(celguard)", "/srv/app/.celguard", true},
+		{"/srv/app/@(x|.celguard)/y", "/srv/app/.celguard", true},
+		{"/srv/app/*(D)", "/srv/app/.celguard", true},
+		{"/srv/app/!(src)", "/srv/app/.celguard", true},
+		{"/srv/app/(#i).CELGUARD", "/srv/app/.celguard", true}, // zsh's extended operators: taken as **
+		{"/srv/app/(x/)#y", "/srv/app/.celguard/p", true},
+		{"/srv/app/x[(]1[)]", "/srv/app/.celguard", false}, // escaped: literal
+		{"/srv/app/.celguard/x[(]1[)]", "/srv/app/.celguard", true},
+		{"/srv/app/a)d", "/srv/app/.celguard", true}, // closes a group of an earlier segment: *d
 	} {
 		got, err := CouldMatch(tc.pattern, tc.name)
 		if err != nil || got != tc.want {

@@ -13,7 +13,12 @@ import (
 //
 // The words naming the files and directories a command writes, creates,
 // truncates, moves, links, changes the mode of or deletes, as written
-// (~, $HOME and globs kept; make them absolute with path.abs). They come
+// (~, $HOME and globs kept; make them absolute with path.abs). A target is
+// a glob pattern as the shell reads it: in a redirection and in the
+// operands of a program that does not glob its own arguments (rm, cp,
+// touch, tee, ...), a glob character the shell takes literally ('a*',
+// "x(1)", a\[b) is written as a class of itself (a[*], x[(]1[)], a[[]b),
+// so glob.couldMatch reads a quoted name as the one name it is. They come
 // from its output redirections (> >> >| &> <> and >& to a file) and from a
 // table of programs: rm, touch, truncate, chmod, tee... write every
 // operand; cp, mv, ln, install and rsync the destination (and DEST/NAME
@@ -88,13 +93,14 @@ func shellWrites(cv ref.Val) ref.Val {
 // its command map, whose values (its fields) are at most n long for a
 // command string of n bytes: at most 4n+4+shell.MaxInheritedRedirects
 // targets (each word, its part after = or :, a glued option value, a
-// DEST/NAME per source, a here-document's patch paths), each at most n+16
-// bytes (a path joined to a name, GOBIN's default, "/**").
+// DEST/NAME per source, a here-document's patch paths), each at most 3n+16
+// bytes (a path joined to a name, GOBIN's default, "/**"; a glob character
+// the shell takes literally escaped as a class of itself, [*]).
 func shellWritesSize(args []cost.SizeEstimate) cost.SizeEstimate {
 	n := uint64(shell.MaxInput)
 	if len(args) > 0 && args[0].Elem != nil && args[0].Elem.Max < n {
 		n = args[0].Elem.Max
 	}
 	return cost.ListSizeEstimate(cost.RangedSizeEstimate(0, 4*n+4+shell.MaxInheritedRedirects),
-		cost.RangedSizeEstimate(0, n+16))
+		cost.RangedSizeEstimate(0, 3*n+16))
 }

@@ -5,11 +5,20 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/celguard/celguard/hooks"
 )
 
-// agentHosts are the program names of agent hosts, as their processes'
-// first or second argument shows them (Gemini CLI runs as node .../gemini).
-var agentHosts = map[string]bool{"claude": true, "codex": true, "gemini": true, "cursor-agent": true}
+// agentHosts are the program names of agent hosts (hooks.HostInfo.Command),
+// as their processes' first or second argument shows them (Gemini CLI runs
+// as node .../gemini).
+var agentHosts = func() map[string]bool {
+	m := map[string]bool{}
+	for _, h := range hooks.HostTable() {
+		m[h.Command] = true
+	}
+	return m
+}()
 
 // agentAncestor walks this process's ancestors in /proc and returns the
 // first that is an agent host. An agent that detaches its command from

@@ -132,6 +132,11 @@ func runLint(_ context.Context, p lintParams) int {
 		if errors.Is(err, policies.ErrNoPolicyFiles) && len(suites) > 0 {
 			err = nil // suites alone (with inline policies, or elsewhere)
 		}
+		// A BitCode guard file that cannot be read natively: its
+		// diagnostics are findings at its positions, like a policy's.
+		if gds := (policy.Diagnostics)(nil); errors.As(err, &gds) {
+			ds, err = append(ds, gds...), nil
+		}
 		if err != nil {
 			fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
 			return exitUsage

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/stdlib/shell"
 	"github.com/celguard/celguard/store"
 )
 
@@ -37,7 +37,8 @@ type serveParams struct {
 	unix        string
 	store       string
 	tokenFile   string
-	approverTok string // --approver-token-file
+	operatorTok string // --operator-token-file
+	approverTok string // --approver-token-file, its older name
 	tlsCert     string
 	tlsKey      string
 	approve     bool
@@ -60,28 +61,34 @@ func newServeCmd(sio stdio) *cobra.Command {
 (chosen as eval chooses them: with no flags, the recommended built-in bundle,
 the user's and the project's policies) and answers:
 
-  POST /v1/hooks/claude-code|codex|gemini|cursor  a host's hook event, answered
-                                                 as the command hook answers it
-  POST /v1/sessions, /v1/sessions/{id}/before, /after, /turns/start, /turns/end
-                                                 the session API (docs/serve.md)
-  GET|POST /v1/sessions/{id}/approvals, DELETE /v1/sessions/{id}/approvals/{id}
-                                                 answer a session's asks, with the
-                                                 approver token only (docs/approvals.md)
-  GET  /v1/status, /healthz, /readyz, /metrics, /openapi.json
+Every route has one principal (serve.Routes, docs/serve.md):
+
+  public    GET /healthz, /readyz
+  agent     POST /v1/hooks/claude-code|codex|gemini|cursor (a host's hook
+            event, answered as the command hook answers it);
+            POST /v1/sessions, /v1/sessions/{id}/before, /after, /input,
+            /output, /turns/start, /turns/end (the session API);
+            GET /v1/status, /metrics, /openapi.json
+  operator  POST and DELETE /v1/halt (a fleet halt and its lift),
+            DELETE /v1/sessions/{id}, POST /v1/reload, GET /v1/approvals,
+            GET|POST /v1/sessions/{id}/approvals,
+            DELETE /v1/sessions/{id}/approvals/{id} (docs/approvals.md)
 
 It listens on ` + defaultListen + ` by default (loopback only). Listening beyond
-loopback needs --token-file: every request but /healthz and /readyz must then
-carry "Authorization: Bearer TOKEN". --tls-cert and --tls-key serve HTTPS;
+loopback needs --token-file: the agent routes must then carry
+"Authorization: Bearer TOKEN". --tls-cert and --tls-key serve HTTPS;
 --unix serves on a unix socket (mode 0600) instead of TCP.
 
---approver-token-file turns the approval routes on: they take that token and
-no other (not the --token-file one), so an agent that can reach the server
-cannot approve its own requests. Keep the file out of the agents' reach: owned
-by another user than the agents', mode 0600 (for example root-owned under
-/etc/celguard, the server run by a user of its own); a file that others may
-read is refused. Over HTTP an approval is once or for the session; a
-persistent one is a reviewed rule file written by 'celguard approve ID
---always' on the user's machine. No approval lifts a mandatory rule.
+--operator-token-file (its older name: --approver-token-file) turns the
+operator routes on: they take that token and no other (the --token-file one
+gets 403), so an agent that can reach the server cannot approve its own
+requests, lift a halt or reset its counters by deleting its session. Keep
+the file out of the agents' reach: owned by another user than the agents',
+mode 0600 (for example root-owned under /etc/celguard, the server run by a
+user of its own); a file that others may read is refused. Over HTTP an
+approval is once or for the session; a persistent one is a reviewed rule
+file written by 'celguard approve ID --always' on the user's machine. No
+approval lifts a mandatory rule.
 
 Every decision fails closed: a fault, a store that cannot be reached or the
 --timeout passing is a block with a code; a hook endpoint always answers
@@ -128,7 +135,8 @@ that cannot reach the store is a block with code store_unavailable, and
 	f.StringVar(&p.unix, "unix", "", "listen on this unix socket (created with mode 0600) instead of TCP")
 	f.StringVar(&p.store, "store", "memory:", "the state store: memory: (in this process), redis://HOST:PORT/DB, valkey://HOST:PORT/DB or file:///DIR (docs/store.md)")
 	f.StringVar(&p.tokenFile, "token-file", "", "a file whose content is the bearer token every request must carry")
-	f.StringVar(&p.approverTok, "approver-token-file", "", "a file (mode 0600, out of the agents' reach) whose content is the bearer token of the approval routes; without it they answer 403")
+	f.StringVar(&p.operatorTok, "operator-token-file", "", "a file (mode 0600, out of the agents' reach) whose content is the operator's bearer token: halt, lift, session delete, approvals and reload take it and no other; without it they answer 403")
+	f.StringVar(&p.approverTok, "approver-token-file", "", "the older name of --operator-token-file")
 	f.StringVar(&p.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	f.StringVar(&p.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	f.BoolVar(&p.approve, "approve", false, "an allow by an explicit rule approves the call on hosts that can (as for 'celguard hook')")
@@ -141,144 +149,119 @@ that cannot reach the store is a block with code store_unavailable, and
 	f.StringVar(&p.logLevel, "log-level", "info", "log level: debug (every request), info, warn or error")
 	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
 	cmd.MarkFlagsMutuallyExclusive("listen", "unix")
+	cmd.MarkFlagsMutuallyExclusive("operator-token-file", "approver-token-file")
 	return cmd
 }
 
 func runServe(ctx context.Context, p serveParams) int {
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(p.stderr, "celguard serve: "+format+"\n", a...)
-		return exitUsage
-	}
 	log, err := serveLogger(p.stderr, p.logFormat, p.logLevel)
 	if err != nil {
-		return fail("%v", err)
+		return p.fail(err)
 	}
-	token := ""
-	if p.tokenFile != "" {
-		if token, err = readToken(p.tokenFile); err != nil {
-			return fail("%v", err)
-		}
-	}
-	approverToken := ""
-	if p.approverTok != "" {
-		if approverToken, err = readApproverToken(p.approverTok); err != nil {
-			return fail("%v", err)
-		}
-		if approverToken == token {
-			return fail("--approver-token-file and --token-file hold the same token: the approver token must be one the agents do not have")
-		}
-	}
-	if p.unix == "" {
-		loopback, err := isLoopback(p.listen)
-		if err != nil {
-			return fail("--listen %q: %v", p.listen, err)
-		}
-		if !loopback && token == "" {
-			return fail("--listen %s is beyond loopback: give a bearer token with --token-file (and TLS with --tls-cert, --tls-key), or listen on 127.0.0.1", p.listen)
-		}
-	}
-	ecfg, err := engineConfig(p.policies, p.decisions)
+	cfg, err := p.config(log)
 	if err != nil {
-		return fail("%v", err)
+		return p.fail(err)
 	}
-	// The server decides for agents that may run on other machines: its
-	// own file system does not say where their links point.
-	ecfg.HostFS = false
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	st, err := store.Open(ctx, p.store)
 	if err != nil {
-		return fail("--store: %v", err)
+		return p.fail(fmt.Errorf("--store: %w", err))
 	}
 	defer st.Close()
-	ecfg.Store = st
-	storeName := store.Redact(p.store)
-	var ready func(context.Context) error
+	cfg.Engine.Store, cfg.Store = st, store.Redact(p.store)
 	if pinger, ok := st.(interface{ Ping(context.Context) error }); ok {
-		ready = pinger.Ping
+		cfg.Ready = pinger.Ping
 	}
 	ln, addr, err := serveListener(p)
 	if err != nil {
-		return fail("%v", err)
+		return p.fail(err)
 	}
-	defer ln.Close()
-	hookOpts := hooks.Options{Approve: p.approve}
-	if approverToken != "" {
-		hookOpts.ApproveCommandFor = serveApproveCommand(addr, p.approverTok)
+	if cfg.OperatorToken != "" {
+		_, path := p.operatorFile()
+		cfg.HookOptions.ApproveCommandFor = serveApproveCommand(addr, path)
 	}
-	var warnings []string
-	srv, err := serve.New(serve.Config{
-		Engine:        ecfg,
-		Token:         token,
-		ApproverToken: approverToken,
-		Version:       currentBuild().String(),
-		Store:         storeName,
-		Ready:         ready,
-		HookOptions:   hookOpts,
-		MaxBodyBytes:  p.maxBody,
-		Timeout:       p.timeout,
-		MaxSessions:   p.maxSessions,
-		SessionIdle:   p.sessionIdle,
-		Logger:        log,
-	})
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return p.fail(serve.Run(ctx, []net.Listener{ln}, cfg))
+}
+
+// operatorFile is the flag that names the operator token file, and the
+// file.
+func (p serveParams) operatorFile() (flag, path string) {
+	if p.approverTok != "" {
+		return "--approver-token-file", p.approverTok
+	}
+	return "--operator-token-file", p.operatorTok
+}
+
+// fail reports err (the policies' diagnostics in full) and returns the
+// exit code: exitOK for nil.
+func (p serveParams) fail(err error) int {
+	if err == nil {
+		return exitOK
+	}
 	var ds policy.Diagnostics
 	if errors.As(err, &ds) {
 		_ = output.DiagnosticsText(p.stderr, ds, nil)
-		return fail("the policies do not compile")
+		err = errors.New("the policies do not compile")
 	}
-	if err != nil {
-		return fail("%v", err)
-	}
-	if d, derr := p.policies.discover(everyLayer); derr == nil {
-		warnings = layerWarnings(d, srv.Engine().PolicySet())
-	}
-	warnings = append(warnings, p.decisions.warnings(srv.Engine().PolicySet())...)
-	printWarnings(p.stderr, "celguard serve", warnings)
+	fmt.Fprintf(p.stderr, "celguard serve: %v\n", err)
+	return exitUsage
+}
 
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				if _, err := srv.Reload(true); err == nil {
-					log.Info("reloaded on SIGHUP", "policy_digest", srv.Status().PolicyDigest)
-				}
-			}
+// config is the server's Config the flags ask for: the composition root's
+// engine settings, the tokens (the operator's distinct from the agents'),
+// the bounds and what Run needs; the store and the listener are the
+// caller's.
+func (p serveParams) config(log *slog.Logger) (serve.Config, error) {
+	var token, operatorToken string
+	var err error
+	if p.tokenFile != "" {
+		if token, err = readToken(p.tokenFile); err != nil {
+			return serve.Config{}, err
 		}
-	}()
-	if p.reload > 0 {
-		go srv.Watch(ctx, p.reload)
 	}
-	served := make(chan error, 1)
-	go func() {
-		if p.tlsCert != "" {
-			served <- hs.ServeTLS(ln, p.tlsCert, p.tlsKey)
-		} else {
-			served <- hs.Serve(ln)
+	if flag, path := p.operatorFile(); path != "" {
+		if operatorToken, err = readOperatorToken(flag, path); err != nil {
+			return serve.Config{}, err
 		}
-	}()
-	log.Info("celguard serve listening", "address", addr, "policy_digest", srv.Status().PolicyDigest, "store", storeName, "auth", token != "", "tls", p.tlsCert != "")
-	select {
-	case err := <-served:
-		return fail("%v", err)
-	case <-ctx.Done():
+		if operatorToken == token {
+			return serve.Config{}, fmt.Errorf("%s and --token-file hold the same token: the operator token must be one the agents do not have", flag)
+		}
 	}
-	srv.Drain()
-	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(shut); err != nil {
-		return fail("shutting down: %v", err)
+	if p.unix == "" {
+		loopback, err := isLoopback(p.listen)
+		if err != nil {
+			return serve.Config{}, fmt.Errorf("--listen %q: %v", p.listen, err)
+		}
+		if !loopback && token == "" {
+			return serve.Config{}, fmt.Errorf("--listen %s is beyond loopback: give a bearer token with --token-file (and TLS with --tls-cert, --tls-key), or listen on 127.0.0.1", p.listen)
+		}
 	}
-	return exitOK
+	ecfg, err := engineConfig(p.policies, p.decisions)
+	if err != nil {
+		return serve.Config{}, err
+	}
+	// The server decides for agents that may run on other machines: its
+	// own file system does not say where their links point.
+	ecfg.HostFS = false
+	cfg := serve.Config{Engine: ecfg, Token: token, OperatorToken: operatorToken, Version: currentBuild().String(),
+		HookOptions: hooks.Options{Approve: p.approve}, MaxBodyBytes: p.maxBody, Timeout: p.timeout,
+		MaxSessions: p.maxSessions, SessionIdle: p.sessionIdle, Logger: log, ReloadInterval: p.reload}
+	if p.tlsCert != "" {
+		pair, err := tls.LoadX509KeyPair(p.tlsCert, p.tlsKey)
+		if err != nil {
+			return serve.Config{}, fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
+	cfg.Started = func(srv *serve.Server) {
+		set := srv.Engine().PolicySet()
+		printWarnings(p.stderr, "celguard serve", append(layerWarnings(srv.Guard().Discovery(), set), p.decisions.warnings(set)...))
+	}
+	return cfg, nil
 }
 
 // serveApproveCommand is the approve command the hook endpoints' refusal
@@ -289,21 +272,13 @@ func serveApproveCommand(addr, tokenFile string) func(string) string {
 		tokenFile = abs
 	}
 	return func(session string) string {
-		return "celguard approve --server " + hooks.ShellQuote(addr) + " --session-id " + hooks.ShellQuote(session) +
-			" --approver-token-file " + hooks.ShellQuote(tokenFile)
+		return "celguard approve --server " + shell.Quote(addr) + " --session-id " + shell.Quote(session) +
+			" --approver-token-file " + shell.Quote(tokenFile)
 	}
 }
 
 // serveListener listens where p says and returns the address as a URL.
 func serveListener(p serveParams) (net.Listener, string, error) {
-	scheme := "http"
-	if p.tlsCert != "" {
-		scheme = "https"
-		// Fail now on a bad pair, rather than at the first request.
-		if _, err := tls.LoadX509KeyPair(p.tlsCert, p.tlsKey); err != nil {
-			return nil, "", fmt.Errorf("--tls-cert, --tls-key: %w", err)
-		}
-	}
 	if p.unix != "" {
 		if fi, err := os.Lstat(p.unix); err == nil && fi.Mode()&os.ModeSocket != 0 {
 			_ = os.Remove(p.unix) // a socket left by an earlier server
@@ -314,13 +289,13 @@ func serveListener(p serveParams) (net.Listener, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		return ln, "unix:" + p.unix, nil
+		return ln, serve.Address(ln, false), nil
 	}
 	ln, err := net.Listen("tcp", p.listen)
 	if err != nil {
 		return nil, "", err
 	}
-	return ln, scheme + "://" + ln.Addr().String(), nil
+	return ln, serve.Address(ln, p.tlsCert != ""), nil
 }
 
 // isLoopback reports whether the host of a listen address is a loopback
@@ -343,18 +318,18 @@ func readToken(path string) (string, error) {
 	return readTokenFlag("--token-file", path)
 }
 
-// readApproverToken reads the approver token file, which no one but its
+// readOperatorToken reads the approver token file, which no one but its
 // owner may read or write: an agent that can read it could approve its
 // own requests.
-func readApproverToken(path string) (string, error) {
+func readOperatorToken(flag, path string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return "", fmt.Errorf("--approver-token-file: %w", describe(err))
+		return "", fmt.Errorf("%s: %w", flag, describe(err))
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("--approver-token-file %s has mode %04o: it must be 0600 (or stricter), owned by a user the agents do not run as", path, fi.Mode().Perm())
+		return "", fmt.Errorf("%s %s has mode %04o: it must be 0600 (or stricter), owned by a user the agents do not run as", flag, path, fi.Mode().Perm())
 	}
-	return readTokenFlag("--approver-token-file", path)
+	return readTokenFlag(flag, path)
 }
 
 // readTokenFlag reads the token file path of flag.

@@ -17,6 +17,12 @@ import (
 // docExample reads the YAML block after marker in a docs page.
 func docExample(t *testing.T, page, marker string) string {
 	t.Helper()
+	return docBlock(t, page, marker, "yaml")
+}
+
+// docBlock is the first ```lang block after marker in docs/page.
+func docBlock(t *testing.T, page, marker, lang string) string {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "docs", page))
 	if err != nil {
 		t.Fatal(err)
@@ -25,9 +31,9 @@ func docExample(t *testing.T, page, marker string) string {
 	if !ok {
 		t.Fatalf("docs/%s has no %s", page, marker)
 	}
-	_, rest, ok = strings.Cut(rest, "```yaml\n")
+	_, rest, ok = strings.Cut(rest, "```"+lang+"\n")
 	if !ok {
-		t.Fatalf("docs/%s: no yaml block after %s", page, marker)
+		t.Fatalf("docs/%s: no %s block after %s", page, lang, marker)
 	}
 	yaml, _, _ := strings.Cut(rest, "```")
 	return yaml
@@ -43,11 +49,38 @@ func TestServeFleetExample(t *testing.T) {
 	if err := os.WriteFile(pol, []byte(docExample(t, "serve.md", "<!-- serve-fleet-example -->")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--listen", "127.0.0.1:0", "--store", rds.URL(), "--policy", pol, "--bundle", "none", "--user-dir", "-", "--project-dir", "-"}
+	opFile := filepath.Join(t.TempDir(), "operator-token")
+	if err := os.WriteFile(opFile, []byte("operator-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The replicas' flags are the page's, its paths and addresses ours.
+	cmds := strings.ReplaceAll(docBlock(t, "serve.md", "<!-- serve-fleet-commands -->", "sh"), "\\\n", " ")
+	var args []string
+	halt := ""
+	for _, line := range strings.Split(cmds, "\n") {
+		if rest, ok := strings.CutPrefix(line, "celguard serve "); ok {
+			args = strings.Fields(strings.NewReplacer("127.0.0.1:9743", "127.0.0.1:0", "redis://127.0.0.1:6379/0", rds.URL(),
+				"/srv/app/fleet.yaml", pol, "/etc/celguard/operator-token", opFile).Replace(rest))
+		}
+		if strings.Contains(line, "/v1/halt") {
+			halt = line
+		}
+	}
+	if len(args) == 0 || !strings.Contains(halt, `-H "Authorization: Bearer $(cat /etc/celguard/operator-token)"`) {
+		t.Fatalf("docs/serve.md's fleet commands: no celguard serve line, or a halt without the operator token:\n%s", cmds)
+	}
 	replicas := []*servedProcess{startServe(t, args...), startServe(t, args...)}
 
-	post := func(url, body string) (int, map[string]any) {
-		res, err := http.Post(url, "application/json", strings.NewReader(body))
+	post := func(url, body string, header ...string) (int, map[string]any) {
+		req, err := http.NewRequest("POST", url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if len(header) == 2 {
+			req.Header.Set(header[0], header[1])
+		}
+		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Error(err)
 			return 0, nil
@@ -87,7 +120,11 @@ func TestServeFleetExample(t *testing.T) {
 		t.Fatalf("%d allowed and %d blocked, want exactly 50 and 150", allowed.Load(), blocked.Load())
 	}
 
-	if code, m := post(replicas[0].url+"/v1/halt", `{"scope": "repository", "key": "acme/api", "reason": "incident"}`); code != 200 {
+	haltBody := `{"scope": "repository", "key": "acme/api", "reason": "incident"}`
+	if code, m := post(replicas[0].url+"/v1/halt", haltBody); code != 401 {
+		t.Fatalf("a halt without the operator token: %d %v, want 401", code, m)
+	}
+	if code, m := post(replicas[0].url+"/v1/halt", haltBody, "Authorization", "Bearer operator-secret"); code != 200 {
 		t.Fatalf("halt: %d %v", code, m)
 	}
 	for r, rep := range replicas {

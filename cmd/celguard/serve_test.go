@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/celguard/celguard/serve"
 )
 
 // builtBinary is the celguard binary built once for the tests that run it
@@ -391,9 +393,9 @@ func TestServeUnixSocket(t *testing.T) {
 	srv.stop(t)
 }
 
-// TestServeApproverToken: --approver-token-file opens the approval routes
+// TestServeOperatorToken: --approver-token-file opens the approval routes
 // to that token only; the decision token does not open them.
-func TestServeApproverToken(t *testing.T) {
+func TestServeOperatorToken(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile, approverFile := filepath.Join(dir, "token"), filepath.Join(dir, "approver")
 	if err := os.WriteFile(tokenFile, []byte("decide-1\n"), 0o600); err != nil {
@@ -406,7 +408,7 @@ func TestServeApproverToken(t *testing.T) {
 	for _, tc := range []struct {
 		token  string
 		status int
-	}{{"", 401}, {"decide-1", 401}, {"approve-1", 200}} {
+	}{{"", 401}, {"decide-1", 403}, {"approve-1", 200}} {
 		req, _ := http.NewRequest("GET", srv.url+"/v1/sessions/s/approvals", nil)
 		if tc.token != "" {
 			req.Header.Set("Authorization", "Bearer "+tc.token)
@@ -420,4 +422,71 @@ func TestServeApproverToken(t *testing.T) {
 			t.Errorf("token %q: %d, want %d", tc.token, res.StatusCode, tc.status)
 		}
 	}
+}
+
+// TestServeOperatorRoutesRefuseTheAgentToken is issue 24's trust boundary,
+// through the real binary: the agents' token gets 403 forbidden on every
+// operator route of serve's route table (halt, lift, session delete,
+// reload, the approvals), and the operator token opens them.
+func TestServeOperatorRoutesRefuseTheAgentToken(t *testing.T) {
+	dir := t.TempDir()
+	agentFile, operatorFile := filepath.Join(dir, "agent-token"), filepath.Join(dir, "operator-token")
+	if err := os.WriteFile(agentFile, []byte("agent-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(operatorFile, []byte("operator-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServe(t, "--listen", "127.0.0.1:0", "--token-file", agentFile, "--operator-token-file", operatorFile,
+		"--store", "memory:", "--bundle", "none", "--user-dir", "-", "--project-dir", "-")
+	send := func(method, path, token string) (int, string) {
+		t.Helper()
+		var body io.Reader
+		if method != "GET" {
+			body = strings.NewReader(`{}`)
+		}
+		req, _ := http.NewRequest(method, srv.url+path, body)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var e struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		_ = json.NewDecoder(res.Body).Decode(&e)
+		return res.StatusCode, e.Error.Code
+	}
+	n := 0
+	for _, rt := range serve.Routes() {
+		if rt.Principal != serve.Operator {
+			continue
+		}
+		n++
+		path := strings.NewReplacer("{id}", "s1", "{approval}", "00000000").Replace(rt.Path)
+		if status, code := send(rt.Method, path, "agent-1"); status != 403 || code != serve.CodeForbidden {
+			t.Errorf("%s %s with the agents' token: %d %s, want 403 forbidden", rt.Method, path, status, code)
+		}
+		if status, code := send(rt.Method, path, "operator-1"); status == 401 || status == 403 && code != serve.CodeAlwaysRefused {
+			t.Errorf("%s %s with the operator token: %d %s", rt.Method, path, status, code)
+		}
+	}
+	for _, want := range []string{"POST /v1/halt", "DELETE /v1/halt", "DELETE /v1/sessions/{id}", "GET /v1/sessions/{id}/approvals", "POST /v1/reload"} {
+		found := false
+		for _, rt := range serve.Routes() {
+			found = found || rt.Method+" "+rt.Path == want && rt.Principal == serve.Operator
+		}
+		if !found {
+			t.Errorf("%s is not an operator route", want)
+		}
+	}
+	if n < 8 {
+		t.Fatalf("%d operator routes, want at least 8", n)
+	}
+	// The agents' token still decides.
+	if status, _ := send("POST", "/v1/sessions", "agent-1"); status != 400 && status != 200 {
+		t.Errorf("the agents' token on POST /v1/sessions: %d", status)
+	}
+	srv.stop(t)
 }

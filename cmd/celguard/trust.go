@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policies"
+	"github.com/celguard/celguard/stdlib/shell"
 	"github.com/celguard/celguard/trust"
 )
 
@@ -301,4 +301,4 @@ func runTrustList(p trustParams, store *trust.Store) int {
 
 // trustCommand is the command that trusts the project at root, quoted for
 // a shell.
-func trustCommand(root string) string { return "celguard trust " + hooks.ShellQuote(root) }
+func trustCommand(root string) string { return "celguard trust " + shell.Quote(root) }

@@ -8,15 +8,26 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/celguard/celguard/hooks"
 )
 
-// The host versions the suite runs. docs/hooks.md names them as the versions
-// tested; raise them together with what the suite shows.
-const (
-	claudeVersion = "2.1.330"
-	geminiVersion = "0.61.0"
-	codexVersion  = "0.169.0"
+// The host versions the suite runs: the host table's TestedVersion, which
+// doctor compares with and docs/hooks.md names as the versions tested;
+// raise them there together with what the suite shows.
+var (
+	claudeVersion = testedVersion(hooks.ClaudeCode)
+	geminiVersion = testedVersion(hooks.Gemini)
+	codexVersion  = testedVersion(hooks.Codex)
 )
+
+func testedVersion(host string) string {
+	info, ok := hooks.LookupHost(host)
+	if !ok || info.TestedVersion == "" {
+		panic("hostse2e: no tested version of " + host + " in the host table")
+	}
+	return info.TestedVersion
+}
 
 // npmHost is one host CLI on the npm registry.
 type npmHost struct {

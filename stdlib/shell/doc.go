@@ -61,4 +61,8 @@
 // accounting, so Parse guarantees them for every string. Parse is safe for concurrent use. Most
 // command lines are a few plain words joined by &&, ||, | or ;; those take
 // a fast path that builds the same result without the bash parser.
+//
+// Quote goes the other way: it writes a word so that the shell, and Parse,
+// read it back as that literal word. Every command line celguard writes or
+// builds from an argv array is quoted with it.
 package shell

@@ -76,6 +76,10 @@ type Command struct {
 	// dynamic word whose every expansion is a variable with a literal value
 	// known from earlier in the same string, so HasFlag can read it.
 	argvResolved []bool
+	// argvPattern is parallel to Argv (or nil when no word needs it): the
+	// word as a glob pattern when it differs from its text, else "" (see
+	// patternOf).
+	argvPattern []string
 	// Env holds the leading NAME=value assignments, including those given to
 	// an env or sudo wrapper.
 	Env map[string]string
@@ -121,6 +125,9 @@ type Redirect struct {
 	// bodySpans are the ranges of Body that hold an expansion done by the
 	// shell that reads the redirection (not by a shell fed the body).
 	bodySpans []shellSpan
+	// pattern is Target as a glob pattern when it differs from it (see
+	// patternOf), else "".
+	pattern string
 }
 
 // Wrapper is one stripped wrapper and its own words, e.g. sudo -u root.
@@ -416,6 +423,7 @@ func (w *shellWalker) redirects(rs []*syntax.Redirect) []Redirect {
 			}
 			tw := w.shellWord(r.Word, false, tspans)
 			sr.Target, sr.Dynamic = tw.text, tw.dyn
+			sr.pattern, _ = w.patternOf(tw, false)
 		}
 		switch {
 		case r.Hdoc != nil:
@@ -720,6 +728,12 @@ func (w *shellWalker) emit(words []shellWord, env map[string]string, redirs []Re
 				cmd.argvResolved = make([]bool, len(rest))
 			}
 			cmd.argvResolved[i] = true
+		}
+		if p, ok := w.patternOf(x, true); ok {
+			if cmd.argvPattern == nil {
+				cmd.argvPattern = make([]string, len(rest))
+			}
+			cmd.argvPattern[i] = p
 		}
 	}
 	if rest[0].dyn && !rest[0].resolved {

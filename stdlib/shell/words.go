@@ -18,6 +18,9 @@ type shellWord struct {
 	// unresolved expansion starts (0 for a word without one).
 	tail int
 	src  *syntax.Word // the parsed word, nil for words of the fallback split
+	// field is true for a field split from an unquoted value (x='a b'; $x):
+	// the shell globs it as it stands.
+	field bool
 }
 
 // shellSpan is a byte range [a, b) of a rendered word or script.
@@ -79,7 +82,7 @@ func (w *shellWalker) argWords(wd *syntax.Word, out []shellWord) []shellWord {
 			if name, ok := simpleParam(pe); ok {
 				if v, known := w.vars[name]; known && (v == "" || strings.ContainsAny(v, ifsBlanks)) {
 					for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' }) {
-						out = append(out, shellWord{text: f, dyn: true, resolved: true, src: wd})
+						out = append(out, shellWord{text: f, dyn: true, resolved: true, src: wd, field: true})
 					}
 					return out
 				}
@@ -103,6 +106,11 @@ type wordState struct {
 	arg             bool // a command word: unquoted values are split into fields
 	tail            int  // end of the last unresolved expansion
 	spans           *[]shellSpan
+	// pat, when set, receives the word as a glob pattern beside its text:
+	// the characters the shell takes literally (quoted, escaped, or from
+	// a quoted expansion) escaped with a backslash when they are glob
+	// syntax, the rest as written (see patternOf).
+	pat *strings.Builder
 }
 
 // unresolvedText writes the source text of an unresolved expansion.
@@ -122,11 +130,21 @@ func (w *shellWalker) parts(b *strings.Builder, parts []syntax.WordPart, mode in
 		switch x := p.(type) {
 		case *syntax.Lit:
 			b.WriteString(unescapeShell(x.Value, mode))
+			if st.pat != nil {
+				if mode == modeUnquoted {
+					litPattern(st.pat, x.Value)
+				} else {
+					escapeGlobTo(st.pat, unescapeShell(x.Value, mode))
+				}
+			}
 		case *syntax.SglQuoted:
+			v := x.Value
 			if x.Dollar {
-				b.WriteString(ansiC(x.Value))
-			} else {
-				b.WriteString(x.Value)
+				v = ansiC(x.Value)
+			}
+			b.WriteString(v)
+			if st.pat != nil {
+				escapeGlobTo(st.pat, v)
 			}
 		case *syntax.DblQuoted:
 			w.parts(b, x.Parts, modeDouble, st)
@@ -137,6 +155,14 @@ func (w *shellWalker) parts(b *strings.Builder, parts []syntax.WordPart, mode in
 				if v, known := w.vars[name]; known && !(st.arg && mode == modeUnquoted && strings.ContainsAny(v, ifsBlanks)) {
 					st.dyn = true
 					b.WriteString(v)
+					if st.pat != nil {
+						// An unquoted value is globbed, a quoted one is not.
+						if mode == modeUnquoted {
+							st.pat.WriteString(v)
+						} else {
+							escapeGlobTo(st.pat, v)
+						}
+					}
 					continue
 				}
 			}
@@ -144,9 +170,76 @@ func (w *shellWalker) parts(b *strings.Builder, parts []syntax.WordPart, mode in
 		case *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst:
 			w.unresolvedText(b, x, st)
 		default: // ExtGlob, BraceExp: patterns expanded by the shell, kept as written
-			b.WriteString(w.text(x))
+			t := w.text(x)
+			b.WriteString(t)
+			if st.pat != nil {
+				st.pat.WriteString(t)
+			}
 		}
 	}
+}
+
+// globSyntax are the characters that make a word's text a pattern to
+// the readers of shell.writes: doublestar's wildcards, classes and braces,
+// and the parentheses of extglob and zsh alternation.
+const globSyntax = "*?[]{}()"
+
+// escapeGlobTo writes s as a pattern that matches s alone: each character
+// that is glob syntax (and the "," of brace alternatives) as a class of
+// itself ([*], [(]). A class, not a backslash: path.normal reads a
+// backslash as a Windows separator. A "]" outside a class is literal and
+// stays; a backslash stays a backslash.
+func escapeGlobTo(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '*', '?', '[', '{', '}', '(', ')', ',':
+			b.WriteByte('[')
+			b.WriteByte(c)
+			b.WriteByte(']')
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
+
+// litPattern writes an unquoted literal as a pattern: a character the
+// shell escapes with a backslash is literal (escaped in the pattern), the
+// others are glob syntax as written; a backslash-newline is removed.
+func litPattern(b *strings.Builder, raw string) {
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c == '\\' && i+1 < len(raw) {
+			i++
+			if raw[i] != '\n' {
+				escapeGlobTo(b, raw[i:i+1])
+			}
+			continue
+		}
+		b.WriteByte(c)
+	}
+}
+
+// patternOf is the word as a glob pattern, when it differs from its text:
+// a word whose text holds a glob character that the shell takes literally
+// ('a*', "x(1)", \[, "$v" with a value holding one) has it escaped with a
+// backslash, so that glob.couldMatch and glob.match read it as the one
+// name it is. A word of the fallback split, or a field split from an
+// unquoted value, is globbed as it stands: its text is its pattern. ok is
+// false when the pattern is the text.
+func (w *shellWalker) patternOf(sw shellWord, arg bool) (pat string, ok bool) {
+	if sw.src == nil || sw.field || !strings.ContainsAny(sw.text, globSyntax) {
+		return "", false
+	}
+	var b, p strings.Builder
+	st := wordState{arg: arg, pat: &p}
+	mode := modeUnquoted
+	w.parts(&b, sw.src.Parts, mode, &st)
+	if b.String() != sw.text || p.String() == sw.text {
+		// Not this word's rendering (a word split by a wrapper): its text
+		// is the safe side.
+		return "", false
+	}
+	return p.String(), true
 }
 
 // programOf is the program a command word names: the basename of the word.

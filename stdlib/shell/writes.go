@@ -10,6 +10,14 @@ import (
 // as written (quotes removed, ~ and globs kept), and whether the program
 // is one the analysis knows (see WriteTargets for the rules).
 //
+// A target is a glob pattern as the shell reads it: in the target of a
+// redirection and in the operands of a program that does not glob its own
+// arguments (rm, cp, touch, tee, ...), a glob character the shell takes
+// literally ('a*', "x(1)", a\[b) is escaped with a backslash, so that a
+// quoted name is matched as the one name it is. The words of a program the
+// table does not know are kept as written: such a program may glob them
+// itself.
+//
 // A program the write table knows reports what its options and operands
 // say: cp a b writes b (and b/a, should b be a directory), sort -o f
 // writes f, tar -x -C d writes d/** (names only known when it runs). A
@@ -59,7 +67,11 @@ func (c *Command) Writes() (targets []string, known bool) {
 		return append(out, c.stdinPatchPaths()...), true
 	}
 	if spec, ok := writeSpecs[c.Program]; ok {
-		return append(out, spec.writes(c.Args())...), true
+		args := c.Args()
+		if !globsOwnArgs[c.Program] {
+			args = c.patternArgs()
+		}
+		return append(out, spec.writes(args)...), true
 	}
 	return append(out, possibleFiles(c.Args())...), false
 }
@@ -79,7 +91,33 @@ func (c *Command) redirectWrites() []string {
 		if r.Op == ">&" && isFDWord(r.Target) {
 			continue
 		}
+		if r.pattern != "" {
+			out = append(out, r.pattern)
+			continue
+		}
 		out = append(out, r.Target)
+	}
+	return out
+}
+
+// globsOwnArgs lists the programs of the write table that read some
+// operands as patterns of their own (zip's and rsync's wildcards, ar's
+// members): their words are kept as written.
+var globsOwnArgs = longs("zip", "unzip", "rsync", "ar")
+
+// patternArgs is Args with each word in its pattern form (see patternOf):
+// the glob characters the shell takes literally escaped.
+func (c *Command) patternArgs() []string {
+	args := c.Args()
+	if c.argvPattern == nil {
+		return args
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if p := c.argvPattern[i+1]; p != "" {
+			out[i] = p
+		}
 	}
 	return out
 }

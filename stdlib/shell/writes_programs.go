@@ -362,15 +362,11 @@ func findWrites(args []string) []string {
 	return out
 }
 
-// escapeGlob escapes the characters special in a doublestar pattern.
+// escapeGlob returns s as a doublestar pattern that matches s alone (see
+// escapeGlobTo).
 func escapeGlob(s string) string {
 	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]{},\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
+	escapeGlobTo(&b, s)
 	return b.String()
 }
 

@@ -116,7 +116,19 @@ func TestWrites(t *testing.T) {
 		{in: "unzip a.zip -d d", want: []string{"d/**"}, exact: true},
 		{in: "unzip -dd a.zip", want: []string{"d/**"}, exact: true},
 		{in: "find ~ -name trust.json -delete", want: []string{"~", "~/**/trust.json"}, exact: true},
-		{in: "find a b -name x -iname 'y,z' -delete", want: []string{"a", "b", "a/**/{x,y\\,z}", "b/**/{x,y\\,z}"}, exact: true},
+		{in: "find a b -name x -iname 'y,z' -delete", want: []string{"a", "b", "a/**/{x,y[,]z}", "b/**/{x,y[,]z}"}, exact: true},
+		// A glob character the shell takes literally is escaped as a
+		// class of itself; one it expands stays as written.
+		{in: "touch 'a*'", want: []string{"a[*]"}, exact: true},
+		{in: `touch "x(1)" a\?`, want: []string{"x[(]1[)]", "a[?]"}, exact: true},
+		{in: "touch a* '.c'*", want: []string{"a*", ".c*"}, exact: true},
+		{in: "echo hi > 'out[1].txt'", want: []string{"out[[]1].txt"}, exact: true},
+		{in: "rm -r 'b{1,2}'", want: []string{"b[{]1[,]2[}]", "b[{]1[,]2[}]/**"}, exact: true},
+		{in: "v='*'; rm \"$v\"", want: []string{"[*]"}, exact: true},
+		{in: "v='*'; rm $v", want: []string{"*"}, exact: true},
+		{in: "rm @(a|b) .@(c)", want: []string{"@(a|b)", ".@(c)"}, exact: true},
+		// A program that may glob its own words keeps them as written.
+		{in: "node -e 'console.log(1)'", want: []string{"console.log(1)"}, unknown: true},
 		{in: "find . -name '*.o' -delete", want: []string{"."}, exact: true},
 		{in: "find d -type f", want: []string{}, exact: true},
 		{in: "find d -fprint out", want: []string{"out"}, exact: true},

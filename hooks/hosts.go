@@ -1,0 +1,124 @@
+package hooks
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The hosts celguard has hooks for, by the name the command line (celguard
+// hook HOST, hook install HOST, doctor HOST) and serve's /v1/hooks/{host}
+// routes use.
+const (
+	ClaudeCode = "claude-code"
+	Codex      = "codex"
+	Gemini     = "gemini"
+	Cursor     = "cursor"
+)
+
+// HostInfo is what celguard knows of one host, in the one table of hosts
+// (LookupHost, HostTable): the protocol, install and doctor, the command
+// line and serve all read it.
+type HostInfo struct {
+	// Name is the host's name on the command line: ClaudeCode, Codex,
+	// Gemini or Cursor.
+	Name string
+	// Title is the product's name, for people: "Claude Code".
+	Title string
+	// Command is the host's command-line program: doctor runs it for its
+	// version, and the hook looks for it among its ancestor processes.
+	Command string
+	// TestedVersion is the host version hooks/hostse2e runs the hooks
+	// with, which docs/hooks.md names; empty for a host not run end to
+	// end. Doctor warns of an older one.
+	TestedVersion string
+	// SettingsDir and SettingsFile are where celguard's hooks go: the file
+	// SettingsFile in the directory SettingsDir of the project or of the
+	// home directory.
+	SettingsDir, SettingsFile string
+	// Events are the hook events celguard registers for.
+	Events []string
+	// NoHook says what the host does when a hook's command cannot start.
+	NoHook string
+
+	new func(opts Options) Host
+}
+
+// hostTable lists the hosts, in the order Hosts gives them.
+var hostTable = [...]HostInfo{
+	{
+		Name: ClaudeCode, Title: "Claude Code", Command: "claude", TestedVersion: "2.1.330",
+		SettingsDir: ".claude", SettingsFile: "settings.json",
+		Events: []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd", "PermissionRequest"},
+		NoHook: "Claude Code then runs every call unguarded (a hook that cannot start is a non-blocking error)",
+		new:    func(opts Options) Host { return &hookSpecificHost{name: ClaudeCode, dialect: &claude{opts: opts}} },
+	},
+	{
+		Name: Codex, Title: "Codex", Command: "codex", TestedVersion: "0.169.0",
+		SettingsDir: ".codex", SettingsFile: "hooks.json",
+		Events: []string{"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart"},
+		NoHook: "Codex then runs every call unguarded (a hook that cannot start is a non-blocking error)",
+		new:    func(opts Options) Host { return &hookSpecificHost{name: Codex, dialect: codex{opts: opts}} },
+	},
+	{
+		Name: Gemini, Title: "Gemini CLI", Command: "gemini", TestedVersion: "0.61.0",
+		SettingsDir: ".gemini", SettingsFile: "settings.json",
+		Events: []string{"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "SessionStart", "SessionEnd"},
+		NoHook: "Gemini CLI then refuses every call",
+		new:    func(opts Options) Host { return &gemini{opts: opts} },
+	},
+	{
+		Name: Cursor, Title: "Cursor", Command: "cursor-agent",
+		SettingsDir: ".cursor", SettingsFile: "hooks.json",
+		Events: []string{"beforeShellExecution", "beforeMCPExecution", "beforeReadFile", "afterShellExecution", "afterMCPExecution", "beforeSubmitPrompt", "stop"},
+		NoHook: "what Cursor then does is not verified",
+		new:    func(opts Options) Host { return &cursor{opts: opts} },
+	},
+}
+
+// Hosts lists the host names New accepts.
+func Hosts() []string {
+	names := make([]string, len(hostTable))
+	for i, h := range hostTable {
+		names[i] = h.Name
+	}
+	return names
+}
+
+// HostTable returns every host's HostInfo, in the order of Hosts. Its
+// Events are the caller's to change.
+func HostTable() []HostInfo {
+	out := make([]HostInfo, len(hostTable))
+	for i, h := range hostTable {
+		h.Events = append([]string(nil), h.Events...)
+		out[i] = h
+	}
+	return out
+}
+
+// LookupHost returns the HostInfo of the host called name. Its Events are
+// the caller's to change.
+func LookupHost(name string) (HostInfo, bool) {
+	for _, h := range hostTable {
+		if h.Name == name {
+			h.Events = append([]string(nil), h.Events...)
+			return h, true
+		}
+	}
+	return HostInfo{}, false
+}
+
+// UnknownHostError is the error for a host name that is not in the table:
+// it names the hosts there are.
+func UnknownHostError(name string) error {
+	return fmt.Errorf("unknown host %q: want one of %s", name, strings.Join(Hosts(), ", "))
+}
+
+// New returns the host called name.
+func New(name string, opts Options) (Host, error) {
+	for _, h := range hostTable {
+		if h.Name == name {
+			return h.new(opts), nil
+		}
+	}
+	return nil, UnknownHostError(name)
+}

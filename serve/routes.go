@@ -1,0 +1,198 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Principal is who may call a route. The server knows three, each by what
+// a request carries:
+//
+//   - Public: nothing. Liveness and readiness, for load balancers.
+//   - Agent: the agents' token (Config.Token, `--token-file`; any request
+//     when the server has none, which it may only on loopback). The agent
+//     hosts and their clients decide calls with it: the session API, the
+//     hook endpoints, the status and metrics.
+//   - Operator: the operator token (Config.OperatorToken,
+//     `--operator-token-file`), which must differ from the agents' token
+//     and which the agents must not be able to read. The routes that
+//     govern agents take it and no other: a fleet halt and its lift, the
+//     deletion of a session (which resets its counters), the approvals of
+//     a session's asks, a reload. An agent's token gets 403 forbidden on
+//     them, and without an operator token they answer 403 (approvals_disabled
+//     on the approval routes, operator_disabled on the others).
+//
+// Why one operator principal, not an approver and an operator: what keeps
+// an agent from governing itself is that it cannot hold the token, and one
+// token kept out of the agents' reach is one file to protect and rotate.
+// The people who approve an agent's asks are the people who may halt it.
+// A deployment that needs them apart adds one Principal and one token;
+// the table below is the one place that would change.
+type Principal string
+
+// The principals.
+const (
+	Public   Principal = "public"
+	Agent    Principal = "agent"
+	Operator Principal = "operator"
+)
+
+// Route is one route of the server, declared once in the route table with
+// the principal that may call it.
+type Route struct {
+	Method    string
+	Path      string // a net/http pattern path: /v1/sessions/{id}/before
+	Principal Principal
+	// What the route does, for people (docs/serve.md says more).
+	What string
+	// SelfAuth routes check the principal's token in their handler, to
+	// answer a refusal in their own form (the hook endpoints answer HTTP
+	// 200 with the host's deny, because Claude Code runs the call on any
+	// other answer).
+	SelfAuth bool
+
+	handle   func(*Server, http.ResponseWriter, *http.Request)
+	disabled string // the code of a 403 when the principal has no token
+}
+
+// routeTable is every route the server answers, with who may call it. A
+// request for anything else answers 404 not_found (to the agent principal:
+// 401 first without its token).
+var routeTable = []Route{
+	{Method: "GET", Path: "/healthz", Principal: Public, What: "liveness", handle: (*Server).healthz},
+	{Method: "GET", Path: "/readyz", Principal: Public, What: "readiness: 503 while draining or while the state store does not answer", handle: (*Server).readyz},
+
+	{Method: "POST", Path: "/v1/sessions", Principal: Agent, What: "start (or resume) a session", handle: (*Server).createSession},
+	{Method: "POST", Path: "/v1/sessions/{id}/turns/start", Principal: Agent, What: "start a turn", handle: (*Server).startTurn},
+	{Method: "POST", Path: "/v1/sessions/{id}/turns/end", Principal: Agent, What: "end a turn: the turn_end rules decide", handle: (*Server).endTurn},
+	{Method: "POST", Path: "/v1/sessions/{id}/before", Principal: Agent, What: "decide a call before it runs", handle: (*Server).before},
+	{Method: "POST", Path: "/v1/sessions/{id}/after", Principal: Agent, What: "decide a call's result", handle: (*Server).after},
+	{Method: "POST", Path: "/v1/sessions/{id}/input", Principal: Agent, What: "decide the messages sent to the model", handle: (*Server).input},
+	{Method: "POST", Path: "/v1/sessions/{id}/output", Principal: Agent, What: "decide the model's answer", handle: (*Server).output},
+	{Method: "POST", Path: "/v1/hooks/{host}", Principal: Agent, SelfAuth: true, What: "a host's hook event, answered as the command hook answers it", handle: (*Server).hook},
+	{Method: "GET", Path: "/v1/status", Principal: Agent, What: "the policy set in force, reloads, the store", handle: (*Server).status},
+	{Method: "GET", Path: "/metrics", Principal: Agent, What: "Prometheus metrics", handle: (*Server).metricsRoute},
+	{Method: "GET", Path: "/openapi.json", Principal: Agent, What: "the OpenAPI document of these routes", handle: (*Server).openapi},
+
+	{Method: "DELETE", Path: "/v1/sessions/{id}", Principal: Operator, What: "forget a session and its state (its counters start again)", handle: (*Server).deleteSession},
+	{Method: "POST", Path: "/v1/halt", Principal: Operator, What: "halt every session of an agent, repository or organisation", handle: (*Server).halt},
+	{Method: "DELETE", Path: "/v1/halt", Principal: Operator, What: "lift a fleet halt", handle: (*Server).halt},
+	{Method: "POST", Path: "/v1/reload", Principal: Operator, What: "read and compile the policies again now", handle: (*Server).reload},
+	{Method: "GET", Path: "/v1/approvals", Principal: Operator, What: "the pending requests and grants of every session this server holds", handle: (*Server).listAllApprovals, disabled: CodeApprovalsDisabled},
+	{Method: "GET", Path: "/v1/sessions/{id}/approvals", Principal: Operator, What: "a session's pending requests and grants", handle: (*Server).listApprovals, disabled: CodeApprovalsDisabled},
+	{Method: "POST", Path: "/v1/sessions/{id}/approvals", Principal: Operator, What: "approve a request, once or for the session", handle: (*Server).approve, disabled: CodeApprovalsDisabled},
+	{Method: "DELETE", Path: "/v1/sessions/{id}/approvals/{approval}", Principal: Operator, What: "revoke a grant or drop a request", handle: (*Server).revoke, disabled: CodeApprovalsDisabled},
+}
+
+// Routes returns the route table: every route of the server with the
+// principal that may call it.
+func Routes() []Route { return slices.Clone(routeTable) }
+
+// routes builds the handler from the route table.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range routeTable {
+		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
+		if !rt.SelfAuth {
+			h = s.authorize(rt, h)
+		}
+		mux.Handle(rt.Method+" "+rt.Path, h)
+	}
+	mux.Handle("/", s.authorize(Route{Principal: Agent}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})))
+	return s.observe(mux)
+}
+
+// authorize lets through a request that carries the token of rt's principal.
+func (s *Server) authorize(rt Route, next http.Handler) http.Handler {
+	switch rt.Principal {
+	case Public:
+		return next
+	case Agent:
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !s.tokenOK(r) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="celguard"`)
+				writeError(w, http.StatusUnauthorized, CodeUnauthorized, "this server needs an Authorization: Bearer token")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	disabled := rt.disabled
+	if disabled == "" {
+		disabled = CodeOperatorDisabled
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case s.cfg.OperatorToken == "":
+			writeError(w, http.StatusForbidden, disabled,
+				"this route is the operator's, and the server has no operator token: start it with --operator-token-file (a token the agents cannot read)")
+		case carries(r, s.cfg.OperatorToken):
+			next.ServeHTTP(w, r)
+		case s.cfg.Token != "" && carries(r, s.cfg.Token):
+			writeError(w, http.StatusForbidden, CodeForbidden, "the agents' token does not open the operator's routes: use the operator token")
+		default:
+			w.Header().Set("WWW-Authenticate", `Bearer realm="celguard operator"`)
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "this route needs an Authorization: Bearer header with the operator token")
+		}
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return
+	}
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		err := s.cfg.Ready(ctx)
+		cancel()
+		if err != nil {
+			s.log.Warn("not ready", "error", err.Error())
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.Status())
+}
+
+func (s *Server) metricsRoute(w http.ResponseWriter, r *http.Request) {
+	promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(OpenAPI)
+}
+
+// reloadAnswer is the answer of POST /v1/reload.
+type reloadAnswer struct {
+	Changed      bool   `json:"changed"`
+	PolicyDigest string `json:"policy_digest"`
+}
+
+// reload compiles the policies again now (as SIGHUP does): 200 with the
+// digest in force, or 422 reload_failed when they do not compile (the last
+// good set stays in force).
+func (s *Server) reload(w http.ResponseWriter, _ *http.Request) {
+	changed, err := s.Reload(true)
+	if err != nil {
+		writeError(w, http.StatusUnprocessableEntity, CodeReloadFailed, s.Status().LastReloadError)
+		return
+	}
+	writeJSON(w, http.StatusOK, reloadAnswer{Changed: changed, PolicyDigest: s.eng.PolicySet().Digest()})
+}

@@ -1,0 +1,107 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Run builds a server with cfg and answers on every listener until ctx
+// ends (HTTPS with cfg.TLS): it reloads the policies on SIGHUP and every ReloadInterval, and on
+// the end of ctx drains (/readyz answers 503), waits for the requests in
+// flight and closes the listeners. The error is New's (a
+// policy.Diagnostics when the policies do not compile) or a listener's;
+// a clean stop is nil. The caller makes ctx end on SIGINT and SIGTERM
+// (signal.NotifyContext) when it wants them to stop the server.
+func Run(ctx context.Context, listeners []net.Listener, cfg Config) error {
+	defer func() {
+		for _, ln := range listeners {
+			_ = ln.Close()
+		}
+	}()
+	if len(listeners) == 0 {
+		return errors.New("serve.Run: no listener")
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	if cfg.Started != nil {
+		cfg.Started(srv)
+	}
+	log := srv.log
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg.TLS,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go srv.reloadOnHangup(ctx)
+	go srv.WatchBundles(ctx)
+	if cfg.ReloadInterval > 0 {
+		go srv.Watch(ctx, cfg.ReloadInterval)
+	}
+	served := make(chan error, len(listeners))
+	for _, ln := range listeners {
+		go func() {
+			if cfg.TLS != nil {
+				served <- hs.ServeTLS(ln, "", "") // the certificates are cfg.TLS's
+			} else {
+				served <- hs.Serve(ln)
+			}
+		}()
+		log.Info("celguard serve listening", "address", Address(ln, cfg.TLS != nil), "policy_digest", srv.Status().PolicyDigest,
+			"store", srv.Status().Store, "auth", cfg.Token != "", "operator", cfg.OperatorToken != "", "tls", cfg.TLS != nil)
+	}
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+	}
+	srv.Drain()
+	timeout := cfg.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	shut, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if serr := hs.Shutdown(shut); err == nil && serr != nil {
+		err = serr
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// reloadOnHangup reloads the policies on every SIGHUP until ctx ends.
+func (s *Server) reloadOnHangup(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if _, err := s.Reload(true); err == nil {
+				s.log.Info("reloaded on SIGHUP", "policy_digest", s.Status().PolicyDigest)
+			}
+		}
+	}
+}
+
+// Address is a listener's address as a URL: http(s)://HOST:PORT, or
+// unix:PATH for a unix socket.
+func Address(ln net.Listener, tls bool) string {
+	if ln.Addr().Network() == "unix" {
+		return "unix:" + ln.Addr().String()
+	}
+	if tls {
+		return "https://" + ln.Addr().String()
+	}
+	return "http://" + ln.Addr().String()
+}
