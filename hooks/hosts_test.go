@@ -1,6 +1,8 @@
 package hooks
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -33,4 +35,16 @@ func TestHostTable(t *testing.T) {
 	assert.False(t, ok)
 	_, err := New("vim", Options{})
 	assert.EqualError(t, err, `unknown host "vim": want one of claude-code, codex, gemini, cursor`)
+}
+
+// TestDocsNameTestedVersions: docs/hooks.md names the version of each host
+// the table says the hooks were tested with.
+func TestDocsNameTestedVersions(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "hooks.md"))
+	require.NoError(t, err)
+	for _, h := range HostTable() {
+		if h.TestedVersion != "" {
+			assert.Contains(t, string(doc), h.Title+" "+h.TestedVersion, "docs/hooks.md does not name the tested version of %s", h.Name)
+		}
+	}
 }
