@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/store/statedir"
@@ -205,7 +206,7 @@ func runApprove(ctx context.Context, p approveParams) int {
 		scope, what = eval.ScopeAlways, "this exact call, for good: an allow rule and its test are written to "+
 			filepath.Join(dir, hooks.AlwaysDir, "approved-"+req.ID+".yaml")
 	}
-	ok, err := p.confirm(req.Request, fmt.Sprintf("session %s, %s", req.Session, req.Created.Local().Format(time.DateTime)), what)
+	ok, err := p.confirm(decisionlog.MaskRequest(req.Request, nil), fmt.Sprintf("session %s, %s", req.Session, req.Created.Local().Format(time.DateTime)), what)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -259,9 +260,13 @@ func newApprovalsCmd(sio stdio) *cobra.Command {
 directory: 'list' prints the pending requests and the approvals given, per
 session; 'revoke ID' forgets the approval or request ID in every session, and
 removes the rule --always wrote for it. Neither grants anything, so both run
-anywhere.`,
+anywhere. With --server URL --approver-token-file FILE, 'list' lists what a
+celguard serve recorded instead: the pending requests of every session it
+holds, with their session ids, to answer with 'celguard approve ID --server
+URL --session-id SESSION'.`,
 		Example: `  celguard approvals list
   celguard approvals list --format json
+  celguard approvals list --server http://127.0.0.1:9743 --approver-token-file /etc/celguard/operator-token
   celguard approvals revoke 7f3c2a1b`,
 		Args: cobra.NoArgs,
 	}
@@ -276,6 +281,8 @@ anywhere.`,
 		},
 	}
 	list.Flags().StringVar(&p.format, "format", "text", "text or json")
+	list.Flags().StringVar(&p.server, "server", "", "list the pending requests of every session this celguard serve holds (http://HOST:PORT, https://..., unix:/path.sock), with --approver-token-file")
+	list.Flags().StringVar(&p.tokenFile, "approver-token-file", "", "with --server: a file holding the server's operator token")
 	p.addStateFlags(list)
 	revoke := &cobra.Command{
 		Use:     "revoke ID",
@@ -300,30 +307,75 @@ func runApprovalsList(ctx context.Context, p approveParams) int {
 		fmt.Fprintf(p.stderr, "celguard approvals: unknown --format %q: use text or json\n", p.format)
 		return exitUsage
 	}
-	store, err := p.store()
+	reqs, grants, err := p.approvals(ctx)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard approvals: %v\n", err)
 		return exitUsage
+	}
+	// Shown masked, as the decision log shows a call.
+	for i := range reqs {
+		reqs[i].Request = decisionlog.MaskRequest(reqs[i].Request, nil)
+	}
+	for i := range grants {
+		grants[i].Grant = decisionlog.MaskGrant(grants[i].Grant)
+	}
+	if p.format == "json" {
+		return printApprovalsJSON(p.stdout, reqs, grants)
+	}
+	return printApprovalsText(p.stdout, reqs, grants)
+}
+
+// approvals are the pending requests and the grants of every session: in
+// the hooks' state directory, or with --server on that celguard serve
+// (every session it holds, through its operator route GET /v1/approvals).
+func (p approveParams) approvals(ctx context.Context) ([]hooks.SessionRequest, []hooks.SessionGrant, error) {
+	if p.server != "" {
+		if p.tokenFile == "" {
+			return nil, nil, errors.New("--server needs --approver-token-file (the server's operator token)")
+		}
+		c, err := operatorClient(p.server, p.tokenFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		sessions, err := c.AllApprovals(ctx)
+		var reqs []hooks.SessionRequest
+		var grants []hooks.SessionGrant
+		for _, s := range sessions {
+			for _, r := range s.Requests {
+				reqs = append(reqs, hooks.SessionRequest{Session: s.SessionID, Request: r})
+			}
+			for _, g := range s.Grants {
+				grants = append(grants, hooks.SessionGrant{Session: s.SessionID, Grant: g})
+			}
+		}
+		return reqs, grants, err
+	}
+	store, err := p.store()
+	if err != nil {
+		return nil, nil, err
 	}
 	reqs, grants, warnings, err := hooks.Approvals(ctx, store)
 	for _, w := range warnings {
 		fmt.Fprintf(p.stderr, "celguard approvals: warning: %s\n", w)
 	}
-	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard approvals: %v\n", err)
-		return exitUsage
-	}
-	if p.format == "json" {
-		out := struct {
-			Requests []hooks.SessionRequest `json:"requests"`
-			Grants   []hooks.SessionGrant   `json:"approvals"`
-		}{append([]hooks.SessionRequest{}, reqs...), append([]hooks.SessionGrant{}, grants...)}
-		enc := json.NewEncoder(p.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(out)
-		return exitOK
-	}
-	tw := tabwriter.NewWriter(p.stdout, 0, 0, 2, ' ', 0)
+	return reqs, grants, err
+}
+
+// printApprovalsJSON prints the requests and grants as one JSON object.
+func printApprovalsJSON(w io.Writer, reqs []hooks.SessionRequest, grants []hooks.SessionGrant) int {
+	out := struct {
+		Requests []hooks.SessionRequest `json:"requests"`
+		Grants   []hooks.SessionGrant   `json:"approvals"`
+	}{append([]hooks.SessionRequest{}, reqs...), append([]hooks.SessionGrant{}, grants...)}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(out)
+	return exitOK
+}
+
+// printApprovalsText prints the requests and grants as two tables.
+func printApprovalsText(w io.Writer, reqs []hooks.SessionRequest, grants []hooks.SessionGrant) int {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "Pending requests: %d\n", len(reqs))
 	if len(reqs) > 0 {
 		fmt.Fprintln(tw, "ID\tSESSION\tRULE\tCALL")

@@ -1,63 +1,35 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/serve/client"
 )
+
+// operatorClient is the serve client of `--server URL
+// --approver-token-file FILE`: the operator's token, read from its file.
+func operatorClient(server, tokenFile string) (*client.Client, error) {
+	token, err := readTokenFlag("--approver-token-file", tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(server, token)
+}
 
 // approveServer is `celguard approve ID --server URL --session-id ID`: it
 // answers a request that celguard serve recorded, through the server's
-// approval routes with the approver token, after showing the call (read
+// approval routes with the operator token, after showing the call (read
 // from the server) and asking as the local command does. The refusals
 // (agent environment, no terminal, agent parent) ran before it.
 func approveServer(ctx context.Context, p approveParams, fail func(string, ...any) int) int {
 	if p.sessionID == "" || p.tokenFile == "" {
-		return fail("--server needs --session-id (the session the refusal names) and --approver-token-file (the server's approver token)")
+		return fail("--server needs --session-id (the session the refusal names) and --approver-token-file (the server's operator token)")
 	}
-	token, err := readTokenFlag("--approver-token-file", p.tokenFile)
+	c, err := operatorClient(p.server, p.tokenFile)
 	if err != nil {
 		return fail("%v", err)
-	}
-	client, base, err := forwardClient(p.server)
-	if err != nil {
-		return fail("%v", err)
-	}
-	route := base + "/v1/sessions/" + url.PathEscape(p.sessionID) + "/approvals"
-	call := func(method string, body any, out any) error {
-		var rd io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		}
-		req, err := http.NewRequestWithContext(ctx, method, route, rd)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-		if resp.StatusCode != http.StatusOK {
-			var e struct {
-				Error struct{ Code, Message string } `json:"error"`
-			}
-			if json.Unmarshal(b, &e) == nil && e.Error.Code != "" {
-				return fmt.Errorf("the server refused (%s, HTTP %d): %s", e.Error.Code, resp.StatusCode, e.Error.Message)
-			}
-			return fmt.Errorf("the server answered HTTP %d: %s", resp.StatusCode, firstLine(b))
-		}
-		return json.Unmarshal(b, out)
 	}
 	scope := eval.ScopeOnce
 	switch {
@@ -68,14 +40,12 @@ func approveServer(ctx context.Context, p approveParams, fail func(string, ...an
 		// persistent approval is a rule file written locally.
 		scope = eval.ScopeAlways
 	}
-	var req *eval.Request
 	if scope != eval.ScopeAlways {
-		var list struct {
-			Requests []eval.Request `json:"requests"`
-		}
-		if err := call(http.MethodGet, nil, &list); err != nil {
+		list, err := c.Approvals(ctx, p.sessionID)
+		if err != nil {
 			return fail("%v", err)
 		}
+		var req *eval.Request
 		for i := range list.Requests {
 			if list.Requests[i].ID == p.id {
 				req = &list.Requests[i]
@@ -96,10 +66,8 @@ func approveServer(ctx context.Context, p approveParams, fail func(string, ...an
 			return exitFindings
 		}
 	}
-	var got struct {
-		Grant eval.Grant `json:"grant"`
-	}
-	if err := call(http.MethodPost, map[string]string{"request_id": p.id, "scope": string(scope)}, &got); err != nil {
+	got, err := c.Approve(ctx, p.sessionID, p.id, scope)
+	if err != nil {
 		return fail("%v", err)
 	}
 	fmt.Fprintf(p.stdout, "\nApproved %s on %s: scope %s, rule %s, %s. Tell the agent to run the call again.\n",

@@ -80,6 +80,19 @@ func TestApproveServer(t *testing.T) {
 		return code, out.String(), errb.String()
 	}
 
+	// approvals list --server finds the request and its session: the
+	// person approving need not know the session id.
+	var listed bytes.Buffer
+	if code := run([]string{"approvals", "list", "--server", url, "--approver-token-file", tokenFile}, strings.NewReader(""), &listed, io.Discard); code != exitOK ||
+		!regexp.MustCompile(id+`\s+codex-1\s+`).MatchString(listed.String()) {
+		t.Fatalf("approvals list --server: exit %d\n%s", code, listed.String())
+	}
+	listed.Reset()
+	if code := run([]string{"approvals", "list", "--server", url, "--approver-token-file", tokenFile, "--format", "json"}, strings.NewReader(""), &listed, io.Discard); code != exitOK ||
+		!strings.Contains(listed.String(), `"session_id": "codex-1"`) || !strings.Contains(listed.String(), `"id": "`+id+`"`) {
+		t.Fatalf("approvals list --server --format json: exit %d\n%s", code, listed.String())
+	}
+
 	// A wrong token: unauthorized, nothing recorded.
 	bad := filepath.Join(dir, "bad-token")
 	if err := os.WriteFile(bad, []byte("guess\n"), 0o600); err != nil {

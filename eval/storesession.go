@@ -1,0 +1,443 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
+)
+
+// This file is a session's side of a state store (storeSession, its
+// backend): a decision's run, commit and rerun, a new turn, a change of
+// the approval book, and reading a session another replica started.
+// fleet.go is the engine's side.
+
+// storeSession is a session's part of the store protocol. Its fields are
+// used by the handle's decisions, which hold the engine's lock of the
+// session id (sessionLocks), taken first.
+type storeSession struct {
+	// version is the session entry's version the handle holds ("" before
+	// it read one: the entry is taken to be absent until a commit says).
+	version string
+	// committed is the session's state at version, to roll back to.
+	committed snapshot
+	// local, when set, is the state to roll back to instead: counts a
+	// decision kept while the store was unreachable (on_store_error:
+	// local).
+	local *SessionState
+	// entries are the shared entries of the session, by sharedScopes index.
+	entries [len(sharedScopes)]*sharedEntry
+	// counted says, during a decision, which shared scopes the set counts
+	// in (their entries are locked), by sharedScopes index.
+	counted [len(sharedScopes)]bool
+	// seen is the version and halt of each shared entry the set does not
+	// count in, as the session last read it: those entries are only
+	// checked (for a fleet halt), on the session's own view, so that a
+	// decision never waits for an entry it does not lock.
+	seen [len(sharedScopes)]struct {
+		version string
+		halt    *Decision
+	}
+	// touched and strict say whether the decision read or counted a
+	// counter, and one that fails closed on a store error.
+	touched, strict bool
+	// answers are the approvers' answers of the decision, by approval key,
+	// so that a decision that runs again does not ask again.
+	answers map[string]Approval
+}
+
+// entry returns the shared entry of counter c's scope; the decision holds
+// it locked.
+func (s *Session) entry(c *compile.Counter) *sharedEntry {
+	for i, sc := range sharedScopes {
+		if sc == c.Decl.Scope {
+			return s.st.entries[i]
+		}
+	}
+	return nil
+}
+
+// touch implements backend: the decision read or counted counter c.
+func (st *storeSession) touch(c *compile.Counter) {
+	st.touched = true
+	if c.Decl.OnStoreError != policy.StoreErrorLocal {
+		st.strict = true
+	}
+}
+
+// sharedCounts implements backend: the counts of c in its shared entry,
+// which the decision holds locked; the caller holds s.mu.
+func (st *storeSession) sharedCounts(s *Session, c *compile.Counter) *counterState {
+	ent := s.entry(c)
+	cs, ok := ent.counters[c.ID]
+	if !ok {
+		cs = newCounterState()
+		ent.counters[c.ID] = cs
+	}
+	return cs
+}
+
+// answered implements backend.
+func (st *storeSession) answered(key string) (Approval, bool) {
+	a, ok := st.answers[key]
+	return a, ok
+}
+
+// noteAnswer implements backend.
+func (st *storeSession) noteAnswer(key string, a Approval) {
+	if st.answers == nil {
+		st.answers = map[string]Approval{}
+	}
+	st.answers[key] = a
+}
+
+// decide implements backend (decideStored).
+func (st *storeSession) decide(ctx context.Context, s *Session, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
+	return s.decideStored(ctx, set, phase, call, res, io, opts)
+}
+
+// decided implements backend: a refused call was remembered in the
+// decision's commit.
+func (st *storeSession) decided(*Session, Call, Decision) {}
+
+// nextTurn implements backend: the new turn is committed.
+func (st *storeSession) nextTurn(ctx context.Context, s *Session) (uint64, error) {
+	return s.changeStored(ctx, func() error {
+		s.mu.Lock()
+		s.turn++
+		s.halt = nil
+		s.mu.Unlock()
+		return nil
+	})
+}
+
+// change implements backend: the change is committed, on the session's
+// current stored state.
+func (st *storeSession) change(ctx context.Context, s *Session, apply func() error) error {
+	_, err := s.changeStored(ctx, apply)
+	return err
+}
+
+// sync implements backend.
+func (st *storeSession) sync(ctx context.Context, s *Session) error {
+	defer s.eng.stored.locks.lock(s.id)()
+	return s.syncLocked(ctx)
+}
+
+// open implements backend.
+func (st *storeSession) open(ctx context.Context, s *Session) error {
+	if err := st.sync(ctx, s); err != nil {
+		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	_, err := s.changeStored(ctx, func() error { return nil })
+	return err
+}
+
+// bindEntries resolves the session's shared entries from its metadata.
+func (s *Session) bindEntries() {
+	for i, sc := range sharedScopes {
+		s.st.entries[i] = s.eng.stored.shared(state.Key{Scope: sc, ID: ScopeID(s.meta, sc)})
+	}
+}
+
+// decideStored decides one call of a session whose state is in the store:
+// run on the state the handle holds, commit, and run again on the current
+// state when another replica changed it.
+func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
+	st := s.st
+	defer s.eng.stored.locks.lock(s.id)()
+	st.counted = [len(sharedScopes)]bool{}
+	if st.version == "" && len(s.meta) <= 1 {
+		// A handle opened without metadata on a session another replica
+		// started takes the session's metadata, and with it its agent,
+		// repository and organisation, before any entry is locked.
+		if err := s.syncLocked(ctx); err != nil {
+			return s.storeFault(phase, call.Tool, CodeStoreUnavailable, "the state store could not be reached: "+err.Error()), nil
+		}
+	}
+	// The shared entries the set counts in stay locked to the commit.
+	for _, c := range set.Counters() {
+		for i, sc := range sharedScopes {
+			if c.Decl.Scope == sc {
+				st.counted[i] = true
+			}
+		}
+	}
+	for i, ent := range st.entries {
+		if st.counted[i] {
+			ent.mu.Lock()
+			defer ent.mu.Unlock()
+		}
+	}
+	st.answers = nil
+	defer func() { st.answers = nil }()
+	for try := 0; ; try++ {
+		st.touched, st.strict = false, false
+		d, err := s.decideLocal(ctx, set, phase, call, res, io, opts)
+		if phase == policy.PhaseBefore {
+			s.rememberBefore(call, d)
+		}
+		ops, writes, serr := s.storeOps()
+		var ok bool
+		var cur []storedEntry
+		if serr == nil {
+			ok, cur, serr = s.eng.stored.commit(ctx, ops)
+		}
+		if serr != nil {
+			if st.touched && !st.strict {
+				// Every counter the decision used degrades to local
+				// counting: the decision stands on the replica's state,
+				// which the next commit writes if no other replica
+				// changed it meanwhile.
+				s.keepLocal()
+				return d, err
+			}
+			s.rollback()
+			return s.storeFault(phase, call.Tool, CodeStoreUnavailable, "the state store could not be reached: "+serr.Error()), nil
+		}
+		s.adopt(ops, writes, cur, ok)
+		if ok {
+			return d, err
+		}
+		if try+1 >= s.eng.stored.retries {
+			return s.storeFault(phase, call.Tool, CodeStoreConflict, fmt.Sprintf("the session state kept changing on other replicas (%d tries)", try+1)), nil
+		}
+		if err := ctx.Err(); err != nil {
+			return refusal(phase, call.Tool, CodeCanceled, "the decision was not finished: "+err.Error(), nil), err
+		}
+	}
+}
+
+// storeFault is the block of a decision the store could not settle.
+func (s *Session) storeFault(phase policy.Phase, tool, code, reason string) Decision {
+	return refusal(phase, tool, code, reason, nil)
+}
+
+// storeOps are the entries a decision of the session checks and writes:
+// its own, then its shared ones; writes are the states the ops write, by
+// op.
+func (s *Session) storeOps() ([]state.Op, []SessionState, error) {
+	st := s.st
+	ops := make([]state.Op, 0, 1+len(st.entries))
+	writes := make([]SessionState, 0, 1+len(st.entries))
+	cur := s.State()
+	op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
+	js, err := json.Marshal(cur)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot encode the session state: %w", err)
+	}
+	if st.version == "" || !st.committed.same(js) {
+		op.Write = js
+	}
+	ops, writes = append(ops, op), append(writes, cur)
+	for i, ent := range st.entries {
+		if !st.counted[i] {
+			// Only checked, for a fleet halt: the session's own view.
+			ops = append(ops, state.Op{Key: ent.key, Version: st.seen[i].version})
+			writes = append(writes, SessionState{})
+			continue
+		}
+		op := state.Op{Key: ent.key, Version: ent.version}
+		est := ent.state()
+		js, err := json.Marshal(est)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot encode the %s state: %w", ent.key, err)
+		}
+		if !ent.committed.same(js) {
+			op.Write, op.Persistent = js, est.Halted != nil
+		}
+		ops, writes = append(ops, op), append(writes, est)
+	}
+	return ops, writes, nil
+}
+
+// snapshot is a state as committed, with its JSON, which a decision's
+// state is compared with to know whether it changed.
+type snapshot struct {
+	st SessionState
+	js []byte
+}
+
+func (sn *snapshot) set(st SessionState) {
+	sn.st = st
+	sn.js, _ = json.Marshal(st)
+}
+
+// setJSON is set with the state's JSON already made.
+func (sn *snapshot) setJSON(st SessionState, js []byte) { sn.st, sn.js = st, js }
+
+// same reports whether js, a state's JSON, is the snapshot's state, as a
+// store keeps it.
+func (sn *snapshot) same(js []byte) bool {
+	return sn.js != nil && bytes.Equal(js, sn.js)
+}
+
+// adopt takes the store's answer to a commit: new versions, or the current
+// state of every entry to decide on again.
+func (s *Session) adopt(ops []state.Op, writes []SessionState, cur []storedEntry, ok bool) {
+	st := s.st
+	for i, op := range ops {
+		c := cur[i]
+		if i == 0 {
+			st.local = nil
+			if ok {
+				st.version = c.Version
+				if op.Write != nil {
+					st.committed.setJSON(writes[i], op.Write)
+				}
+				continue
+			}
+			s.adoptSession(c)
+			continue
+		}
+		ent := st.entries[i-1]
+		if !st.counted[i-1] {
+			seen := &st.seen[i-1]
+			if !ok && c.Version != seen.version {
+				seen.version, seen.halt = c.Version, nil
+				if c.State != nil && c.State.Halted != nil {
+					h := *c.State.Halted
+					seen.halt = &h
+				}
+			}
+			continue
+		}
+		switch {
+		case ok && op.Write != nil:
+			ent.version, ent.local = c.Version, nil
+			ent.committed.setJSON(writes[i], op.Write)
+		case ok:
+			ent.version = c.Version
+		case c.Version != ent.version:
+			ent.adopt(s.eng, c.Version, c.State)
+		default:
+			ent.adopt(s.eng, ent.version, &ent.committed.st) // undo this try's counts
+		}
+	}
+}
+
+// adoptSession replaces the session's state with the store's.
+func (s *Session) adoptSession(c storedEntry) {
+	st := s.st
+	state := SessionState{ID: s.id}
+	if c.State != nil {
+		state = *c.State
+	}
+	s.mu.Lock()
+	s.restore(state)
+	s.mu.Unlock()
+	st.version = c.Version
+	st.committed.set(s.State())
+}
+
+// rollback undoes what a decision changed in the handle's state, back to
+// the states last committed (or kept locally).
+func (s *Session) rollback() {
+	st := s.st
+	base := &st.committed.st
+	if st.local != nil {
+		base = st.local
+	}
+	s.mu.Lock()
+	s.restore(*base)
+	s.mu.Unlock()
+	for i, ent := range st.entries {
+		if st.counted[i] {
+			local := ent.local
+			ent.adopt(s.eng, ent.version, &ent.committed.st)
+			if local != nil {
+				ent.counters, ent.local = s.eng.restoreCounters(local.Counters), local
+			}
+		}
+	}
+}
+
+// keepLocal keeps the handle's state, and its shared entries', as they
+// are, while the store is unreachable: a later failed decision rolls back
+// to it, a commit replaces it.
+func (s *Session) keepLocal() {
+	st := s.st
+	cur := s.State()
+	st.local = &cur
+	for i, ent := range st.entries {
+		if st.counted[i] {
+			est := ent.state()
+			ent.local = &est
+		}
+	}
+}
+
+// fleetHalt implements backend: the fleet halt in force over the session,
+// if one is.
+func (st *storeSession) fleetHalt(s *Session) *Decision {
+	for i, ent := range s.st.entries {
+		h := s.st.seen[i].halt
+		if s.st.counted[i] {
+			h = ent.halt // the decision holds it locked
+		}
+		if h != nil {
+			return h
+		}
+	}
+	return nil
+}
+
+// syncLocked reads the session's entry; the caller holds the session's
+// lock and no shared entry.
+func (s *Session) syncLocked(ctx context.Context) error {
+	ok, got, err := s.eng.stored.commit(ctx, []state.Op{{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: s.st.version}})
+	if err != nil || ok {
+		return err
+	}
+	if c := got[0]; c.State != nil && len(s.meta) <= 1 && len(c.State.Meta) > 0 {
+		s.mu.Lock()
+		s.meta = maps.Clone(c.State.Meta)
+		s.meta["id"] = s.id
+		s.mu.Unlock()
+		s.bindEntries()
+	}
+	s.adoptSession(got[0])
+	return nil
+}
+
+// changeStored applies change to the session's own state and commits it,
+// on the current state. A change that fails (and changes nothing) on a
+// state that is current returns its error; on a state another replica
+// changed since, it is applied again on the current one.
+func (s *Session) changeStored(ctx context.Context, change func() error) (uint64, error) {
+	st := s.st
+	defer s.eng.stored.locks.lock(s.id)()
+	st.counted = [len(sharedScopes)]bool{}
+	for try := 0; try < s.eng.stored.retries; try++ {
+		cerr := change()
+		cur := s.State()
+		op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
+		js, err := json.Marshal(cur)
+		if err != nil {
+			s.rollback()
+			return s.Turn(), fmt.Errorf("cannot encode the session state: %w", err)
+		}
+		if cerr == nil && (st.version == "" || !st.committed.same(js)) {
+			op.Write = js
+		}
+		ok, got, err := s.eng.stored.commit(ctx, []state.Op{op})
+		if err != nil {
+			s.rollback()
+			return s.Turn(), fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		}
+		if ok {
+			st.version = got[0].Version
+			if op.Write != nil {
+				st.committed.setJSON(cur, js)
+			}
+			return s.Turn(), cerr
+		}
+		s.adoptSession(got[0])
+	}
+	return s.Turn(), fmt.Errorf("%w: the session state kept changing on other replicas", ErrStoreConflict)
+}
