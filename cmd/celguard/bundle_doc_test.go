@@ -40,13 +40,16 @@ func TestBundlesDoc(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the walkthrough failed: %v\n%s", err, out)
 	}
+	// policies list --effective shows the bundle's policy in the user layer.
+	if !regexp.MustCompile(`(?m)^user +no-terraform-destroy +bundle:acme@v1\.0\.0/serial-1/no-destroy\.yaml +1$`).Match(out) {
+		t.Errorf("policies list --effective does not show the bundle's policy\n%s", out)
+	}
 	for _, want := range []string{
 		"built acme-v1.tar.gz: acme v1.0.0 serial 1 for the user layer",
 		"holds 2 signatures",
 		"verified acme v1.0.0 (serial 1), signed by",
 		"acme (user layer): in force: acme v1.0.0 (serial 1) from oci://" + reg.Addr() + "/acme/policies:stable",
 		`"verdict":"block","phase":"before","tool":"Bash","rule_id":"no-terraform-destroy","policy":"no-terraform-destroy","file":"bundle:acme@v1.0.0/serial-1/no-destroy.yaml"`,
-		"user     no-terraform-destroy  bundle:acme@v1.0.0/serial-1/no-destroy.yaml  1",
 		"acme (user layer): in force: acme v1.1.0 (serial 2)",
 		"bundle_rollback: oci://" + reg.Addr() + "/acme/policies:stable offers serial 1; serial 2 is in force",
 		"acme (user layer): in force: acme v1.2.0 (serial 3)",
