@@ -27,6 +27,11 @@
 // a new prompt goes through with a warning (Runner.promptThrough). The
 // per-host tables are in docs/hooks.md; hooks/hostse2e checks them against
 // the real hosts.
+//
+// The hosts are one table (HostInfo: names, settings files, events, tested
+// versions), which serve, the command line and package hooks/setup read.
+// Putting the hooks into a host's settings and checking them there (hook
+// install, doctor) is package hooks/setup, above this one.
 package hooks
 
 import (

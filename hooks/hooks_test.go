@@ -15,6 +15,7 @@ import (
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/unprivileged"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/store/statedir"
 )
@@ -172,7 +173,7 @@ func TestFailClosedOnState(t *testing.T) {
 // TestFailClosedOnUnreadableState: a state file the hook cannot read
 // blocks (run as a user whose permissions bind: runUnprivileged).
 func TestFailClosedOnUnreadableState(t *testing.T) {
-	runUnprivileged(t, func(t *testing.T) {
+	unprivileged.Run(t, func(t *testing.T) {
 		eng := testEngine(t)
 		h, _ := New("claude-code", Options{})
 		r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir(), MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,

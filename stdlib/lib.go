@@ -14,7 +14,7 @@ import (
 // LatestVersion is the newest stdlib version. A Lib built with WithVersion(n)
 // declares only the functions introduced in version n or earlier, so stored
 // policies keep compiling with the same function set after an upgrade.
-const LatestVersion uint32 = 3
+const LatestVersion uint32 = 4
 
 // Config is the configuration a Lib is built from. It is filled in by New from
 // its Options; the zero value is never used directly.
@@ -131,6 +131,7 @@ func (l *Lib) buildRegistry() []*fnDef {
 	out = append(out, l.secretsFns()...)
 	out = append(out, l.urlFns()...)
 	out = append(out, l.mcpFns()...)
+	out = append(out, l.toolchainFns()...)
 	return out
 }
 
@@ -162,6 +163,7 @@ func (l *Lib) EnvOptions() []cel.EnvOption {
 		l.Secrets(),
 		l.URL(),
 		l.MCP(),
+		l.Toolchain(),
 	}
 }
 

@@ -29,15 +29,21 @@ const (
 	URLTypeName = "celguard.url.URL"
 	// SecretFindingTypeName is the type of an element of secrets.find.
 	SecretFindingTypeName = "celguard.secrets.Finding"
+	// ToolchainAnalysisTypeName is the type of toolchain.analyze.
+	ToolchainAnalysisTypeName = "celguard.toolchain.Analysis"
+	// ToolchainFileTypeName is the type of an element of toolchain.files.
+	ToolchainFileTypeName = "celguard.toolchain.File"
 )
 
 var (
-	shellParseType    = cel.ObjectType(ShellParseTypeName)
-	shellCommandType  = cel.ObjectType(ShellCommandTypeName)
-	shellRedirectType = cel.ObjectType(ShellRedirectTypeName)
-	shellWrapperType  = cel.ObjectType(ShellWrapperTypeName)
-	urlType           = cel.ObjectType(URLTypeName)
-	secretFindingType = cel.ObjectType(SecretFindingTypeName)
+	shellParseType        = cel.ObjectType(ShellParseTypeName)
+	shellCommandType      = cel.ObjectType(ShellCommandTypeName)
+	shellRedirectType     = cel.ObjectType(ShellRedirectTypeName)
+	shellWrapperType      = cel.ObjectType(ShellWrapperTypeName)
+	urlType               = cel.ObjectType(URLTypeName)
+	secretFindingType     = cel.ObjectType(SecretFindingTypeName)
+	toolchainAnalysisType = cel.ObjectType(ToolchainAnalysisTypeName)
+	toolchainFileType     = cel.ObjectType(ToolchainFileTypeName)
 )
 
 // Field is one field of a declared result type.
@@ -111,6 +117,20 @@ var resultTypes = []ResultType{
 		{"start", cel.IntType, "offset of the secret, in code points"},
 		{"end", cel.IntType, "offset after the secret, in code points"},
 		{"preview", cel.StringType, "the first four characters of the secret, never more"},
+	}},
+	{ToolchainAnalysisTypeName, []Field{
+		{"runs", cel.BoolType, "a toolchain runs or loads the file; the other fields are empty when not"},
+		{"family", cel.StringType, `the file's family in the table of docs/policies.md ("make", "npm-package", ...)`},
+		{"ecosystem", cel.StringType, `"make", "node", "rust", "python", "go", "git", "ci", "agent", ...`},
+		{"run_by", cel.StringType, "who runs the file, and when"},
+		{"commands", listString, "the shell commands the content holds, to judge as direct commands"},
+		{"uses", listString, "code the content pulls in by reference: actions, hook repositories, features, images"},
+		{"unproven", listString, "why the content cannot be proven safe by its commands (program code, no parse, ...)"},
+	}},
+	{ToolchainFileTypeName, []Field{
+		{"path", cel.StringType, "the file's path as the call writes it"},
+		{"content", cel.StringType, "what the call writes into it (an edit's new text, a patch's added lines)"},
+		{"edit", cel.BoolType, "the content is a part of the file (an edit, a patch): read it with toolchain.analyzeEdit"},
 	}},
 }
 
@@ -285,11 +305,13 @@ func fieldKeys(name string) []ref.Val {
 }
 
 var (
-	shellParseKeys    = fieldKeys(ShellParseTypeName)
-	shellRedirectKeys = fieldKeys(ShellRedirectTypeName)
-	shellWrapperKeys  = fieldKeys(ShellWrapperTypeName)
-	urlKeys           = fieldKeys(URLTypeName)
-	secretFindingKeys = fieldKeys(SecretFindingTypeName)
+	shellParseKeys        = fieldKeys(ShellParseTypeName)
+	shellRedirectKeys     = fieldKeys(ShellRedirectTypeName)
+	shellWrapperKeys      = fieldKeys(ShellWrapperTypeName)
+	urlKeys               = fieldKeys(URLTypeName)
+	secretFindingKeys     = fieldKeys(SecretFindingTypeName)
+	toolchainAnalysisKeys = fieldKeys(ToolchainAnalysisTypeName)
+	toolchainFileKeys     = fieldKeys(ToolchainFileTypeName)
 )
 
 // newObj returns a value of type t with the values of its fields, in

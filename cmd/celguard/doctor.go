@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/hooks/setup"
 )
 
 func newDoctorCmd(sio stdio) *cobra.Command {
@@ -66,7 +67,7 @@ func runDoctor(hostArgs []string, sio stdio) int {
 	if len(hostList) == 0 {
 		hostList = hooks.Hosts()
 	}
-	checks := hooks.Doctor(hostList, len(hostArgs) > 0, hooks.DoctorEnv{ProjectDir: cwd, HomeDir: home, CodexHome: os.Getenv("CODEX_HOME")})
+	checks := setup.Doctor(hostList, len(hostArgs) > 0, setup.DoctorEnv{ProjectDir: cwd, HomeDir: home, CodexHome: os.Getenv("CODEX_HOME")})
 	code, installed := exitOK, false
 	last := ""
 	for _, c := range checks {
@@ -87,7 +88,7 @@ func runDoctor(hostArgs []string, sio stdio) int {
 			fix := strings.TrimRight(c.Fix, "\n")
 			fmt.Fprintf(sio.stdout, "        fix: %s\n", strings.ReplaceAll(fix, "\n", "\n             "))
 		}
-		if c.Level == hooks.LevelFail {
+		if c.Level == setup.LevelFail {
 			code = exitFindings
 		}
 		if c.Settings != "" {

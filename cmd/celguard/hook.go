@@ -16,6 +16,7 @@ import (
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/hooks/setup"
 	"github.com/celguard/celguard/internal/atomicfile"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/stdlib/shell"
@@ -343,9 +344,9 @@ func runHookInstall(host string, p hookInstallParams) int {
 		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
 		return exitUsage
 	}
-	scope := hooks.ScopeProject
+	scope := setup.ScopeProject
 	if p.user {
-		scope = hooks.ScopeUser
+		scope = setup.ScopeUser
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
@@ -353,11 +354,11 @@ func runHookInstall(host string, p hookInstallParams) int {
 		return exitUsage
 	}
 	home, herr := os.UserHomeDir()
-	if scope == hooks.ScopeUser && herr != nil {
+	if scope == setup.ScopeUser && herr != nil {
 		fmt.Fprintf(p.stderr, "celguard hook install: no home directory for --user: %v\n", herr)
 		return exitUsage
 	}
-	path, err := hooks.SettingsPath(host, scope, cwd, home)
+	path, err := setup.SettingsPath(host, scope, cwd, home)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
 		return exitUsage
@@ -368,12 +369,12 @@ func runHookInstall(host string, p hookInstallParams) int {
 		return exitUsage
 	}
 	if p.command == "" {
-		if p.command, err = hooks.Executable(); err != nil {
+		if p.command, err = setup.Executable(); err != nil {
 			fmt.Fprintf(p.stderr, "celguard hook install: %v; name it with --command /absolute/path/to/celguard\n", err)
 			return exitUsage
 		}
 	}
-	for _, w := range hooks.BinaryWarnings(p.command) {
+	for _, w := range setup.BinaryWarnings(p.command) {
 		fmt.Fprintf(p.stderr, "celguard hook install: warning: %s\n", w)
 	}
 	if err := p.hookOptions.absolute(); err != nil {
@@ -381,7 +382,7 @@ func runHookInstall(host string, p hookInstallParams) int {
 		return exitUsage
 	}
 	command := installCommand(host, p)
-	updated, changed, err := hooks.Install(host, old, command)
+	updated, changed, err := setup.Install(host, old, command)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard hook install: %s: %v\n", path, err)
 		return exitUsage
@@ -395,31 +396,31 @@ func runHookInstall(host string, p hookInstallParams) int {
 		return installNotes(host, path, old, updated, scope, cwd, home, p.stdio)
 	}
 	if p.dryRun {
-		fmt.Fprint(p.stdout, hooks.Diff(shown, shown+" (with celguard)", old, updated))
+		fmt.Fprint(p.stdout, setup.Diff(shown, shown+" (with celguard)", old, updated))
 		return exitOK
 	}
 	if err := writeSettings(path, updated); err != nil {
 		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(p.stdout, "%s: installed celguard's %s hooks (%s)\n", shown, host, strings.Join(hooks.HookEvents(host), ", "))
+	fmt.Fprintf(p.stdout, "%s: installed celguard's %s hooks (%s)\n", shown, host, strings.Join(setup.HookEvents(host), ", "))
 	return installNotes(host, path, old, updated, scope, cwd, home, p.stdio)
 }
 
 // installNotes prints what the host needs beyond its settings file: Codex
 // runs a hook only once it is trusted (and skips an untrusted one without a
 // word), so the exact trust entries are printed.
-func installNotes(host, path string, old, settings []byte, scope hooks.Scope, cwd, home string, sio stdio) int {
+func installNotes(host, path string, old, settings []byte, scope setup.InstallScope, cwd, home string, sio stdio) int {
 	if host != "codex" {
 		return exitOK
 	}
-	entries, err := hooks.CodexTrustEntries(path, settings)
+	entries, err := setup.CodexTrustEntries(path, settings)
 	if err != nil {
 		fmt.Fprintf(sio.stderr, "celguard hook install: %v\n", err)
 		return exitUsage
 	}
 	if len(old) > 0 {
-		before, _ := hooks.CodexTrustEntries(path, old)
+		before, _ := setup.CodexTrustEntries(path, old)
 		was := map[string]string{}
 		for _, e := range before {
 			was[e.Key] = e.Hash
@@ -439,7 +440,7 @@ func installNotes(host, path string, old, settings []byte, scope hooks.Scope, cw
 	for _, e := range entries {
 		fmt.Fprintln(sio.stdout, e.TOML())
 	}
-	if scope == hooks.ScopeProject {
+	if scope == setup.ScopeProject {
 		fmt.Fprintf(sio.stdout, "Codex loads a project's .codex/hooks.json only in a project it trusts:\n\n[projects.%q]\ntrust_level = \"trusted\"\n\n", cwd)
 	}
 	return exitOK

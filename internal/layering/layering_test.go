@@ -18,7 +18,7 @@ var layers = []struct {
 	rank int
 	pkgs []string
 }{
-	{0, []string{"policy", "stdlib/shell/...", "internal/atomicfile", "internal/jsonkind", "internal/fileowner", "internal/logfile", "internal/redistest", "internal/registrytest", "internal/npmhost"}},
+	{0, []string{"policy", "stdlib/shell/...", "stdlib/toolchain/...", "stdlib/sql/...", "internal/atomicfile", "internal/jsonkind", "internal/fileowner", "internal/logfile", "internal/redistest", "internal/registrytest", "internal/npmhost", "internal/unprivileged"}},
 	// state is the persistence protocol the evaluator and every store
 	// share; store/statedir the signed state directory (the hooks' and the
 	// file store's), which knows neither.
@@ -32,7 +32,10 @@ var layers = []struct {
 	{5, []string{"hooks", "serve/client", "hooks/hostse2e", "judge", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
 	// bundle builds (lint, suites) and verifies distributed policy sets,
 	// above policytest and below the composition root that loads them.
-	{6, []string{"bundle"}},
+	// hooks/setup installs and checks the hooks in the hosts' settings
+	// files: it reads hooks' host table, and hooks (which serve links)
+	// knows nothing of it.
+	{6, []string{"bundle", "hooks/setup"}},
 	// "" is the module root, package celguard: the composition root
 	// (Config.Load) builds every engine, above policies, compile, eval,
 	// judge and store, and below serve and the command line.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/internal/unprivileged"
 )
 
 // TestKeyMadeOnceAndKept: the first use makes a 0600 key of 32 bytes; later
@@ -119,7 +121,7 @@ func TestKeyBrokenFailsClosed(t *testing.T) {
 
 // TestKeyUnreadable: a key celguard cannot open is an error, not a new key.
 func TestKeyUnreadable(t *testing.T) {
-	runUnprivileged(t, func(t *testing.T) {
+	unprivileged.Run(t, func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, KeyFile)
 		require.NoError(t, os.WriteFile(path, bytes.Repeat([]byte{7}, keySize), 0o600))

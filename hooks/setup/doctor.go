@@ -1,4 +1,4 @@
-package hooks
+package setup
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/internal/fileowner"
 )
 
@@ -82,7 +83,7 @@ func Doctor(hosts []string, required bool, env DoctorEnv) []Check {
 	var out []Check
 	for _, host := range hosts {
 		found := false
-		for _, scope := range []Scope{ScopeProject, ScopeUser} {
+		for _, scope := range []InstallScope{ScopeProject, ScopeUser} {
 			path, err := settingsPathIn(host, scope, env)
 			if err != nil {
 				out = append(out, Check{Host: host, Level: LevelFail, Message: err.Error()})
@@ -115,9 +116,9 @@ func Doctor(hosts []string, required bool, env DoctorEnv) []Check {
 	return out
 }
 
-func settingsPathIn(host string, scope Scope, env DoctorEnv) (string, error) {
-	if host == Codex && scope == ScopeUser {
-		info, _ := LookupHost(host)
+func settingsPathIn(host string, scope InstallScope, env DoctorEnv) (string, error) {
+	if host == hooks.Codex && scope == ScopeUser {
+		info, _ := hooks.LookupHost(host)
 		return filepath.Join(env.CodexHome, info.SettingsFile), nil
 	}
 	return SettingsPath(host, scope, env.ProjectDir, env.HomeDir)
@@ -125,7 +126,7 @@ func settingsPathIn(host string, scope Scope, env DoctorEnv) (string, error) {
 
 // doctorSettings checks one settings file; ours is false when it holds no
 // celguard hook for host.
-func doctorSettings(host string, scope Scope, path string, data []byte, env DoctorEnv) (checks []Check, ours bool) {
+func doctorSettings(host string, scope InstallScope, path string, data []byte, env DoctorEnv) (checks []Check, ours bool) {
 	add := func(l Level, msg, fix string) {
 		checks = append(checks, Check{Host: host, Settings: path, Level: l, Message: msg, Fix: fix})
 	}
@@ -167,9 +168,9 @@ func doctorSettings(host string, scope Scope, path string, data []byte, env Doct
 		checks = append(checks, binaryChecks(host, path, c, reinstall)...)
 	}
 	switch host {
-	case Codex:
+	case hooks.Codex:
 		checks = append(checks, codexTrustChecks(path, scope, data, env)...)
-	case Gemini:
+	case hooks.Gemini:
 		if hc, _ := root.get("hooksConfig"); hc != nil {
 			if o, _ := hc.(*object); o != nil {
 				if en, ok := o.get("enabled"); ok && en == false {
@@ -184,7 +185,7 @@ func doctorSettings(host string, scope Scope, path string, data []byte, env Doct
 				}
 			}
 		}
-	case ClaudeCode:
+	case hooks.ClaudeCode:
 		if d, _ := root.get("disableAllHooks"); d == true {
 			add(LevelFail, "disableAllHooks is true: Claude Code runs no hook", `remove "disableAllHooks": true`)
 		}
@@ -258,7 +259,7 @@ func commandBinary(command string) string {
 
 // noHook says what host does when a hook's command cannot start.
 func noHook(host string) string {
-	info, _ := LookupHost(host)
+	info, _ := hooks.LookupHost(host)
 	return info.NoHook
 }
 
@@ -300,15 +301,15 @@ func binaryChecks(host, path, command, reinstall string) []Check {
 
 // codexTrustChecks checks that Codex trusts celguard's hooks in path, as
 // recorded in its config.toml.
-func codexTrustChecks(path string, scope Scope, data []byte, env DoctorEnv) []Check {
+func codexTrustChecks(path string, scope InstallScope, data []byte, env DoctorEnv) []Check {
 	config := filepath.Join(env.CodexHome, "config.toml")
 	entries, err := CodexTrustEntries(path, data)
 	if err != nil {
-		return []Check{{Host: Codex, Settings: path, Level: LevelFail, Message: err.Error()}}
+		return []Check{{Host: hooks.Codex, Settings: path, Level: LevelFail, Message: err.Error()}}
 	}
 	toml, err := os.ReadFile(config)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return []Check{{Host: Codex, Settings: path, Level: LevelFail, Message: err.Error(), Fix: "make " + config + " readable"}}
+		return []Check{{Host: hooks.Codex, Settings: path, Level: LevelFail, Message: err.Error(), Fix: "make " + config + " readable"}}
 	}
 	states, projects := parseCodexConfig(string(toml))
 	var checks []Check
@@ -331,21 +332,21 @@ func codexTrustChecks(path string, scope Scope, data []byte, env DoctorEnv) []Ch
 	}
 	trustFix := "trust them with /hooks in an interactive codex session, or put these lines in " + config + " (replacing older entries of the same keys):\n" + fix.String()
 	if len(untrusted) > 0 {
-		checks = append(checks, Check{Host: Codex, Settings: path, Level: LevelFail, Message: "Codex has not trusted celguard's hooks for " + strings.Join(untrusted, ", ") + ": it skips them without a word and runs every call unguarded", Fix: trustFix})
+		checks = append(checks, Check{Host: hooks.Codex, Settings: path, Level: LevelFail, Message: "Codex has not trusted celguard's hooks for " + strings.Join(untrusted, ", ") + ": it skips them without a word and runs every call unguarded", Fix: trustFix})
 	}
 	if len(changed) > 0 {
-		checks = append(checks, Check{Host: Codex, Settings: path, Level: LevelFail, Message: "celguard's hooks for " + strings.Join(changed, ", ") + " changed since Codex trusted them (the command line differs): Codex skips them", Fix: trustFix})
+		checks = append(checks, Check{Host: hooks.Codex, Settings: path, Level: LevelFail, Message: "celguard's hooks for " + strings.Join(changed, ", ") + " changed since Codex trusted them (the command line differs): Codex skips them", Fix: trustFix})
 	}
 	if len(disabled) > 0 {
-		checks = append(checks, Check{Host: Codex, Settings: path, Level: LevelFail, Message: "celguard's hooks for " + strings.Join(disabled, ", ") + " are disabled in " + config, Fix: "remove enabled = false from their [hooks.state] entries"})
+		checks = append(checks, Check{Host: hooks.Codex, Settings: path, Level: LevelFail, Message: "celguard's hooks for " + strings.Join(disabled, ", ") + " are disabled in " + config, Fix: "remove enabled = false from their [hooks.state] entries"})
 	}
 	if len(untrusted)+len(changed) == 0 {
-		checks = append(checks, Check{Host: Codex, Settings: path, Level: LevelOK, Message: "Codex trusts every celguard hook as installed"})
+		checks = append(checks, Check{Host: hooks.Codex, Settings: path, Level: LevelOK, Message: "Codex trusts every celguard hook as installed"})
 	}
 	if scope == ScopeProject {
 		dir := filepath.Dir(filepath.Dir(path))
 		if projects[dir] != "trusted" {
-			checks = append(checks, Check{Host: Codex, Settings: path, Level: LevelFail,
+			checks = append(checks, Check{Host: hooks.Codex, Settings: path, Level: LevelFail,
 				Message: "Codex loads " + path + " only in a project it trusts, and " + dir + " is not trusted in " + config,
 				Fix:     fmt.Sprintf("trust the project when codex asks, or add to %s:\n[projects.%s]\ntrust_level = \"trusted\"\n", config, strconv.Quote(dir))})
 		}
@@ -457,7 +458,7 @@ var versionRE = regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)`)
 // versionCheck compares the host's version with the one tested.
 func versionCheck(host string, env DoctorEnv) Check {
 	c := Check{Host: host, Level: LevelWarn}
-	info, _ := LookupHost(host)
+	info, _ := hooks.LookupHost(host)
 	tested, ok := info.TestedVersion, info.TestedVersion != ""
 	name := info.Command
 	bin, err := env.LookPath(name)

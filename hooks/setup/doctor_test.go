@@ -1,4 +1,4 @@
-package hooks
+package setup
 
 import (
 	"os"
@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/internal/unprivileged"
 	"github.com/celguard/celguard/stdlib/shell"
 )
 
@@ -61,7 +63,7 @@ func TestDoctorVersion(t *testing.T) {
 	}
 	c := versionCheck("gemini", env)
 	assert.Equal(t, LevelWarn, c.Level)
-	assert.Contains(t, c.Message, "older than "+hostTested(Gemini))
+	assert.Contains(t, c.Message, "older than "+hostTested(hooks.Gemini))
 	env.Version = func(string) (string, error) { return "0.61.0\n", nil }
 	assert.Equal(t, LevelOK, versionCheck("gemini", env).Level)
 }
@@ -70,7 +72,7 @@ func TestDoctorVersion(t *testing.T) {
 // passes; one the user owns fails even when its mode forbids writing (the
 // owner can change the mode).
 func TestDoctorBinaryOutOfReach(t *testing.T) {
-	runUnprivileged(t, func(t *testing.T) {
+	unprivileged.Run(t, func(t *testing.T) {
 		sh, err := filepath.EvalSymlinks("/bin/sh")
 		require.NoError(t, err)
 		ok := binaryChecks("codex", "/h/hooks.json", shell.Quote(sh)+" hook codex", "reinstall")
@@ -95,6 +97,6 @@ func TestDoctorBinaryOutOfReach(t *testing.T) {
 }
 
 func hostTested(name string) string {
-	info, _ := LookupHost(name)
+	info, _ := hooks.LookupHost(name)
 	return info.TestedVersion
 }

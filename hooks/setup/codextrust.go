@@ -1,4 +1,4 @@
-package hooks
+package setup
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/celguard/celguard/hooks"
 )
 
 // CodexTrust is one hook's entry in Codex's trust record: Codex runs a hook
@@ -80,7 +82,7 @@ func CodexTrustEntries(path string, settings []byte) ([]CodexTrust, error) {
 			handlers, _ := hl.([]any)
 			for hi, h := range handlers {
 				handler, _ := h.(*object)
-				if handler == nil || !isOurs(handler, Codex) {
+				if handler == nil || !isOurs(handler, hooks.Codex) {
 					continue
 				}
 				hash, err := codexHookHash(label, group, handler)

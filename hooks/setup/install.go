@@ -1,4 +1,4 @@
-package hooks
+package setup
 
 import (
 	"bytes"
@@ -10,16 +10,17 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/internal/jsonkind"
 )
 
-// Scope is where a hook configuration is installed.
-type Scope int
+// InstallScope is where a hook configuration is installed.
+type InstallScope int
 
-// Scopes.
+// Install scopes.
 const (
 	// ScopeProject is the project's settings, under the project directory.
-	ScopeProject Scope = iota
+	ScopeProject InstallScope = iota
 	// ScopeUser is the user's settings, under the home directory.
 	ScopeUser
 )
@@ -38,24 +39,24 @@ type hostConfig struct {
 
 // hostConfigs holds the hostConfig of every host of the table.
 var hostConfigs = map[string]hostConfig{
-	ClaudeCode: {handler: func(c string) *object { return obj("type", "command", "command", c, "timeout", json.Number("30")) }},
-	Codex:      {handler: func(c string) *object { return obj("type", "command", "command", c, "timeout", json.Number("30")) }},
-	Gemini: {handler: func(c string) *object {
+	hooks.ClaudeCode: {handler: func(c string) *object { return obj("type", "command", "command", c, "timeout", json.Number("30")) }},
+	hooks.Codex:      {handler: func(c string) *object { return obj("type", "command", "command", c, "timeout", json.Number("30")) }},
+	hooks.Gemini: {handler: func(c string) *object {
 		return obj("name", "celguard", "type", "command", "command", c, "timeout", json.Number("30000"))
 	}},
-	Cursor: {flat: true, handler: func(c string) *object { return obj("command", c) }},
+	hooks.Cursor: {flat: true, handler: func(c string) *object { return obj("command", c) }},
 }
 
 // SettingsPath is the settings file celguard's hooks go into for host:
 // under projectDir for ScopeProject, under homeDir for ScopeUser (Codex's
 // user settings honour CODEX_HOME).
-func SettingsPath(host string, scope Scope, projectDir, homeDir string) (string, error) {
-	info, ok := LookupHost(host)
+func SettingsPath(host string, scope InstallScope, projectDir, homeDir string) (string, error) {
+	info, ok := hooks.LookupHost(host)
 	if !ok {
-		return "", UnknownHostError(host)
+		return "", hooks.UnknownHostError(host)
 	}
 	if scope == ScopeUser {
-		if host == Codex {
+		if host == hooks.Codex {
 			if ch := os.Getenv("CODEX_HOME"); ch != "" {
 				return filepath.Join(ch, info.SettingsFile), nil
 			}
@@ -67,7 +68,7 @@ func SettingsPath(host string, scope Scope, projectDir, homeDir string) (string,
 
 // HookEvents lists the events celguard registers for on host.
 func HookEvents(host string) []string {
-	info, _ := LookupHost(host)
+	info, _ := hooks.LookupHost(host)
 	return info.Events
 }
 
@@ -79,9 +80,9 @@ func HookEvents(host string) []string {
 // that runs celguard with "hook HOST") is updated in place, and any second
 // one removed, so installing twice changes nothing.
 func Install(host string, settings []byte, command string) ([]byte, bool, error) {
-	info, ok := LookupHost(host)
+	info, ok := hooks.LookupHost(host)
 	if !ok {
-		return nil, false, UnknownHostError(host)
+		return nil, false, hooks.UnknownHostError(host)
 	}
 	hc := hostConfigs[host]
 	root := &object{}
@@ -480,4 +481,16 @@ func writeOrdered(b *bytes.Buffer, v any, indent, prefix string) {
 		}
 		b.Write(eb)
 	}
+}
+
+// marshal encodes v as compact JSON without HTML escaping, as a host's own
+// settings writer does (< and > stay as written).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

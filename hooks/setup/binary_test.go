@@ -1,4 +1,4 @@
-package hooks
+package setup
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/internal/unprivileged"
 )
 
 func TestExecutableIsAbsoluteAndResolved(t *testing.T) {
@@ -42,7 +44,7 @@ func TestBinaryWarnings(t *testing.T) {
 // TestBinaryWarningsUnprivileged needs a user root's permissions bind
 // (root can write everywhere): it runs as nobody when the tests run as root.
 func TestBinaryWarningsUnprivileged(t *testing.T) {
-	runUnprivileged(t, func(t *testing.T) {
+	unprivileged.Run(t, func(t *testing.T) {
 		// A read-only file in a read-only directory still warns when a
 		// directory above it is the user's: renaming that replaces the
 		// binary.

@@ -1,4 +1,9 @@
-package statedir
+// Package unprivileged runs a test's checks of file permissions as a user
+// whose permissions bind: root can write everywhere, so a check that a file
+// is out of the user's reach passes vacuously when the tests run as root,
+// as CI does. It is shared by the packages that make such checks (hooks,
+// hooks/setup, store/statedir).
+package unprivileged
 
 import (
 	"io"
@@ -10,19 +15,19 @@ import (
 	"testing"
 )
 
-// unprivilegedEnv marks the test process runUnprivileged starts.
-const unprivilegedEnv = "CELGUARD_TEST_UNPRIVILEGED"
+// env marks the test process Run starts.
+const env = "CELGUARD_TEST_UNPRIVILEGED"
 
-// runUnprivileged runs body as a user whose file permissions bind. A
+// Run runs body as a user whose file permissions bind. A
 // process that is not root runs it directly. Root (as CI is) runs this one
 // test again in a copy of the test binary as the user nobody, and fails
 // when that run fails, so the check is never skipped for want of a user.
-func runUnprivileged(t *testing.T, body func(t *testing.T)) {
+func Run(t *testing.T, body func(t *testing.T)) {
 	t.Helper()
 	if runtime.GOOS == "windows" {
 		t.Skip("no permission bits")
 	}
-	if os.Geteuid() != 0 || os.Getenv(unprivilegedEnv) == "1" {
+	if os.Geteuid() != 0 || os.Getenv(env) == "1" {
 		body(t)
 		return
 	}
@@ -35,7 +40,7 @@ func runUnprivileged(t *testing.T, body func(t *testing.T)) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "statedir.test")
+	bin := filepath.Join(dir, filepath.Base(exe))
 	if err := copyFile(exe, bin); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +49,7 @@ func runUnprivileged(t *testing.T, body func(t *testing.T)) {
 	}
 	cmd := exec.Command(bin, "-test.run", "^"+t.Name()+"$", "-test.count", "1")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), unprivilegedEnv+"=1", "HOME="+dir, "TMPDIR="+os.TempDir())
+	cmd.Env = append(os.Environ(), env+"=1", "HOME="+dir, "TMPDIR="+os.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
