@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/celguard/celguard"
+	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
 )
 
@@ -195,7 +196,7 @@ func TestJudgesSinksAndMonitorAlikeEverywhere(t *testing.T) {
 			// The Go API.
 			opts := []celguard.Option{celguard.WithPolicies(pol), celguard.WithBundle("none"), celguard.WithUserDir(userDir),
 				celguard.WithProjectDir("-"), celguard.WithApprover(celguard.DeferAsks),
-				celguard.WithDecisionLog(logOf("go"), eval.FileSinkOptions{})}
+				celguard.WithDecisionLog(logOf("go"), decisionlog.FileSinkOptions{})}
 			if monitor {
 				opts = append(opts, celguard.WithMonitor())
 			}
