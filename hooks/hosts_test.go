@@ -1,6 +1,8 @@
 package hooks
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,14 +25,27 @@ func TestHostTable(t *testing.T) {
 		h, err := New(info.Name, Options{})
 		require.NoError(t, err)
 		assert.Equal(t, info.Name, h.Name())
-		got, ok := LookupHost(info.Name)
-		require.True(t, ok)
+		got, err := LookupHost(info.Name)
+		require.NoError(t, err)
 		got.Events[0] = "changed"
 		again, _ := LookupHost(info.Name)
 		assert.NotEqual(t, "changed", again.Events[0], "LookupHost hands out the table's own Events")
 	}
-	_, ok := LookupHost("vim")
-	assert.False(t, ok)
-	_, err := New("vim", Options{})
+	_, err := LookupHost("vim")
+	assert.ErrorIs(t, err, ErrUnknownHost)
+	_, err = New("vim", Options{})
+	assert.ErrorIs(t, err, ErrUnknownHost)
 	assert.EqualError(t, err, `unknown host "vim": want one of claude-code, codex, gemini, cursor`)
+}
+
+// TestDocsNameTestedVersions: docs/hooks.md names the version of each host
+// the table says the hooks were tested with.
+func TestDocsNameTestedVersions(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "hooks.md"))
+	require.NoError(t, err)
+	for _, h := range HostTable() {
+		if h.TestedVersion != "" {
+			assert.Contains(t, string(doc), h.Title+" "+h.TestedVersion, "docs/hooks.md does not name the tested version of %s", h.Name)
+		}
+	}
 }

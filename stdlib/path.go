@@ -2,8 +2,10 @@ package stdlib
 
 import (
 	"os"
+	"os/user"
 	"path"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
@@ -33,7 +35,8 @@ import (
 // # path.expand
 //
 // Expands a leading "~", "$HOME" or "${HOME}" to the configured home (see
-// WithHome). "~user" is left as it is.
+// WithHome), and "~user" to that user's home directory as the shell does
+// (from the user database; a user it does not know stays as written).
 //
 //	path.expand(<string>) -> <string>
 //
@@ -329,7 +332,63 @@ func (l *Lib) expandHome(p string) string {
 			return path.Join(l.cfg.home, p[len(pre)+1:])
 		}
 	}
+	if strings.HasPrefix(p, "~") {
+		return l.expandUser(p)
+	}
 	return p
+}
+
+// expandUser expands a leading ~user as the shell does: to the home
+// directory the user database (/etc/passwd, or the system's) gives the
+// user; a name it does not know stays as written, as in bash. A home
+// longer than the configured one by more than the "~user" it replaces is
+// left unexpanded, so path.expand and path.abs keep the size bound their
+// cost model declares.
+func (l *Lib) expandUser(p string) string {
+	name, rest, _ := strings.Cut(p[1:], "/")
+	if name == "" || !validUserName(name) {
+		return p
+	}
+	home, ok := userHome(name)
+	if !ok || len(home) > len(l.cfg.home)+1+len(name) {
+		return p
+	}
+	if rest == "" {
+		return home
+	}
+	return path.Join(home, rest)
+}
+
+// validUserName reports whether s may be a user name (POSIX portable
+// characters): ~+, ~- and ~$X are not user names.
+func validUserName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' ||
+			c == '-' && i > 0) {
+			return false
+		}
+	}
+	return len(s) <= 64
+}
+
+// userHomes caches the user database's answers (a name to its home, ""
+// for a name it does not know).
+var userHomes sync.Map
+
+// userHome returns the home directory of the named user, read from the
+// user database once per name.
+func userHome(name string) (string, bool) {
+	if v, ok := userHomes.Load(name); ok {
+		h := v.(string)
+		return h, h != ""
+	}
+	h := ""
+	if u, err := user.Lookup(name); err == nil && path.IsAbs(u.HomeDir) {
+		h = path.Clean(u.HomeDir)
+	}
+	userHomes.Store(name, h)
+	return h, h != ""
 }
 
 // abs makes p absolute against cwd (see path.abs).
@@ -346,6 +405,18 @@ func (l *Lib) abs(p, cwd string) string {
 		return resolveSymlinks(p)
 	}
 	return path.Clean(p)
+}
+
+// perProcess reports whether p is a link whose target depends on the
+// process that follows it (/proc/self, /proc/thread-self, /proc/PID/cwd
+// and the other links under /proc, /dev/fd, /dev/stdin ...): resolving it
+// in celguard would name celguard's own process, not the agent's.
+func perProcess(p string) bool {
+	switch p {
+	case "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr":
+		return true
+	}
+	return strings.HasPrefix(p, "/proc/")
 }
 
 // maxSymlinkHops bounds link chains (the Linux limit is 40).
@@ -370,6 +441,12 @@ func resolveSymlinks(p string) string {
 			continue
 		}
 		next := path.Join(resolved, comp)
+		if perProcess(next) {
+			// /proc/self is the process that reads it: celguard here, the
+			// agent's tool when it runs. It and what is under it stay as
+			// written.
+			return path.Clean(next + "/" + strings.Join(queue, "/"))
+		}
 		fi, err := os.Lstat(next)
 		if err != nil {
 			return path.Clean(next + "/" + strings.Join(queue, "/"))

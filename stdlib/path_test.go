@@ -2,6 +2,8 @@ package stdlib
 
 import (
 	"os"
+	"os/user"
+	"path"
 	"path/filepath"
 	"testing"
 
@@ -99,10 +101,14 @@ func TestPathThroughCEL(t *testing.T) {
 	env := testEnv(t, l)
 	s := l.NewCallScope()
 	cases := map[string]any{
-		`path.clean("a//b/./../c")`:                                  "a/c",
-		`path.clean("/../etc")`:                                      "/etc",
-		`path.expand("~/.ssh/id_rsa")`:                               "/home/me/.ssh/id_rsa",
-		`path.abs("../secret", "/srv/app")`:                          "/srv/secret",
+		`path.clean("a//b/./../c")`:         "a/c",
+		`path.clean("/../etc")`:             "/etc",
+		`path.expand("~/.ssh/id_rsa")`:      "/home/me/.ssh/id_rsa",
+		`path.abs("../secret", "/srv/app")`: "/srv/secret",
+		// ~user as the shell expands it: from the user database, not the
+		// working directory; a user it does not know stays as written.
+		`path.abs("~no-such-user-zz/x", "/srv/app")`:                 "/srv/app/~no-such-user-zz/x",
+		`path.abs("~+/x", "/srv/app")`:                               "/srv/app/~+/x",
 		`path.abs(p, cwd)`:                                           "/srv/.env",
 		`path.normal("./x/.env. ")`:                                  "x/.env",
 		`path.normal(".env::$DATA")`:                                 ".env",
@@ -172,4 +178,31 @@ func TestNewOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, l.Home())
 	assert.Equal(t, LatestVersion, l.Version())
+}
+
+// TestTildeUser: ~user is the user's home directory from the user
+// database, as the shell expands it.
+func TestTildeUser(t *testing.T) {
+	u, err := user.Lookup("root")
+	if err != nil {
+		t.Fatalf("the user database has no root: %v", err)
+	}
+	l := testLib(t)
+	env := testEnv(t, l)
+	got := evalIn(t, env, l.NewCallScope(), `path.abs("~root/.ssh/id_rsa", "/srv/app")`, map[string]any{})
+	if want := path.Join(u.HomeDir, ".ssh/id_rsa"); got.Value() != want {
+		t.Errorf("path.abs(~root/.ssh/id_rsa) = %v, want %v", got, want)
+	}
+}
+
+// TestProcSelfNotResolved: /proc/self names the process that reads it, so
+// resolving it in celguard would name celguard's process: it stays as
+// written with symlink resolution on.
+func TestProcSelfNotResolved(t *testing.T) {
+	l := testLib(t, WithSymlinks(true))
+	for _, p := range []string{"/proc/self/environ", "/proc/thread-self/environ", "/proc/self/task/1/environ", "/dev/fd/3"} {
+		if got := l.abs(p, "/srv"); got != p {
+			t.Errorf("path.abs(%q) = %q, want it unresolved", p, got)
+		}
+	}
 }

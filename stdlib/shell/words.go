@@ -149,10 +149,11 @@ func (w *shellWalker) parts(b *strings.Builder, parts []syntax.WordPart, mode in
 		case *syntax.DblQuoted:
 			w.parts(b, x.Parts, modeDouble, st)
 		case *syntax.ParamExp:
-			if name, ok := simpleParam(x); ok {
+			if name, caseOp, ok := caseParam(x); ok {
 				// An unquoted value with blanks would be split into several
 				// words (see argWords); inside a larger word it is unknown.
 				if v, known := w.vars[name]; known && !(st.arg && mode == modeUnquoted && strings.ContainsAny(v, ifsBlanks)) {
+					v = caseOp(v)
 					st.dyn = true
 					b.WriteString(v)
 					if st.pat != nil {
@@ -282,6 +283,57 @@ func fallbackTail(t string) int {
 		j++
 	}
 	return j
+}
+
+// caseParam reads $NAME, ${NAME}, and the case changes bash applies to a
+// whole value (${NAME,,} ${NAME^^} ${NAME,} ${NAME^}, ${NAME@L} ${NAME@U}
+// ${NAME@u}), so that f=.ENV; cat ${f,,} names .env: the name and the
+// change to make to its value.
+func caseParam(p *syntax.ParamExp) (string, func(string) string, bool) {
+	same := func(s string) string { return s }
+	if name, ok := simpleParam(p); ok {
+		return name, same, true
+	}
+	if p.Exp == nil {
+		return "", nil, false
+	}
+	e := *p
+	e.Exp = nil
+	name, ok := simpleParam(&e)
+	if !ok {
+		return "", nil, false
+	}
+	arg := ""
+	if p.Exp.Word != nil {
+		if len(p.Exp.Word.Parts) != 1 {
+			return "", nil, false
+		}
+		lit, isLit := p.Exp.Word.Parts[0].(*syntax.Lit)
+		if !isLit {
+			return "", nil, false
+		}
+		arg = lit.Value
+	}
+	first := func(f func(string) string) func(string) string {
+		return func(s string) string {
+			if s == "" {
+				return s
+			}
+			_, n := utf8.DecodeRuneInString(s)
+			return f(s[:n]) + s[n:]
+		}
+	}
+	switch {
+	case p.Exp.Op == syntax.LowerAll && arg == "", p.Exp.Op == syntax.OtherParamOps && arg == "L":
+		return name, strings.ToLower, true
+	case p.Exp.Op == syntax.UpperAll && arg == "", p.Exp.Op == syntax.OtherParamOps && arg == "U":
+		return name, strings.ToUpper, true
+	case p.Exp.Op == syntax.LowerFirst && arg == "":
+		return name, first(strings.ToLower), true
+	case p.Exp.Op == syntax.UpperFirst && arg == "", p.Exp.Op == syntax.OtherParamOps && arg == "u":
+		return name, first(strings.ToUpper), true
+	}
+	return "", nil, false
 }
 
 func simpleParam(p *syntax.ParamExp) (string, bool) {
