@@ -1,6 +1,6 @@
 // Package importer converts the permission rules teams already keep for
 // other agents into celguard policies: Claude Code settings' permission
-// rules, Codex execpolicy `.rules` files and BitCode guard plugins (one file
+// rules, Gemini CLI policy files, Codex execpolicy `.rules` files and BitCode guard plugins (one file
 // per format), and reads BitCode guards natively for the layers. Each import writes a policy
 // whose decisions equal the source system's own, a policytest suite
 // generated from the source's examples and a representative call per rule,
@@ -38,13 +38,14 @@ type Format string
 // The formats.
 const (
 	Claude  Format = "claude"
+	Gemini  Format = "gemini"
 	Codex   Format = "codex"
 	BitCode Format = "bitcode"
 )
 
 // Formats lists the formats Import reads, in the order the command line
 // documents them.
-func Formats() []Format { return []Format{Claude, Codex, BitCode} }
+func Formats() []Format { return []Format{Claude, Gemini, Codex, BitCode} }
 
 // Diagnostic codes of an import. Codes are stable; docs/import.md documents
 // each with its fix.
@@ -119,6 +120,8 @@ func Import(f Format, files []File, o Options) (*Result, error) {
 	switch f {
 	case Claude:
 		d, ds = importClaude(files)
+	case Gemini:
+		d, ds = importGemini(files)
 	case Codex:
 		d, ds = importCodex(files)
 	case BitCode:
