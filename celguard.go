@@ -56,6 +56,7 @@ import (
 	"sync"
 
 	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
@@ -123,7 +124,7 @@ func WithJudgeFiles(paths ...string) Option {
 }
 
 // WithDecisionLog appends every decision to a file (Config.DecisionLog).
-func WithDecisionLog(path string, opts eval.FileSinkOptions) Option {
+func WithDecisionLog(path string, opts decisionlog.FileSinkOptions) Option {
 	return func(c *Config) { c.DecisionLog = &DecisionLog{Path: path, Options: opts} }
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/celguard/celguard/bundle"
 	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/judge"
 	"github.com/celguard/celguard/policies"
@@ -113,7 +114,7 @@ type Config struct {
 // DecisionLog is a decision log file and its options.
 type DecisionLog struct {
 	Path    string
-	Options eval.FileSinkOptions
+	Options decisionlog.FileSinkOptions
 }
 
 // DeferAsks is the approver that leaves every ask verdict to whoever reads
@@ -283,7 +284,7 @@ func (c Config) engineOptions() ([]eval.Option, []io.Closer, error) {
 		if c.DecisionLog.Path == "" {
 			return nil, nil, errors.New("celguard: a decision log needs a path")
 		}
-		sink, err := eval.NewFileSink(c.DecisionLog.Path, c.DecisionLog.Options)
+		sink, err := decisionlog.NewFileSink(c.DecisionLog.Path, c.DecisionLog.Options)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -325,14 +326,14 @@ func (c Config) engineOptions() ([]eval.Option, []io.Closer, error) {
 	return append(opts, c.EngineOptions...), closers, nil
 }
 
-// teeSink writes each record to every sink in turn; the first failure
+// teeSink writes each decision to every sink in turn; the first failure
 // fails the write (and so refuses the decision).
 type teeSink []eval.DecisionSink
 
 // WriteDecision implements eval.DecisionSink.
-func (t teeSink) WriteDecision(ctx context.Context, rec *eval.DecisionRecord) error {
+func (t teeSink) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) error {
 	for _, s := range t {
-		if err := s.WriteDecision(ctx, rec); err != nil {
+		if err := s.WriteDecision(ctx, ev); err != nil {
 			return err
 		}
 	}

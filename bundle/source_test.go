@@ -314,3 +314,37 @@ func TestHTTPS(t *testing.T) {
 		t.Errorf("%d GETs", gets.Load())
 	}
 }
+
+// TestStoreRootOwned: an admin store's file must be root's and writable by
+// no one else, or it is not believed (a user who could write it could put
+// an older bundle back with its own serial).
+func TestStoreRootOwned(t *testing.T) {
+	ctx := context.Background()
+	priv, pub := keyPair(t)
+	a, e := signed(t, 1, "v1", priv)
+	s := newStore(t, pub)
+	s.RootOwned = true
+	_, err := s.Update(ctx, staticSource{a, e})
+	if os.Geteuid() != 0 {
+		// Written by this user: never believed, so never in force.
+		if _, err := s.Current(ctx); CodeOf(err) != CodeRollback {
+			t.Errorf("a store file of a user other than root: %v", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Current(ctx); err != nil {
+		t.Fatalf("root-owned store: %v", err)
+	}
+	if err := os.Chmod(s.file(), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Current(ctx); CodeOf(err) != CodeRollback {
+		t.Errorf("a store file others can write: %v", err)
+	}
+	if d := s.Decider(ctx, policy.LayerAdmin, LastGood, true); !d.Blocked {
+		t.Error("a store file others can write still decides")
+	}
+}

@@ -142,14 +142,11 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (out Decision, err error)
 		rec := ApprovalRecord{Rule: r.ID, Outcome: ApprovalUnavailable, Request: ev.request(d, r, digest)}
 		return ev.refuseAsk(r, CodeApprovalRequired, d.Reason, rec), nil
 	}
-	ans, asked := s.st.answers[callKey] // a decision that runs again (store.go) asks once
+	ans, asked := s.be.answered(callKey) // a decision that runs again (storesession.go) asks once
 	if !asked {
 		ans, err = a.Approve(ev.ctx, ApprovalRequest{SessionID: s.id, Rule: r.ID, Policy: r.Policy.Name, Reason: d.Reason, Code: r.Code, Call: ev.call})
-		if err == nil && s.eng.cfg.store != nil {
-			if s.st.answers == nil {
-				s.st.answers = map[string]Approval{}
-			}
-			s.st.answers[callKey] = ans
+		if err == nil {
+			s.be.noteAnswer(callKey, ans)
 		}
 	}
 	if err != nil {

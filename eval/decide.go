@@ -1,7 +1,7 @@
 // The verdict rules, all of them, for one call in one phase:
 //
 //  1. A halt stops the turn: every later call of the turn is refused, until StartTurn (halted, haltTurn).
-//  2. After the call, the after-counters update before any rule runs (updateCounters, counting.go). Before the call,
+//  2. After the call, the after-counters update before any rule runs (updateCounters, countereval.go). Before the call,
 //     rules read the before-counters' counts of earlier calls; the call itself is counted only when its decision lets
 //     it through (allow, warn, modify; an ask counts once approved), atomically with the decision (decideCounted).
 //  3. The rules of the trusted layers whose tool matcher admits the tool are tried in evaluation order, and the first
@@ -14,8 +14,13 @@
 //     stays ask, anything else (no approver, an error, a denial) blocks.
 //  7. When no rule decides, the set's default verdict applies before the call; after it, the result passes.
 //  8. A failing condition or rewrite follows the rule's failure policy: open skips it, closed blocks (policy_error).
-//  9. Every block the engine decides itself (policy_error, canceled, approval_*, invalid_call, rewrite_conflict) is
-//     made by refuse.
+//  9. Every block the engine decides itself is made by Refusal (refuse, refusal): policy_error (rule 8), canceled (the
+//     context ended), approval_required, approval_timeout, approval_denied (rule 6), judge_denied (a rule's judge
+//     refused, judge.go), invalid_call (no tool name), rewrite_conflict (rule 11), call_refused (rule 14),
+//     decision_log_failed (rule 17), store_unavailable and store_conflict (rule 18). Its halts are turn_halted (rule 1)
+//     and fleet_halted (rule 18); its ask is untrusted_rewrite (rule 12); its mark is state_tampered (rule 19). Hosts
+//     refuse with Refusal too (hooks' internal_error, serve's faults), so that every refusal celguard makes has one
+//     shape.
 // 10. An untrusted project's rules decide on their own, after the trusted ones, by rules 3, 4, 7 and 8, with their
 //     own default (allow unless its policies set one). The stricter decision stands (Verdict.Strictness: allow < warn =
 //     modify < ask < block < halt; a tie keeps the trusted one); a decision of the project says Untrusted. Rule 6
@@ -35,6 +40,17 @@
 //     the first such rule is reported in Decision.Monitored with its would-be verdict, and evaluation goes on past it
 //     as if it were absent; a monitored modify is not applied, a monitored ask not put to the approver, a monitored
 //     halt halts nothing. Mandatory rules are never monitored (compile refuses mode: monitor on them).
+// 17. A decision the decision sink cannot record is refused (decision_log_failed, decisionlog.go), unless the host
+//     handles the sink's errors (WithDecisionSink).
+// 18. With a state store (fleet.go, storesession.go): a halt of the session's agent, repository or organisation
+//     (Engine.Halt) halts every call and result of its sessions (fleet_halted), before rule 1; a decision the store
+//     cannot settle is refused: store_unavailable when it cannot be reached in time (unless every counter the decision
+//     used opted into on_store_error: local, when the decision stands on the replica's state), store_conflict when
+//     other replicas changed the state at every try.
+// 19. A call or result decided on a state restored fail-closed (Engine.RestoreTampered: the stored state failed its
+//     check) is marked StateTampered, with the fault and its consequence in the reason: an allow becomes a warn with
+//     code state_tampered that names no rule (celguard decides it, not the rule that allowed), any other verdict
+//     keeps its code, or takes state_tampered when it has none (markTampered).
 
 package eval
 
@@ -345,9 +361,18 @@ func (ev *evaluation) refuse(code, reason string, r *compile.Rule) Decision {
 	return refusal(ev.phase, ev.call.Tool, code, reason, r)
 }
 
-// refusal is refuse before there is an evaluation (an invalid call).
+// Refusal is a block celguard decides itself, not a rule (decide.go, rule
+// 9): of a call of tool in phase, with a stable code and a reason. The
+// engine's refusals are made with it, and so are the hosts' (a hook that
+// failed, a decision server's fault), which add what they know (the call's
+// id and agent, the time).
+func Refusal(phase policy.Phase, tool, code, reason string) Decision {
+	return Decision{Phase: phase, Tool: tool, Verdict: policy.Block, Code: code, Reason: reason}
+}
+
+// refusal is Refusal made by rule r (its identity and metadata), if any.
 func refusal(phase policy.Phase, tool, code, reason string, r *compile.Rule) Decision {
-	d := Decision{Phase: phase, Tool: tool, Verdict: policy.Block, Code: code, Reason: reason}
+	d := Refusal(phase, tool, code, reason)
 	if r != nil {
 		d.RuleRef = r.Ref()
 		d.Untrusted, d.Metadata = r.Policy.Untrusted, maps.Clone(r.Metadata)
@@ -391,4 +416,27 @@ func (s *Session) haltTurn(d Decision) {
 		s.halt = &h
 		s.mu.Unlock()
 	}
+}
+
+// TamperedConsequence says what a state that failed its check costs the
+// session (Engine.RestoreTampered), in the reason of every decision made
+// on it (rule 19).
+const TamperedConsequence = "its remembered approvals were dropped and its counters read at their ceiling until they reset " +
+	"(at the next prompt, once a rate window has passed, or when a rule resets them)"
+
+// markTampered applies rule 19 to d, a decision made on a state restored
+// fail-closed: note says why.
+func markTampered(d Decision, note string) Decision {
+	d.StateTampered = true
+	if d.Verdict == policy.Allow {
+		// celguard decides the warn, not the rule that allowed.
+		d.Verdict, d.Code, d.Reason = policy.Warn, CodeStateTampered, note
+		d.RuleRef = compile.RuleRef{}
+		return d
+	}
+	if d.Code == "" {
+		d.Code = CodeStateTampered
+	}
+	d.Reason = strings.TrimSpace(strings.TrimSpace(d.Reason) + " (" + note + ")")
+	return d
 }

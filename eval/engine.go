@@ -16,10 +16,11 @@
 // output (which read messages and output, and no call): allow, warn, block,
 // halt, or modify, a rewrite carried in Decision.Messages or Decision.Output.
 //
-// With WithDecisionSink every decision is also written, as a masked
-// DecisionRecord, to a DecisionSink (NewFileSink: one JSON line per
-// decision, docs/decision-log.md) before it is returned; a decision the sink
-// cannot record is refused unless the host handles the error.
+// With WithDecisionSink every decision is also handed, as a DecisionEvent,
+// to a DecisionSink (package decisionlog masks it into the record the
+// decision log writes, one JSON line per decision: docs/decision-log.md)
+// before it is returned; a decision the sink cannot record is refused
+// unless the host handles the error.
 //
 // A policy in monitor mode (mode: monitor; every policy but the mandatory
 // ones with WithMonitor) is evaluated but decides nothing: the decision is
@@ -43,12 +44,40 @@
 // an untrusted project decide apart, and the stricter decision stands. Every
 // verdict rule is in decide.go.
 //
-// With a Store (WithStore), sessions are handles on state kept outside
-// the engine (package store opens memory, file, Redis and Valkey stores):
-// engines sharing a store share every session's counters, halts and
-// approvals, and the counters scoped to an agent, a repository or an
-// organisation; each decision commits with one round trip, and one that
-// cannot reach the store is a block with code store_unavailable (store.go).
+// # State and locks
+//
+// A session's state (SessionState: its turn, a halt, counters, approval
+// requests and grants, judges' answers, refused calls) lives in one of two
+// places, chosen once, when the session is made (backend.go): in the
+// Session itself, or, with a store (WithStore: a state.Store, which package
+// store opens: memory, the signed state directory, Redis and Valkey), in
+// the store, the Session being a handle on it. Deciding, approving,
+// granting and turn code is the same for both; only the backend differs.
+// Hosts that run one process per event (the command hook) keep the state
+// between processes with State and RestoreSession.
+//
+// With a store, engines sharing it share every session's counters, halts
+// and approvals, and the counters scoped to an agent, a repository or an
+// organisation, which live in one shared entry each, as do fleet halts
+// (Engine.Halt). A decision runs on the state its handle last read, then
+// commits it with one round trip, compare-and-set on the versions it read;
+// when another replica changed them it runs again on the current state
+// (storesession.go). One that cannot reach the store is a block with code
+// store_unavailable (fleet.go); operations outside a decision return
+// ErrStoreUnavailable or ErrStoreConflict.
+//
+// Locks, always taken in this order, never the other way:
+//
+//  1. the engine's lock of the session id (with a store): one decision of a
+//     session at a time per engine, over all its handles, from its first
+//     read to its commit, so that replicas, not handles, contend in the
+//     store;
+//  2. the shared entries the policy set counts in (with a store), in the
+//     order agent, repository, organisation, held to the commit;
+//  3. the session's counting lock: reading the before-counters, deciding
+//     and counting the call are one step (countereval.go);
+//  4. the session's mutex, held briefly around every read or change of its
+//     fields (never while a rule is evaluated or an approver asked).
 //
 // A run-time error in a rule's condition (a missing key, a type error, the
 // cost limit) follows the rule's failure policy: closed (the default) blocks
@@ -68,7 +97,6 @@ import (
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policy"
-	"github.com/celguard/celguard/state"
 )
 
 // Engine decides tool calls against a PolicySet. It is safe for concurrent
@@ -77,11 +105,9 @@ type Engine struct {
 	cfg config
 	set atomic.Pointer[compile.PolicySet]
 
-	// sharedEntries are the engine's copies of its store's shared entries
-	// (store.go).
-	sharedMu      sync.Mutex
-	sharedEntries map[state.Key]*sharedEntry
-	sessionLocks  sessionLocks
+	// stored is the engine's side of its state store, nil without one
+	// (fleet.go): the one place the state backend is chosen.
+	stored *storedEngine
 }
 
 // New builds an Engine for set.
@@ -97,6 +123,9 @@ func New(set *compile.PolicySet, opts ...Option) (*Engine, error) {
 		}
 	}
 	e := &Engine{cfg: cfg}
+	if cfg.store != nil {
+		e.stored = &storedEngine{store: cfg.store, timeout: cfg.storeTimeout, retries: cfg.storeRetries}
+	}
 	e.set.Store(set)
 	return e, nil
 }
@@ -124,7 +153,7 @@ type Session struct {
 
 	// counting serializes the before-decisions that read and commit
 	// before-counters, so that reading the counts, deciding and counting
-	// the call are one step (counting.go). It is taken before mu, never
+	// the call are one step (countereval.go). It is taken before mu, never
 	// while holding it.
 	counting sync.Mutex
 
@@ -146,9 +175,14 @@ type Session struct {
 	refused refusedCalls
 	// sat, when set, saturates counters lost to a tampered state (state.go).
 	sat *saturation
-	// st is the session's part of the store protocol, with a store
-	// (store.go).
-	st storeSession
+	// tampered, when set, is why the handle was restored fail-closed
+	// (Engine.RestoreTampered): its decisions are marked (markTampered).
+	tampered string
+	// be is where the session's state lives (backend.go), chosen when
+	// the session is made; st is the same backend with a store, nil
+	// without one (storesession.go).
+	be backend
+	st *storeSession
 }
 
 // NewSession starts a session. meta is the host's metadata (agent, user,
@@ -159,8 +193,10 @@ func (e *Engine) NewSession(id string, meta map[string]any) *Session {
 		m[k] = v
 	}
 	m["id"] = id
-	s := &Session{eng: e, id: id, meta: m, turn: 1, counters: map[string]*counterState{}, approvals: map[string]bool{}}
-	if e.cfg.store != nil {
+	s := &Session{eng: e, id: id, meta: m, turn: 1, counters: map[string]*counterState{}, approvals: map[string]bool{}, be: localBackend{}}
+	if e.stored != nil {
+		s.st = &storeSession{}
+		s.be = s.st
 		s.bindEntries()
 	}
 	return s
@@ -170,18 +206,31 @@ func (e *Engine) NewSession(id string, meta map[string]any) *Session {
 func (s *Session) ID() string { return s.id }
 
 // StartTurn begins a new turn: turn-scoped counters reset and a halt of the
-// previous turn is lifted. With a store, it is NextTurn without a deadline
-// and with its error dropped (the turn then stays as it was).
+// previous turn is lifted. It is NextTurn without a deadline and with its
+// error dropped (with a store, the turn then stays as it was).
 func (s *Session) StartTurn() {
-	if s.eng.cfg.store != nil {
-		_, _ = s.NextTurn(context.Background())
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.turn++
-	s.halt = nil
+	_, _ = s.be.nextTurn(context.Background(), s)
 }
+
+// NextTurn begins a new turn, as StartTurn does, and with a store commits
+// it: its error says the store could not be reached (the turn did not
+// change, and a halt of the turn stays in force) or kept changing.
+func (s *Session) NextTurn(ctx context.Context) (uint64, error) {
+	return s.be.nextTurn(ctx, s)
+}
+
+// Sync reads the session's state from the store (a handle opened on a
+// session another replica started; a handle opened without metadata takes
+// the session's); without a store it does nothing.
+func (s *Session) Sync(ctx context.Context) error { return s.be.sync(ctx, s) }
+
+// Open starts the session in the store, or resumes it: a handle on a
+// session another replica started takes its state (and, opened without
+// metadata, its metadata), and a new session's state, its metadata with
+// it, is written, so that every replica's handle on it counts its agent,
+// repository and organisation alike from the first call. Without a store
+// it does nothing.
+func (s *Session) Open(ctx context.Context) error { return s.be.open(ctx, s) }
 
 // Turn returns the number of the current turn, from 1.
 func (s *Session) Turn() uint64 {
@@ -204,16 +253,12 @@ func WithTrace() CallOption { return func(c *callConfig) { c.trace = true } }
 // counterFor returns the state of a counter, resetting turn-scoped counts of
 // an earlier turn. The caller holds s.mu.
 func (s *Session) counterFor(c *compile.Counter) *counterState {
-	if c.Decl.Scope.Shared() && s.eng.cfg.store != nil {
-		// Kept in the shared entry, which the decision holds locked;
-		// without a store, the session counts it as a session counter.
-		ent := s.entry(c)
-		cs, ok := ent.counters[c.ID]
-		if !ok {
-			cs = newCounterState()
-			ent.counters[c.ID] = cs
+	if c.Decl.Scope.Shared() {
+		// With a store, kept in the shared entry, which the decision holds
+		// locked; without one, the session counts it as a session counter.
+		if cs := s.be.sharedCounts(s, c); cs != nil {
+			return cs
 		}
-		return cs
 	}
 	cs, ok := s.counters[c.ID]
 	if !ok {
@@ -269,22 +314,15 @@ func (s *Session) EndTurn(ctx context.Context, opts ...CallOption) (Decision, er
 
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
 	set := s.eng.set.Load()
-	d, err := s.decideIn(ctx, set, phase, call, res, nil, opts)
+	d, err := s.be.decide(ctx, s, set, phase, call, res, nil, opts)
 	d, err = s.finish(ctx, set, d, err, call, nil)
-	if phase == policy.PhaseBefore && s.eng.cfg.store == nil {
-		s.rememberBefore(call, d) // with a store, as part of its commit
+	if phase == policy.PhaseBefore {
+		s.be.decided(s, call, d)
+	}
+	if s.tampered != "" && phase != policy.PhaseTurnEnd {
+		d = markTampered(d, s.tampered) // rule 19
 	}
 	return d, err
-}
-
-// decideIn decides one event of phase: a call (and its result after it), a
-// turn's end, or the model's input or output (io); with a store, on the
-// stored state (decideStored).
-func (s *Session) decideIn(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
-	if s.eng.cfg.store != nil {
-		return s.decideStored(ctx, set, phase, call, res, io, opts)
-	}
-	return s.decideLocal(ctx, set, phase, call, res, io, opts)
 }
 
 // decideLocal decides one event on the state the session holds.
@@ -304,7 +342,7 @@ func (s *Session) decideLocal(ctx context.Context, set *compile.PolicySet, phase
 	if call.Tool == "" && phase.HasCall() {
 		return refusal(phase, "", CodeInvalidCall, "the call has no tool name", nil), errors.New("eval: call without a tool name")
 	}
-	if h := s.fleetHalt(); h != nil && phase != policy.PhaseTurnEnd {
+	if h := s.be.fleetHalt(s); h != nil && phase != policy.PhaseTurnEnd {
 		d := Decision{Phase: phase, Tool: call.Tool, Verdict: policy.Halt, Code: h.Code, Reason: h.Reason}
 		explainHalted(cc.explain, d)
 		return d, nil

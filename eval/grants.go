@@ -373,9 +373,9 @@ func (s *Session) Revoke(ctx context.Context, id string) (bool, error) {
 	return err == nil, err
 }
 
-// changeBook applies change to the session's approval book: in memory, or
-// with a store through changeStored, on the state as stored. A change that
-// fails leaves the book as it was.
+// changeBook applies change to the session's approval book, where the
+// session's state is kept (backend.change): with a store, on the state as
+// stored. A change that fails leaves the book as it was.
 func (s *Session) changeBook(ctx context.Context, change func(*approvalBook, time.Time) error) error {
 	apply := func() error {
 		s.mu.Lock()
@@ -387,11 +387,7 @@ func (s *Session) changeBook(ctx context.Context, change func(*approvalBook, tim
 		s.book = b
 		return nil
 	}
-	if s.eng.cfg.store == nil {
-		return apply()
-	}
-	_, err := s.changeStored(ctx, apply)
-	return err
+	return s.be.change(ctx, s, apply)
 }
 
 // RequestFor returns the pending request for the exact call c, whichever

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/internal/mask"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -35,7 +36,11 @@ func (f JudgeFunc) Judge(ctx context.Context, req JudgeRequest) (JudgeAnswer, er
 	return f(ctx, req)
 }
 
-// JudgeRequest is what a judge is asked.
+// JudgeRequest is what a judge is asked. The call's arguments and the
+// reason are masked as the decision log masks them (a policy's
+// decision_log.mask paths, then every credential), since a judge's prompt
+// may leave the machine; the call's digest, which caches the answer, is
+// the exact call's.
 type JudgeRequest struct {
 	Judge     string
 	SessionID string
@@ -133,7 +138,8 @@ func (ev *evaluation) judge(d Decision, r *compile.Rule, digest string) JudgeRec
 	}
 	ctx, cancel := context.WithTimeout(ev.ctx, timeout)
 	defer cancel()
-	ans, err := j.Judge(ctx, JudgeRequest{Judge: r.Judge, SessionID: s.id, Rule: r.ID, Policy: r.Policy.Name, Reason: d.Reason, Call: ev.call})
+	call, reason := ev.maskedForJudge(d.Reason)
+	ans, err := j.Judge(ctx, JudgeRequest{Judge: r.Judge, SessionID: s.id, Rule: r.ID, Policy: r.Policy.Name, Reason: reason, Call: call})
 	switch {
 	case err != nil && errors.Is(err, context.DeadlineExceeded):
 		rec.Error = fmt.Sprintf("judge %s did not answer within %s", r.Judge, timeout)
@@ -195,4 +201,21 @@ func (ev *evaluation) settleByJudge(d Decision, r *compile.Rule, digest string) 
 		return out, rec, true
 	}
 	return d, rec, false
+}
+
+// maskedForJudge is the call, and the rule's reason for asking, as a judge
+// is shown them (JudgeRequest): masked as the decision log masks them
+// (internal/mask: the trusted policies' decision_log.mask paths, then
+// every credential), since a judge's prompt may leave the machine.
+func (ev *evaluation) maskedForJudge(reason string) (Call, string) {
+	call := ev.call
+	var rules []mask.Rule
+	for _, lm := range ev.set.LogMasks() {
+		rules = append(rules, mask.Rule{Tools: lm.Tools, Paths: lm.Paths})
+	}
+	m := &mask.Masker{}
+	if call.Args != nil {
+		call.Args = m.Args("args", call.Args, mask.For(rules, call.Tool))
+	}
+	return call, m.Free(reason)
 }

@@ -107,7 +107,7 @@ func (m *modelIO) clone() modelIO {
 func (s *Session) decideModel(ctx context.Context, phase policy.Phase, call Call, io *modelIO, opts []CallOption) (Decision, error) {
 	set := s.eng.set.Load()
 	orig := io.clone()
-	d, err := s.decideIn(ctx, set, phase, call, nil, io, opts)
+	d, err := s.be.decide(ctx, s, set, phase, call, nil, io, opts)
 	return s.finish(ctx, set, d, err, call, &orig)
 }
 

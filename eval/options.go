@@ -37,7 +37,7 @@ type config struct {
 	sinkError func(error)
 	// monitorAll monitors every rule that is not mandatory (WithMonitor).
 	monitorAll bool
-	// store, when set, keeps the session state (store.go).
+	// store, when set, keeps the session state (fleet.go).
 	store        state.Store
 	storeTimeout time.Duration
 	storeRetries int

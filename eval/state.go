@@ -140,13 +140,19 @@ func (e *Engine) restoreSaturation(st *Saturation) *saturation {
 // only make the session stricter; its text is not kept, since whoever
 // changed the file wrote it). Its approvals are dropped, its counters are
 // dropped and every counter reads at CounterCeiling until it resets (see
-// Saturation), and the metadata is meta. The caller marks the decisions of
-// the call it restores for with Decision.StateTampered.
-func (e *Engine) RestoreTampered(id string, meta map[string]any, untrusted SessionState) (*Session, error) {
+// Saturation), and the metadata is meta. fault says what failed; every
+// decision of a call or a result this handle makes is marked with it
+// (decide.go, rule 19): a handle restored so is meant for the one event
+// that found the fault, as a command hook's is.
+func (e *Engine) RestoreTampered(id string, meta map[string]any, untrusted SessionState, fault error) (*Session, error) {
 	if id == "" {
 		return nil, errors.New("eval.RestoreTampered: no session id")
 	}
+	if fault == nil {
+		return nil, errors.New("eval.RestoreTampered: no fault to report")
+	}
 	s := e.NewSession(id, meta)
+	s.tampered = fault.Error() + "; " + TamperedConsequence
 	if untrusted.Halted != nil {
 		s.halt = &Decision{Verdict: policy.Halt, Code: CodeStateTampered,
 			Reason: "the turn was halted, and the session state was changed outside celguard since"}

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -95,30 +96,27 @@ func HostTable() []HostInfo {
 	return out
 }
 
-// LookupHost returns the HostInfo of the host called name. Its Events are
-// the caller's to change.
-func LookupHost(name string) (HostInfo, bool) {
+// ErrUnknownHost is the error (errors.Is) of a host name that is not in
+// the table; its message names the hosts there are.
+var ErrUnknownHost = errors.New("unknown host")
+
+// LookupHost returns the HostInfo of the host called name, or an error
+// wrapping ErrUnknownHost. Its Events are the caller's to change.
+func LookupHost(name string) (HostInfo, error) {
 	for _, h := range hostTable {
 		if h.Name == name {
 			h.Events = append([]string(nil), h.Events...)
-			return h, true
+			return h, nil
 		}
 	}
-	return HostInfo{}, false
+	return HostInfo{}, fmt.Errorf("%w %q: want one of %s", ErrUnknownHost, name, strings.Join(Hosts(), ", "))
 }
 
-// UnknownHostError is the error for a host name that is not in the table:
-// it names the hosts there are.
-func UnknownHostError(name string) error {
-	return fmt.Errorf("unknown host %q: want one of %s", name, strings.Join(Hosts(), ", "))
-}
-
-// New returns the host called name.
+// New returns the host called name, or an error wrapping ErrUnknownHost.
 func New(name string, opts Options) (Host, error) {
-	for _, h := range hostTable {
-		if h.Name == name {
-			return h.new(opts), nil
-		}
+	h, err := LookupHost(name)
+	if err != nil {
+		return nil, err
 	}
-	return nil, UnknownHostError(name)
+	return h.new(opts), nil
 }

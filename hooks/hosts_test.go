@@ -25,15 +25,16 @@ func TestHostTable(t *testing.T) {
 		h, err := New(info.Name, Options{})
 		require.NoError(t, err)
 		assert.Equal(t, info.Name, h.Name())
-		got, ok := LookupHost(info.Name)
-		require.True(t, ok)
+		got, err := LookupHost(info.Name)
+		require.NoError(t, err)
 		got.Events[0] = "changed"
 		again, _ := LookupHost(info.Name)
 		assert.NotEqual(t, "changed", again.Events[0], "LookupHost hands out the table's own Events")
 	}
-	_, ok := LookupHost("vim")
-	assert.False(t, ok)
-	_, err := New("vim", Options{})
+	_, err := LookupHost("vim")
+	assert.ErrorIs(t, err, ErrUnknownHost)
+	_, err = New("vim", Options{})
+	assert.ErrorIs(t, err, ErrUnknownHost)
 	assert.EqualError(t, err, `unknown host "vim": want one of claude-code, codex, gemini, cursor`)
 }
 

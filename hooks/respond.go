@@ -120,12 +120,11 @@ func HTTPBody(host Host, ev Event, resp Response) []byte {
 		reason = "celguard failed"
 	}
 	if ev.Kind == KindBefore || ev.Kind == KindAfter {
-		d := eval.Decision{Verdict: policy.Block, Tool: ev.Call.Tool, Code: CodeInternalError, Reason: reason}
+		phase := policy.PhaseBefore
 		if ev.Kind == KindAfter {
-			d.Phase = policy.PhaseAfter
-		} else {
-			d.Phase = policy.PhaseBefore
+			phase = policy.PhaseAfter
 		}
+		d := eval.Refusal(phase, ev.Call.Tool, CodeInternalError, reason)
 		if r := host.Encode(ev, d); len(r.Stdout) > 0 {
 			return r.Stdout
 		}

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 
-	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/store/statedir"
@@ -138,12 +136,11 @@ const CodePoliciesUnavailable = "policies_unavailable"
 // answer encodes the decision d of ev, saying on stderr that the state
 // failed its check (tampered) or that pending after-events did (badPending).
 func (r *Runner) answer(ev Event, d eval.Decision, tampered *statedir.TamperedError, badPending error) Response {
-	if tampered != nil && (ev.Kind == KindBefore || ev.Kind == KindAfter) {
-		d = markTampered(d, tampered)
-	}
+	// The decision of a call on a tampered state is marked by the engine
+	// (eval's decide.go, rule 19); the user is told on stderr too.
 	resp := r.Host.Encode(ev, d)
 	if tampered != nil {
-		resp.Stderr += clip("celguard: "+tampered.Error()+"; "+tamperedConsequence) + "\n"
+		resp.Stderr += clip("celguard: "+tampered.Error()+"; "+eval.TamperedConsequence) + "\n"
 	}
 	if badPending != nil {
 		resp.Stderr += clip("celguard: "+badPending.Error()) + "\n"
@@ -168,7 +165,7 @@ func (r *Runner) recordPending(ev Event, lockErr error) error {
 func restore(eng *eval.Engine, locked *statedir.Locked, ev Event) (sess *eval.Session, tampered *statedir.TamperedError, err error) {
 	st, _, err := loadState(locked, ev.SessionID)
 	if errors.As(err, &tampered) {
-		sess, err = eng.RestoreTampered(ev.SessionID, ev.Meta, untrusted(tampered))
+		sess, err = eng.RestoreTampered(ev.SessionID, ev.Meta, untrusted(tampered), tampered)
 		return sess, tampered, err
 	}
 	if err != nil {
@@ -181,27 +178,4 @@ func restore(eng *eval.Engine, locked *statedir.Locked, ev Event) (sess *eval.Se
 	maps.Copy(st.Meta, ev.Meta)
 	sess, err = eng.RestoreSession(st)
 	return sess, nil, err
-}
-
-// tamperedConsequence says what a tampered state file costs the session.
-const tamperedConsequence = "its remembered approvals were dropped and its counters read at their ceiling until they reset " +
-	"(at the next prompt, once a rate window has passed, or when a rule resets them)"
-
-// markTampered marks the decision of a call decided with a state that
-// failed its check (code state_tampered): the reason says so, and an allow
-// becomes a warn, so that every host shows it.
-func markTampered(d eval.Decision, t *statedir.TamperedError) eval.Decision {
-	d.StateTampered = true
-	note := t.Error() + "; " + tamperedConsequence
-	if d.Verdict == policy.Allow {
-		// celguard decides the warn, not the rule that allowed.
-		d.Verdict, d.Code, d.Reason = policy.Warn, eval.CodeStateTampered, note
-		d.RuleRef = compile.RuleRef{}
-		return d
-	}
-	if d.Code == "" {
-		d.Code = eval.CodeStateTampered
-	}
-	d.Reason = strings.TrimSpace(strings.TrimSpace(d.Reason) + " (" + note + ")")
-	return d
 }

@@ -241,14 +241,3 @@ func ruleOf(t *testing.T, eng *eval.Engine, call eval.Call) string {
 	require.NotEmpty(t, d.RuleID)
 	return d.RuleID
 }
-
-// TestTamperedWarnNamesNoRule: the warn celguard makes of an allow decided
-// with a tampered state is celguard's, so it names no rule, nor any part of
-// the allowing rule's position.
-func TestTamperedWarnNamesNoRule(t *testing.T) {
-	allow := eval.Decision{Verdict: policy.Allow, RuleRef: compile.RuleRef{RuleID: "ok", Policy: "p", File: "p.yaml", Line: 3, Col: 5}}
-	d := markTampered(allow, &statedir.TamperedError{Path: "state.json", Why: "its MAC does not check"})
-	assert.Equal(t, policy.Warn, d.Verdict)
-	assert.Equal(t, eval.CodeStateTampered, d.Code)
-	assert.Zero(t, d.RuleRef)
-}

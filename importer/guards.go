@@ -101,9 +101,13 @@ func GuardSources(files []File) ([]policy.Source, policy.Diagnostics, error) {
 		return nil, nil, ds
 	}
 	var out []policy.Source
+	n := 0
 	for _, g := range guards {
 		rules, rds := g.rules()
 		ds = append(ds, rds...)
+		if n += len(rules); n > MaxRules {
+			return nil, nil, policy.Diagnostics{diag(CodeUnsupported, policy.SeverityError, g.pos, "more than %d guard patterns in one layer", MaxRules)}
+		}
 		out = append(out, policy.Source{Name: g.file, Data: alignedPolicy(g, rules)})
 	}
 	ds.Sort()

@@ -368,8 +368,9 @@ func (s *Server) faulted(ctx context.Context, phase policy.Phase, call eval.Call
 func (s *Server) fault(phase policy.Phase, call eval.Call, code, reason string) eval.Decision {
 	s.log.Warn("decision failed", "code", code, "tool", call.Tool, "reason", reason)
 	s.metrics.faults.WithLabelValues(code).Inc()
-	return eval.Decision{Verdict: policy.Block, Phase: phase, Tool: call.Tool, CallID: call.ID, Agent: call.Agent,
-		Code: code, Reason: "celguard serve: " + reason, Time: time.Now().UTC(), PolicyDigest: s.eng.PolicySet().Digest()}
+	d := eval.Refusal(phase, call.Tool, code, "celguard serve: "+reason)
+	d.CallID, d.Agent, d.Time, d.PolicyDigest = call.ID, call.Agent, time.Now().UTC(), s.eng.PolicySet().Digest()
+	return d
 }
 
 // readJSON decodes the body of r into v, one JSON value and no unknown

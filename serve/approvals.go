@@ -86,7 +86,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	// With a store: what every replica recorded, not this one's last view.
 	if err := sess.Sync(ctx); err != nil {
-		s.storeFailed(w, fmt.Errorf("%s: %w", eval.CodeStoreUnavailable, err))
+		s.storeFailed(w, fmt.Errorf("%w: %w", eval.ErrStoreUnavailable, err))
 		return
 	}
 	a := approvalsAnswer{SessionID: sess.ID(), Requests: sess.Requests(), Grants: sess.Grants()}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/celguard/celguard"
+	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
@@ -547,17 +548,17 @@ func TestStatusHealthMetrics(t *testing.T) {
 // memorySink keeps the records it is given, or fails.
 type memorySink struct {
 	mu   sync.Mutex
-	recs []*eval.DecisionRecord
+	recs []*decisionlog.Record
 	fail bool
 }
 
-func (m *memorySink) WriteDecision(_ context.Context, rec *eval.DecisionRecord) error {
+func (m *memorySink) WriteDecision(_ context.Context, ev *eval.DecisionEvent) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail {
 		return errors.New("disk full")
 	}
-	m.recs = append(m.recs, rec)
+	m.recs = append(m.recs, decisionlog.NewRecord(ev))
 	return nil
 }
 

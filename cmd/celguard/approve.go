@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/store/statedir"
@@ -205,7 +206,7 @@ func runApprove(ctx context.Context, p approveParams) int {
 		scope, what = eval.ScopeAlways, "this exact call, for good: an allow rule and its test are written to "+
 			filepath.Join(dir, hooks.AlwaysDir, "approved-"+req.ID+".yaml")
 	}
-	ok, err := p.confirm(req.Request, fmt.Sprintf("session %s, %s", req.Session, req.Created.Local().Format(time.DateTime)), what)
+	ok, err := p.confirm(decisionlog.MaskRequest(req.Request, nil), fmt.Sprintf("session %s, %s", req.Session, req.Created.Local().Format(time.DateTime)), what)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -310,6 +311,13 @@ func runApprovalsList(ctx context.Context, p approveParams) int {
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard approvals: %v\n", err)
 		return exitUsage
+	}
+	// Shown masked, as the decision log shows a call.
+	for i := range reqs {
+		reqs[i].Request = decisionlog.MaskRequest(reqs[i].Request, nil)
+	}
+	for i := range grants {
+		grants[i].Grant = decisionlog.MaskGrant(grants[i].Grant)
 	}
 	if p.format == "json" {
 		return printApprovalsJSON(p.stdout, reqs, grants)

@@ -40,6 +40,10 @@ func TestBundlesDoc(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the walkthrough failed: %v\n%s", err, out)
 	}
+	// policies list --effective shows the bundle's policy in the user layer.
+	if !regexp.MustCompile(`(?m)^user +no-terraform-destroy +bundle:acme@v1\.0\.0/serial-1/no-destroy\.yaml +1$`).Match(out) {
+		t.Errorf("policies list --effective does not show the bundle's policy\n%s", out)
+	}
 	for _, want := range []string{
 		"built acme-v1.tar.gz: acme v1.0.0 serial 1 for the user layer",
 		"holds 2 signatures",

@@ -10,7 +10,7 @@ import (
 
 	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/compile"
-	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/decisionlog"
 )
 
 // decisionOptions are the flags of eval and hook that change what is done
@@ -62,7 +62,7 @@ func (o decisionOptions) configure(cfg *celguard.Config) error {
 		if o.logMaxBytes == 0 {
 			return fmt.Errorf("--decision-log-max-bytes must not be 0 (negative never rotates)")
 		}
-		cfg.DecisionLog = &celguard.DecisionLog{Path: o.logPath, Options: eval.FileSinkOptions{MaxBytes: o.logMaxBytes, Sync: o.logSync}}
+		cfg.DecisionLog = &celguard.DecisionLog{Path: o.logPath, Options: decisionlog.FileSinkOptions{MaxBytes: o.logMaxBytes, Sync: o.logSync}}
 	}
 	cfg.Monitor = o.monitor
 	return nil

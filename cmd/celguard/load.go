@@ -114,14 +114,17 @@ func (s selection) sources(whenEmpty unchosen) ([]policy.Source, error) {
 // discover is sources with what was found of the project layer and its
 // trust, and of the admin layer, when the layers were read (the Discovery
 // has only Sources otherwise). Past the one case of an empty selection
-// that only lint and test have (classesOnly), it is policies.Select: the
-// code path package celguard's Load takes, so an embedder decides as the
-// command line does.
+// that only lint and test have (classesOnly), it is celguard.Config's
+// Select (policies.Select and the policy bundles in force): the code path
+// package celguard's Load takes, so an embedder decides as the command
+// line does.
 func (s selection) discover(whenEmpty unchosen) (*policies.Discovery, error) {
 	if s.empty() && whenEmpty == classesOnly {
 		return &policies.Discovery{Sources: []policy.Source{policies.ToolClasses()}}, nil
 	}
-	d, err := policies.Select(s.options())
+	// Config.Select is policies.Select with the policy bundles in force
+	// (docs/bundles.md) in their layers, as eval, hook and serve load them.
+	d, err := celguard.Config{Policies: s.options()}.Select()
 	if err != nil {
 		return nil, describe(err)
 	}

@@ -22,8 +22,8 @@ var (
 )
 
 func testedVersion(host string) string {
-	info, ok := hooks.LookupHost(host)
-	if !ok || info.TestedVersion == "" {
+	info, err := hooks.LookupHost(host)
+	if err != nil || info.TestedVersion == "" {
 		panic("hostse2e: no tested version of " + host + " in the host table")
 	}
 	return info.TestedVersion

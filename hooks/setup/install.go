@@ -51,9 +51,9 @@ var hostConfigs = map[string]hostConfig{
 // under projectDir for ScopeProject, under homeDir for ScopeUser (Codex's
 // user settings honour CODEX_HOME).
 func SettingsPath(host string, scope InstallScope, projectDir, homeDir string) (string, error) {
-	info, ok := hooks.LookupHost(host)
-	if !ok {
-		return "", hooks.UnknownHostError(host)
+	info, err := hooks.LookupHost(host)
+	if err != nil {
+		return "", err
 	}
 	if scope == ScopeUser {
 		if host == hooks.Codex {
@@ -80,9 +80,9 @@ func HookEvents(host string) []string {
 // that runs celguard with "hook HOST") is updated in place, and any second
 // one removed, so installing twice changes nothing.
 func Install(host string, settings []byte, command string) ([]byte, bool, error) {
-	info, ok := hooks.LookupHost(host)
-	if !ok {
-		return nil, false, hooks.UnknownHostError(host)
+	info, err := hooks.LookupHost(host)
+	if err != nil {
+		return nil, false, err
 	}
 	hc := hostConfigs[host]
 	root := &object{}

@@ -26,10 +26,12 @@ var layers = []struct {
 	// store holds every state store (memory, the state directory, Redis)
 	// on the protocol alone: ranked below eval and hooks, it cannot import
 	// them.
-	{2, []string{"celenv", "policies", "store"}},
+	// internal/mask masks a call's arguments for every output, the judge's
+	// prompt among them, so it sits below eval.
+	{2, []string{"celenv", "policies", "store", "internal/mask"}},
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},
-	{5, []string{"hooks", "serve/client", "hooks/hostse2e", "judge", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
+	{5, []string{"hooks", "serve/client", "hooks/hostse2e", "judge", "decisionlog", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
 	// bundle builds (lint, suites) and verifies distributed policy sets,
 	// above policytest and below the composition root that loads them.
 	// hooks/setup installs and checks the hooks in the hosts' settings

@@ -3,6 +3,7 @@ tools guarded by GuardedTool / GuardedWorkbench, against celguard serve."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -10,6 +11,8 @@ from typing import Any, Sequence
 
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
+from autogen_agentchat.conditions import MaxMessageTermination
+from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_agentchat.messages import ToolCallExecutionEvent
 from autogen_core import FunctionCall
 from autogen_core.models import CreateResult, ModelFamily, ModelInfo, RequestUsage
@@ -155,3 +158,71 @@ async def test_repository_limit_holds_across_sessions(url: str) -> None:
     r = await a2.run(task="push one more")
     assert len(t1.ran) == 2 and t2.ran == []
     assert "at most two pushes per repository" in results(r)[0][0]
+
+
+async def team_agent(name: str, provider: CelguardGuardrailProvider, script: Sequence[CreateResult | str],
+                     tools: Toolbox, iterations: int = 3) -> tuple[AssistantAgent, ReplayChatCompletionClient]:
+    model = ReplayChatCompletionClient(list(script), model_info=INFO)
+    wb = GuardedWorkbench(StaticWorkbench(tool_list(tools)), provider, agent_name=name)
+    return AssistantAgent(name, model_client=provider.model_client(model), workbench=wb,
+                          max_tool_iterations=iterations), model
+
+
+async def test_halt_in_a_team_ends_its_run_with_the_reason(url: str, tmp_path: Path) -> None:
+    provider = CelguardGuardrailProvider(await celguard.AsyncClient(url).session())
+    box = Toolbox()
+    marker = tmp_path / "after-halt"
+    first, m1 = await team_agent("first", provider, [call("deploy", {"target": "prod"}),
+                                                     call("lookup", {"query": "q"}, "c2"), "done"], box)
+    second, m2 = await team_agent("second", provider, [call("write_marker", {"path": str(marker), "content": "x"}),
+                                                       "done"], box)
+    team = RoundRobinGroupChat([first, second], termination_condition=provider.termination() | MaxMessageTermination(8))
+    r = await asyncio.wait_for(provider.run(team, task="ship it"), timeout=60)
+    assert r.stop_reason is not None and "deploys are frozen" in r.stop_reason
+    assert box.ran == [] and not marker.exists()
+    # the halted agent's loop ended without calling its model again; the other never ran
+    assert len(m1.create_calls) == 1 and len(m2.create_calls) == 0
+
+
+async def test_other_agents_of_the_team_are_refused_for_the_rest_of_the_turn(url: str, tmp_path: Path) -> None:
+    # Without the termination condition the team goes on: every later call
+    # of the turn, of any agent, is refused, and the model is not called.
+    provider = CelguardGuardrailProvider(await celguard.AsyncClient(url).session())
+    box = Toolbox()
+    marker = tmp_path / "after-halt"
+    first, _ = await team_agent("first", provider, [call("deploy", {"target": "prod"}), "done"], box, iterations=1)
+    second = AssistantAgent("second", model_client=ReplayChatCompletionClient(
+        [call("write_marker", {"path": str(marker), "content": "x"}), "done"], model_info=INFO),
+        workbench=GuardedWorkbench(StaticWorkbench(tool_list(box)), provider, agent_name="second"))
+    team = RoundRobinGroupChat([first, second], termination_condition=MaxMessageTermination(4))
+    r = await asyncio.wait_for(provider.run(team, task="ship it"), timeout=60)
+    assert box.ran == [] and not marker.exists()
+    assert any("halted" in t and "deploys are frozen" in t for t, _ in results(r))
+    assert r.stop_reason is not None and "deploys are frozen" in r.stop_reason
+
+
+async def test_a_single_agent_halt_returns_with_the_reason(url: str) -> None:
+    provider = CelguardGuardrailProvider(await celguard.AsyncClient(url).session())
+    box = Toolbox()
+    a, model = await team_agent("solo", provider, [call("deploy", {"target": "prod"}),
+                                                   call("lookup", {"query": "q"}, "c2"), "done"], box, iterations=5)
+    r = await asyncio.wait_for(provider.run(a, task="deploy"), timeout=60)
+    assert r.stop_reason is not None and "deploys are frozen" in r.stop_reason
+    assert box.ran == [] and len(model.create_calls) == 1
+    assert "deploys are frozen" in str(r.messages[-1].to_text())
+
+
+async def test_two_runs_with_a_halt_in_the_first(url: str) -> None:
+    # provider.run starts and ends a turn at each run: the halt of the first
+    # run does not carry into the second.
+    provider = CelguardGuardrailProvider(await celguard.AsyncClient(url).session())
+    box = Toolbox()
+    # (after the halt the model is not called: the replay's next answer is
+    # the second run's first)
+    a, _ = await team_agent("solo", provider, [call("deploy", {"target": "prod"}),
+                                               call("lookup", {"query": "q"}, "c2"), "done"], box, iterations=2)
+    r1 = await provider.run(a, task="deploy")
+    assert r1.stop_reason is not None and "deploys are frozen" in r1.stop_reason
+    r2 = await provider.run(a, task="look it up")
+    assert r2.stop_reason is None and box.ran == [("lookup", {"query": "q"})]
+    assert provider.halted is None

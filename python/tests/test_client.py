@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 from typing import Iterator
@@ -120,3 +121,96 @@ def test_token_is_sent() -> None:
 def test_decision_describe() -> None:
     d = Decision.from_json({"verdict": "warn", "reason": "careful", "code": "c", "rule_id": "r", "metadata": {"k": 1}})
     assert d.describe() == "careful [c, r]" and d.metadata == {"k": "1"} and d.allows_execution
+
+
+def test_async_client_reused_across_event_loops(url: str) -> None:
+    # Two asyncio.run calls, one client: the second loop gets a pool of its
+    # own instead of "Event loop is closed" from the first loop's connections.
+    client = AsyncClient(url)
+
+    async def decide() -> Decision:
+        s = await client.session()
+        await s.start_turn()
+        return await s.before("write_marker", {"path": "/srv/blocked/x", "content": "x"})
+
+    first = asyncio.run(decide())
+    second = asyncio.run(decide())
+    assert (first.verdict, first.code) == ("block", "blocked_path")
+    assert (second.verdict, second.code, second.client_side) == ("block", "blocked_path", False)
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("Event loop is closed"), ValueError("bad"), OSError("gone")])
+def test_any_client_failure_is_a_block_with_a_code(exc: Exception) -> None:
+    def boom(req: httpx.Request) -> httpx.Response:
+        raise exc
+
+    async def decide() -> Decision:
+        async with AsyncClient("http://celguard.invalid", transport=httpx.MockTransport(boom)) as c:
+            s = await c.session("x")
+            return await s.before("t", {}, call_id="k")
+
+    d = asyncio.run(decide())
+    assert (d.verdict, d.code, d.client_side, d.call_id) == ("block", celguard.CODE_CLIENT_ERROR, True, "k")
+    assert type(exc).__name__ in d.reason
+    with Client("http://celguard.invalid", transport=httpx.MockTransport(boom)) as c:
+        d = c.session("x").output("hi")
+        assert (d.verdict, d.code, d.phase) == ("block", celguard.CODE_CLIENT_ERROR, "output")
+
+
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def chunks(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def test_output_stream_redacts_a_secret_split_across_chunks(url: str) -> None:
+    # The token arrives in 7-character chunks; no prefix of what is released
+    # ever holds it, and text before it is released before the stream ends.
+    filler = "lorem ipsum dolor sit amet " * 700  # about 19k characters, over two windows
+    answer = filler + "the key is " + TOKEN + " and more " + filler
+    with Client(url) as c:
+        s = c.session()
+        s.start_turn()
+        st = s.output_stream()
+        released: list[str] = []
+        for ch in chunks(answer, 7):
+            out = st.feed(ch)
+            if out:
+                released.append(out)
+        in_flight = len(released)
+        released.append(st.finish())
+    seen = "".join(released)
+    assert in_flight >= 1 and not st.stopped
+    assert TOKEN not in seen and "[REDACTED:github_token]" in seen
+    assert seen == answer.replace(TOKEN, "[REDACTED:github_token]") == st.text
+    for i in range(len(released)):
+        assert TOKEN[:12] not in "".join(released[:i + 1])
+
+
+async def test_async_output_stream_blocks_and_cuts(url: str) -> None:
+    async with AsyncClient(url) as c:
+        s = await c.session()
+        await s.start_turn()
+        st = s.output_stream(holdback=16)
+        out = "".join([await st.feed(ch) for ch in chunks("all fine so far, then BAD-OUT and the rest", 5)])
+        out += await st.finish()
+        assert st.stopped and st.decision is not None and st.decision.code == "bad_output"
+        assert "BAD-OUT" not in out and "that answer is withheld" in out
+        assert await st.feed("more") == "" and await st.finish() == ""
+        # a rewrite of the whole answer once part of it was released: cut
+        st = s.output_stream(holdback=8)
+        out = "".join([await st.feed(ch) for ch in chunks("a long harmless opening, then SECRET-OUT", 6)])
+        out += await st.finish()
+        assert st.stopped and "SECRET-OUT" not in out and "withheld the rest" in out
+        # and before anything was released the rewrite is exact
+        st = s.output_stream()
+        out = "".join([await st.feed(ch) for ch in chunks("the SECRET-OUT is 42", 3)]) + await st.finish()
+        assert out == "[withheld]" and not st.stopped
+
+
+def test_output_stream_fails_closed(tmp_path: object) -> None:
+    with Client(f"http://127.0.0.1:{free_port()}", timeout=2) as c:
+        st = c.session("x").output_stream(holdback=4)
+        out = "".join(st.feed(ch) for ch in chunks("text " + TOKEN, 5)) + st.finish()
+    assert TOKEN[:8] not in out and st.stopped and celguard.CODE_UNAVAILABLE in out

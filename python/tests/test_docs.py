@@ -1,5 +1,7 @@
 """docs/python.md's examples run as written against celguard serve with the
-built-in policies (the recommended bundle, no user or project policies)."""
+built-in policies (the recommended bundle, no user or project policies),
+started with --approver-token-file for the approval example. Each example
+asserts what it shows."""
 
 from __future__ import annotations
 
@@ -16,10 +18,19 @@ BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
 
 
 @pytest.fixture(scope="module")
-def builtin_server(celguard_bin: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def approver_token_file(tmp_path_factory: pytest.TempPathFactory) -> str:
+    f = tmp_path_factory.mktemp("approver") / "approver-token"
+    f.write_text("approver-token-for-the-docs\n")
+    os.chmod(f, 0o600)
+    return str(f)
+
+
+@pytest.fixture(scope="module")
+def builtin_server(celguard_bin: str, tmp_path_factory: pytest.TempPathFactory,
+                   approver_token_file: str) -> Iterator[Server]:
     home = tmp_path_factory.mktemp("home")
     env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
-    s = start_server(celguard_bin, "--project-dir", "-", env=env)
+    s = start_server(celguard_bin, "--project-dir", "-", "--approver-token-file", approver_token_file, env=env)
     yield s
     stop_server(s)
 
@@ -31,10 +42,15 @@ def test_every_adapter_has_an_example() -> None:
 
 
 @pytest.mark.parametrize("code", BLOCKS, ids=[f"example{i}" for i in range(len(BLOCKS))])
-def test_example_runs(code: str, builtin_server: Server, monkeypatch: pytest.MonkeyPatch,
+def test_example_runs(code: str, builtin_server: Server, approver_token_file: str, monkeypatch: pytest.MonkeyPatch,
                       capsys: pytest.CaptureFixture[str]) -> None:
     # exec'd as written, in this interpreter: the hosts are imported once.
     monkeypatch.setenv("CELGUARD_URL", builtin_server.url)
+    monkeypatch.setenv("CELGUARD_APPROVER_TOKEN_FILE", approver_token_file)
     exec(compile(code, str(DOC), "exec"), {"__name__": "__main__"})
-    out = capsys.readouterr().out
-    assert "Blocked" in out or "block" in out, out
+    assert capsys.readouterr().out.strip(), "the example printed nothing"
+
+
+def test_no_example_is_left_out() -> None:
+    # every fenced block of Python is run: none hides behind another tag
+    assert not re.findall(r"```(?:py|python3|pycon)\n", DOC.read_text())

@@ -178,3 +178,56 @@ async def test_unreachable_service_refuses(tmp_path: Path) -> None:
         await ask(a, "write")
     assert not marker.exists() and tools.ran == []
     assert "service_unavailable" in str(fake.requests[1]["messages"])
+
+
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+async def run_streamed(agent: Agent, task: str) -> tuple[str, list[tuple[str, bool]]]:
+    published: list[tuple[str, bool]] = []
+
+    async def publish(content: str, is_final: bool, init: bool = False) -> None:
+        published.append((content, is_final))
+
+    out = await agent.run(HumanMessage(content=task), session_id=uuid.uuid4().hex, publish_stream=publish)
+    return str(out.content), published
+
+
+async def test_streamed_answer_is_decided_as_it_streams(url: str, tmp_path: Path) -> None:
+    # publish_stream (how Operator's chat channels run) never sees the
+    # secret, though the model sends it split across 5-character chunks.
+    answer = "the deploy key is " + SECRET + ", keep it safe"
+    with FakeOpenAI([tool_call("lookup", {"query": "key"}), text(answer)], chunk_size=5) as fake:
+        a, tools = make(url, fake, tmp_path)
+        final, published = await run_streamed(a, "what is the key?")
+    assert fake.requests[-1].get("stream") is True and len(fake.sent_chunks) > 10
+    assert tools.ran == [("lookup", {"query": "key"})]
+    assert published and published[-1][1] is True
+    for content, _ in published:
+        assert SECRET[:8] not in content
+    assert final == published[-1][0] == answer.replace(SECRET, "[REDACTED:github_token]")
+
+
+async def test_streamed_block_ends_with_the_refusal(url: str, tmp_path: Path) -> None:
+    with FakeOpenAI([text("here it comes: BAD-OUT, all of it")], chunk_size=4) as fake:
+        a, _ = make(url, fake, tmp_path)
+        final, published = await run_streamed(a, "tell")
+    assert all("BAD-OUT" not in c for c, _ in published)
+    assert "that answer is withheld" in final and final == published[-1][0]
+
+
+async def test_streamed_text_is_released_before_the_end(url: str, tmp_path: Path) -> None:
+    # With a holdback shorter than the answer, decided text is published
+    # while the model still streams; the secret is still never published.
+    answer = ("word " * 40) + SECRET + (" more" * 40)
+    with FakeOpenAI([text(answer)], chunk_size=6) as fake:
+        tools = Tools()
+        guard = CelguardPlugin(celguard.AsyncClient(url), holdback=64)
+        llm = ChatOpenAI(model="fake", api_key="test", base_url=fake.url, max_retries=0)
+        ws = tmp_path / "ws-holdback"
+        ws.mkdir()
+        a = Agent(llm=llm, workspace=ws, plugins=[tools, guard])
+        final, published = await run_streamed(a, "tell")
+    partial = [c for c, final_ in published if not final_]
+    assert partial and all(SECRET[:8] not in c for c, _ in published)
+    assert final == answer.replace(SECRET, "[REDACTED:github_token]")

@@ -153,3 +153,64 @@ def test_ask_needs_the_approver(url: str) -> None:
     assert approving.check_tool("pay", {"amount": 5}).allowed and seen[0].verdict == "ask"
     raising = CelguardGuardrails(session, approver=lambda d: 1 / 0 == 0)
     assert not raising.check_tool("pay", {"amount": 5}).allowed
+
+
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+STREAMING = PROMPTY.replace("  apiType: chat\n", "  apiType: chat\n  options:\n    additionalProperties:\n      stream: true\n")
+
+
+def prompty_file(tmp_path: Path, fake: FakeOpenAI, template: str = PROMPTY) -> Path:
+    f = tmp_path / f"{uuid.uuid4().hex}.prompty"
+    f.write_text(template.format(url=fake.url))
+    return f
+
+
+def test_streamed_answer_is_decided_as_it_streams(url: str, tmp_path: Path) -> None:
+    answer = "the key is " + SECRET + ", keep it"
+    tokens: list[str] = []
+    guards = CelguardGuardrails(celguard.Client(url).session())
+    with FakeOpenAI([text(answer)], chunk_size=5) as fake:
+        out = guards.turn(str(prompty_file(tmp_path, fake, STREAMING)), {"task": "key?"},
+                          tools={f.__name__: f for f in Toolbox().functions()},
+                          on_event=lambda kind, data: tokens.append(data["token"]) if kind == "token" else None)
+    assert fake.requests[0].get("stream") is True and len(fake.sent_chunks) > 5
+    assert SECRET[:8] not in "".join(tokens) and "[REDACTED:github_token]" in "".join(tokens)
+    assert out == "".join(tokens) == answer.replace(SECRET, "[REDACTED:github_token]")
+
+
+def test_streamed_block_ends_the_tokens_with_the_refusal(url: str, tmp_path: Path) -> None:
+    events: list[tuple[str, dict[str, Any]]] = []
+    guards = CelguardGuardrails(celguard.Client(url).session())
+    with FakeOpenAI([text("here: BAD-OUT and the rest")], chunk_size=4) as fake:
+        with pytest.raises(GuardrailError, match="that answer is withheld"):
+            guards.turn(str(prompty_file(tmp_path, fake, STREAMING)), {"task": "go"},
+                        tools={f.__name__: f for f in Toolbox().functions()},
+                        on_event=lambda kind, data: events.append((kind, data)))
+    assert "BAD-OUT" not in str(events), [(k, str(d)[:300]) for k, d in events if "BAD-OUT" in str(d)]
+    assert "that answer is withheld" in "".join(d["token"] for k, d in events if k == "token")
+
+
+def test_a_callback_not_wrapped_is_refused_before_the_model(url: str, tmp_path: Path) -> None:
+    guards = CelguardGuardrails(celguard.Client(url).session())
+    with FakeOpenAI([text("the key is " + SECRET)]) as fake:
+        with pytest.raises(GuardrailError, match="unguarded_stream"):
+            prompty.turn(str(prompty_file(tmp_path, fake, STREAMING)), {"task": "go"},
+                         tools={f.__name__: f for f in Toolbox().functions()}, guardrails=guards,
+                         on_event=lambda kind, data: None)
+    assert fake.requests == []
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["prompty.turn", "guardrails.turn"])
+def test_two_runs_with_a_halt_in_the_first(url: str, tmp_path: Path, direct: bool) -> None:
+    guards = CelguardGuardrails(celguard.Client(url).session())
+    box = Toolbox()
+    tools = {f.__name__: f for f in box.functions()}
+    with FakeOpenAI([tool_call("deploy", {"target": "prod"}), tool_call("lookup", {"query": "q"}, "c2"),
+                     text("done")]) as fake:
+        f = str(prompty_file(tmp_path, fake))
+        run = (lambda: prompty.turn(f, {"task": "go"}, tools=tools, guardrails=guards)) if direct else \
+            (lambda: guards.turn(f, {"task": "go"}, tools=tools))
+        with pytest.raises(GuardrailError, match="deploys are frozen"):
+            run()
+        assert run() == "done"
+    assert box.ran == [("lookup", {"query": "q"})]

@@ -21,11 +21,14 @@ docs/python.md maps every verdict per host.
 """
 
 from ._approvals import ApprovalError, ApprovalRequest, Approvals, Approved, Grant, Scope
-from ._client import DEFAULT_TIMEOUT, DEFAULT_URL, Agent, AsyncClient, AsyncSession, Client, Session
+from ._async.client import AsyncClient, AsyncOutputStream, AsyncSession
+from ._base import DEFAULT_TIMEOUT, DEFAULT_URL, SECRET_WINDOW, Agent
+from ._sync.client import Client, OutputStream, Session
 from ._common import Approver, SyncApprover, refusal_text, warning_text
 from ._decision import (
     CODE_ADAPTER_ERROR,
     CODE_BAD_RESPONSE,
+    CODE_CLIENT_ERROR,
     CODE_HTTP_ERROR,
     CODE_TIMEOUT,
     CODE_UNAVAILABLE,
@@ -34,7 +37,7 @@ from ._decision import (
     Verdict,
 )
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "Agent",
@@ -44,9 +47,11 @@ __all__ = [
     "Approved",
     "Approver",
     "AsyncClient",
+    "AsyncOutputStream",
     "AsyncSession",
     "CODE_ADAPTER_ERROR",
     "CODE_BAD_RESPONSE",
+    "CODE_CLIENT_ERROR",
     "CODE_HTTP_ERROR",
     "CODE_TIMEOUT",
     "CODE_UNAVAILABLE",
@@ -55,11 +60,14 @@ __all__ = [
     "DEFAULT_URL",
     "Decision",
     "Grant",
+    "OutputStream",
     "Phase",
+    "SECRET_WINDOW",
     "Scope",
     "Session",
     "SyncApprover",
     "Verdict",
     "refusal_text",
     "warning_text",
+    "__version__",
 ]

@@ -26,7 +26,7 @@ the route returns."""
 
 class ApprovalError(Exception):
     """An approval route did not succeed. ``code`` is the server's error code
-    (``unauthorized``, ``approvals_disabled``, ``no_such_request``,
+    (``unauthorized``, ``forbidden``, ``approvals_disabled``, ``no_such_request``,
     ``always_refused``, ``mandatory_rule``, ``store_unavailable``,
     ``invalid_input``, ...), or ``service_unavailable`` / ``invalid_response``
     when the client got no usable answer; ``status`` is the HTTP status (0

@@ -20,6 +20,10 @@ CODE_HTTP_ERROR = "service_error"
 """The service answered with a status other than 200."""
 CODE_BAD_RESPONSE = "invalid_response"
 """The service answered 200 with a body that is not a Decision."""
+CODE_CLIENT_ERROR = "client_error"
+"""The client itself failed before it had an answer (for example an
+AsyncClient used from an event loop its caller closed, or a transport given
+by the caller that raised)."""
 CODE_ADAPTER_ERROR = "adapter_error"
 """The adapter failed while applying a decision (for example modified
 arguments the tool does not accept)."""

@@ -17,18 +17,38 @@ Verdicts (docs/python.md has the table): allow runs; warn runs and appends a
 warning to the result the model reads; modify runs with celguard's
 arguments; block returns an error result with the reason and never runs the
 tool; ask runs only when the approver says yes, else as block; halt returns
-an error result, holds for the rest of the turn on the server (every later
-call of the turn is refused), and cancels the turn's CancellationToken (a
-GuardedWorkbench), which stops the next model call of clients that honour it.
+an error result and holds for the rest of the turn: the provider refuses
+every later call of every agent that shares it (and the server every call of
+the session), ``provider.termination()`` ends a team's run with the reason
+as its ``stop_reason``, and ``provider.model_client(client)`` answers every
+later model call of the turn with the refusal instead of calling the model,
+so an agent's tool loop ends at once.
+
+Turns: AutoGen's run boundary is ``run``/``run_stream`` of an agent or a
+team; ``await provider.run(team_or_agent, task=...)`` (or
+``provider.run_stream``) starts a celguard turn, runs, ends the turn, and
+gives the halt's reason as the TaskResult's ``stop_reason``. ``async with
+provider.turn():`` does the same around code of your own.
 """
 
 from __future__ import annotations
 
 import enum
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, List, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, AsyncGenerator, AsyncIterator, List, Mapping, Protocol, Sequence, runtime_checkable
 
+from autogen_agentchat.base import TaskResult, TerminationCondition
+from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, StopMessage
 from autogen_core import CancellationToken
+from autogen_core.models import (
+    ChatCompletionClient,
+    CreateResult,
+    LLMMessage,
+    ModelCapabilities,
+    ModelInfo,
+    RequestUsage,
+)
 from autogen_core.tools import (
     BaseTool,
     TextResultContent,
@@ -38,7 +58,8 @@ from autogen_core.tools import (
 )
 from pydantic import BaseModel
 
-from ._client import Agent, AsyncSession
+from ._async.client import AsyncSession
+from ._base import Agent
 from ._common import Approver, approve, refusal_text, warning_text
 from ._decision import CODE_ADAPTER_ERROR, Decision
 
@@ -111,17 +132,77 @@ class CelguardGuardrailProvider:
     the after phase as ``evaluate_result``.
 
     approver settles ask decisions (see celguard.Approver); without one an
-    ask is denied.
+    ask is denied. Give one provider to every agent of a team (and one
+    session): a halt of one then refuses the others for the rest of the turn.
     """
 
     def __init__(self, session: AsyncSession, *, approver: Approver | None = None) -> None:
         self.session = session
         self.approver = approver
+        self.halted: Decision | None = None
+        """The halt that ended the current turn, if any."""
+
+    async def start_turn(self) -> int:
+        """Start a celguard turn (forgetting the previous turn's halt)."""
+        self.halted = None
+        return await self.session.start_turn()
+
+    async def end_turn(self) -> Decision:
+        """End the celguard turn."""
+        return await self.session.end_turn()
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[CelguardGuardrailProvider]:
+        """A turn around the body: started on entry, ended on exit."""
+        await self.start_turn()
+        try:
+            yield self
+        finally:
+            await self.end_turn()
+
+    async def run(self, runner: Any, *, task: Any = None, cancellation_token: CancellationToken | None = None,
+                  **kwargs: Any) -> TaskResult:
+        """runner.run (an agent or a team) in a turn of its own; a halt's
+        reason is the result's stop_reason."""
+        async with self.turn():
+            result: TaskResult = await runner.run(task=task, cancellation_token=cancellation_token, **kwargs)
+        return self._with_halt(result)
+
+    async def run_stream(self, runner: Any, *, task: Any = None, cancellation_token: CancellationToken | None = None,
+                         **kwargs: Any) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
+        """runner.run_stream in a turn of its own (see run)."""
+        async with self.turn():
+            async for item in runner.run_stream(task=task, cancellation_token=cancellation_token, **kwargs):
+                yield self._with_halt(item) if isinstance(item, TaskResult) else item
+
+    def _with_halt(self, result: TaskResult) -> TaskResult:
+        if self.halted is None:
+            return result
+        return TaskResult(messages=result.messages, stop_reason=refusal_text(self.halted))
+
+    def termination(self) -> TerminationCondition:
+        """A termination condition that ends a team's run once celguard
+        halted the turn (combine it: ``provider.termination() | ...``)."""
+        return HaltTermination(self)
+
+    def model_client(self, client: ChatCompletionClient) -> ChatCompletionClient:
+        """client, answering with the refusal instead of calling the model
+        once celguard halted the turn (so an agent's tool loop ends)."""
+        return HaltingModelClient(client, self)
+
+    def _note(self, d: Decision) -> None:
+        if d.verdict == "halt" and self.halted is None:
+            self.halted = d
 
     async def decide(self, *, tool_name: str, args: Mapping[str, Any], agent_name: str | None = None,
                      call_id: str | None = None) -> tuple[Decision, GuardrailResult]:
-        """The celguard Decision and its GuardrailResult."""
-        d = await self.session.before(tool_name, args, call_id=call_id, agent=_agent(agent_name, self.session))
+        """The celguard Decision and its GuardrailResult. After a halt every
+        call of the turn is refused without asking."""
+        if self.halted is not None:
+            d = self.halted
+        else:
+            d = await self.session.before(tool_name, args, call_id=call_id, agent=_agent(agent_name, self.session))
+            self._note(d)
         approved = d.verdict == "ask" and await approve(self.approver, d)
         return d, to_guardrail_result(d, approved=approved)
 
@@ -134,8 +215,94 @@ class CelguardGuardrailProvider:
     async def evaluate_result(self, *, tool_name: str, args: Mapping[str, Any], content: Any, is_error: bool,
                               agent_name: str | None = None, call_id: str | None = None) -> Decision:
         """Decide a tool's result (after phase)."""
-        return await self.session.after(tool_name, args, content, is_error=is_error, call_id=call_id,
-                                        agent=_agent(agent_name, self.session))
+        d = await self.session.after(tool_name, args, content, is_error=is_error, call_id=call_id,
+                                     agent=_agent(agent_name, self.session))
+        self._note(d)
+        return d
+
+
+class HaltTermination(TerminationCondition):
+    """Ends a team's run once its provider saw a halt; the StopMessage (the
+    run's stop_reason) is the refusal with celguard's reason."""
+
+    def __init__(self, provider: CelguardGuardrailProvider) -> None:
+        self._provider = provider
+        self._terminated = False
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the condition fired."""
+        return self._terminated
+
+    async def __call__(self, messages: Sequence[BaseAgentEvent | BaseChatMessage]) -> StopMessage | None:
+        """A StopMessage once the provider halted."""
+        if self._terminated or self._provider.halted is None:
+            return None
+        self._terminated = True
+        return StopMessage(content=refusal_text(self._provider.halted), source="celguard")
+
+    async def reset(self) -> None:
+        """Ready for the next run."""
+        self._terminated = False
+
+
+class HaltingModelClient(ChatCompletionClient):
+    """A ChatCompletionClient that, once its provider saw a halt, answers with
+    the refusal instead of calling the model (the agent's tool loop ends)."""
+
+    def __init__(self, inner: ChatCompletionClient, provider: CelguardGuardrailProvider) -> None:
+        self.inner = inner
+        self._provider = provider
+
+    def _refusal(self) -> CreateResult | None:
+        if self._provider.halted is None:
+            return None
+        return CreateResult(finish_reason="stop", content=refusal_text(self._provider.halted),
+                            usage=RequestUsage(prompt_tokens=0, completion_tokens=0), cached=False)
+
+    async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:
+        """The model's answer, or the refusal after a halt."""
+        return self._refusal() or await self.inner.create(messages, **kwargs)
+
+    async def create_stream(self, messages: Sequence[LLMMessage],
+                            **kwargs: Any) -> AsyncGenerator[str | CreateResult, None]:
+        """The model's stream, or the refusal after a halt."""
+        refusal = self._refusal()
+        if refusal is not None:
+            yield refusal
+            return
+        async for item in self.inner.create_stream(messages, **kwargs):
+            yield item
+
+    async def close(self) -> None:
+        """Closes the wrapped client."""
+        await self.inner.close()
+
+    def actual_usage(self) -> RequestUsage:
+        """The wrapped client's."""
+        return self.inner.actual_usage()
+
+    def total_usage(self) -> RequestUsage:
+        """The wrapped client's."""
+        return self.inner.total_usage()
+
+    def count_tokens(self, messages: Sequence[LLMMessage], **kwargs: Any) -> int:
+        """The wrapped client's."""
+        return self.inner.count_tokens(messages, **kwargs)
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], **kwargs: Any) -> int:
+        """The wrapped client's."""
+        return self.inner.remaining_tokens(messages, **kwargs)
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        """The wrapped client's."""
+        return self.inner.capabilities
+
+    @property
+    def model_info(self) -> ModelInfo:
+        """The wrapped client's."""
+        return self.inner.model_info
 
 
 def _agent(name: str | None, session: AsyncSession) -> Agent | None:
@@ -257,8 +424,9 @@ class GuardedWorkbench(Workbench):
         args: Mapping[str, Any] = arguments or {}
         d, g = await self._provider.decide(tool_name=name, args=args, agent_name=self._agent_name, call_id=call_id)
         if g.decision == GuardrailAction.DENY:
-            if d.verdict == "halt" and cancellation_token is not None:
-                cancellation_token.cancel()
+            # A halt does not cancel the token: inside a team that leaves
+            # the run waiting forever, alone it raises a CancelledError
+            # without the reason. The provider ends the turn instead.
             return _error(name, g.reason or refusal_text(d))
         if g.decision == GuardrailAction.MODIFY:
             if g.modified_args is None:
@@ -270,8 +438,6 @@ class GuardedWorkbench(Workbench):
                                                  is_error=result.is_error, agent_name=self._agent_name,
                                                  call_id=call_id)
         if a.verdict in ("block", "halt", "ask"):
-            if a.verdict == "halt" and cancellation_token is not None:
-                cancellation_token.cancel()
             return _error(name, refusal_text(a))
         if a.verdict == "modify" and a.content is not None:
             result = ToolResult(name=result.name, result=[TextResultContent(content=a.content)],
@@ -316,6 +482,8 @@ __all__ = [
     "GuardrailAction",
     "GuardrailProvider",
     "GuardrailResult",
+    "HaltTermination",
+    "HaltingModelClient",
     "ToolDenied",
     "to_guardrail_result",
 ]

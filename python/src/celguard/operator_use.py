@@ -18,7 +18,14 @@ a tool result whose metadata says ``stop_loop`` ends the turn).
   warning; halt ends the turn;
 * the answer (``BEFORE_AGENT_END``): output phase (block/halt replace it
   with the refusal, modify with celguard's text, warn appends the note), then
-  celguard's turn end.
+  celguard's turn end;
+* a streamed answer (``Agent.run(..., publish_stream=...)``, how Operator's
+  chat channels run): the plugin wraps the Agent's model (``GuardedLLM``,
+  done when the Agent registers the plugin, or by ``plugin.attach(agent)``)
+  so each text delta reaches ``publish_stream`` only once celguard decided
+  it (celguard.AsyncOutputStream): a secret is redacted in flight, a block
+  ends the stream with the refusal. The answer so decided is not decided
+  again at the end.
 
 Operator logs and swallows a hook's exception and runs the call anyway, so
 every handler here catches its own failures and refuses the call instead.
@@ -26,9 +33,12 @@ every handler here catches its own failures and refuses the call instead.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
-from typing import Any
+import sys
+import weakref
+from typing import Any, AsyncIterator
 
 from operator_use.agent.hooks import HookEvent, Hooks
 from operator_use.agent.hooks.events import (
@@ -40,13 +50,19 @@ from operator_use.agent.hooks.events import (
 )
 from operator_use.messages import ToolMessage
 from operator_use.plugins import Plugin
+from operator_use.providers.events import LLMStreamEvent, LLMStreamEventType
 from operator_use.tools import ToolResult
 
-from ._client import Agent, AsyncClient, AsyncSession
+from ._async.client import AsyncClient, AsyncSession
+from ._base import SECRET_WINDOW, Agent
 from ._common import Approver, approve, refusal_text, warning_text
 from ._decision import CODE_ADAPTER_ERROR, Decision
 
 log = logging.getLogger(__name__)
+
+# The Operator session whose model call is about to run (set by the
+# BEFORE_LLM_CALL handler, in the task that then calls the model).
+_current_session: contextvars.ContextVar[str] = contextvars.ContextVar("celguard_operator_session", default="")
 
 
 class CelguardPlugin(Plugin):
@@ -61,20 +77,37 @@ class CelguardPlugin(Plugin):
     name = "celguard"
 
     def __init__(self, client: AsyncClient, *, agent: Agent | None = None, approver: Approver | None = None,
-                 cwd: str | None = None) -> None:
+                 cwd: str | None = None, holdback: int = SECRET_WINDOW) -> None:
         self.client = client
         self.agent = agent
         self.approver = approver
         self.cwd = cwd
+        self.holdback = holdback
         self._sessions: dict[str, AsyncSession] = {}
+        self._agents: weakref.WeakSet[Any] = weakref.WeakSet()
+        # Per Operator session: the answer decided as it streamed this turn.
+        self._streamed: dict[str, str] = {}
         # Per tool call id: what the model must read in place of, or after,
         # the stored result.
         self._replace: dict[str, str] = {}
         self._notes: dict[str, list[str]] = {}
         self._halted: dict[str, Decision] = {}
 
+    def attach(self, agent: Any) -> Any:
+        """Wrap agent's model so its streamed answers are decided as they
+        stream; returns agent. Done already when the Agent registered the
+        plugin (``Agent(..., plugins=[plugin])``)."""
+        if not isinstance(agent.llm, GuardedLLM):
+            agent.llm = GuardedLLM(agent.llm, self)
+        self._agents.add(agent)
+        return agent
+
     def register_hooks(self, hooks: Hooks) -> None:
-        """Registers the plugin's handlers."""
+        """Registers the plugin's handlers (and, called by an Agent's
+        constructor, attaches to that Agent)."""
+        owner = sys._getframe(1).f_locals.get("self")
+        if getattr(owner, "hooks", None) is hooks and hasattr(owner, "llm"):
+            self.attach(owner)
         hooks.register(HookEvent.BEFORE_AGENT_START, self._turn_start)
         hooks.register(HookEvent.BEFORE_TOOL_CALL, self._before)
         hooks.register(HookEvent.AFTER_TOOL_CALL, self._after)
@@ -100,6 +133,7 @@ class CelguardPlugin(Plugin):
     async def _turn_start(self, ctx: BeforeAgentStartContext) -> None:
         try:
             self._halted.pop(ctx.session.id, None)
+            self._streamed.pop(ctx.session.id, None)
             s = await self.session(ctx.session.id)
             await s.start_turn()
         except Exception:
@@ -165,6 +199,10 @@ class CelguardPlugin(Plugin):
             m.content = "\n".join([m.content or "", *notes])
 
     async def _before_llm(self, ctx: BeforeLLMCallContext) -> None:
+        _current_session.set(ctx.session.id)
+        for agent in list(self._agents):  # a model swapped after attach is wrapped again
+            if not isinstance(agent.llm, GuardedLLM):
+                agent.llm = GuardedLLM(agent.llm, self)
         if not self._replace and not self._notes:
             return
         for m in ctx.messages:
@@ -179,10 +217,13 @@ class CelguardPlugin(Plugin):
     async def _turn_end(self, ctx: BeforeAgentEndContext) -> None:
         sid = ctx.session.id
         halted = self._halted.pop(sid, None)
+        streamed = self._streamed.pop(sid, None)
         try:
             s = await self.session(sid)
             if halted is not None:
                 ctx.response.content = refusal_text(halted)
+            elif streamed is not None and ctx.response.content == streamed:
+                pass  # decided as it streamed
             else:
                 answer = ctx.response.content
                 text = answer if isinstance(answer, str) else json.dumps(answer, default=str)
@@ -198,4 +239,52 @@ class CelguardPlugin(Plugin):
             ctx.response.content = refusal_text(Decision.fail_closed(CODE_ADAPTER_ERROR, f"celguard adapter failed: {exc}"))
 
 
-__all__ = ["CelguardPlugin"]
+class GuardedLLM:
+    """An Operator model (BaseChatLLM) whose streamed text celguard decides
+    as it streams; everything else is the wrapped model's."""
+
+    def __init__(self, inner: Any, plugin: CelguardPlugin) -> None:
+        self.inner = inner
+        self._plugin = plugin
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def model_name(self) -> Any:
+        """The wrapped model's."""
+        return self.inner.model_name
+
+    @property
+    def provider(self) -> Any:
+        """The wrapped model's."""
+        return self.inner.provider
+
+    async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
+        """The wrapped model's answer (decided whole at the end of the turn)."""
+        return await self.inner.ainvoke(*args, **kwargs)
+
+    async def astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[LLMStreamEvent]:
+        """The wrapped model's events, text deltas passed on only as celguard
+        decides them."""
+        sid = _current_session.get()
+        stream = None
+        async for ev in self.inner.astream(*args, **kwargs):
+            if ev.type == LLMStreamEventType.TEXT_DELTA and ev.content:
+                if stream is None:
+                    s = await self._plugin.session(sid)
+                    stream = s.output_stream(holdback=self._plugin.holdback)
+                out = await stream.feed(ev.content)
+                if out:
+                    yield ev.model_copy(update={"content": out})
+                continue
+            if ev.type == LLMStreamEventType.TEXT_END and stream is not None:
+                rest = await stream.finish()
+                if rest:
+                    yield LLMStreamEvent(type=LLMStreamEventType.TEXT_DELTA, content=rest)
+                # Operator strips the answer before it keeps it.
+                self._plugin._streamed[sid] = stream.text.strip() or "(no response)"
+            yield ev
+
+
+__all__ = ["CelguardPlugin", "GuardedLLM"]

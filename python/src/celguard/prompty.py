@@ -15,17 +15,65 @@ client. Verdicts (table in docs/python.md):
 * output: allow passes; modify rewrites the answer; warn passes (the answer
   is final, the model reads nothing more; the warning is kept in
   ``warnings``); block, halt and an unapproved ask deny.
+* a streamed answer (a .prompty whose model options say ``stream: true``):
+  Prompty hands its tokens to ``on_event``; the callback
+  ``guardrails.on_event(cb)`` passes a token on to cb only once celguard
+  decided it (celguard.OutputStream): a secret is redacted in flight, a
+  block ends the tokens with the refusal and then denies the answer. A turn
+  given a callback of its own (not wrapped) is refused before the model is
+  called, since its tokens would reach it undecided.
+
+Turns: a run is one ``prompty.turn``; ``guardrails.turn(prompt, inputs,
+...)`` starts a celguard turn, runs prompty.turn with these guardrails and
+the wrapped on_event, and ends the turn. Called directly,
+``prompty.turn(..., guardrails=guardrails)`` is recognised too: each turn
+sends its own message list to the input guardrail, so the first input check
+of a new list ends the previous turn and starts one.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import sys
+from typing import Any, Callable, Literal
 
+import prompty
 from prompty import GuardrailError, GuardrailResult, Guardrails, Message, TextPart
 
-from ._client import Session
+from ._base import SECRET_WINDOW
 from ._common import SyncApprover, approve_sync, refusal_text, warning_text
 from ._decision import Decision
+from ._sync.client import OutputStream, Session
+
+EventCallback = Callable[[str, dict[str, Any]], None]
+"""Prompty's on_event callback: (event type, data)."""
+
+
+class GuardedEvents:
+    """An on_event callback passing Prompty's events on to cb, tokens only as
+    celguard decides them (make one with CelguardGuardrails.on_event)."""
+
+    def __init__(self, guardrails: CelguardGuardrails, cb: EventCallback | None) -> None:
+        self._guardrails = guardrails
+        self.cb = cb
+
+    def __call__(self, event_type: str, data: dict[str, Any]) -> None:
+        g = self._guardrails
+        if event_type == "token":
+            if g._stream is None:
+                g._stream = g.session.output_stream(holdback=g.holdback)
+            g._sink = self
+            out = g._stream.feed(str((data or {}).get("token", "")))
+            if out:
+                self._pass("token", {"token": out})
+            return
+        if event_type == "turn_end" and (data or {}).get("status") != "success":
+            # A failed turn's end carries the answer a guardrail refused.
+            data = _without_response(data or {})
+        self._pass(event_type, data)
+
+    def _pass(self, event_type: str, data: dict[str, Any]) -> None:
+        if self.cb is not None:
+            self.cb(event_type, data)
 
 
 class CelguardGuardrails(Guardrails):
@@ -35,13 +83,46 @@ class CelguardGuardrails(Guardrails):
     ask decisions (a plain function); without one an ask is denied.
     """
 
-    def __init__(self, session: Session, *, approver: SyncApprover | None = None) -> None:
+    def __init__(self, session: Session, *, approver: SyncApprover | None = None,
+                 holdback: int = SECRET_WINDOW) -> None:
         super().__init__(input=self._input, output=self._output, tool=self._tool)
         self.session = session
         self.approver = approver
+        self.holdback = holdback
         self.warnings: list[str] = []
         """Every warning celguard gave in this session, in order."""
         self._pending: list[str] = []
+        self._run: list[object] = []  # the message lists of the current run
+        self._turn_open = False
+        self._stream: OutputStream | None = None
+        self._sink: GuardedEvents | None = None
+
+    def turn(self, prompt: Any, inputs: dict[str, Any] | None = None, *, on_event: EventCallback | None = None,
+             **kwargs: Any) -> Any:
+        """prompty.turn with these guardrails, in a celguard turn of its own,
+        on_event wrapped (see on_event)."""
+        self._end_run()
+        self._begin_run()
+        try:
+            return prompty.turn(prompt, inputs, guardrails=self, on_event=self.on_event(on_event), **kwargs)
+        finally:
+            self._end_run()
+
+    def on_event(self, cb: EventCallback | None = None) -> GuardedEvents:
+        """An on_event callback for prompty.turn passing events on to cb and
+        streamed tokens only once celguard decided them."""
+        return GuardedEvents(self, cb)
+
+    def _begin_run(self) -> None:
+        self.session.start_turn()
+        self._turn_open = True
+        self._stream = None
+
+    def _end_run(self) -> None:
+        self._run = []
+        if self._turn_open:
+            self._turn_open = False
+            self.session.end_turn()
 
     def _allowed(self, d: Decision) -> bool:
         return d.verdict in ("allow", "warn", "modify") or (d.verdict == "ask" and approve_sync(self.approver, d))
@@ -66,6 +147,17 @@ class CelguardGuardrails(Guardrails):
         return GuardrailResult(allowed=True)
 
     def _input(self, messages: list[Message]) -> GuardrailResult:
+        if not any(messages is m for m in self._run):
+            # A message list not seen before: a new prompty.turn.
+            if self._run or not self._turn_open:
+                self._end_run()
+                self._begin_run()
+            self._run.append(messages)
+        foreign = _foreign_callback()
+        if foreign:
+            return GuardrailResult(allowed=False, reason=(
+                "[celguard refused this turn] its on_event callback is not wrapped, so streamed tokens would reach "
+                "it before celguard decides them: pass on_event=guardrails.on_event(callback) [unguarded_stream]"))
         d = self.session.input([_as_json(m) for m in messages])
         if not self._allowed(d):
             return GuardrailResult(allowed=False, reason=refusal_text(d))
@@ -79,9 +171,13 @@ class CelguardGuardrails(Guardrails):
             out = list(out if out is not None else messages)
             out.append(Message(role="system", parts=[TextPart(value="\n".join(self._pending))]))
             self._pending.clear()
+        if out is not None:
+            self._run.append(out)  # Prompty goes on with the rewrite
         return GuardrailResult(allowed=True, rewrite=out)
 
     def _output(self, message: Message) -> GuardrailResult:
+        if self._stream is not None:
+            return self._streamed(message)
         d = self.session.output(_text(message))
         if not self._allowed(d):
             return GuardrailResult(allowed=False, reason=refusal_text(d))
@@ -92,6 +188,49 @@ class CelguardGuardrails(Guardrails):
                 return GuardrailResult(allowed=False, reason=refusal_text(d))
             return GuardrailResult(allowed=True, rewrite=text)
         return GuardrailResult(allowed=True)
+
+
+    def _streamed(self, message: Message) -> GuardrailResult:
+        """The answer decided as it streamed: release the rest, then the
+        stream's decision is the guardrail's."""
+        st, sink = self._stream, self._sink
+        self._stream = self._sink = None
+        assert st is not None
+        rest = st.finish()
+        if rest and sink is not None:
+            sink._pass("token", {"token": rest})
+        d = st.decision
+        if d is not None:
+            self._warn(d)
+        if d is None or (st.stopped and d.verdict != "modify"):
+            return GuardrailResult(allowed=False, reason=refusal_text(d) if d is not None else "celguard: no decision")
+        if st.text != _text(message):
+            return GuardrailResult(allowed=True, rewrite=st.text)
+        return GuardrailResult(allowed=True)
+
+
+def _without_response(data: dict[str, Any]) -> dict[str, Any]:
+    """data without its "response" entries, at any depth."""
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if k == "response":
+            continue
+        out[k] = _without_response(v) if isinstance(v, dict) else v
+    return out
+
+
+def _foreign_callback() -> bool:
+    """Whether the prompty.turn calling the input guardrail streams its
+    tokens to an on_event callback celguard does not wrap."""
+    f = sys._getframe(1)
+    for _ in range(8):
+        if f is None:
+            return False
+        if f.f_globals.get("__name__") == "prompty.core.pipeline" and f.f_code.co_name in ("turn", "turn_async"):
+            cb = f.f_locals.get("on_event")
+            return cb is not None and not isinstance(cb, GuardedEvents)
+        f = f.f_back  # type: ignore[assignment]
+    return False
 
 
 def _text(m: Message) -> str:
@@ -127,4 +266,4 @@ def _rewrite(old: list[Message], new: list[dict[str, Any]]) -> list[Message]:
     return out
 
 
-__all__ = ["CelguardGuardrails"]
+__all__ = ["CelguardGuardrails", "EventCallback", "GuardedEvents"]

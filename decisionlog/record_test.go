@@ -1,16 +1,19 @@
-package eval_test
+package decisionlog_test
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
 )
@@ -42,7 +45,7 @@ rules:
 // arguments; the record says which paths were masked.
 func TestDecisionLogMasks(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "decisions.jsonl")
-	sink, err := eval.NewFileSink(path, eval.FileSinkOptions{})
+	sink, err := decisionlog.NewFileSink(path, decisionlog.FileSinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +119,7 @@ func TestDecisionLogMasks(t *testing.T) {
 // (decision_log_failed) without onError, and reports to onError with it.
 func TestDecisionLogFailure(t *testing.T) {
 	set := mustSet(t, map[string]string{"p.yaml": "rules:\n  - id: r\n    condition: 'false'\n    verdict: block\n"})
-	broken := sinkFunc(func(context.Context, *eval.DecisionRecord) error { return errors.New("disk full") })
+	broken := sinkFunc(func(context.Context, *eval.DecisionEvent) error { return errors.New("disk full") })
 	eng, err := eval.New(set, eval.WithDecisionSink(broken, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +143,7 @@ func TestDecisionLogFailure(t *testing.T) {
 // sink write one whole line per decision.
 func TestDecisionLogConcurrent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "decisions.jsonl")
-	sink, err := eval.NewFileSink(path, eval.FileSinkOptions{})
+	sink, err := decisionlog.NewFileSink(path, decisionlog.FileSinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,22 +168,36 @@ func TestDecisionLogConcurrent(t *testing.T) {
 	}
 }
 
-type sinkFunc func(context.Context, *eval.DecisionRecord) error
+type sinkFunc func(context.Context, *eval.DecisionEvent) error
 
-func (f sinkFunc) WriteDecision(ctx context.Context, r *eval.DecisionRecord) error { return f(ctx, r) }
+func (f sinkFunc) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) error { return f(ctx, ev) }
 
-func readRecords(t *testing.T, path string) []eval.DecisionRecord {
+func mustSet(t testing.TB, files map[string]string) *compile.PolicySet {
+	t.Helper()
+	var srcs []policy.Source
+	for name, body := range files {
+		hdr := fmt.Sprintf("apiVersion: celguard.dev/v1\nkind: Policy\nname: %s\n", strings.TrimSuffix(name, ".yaml"))
+		srcs = append(srcs, policy.Source{Name: name, Data: []byte(hdr + body)})
+	}
+	set, err := compile.Compile(srcs)
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	return set
+}
+
+func readRecords(t *testing.T, path string) []decisionlog.Record {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []eval.DecisionRecord
+	var out []decisionlog.Record
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<22)
 	for sc.Scan() {
-		var r eval.DecisionRecord
+		var r decisionlog.Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("line %d: %v: %s", len(out)+1, err, sc.Text())
 		}
@@ -189,7 +206,7 @@ func readRecords(t *testing.T, path string) []eval.DecisionRecord {
 	return out
 }
 
-func maskedPaths(r eval.DecisionRecord) string {
+func maskedPaths(r decisionlog.Record) string {
 	var s []string
 	for _, m := range r.Masked {
 		s = append(s, m.Path+":"+m.By)

@@ -14,7 +14,7 @@ import (
 
 // This file is the evaluation's side of the counters: their keys, the counts
 // rules read, the update after a call (after-counters) and the count at the
-// decision before it (before-counters). counters.go keeps the counts.
+// decision before it (before-counters). counterstate.go keeps the counts.
 
 // counterKey computes a counter's key for this call.
 func (ev *evaluation) counterKey(c *compile.Counter) (string, error) {
@@ -66,7 +66,7 @@ func (ev *evaluation) counterValues(p *compile.Policy) map[string]int64 {
 	}
 	m := make(map[string]int64, len(p.Counters))
 	for _, c := range p.Counters {
-		ev.s.touch(c)
+		ev.s.be.touch(c)
 		if !ev.phase.HasCall() {
 			// At turn end, input and output: the total over every key.
 			m[c.Name] = ev.s.counterTotal(c)
@@ -144,7 +144,7 @@ func (ev *evaluation) counterUpdates(counters []*compile.Counter) (updates []cou
 		}
 		u, err := ev.counterUpdate(c)
 		if err != nil || u.inc || u.reset {
-			ev.s.touch(c) // counted, reset or failed: it needed the store
+			ev.s.be.touch(c) // counted, reset or failed: it needed the store
 		}
 		if err != nil {
 			if c.Policy.FailurePolicy == policy.FailOpen {

@@ -5,123 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
+	"maps"
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/state"
 )
 
-// This file is the engine's side of a Store (store.go): the shared
-// entries an engine holds, and a decision's run, commit and rerun.
-
-// sharedEntry is an engine's copy of a shared entry of its store: the
-// counts of the counters scoped to one agent, repository or organisation,
-// and its fleet halt.
-type sharedEntry struct {
-	// mu is held while a decision may read or count the entry's counters
-	// (from its first read to its commit), so that an engine commits one
-	// decision of the entry at a time; it is taken after the session's
-	// lock (sessionLocks) and before its counting lock and mu.
-	mu       sync.Mutex
-	key      state.Key
-	version  string
-	counters map[string]*counterState
-	halt     *Decision
-	// committed is the entry's state at version, to roll back to.
-	committed snapshot
-	// local, when set, is the state to roll back to instead (see
-	// storeSession.local).
-	local *SessionState
-}
-
-func (ent *sharedEntry) state() SessionState {
-	st := SessionState{ID: ent.key.ID, Counters: exportCounters(ent.counters)}
-	if ent.halt != nil {
-		h := *ent.halt
-		st.Halted = &h
-	}
-	return st
-}
-
-func (ent *sharedEntry) adopt(e *Engine, version string, st *SessionState) {
-	if st != nil {
-		cp := *st // st may be &ent.committed.st
-		st = &cp
-	}
-	ent.local = nil
-	ent.version = version
-	ent.halt = nil
-	ent.counters = map[string]*counterState{}
-	ent.committed.set(SessionState{ID: ent.key.ID})
-	if st == nil {
-		return
-	}
-	ent.committed.set(*st)
-	ent.counters = e.restoreCounters(st.Counters)
-	if st.Halted != nil {
-		h := *st.Halted
-		ent.halt = &h
-	}
-}
-
-// maxSharedEntries bounds the shared entries an engine keeps; past it, the
-// map is cleared (the entries are read again from the store).
-const maxSharedEntries = 1 << 16
-
-// shared returns the engine's copy of a shared entry.
-func (e *Engine) shared(key state.Key) *sharedEntry {
-	e.sharedMu.Lock()
-	defer e.sharedMu.Unlock()
-	ent, ok := e.sharedEntries[key]
-	if !ok {
-		if e.sharedEntries == nil || len(e.sharedEntries) >= maxSharedEntries {
-			e.sharedEntries = map[state.Key]*sharedEntry{}
-		}
-		ent = &sharedEntry{key: key, counters: map[string]*counterState{}}
-		ent.committed.set(SessionState{ID: key.ID})
-		e.sharedEntries[key] = ent
-	}
-	return ent
-}
-
-// sessionLocks serializes an engine's decisions on one session id, over
-// all its handles: each decision runs, commits and perhaps runs again
-// alone, so that replicas, not handles, are what contend in the store. A
-// lock is kept while someone holds or waits for it.
-type sessionLocks struct {
-	mu sync.Mutex
-	m  map[string]*sessionLock
-}
-
-type sessionLock struct {
-	mu    sync.Mutex
-	users int
-}
-
-// lock takes the lock of session id and returns its unlock.
-func (l *sessionLocks) lock(id string) func() {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[string]*sessionLock{}
-	}
-	sl := l.m[id]
-	if sl == nil {
-		sl = &sessionLock{}
-		l.m[id] = sl
-	}
-	sl.users++
-	l.mu.Unlock()
-	sl.mu.Lock()
-	return func() {
-		sl.mu.Unlock()
-		l.mu.Lock()
-		if sl.users--; sl.users == 0 {
-			delete(l.m, id)
-		}
-		l.mu.Unlock()
-	}
-}
+// This file is a session's side of a state store (storeSession, its
+// backend): a decision's run, commit and rerun, a new turn, a change of
+// the approval book, and reading a session another replica started.
+// fleet.go is the engine's side.
 
 // storeSession is a session's part of the store protocol. Its fields are
 // used by the handle's decisions, which hold the engine's lock of the
@@ -168,21 +62,86 @@ func (s *Session) entry(c *compile.Counter) *sharedEntry {
 	return nil
 }
 
-// touch records that the decision read or counted counter c.
-func (s *Session) touch(c *compile.Counter) {
-	if s.eng.cfg.store == nil {
-		return
-	}
-	s.st.touched = true
+// touch implements backend: the decision read or counted counter c.
+func (st *storeSession) touch(c *compile.Counter) {
+	st.touched = true
 	if c.Decl.OnStoreError != policy.StoreErrorLocal {
-		s.st.strict = true
+		st.strict = true
 	}
+}
+
+// sharedCounts implements backend: the counts of c in its shared entry,
+// which the decision holds locked; the caller holds s.mu.
+func (st *storeSession) sharedCounts(s *Session, c *compile.Counter) *counterState {
+	ent := s.entry(c)
+	cs, ok := ent.counters[c.ID]
+	if !ok {
+		cs = newCounterState()
+		ent.counters[c.ID] = cs
+	}
+	return cs
+}
+
+// answered implements backend.
+func (st *storeSession) answered(key string) (Approval, bool) {
+	a, ok := st.answers[key]
+	return a, ok
+}
+
+// noteAnswer implements backend.
+func (st *storeSession) noteAnswer(key string, a Approval) {
+	if st.answers == nil {
+		st.answers = map[string]Approval{}
+	}
+	st.answers[key] = a
+}
+
+// decide implements backend (decideStored).
+func (st *storeSession) decide(ctx context.Context, s *Session, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
+	return s.decideStored(ctx, set, phase, call, res, io, opts)
+}
+
+// decided implements backend: a refused call was remembered in the
+// decision's commit.
+func (st *storeSession) decided(*Session, Call, Decision) {}
+
+// nextTurn implements backend: the new turn is committed.
+func (st *storeSession) nextTurn(ctx context.Context, s *Session) (uint64, error) {
+	return s.changeStored(ctx, func() error {
+		s.mu.Lock()
+		s.turn++
+		s.halt = nil
+		s.mu.Unlock()
+		return nil
+	})
+}
+
+// change implements backend: the change is committed, on the session's
+// current stored state.
+func (st *storeSession) change(ctx context.Context, s *Session, apply func() error) error {
+	_, err := s.changeStored(ctx, apply)
+	return err
+}
+
+// sync implements backend.
+func (st *storeSession) sync(ctx context.Context, s *Session) error {
+	defer s.eng.stored.locks.lock(s.id)()
+	return s.syncLocked(ctx)
+}
+
+// open implements backend.
+func (st *storeSession) open(ctx context.Context, s *Session) error {
+	if err := st.sync(ctx, s); err != nil {
+		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	_, err := s.changeStored(ctx, func() error { return nil })
+	return err
 }
 
 // bindEntries resolves the session's shared entries from its metadata.
 func (s *Session) bindEntries() {
 	for i, sc := range sharedScopes {
-		s.st.entries[i] = s.eng.shared(state.Key{Scope: sc, ID: ScopeID(s.meta, sc)})
+		s.st.entries[i] = s.eng.stored.shared(state.Key{Scope: sc, ID: ScopeID(s.meta, sc)})
 	}
 }
 
@@ -190,8 +149,8 @@ func (s *Session) bindEntries() {
 // run on the state the handle holds, commit, and run again on the current
 // state when another replica changed it.
 func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
-	st := &s.st
-	defer s.eng.sessionLocks.lock(s.id)()
+	st := s.st
+	defer s.eng.stored.locks.lock(s.id)()
 	st.counted = [len(sharedScopes)]bool{}
 	if st.version == "" && len(s.meta) <= 1 {
 		// A handle opened without metadata on a session another replica
@@ -227,7 +186,7 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 		var ok bool
 		var cur []storedEntry
 		if serr == nil {
-			ok, cur, serr = s.eng.commit(ctx, ops)
+			ok, cur, serr = s.eng.stored.commit(ctx, ops)
 		}
 		if serr != nil {
 			if st.touched && !st.strict {
@@ -245,7 +204,7 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 		if ok {
 			return d, err
 		}
-		if try+1 >= s.eng.cfg.storeRetries {
+		if try+1 >= s.eng.stored.retries {
 			return s.storeFault(phase, call.Tool, CodeStoreConflict, fmt.Sprintf("the session state kept changing on other replicas (%d tries)", try+1)), nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -263,7 +222,7 @@ func (s *Session) storeFault(phase policy.Phase, tool, code, reason string) Deci
 // its own, then its shared ones; writes are the states the ops write, by
 // op.
 func (s *Session) storeOps() ([]state.Op, []SessionState, error) {
-	st := &s.st
+	st := s.st
 	ops := make([]state.Op, 0, 1+len(st.entries))
 	writes := make([]SessionState, 0, 1+len(st.entries))
 	cur := s.State()
@@ -321,7 +280,7 @@ func (sn *snapshot) same(js []byte) bool {
 // adopt takes the store's answer to a commit: new versions, or the current
 // state of every entry to decide on again.
 func (s *Session) adopt(ops []state.Op, writes []SessionState, cur []storedEntry, ok bool) {
-	st := &s.st
+	st := s.st
 	for i, op := range ops {
 		c := cur[i]
 		if i == 0 {
@@ -364,7 +323,7 @@ func (s *Session) adopt(ops []state.Op, writes []SessionState, cur []storedEntry
 
 // adoptSession replaces the session's state with the store's.
 func (s *Session) adoptSession(c storedEntry) {
-	st := &s.st
+	st := s.st
 	state := SessionState{ID: s.id}
 	if c.State != nil {
 		state = *c.State
@@ -379,7 +338,7 @@ func (s *Session) adoptSession(c storedEntry) {
 // rollback undoes what a decision changed in the handle's state, back to
 // the states last committed (or kept locally).
 func (s *Session) rollback() {
-	st := &s.st
+	st := s.st
 	base := &st.committed.st
 	if st.local != nil {
 		base = st.local
@@ -402,7 +361,7 @@ func (s *Session) rollback() {
 // are, while the store is unreachable: a later failed decision rolls back
 // to it, a commit replaces it.
 func (s *Session) keepLocal() {
-	st := &s.st
+	st := s.st
 	cur := s.State()
 	st.local = &cur
 	for i, ent := range st.entries {
@@ -413,11 +372,9 @@ func (s *Session) keepLocal() {
 	}
 }
 
-// fleetHalt is the fleet halt in force over the session, if one is.
-func (s *Session) fleetHalt() *Decision {
-	if s.eng.cfg.store == nil {
-		return nil
-	}
+// fleetHalt implements backend: the fleet halt in force over the session,
+// if one is.
+func (st *storeSession) fleetHalt(s *Session) *Decision {
 	for i, ent := range s.st.entries {
 		h := s.st.seen[i].halt
 		if s.st.counted[i] {
@@ -428,4 +385,59 @@ func (s *Session) fleetHalt() *Decision {
 		}
 	}
 	return nil
+}
+
+// syncLocked reads the session's entry; the caller holds the session's
+// lock and no shared entry.
+func (s *Session) syncLocked(ctx context.Context) error {
+	ok, got, err := s.eng.stored.commit(ctx, []state.Op{{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: s.st.version}})
+	if err != nil || ok {
+		return err
+	}
+	if c := got[0]; c.State != nil && len(s.meta) <= 1 && len(c.State.Meta) > 0 {
+		s.mu.Lock()
+		s.meta = maps.Clone(c.State.Meta)
+		s.meta["id"] = s.id
+		s.mu.Unlock()
+		s.bindEntries()
+	}
+	s.adoptSession(got[0])
+	return nil
+}
+
+// changeStored applies change to the session's own state and commits it,
+// on the current state. A change that fails (and changes nothing) on a
+// state that is current returns its error; on a state another replica
+// changed since, it is applied again on the current one.
+func (s *Session) changeStored(ctx context.Context, change func() error) (uint64, error) {
+	st := s.st
+	defer s.eng.stored.locks.lock(s.id)()
+	st.counted = [len(sharedScopes)]bool{}
+	for try := 0; try < s.eng.stored.retries; try++ {
+		cerr := change()
+		cur := s.State()
+		op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
+		js, err := json.Marshal(cur)
+		if err != nil {
+			s.rollback()
+			return s.Turn(), fmt.Errorf("cannot encode the session state: %w", err)
+		}
+		if cerr == nil && (st.version == "" || !st.committed.same(js)) {
+			op.Write = js
+		}
+		ok, got, err := s.eng.stored.commit(ctx, []state.Op{op})
+		if err != nil {
+			s.rollback()
+			return s.Turn(), fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		}
+		if ok {
+			st.version = got[0].Version
+			if op.Write != nil {
+				st.committed.setJSON(cur, js)
+			}
+			return s.Turn(), cerr
+		}
+		s.adoptSession(got[0])
+	}
+	return s.Turn(), fmt.Errorf("%w: the session state kept changing on other replicas", ErrStoreConflict)
 }

@@ -1,4 +1,4 @@
-package eval
+package decisionlog
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/logfile"
 )
 
@@ -37,8 +38,10 @@ func NewFileSink(path string, opts FileSinkOptions) (*FileSink, error) {
 	return &FileSink{f: f}, nil
 }
 
-// WriteDecision implements DecisionSink.
-func (s *FileSink) WriteDecision(_ context.Context, rec *DecisionRecord) error {
+// WriteDecision implements eval.DecisionSink: the decision's masked
+// Record, as one JSON line.
+func (s *FileSink) WriteDecision(_ context.Context, ev *eval.DecisionEvent) error {
+	rec := NewRecord(ev)
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -1,11 +1,17 @@
 package eval
 
+// This file is the engine's side of a state store: its options, the
+// engine's copies of the shared entries (counters scoped to an agent, a
+// repository or an organisation, and fleet halts) and the per-session
+// locks. storesession.go is a session's side.
+
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/celguard/celguard/policy"
@@ -38,6 +44,20 @@ const (
 	// CodeFleetHalted: a halt of the session's agent, repository or
 	// organisation is in force (Engine.Halt).
 	CodeFleetHalted = "fleet_halted"
+)
+
+// Faults of the state store that an operation outside a decision
+// returns (Session.NextTurn, Open, Approve, Revoke; Engine.Halt,
+// LiftHalt), checked with errors.Is; the error wraps the store's own, and
+// its text starts with the code (a decision the store cannot settle is a
+// block with the code instead).
+var (
+	// ErrStoreUnavailable: the store could not be reached or did not
+	// answer within WithStoreTimeout.
+	ErrStoreUnavailable = errors.New(CodeStoreUnavailable)
+	// ErrStoreConflict: other replicas changed the state at every try
+	// (WithStoreRetries).
+	ErrStoreConflict = errors.New(CodeStoreConflict)
 )
 
 // Defaults of the store options.
@@ -84,8 +104,28 @@ func WithStoreRetries(n int) Option {
 	}
 }
 
+// storedEngine is an engine's side of its state store: the store and its
+// bounds, the engine's copies of the shared entries, and the locks of the
+// sessions it decides. An engine has one exactly when it has a store
+// (WithStore); its sessions then keep their state in the store
+// (storeSession).
+type storedEngine struct {
+	store   state.Store
+	timeout time.Duration
+	retries int
+
+	sharedMu      sync.Mutex
+	sharedEntries map[state.Key]*sharedEntry
+	locks         sessionLocks
+}
+
 // Store returns the engine's store, nil without one.
-func (e *Engine) Store() state.Store { return e.cfg.store }
+func (e *Engine) Store() state.Store {
+	if e.stored == nil {
+		return nil
+	}
+	return e.stored.store
+}
 
 // sharedScopes are the scopes of shared entries, in lock order.
 var sharedScopes = [...]policy.Scope{policy.ScopeAgent, policy.ScopeRepository, policy.ScopeOrg}
@@ -134,13 +174,14 @@ func (e *Engine) setHalt(ctx context.Context, scope policy.Scope, id string, h *
 	if !scope.Shared() {
 		return fmt.Errorf("eval.Engine.Halt: scope %s is not agent, repository or org", scope)
 	}
-	if e.cfg.store == nil {
+	se := e.stored
+	if se == nil {
 		return errors.New("eval.Engine.Halt: a fleet halt needs a state store (WithStore)")
 	}
-	ent := e.shared(state.Key{Scope: scope, ID: id})
+	ent := se.shared(state.Key{Scope: scope, ID: id})
 	ent.mu.Lock()
 	defer ent.mu.Unlock()
-	for try := 0; try < e.cfg.storeRetries; try++ {
+	for try := 0; try < se.retries; try++ {
 		w := ent.state()
 		w.Halted = h
 		js, err := json.Marshal(w)
@@ -148,9 +189,9 @@ func (e *Engine) setHalt(ctx context.Context, scope policy.Scope, id string, h *
 			return err
 		}
 		op := state.Op{Key: ent.key, Version: ent.version, Write: js, Persistent: h != nil}
-		ok, cur, err := e.commit(ctx, []state.Op{op})
+		ok, cur, err := se.commit(ctx, []state.Op{op})
 		if err != nil {
-			return fmt.Errorf("%s: %w", CodeStoreUnavailable, err)
+			return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 		}
 		if ok {
 			ent.adopt(e, cur[0].Version, &w)
@@ -158,7 +199,7 @@ func (e *Engine) setHalt(ctx context.Context, scope policy.Scope, id string, h *
 		}
 		ent.adopt(e, cur[0].Version, cur[0].State)
 	}
-	return fmt.Errorf("%s: the %s state kept changing on other replicas", CodeStoreConflict, scope)
+	return fmt.Errorf("%w: the %s state kept changing on other replicas", ErrStoreConflict, scope)
 }
 
 // storedEntry is an entry as the store answered it, its state decoded.
@@ -169,10 +210,10 @@ type storedEntry struct {
 
 // commit commits ops to the store within the store timeout, checking the
 // store answered for every op, and decodes the states it answered with.
-func (e *Engine) commit(ctx context.Context, ops []state.Op) (bool, []storedEntry, error) {
-	cctx, cancel := context.WithTimeout(ctx, e.cfg.storeTimeout)
+func (se *storedEngine) commit(ctx context.Context, ops []state.Op) (bool, []storedEntry, error) {
+	cctx, cancel := context.WithTimeout(ctx, se.timeout)
 	defer cancel()
-	ok, cur, err := e.cfg.store.Commit(cctx, ops)
+	ok, cur, err := se.store.Commit(cctx, ops)
 	if err != nil {
 		return false, nil, err
 	}
@@ -197,21 +238,133 @@ func (e *Engine) commit(ctx context.Context, ops []state.Op) (bool, []storedEntr
 // DeleteSession removes a session's state from the store (the session
 // ended); without a store it does nothing.
 func (e *Engine) DeleteSession(ctx context.Context, id string) error {
-	if e.cfg.store == nil {
+	se := e.stored
+	if se == nil {
 		return nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, e.cfg.storeTimeout)
+	cctx, cancel := context.WithTimeout(ctx, se.timeout)
 	defer cancel()
-	return e.cfg.store.Delete(cctx, state.Key{Scope: policy.ScopeSession, ID: id})
+	return se.store.Delete(cctx, state.Key{Scope: policy.ScopeSession, ID: id})
 }
 
 // SharedState returns the state of a shared entry as the engine last read
 // it (its counters and halt), for tests and status pages.
 func (e *Engine) SharedState(scope policy.Scope, id string) SessionState {
-	ent := e.shared(state.Key{Scope: scope, ID: id})
+	if e.stored == nil {
+		return SessionState{ID: id}
+	}
+	ent := e.stored.shared(state.Key{Scope: scope, ID: id})
 	ent.mu.Lock()
 	defer ent.mu.Unlock()
 	st := ent.state()
 	st.Counters = maps.Clone(st.Counters)
 	return st
+}
+
+// sharedEntry is an engine's copy of a shared entry of its store: the
+// counts of the counters scoped to one agent, repository or organisation,
+// and its fleet halt.
+type sharedEntry struct {
+	// mu is held while a decision may read or count the entry's counters
+	// (from its first read to its commit), so that an engine commits one
+	// decision of the entry at a time; it is taken after the session's
+	// lock (storedEngine.locks) and before its counting lock and mu.
+	mu       sync.Mutex
+	key      state.Key
+	version  string
+	counters map[string]*counterState
+	halt     *Decision
+	// committed is the entry's state at version, to roll back to.
+	committed snapshot
+	// local, when set, is the state to roll back to instead (see
+	// storeSession.local).
+	local *SessionState
+}
+
+func (ent *sharedEntry) state() SessionState {
+	st := SessionState{ID: ent.key.ID, Counters: exportCounters(ent.counters)}
+	if ent.halt != nil {
+		h := *ent.halt
+		st.Halted = &h
+	}
+	return st
+}
+
+func (ent *sharedEntry) adopt(e *Engine, version string, st *SessionState) {
+	if st != nil {
+		cp := *st // st may be &ent.committed.st
+		st = &cp
+	}
+	ent.local = nil
+	ent.version = version
+	ent.halt = nil
+	ent.counters = map[string]*counterState{}
+	ent.committed.set(SessionState{ID: ent.key.ID})
+	if st == nil {
+		return
+	}
+	ent.committed.set(*st)
+	ent.counters = e.restoreCounters(st.Counters)
+	if st.Halted != nil {
+		h := *st.Halted
+		ent.halt = &h
+	}
+}
+
+// maxSharedEntries bounds the shared entries an engine keeps; past it, the
+// map is cleared (the entries are read again from the store).
+const maxSharedEntries = 1 << 16
+
+// shared returns the engine's copy of a shared entry.
+func (se *storedEngine) shared(key state.Key) *sharedEntry {
+	se.sharedMu.Lock()
+	defer se.sharedMu.Unlock()
+	ent, ok := se.sharedEntries[key]
+	if !ok {
+		if se.sharedEntries == nil || len(se.sharedEntries) >= maxSharedEntries {
+			se.sharedEntries = map[state.Key]*sharedEntry{}
+		}
+		ent = &sharedEntry{key: key, counters: map[string]*counterState{}}
+		ent.committed.set(SessionState{ID: key.ID})
+		se.sharedEntries[key] = ent
+	}
+	return ent
+}
+
+// sessionLocks serializes an engine's decisions on one session id, over
+// all its handles: each decision runs, commits and perhaps runs again
+// alone, so that replicas, not handles, are what contend in the store. A
+// lock is kept while someone holds or waits for it.
+type sessionLocks struct {
+	mu sync.Mutex
+	m  map[string]*sessionLock
+}
+
+type sessionLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// lock takes the lock of session id and returns its unlock.
+func (l *sessionLocks) lock(id string) func() {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*sessionLock{}
+	}
+	sl := l.m[id]
+	if sl == nil {
+		sl = &sessionLock{}
+		l.m[id] = sl
+	}
+	sl.users++
+	l.mu.Unlock()
+	sl.mu.Lock()
+	return func() {
+		sl.mu.Unlock()
+		l.mu.Lock()
+		if sl.users--; sl.users == 0 {
+			delete(l.m, id)
+		}
+		l.mu.Unlock()
+	}
 }
