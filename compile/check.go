@@ -19,20 +19,6 @@ type checkedExpr struct {
 	reads refs
 }
 
-// noResultWhen says when the expression of sc runs without a result.
-func (sc scope) noResultWhen() string {
-	if !sc.phased {
-		return "before the call"
-	}
-	switch sc.phase {
-	case policy.PhaseTurnEnd:
-		return "at turn end"
-	case policy.PhaseInput, policy.PhaseOutput:
-		return "in the " + sc.phase.String() + " phase"
-	}
-	return "before the call"
-}
-
 // scope is what an expression may see: the policy's environment, and what
 // the place it is written in allows.
 type scope struct {
@@ -50,6 +36,20 @@ type scope struct {
 	// noCounters forbids `counters` (counter expressions).
 	noCounters bool
 	want       *cel.Type // nil: any type
+}
+
+// noResultWhen says when the expression of sc runs without a result.
+func (sc scope) noResultWhen() string {
+	if !sc.phased {
+		return "before the call"
+	}
+	switch sc.phase {
+	case policy.PhaseTurnEnd:
+		return "at turn end"
+	case policy.PhaseInput, policy.PhaseOutput:
+		return "in the " + sc.phase.String() + " phase"
+	}
+	return "before the call"
 }
 
 // exprInfo records which built-ins an expression reads, directly or through

@@ -5,6 +5,14 @@
 //
 // A PolicySet and everything reachable from it is read-only after Compile and
 // safe for concurrent use; the eval package runs it.
+//
+// The compiler's files follow its steps: compile.go drives a compile
+// (options, parsing, finish), layers.go resolves the layers, declare.go
+// compiles each policy's variables, counters and rules, check.go
+// type-checks one expression in its scope, errpos.go places CEL's errors
+// in the YAML file, references.go walks what an expression reads; then
+// program.go builds programs, cost*.go proves their costs and lint.go
+// (with its analyses) lints the set.
 package compile
 
 import (
@@ -245,7 +253,7 @@ type Counter struct {
 	Name   string
 	Policy *Policy
 	Decl   policy.Counter
-	// Key computes the counter key; nil means the tool name.
+	// Key computes the counter key; nil counts every call under one key (eval.AllCallsKey).
 	Key           *Program
 	IncrementWhen *Program
 	ResetWhen     *Program
