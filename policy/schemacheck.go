@@ -32,8 +32,8 @@ var schemaKeywords = map[string]bool{
 	"type": true, "enum": true, "const": true,
 	"properties": true, "additionalProperties": true, "required": true,
 	"dependentRequired": true, "dependentSchemas": true,
-	"items": true, "minItems": true,
-	"minLength": true, "pattern": true,
+	"items": true, "minItems": true, "maxItems": true,
+	"minLength": true, "maxLength": true, "pattern": true,
 	"minimum": true, "maximum": true,
 	"oneOf": true, "anyOf": true,
 }
@@ -55,7 +55,9 @@ type checkSchema struct {
 	depSchemas map[string]*checkSchema
 	items      *checkSchema
 	minItems   *int
+	maxItems   *int
 	minLength  *int
+	maxLength  *int
 	pattern    *regexp.Regexp
 	minimum    *big.Rat
 	maximum    *big.Rat
@@ -77,7 +79,9 @@ const (
 	errAdditional
 	errDepRequired
 	errMinItems
+	errMaxItems
 	errMinLength
+	errMaxLength
 	errPattern
 	errMinimum
 	errMaximum
@@ -356,6 +360,14 @@ func (c *schemaCompiler) compile(doc any, ptr string) (*checkSchema, error) {
 			if s.minLength, err = nonNeg(v, k); err != nil {
 				return nil, err
 			}
+		case "maxLength":
+			if s.maxLength, err = nonNeg(v, k); err != nil {
+				return nil, err
+			}
+		case "maxItems":
+			if s.maxItems, err = nonNeg(v, k); err != nil {
+				return nil, err
+			}
 		case "pattern":
 			p, ok := v.(string)
 			if !ok {
@@ -583,6 +595,9 @@ func (s *checkSchema) validate(v any, loc []string) *schemaError {
 		if s.minItems != nil && len(v) < *s.minItems {
 			add(s.newErr(errMinItems, loc, fmt.Sprintf("minItems: got %d, want %d", len(v), *s.minItems)))
 		}
+		if s.maxItems != nil && len(v) > *s.maxItems {
+			add(s.newErr(errMaxItems, loc, fmt.Sprintf("maxItems: got %d, want %d", len(v), *s.maxItems)))
+		}
 		if s.items != nil {
 			for i, x := range v {
 				add(s.items.validate(x, child(fmt.Sprint(i))))
@@ -593,6 +608,9 @@ func (s *checkSchema) validate(v any, loc []string) *schemaError {
 			e := s.newErr(errMinLength, loc, fmt.Sprintf("minLength: got %d, want %d", utf8.RuneCountInString(v), *s.minLength))
 			e.MinLen = *s.minLength
 			add(e)
+		}
+		if s.maxLength != nil && utf8.RuneCountInString(v) > *s.maxLength {
+			add(s.newErr(errMaxLength, loc, fmt.Sprintf("maxLength: got %d, want %d", utf8.RuneCountInString(v), *s.maxLength)))
 		}
 		if s.pattern != nil && !s.pattern.MatchString(v) {
 			add(s.newErr(errPattern, loc, fmt.Sprintf("%s does not match pattern %s", quoteSchema(v), quoteSchema(s.pattern.String()))))

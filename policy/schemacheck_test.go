@@ -169,6 +169,7 @@ func TestSchemaChecksAgreeWithLibrary(t *testing.T) {
 		`{apiVersion: celguard.dev/v1, kind: Overrides, metadata: {name: x}, spec: {exclude: {rules: [{}]}}}`,
 		`{cases: [{name: x, steps: [{tool: Bash, expect: {verdict: nope}}, {}]}], extra: 1}`,
 		`{cases: [{name: 1, steps: {}}]}`,
+		"{apiVersion: celguard.dev/v1, kind: Policy, metadata: {name: x}, spec: {rules: [{id: r, verdict: block, labels: {add: [" + strings.Repeat("l", 300) + "]}}]}}",
 	} {
 		for name, src := range schemas {
 			sameAsLibrary(t, fmt.Sprintf("doc %d as %s", i, name), src, []byte(doc))
