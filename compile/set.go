@@ -52,6 +52,8 @@ type PolicySet struct {
 	exclusions       []Exclusion
 	countersSize     uint64
 	digest           string
+	// bundles are the distinct Bundle of the sources, sorted.
+	bundles []string
 	// masks are the decision log's masks, of the trusted policies.
 	masks []LogMask
 }
@@ -76,6 +78,11 @@ func (s *PolicySet) LogMasks() []LogMask { return s.masks }
 // Digest identifies the set's sources: Digest of them, sorted by name as
 // the set was compiled from them ("sha256:" and 64 hex digits).
 func (s *PolicySet) Digest() string { return s.digest }
+
+// Bundles lists the signed policy bundles the set's sources came from
+// (policy.Source.Bundle: NAME@VERSION/serial-N), sorted; nil when none.
+// The slice must not be modified.
+func (s *PolicySet) Bundles() []string { return s.bundles }
 
 // ClassesOf returns the tool classes a tool belongs to, in declaration
 // order (exact names before globs). The slice must not be modified.
