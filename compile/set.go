@@ -302,6 +302,9 @@ type Rule struct {
 	// has any); eval copies it into the rule's decisions. It must not be
 	// modified.
 	Metadata map[string]string
+	// Labels are the session labels the rule adds when it decides a call
+	// with allow, warn or ask (eval records them; policy.Rule.Labels).
+	Labels []string
 	// Order is the rule's place in evaluation order (0 first).
 	Order int
 	// Source is the parsed rule.

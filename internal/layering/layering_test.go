@@ -44,8 +44,9 @@ var layers = []struct {
 	// (Config.Load) builds every engine, above policies, compile, eval,
 	// judge and store, and below serve and the command line.
 	{7, []string{"", "cmd/celguard/internal/..."}},
-	// serve builds its engine with the composition root.
-	{8, []string{"serve"}},
+	// serve builds its engine with the composition root; mcpproxy, the
+	// MCP front end, builds its engine the same way, beside serve.
+	{8, []string{"serve", "mcpproxy"}},
 	// bench/barehook is the bare Go binary hook latency is measured against.
 	{9, []string{"cmd/celguard", "bench/barehook"}},
 }
