@@ -19,11 +19,13 @@ import (
 // asserted). Measured when the budget was set (issue 26): 2.31 MB and
 // 15,652 allocations, down from 5.28 MB and 45,286 (the JSON Schema
 // library's metaschema compilation was 1.7 MB and 21,291 of them; see
-// policy/schemacheck.go). Raise the budget only with a reason, and look at
+// policy/schemacheck.go); 2.72 MB and 18,376 over 315 packages once the
+// OpenTelemetry SDK and the MCP SDK (google/jsonschema-go: 81 KB) landed.
+// Raise the budget only with a reason, and look at
 // `GODEBUG=inittrace=1 celguard hook claude-code` for the package that grew.
 const (
-	initBudgetBytes  = 2_700_000
-	initBudgetAllocs = 18_500
+	initBudgetBytes  = 3_000_000
+	initBudgetAllocs = 20_500
 )
 
 var initLine = regexp.MustCompile(`^init (\S+) @.* clock, (\d+) bytes, (\d+) allocs$`)
