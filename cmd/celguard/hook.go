@@ -171,72 +171,80 @@ forwarding form), check it with 'celguard doctor'.`,
 }
 
 func runHook(ctx context.Context, hostName string, p hookParams) int {
-	approveCmd := "celguard approve"
-	if p.stateDir != "" {
-		approveCmd += " --state-dir " + shell.Quote(p.stateDir)
-	}
-	host, err := hooks.New(hostName, hooks.Options{Approve: p.approve, ApproveCommand: approveCmd})
+	host, err := p.host(hostName)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard hook: %v\n", err)
 		return exitUsage
 	}
-	if p.timeout <= 0 {
-		fmt.Fprintf(p.stderr, "celguard hook: --timeout must be positive, got %s\n", p.timeout)
-		return exitUsage
-	}
-	if p.keepDays < 0 || p.maxStateBytes <= 0 {
-		fmt.Fprintf(p.stderr, "celguard hook: --keep-days must be 0 or more and --max-state-bytes positive\n")
-		return exitUsage
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	var warnings []string // about the layers, once the engine is made
-	answer := func(r hooks.Response) int {
-		_, _ = p.stdout.Write(r.Stdout)
-		_, _ = io.WriteString(p.stderr, r.Stderr)
-		// After the host's own stderr, which some hosts show the agent as
-		// the reason for a block; stdout stays the host's answer alone.
-		printWarnings(p.stderr, "celguard hook", warnings)
-		return r.Exit
+	resp := p.respond(ctx, host, &warnings)
+	_, _ = p.stdout.Write(resp.Stdout)
+	_, _ = io.WriteString(p.stderr, resp.Stderr)
+	// After the host's own stderr, which some hosts show the agent as the
+	// reason for a block; stdout stays the host's answer alone.
+	printWarnings(p.stderr, "celguard hook", warnings)
+	return resp.Exit
+}
+
+// host checks the flags and returns the host's protocol, whose refusals
+// name the approve command of this state directory.
+func (p hookParams) host(name string) (hooks.Host, error) {
+	approveCmd := "celguard approve"
+	if p.stateDir != "" {
+		approveCmd += " --state-dir " + shell.Quote(p.stateDir)
 	}
+	host, err := hooks.New(name, hooks.Options{Approve: p.approve, ApproveCommand: approveCmd})
+	switch {
+	case err != nil:
+		return nil, err
+	case p.timeout <= 0:
+		return nil, fmt.Errorf("--timeout must be positive, got %s", p.timeout)
+	case p.keepDays < 0 || p.maxStateBytes <= 0:
+		return nil, errors.New("--keep-days must be 0 or more and --max-state-bytes positive")
+	}
+	return host, nil
+}
+
+// respond reads the event from stdin and answers it: forwarded to the
+// server with --server, else decided here with the state directory's
+// sessions (hooks.Runner). Every failure is the host's failure answer,
+// closed unless --fail-open. warnings receives the layers' warnings.
+func (p hookParams) respond(ctx context.Context, host hooks.Host, warnings *[]string) hooks.Response {
 	input, err := io.ReadAll(io.LimitReader(p.stdin, maxHookInput+1))
 	if err == nil && len(input) > maxHookInput {
 		err = fmt.Errorf("the event is larger than %d bytes", maxHookInput)
 	}
 	if err != nil {
-		return answer(host.Fail(hooks.Event{}, "cannot read the event from stdin: "+err.Error(), p.failOpen))
+		return host.Fail(hooks.Event{}, "cannot read the event from stdin: "+err.Error(), p.failOpen)
 	}
 	if p.forward.server != "" {
 		if p.decisions.logPath != "" || p.decisions.monitor {
 			// The server decides and logs: a log asked of this process would
 			// stay empty.
-			return answer(host.Fail(hooks.Event{}, "--decision-log and --monitor are the server's with --server (celguard serve --decision-log FILE)", p.failOpen))
+			return host.Fail(hooks.Event{}, "--decision-log and --monitor are the server's with --server (celguard serve --decision-log FILE)", p.failOpen)
 		}
-		return answer(p.forward.run(ctx, host, input, p.failOpen))
+		return p.forward.run(ctx, host, input, p.failOpen)
 	}
 	dir := p.stateDir
 	if dir == "" {
 		if dir, err = statedir.DefaultStateDir(); err != nil {
-			return answer(host.Fail(hooks.Event{}, err.Error(), p.failOpen))
+			return host.Fail(hooks.Event{}, err.Error(), p.failOpen)
 		}
 	}
 	store := &statedir.Dir{Dir: dir, MaxBytes: p.maxStateBytes, MaxAge: time.Duration(p.keepDays) * 24 * time.Hour}
 	if p.keepDays == 0 {
 		store.MaxAge = -1
 	}
-	r := &hooks.Runner{
-		Host:     host,
-		Store:    store,
-		FailOpen: p.failOpen,
-		Timeout:  p.timeout,
+	r := &hooks.Runner{Host: host, Store: store, FailOpen: p.failOpen, Timeout: p.timeout,
 		Engine: func() (*eval.Engine, error) {
 			eng, ws, err := hookEngine(p.policies, p.decisions, store)
-			warnings = ws
+			*warnings = ws
 			return eng, err
-		},
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return answer(r.Run(ctx, input))
+		}}
+	return r.Run(ctx, input)
 }
 
 // hookEngine loads and compiles the policies.
