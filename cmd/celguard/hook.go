@@ -348,71 +348,80 @@ warns. Install celguard where only an administrator can write (for example
 }
 
 func runHookInstall(host string, p hookInstallParams) int {
-	if _, err := hooks.New(host, hooks.Options{}); err != nil {
-		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
-		return exitUsage
-	}
-	scope := setup.ScopeProject
-	if p.user {
-		scope = setup.ScopeUser
-	}
-	cwd, err := os.Getwd()
+	t, err := p.target(host)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
 		return exitUsage
+	}
+	updated, changed, err := setup.Install(host, t.old, installCommand(host, p))
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard hook install: %s: %v\n", t.path, err)
+		return exitUsage
+	}
+	shown := t.path
+	if rel, err := filepath.Rel(t.cwd, t.path); err == nil && !strings.HasPrefix(rel, "..") {
+		shown = rel
+	}
+	if !changed {
+		fmt.Fprintf(p.stdout, "%s: celguard's %s hooks are already installed\n", shown, host)
+		return installNotes(host, t.path, t.old, updated, t.scope, t.cwd, t.home, p.stdio)
+	}
+	if p.dryRun {
+		fmt.Fprint(p.stdout, setup.Diff(shown, shown+" (with celguard)", t.old, updated))
+		return exitOK
+	}
+	if err := writeSettings(t.path, updated); err != nil {
+		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(p.stdout, "%s: installed celguard's %s hooks (%s)\n", shown, host, strings.Join(setup.HookEvents(host), ", "))
+	return installNotes(host, t.path, t.old, updated, t.scope, t.cwd, t.home, p.stdio)
+}
+
+// installTarget is the settings file hook install changes, and where it
+// runs from.
+type installTarget struct {
+	path, cwd, home string
+	scope           setup.InstallScope
+	old             []byte // the file's content, nil when there is none
+}
+
+// target checks host and the flags, finds the settings file and the
+// binary to install (warning on stderr about one the agent could
+// replace), and makes p's paths absolute.
+func (p *hookInstallParams) target(host string) (installTarget, error) {
+	var t installTarget
+	if _, err := hooks.New(host, hooks.Options{}); err != nil {
+		return t, err
+	}
+	t.scope = setup.ScopeProject
+	if p.user {
+		t.scope = setup.ScopeUser
+	}
+	var err error
+	if t.cwd, err = os.Getwd(); err != nil {
+		return t, err
 	}
 	home, herr := os.UserHomeDir()
-	if scope == setup.ScopeUser && herr != nil {
-		fmt.Fprintf(p.stderr, "celguard hook install: no home directory for --user: %v\n", herr)
-		return exitUsage
+	if t.scope == setup.ScopeUser && herr != nil {
+		return t, fmt.Errorf("no home directory for --user: %v", herr)
 	}
-	path, err := setup.SettingsPath(host, scope, cwd, home)
-	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
-		return exitUsage
+	t.home = home
+	if t.path, err = setup.SettingsPath(host, t.scope, t.cwd, t.home); err != nil {
+		return t, err
 	}
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", describe(err))
-		return exitUsage
+	if t.old, err = os.ReadFile(t.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return t, describe(err)
 	}
 	if p.command == "" {
 		if p.command, err = setup.Executable(); err != nil {
-			fmt.Fprintf(p.stderr, "celguard hook install: %v; name it with --command /absolute/path/to/celguard\n", err)
-			return exitUsage
+			return t, fmt.Errorf("%v; name it with --command /absolute/path/to/celguard", err)
 		}
 	}
 	for _, w := range setup.BinaryWarnings(p.command) {
 		fmt.Fprintf(p.stderr, "celguard hook install: warning: %s\n", w)
 	}
-	if err := p.hookOptions.absolute(); err != nil {
-		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
-		return exitUsage
-	}
-	command := installCommand(host, p)
-	updated, changed, err := setup.Install(host, old, command)
-	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard hook install: %s: %v\n", path, err)
-		return exitUsage
-	}
-	shown := path
-	if rel, err := filepath.Rel(cwd, path); err == nil && !strings.HasPrefix(rel, "..") {
-		shown = rel
-	}
-	if !changed {
-		fmt.Fprintf(p.stdout, "%s: celguard's %s hooks are already installed\n", shown, host)
-		return installNotes(host, path, old, updated, scope, cwd, home, p.stdio)
-	}
-	if p.dryRun {
-		fmt.Fprint(p.stdout, setup.Diff(shown, shown+" (with celguard)", old, updated))
-		return exitOK
-	}
-	if err := writeSettings(path, updated); err != nil {
-		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
-		return exitUsage
-	}
-	fmt.Fprintf(p.stdout, "%s: installed celguard's %s hooks (%s)\n", shown, host, strings.Join(setup.HookEvents(host), ", "))
-	return installNotes(host, path, old, updated, scope, cwd, home, p.stdio)
+	return t, p.hookOptions.absolute()
 }
 
 // installNotes prints what the host needs beyond its settings file: Codex
