@@ -253,7 +253,7 @@ type Counter struct {
 	Name   string
 	Policy *Policy
 	Decl   policy.Counter
-	// Key computes the counter key; nil means the tool name.
+	// Key computes the counter key; nil counts every call under one key (eval.AllCallsKey).
 	Key           *Program
 	IncrementWhen *Program
 	ResetWhen     *Program

@@ -178,7 +178,7 @@ func output(m *mask.Masker, prefix string, o *eval.ModelOutput) *eval.ModelOutpu
 // (nil: credentials only), and strings unbounded. The request a person
 // approves is still the exact call (its digest); only what is shown is
 // masked.
-func MaskRequest(r eval.Request, logMasks []compile.LogMask) eval.Request {
+func MaskRequest(r eval.PendingRequest, logMasks []compile.LogMask) eval.PendingRequest {
 	m := &mask.Masker{}
 	if r.Args != nil {
 		r.Args = m.Args("args", r.Args, Masks(logMasks, r.Tool))

@@ -163,16 +163,16 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (out Decision, err error)
 	case Approve:
 		d.Verdict = policy.Allow
 		remember := ans.Remember
-		if r.Mandatory {
+		if !liftable(r) {
 			remember = RememberNone
 		}
 		d.Approval = &ApprovalRecord{Rule: r.ID, Outcome: ApprovalApproved, Remember: remember.String(), Reason: ans.Reason}
 		s.mu.Lock()
 		switch remember {
 		case RememberCall:
-			s.remember(callKey)
+			s.book.remember(callKey)
 		case RememberRule:
-			s.remember(ruleKey)
+			s.book.remember(ruleKey)
 		}
 		s.mu.Unlock()
 	case Defer:
@@ -188,19 +188,14 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (out Decision, err error)
 }
 
 // remembered settles the ask d of rule r by an approval remembered or
-// granted earlier (ok), never for a mandatory rule: no approval lifts it,
-// only an answer to this very ask.
+// granted earlier (ok), never for a rule no such approval lifts (liftable).
 func (ev *evaluation) remembered(d Decision, r *compile.Rule, callKey, ruleKey, digest string) (Decision, bool) {
-	if r.Mandatory {
+	if !liftable(r) {
 		return d, false
 	}
 	s := ev.s
 	s.mu.Lock()
-	remembered := s.approvals[callKey] || s.approvals[ruleKey]
-	var g Grant
-	if !remembered {
-		g, remembered = s.book.use(r.ID, ev.call.Tool, digest)
-	}
+	g, remembered := s.book.covering(r.ID, ev.call.Tool, callKey, ruleKey, digest)
 	s.mu.Unlock()
 	if !remembered {
 		return d, false
@@ -212,11 +207,11 @@ func (ev *evaluation) remembered(d Decision, r *compile.Rule, callKey, ruleKey, 
 
 // request records the ask d of rule r about the call with digest as a
 // pending request a person can answer later, and returns its id; "" when
-// the engine makes no requests (WithApprovalRequests) or the rule is
-// mandatory (no approval lifts it).
+// the engine makes no requests (WithApprovalRequests) or no later approval
+// lifts the rule (liftable).
 func (ev *evaluation) request(d Decision, r *compile.Rule, digest string) string {
 	s := ev.s
-	if !s.eng.cfg.requests || r.Mandatory {
+	if !s.eng.cfg.requests || !liftable(r) {
 		return ""
 	}
 	s.mu.Lock()
@@ -231,15 +226,14 @@ func (ev *evaluation) refuseAsk(r *compile.Rule, code, reason string, rec Approv
 	return d
 }
 
-// remember records an approval; the caller holds s.mu. The set is bounded:
-// past the bound it is cleared, so the user is asked again (never allowed
-// without asking).
-func (s *Session) remember(key string) {
-	if len(s.approvals) >= DefaultMaxApprovals {
-		clear(s.approvals)
-	}
-	s.approvals[key] = true
-}
+// liftable is the mandatory exception, in one predicate: whether an
+// approval given other than by answering this very ask (an approver's
+// answer remembered earlier, a grant, a request for a person to answer
+// later, a judge's allow) may lift rule r's ask. No approval lifts a
+// mandatory rule: its asks make no request, grants and remembered
+// approvals do not apply to it, an approver's answer to it is never
+// remembered, and a judge's allow of it is an ask.
+func liftable(r *compile.Rule) bool { return !r.Mandatory }
 
 // approvalKey identifies a call to rule for remembered approvals: the
 // rule and the call's digest (CallDigest: the tool, the canonical form of

@@ -16,12 +16,14 @@ import (
 // rules read, the update after a call (after-counters) and the count at the
 // decision before it (before-counters). counterstate.go keeps the counts.
 
-// counterKey computes a counter's key for this call.
+// counterKey computes a counter's key for this call. A counter without a
+// key counts every call it applies to under one key, AllCallsKey (it used
+// to count each tool apart; CHANGELOG.md).
 func (ev *evaluation) counterKey(c *compile.Counter) (string, error) {
 	if k, ok := ev.keys[c]; ok {
 		return k, nil
 	}
-	key := ev.call.Tool
+	key := AllCallsKey
 	if c.Key != nil {
 		saved := ev.cur
 		ev.cur = c.Policy
@@ -42,6 +44,12 @@ func (ev *evaluation) counterKey(c *compile.Counter) (string, error) {
 	ev.keys[c] = key
 	return key, nil
 }
+
+// AllCallsKey is the one key of a counter declared without a key: it counts
+// every call the counter applies to, whatever the tool. It is empty so that
+// no key expression (whose value is the key as written) collides with it
+// unless it returns "" itself.
+const AllCallsKey = ""
 
 // maxKeyLen bounds the length of a counter key the session keeps: a longer
 // key (a policy keyed on large arguments) is kept as its first 64 bytes and

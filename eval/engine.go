@@ -160,11 +160,11 @@ type Session struct {
 	mu   sync.Mutex
 	turn uint64
 	// halt is the decision that halted the turn, if one did (decide.go).
-	halt      *Decision
-	counters  map[string]*counterState
-	approvals map[string]bool
-	// book holds the requests and grants of approvals a person gives
-	// outside the approver (grants.go).
+	halt     *Decision
+	counters map[string]*counterState
+	// book holds every approval that outlives its ask: the approver's
+	// remembered answers, and the requests and grants of approvals a
+	// person gives outside the approver (grants.go).
 	book approvalBook
 	// judged caches judges' answers by judge, rule and call digest
 	// (judge.go); judgedOrder is their order, oldest first.
@@ -193,7 +193,7 @@ func (e *Engine) NewSession(id string, meta map[string]any) *Session {
 		m[k] = v
 	}
 	m["id"] = id
-	s := &Session{eng: e, id: id, meta: m, turn: 1, counters: map[string]*counterState{}, approvals: map[string]bool{}, be: localBackend{}}
+	s := &Session{eng: e, id: id, meta: m, turn: 1, counters: map[string]*counterState{}, book: approvalBook{remembered: map[string]bool{}}, be: localBackend{}}
 	if e.stored != nil {
 		s.st = &storeSession{}
 		s.be = s.st

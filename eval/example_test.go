@@ -137,7 +137,7 @@ rules:
 	push := eval.Call{Tool: "Bash", Args: map[string]any{"command": "git push"}, Cwd: "/srv/app"}
 	d, _ := s.Before(context.Background(), push)
 	fmt.Println(d.Verdict, len(d.Approval.Request))
-	_, req, _ := s.Approve(context.Background(), d.Approval.Request, eval.ScopeOnce, "the user")
+	_, req, _ := s.Approve(context.Background(), d.Approval.Request, eval.GrantOnce, "the user")
 	fmt.Println(req.Summary)
 	d, _ = s.Before(context.Background(), push)
 	fmt.Println(d.Verdict, d.Approval.Outcome, d.Approval.Remember)

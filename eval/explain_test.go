@@ -150,8 +150,8 @@ func TestExplainModifyPassesErrorsAndMatch(t *testing.T) {
 	if b.Expr != `["sudo", "doas"].exists(p, cmd.startsWith(p + " "))` || b.Value != true {
 		t.Errorf("macro because = %q = %v", b.Expr, b.Value)
 	}
-	if len(x.Counters) != 1 || x.Counters[0].Counter != "p/fails" || x.Counters[0].Key != "Bash" || x.Counters[0].Value != 0 {
-		t.Errorf("counters = %+v, want p/fails key Bash = 0", x.Counters)
+	if len(x.Counters) != 1 || x.Counters[0].Counter != "p/fails" || x.Counters[0].Key != eval.AllCallsKey || x.Counters[0].Value != 0 {
+		t.Errorf("counters = %+v, want p/fails, one key for every call, = 0", x.Counters)
 	}
 }
 

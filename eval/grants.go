@@ -20,36 +20,35 @@ import (
 // that nobody could answer while the call waited (a host that cannot ask:
 // Codex, Gemini CLI) is recorded as a Request, with a short random id, bound
 // to the exact call (its Digest) and the rule that asked. A person answers
-// it later (`celguard approve ID`, or the serve API) with a Scope, which
+// it later (`celguard approve ID`, or the serve API) with a GrantScope, which
 // makes a Grant in the session's state; the rerun of the call finds it.
 //
-//   - ScopeOnce approves the exact call (tool, canonical arguments, working
+//   - GrantOnce approves the exact call (tool, canonical arguments, working
 //     directory) once: the rerun runs, the call after it is asked again.
-//   - ScopeSession approves every call of the same tool the rule asks about,
+//   - GrantSession approves every call of the same tool the rule asks about,
 //     for the rest of the session (BitCode's "Always allow", per session).
-//   - ScopeAlways is ScopeSession's grant for the exact call, and the caller
+//   - GrantAlways is GrantSession's grant for the exact call, and the caller
 //     writes a persistent allow rule for that call into the user's layer
 //     (the CLI does; eval never writes policy files).
 //
-// No approval ever lifts a mandatory rule: its asks make no request, grants
-// and remembered approvals do not apply to it, and an approver's answer to
-// it is never remembered.
+// No approval ever lifts a mandatory rule (liftable, approve.go).
 
-// Scope is how far an approval reaches. Its values are stable JSON strings.
-type Scope string
+// GrantScope is how far an approval a person gives reaches (not a
+// counter's policy.Scope). Its values are stable JSON strings.
+type GrantScope string
 
-// Scopes.
+// Grant scopes.
 const (
-	ScopeOnce    Scope = "once"
-	ScopeSession Scope = "session"
-	ScopeAlways  Scope = "always"
+	GrantOnce    GrantScope = "once"
+	GrantSession GrantScope = "session"
+	GrantAlways  GrantScope = "always"
 )
 
-// ParseScope reads a scope name.
-func ParseScope(s string) (Scope, error) {
-	switch Scope(s) {
-	case ScopeOnce, ScopeSession, ScopeAlways:
-		return Scope(s), nil
+// ParseGrantScope reads a grant scope's name.
+func ParseGrantScope(s string) (GrantScope, error) {
+	switch GrantScope(s) {
+	case GrantOnce, GrantSession, GrantAlways:
+		return GrantScope(s), nil
 	}
 	return "", fmt.Errorf("unknown approval scope %q: want once, session or always", s)
 }
@@ -78,8 +77,9 @@ const (
 	MaxRequestArgs = 16 << 10
 )
 
-// Request is an ask recorded for a person to answer later.
-type Request struct {
+// PendingRequest is an ask recorded for a person to answer later (not an
+// ApprovalRequest, which an Approver is asked while the call waits).
+type PendingRequest struct {
 	// ID is short, random and unique within the session.
 	ID     string `json:"id"`
 	Rule   string `json:"rule_id"`
@@ -90,7 +90,7 @@ type Request struct {
 	Mandatory bool   `json:"mandatory,omitempty"`
 	Reason    string `json:"reason,omitempty"`
 	Tool      string `json:"tool"`
-	// Args and Cwd are the call, for the persistent rule of ScopeAlways
+	// Args and Cwd are the call, for the persistent rule of GrantAlways
 	// and for showing the person what they approve.
 	Args map[string]any `json:"args,omitempty"`
 	// ArgsOmitted says the arguments were larger than MaxRequestArgs and
@@ -110,11 +110,11 @@ type Request struct {
 // Grant is an approval a person gave.
 type Grant struct {
 	// ID is the request it answered (or a fresh id).
-	ID      string `json:"id"`
-	Scope   Scope  `json:"scope"`
-	Subject string `json:"subject"`
-	Rule    string `json:"rule_id"`
-	Tool    string `json:"tool"`
+	ID      string     `json:"id"`
+	Scope   GrantScope `json:"scope"`
+	Subject string     `json:"subject"`
+	Rule    string     `json:"rule_id"`
+	Tool    string     `json:"tool"`
 	// Digest is the call's CallDigest (SubjectCall).
 	Digest  string `json:"digest,omitempty"`
 	Summary string `json:"summary,omitempty"`
@@ -187,16 +187,42 @@ func cut(s string) string {
 	return s
 }
 
-// approvalBook is a session's requests and grants; the Session and the
-// SessionState share its logic.
+// approvalBook is every approval of a session that outlives its ask: the
+// approver's answers remembered (by approval key: the rule and the call's
+// digest, or the rule alone; SessionState.Approvals), and the requests and
+// grants of approvals a person gives outside the approver. The Session and
+// the SessionState share its logic; covering is the one lookup an ask
+// makes.
 type approvalBook struct {
-	requests []Request
-	grants   []Grant
+	remembered map[string]bool
+	requests   []PendingRequest
+	grants     []Grant
+}
+
+// remember records an approver's answer under key. The set is bounded:
+// past the bound it is cleared, so the user is asked again (never allowed
+// without asking).
+func (b *approvalBook) remember(key string) {
+	if len(b.remembered) >= DefaultMaxApprovals {
+		clear(b.remembered)
+	}
+	b.remembered[key] = true
+}
+
+// covering finds the approval that lets a call to rule (tool, digest; its
+// approval keys callKey and ruleKey) run: an answer remembered, or a
+// grant, consumed if it is for once. A remembered answer is reported as the
+// zero Grant.
+func (b *approvalBook) covering(rule, tool, callKey, ruleKey, digest string) (Grant, bool) {
+	if b.remembered[callKey] || b.remembered[ruleKey] {
+		return Grant{}, true
+	}
+	return b.use(rule, tool, digest)
 }
 
 // request returns the pending request for rule and digest, made afresh if
 // there is none, so that an agent retrying a call gets the same id.
-func (b *approvalBook) request(rule, policyName, reason string, c Call, digest string, now time.Time) Request {
+func (b *approvalBook) request(rule, policyName, reason string, c Call, digest string, now time.Time) PendingRequest {
 	b.expire(now)
 	for _, r := range b.requests {
 		if r.Rule == rule && r.Digest == digest {
@@ -207,7 +233,7 @@ func (b *approvalBook) request(rule, policyName, reason string, c Call, digest s
 	for b.find(id) >= 0 {
 		id = newRequestID()
 	}
-	r := Request{ID: id, Rule: rule, Policy: policyName, Reason: reason, Tool: c.Tool, Args: c.Args, Cwd: c.Cwd,
+	r := PendingRequest{ID: id, Rule: rule, Policy: policyName, Reason: reason, Tool: c.Tool, Args: c.Args, Cwd: c.Cwd,
 		Digest: digest, Summary: summarize(c), Created: now.UTC()}
 	if canon, err := stdlib.CanonicalNative(c.Args); err != nil || len(canon) > MaxRequestArgs {
 		r.Args, r.ArgsOmitted = nil, true
@@ -222,11 +248,11 @@ func (b *approvalBook) request(rule, policyName, reason string, c Call, digest s
 
 // expire forgets requests past RequestTTL.
 func (b *approvalBook) expire(now time.Time) {
-	b.requests = slices.DeleteFunc(b.requests, func(r Request) bool { return now.Sub(r.Created) > RequestTTL })
+	b.requests = slices.DeleteFunc(b.requests, func(r PendingRequest) bool { return now.Sub(r.Created) > RequestTTL })
 }
 
 func (b *approvalBook) find(id string) int {
-	return slices.IndexFunc(b.requests, func(r Request) bool { return r.ID == id })
+	return slices.IndexFunc(b.requests, func(r PendingRequest) bool { return r.ID == id })
 }
 
 // ErrNoRequest is the error of approving a request that is not there (never
@@ -234,21 +260,21 @@ func (b *approvalBook) find(id string) int {
 var ErrNoRequest = errors.New("no such approval request")
 
 // approve answers request id with scope.
-func (b *approvalBook) approve(id string, scope Scope, by string, now time.Time) (Grant, Request, error) {
-	if _, err := ParseScope(string(scope)); err != nil {
-		return Grant{}, Request{}, err
+func (b *approvalBook) approve(id string, scope GrantScope, by string, now time.Time) (Grant, PendingRequest, error) {
+	if _, err := ParseGrantScope(string(scope)); err != nil {
+		return Grant{}, PendingRequest{}, err
 	}
 	b.expire(now)
 	i := b.find(id)
 	if i < 0 {
-		return Grant{}, Request{}, fmt.Errorf("%w: %q (it may have expired after %s, or been answered already)", ErrNoRequest, id, RequestTTL)
+		return Grant{}, PendingRequest{}, fmt.Errorf("%w: %q (it may have expired after %s, or been answered already)", ErrNoRequest, id, RequestTTL)
 	}
 	r := b.requests[i]
 	if r.Mandatory {
 		return Grant{}, r, fmt.Errorf("request %q is for the mandatory rule %s, which no approval lifts", id, r.Rule)
 	}
 	g := Grant{ID: r.ID, Scope: scope, Subject: SubjectCall, Rule: r.Rule, Tool: r.Tool, Digest: r.Digest, Summary: r.Summary, By: by, At: now.UTC()}
-	if scope == ScopeSession {
+	if scope == GrantSession {
 		g.Subject, g.Digest, g.Summary = SubjectRule, "", "every "+r.Tool+" call rule "+r.Rule+" asks about"
 	}
 	b.requests = slices.Delete(b.requests, i, i+1)
@@ -269,7 +295,7 @@ func (b *approvalBook) add(g Grant) {
 func (b *approvalBook) revoke(id string) bool {
 	n := len(b.grants) + len(b.requests)
 	b.grants = slices.DeleteFunc(b.grants, func(g Grant) bool { return g.ID == id })
-	b.requests = slices.DeleteFunc(b.requests, func(r Request) bool { return r.ID == id })
+	b.requests = slices.DeleteFunc(b.requests, func(r PendingRequest) bool { return r.ID == id })
 	return len(b.grants)+len(b.requests) != n
 }
 
@@ -280,11 +306,11 @@ func (b *approvalBook) use(rule, tool, digest string) (Grant, bool) {
 		return Grant{}, false
 	}
 	g := b.grants[i]
-	if g.Scope == ScopeOnce {
+	if g.Scope == GrantOnce {
 		b.grants = slices.Delete(b.grants, i, i+1)
 	}
 	// The call runs: its request, if one is still pending, is answered.
-	b.requests = slices.DeleteFunc(b.requests, func(r Request) bool { return r.Rule == rule && r.Digest == digest })
+	b.requests = slices.DeleteFunc(b.requests, func(r PendingRequest) bool { return r.Rule == rule && r.Digest == digest })
 	return g, true
 }
 
@@ -300,7 +326,7 @@ func (st *SessionState) put(b *approvalBook) {
 // Approve answers the pending request id with scope in the state, as
 // Session.Approve does, for a program that holds a session's state but no
 // engine (the approve command, a store). by says who approved.
-func (st *SessionState) Approve(id string, scope Scope, by string, now time.Time) (Grant, Request, error) {
+func (st *SessionState) Approve(id string, scope GrantScope, by string, now time.Time) (Grant, PendingRequest, error) {
 	b := st.book()
 	g, r, err := b.approve(id, scope, by, now)
 	if err == nil {
@@ -319,7 +345,7 @@ func (st *SessionState) Revoke(id string) bool {
 }
 
 // Requests returns the session's pending approval requests, oldest first.
-func (s *Session) Requests() []Request {
+func (s *Session) Requests() []PendingRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.book.expire(s.eng.cfg.now())
@@ -333,7 +359,7 @@ func (s *Session) Grants() []Grant {
 	return slices.Clone(s.book.grants)
 }
 
-// Approve answers the pending request id with scope (ScopeAlways grants the
+// Approve answers the pending request id with scope (GrantAlways grants the
 // exact call for the session; writing the persistent rule is the
 // caller's). by says who approved. With a store (WithStore) the grant is
 // committed to it, on the session's current stored state, so that every
@@ -341,10 +367,10 @@ func (s *Session) Grants() []Grant {
 // store could not be reached (store_unavailable) or kept changing
 // (store_conflict), and nothing was recorded. The error wraps
 // ErrNoRequest when there is no such request.
-func (s *Session) Approve(ctx context.Context, id string, scope Scope, by string) (Grant, Request, error) {
+func (s *Session) Approve(ctx context.Context, id string, scope GrantScope, by string) (Grant, PendingRequest, error) {
 	var (
 		g Grant
-		r Request
+		r PendingRequest
 	)
 	err := s.changeBook(ctx, func(b *approvalBook, now time.Time) error {
 		var err error
@@ -380,7 +406,7 @@ func (s *Session) changeBook(ctx context.Context, change func(*approvalBook, tim
 	apply := func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		b := approvalBook{requests: slices.Clone(s.book.requests), grants: slices.Clone(s.book.grants)}
+		b := approvalBook{remembered: s.book.remembered, requests: slices.Clone(s.book.requests), grants: slices.Clone(s.book.grants)}
 		if err := change(&b, s.eng.cfg.now()); err != nil {
 			return err
 		}
@@ -392,10 +418,10 @@ func (s *Session) changeBook(ctx context.Context, change func(*approvalBook, tim
 
 // RequestFor returns the pending request for the exact call c, whichever
 // rule asked.
-func (s *Session) RequestFor(c Call) (Request, bool) {
+func (s *Session) RequestFor(c Call) (PendingRequest, bool) {
 	digest, err := CallDigest(c)
 	if err != nil {
-		return Request{}, false
+		return PendingRequest{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -404,7 +430,7 @@ func (s *Session) RequestFor(c Call) (Request, bool) {
 			return r, true
 		}
 	}
-	return Request{}, false
+	return PendingRequest{}, false
 }
 
 // NoteRequest keeps what the host said about the pending request id; it

@@ -72,12 +72,12 @@ func TestApprovalGrants(t *testing.T) {
 	require.Len(t, reqs, 1)
 	assert.Equal(t, "Bash: git commit -m x", reqs[0].Summary)
 
-	_, _, err := s.Approve(ctx, "00000000", eval.ScopeOnce, "test")
+	_, _, err := s.Approve(ctx, "00000000", eval.GrantOnce, "test")
 	require.ErrorIs(t, err, eval.ErrNoRequest)
 
 	// Once: the identical call runs once; a different call is asked.
 	st := s.State()
-	g, r, err := st.Approve(id, eval.ScopeOnce, "test", now)
+	g, r, err := st.Approve(id, eval.GrantOnce, "test", now)
 	require.NoError(t, err)
 	assert.Equal(t, "ask-shell", r.Rule)
 	assert.Equal(t, eval.SubjectCall, g.Subject)
@@ -93,7 +93,7 @@ func TestApprovalGrants(t *testing.T) {
 
 	// Session: every Bash call the rule asks about; not Write.
 	id2 := before("Bash", "npm install").Approval.Request
-	_, _, err = s.Approve(ctx, id2, eval.ScopeSession, "test")
+	_, _, err = s.Approve(ctx, id2, eval.GrantSession, "test")
 	require.NoError(t, err)
 	next()
 	assert.Equal(t, policy.Allow, before("Bash", "npm install").Verdict)
@@ -107,7 +107,7 @@ func TestApprovalGrants(t *testing.T) {
 	// Requests expire.
 	id3 := before("Write", "y").Approval.Request
 	now = now.Add(eval.RequestTTL + time.Minute)
-	_, _, err = s.Approve(ctx, id3, eval.ScopeOnce, "test")
+	_, _, err = s.Approve(ctx, id3, eval.GrantOnce, "test")
 	assert.ErrorIs(t, err, eval.ErrNoRequest)
 }
 
@@ -131,15 +131,15 @@ func TestApprovalGrantsMandatory(t *testing.T) {
 	digest, err := eval.CallDigest(eval.Call{Tool: "Deploy", Args: map[string]any{"command": "prod"}, Cwd: "/srv/app"})
 	require.NoError(t, err)
 	st.Grants = append(st.Grants,
-		eval.Grant{ID: "f1", Scope: eval.ScopeSession, Subject: eval.SubjectRule, Rule: "ask-deploy", Tool: "Deploy"},
-		eval.Grant{ID: "f2", Scope: eval.ScopeOnce, Subject: eval.SubjectCall, Rule: "ask-deploy", Tool: "Deploy", Digest: digest})
+		eval.Grant{ID: "f1", Scope: eval.GrantSession, Subject: eval.SubjectRule, Rule: "ask-deploy", Tool: "Deploy"},
+		eval.Grant{ID: "f2", Scope: eval.GrantOnce, Subject: eval.SubjectCall, Rule: "ask-deploy", Tool: "Deploy", Digest: digest})
 	st.Approvals = append(st.Approvals, "ask-deploy\x00*")
 	s, err = eng.RestoreSession(st)
 	require.NoError(t, err)
 	assert.Equal(t, policy.Ask, before("Deploy", "prod").Verdict, "no approval lifts a mandatory rule")
 	st = s.State()
-	st.Requests = append(st.Requests, eval.Request{ID: "m1", Rule: "ask-deploy", Mandatory: true, Created: now})
-	_, _, err = st.Approve("m1", eval.ScopeOnce, "test", now)
+	st.Requests = append(st.Requests, eval.PendingRequest{ID: "m1", Rule: "ask-deploy", Mandatory: true, Created: now})
+	_, _, err = st.Approve("m1", eval.GrantOnce, "test", now)
 	assert.ErrorContains(t, err, "mandatory")
 
 }
@@ -157,7 +157,7 @@ func TestRequestLargeArgs(t *testing.T) {
 	assert.True(t, reqs[0].ArgsOmitted)
 	assert.Nil(t, reqs[0].Args)
 	assert.Less(t, len(reqs[0].Summary), 1000)
-	_, _, err = s.Approve(context.Background(), d.Approval.Request, eval.ScopeOnce, "test")
+	_, _, err = s.Approve(context.Background(), d.Approval.Request, eval.GrantOnce, "test")
 	require.NoError(t, err)
 	d, err = s.Before(context.Background(), call)
 	require.NoError(t, err)

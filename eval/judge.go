@@ -179,7 +179,7 @@ func (s *Session) rememberJudgment(j Judgment) {
 func (ev *evaluation) settleByJudge(d Decision, r *compile.Rule, digest string) (out Decision, rec *JudgeRecord, done bool) {
 	jr := ev.judge(d, r, digest)
 	rec = &jr
-	if rec.Verdict == policy.Allow && r.Mandatory {
+	if rec.Verdict == policy.Allow && !liftable(r) {
 		rec.Verdict = policy.Ask
 		rec.Error = "a judge does not lift a mandatory rule: a person is asked"
 	}

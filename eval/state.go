@@ -25,7 +25,7 @@ type SessionState struct {
 	// Approvals are the remembered approval keys.
 	Approvals []string `json:"approvals,omitempty"`
 	// Requests are the pending approval requests (WithApprovalRequests).
-	Requests []Request `json:"requests,omitempty"`
+	Requests []PendingRequest `json:"requests,omitempty"`
 	// Grants are the approvals a person gave (Approve).
 	Grants []Grant `json:"grants,omitempty"`
 	// Judgments are judges' cached answers, oldest first.
@@ -191,7 +191,7 @@ func (s *Session) State() SessionState {
 		st.Halted = &h
 	}
 	st.Counters = exportCounters(s.counters)
-	for k := range s.approvals {
+	for k := range s.book.remembered {
 		st.Approvals = append(st.Approvals, k)
 	}
 	slices.Sort(st.Approvals)
@@ -274,14 +274,14 @@ func (s *Session) restore(st SessionState) {
 		s.halt = &h
 	}
 	s.counters = e.restoreCounters(st.Counters)
-	s.approvals = make(map[string]bool, len(st.Approvals))
+	b := st.book()
+	b.remembered = make(map[string]bool, len(st.Approvals))
 	for _, k := range st.Approvals {
-		if len(s.approvals) >= DefaultMaxApprovals {
+		if len(b.remembered) >= DefaultMaxApprovals {
 			break
 		}
-		s.approvals[k] = true
+		b.remembered[k] = true
 	}
-	b := st.book()
 	if len(b.requests) > MaxRequests {
 		b.requests = b.requests[len(b.requests)-MaxRequests:]
 	}

@@ -142,7 +142,7 @@ func TestApproveStoreFault(t *testing.T) {
 	require.NoError(t, err)
 	s := eng.NewSession("s", nil)
 	fs.err = errors.New("connection refused")
-	_, _, err = s.Approve(ctx, "00000000", eval.ScopeOnce, "test")
+	_, _, err = s.Approve(ctx, "00000000", eval.GrantOnce, "test")
 	require.ErrorContains(t, err, eval.CodeStoreUnavailable)
 	_, err = s.Revoke(ctx, "00000000")
 	require.ErrorContains(t, err, eval.CodeStoreUnavailable)

@@ -25,7 +25,7 @@ import (
 // SessionRequest is a pending approval request of a session.
 type SessionRequest struct {
 	Session string `json:"session_id"`
-	eval.Request
+	eval.PendingRequest
 }
 
 // SessionGrant is an approval given in a session.
@@ -82,7 +82,7 @@ func Approvals(ctx context.Context, dir *statedir.Dir) (reqs []SessionRequest, g
 	warnings, err = eachSession(ctx, dir, func(st *eval.SessionState) bool {
 		for _, r := range st.Requests {
 			if now.Sub(r.Created) <= eval.RequestTTL {
-				reqs = append(reqs, SessionRequest{Session: st.ID, Request: r})
+				reqs = append(reqs, SessionRequest{Session: st.ID, PendingRequest: r})
 			}
 		}
 		for _, g := range st.Grants {
@@ -118,11 +118,11 @@ func FindRequest(ctx context.Context, dir *statedir.Dir, id string) (SessionRequ
 
 // Approve answers the pending request req (FindRequest) of its session with
 // scope. by says who approved.
-func Approve(ctx context.Context, dir *statedir.Dir, req SessionRequest, scope eval.Scope, by string) (eval.Grant, error) {
+func Approve(ctx context.Context, dir *statedir.Dir, req SessionRequest, scope eval.GrantScope, by string) (eval.Grant, error) {
 	var g eval.Grant
 	var aerr error
 	warning, err := withSession(ctx, dir, req.Session, func(st *eval.SessionState) bool {
-		var r eval.Request
+		var r eval.PendingRequest
 		g, r, aerr = st.Approve(req.ID, scope, by, dir.Clock())
 		if aerr == nil && r.Digest != req.Digest {
 			// Not the request that was shown: refuse rather than approve
@@ -166,7 +166,7 @@ const AlwaysDir = "approved"
 // wrote them, when and why, and deleting the two files revokes the
 // approval. Strings are written as JSON strings, which both YAML and CEL
 // read as written.
-func AlwaysRule(r eval.Request, by string, now time.Time) (name string, policyYAML, testYAML []byte, err error) {
+func AlwaysRule(r eval.PendingRequest, by string, now time.Time) (name string, policyYAML, testYAML []byte, err error) {
 	if r.Mandatory {
 		return "", nil, nil, fmt.Errorf("request %q is for the mandatory rule %s, which no approval lifts", r.ID, r.Rule)
 	}
@@ -216,7 +216,7 @@ func AlwaysRule(r eval.Request, by string, now time.Time) (name string, policyYA
 
 // WriteAlwaysRule writes AlwaysRule's files into dir/approved (dir: the
 // user's policy directory), and returns the policy file's path.
-func WriteAlwaysRule(dir string, r eval.Request, by string, now time.Time) (string, error) {
+func WriteAlwaysRule(dir string, r eval.PendingRequest, by string, now time.Time) (string, error) {
 	name, pol, test, err := AlwaysRule(r, by, now)
 	if err != nil {
 		return "", err

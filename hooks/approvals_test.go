@@ -18,7 +18,7 @@ import (
 // compiles and allows exactly the approved call (quotes, backslashes and
 // newlines in the command included), and a test suite that passes.
 func TestAlwaysRule(t *testing.T) {
-	req := eval.Request{ID: "7f3c2a1b", Rule: "ask-git", Policy: "team", Tool: "Bash",
+	req := eval.PendingRequest{ID: "7f3c2a1b", Rule: "ask-git", Policy: "team", Tool: "Bash",
 		Args: map[string]any{"command": "git commit -m \"it's\\ done\"\necho $HOME", "timeout": 30.0}, Cwd: "/srv/app",
 		Summary: "Bash: git commit -m \"it's\\ done\" echo $HOME"}
 	name, pol, test, err := AlwaysRule(req, "celguard approve 7f3c2a1b --always", time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
@@ -53,8 +53,8 @@ func TestAlwaysRule(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, d.RuleID, "elsewhere the rule does not match")
 
-	_, _, _, err = AlwaysRule(eval.Request{ID: "x", Mandatory: true}, "t", time.Now())
+	_, _, _, err = AlwaysRule(eval.PendingRequest{ID: "x", Mandatory: true}, "t", time.Now())
 	assert.ErrorContains(t, err, "mandatory")
-	_, _, _, err = AlwaysRule(eval.Request{ID: "x", ArgsOmitted: true}, "t", time.Now())
+	_, _, _, err = AlwaysRule(eval.PendingRequest{ID: "x", ArgsOmitted: true}, "t", time.Now())
 	assert.ErrorContains(t, err, "larger than")
 }

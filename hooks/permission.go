@@ -91,7 +91,7 @@ func learnApproval(ctx context.Context, sess *eval.Session, ev Event) {
 	}
 	for _, o := range note.Offered {
 		if !o.Present && o.File != "" && allowsRule(o.File, o.Rule) {
-			_, _, _ = sess.Approve(ctx, r.ID, eval.ScopeSession, ev.Host+" permission dialog (don't ask again: "+o.Rule+")")
+			_, _, _ = sess.Approve(ctx, r.ID, eval.GrantSession, ev.Host+" permission dialog (don't ask again: "+o.Rule+")")
 			return
 		}
 	}

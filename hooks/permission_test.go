@@ -80,7 +80,7 @@ func TestClaudePermissionRequest(t *testing.T) {
 			}
 			require.Len(t, grants, 1)
 			g := grants[0]
-			assert.Equal(t, eval.ScopeSession, g.Scope)
+			assert.Equal(t, eval.GrantSession, g.Scope)
 			assert.Equal(t, eval.SubjectRule, g.Subject)
 			assert.Equal(t, "ask-npm", g.Rule)
 			assert.Equal(t, "Bash", g.Tool)

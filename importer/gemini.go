@@ -97,7 +97,7 @@ func parseGemini(f File) ([]geminiRule, policy.Diagnostics) {
 			ds = append(ds, diag(CodeUnsupported, policy.SeverityError, at(1),
 				"safety_checker runs a checker that can deny what the rules allow; celguard cannot run Gemini CLI's checkers (write the check as a rule)"))
 		default:
-			ds = append(ds, diag(CodeInvalid, policy.SeverityError, at(1), "unknown top-level key %q (Gemini CLI refuses the file)", k))
+			ds = append(ds, diag(CodeIgnored, policy.SeverityInfo, at(1), "Gemini CLI ignores the top-level key %q", k))
 		}
 	}
 	raw, _ := doc["rule"].([]map[string]any)
@@ -146,7 +146,7 @@ func parseGemini(f File) ([]geminiRule, policy.Diagnostics) {
 				default:
 					bad("commandPrefix must be a string or a list of strings")
 				}
-			case "decision", "mcpName", "commandRegex", "argsPattern", "deny_message", "subagent":
+			case "decision", "mcpName", "commandRegex", "argsPattern", "deny_message", "denyMessage", "subagent":
 				s, ok := v.(string)
 				if !ok {
 					bad("%s must be a string", k)
@@ -161,8 +161,10 @@ func parseGemini(f File) ([]geminiRule, policy.Diagnostics) {
 					r.cmdRegex = s
 				case "argsPattern":
 					r.args, r.argsWhat = true, "argsPattern"
-				case "deny_message":
-					r.denyMessage = s
+				case "deny_message", "denyMessage":
+					if r.denyMessage == "" || k == "denyMessage" {
+						r.denyMessage = s
+					}
 				case "subagent":
 					r.args, r.argsWhat = true, "subagent"
 				}
@@ -192,16 +194,25 @@ func parseGemini(f File) ([]geminiRule, policy.Diagnostics) {
 				skipMode = !inDefault
 			case "toolAnnotations":
 				r.args, r.argsWhat = true, "toolAnnotations"
-			case "allow_redirection":
+			case "allow_redirection", "allowRedirection":
 				if _, ok := v.(bool); !ok {
-					bad("allow_redirection must be a boolean")
+					bad("%s must be a boolean", k)
 				}
+			case "interactive":
+				if _, ok := v.(bool); !ok {
+					bad("interactive must be a boolean")
+					continue
+				}
+				r.args, r.argsWhat = true, "interactive"
 			default:
-				bad("unknown key %q (Gemini CLI refuses the file)", k)
+				ds = append(ds, diag(CodeIgnored, policy.SeverityInfo, pos, "rule #%d: Gemini CLI ignores the key %q", i+1, k))
 			}
 		}
 		if _, ok := m["priority"]; !ok {
 			bad("priority is required")
+		}
+		if _, ok := m["toolName"]; !ok {
+			bad("toolName is required (\"*\" for every tool; with mcpName, every tool of the server)")
 		}
 		if skipMode {
 			ds = append(ds, diag(CodeIgnored, policy.SeverityInfo, pos, "rule #%d does not hold in the default approval mode: the import decides as that mode does", i+1))

@@ -1,7 +1,7 @@
 // Package importer converts the permission rules teams already keep for
 // other agents into celguard policies: Claude Code settings' permission
-// rules, Gemini CLI policy files, Codex execpolicy `.rules` files and BitCode guard plugins (one file
-// per format), and reads BitCode guards natively for the layers. Each import writes a policy
+// rules, Gemini CLI policy files, Codex execpolicy `.rules` files, Cursor
+// CLI permission tokens and BitCode guard plugins (one file per format), and reads BitCode guards natively for the layers. Each import writes a policy
 // whose decisions equal the source system's own, a policytest suite
 // generated from the source's examples and a representative call per rule,
 // and a note, at the source's file:line, for every construct that has no
@@ -39,13 +39,14 @@ type Format string
 const (
 	Claude  Format = "claude"
 	Gemini  Format = "gemini"
+	Cursor  Format = "cursor"
 	Codex   Format = "codex"
 	BitCode Format = "bitcode"
 )
 
 // Formats lists the formats Import reads, in the order the command line
 // documents them.
-func Formats() []Format { return []Format{Claude, Gemini, Codex, BitCode} }
+func Formats() []Format { return []Format{Claude, Gemini, Codex, Cursor, BitCode} }
 
 // Diagnostic codes of an import. Codes are stable; docs/import.md documents
 // each with its fix.
@@ -124,6 +125,8 @@ func Import(f Format, files []File, o Options) (*Result, error) {
 		d, ds = importGemini(files)
 	case Codex:
 		d, ds = importCodex(files)
+	case Cursor:
+		d, ds = importCursor(files)
 	case BitCode:
 		d, ds = importBitCode(files)
 	default:

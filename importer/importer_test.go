@@ -147,6 +147,8 @@ func TestImportErrors(t *testing.T) {
 		{importer.Gemini, "p.toml", "[[rule]]\ntoolName = \"run_shell_command\"\ncommandRegex = \"(?=x)\"\ndecision = \"deny\"\npriority = 1\n", "p.toml:1:1: import_unsupported"},
 		{importer.Gemini, "p.toml", "[[safety_checker]]\ntoolName = \"x\"\n", "p.toml:1:1: import_unsupported"},
 		{importer.Gemini, "p.toml", "[[rule]]\ntoolName = \n", "p.toml:2:12: import_syntax"},
+		{importer.Cursor, "cli.json", "{\"permissions\": {\"ask\": [\"Shell(ls)\"]}}", "cli.json:1:26: import_invalid"},
+		{importer.Cursor, "cli.json", "{\"permissions\": {\"deny\": [\"Read([a)\"]}}", "cli.json:1:27: import_invalid"},
 		{importer.BitCode, "g.yaml", "id: g\npatterns:\n  - match: \"(\"\n    verdict: deny\n", "g.yaml:3:12: import_invalid"},
 		{importer.BitCode, "g.yaml", "id: g\npatterns:\n  - file_match: \"[a\"\n    verdict: deny\n", "g.yaml:3:17: import_invalid"},
 		{importer.BitCode, "g.yaml", "id: g\npatterns:\n  - match: x\n    verdict: block\n", "g.yaml:4:14: import_invalid"},
@@ -191,6 +193,9 @@ func FuzzImport(f *testing.F) {
 		case "gemini":
 			fm = importer.Gemini
 			ext = ".toml"
+		case "cursor":
+			fm = importer.Cursor
+			ext = ".json"
 		case "codex":
 			fm = importer.Codex
 		case "bitcode":

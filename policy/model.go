@@ -200,7 +200,7 @@ func (p StoreErrorPolicy) String() string {
 type Counter struct {
 	Name  String
 	Scope Scope
-	// Key is a CEL string expression over the call; nil means the tool name.
+	// Key is a CEL string expression over the call; nil counts every call under one key (eval.AllCallsKey).
 	Key *Expr
 	// IncrementWhen is a CEL bool expression evaluated when the counter
 	// counts (Phase).

@@ -23,9 +23,9 @@ import (
 
 // approvalsAnswer is the answer of GET /v1/sessions/{id}/approvals.
 type approvalsAnswer struct {
-	SessionID string         `json:"session_id"`
-	Requests  []eval.Request `json:"requests"`
-	Grants    []eval.Grant   `json:"grants"`
+	SessionID string                `json:"session_id"`
+	Requests  []eval.PendingRequest `json:"requests"`
+	Grants    []eval.Grant          `json:"grants"`
 }
 
 // approveRequest is the body of POST /v1/sessions/{id}/approvals.
@@ -36,8 +36,8 @@ type approveRequest struct {
 
 // approveAnswer is the answer of POST /v1/sessions/{id}/approvals.
 type approveAnswer struct {
-	Grant   eval.Grant   `json:"grant"`
-	Request eval.Request `json:"request"`
+	Grant   eval.Grant          `json:"grant"`
+	Request eval.PendingRequest `json:"request"`
 }
 
 // approvedBy is the Grant.By of an approval given over HTTP.
@@ -67,7 +67,7 @@ func (s *Server) listAllApprovals(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if reqs == nil {
-			reqs = []eval.Request{}
+			reqs = []eval.PendingRequest{}
 		}
 		if grants == nil {
 			grants = []eval.Grant{}
@@ -91,7 +91,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	}
 	a := approvalsAnswer{SessionID: sess.ID(), Requests: sess.Requests(), Grants: sess.Grants()}
 	if a.Requests == nil {
-		a.Requests = []eval.Request{}
+		a.Requests = []eval.PendingRequest{}
 	}
 	if a.Grants == nil {
 		a.Grants = []eval.Grant{}
@@ -108,12 +108,12 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, `the body has no "request_id"`)
 		return
 	}
-	scope, err := eval.ParseScope(req.Scope)
+	scope, err := eval.ParseGrantScope(req.Scope)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, `"scope" must be "once" or "session": `+err.Error())
 		return
 	}
-	if scope == eval.ScopeAlways {
+	if scope == eval.GrantAlways {
 		writeError(w, http.StatusForbidden, CodeAlwaysRefused,
 			`scope "always" is not given over HTTP: a persistent approval is a reviewed rule file, written with `+
 				"`celguard approve "+req.RequestID+" --always` on the user's machine; approve \"once\" or \"session\" here")

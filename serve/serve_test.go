@@ -32,7 +32,7 @@ counters:
   - name: pushes
     scope: session
     phase: before
-    increment_when: 'true'
+    increment_when: 'tool == "Push"'
 rules:
   - id: no-rm
     match: {tools: [Bash]}

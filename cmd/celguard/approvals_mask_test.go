@@ -36,7 +36,7 @@ func TestApprovalsListMasksCredentials(t *testing.T) {
 	}
 	reqs := sess.Requests()
 	require.Len(t, reqs, 2)
-	_, _, err = sess.Approve(ctx, reqs[1].ID, eval.ScopeSession, "test")
+	_, _, err = sess.Approve(ctx, reqs[1].ID, eval.GrantSession, "test")
 	require.NoError(t, err)
 	require.Contains(t, reqs[0].Summary, token, "control: the request itself keeps the exact call")
 

@@ -198,11 +198,11 @@ func approveLocal(ctx context.Context, p approveParams, fail func(string, ...any
 	if err != nil {
 		return fail("%v", err)
 	}
-	scope, what := eval.ScopeOnce, "this exact call, once"
+	scope, what := eval.GrantOnce, "this exact call, once"
 	var dir string
 	switch {
 	case p.session:
-		scope, what = eval.ScopeSession, fmt.Sprintf("every %s call rule %s asks about, for the rest of session %s", req.Tool, req.Rule, req.Session)
+		scope, what = eval.GrantSession, fmt.Sprintf("every %s call rule %s asks about, for the rest of session %s", req.Tool, req.Rule, req.Session)
 	case p.always:
 		if req.ArgsOmitted {
 			return fail("the call's arguments are larger than %d bytes and were not kept, so no rule can be written for it: approve it once or --session", eval.MaxRequestArgs)
@@ -210,18 +210,18 @@ func approveLocal(ctx context.Context, p approveParams, fail func(string, ...any
 		if dir, err = p.policyDir(); err != nil {
 			return fail("%v", err)
 		}
-		scope, what = eval.ScopeAlways, "this exact call, for good: an allow rule and its test are written to "+
+		scope, what = eval.GrantAlways, "this exact call, for good: an allow rule and its test are written to "+
 			filepath.Join(dir, hooks.AlwaysDir, "approved-"+req.ID+".yaml")
 	}
-	ok, err := p.confirm(decisionlog.MaskRequest(req.Request, nil), fmt.Sprintf("session %s, %s", req.Session, req.Created.Local().Format(time.DateTime)), what)
+	ok, err := p.confirm(decisionlog.MaskRequest(req.PendingRequest, nil), fmt.Sprintf("session %s, %s", req.Session, req.Created.Local().Format(time.DateTime)), what)
 	if err != nil {
 		return fail("%v", err)
 	}
 	if !ok {
 		return exitFindings
 	}
-	if scope == eval.ScopeAlways {
-		path, err := hooks.WriteAlwaysRule(dir, req.Request, "celguard approve "+req.ID+" --always", time.Now())
+	if scope == eval.GrantAlways {
+		path, err := hooks.WriteAlwaysRule(dir, req.PendingRequest, "celguard approve "+req.ID+" --always", time.Now())
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -236,7 +236,7 @@ func approveLocal(ctx context.Context, p approveParams, fail func(string, ...any
 
 // confirm shows the call a request is for and asks the person whether to
 // approve it (what says how far): read the call, not the agent's summary.
-func (p approveParams) confirm(req eval.Request, where, what string) (bool, error) {
+func (p approveParams) confirm(req eval.PendingRequest, where, what string) (bool, error) {
 	fmt.Fprintf(p.stdout, "Request:  %s (%s)\n", req.ID, where)
 	fmt.Fprintf(p.stdout, "Rule:     %s (policy %s): %s\n", req.Rule, req.Policy, req.Reason)
 	fmt.Fprintf(p.stdout, "Call:     %s\n", req.Summary)
@@ -321,7 +321,7 @@ func runApprovalsList(ctx context.Context, p approveParams) int {
 	}
 	// Shown masked, as the decision log shows a call.
 	for i := range reqs {
-		reqs[i].Request = decisionlog.MaskRequest(reqs[i].Request, nil)
+		reqs[i].PendingRequest = decisionlog.MaskRequest(reqs[i].PendingRequest, nil)
 	}
 	for i := range grants {
 		grants[i].Grant = decisionlog.MaskGrant(grants[i].Grant)
@@ -349,7 +349,7 @@ func (p approveParams) approvals(ctx context.Context) ([]hooks.SessionRequest, [
 		var grants []hooks.SessionGrant
 		for _, s := range sessions {
 			for _, r := range s.Requests {
-				reqs = append(reqs, hooks.SessionRequest{Session: s.SessionID, Request: r})
+				reqs = append(reqs, hooks.SessionRequest{Session: s.SessionID, PendingRequest: r})
 			}
 			for _, g := range s.Grants {
 				grants = append(grants, hooks.SessionGrant{Session: s.SessionID, Grant: g})

@@ -31,21 +31,21 @@ func approveServer(ctx context.Context, p approveParams, fail func(string, ...an
 	if err != nil {
 		return fail("%v", err)
 	}
-	scope := eval.ScopeOnce
+	scope := eval.GrantOnce
 	switch {
 	case p.session:
-		scope = eval.ScopeSession
+		scope = eval.GrantSession
 	case p.always:
 		// The server refuses it with its reason (always_refused): a
 		// persistent approval is a rule file written locally.
-		scope = eval.ScopeAlways
+		scope = eval.GrantAlways
 	}
-	if scope != eval.ScopeAlways {
+	if scope != eval.GrantAlways {
 		list, err := c.Approvals(ctx, p.sessionID)
 		if err != nil {
 			return fail("%v", err)
 		}
-		var req *eval.Request
+		var req *eval.PendingRequest
 		for i := range list.Requests {
 			if list.Requests[i].ID == p.id {
 				req = &list.Requests[i]
@@ -55,7 +55,7 @@ func approveServer(ctx context.Context, p approveParams, fail func(string, ...an
 			return fail("session %s on %s has no pending request %s (no_such_request): it was answered, expired, or belongs to another session", p.sessionID, p.server, p.id)
 		}
 		what := "this exact call, once"
-		if scope == eval.ScopeSession {
+		if scope == eval.GrantSession {
 			what = fmt.Sprintf("every %s call rule %s asks about, for the rest of session %s", req.Tool, req.Rule, p.sessionID)
 		}
 		ok, err := p.confirm(*req, "session "+p.sessionID+" on "+p.server, what)

@@ -35,6 +35,10 @@ type Host struct {
 // the same one).
 var Codex = Host{"@openai/codex", "0.169.0", "codex"}
 
+// Gemini is the Gemini CLI version the real-host tests pin (hooks/hostse2e
+// pins the same one).
+var Gemini = Host{"@google/gemini-cli", "0.61.0", "gemini"}
+
 // CacheRoot is where hosts are installed.
 func CacheRoot() (string, error) {
 	if d := os.Getenv("CELGUARD_HOSTS_CACHE"); d != "" {

@@ -226,3 +226,43 @@ async def test_two_runs_with_a_halt_in_the_first(url: str) -> None:
     r2 = await provider.run(a, task="look it up")
     assert r2.stop_reason is None and box.ran == [("lookup", {"query": "q"})]
     assert provider.halted is None
+
+
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+async def test_model_answers_are_decided(url: str) -> None:
+    provider = CelguardGuardrailProvider(await celguard.AsyncClient(url).session())
+    for answer, expect in (("the SECRET-OUT is 42", "[withheld]"), ("fine answer", "fine answer"),
+                           ("key " + SECRET, "key [REDACTED:github_token]")):
+        a = AssistantAgent("a", model_client=provider.model_client(ReplayChatCompletionClient([answer], model_info=INFO)))
+        r = await provider.run(a, task="tell")
+        assert r.messages[-1].to_text() == expect
+    a = AssistantAgent("a", model_client=provider.model_client(ReplayChatCompletionClient(["BAD-OUT"], model_info=INFO)))
+    r = await provider.run(a, task="tell")
+    assert "that answer is withheld" in r.messages[-1].to_text() and "BAD-OUT" not in str(r.messages[1:])
+
+
+async def test_streamed_answer_is_decided_as_it_streams(url: str) -> None:
+    # autogen-ext's OpenAI client streaming from the scripted server in
+    # 5-character chunks: no chunk the agent streams holds the secret.
+    from autogen_agentchat.messages import ModelClientStreamingChunkEvent
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+    from fakeopenai import FakeOpenAI, text
+
+    provider = CelguardGuardrailProvider(await celguard.AsyncClient(url).session())
+    answer = "the deploy key is " + SECRET + ", keep it"
+    with FakeOpenAI([text(answer)], chunk_size=5) as fake:
+        model = OpenAIChatCompletionClient(model="gpt-4o", base_url=fake.url, api_key="test")
+        a = AssistantAgent("a", model_client=provider.model_client(model), model_client_stream=True)
+        chunks: list[str] = []
+        final: TaskResult | None = None
+        async for item in provider.run_stream(a, task="the key?"):
+            if isinstance(item, ModelClientStreamingChunkEvent):
+                chunks.append(item.content)
+            elif isinstance(item, TaskResult):
+                final = item
+    assert len(fake.sent_chunks) > 5 and fake.requests[0].get("stream") is True
+    assert chunks and all(SECRET[:8] not in "".join(chunks[:i + 1]) for i in range(len(chunks)))
+    redacted = answer.replace(SECRET, "[REDACTED:github_token]")
+    assert final is not None and "".join(chunks) == redacted == final.messages[-1].to_text()

@@ -244,3 +244,17 @@ async def test_streamed_run_of_an_unwrapped_model_is_refused(url: str) -> None:
         # the same agent runs (not streamed) as before
         fake.script = [text("fine")]
         assert (await Runner.run(agent, "go")).final_output == "fine"
+
+
+async def test_one_run_is_one_turn(url: str) -> None:
+    # every callback of a run (tool guardrails, the output guardrail) knows
+    # the run: two tool calls, one turn; the next run, the next turn
+    guards = CelguardGuards(await celguard.AsyncClient(url).session())
+    with FakeOpenAI([tool_call("lookup", {"query": "a"}), tool_call("lookup", {"query": "b"}, "c2"), text("done"),
+                     tool_call("lookup", {"query": "c"}, "c3"), text("done")]) as fake:
+        a, tools = await make(url, fake, guards=guards)
+        a.output_guardrails = [guards.output_guardrail]
+        await Runner.run(a, "look twice")
+        first = guards.session.turn
+        await Runner.run(a, "look once")
+    assert len(tools.ran) == 3 and guards.session.turn == first + 1

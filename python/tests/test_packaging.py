@@ -37,8 +37,9 @@ def test_sync_client_is_generated_from_the_async_one() -> None:
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     out = tmp_path_factory.mktemp("dist")
-    # No cache of uv's own for the build: the project's files, as they are now.
-    run(UV, "build", "--sdist", "--wheel", "--no-cache", "--out-dir", out, PY)
+    # The sdist from the project's files as they are now (no cache of uv's),
+    # then the wheel from the sdist: what it lacks, the wheel lacks too.
+    run(UV, "build", "--no-cache", "--out-dir", out, PY)
     yield out
 
 

@@ -269,9 +269,9 @@ func (c *Client) After(ctx context.Context, session string, call eval.Call, resu
 
 // Approvals are a session's pending approval requests and grants.
 type Approvals struct {
-	SessionID string         `json:"session_id"`
-	Requests  []eval.Request `json:"requests"`
-	Grants    []eval.Grant   `json:"grants"`
+	SessionID string                `json:"session_id"`
+	Requests  []eval.PendingRequest `json:"requests"`
+	Grants    []eval.Grant          `json:"grants"`
 }
 
 // Approvals lists a session's pending requests and grants (operator).
@@ -291,13 +291,13 @@ func (c *Client) AllApprovals(ctx context.Context) ([]Approvals, error) {
 
 // Approved is the answer of Approve.
 type Approved struct {
-	Grant   eval.Grant   `json:"grant"`
-	Request eval.Request `json:"request"`
+	Grant   eval.Grant          `json:"grant"`
+	Request eval.PendingRequest `json:"request"`
 }
 
 // Approve approves request of session, once or for the session
-// (operator); the server refuses eval.ScopeAlways (always_refused).
-func (c *Client) Approve(ctx context.Context, session, request string, scope eval.Scope) (Approved, error) {
+// (operator); the server refuses eval.GrantAlways (always_refused).
+func (c *Client) Approve(ctx context.Context, session, request string, scope eval.GrantScope) (Approved, error) {
 	var a Approved
 	return a, c.do(ctx, http.MethodPost, sessionPath(session, "/approvals"),
 		map[string]string{"request_id": request, "scope": string(scope)}, &a, MaxAnswer)

@@ -117,14 +117,14 @@ func TestClientAgainstServe(t *testing.T) {
 	if err != nil || len(one.Requests) != 1 {
 		t.Fatalf("Approvals: %+v %v", one, err)
 	}
-	got, err := op.Approve(ctx, "s1", d.Approval.Request, eval.ScopeOnce)
+	got, err := op.Approve(ctx, "s1", d.Approval.Request, eval.GrantOnce)
 	if err != nil || got.Grant.Rule != "ask-push" {
 		t.Fatalf("Approve: %+v %v", got, err)
 	}
 	if d, err := agent.Before(ctx, "s1", push); err != nil || d.Verdict != policy.Allow {
 		t.Fatalf("the approved call: %+v %v", d, err)
 	}
-	_, err = op.Approve(ctx, "s1", "00000000", eval.ScopeAlways)
+	_, err = op.Approve(ctx, "s1", "00000000", eval.GrantAlways)
 	var e *client.Error
 	if !errors.As(err, &e) || e.Status != http.StatusForbidden || e.Code != serve.CodeAlwaysRefused {
 		t.Fatalf("always: %v, want 403 always_refused", err)

@@ -24,6 +24,14 @@ as its ``stop_reason``, and ``provider.model_client(client)`` answers every
 later model call of the turn with the refusal instead of calling the model,
 so an agent's tool loop ends at once.
 
+The model's answers (output phase) are decided by that model client too
+(``GuardedModelClient``): a text answer is allowed, annotated (warn),
+rewritten (modify) or replaced by the refusal (block, ask, halt; a halt
+also ends the turn as above). A streamed answer (``model_client_stream=True``)
+is decided as it streams (celguard.AsyncOutputStream): a chunk reaches the
+agent's stream only once celguard decided it, a secret is redacted in
+flight, a block ends the chunks with the refusal.
+
 Turns: AutoGen's run boundary is ``run``/``run_stream`` of an agent or a
 team; ``await provider.run(team_or_agent, task=...)`` (or
 ``provider.run_stream``) starts a celguard turn, runs, ends the turn, and
@@ -59,7 +67,7 @@ from autogen_core.tools import (
 from pydantic import BaseModel
 
 from ._async.client import AsyncSession
-from ._base import Agent
+from ._base import SECRET_WINDOW, Agent
 from ._common import Approver, approve, refusal_text, warning_text
 from ._decision import CODE_ADAPTER_ERROR, Decision
 
@@ -185,10 +193,12 @@ class CelguardGuardrailProvider:
         halted the turn (combine it: ``provider.termination() | ...``)."""
         return HaltTermination(self)
 
-    def model_client(self, client: ChatCompletionClient) -> ChatCompletionClient:
-        """client, answering with the refusal instead of calling the model
-        once celguard halted the turn (so an agent's tool loop ends)."""
-        return HaltingModelClient(client, self)
+    def model_client(self, client: ChatCompletionClient, *, agent_name: str | None = None,
+                     holdback: int = SECRET_WINDOW) -> ChatCompletionClient:
+        """client with its answers decided (output phase, as they stream
+        too), answering with the refusal instead of calling the model once
+        celguard halted the turn (so an agent's tool loop ends)."""
+        return GuardedModelClient(client, self, agent_name=agent_name, holdback=holdback)
 
     def _note(self, d: Decision) -> None:
         if d.verdict == "halt" and self.halted is None:
@@ -246,13 +256,18 @@ class HaltTermination(TerminationCondition):
         self._terminated = False
 
 
-class HaltingModelClient(ChatCompletionClient):
-    """A ChatCompletionClient that, once its provider saw a halt, answers with
-    the refusal instead of calling the model (the agent's tool loop ends)."""
+class GuardedModelClient(ChatCompletionClient):
+    """A ChatCompletionClient whose text answers celguard decides (output
+    phase, a streamed one as it streams) and which, once its provider saw a
+    halt, answers with the refusal instead of calling the model (the agent's
+    tool loop ends). Make one with provider.model_client."""
 
-    def __init__(self, inner: ChatCompletionClient, provider: CelguardGuardrailProvider) -> None:
+    def __init__(self, inner: ChatCompletionClient, provider: CelguardGuardrailProvider, *,
+                 agent_name: str | None = None, holdback: int = SECRET_WINDOW) -> None:
         self.inner = inner
         self._provider = provider
+        self._agent_name = agent_name
+        self._holdback = holdback
 
     def _refusal(self) -> CreateResult | None:
         if self._provider.halted is None:
@@ -261,17 +276,52 @@ class HaltingModelClient(ChatCompletionClient):
                             usage=RequestUsage(prompt_tokens=0, completion_tokens=0), cached=False)
 
     async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:
-        """The model's answer, or the refusal after a halt."""
-        return self._refusal() or await self.inner.create(messages, **kwargs)
+        """The model's answer as celguard decides it, or the refusal after a
+        halt."""
+        refusal = self._refusal()
+        if refusal is not None:
+            return refusal
+        result = await self.inner.create(messages, **kwargs)
+        if not isinstance(result.content, str):
+            return result  # tool calls: decided by the tools' guardrails
+        session = self._provider.session
+        d = await session.output(result.content, agent=_agent(self._agent_name, session))
+        self._provider._note(d)
+        if d.verdict == "allow":
+            return result
+        if d.verdict == "warn":
+            text = "\n".join([result.content, warning_text(d)])
+        elif d.verdict == "modify" and d.output is not None and isinstance(d.output.get("text"), str):
+            text = str(d.output["text"])
+        else:
+            text = refusal_text(d)
+        return result.model_copy(update={"content": text})
 
     async def create_stream(self, messages: Sequence[LLMMessage],
                             **kwargs: Any) -> AsyncGenerator[str | CreateResult, None]:
-        """The model's stream, or the refusal after a halt."""
+        """The model's stream, each chunk passed on once celguard decided it;
+        the refusal after a halt."""
         refusal = self._refusal()
         if refusal is not None:
             yield refusal
             return
+        session = self._provider.session
+        stream = session.output_stream(holdback=self._holdback, agent=_agent(self._agent_name, session))
         async for item in self.inner.create_stream(messages, **kwargs):
+            if isinstance(item, str):
+                out = await stream.feed(item)
+                if out:
+                    yield out
+                continue
+            if isinstance(item.content, str):
+                if not stream.original and item.content:
+                    await stream.feed(item.content)  # an answer that came whole
+                rest = await stream.finish()
+                if rest:
+                    yield rest
+                if stream.decision is not None:
+                    self._provider._note(stream.decision)
+                item = item.model_copy(update={"content": stream.text})
             yield item
 
     async def close(self) -> None:
@@ -482,8 +532,8 @@ __all__ = [
     "GuardrailAction",
     "GuardrailProvider",
     "GuardrailResult",
+    "GuardedModelClient",
     "HaltTermination",
-    "HaltingModelClient",
     "ToolDenied",
     "to_guardrail_result",
 ]

@@ -256,6 +256,7 @@ class CelguardGuards:
                 return
             if self._turn_open:
                 await self.session.end_turn()
+            self._streamed.clear()
             self._run = run
             await self.session.start_turn()
             self._turn_open = True

@@ -106,7 +106,11 @@ func ExplanationText(w io.Writer, x eval.Explanation) error {
 					fmt.Fprintf(tw, "  %s\t(key failed: %s)\n", c.Counter, c.Error)
 					continue
 				}
-				fmt.Fprintf(tw, "  %s\t[%s]\t= %d\n", c.Counter, valueText(c.Key), c.Value)
+				key := "[" + valueText(c.Key) + "]"
+				if c.Key == eval.AllCallsKey {
+					key = "(every call)" // a counter without a key
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t= %d\n", c.Counter, key, c.Value)
 			}
 		})
 	}

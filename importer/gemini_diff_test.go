@@ -1,0 +1,209 @@
+package importer_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/celguard/celguard"
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/importer"
+	"github.com/celguard/celguard/internal/npmhost"
+	"github.com/celguard/celguard/policy"
+)
+
+// geminiCheck runs Gemini CLI's own policy engine (PolicyEngine and
+// loadPoliciesFromToml from its bundle, the pinned version) in node on a
+// policy file and calls, in the default approval mode, and prints for each
+// call its decision and whether a rule made it.
+const geminiCheck = `
+const [,, chunk, policyFile, callsFile] = process.argv;
+const fs = await import('node:fs');
+const m = await import(chunk);
+const res = await m.loadPoliciesFromToml([policyFile], () => 4);
+const errs = res.errors.filter(e => e.severity !== 'warning');
+if (errs.length) { console.error(JSON.stringify(errs)); process.exit(2); }
+const engine = new m.PolicyEngine({ rules: res.rules, checkers: res.checkers, approvalMode: m.ApprovalMode.DEFAULT, defaultDecision: 'ask_user' });
+const out = [];
+for (const call of JSON.parse(fs.readFileSync(callsFile, 'utf8'))) {
+  const r = await engine.check({ name: call.tool, args: call.args }, undefined);
+  out.push([r.decision, r.rule !== undefined]);
+}
+fs.writeFileSync(callsFile + '.out', JSON.stringify(out));
+`
+
+// TestGeminiDifferential asks Gemini CLI's policy engine and the imported
+// policy about the same generated calls: every decision must be Gemini
+// CLI's or stricter (allow < no rule < ask < deny), each stricter one
+// listed with why.
+func TestGeminiDifferential(t *testing.T) {
+	bin, err := npmhost.Install(npmhost.Gemini)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := geminiPolicyChunk(t, bin)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not on PATH (npmhost installs it with npm)")
+	}
+	policyPath, _ := filepath.Abs(filepath.Join("testdata", "gemini-diff.toml"))
+	data, err := os.ReadFile(policyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := importer.Import(importer.Gemini, []importer.File{{Name: "gemini-diff.toml", Data: data}}, importer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := celguard.Load(context.Background(), celguard.WithSources(policy.Source{Name: "imported.yaml", Data: res.Policy}),
+		celguard.WithBundle("none"), celguard.WithUserDir("-"), celguard.WithProjectDir("-"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := geminiDiffCalls()
+	if len(calls) < 200 {
+		t.Fatalf("%d calls, want at least 200", len(calls))
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "check.mjs")
+	callsPath := filepath.Join(dir, "calls.json")
+	b, _ := json.Marshal(calls)
+	if err := os.WriteFile(script, []byte(geminiCheck), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(callsPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(node, script, chunk, policyPath, callsPath)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+dir, "GEMINI_CLI_HOME="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if out, err := cmd.Output(); err != nil {
+		t.Fatalf("node: %v\n%s%s", err, out, stderr.String())
+	}
+	raw, err := os.ReadFile(callsPath + ".out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gem [][2]any
+	if err := json.Unmarshal(raw, &gem); err != nil {
+		t.Fatal(err)
+	}
+	rank := map[string]int{"allow": 0, "none": 1, "ask_user": 2, "deny": 3}
+	equal, stricter := 0, 0
+	for i, c := range calls {
+		want, _ := gem[i][0].(string)
+		byRule, _ := gem[i][1].(bool)
+		if want == "ask_user" && !byRule {
+			want = "none" // no rule: Gemini CLI's default, as celguard leaves it to the rest
+		}
+		d, err := g.NewSession("diff", nil).Before(context.Background(), eval.Call{Tool: c.Tool, Args: c.Args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := "none"
+		switch {
+		case d.RuleID == "":
+		case d.Verdict == policy.Allow:
+			got = "allow"
+		case d.Verdict == policy.Block && d.Code == eval.CodeApprovalRequired:
+			got = "ask_user"
+		case d.Verdict == policy.Block:
+			got = "deny"
+		}
+		switch {
+		case got == want:
+			equal++
+		case rank[got] > rank[want]:
+			stricter++
+			t.Logf("stricter: %s %v: gemini %s (by a rule: %v), celguard %s (%s): %s", c.Tool, c.Args, want, byRule, got, d.RuleID, geminiWhy(c, want, byRule, got))
+		default:
+			t.Errorf("LOOSER: %s %v: gemini %s (by a rule: %v), celguard %s (%s)", c.Tool, c.Args, want, byRule, got, d.RuleID)
+		}
+	}
+	t.Logf("%d calls: %d equal, %d stricter", len(calls), equal, stricter)
+}
+
+func geminiWhy(c diffCall, want string, byRule bool, got string) string {
+	cmd, _ := c.Args["command"].(string)
+	switch {
+	case want == "allow" && !byRule:
+		return "Gemini CLI's heuristics allow a command no rule names; the import leaves it to the rest of the policy set"
+	case want == "allow" && got == "none":
+		return "an allow holds only for a plain line whose every command an allow rule matches"
+	case strings.HasPrefix(cmd, "sudo ") || strings.HasPrefix(cmd, "env ") || strings.Contains(cmd, "bash -c"):
+		return "deny and ask rules are also tried on the command a wrapper or nested shell runs"
+	default:
+		return "every deny is tried before every ask and every ask before every allow, whatever the priorities"
+	}
+}
+
+type diffCall struct {
+	Tool string         `json:"tool"`
+	Args map[string]any `json:"args"`
+}
+
+// geminiPolicyChunk finds the bundle file that exports Gemini CLI's
+// policy engine.
+func geminiPolicyChunk(t *testing.T, bin string) string {
+	prefix := filepath.Dir(filepath.Dir(filepath.Dir(bin)))
+	files, _ := filepath.Glob(filepath.Join(prefix, "node_modules", "@google", "gemini-cli", "bundle", "chunk-*.js"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && bytes.Contains(b, []byte("var PolicyEngine = class")) && bytes.Contains(b, []byte("  loadPoliciesFromToml,")) {
+			return f
+		}
+	}
+	t.Fatalf("no bundle file of %s exports PolicyEngine and loadPoliciesFromToml", prefix)
+	return ""
+}
+
+// geminiDiffCalls generates shell commands (single, compound, wrapped, with
+// redirections and substitutions) from the rules' vocabulary, and calls of
+// the other tools.
+func geminiDiffCalls() []diffCall {
+	var out []diffCall
+	seen := map[string]bool{}
+	shell := func(cmd string) {
+		if !seen[cmd] {
+			seen[cmd] = true
+			out = append(out, diffCall{"run_shell_command", map[string]any{"command": cmd}})
+		}
+	}
+	base := []string{"git status", "git log -p", "git diff HEAD", "git push", "git push origin main", "git push --force", "git push -f origin",
+		"rm -rf build", "rm -r x", "rm x", "rm -fr /", "npm test", "npm run lint", "yarn test", "npm publish", "npm install", "curl https://x.io",
+		"ls -la", "cat README.md", "echo hi", "git statusx", "git", "make", "python3 x.py", "git commit -m wip"}
+	for _, b := range base {
+		shell(b)
+		shell("sudo " + b)
+		shell(b + " > out.txt")
+		shell("bash -c '" + b + "'")
+		shell("echo $(" + b + ")")
+	}
+	r := rand.New(rand.NewPCG(28, 2))
+	ops := []string{" && ", " ; ", " | ", " || "}
+	for len(out) < 260 {
+		n := 2 + r.IntN(2)
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = base[r.IntN(len(base))]
+		}
+		cmd := parts[0]
+		for _, p := range parts[1:] {
+			cmd += ops[r.IntN(len(ops))] + p
+		}
+		shell(cmd)
+	}
+	for _, tool := range []string{"read_file", "glob", "search_file_content", "grep_search", "write_file", "replace", "web_fetch",
+		"mcp_github_create_issue", "mcp_github_list_issues", "mcp_jira_get", "mcp_other_x", "list_directory"} {
+		out = append(out, diffCall{tool, map[string]any{"file_path": "src/a.go"}})
+	}
+	return out
+}
