@@ -112,7 +112,7 @@ func TestCostLimitStopsRunawayEvaluation(t *testing.T) {
 func TestReservedNames(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"tool", "args", "cwd", "phase", "counters", "result", "session", "classes", "command", "paths", "call", "agent", "messages", "output",
-		"shell", "path", "glob", "hash", "secrets", "url", "canonical", "mcp", "toolchain",
+		"shell", "path", "glob", "hash", "secrets", "url", "canonical", "mcp", "toolchain", "sql",
 	}, celenv.ReservedNames())
 }
 

@@ -656,6 +656,8 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		// Wrappers and upstream are not linear in the command (a nested
 		// command inherits its parents' wrappers; a|a|a gives each stage
 		// every earlier one), so their loops keep their full bound.
+		// The shell analysis of a cloud CLI line given as an argument.
+		"mcp-effects.yaml rule mcp-cloud-cli condition",
 		"risky-commands.yaml rule risky-privilege condition",
 		"risky-commands.yaml rule risky-pipe-to-shell condition",
 		// lowerAscii of every argument of every command.
@@ -806,7 +808,7 @@ func TestLintKeepsErrorsShown(t *testing.T) {
 // once lint.go handles it.
 func TestLintKnowsEveryMatcherField(t *testing.T) {
 	known := []string{"ID", "Pos", "Description", "Priority", "Phase", "Tools", "Classes", "Condition", "Verdict", "VerdictPos",
-		"Reason", "Message", "Code", "FailurePolicy", "Modify", "Enforcement", "EnforcementPos", "Metadata", "Judge", "JudgePos"}
+		"Reason", "Message", "Code", "FailurePolicy", "Modify", "Enforcement", "EnforcementPos", "Metadata", "Judge", "JudgePos", "Labels", "LabelsPos"}
 	var got []string
 	rt := reflect.TypeFor[policy.Rule]()
 	for i := range rt.NumField() {

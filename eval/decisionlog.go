@@ -112,6 +112,7 @@ func (s *Session) finish(ctx context.Context, set *compile.PolicySet, d Decision
 func (s *Session) auditWith(d Decision, set *compile.PolicySet) Decision {
 	if next := s.eng.cfg.auditIDs; next != nil {
 		d.DecisionID, d.Time, d.PolicyDigest, d.SessionID = next(), s.eng.cfg.now().UTC(), set.Digest(), s.id
+		d.Bundles = set.Bundles()
 	}
 	return d
 }

@@ -173,6 +173,11 @@ type Session struct {
 	// refused remembers the calls refused before they ran, by call id
 	// (calls.go).
 	refused refusedCalls
+	// facts are what earlier calls did, for later rules (facts.go); view
+	// is the session variable made of meta and facts, nil until it is
+	// needed again after a change of either.
+	facts sessionFacts
+	view  map[string]any
 	// sat, when set, saturates counters lost to a tampered state (state.go).
 	sat *saturation
 	// tampered, when set, is why the handle was restored fail-closed
@@ -364,5 +369,6 @@ func (s *Session) decideLocal(ctx context.Context, set *compile.PolicySet, phase
 	ev.obs = newObserver(ev, cc.trace, cc.explain)
 	d, err := ev.run()
 	s.haltTurn(d)
+	s.noteLabels(ev.labelled, phase, call, d)
 	return d, err
 }

@@ -434,6 +434,13 @@ func TestCorpus(t *testing.T) {
 		require.NoError(t, err)
 		runners[d] = &hooks.Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return guard.Engine(), nil }}
 	}
+	// Per family, on the eval dialect: calls and calls decided as wanted
+	// (printed with -corpus.v).
+	type famTally struct {
+		want        string
+		total, good int
+	}
+	families := map[string]*famTally{}
 	seq := 0
 	decide := func(dialect string, c corpusCase) (outcome, bool) {
 		cwd := c.family.Cwd
@@ -471,6 +478,17 @@ func TestCorpus(t *testing.T) {
 					tl = &res.benign
 				}
 				tl.total++
+				if dialect == "eval" {
+					ft := families[c.family.Family]
+					if ft == nil {
+						ft = &famTally{want: c.family.Want}
+						families[c.family.Family] = ft
+					}
+					ft.total++
+					if good(c.family.Want, o) {
+						ft.good++
+					}
+				}
 				if good(c.family.Want, o) {
 					tl.good++
 					continue
@@ -486,6 +504,17 @@ func TestCorpus(t *testing.T) {
 					t.Log(line)
 				}
 			}
+		}
+	}
+	if *corpusVerbose {
+		names := make([]string, 0, len(families))
+		for n := range families {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			f := families[n]
+			t.Logf("family %-40s want %-7s %d/%d as wanted", n, f.want, f.good, f.total)
 		}
 	}
 	for _, dialect := range dialects {

@@ -33,7 +33,7 @@ const BundleRecommended = "recommended"
 // mcp-arguments policy is an example to copy, not a default.
 var bundles = map[string][]string{
 	BundleRecommended: {"loop-detection", "dangerous-commands", "self-protection", "risky-commands",
-		"sensitive-files", "exfiltration", "workspace-executables", "workspace-boundary", "safe-defaults", "rate-limit", "secret-redaction"},
+		"sensitive-files", "exfiltration", "mcp-effects", "workspace-executables", "workspace-boundary", "safe-defaults", "rate-limit", "secret-redaction"},
 	"minimal": {"loop-detection", "dangerous-commands", "self-protection", "secret-redaction"},
 	"none":    {},
 }

@@ -450,7 +450,17 @@ type Rule struct {
 	// answers allow, block or ask; anything else is the rule's ask.
 	Judge    string
 	JudgePos Pos
+	// Labels are the session labels the rule adds (labels: {add: [...]})
+	// when it decides a call, before or after it, with allow, warn or ask
+	// (approved or not): what the session did, that later rules read as
+	// session.labels (docs/policies.md, "Session facts"). LabelsPos is where
+	// labels is written.
+	Labels    []String
+	LabelsPos Pos
 }
+
+// MaxLabelLen bounds the length of a label a rule adds.
+const MaxLabelLen = 64
 
 // ModifySpec rewrites a call's arguments (before phase), its result content
 // (after phase), the messages (input phase) or the model's output (output

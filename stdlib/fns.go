@@ -132,7 +132,7 @@ func (b *library) LibraryName() string { return "celguard.lib." + b.ns }
 func (b *library) CompileOptions() []cel.EnvOption {
 	var opts []cel.EnvOption
 	switch b.ns {
-	case "shell", "url", "secrets", "toolchain":
+	case "shell", "url", "secrets", "toolchain", "sql":
 		opts = append(opts, resultTypesOption())
 	}
 	var costs []cost.Option

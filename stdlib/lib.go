@@ -132,6 +132,7 @@ func (l *Lib) buildRegistry() []*fnDef {
 	out = append(out, l.urlFns()...)
 	out = append(out, l.mcpFns()...)
 	out = append(out, l.toolchainFns()...)
+	out = append(out, l.sqlFns()...)
 	return out
 }
 
@@ -164,6 +165,7 @@ func (l *Lib) EnvOptions() []cel.EnvOption {
 		l.URL(),
 		l.MCP(),
 		l.Toolchain(),
+		l.SQL(),
 	}
 }
 

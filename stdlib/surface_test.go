@@ -66,6 +66,8 @@ var pinnedSurface = map[string][]string{
 	"url.hostMatches": {"url_hostMatches_string_list(string, list(string)) -> bool", "url_hostMatches_string_string(string, string) -> bool"},
 	"url.parse":       {"url_parse_string(string) -> celguard.url.URL"},
 
+	"sql.classify": {"sql_classify_string(string) -> celguard.sql.Result"},
+
 	"toolchain.analyze":     {"toolchain_analyze_string_string(string, string) -> celguard.toolchain.Analysis"},
 	"toolchain.analyzeEdit": {"toolchain_analyzeEdit_string_string(string, string) -> celguard.toolchain.Analysis"},
 	"toolchain.files":       {"toolchain_files_map(map(string, dyn)) -> list(celguard.toolchain.File)"},
@@ -73,7 +75,7 @@ var pinnedSurface = map[string][]string{
 }
 
 // since is the stdlib version each function arrived in, when not 1.
-var since = map[string]uint32{"glob.couldMatch": 2, "glob.couldMatchShell": 2, "shell.writes": 2, "shell.hazard": 3, "shell.dirs": 3, "mcp.server": 3, "mcp.tool": 3, "toolchain.runs": 4, "toolchain.analyze": 4, "toolchain.analyzeEdit": 4, "toolchain.files": 4}
+var since = map[string]uint32{"glob.couldMatch": 2, "glob.couldMatchShell": 2, "shell.writes": 2, "shell.hazard": 3, "shell.dirs": 3, "mcp.server": 3, "mcp.tool": 3, "toolchain.runs": 4, "toolchain.analyze": 4, "toolchain.analyzeEdit": 4, "toolchain.files": 4, "sql.classify": 4}
 
 func sinceVersion(name string) uint32 {
 	if v, ok := since[name]; ok {
@@ -135,7 +137,7 @@ func TestLibraryNames(t *testing.T) {
 	}
 	slices.Sort(ours)
 	assert.Equal(t, []string{"celguard.lib.canonical", "celguard.lib.glob", "celguard.lib.hash", "celguard.lib.mcp", "celguard.lib.path",
-		"celguard.lib.secrets", "celguard.lib.shell", "celguard.lib.toolchain", "celguard.lib.url"}, ours)
+		"celguard.lib.secrets", "celguard.lib.shell", "celguard.lib.sql", "celguard.lib.toolchain", "celguard.lib.url"}, ours)
 }
 
 func TestVersionPinsFunctions(t *testing.T) {

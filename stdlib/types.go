@@ -33,6 +33,8 @@ const (
 	ToolchainAnalysisTypeName = "celguard.toolchain.Analysis"
 	// ToolchainFileTypeName is the type of an element of toolchain.files.
 	ToolchainFileTypeName = "celguard.toolchain.File"
+	// SQLResultTypeName is the type of sql.classify.
+	SQLResultTypeName = "celguard.sql.Result"
 )
 
 var (
@@ -44,6 +46,7 @@ var (
 	secretFindingType     = cel.ObjectType(SecretFindingTypeName)
 	toolchainAnalysisType = cel.ObjectType(ToolchainAnalysisTypeName)
 	toolchainFileType     = cel.ObjectType(ToolchainFileTypeName)
+	sqlResultType         = cel.ObjectType(SQLResultTypeName)
 )
 
 // Field is one field of a declared result type.
@@ -131,6 +134,13 @@ var resultTypes = []ResultType{
 		{"path", cel.StringType, "the file's path as the call writes it"},
 		{"content", cel.StringType, "what the call writes into it (an edit's new text, a patch's added lines)"},
 		{"edit", cel.BoolType, "the content is a part of the file (an edit, a patch): read it with toolchain.analyzeEdit"},
+	}},
+	{SQLResultTypeName, []Field{
+		{"ok", cel.BoolType, "false when the text does not parse (never harmless then)"},
+		{"error", cel.StringType, `the parse error, "" when ok`},
+		{"effects", listString, "read, write, destroy, unbounded, privilege, server_file, program, admin: the union, sorted"},
+		{"kinds", listString, `each statement's type: "select", "droptable", "delete", ...`},
+		{"statements", listString, "each statement's text"},
 	}},
 }
 
@@ -312,6 +322,7 @@ var (
 	secretFindingKeys     = fieldKeys(SecretFindingTypeName)
 	toolchainAnalysisKeys = fieldKeys(ToolchainAnalysisTypeName)
 	toolchainFileKeys     = fieldKeys(ToolchainFileTypeName)
+	sqlResultKeys         = fieldKeys(SQLResultTypeName)
 )
 
 // newObj returns a value of type t with the values of its fields, in

@@ -110,6 +110,10 @@ func (c *Command) Hazard() string {
 		if h := goRunRemote(c); h != "" {
 			return h
 		}
+	case "curl":
+		return fetchHazard(args, writeSpecs["curl"], curlSends)
+	case "wget":
+		return fetchHazard(args, writeSpecs["wget"], wgetSends)
 	}
 	m, ok := optionModels[c.Program]
 	if !ok {
@@ -474,4 +478,54 @@ func optionValues(args []string, long, short []string) []string {
 		}
 	}
 	return out
+}
+
+// curlSends are curl's options that send data, read a file or a config of
+// options, change the request's method, or reach a local socket (curl's
+// manual: --data, --form, --upload-file, --json, --config, --request,
+// --unix-socket, --variable, --engine, ...). A GET of a URL uses none.
+var curlSends = longs("-d", "--data", "--data-raw", "--data-binary", "--data-urlencode", "--data-ascii", "-F",
+	"--form", "--form-string", "-T", "--upload-file", "--json", "-K", "--config", "-X", "--request",
+	"--unix-socket", "--abstract-unix-socket", "--engine", "--variable", "--netrc-file", "-b", "--cookie",
+	"--proto-default", "--ftp-method", "--mail-from", "--mail-rcpt", "--expand-url", "-G", "--get",
+	"--upload", "-Q", "--quote", "--preproxy", "--socks5", "--doh-url", "-K")
+
+// wgetSends are wget's options that send data, run a command, or read
+// their URLs or commands from a file (wget's manual: --post-data,
+// --body-file, --method, --execute runs a .wgetrc command, --use-askpass
+// runs a program, --input-file, --config).
+var wgetSends = longs("--post-data", "--post-file", "--body-data", "--body-file", "--method", "-e", "--execute",
+	"--use-askpass", "-i", "--input-file", "--config", "--load-cookies", "-B", "--base")
+
+// fetchURL matches what curl and wget fetch with a GET: an http(s) or
+// ftp(s) URL, or a host name they complete with http://.
+var fetchURL = regexp.MustCompile(`^((https?|ftps?)://[^\s]+|[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:[0-9]+)?(/[^\s]*)?)$`)
+
+// fetchHazard: a download (curl, wget) that sends data, reads options or
+// URLs from a file, runs a command, or fetches anything but an http(s) or
+// ftp URL (file://, dict://, gopher://, a local socket) is a hazard; the
+// option and its value as the command wrote them. An option the model does
+// not know takes no value, so a value it does take is an operand that is
+// no URL: the safe side.
+func fetchHazard(args []string, spec writeSpec, sends map[string]bool) string {
+	opts, operands := spec.scan(args)
+	for _, o := range opts {
+		if sends[o.name] {
+			return o.name
+		}
+		if strings.HasPrefix(o.value, "@") {
+			return o.name + " " + o.value // a value read from a file
+		}
+	}
+	for _, a := range args {
+		if name, _, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "--") && sends[name] {
+			return a
+		}
+	}
+	for _, o := range operands {
+		if !fetchURL.MatchString(o) {
+			return o
+		}
+	}
+	return ""
 }

@@ -58,6 +58,19 @@ func (c *Command) Writes() (targets []string, known bool) {
 			return append(out, possibleFiles(ops[1:])...), true
 		}
 		return out, true
+	case p == "make" || p == "gmake":
+		// make writes through its recipes, which are the workspace's
+		// code; its words name targets, makefiles, directories and
+		// variables (DESTDIR=~/x, --file=/tmp/x.mk), but its job and load
+		// options (-j"$(nproc)", -l2) name nothing.
+		var words []string
+		for _, a := range c.Args() {
+			if !strings.HasPrefix(a, "-j") && !strings.HasPrefix(a, "-l") && !strings.HasPrefix(a, "--jobs") &&
+				!strings.HasPrefix(a, "--load") {
+				words = append(words, a)
+			}
+		}
+		return append(out, possibleFiles(words)...), false
 	case p == "celguard":
 		return append(out, c.celguardWrites()...), true
 	case p == "apply_patch": // Codex's patch tool run as a command: the patch is an argument or stdin
