@@ -318,9 +318,10 @@ func (s *Session) EndTurn(ctx context.Context, opts ...CallOption) (Decision, er
 }
 
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
+	start := s.sinkStart()
 	set := s.eng.set.Load()
 	d, err := s.be.decide(ctx, s, set, phase, call, res, nil, opts)
-	d, err = s.finish(ctx, set, d, err, call, nil)
+	d, err = s.finish(ctx, set, d, err, call, nil, start)
 	if phase == policy.PhaseBefore {
 		s.be.decided(s, call, d)
 	}

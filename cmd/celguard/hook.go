@@ -179,14 +179,26 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var warnings []string // about the layers, once the engine is made
-	resp := p.respond(ctx, host, &warnings)
+	var done hookDone
+	resp := p.respond(ctx, host, &done)
 	_, _ = p.stdout.Write(resp.Stdout)
 	_, _ = io.WriteString(p.stderr, resp.Stderr)
 	// After the host's own stderr, which some hosts show the agent as the
 	// reason for a block; stdout stays the host's answer alone.
-	printWarnings(p.stderr, "celguard hook", warnings)
+	printWarnings(p.stderr, "celguard hook", done.warnings)
+	// After the answer is written: the telemetry export's flush, bounded
+	// (telemetry.DefaultFlushTimeout), never delays the decision.
+	if done.closeGuard != nil {
+		done.closeGuard()
+	}
 	return resp.Exit
+}
+
+// hookDone is what making the engine left for after the answer: the
+// layers' warnings, and the close of the guard the engine is of.
+type hookDone struct {
+	warnings   []string
+	closeGuard func()
 }
 
 // host checks the flags and returns the host's protocol, whose refusals
@@ -211,8 +223,9 @@ func (p hookParams) host(name string) (hooks.Host, error) {
 // respond reads the event from stdin and answers it: forwarded to the
 // server with --server, else decided here with the state directory's
 // sessions (hooks.Runner). Every failure is the host's failure answer,
-// closed unless --fail-open. warnings receives the layers' warnings.
-func (p hookParams) respond(ctx context.Context, host hooks.Host, warnings *[]string) hooks.Response {
+// closed unless --fail-open. done receives what is left for after the
+// answer.
+func (p hookParams) respond(ctx context.Context, host hooks.Host, done *hookDone) hooks.Response {
 	input, err := io.ReadAll(io.LimitReader(p.stdin, maxHookInput+1))
 	if err == nil && len(input) > maxHookInput {
 		err = fmt.Errorf("the event is larger than %d bytes", maxHookInput)
@@ -240,8 +253,10 @@ func (p hookParams) respond(ctx context.Context, host hooks.Host, warnings *[]st
 	}
 	r := &hooks.Runner{Host: host, Store: store, FailOpen: p.failOpen, Timeout: p.timeout,
 		Engine: func() (*eval.Engine, error) {
-			eng, ws, err := hookEngine(p.policies, p.decisions, store)
-			*warnings = ws
+			dopts := p.decisions
+			dopts.agentHost = host.Name()
+			eng, closer, ws, err := hookEngine(p.policies, dopts, store)
+			done.warnings, done.closeGuard = ws, closer
 			return eng, err
 		}}
 	return r.Run(ctx, input)
@@ -256,14 +271,14 @@ func (p hookParams) respond(ctx context.Context, host hooks.Host, warnings *[]st
 // A state key that cannot be used fails the hook (closed, by default).
 //
 // The warnings are layerWarnings, for stderr.
-func hookEngine(sel selection, dopts decisionOptions, store *statedir.Dir) (*eval.Engine, []string, error) {
+func hookEngine(sel selection, dopts decisionOptions, store *statedir.Dir) (*eval.Engine, func(), []string, error) {
 	key, err := store.Key()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg, err := engineConfig(sel, dopts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cache := hooks.LoadASTCache(store.Dir, key)
 	cfg.ASTCache = cache
@@ -274,13 +289,13 @@ func hookEngine(sel selection, dopts decisionOptions, store *statedir.Dir) (*eva
 	_ = cache.Save() // best effort: the next process compiles without it
 	var ds policy.Diagnostics
 	if errors.As(err, &ds) {
-		return nil, nil, fmt.Errorf("the policies do not compile: %v", ds.Errors())
+		return nil, nil, nil, fmt.Errorf("the policies do not compile: %v", ds.Errors())
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	set := guard.Engine().PolicySet()
-	return guard.Engine(), append(layerWarnings(guard.Discovery(), set), dopts.warnings(set)...), nil
+	return guard.Engine(), func() { _ = guard.Close() }, append(layerWarnings(guard.Discovery(), set), dopts.warnings(set)...), nil
 }
 
 // hookInstallParams is what `celguard hook install HOST` was asked to do.
