@@ -27,7 +27,9 @@ package mcpproxy
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -100,6 +102,8 @@ type Proxy struct {
 	upstream *mcp.ClientSession // nil after a failure, until the next call
 
 	sessions sync.Map // *mcp.ServerSession -> *eval.Session
+
+	key [32]byte // signs approval request states (bind)
 }
 
 // New builds the engine, connects to the upstream, lists its tools and
@@ -128,6 +132,10 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{cfg: cfg, guard: guard, log: log}
+	if _, err := rand.Read(p.key[:]); err != nil {
+		guard.Close()
+		return nil, err
+	}
 	up, err := p.connect(ctx)
 	if err != nil {
 		guard.Close()
@@ -285,9 +293,8 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest, tool string)
 			args = d.Args
 		}
 	case policy.Ask:
-		ok, why := p.ask(ctx, req.Session, d)
-		if !ok {
-			return refusal(why), nil
+		if res := p.ask(req, call, d); res != nil {
+			return res, nil
 		}
 	default: // block, halt, and any verdict this proxy does not know
 		return refusal(message(d)), nil
@@ -338,30 +345,55 @@ func (p *Proxy) forward(ctx context.Context, tool string, args map[string]any, m
 	return res, nil
 }
 
-// ask settles an ask verdict: the client's user is asked through MCP
-// elicitation when the client declares it, else the call is refused.
-func (p *Proxy) ask(ctx context.Context, ss *mcp.ServerSession, d eval.Decision) (bool, string) {
-	if ss != nil {
-		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil {
-			res, err := ss.Elicit(ctx, &mcp.ElicitParams{
-				Message: message(d) + ". Allow this call?",
-				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
-					"approve": map[string]any{"type": "boolean", "description": "allow this one call"}}, "required": []string{"approve"}},
-			})
-			if err != nil {
-				return false, message(d) + ". celguard asked for approval and got no answer (" + err.Error() + "), so it refused the call"
-			}
-			if res.Action == "accept" && res.Content["approve"] == true {
-				return true, ""
-			}
-			return false, message(d) + ". The user did not approve this call"
+// approvalInput is the id of the proxy's elicitation in a tools/call's
+// input requests (MCP multi round-trip requests, SEP-2322).
+const approvalInput = "celguard-approval"
+
+// ask settles an ask verdict. When the client declares elicitation, the
+// proxy answers the call with an input request (an elicitation the SDK
+// turns into a separate elicitation/create for clients on protocol
+// versions before 2026-07-28) whose request state binds it to this call;
+// the client's retry carries the user's answer, and the call runs only if
+// the user accepted and the state matches the call decided again. Without
+// elicitation the call is refused. It returns the result to send instead
+// of running the call, or nil to run it.
+func (p *Proxy) ask(req *mcp.CallToolRequest, call eval.Call, d eval.Decision) *mcp.CallToolResult {
+	ss := req.Session
+	if ss == nil || ss.InitializeParams() == nil || ss.InitializeParams().Capabilities == nil || ss.InitializeParams().Capabilities.Elicitation == nil {
+		why := message(d) + ". This call needs a person's approval and this MCP client cannot be asked (it declares no elicitation), so celguard refused it"
+		if d.Approval != nil && d.Approval.Request != "" {
+			why += " as approval request " + d.Approval.Request
 		}
+		return refusal(why)
 	}
-	why := message(d) + ". This call needs a person's approval and this MCP client cannot be asked (it declares no elicitation), so celguard refused it"
-	if d.Approval != nil && d.Approval.Request != "" {
-		why += fmt.Sprintf(" as approval request %s: tell the user to run `celguard approve %s` in their own terminal, then run the identical call again", d.Approval.Request, d.Approval.Request)
+	state := p.bind(ss, call, d)
+	if resp, ok := req.Params.InputResponses[approvalInput]; ok {
+		if req.Params.RequestState != state {
+			return refusal(message(d) + ". The approval answered was for another call, so celguard refused this one")
+		}
+		if er, ok := resp.(*mcp.ElicitResult); ok && er.Action == "accept" && er.Content["approve"] == true {
+			return nil
+		}
+		return refusal(message(d) + ". The user did not approve this call")
 	}
-	return false, why
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{
+			Message: message(d) + ". Allow this call?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+				"approve": map[string]any{"type": "boolean", "description": "allow this one call"}}, "required": []string{"approve"}},
+		}},
+		RequestState: state,
+	}
+}
+
+// bind is the request state of an approval: an HMAC, under the proxy's
+// own key, of the client connection, the call and the rule that asked.
+func (p *Proxy) bind(ss *mcp.ServerSession, call eval.Call, d eval.Decision) string {
+	args, _ := json.Marshal(call.Args) // map keys sorted: canonical
+	m := hmac.New(sha256.New, p.key[:])
+	fmt.Fprintf(m, "%p\x00%s\x00%s\x00", ss, call.Tool, d.RuleID)
+	m.Write(args)
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // resultText is what rules read as result.content (the text parts, or the
