@@ -18,6 +18,7 @@ import (
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/state"
 	"github.com/celguard/celguard/stdlib"
+	"github.com/celguard/celguard/telemetry"
 	"github.com/celguard/celguard/trust"
 )
 
@@ -64,6 +65,15 @@ type Config struct {
 	// is not one.
 	DecisionLog  *DecisionLog
 	DecisionSink eval.DecisionSink
+
+	// Telemetry, when set, sends every decision to OpenTelemetry over
+	// OTLP: a span, the decision record as a log (masked as the decision
+	// log masks it) and metrics (package telemetry, docs/telemetry.md).
+	// It never changes a decision: a collector that is down, slow or
+	// refusing loses telemetry, not calls. Guard.Close flushes it within
+	// its FlushTimeout. Off (nil) by default; telemetry.FromEnv reads the
+	// OTEL_* environment.
+	Telemetry *telemetry.Config
 
 	// Monitor decides in monitor mode (eval.WithMonitor): rules are
 	// reported, only mandatory rules and the default verdict decide.
@@ -295,6 +305,17 @@ func (c Config) engineOptions() ([]eval.Option, []io.Closer, error) {
 	}
 	if c.DecisionSink != nil {
 		sinks = append(sinks, c.DecisionSink)
+	}
+	if c.Telemetry != nil {
+		// Last: it never fails, and it sees the decision every other sink
+		// accepted.
+		tel, err := telemetry.New(context.Background(), *c.Telemetry)
+		if err != nil {
+			closeAll(closers)
+			return nil, nil, err
+		}
+		sinks = append(sinks, tel)
+		closers = append(closers, tel)
 	}
 	switch len(sinks) {
 	case 0:

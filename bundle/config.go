@@ -157,7 +157,7 @@ func ParseConfig(data []byte, layer, file string) ([]LayerConfig, error) {
 		}
 		switch {
 		case !ValidName(c.Name):
-			return nil, bad("name must match %s", nameRE)
+			return nil, bad("name must match %s", nameRE())
 		case seen[c.Name]:
 			return nil, bad("named twice")
 		case c.Source == "":

@@ -81,7 +81,7 @@ func TestDecide(t *testing.T) {
 	}
 	d, err := cs[0].Decide(ctx)
 	if err != nil || d.Blocked || d.Ref == nil || d.Ref.Serial != 7 || len(d.Sources) != 1 ||
-		d.Sources[0].Name != "bundle:team@v7/serial-7/no-rm.yaml" || d.Sources[0].Layer != policy.LayerUser {
+		d.Sources[0].Name != "bundle:team@v7/serial-7/no-rm.yaml" || d.Sources[0].Layer != policy.LayerUser || d.Sources[0].Bundle != "team@v7/serial-7" {
 		t.Errorf("in force: %+v, %v", d, err)
 	}
 	if !strings.Contains(string(d.Sources[0].Data), "no-rm-root-or-home") {

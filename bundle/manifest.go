@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/celguard/celguard/policy"
@@ -68,14 +69,14 @@ type TestSummary struct {
 const maxSerial = 1 << 53
 
 var (
-	nameRE      = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	versionRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`)
-	digestRE    = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	setDigestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	nameRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
+	versionRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`) })
+	digestRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
+	setDigestRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 )
 
 // ValidName reports whether s may name a bundle.
-func ValidName(s string) bool { return nameRE.MatchString(s) }
+func ValidName(s string) bool { return nameRE().MatchString(s) }
 
 // ParseManifest parses and validates manifest.json: unknown fields, a
 // second document or any invalid value is a CodeManifest error.
@@ -103,15 +104,15 @@ func (m *Manifest) Validate() error {
 	switch {
 	case m.Schema != Schema:
 		return bad("schema is %q; this celguard reads %q", m.Schema, Schema)
-	case !nameRE.MatchString(m.Name):
-		return bad("name %q must match %s", m.Name, nameRE)
-	case !versionRE.MatchString(m.Version):
-		return bad("version %q must match %s", m.Version, versionRE)
+	case !nameRE().MatchString(m.Name):
+		return bad("name %q must match %s", m.Name, nameRE())
+	case !versionRE().MatchString(m.Version):
+		return bad("version %q must match %s", m.Version, versionRE())
 	case m.Serial == 0 || m.Serial > maxSerial:
 		return bad("serial must be from 1 to 2^53")
 	case m.Created.IsZero():
 		return bad("created is missing")
-	case !setDigestRE.MatchString(m.Digest):
+	case !setDigestRE().MatchString(m.Digest):
 		return bad("digest %q is not sha256:HEX", m.Digest)
 	case len(m.CelguardVersion) > 128:
 		return bad("celguard_version is longer than 128 bytes")
@@ -133,7 +134,7 @@ func (m *Manifest) Validate() error {
 			return bad("files lists %s twice", f.Path)
 		}
 		seen[f.Path] = true
-		if f.Size < 0 || !digestRE.MatchString(f.SHA256) {
+		if f.Size < 0 || !digestRE().MatchString(f.SHA256) {
 			return bad("file %s: bad size or sha256", f.Path)
 		}
 	}

@@ -329,7 +329,8 @@ func (s *Store) Decider(ctx context.Context, layer policy.Layer, on OnRefused, m
 	prefix := "bundle:" + s.Name + "/"
 	for i := range srcs {
 		srcs[i].Layer = layer
-		srcs[i].Name = fmt.Sprintf("bundle:%s@%s/serial-%d/%s", r.Name, r.Version, r.Serial, strings.TrimPrefix(srcs[i].Name, prefix))
+		srcs[i].Bundle = fmt.Sprintf("%s@%s/serial-%d", r.Name, r.Version, r.Serial)
+		srcs[i].Name = "bundle:" + srcs[i].Bundle + "/" + strings.TrimPrefix(srcs[i].Name, prefix)
 	}
 	return Decider{Sources: srcs, Ref: &r}
 }

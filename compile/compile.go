@@ -131,6 +131,12 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 	srcs = slices.Clone(srcs)
 	slices.SortStableFunc(srcs, func(a, b policy.Source) int { return strings.Compare(a.Name, b.Name) })
 	c.set.digest = Digest(srcs)
+	for _, src := range srcs {
+		if src.Bundle != "" && !slices.Contains(c.set.bundles, src.Bundle) {
+			c.set.bundles = append(c.set.bundles, src.Bundle)
+		}
+	}
+	slices.Sort(c.set.bundles)
 	if len(srcs) == 0 {
 		c.ds = append(c.ds, policy.Diagnostic{Code: policy.CodeNoPolicies, Severity: policy.SeverityError,
 			Message: "no policy files were given"})

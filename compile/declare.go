@@ -3,6 +3,7 @@ package compile
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	"cel.dev/cel-go/cel"
 
@@ -161,6 +162,11 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 	cr.set = c.set
 	for _, t := range r.Tools {
 		cr.Tools = append(cr.Tools, t.Value)
+	}
+	for _, l := range r.Labels {
+		if !slices.Contains(cr.Labels, l.Value) {
+			cr.Labels = append(cr.Labels, l.Value)
+		}
 	}
 	for _, cl := range r.Classes {
 		cr.Classes = append(cr.Classes, cl.Value)

@@ -808,7 +808,7 @@ func TestLintKeepsErrorsShown(t *testing.T) {
 // once lint.go handles it.
 func TestLintKnowsEveryMatcherField(t *testing.T) {
 	known := []string{"ID", "Pos", "Description", "Priority", "Phase", "Tools", "Classes", "Condition", "Verdict", "VerdictPos",
-		"Reason", "Message", "Code", "FailurePolicy", "Modify", "Enforcement", "EnforcementPos", "Metadata", "Judge", "JudgePos"}
+		"Reason", "Message", "Code", "FailurePolicy", "Modify", "Enforcement", "EnforcementPos", "Metadata", "Judge", "JudgePos", "Labels", "LabelsPos"}
 	var got []string
 	rt := reflect.TypeFor[policy.Rule]()
 	for i := range rt.NumField() {

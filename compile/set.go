@@ -52,6 +52,8 @@ type PolicySet struct {
 	exclusions       []Exclusion
 	countersSize     uint64
 	digest           string
+	// bundles are the distinct Bundle of the sources, sorted.
+	bundles []string
 	// masks are the decision log's masks, of the trusted policies.
 	masks []LogMask
 }
@@ -76,6 +78,11 @@ func (s *PolicySet) LogMasks() []LogMask { return s.masks }
 // Digest identifies the set's sources: Digest of them, sorted by name as
 // the set was compiled from them ("sha256:" and 64 hex digits).
 func (s *PolicySet) Digest() string { return s.digest }
+
+// Bundles lists the signed policy bundles the set's sources came from
+// (policy.Source.Bundle: NAME@VERSION/serial-N), sorted; nil when none.
+// The slice must not be modified.
+func (s *PolicySet) Bundles() []string { return s.bundles }
 
 // ClassesOf returns the tool classes a tool belongs to, in declaration
 // order (exact names before globs). The slice must not be modified.
@@ -295,6 +302,9 @@ type Rule struct {
 	// has any); eval copies it into the rule's decisions. It must not be
 	// modified.
 	Metadata map[string]string
+	// Labels are the session labels the rule adds when it decides a call
+	// with allow, warn or ask (eval records them; policy.Rule.Labels).
+	Labels []string
 	// Order is the rule's place in evaluation order (0 first).
 	Order int
 	// Source is the parsed rule.

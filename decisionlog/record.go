@@ -35,14 +35,16 @@ import (
 // the paths masked, never their values. Every string is cut at
 // MaxString bytes.
 type Record struct {
-	DecisionID   string       `json:"decision_id"`
-	Time         time.Time    `json:"time"`
-	PolicyDigest string       `json:"policy_digest"`
-	SessionID    string       `json:"session_id"`
-	Agent        eval.Agent   `json:"agent,omitzero"`
-	CallID       string       `json:"call_id,omitempty"`
-	Phase        policy.Phase `json:"phase"`
-	Tool         string       `json:"tool"`
+	DecisionID   string    `json:"decision_id"`
+	Time         time.Time `json:"time"`
+	PolicyDigest string    `json:"policy_digest"`
+	SessionID    string    `json:"session_id"`
+	// Bundles are the signed policy bundles of the set that decided.
+	Bundles []string     `json:"bundles,omitempty"`
+	Agent   eval.Agent   `json:"agent,omitzero"`
+	CallID  string       `json:"call_id,omitempty"`
+	Phase   policy.Phase `json:"phase"`
+	Tool    string       `json:"tool"`
 	// Args are the call's arguments, masked.
 	Args map[string]any `json:"args,omitempty"`
 	// Messages and Output are the model's input or output, masked.
@@ -97,7 +99,7 @@ func Masks(logMasks []compile.LogMask, tool string) [][]string {
 func NewRecord(ev *eval.DecisionEvent) *Record {
 	d := ev.Decision
 	rec := &Record{
-		DecisionID: d.DecisionID, Time: d.Time, PolicyDigest: d.PolicyDigest, SessionID: d.SessionID,
+		DecisionID: d.DecisionID, Time: d.Time, PolicyDigest: d.PolicyDigest, SessionID: d.SessionID, Bundles: slices.Clone(d.Bundles),
 		Agent: d.Agent, CallID: d.CallID, Phase: d.Phase, Tool: d.Tool,
 		Verdict: d.Verdict, RuleRef: d.RuleRef, Code: d.Code,
 		Modified: slices.Clone(d.Modified), Untrusted: d.Untrusted, Approval: d.Approval,

@@ -38,6 +38,8 @@ type evaluation struct {
 	// monitored is the first monitored rule that matched (decide.go, rule
 	// 16).
 	monitored *Monitored
+	// labelled are the rules with labels that decided a track (facts.go).
+	labelled []*compile.Rule
 
 	cur      *compile.Policy
 	vars     []ref.Val
@@ -279,7 +281,7 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 	case celenv.VarPhase:
 		return ev.boxed(boxPhase), true
 	case celenv.VarSession:
-		return ev.s.meta, true
+		return ev.s.sessionValue(), true
 	case celenv.VarClasses:
 		return ev.boxed(boxClasses), true
 	case celenv.VarCommand:

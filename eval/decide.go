@@ -187,6 +187,9 @@ passes:
 			}
 			if err == nil && r.Verdict != policy.Modify {
 				ev.obs.step(r, OutcomeMatched, nil)
+				if len(r.Labels) > 0 {
+					ev.labelled = append(ev.labelled, r)
+				}
 				return trackDecision{d: ev.fromRule(r), rule: r, modified: modified}
 			}
 			if err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/celguard/celguard/compile"
 )
@@ -26,6 +27,10 @@ type DecisionEvent struct {
 	// LogMasks are the decision_log.mask entries of the trusted policies
 	// of the set that decided.
 	LogMasks []compile.LogMask
+	// Start is when the engine began deciding (the sink's clock, not the
+	// engine's WithClock); the decision took Now - Start. Zero when
+	// unknown.
+	Start time.Time
 }
 
 // DecisionSink receives every decision of an engine built with
@@ -65,7 +70,7 @@ func WithDecisionSink(sink DecisionSink, onError func(error)) Option {
 
 // logDecision writes d to the engine's sink, if any: the decision of event
 // (call, and io in the input and output phases) by set.
-func (s *Session) logDecision(ctx context.Context, set *compile.PolicySet, d Decision, call Call, io *modelIO) (Decision, error) {
+func (s *Session) logDecision(ctx context.Context, set *compile.PolicySet, d Decision, call Call, io *modelIO, start time.Time) (Decision, error) {
 	sink := s.eng.cfg.sink
 	if sink == nil {
 		return d, nil
@@ -73,7 +78,7 @@ func (s *Session) logDecision(ctx context.Context, set *compile.PolicySet, d Dec
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ev := &DecisionEvent{Decision: d, Call: call}
+	ev := &DecisionEvent{Decision: d, Call: call, Start: start}
 	if io != nil {
 		ev.Messages, ev.Output = io.messages, io.output
 	}
@@ -96,11 +101,12 @@ func (s *Session) logDecision(ctx context.Context, set *compile.PolicySet, d Dec
 
 // finish completes decision d (and its error err) of call (and io, in the
 // input and output phases) by set: it echoes the call's identity, fills the
-// audit record and writes the decision log.
-func (s *Session) finish(ctx context.Context, set *compile.PolicySet, d Decision, err error, call Call, io *modelIO) (Decision, error) {
+// audit record and writes the decision log. start is when deciding began
+// (zero when the engine has no sink: see sinkStart).
+func (s *Session) finish(ctx context.Context, set *compile.PolicySet, d Decision, err error, call Call, io *modelIO, start time.Time) (Decision, error) {
 	d.CallID, d.Agent = call.ID, call.Agent
 	d = s.auditWith(d, set)
-	d, lerr := s.logDecision(ctx, set, d, call, io)
+	d, lerr := s.logDecision(ctx, set, d, call, io, start)
 	if err == nil {
 		err = lerr
 	}
@@ -112,6 +118,16 @@ func (s *Session) finish(ctx context.Context, set *compile.PolicySet, d Decision
 func (s *Session) auditWith(d Decision, set *compile.PolicySet) Decision {
 	if next := s.eng.cfg.auditIDs; next != nil {
 		d.DecisionID, d.Time, d.PolicyDigest, d.SessionID = next(), s.eng.cfg.now().UTC(), set.Digest(), s.id
+		d.Bundles = set.Bundles()
 	}
 	return d
+}
+
+// sinkStart is when a decision begins, for its DecisionEvent: read only
+// when the engine has a sink, so that an engine without one reads no clock.
+func (s *Session) sinkStart() time.Time {
+	if s.eng.cfg.sink == nil {
+		return time.Time{}
+	}
+	return time.Now()
 }

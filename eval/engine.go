@@ -173,6 +173,11 @@ type Session struct {
 	// refused remembers the calls refused before they ran, by call id
 	// (calls.go).
 	refused refusedCalls
+	// facts are what earlier calls did, for later rules (facts.go); view
+	// is the session variable made of meta and facts, nil until it is
+	// needed again after a change of either.
+	facts sessionFacts
+	view  map[string]any
 	// sat, when set, saturates counters lost to a tampered state (state.go).
 	sat *saturation
 	// tampered, when set, is why the handle was restored fail-closed
@@ -313,9 +318,10 @@ func (s *Session) EndTurn(ctx context.Context, opts ...CallOption) (Decision, er
 }
 
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
+	start := s.sinkStart()
 	set := s.eng.set.Load()
 	d, err := s.be.decide(ctx, s, set, phase, call, res, nil, opts)
-	d, err = s.finish(ctx, set, d, err, call, nil)
+	d, err = s.finish(ctx, set, d, err, call, nil, start)
 	if phase == policy.PhaseBefore {
 		s.be.decided(s, call, d)
 	}
@@ -364,5 +370,6 @@ func (s *Session) decideLocal(ctx context.Context, set *compile.PolicySet, phase
 	ev.obs = newObserver(ev, cc.trace, cc.explain)
 	d, err := ev.run()
 	s.haltTurn(d)
+	s.noteLabels(ev.labelled, phase, call, d)
 	return d, err
 }

@@ -68,7 +68,7 @@ func (s *Session) Input(ctx context.Context, in Input, opts ...CallOption) (Deci
 	for i, m := range in.Messages {
 		if m.Role == "" {
 			d := refusal(policy.PhaseInput, "", CodeInvalidCall, fmt.Sprintf("message %d has no role", i), nil)
-			return s.finish(ctx, s.eng.set.Load(), d, fmt.Errorf("eval: input message %d without a role", i), Call{ID: in.ID, Agent: in.Agent}, &modelIO{messages: in.Messages})
+			return s.finish(ctx, s.eng.set.Load(), d, fmt.Errorf("eval: input message %d without a role", i), Call{ID: in.ID, Agent: in.Agent}, &modelIO{messages: in.Messages}, s.sinkStart())
 		}
 	}
 	return s.decideModel(ctx, policy.PhaseInput, Call{ID: in.ID, Agent: in.Agent}, &modelIO{messages: slices.Clone(in.Messages)}, opts)
@@ -81,7 +81,7 @@ func (s *Session) Output(ctx context.Context, out Output, opts ...CallOption) (D
 	content, err := jsonValue(out.Content)
 	if err != nil {
 		d := refusal(policy.PhaseOutput, "", CodeInvalidCall, "the output's content is not JSON data: "+err.Error(), nil)
-		return s.finish(ctx, s.eng.set.Load(), d, fmt.Errorf("eval: output content: %w", err), Call{ID: out.ID, Agent: out.Agent}, &modelIO{output: &ModelOutput{Text: out.Text}})
+		return s.finish(ctx, s.eng.set.Load(), d, fmt.Errorf("eval: output content: %w", err), Call{ID: out.ID, Agent: out.Agent}, &modelIO{output: &ModelOutput{Text: out.Text}}, s.sinkStart())
 	}
 	return s.decideModel(ctx, policy.PhaseOutput, Call{ID: out.ID, Agent: out.Agent}, &modelIO{output: &ModelOutput{Text: out.Text, Content: content}}, opts)
 }
@@ -105,10 +105,11 @@ func (m *modelIO) clone() modelIO {
 
 // decideModel decides an input or output.
 func (s *Session) decideModel(ctx context.Context, phase policy.Phase, call Call, io *modelIO, opts []CallOption) (Decision, error) {
+	start := s.sinkStart()
 	set := s.eng.set.Load()
 	orig := io.clone()
 	d, err := s.be.decide(ctx, s, set, phase, call, nil, io, opts)
-	return s.finish(ctx, set, d, err, call, &orig)
+	return s.finish(ctx, set, d, err, call, &orig, start)
 }
 
 // jsonValue checks that v is JSON data (what encoding/json decodes into:

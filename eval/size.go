@@ -80,7 +80,7 @@ func (ev *evaluation) sizeOfVariable(name string, m uint64) uint64 {
 		}
 		return sizeOf(ev.io.output.Content, max(m, uint64(len(ev.io.output.Text)), 2)) // {"text", "content"}
 	case celenv.VarSession:
-		return sizeOf(ev.s.meta, m)
+		return sizeOf(ev.s.sessionValue(), m)
 	case celenv.VarResult:
 		if ev.result == nil {
 			return m

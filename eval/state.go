@@ -37,6 +37,12 @@ type SessionState struct {
 	// RefusedCalls are the calls refused before they ran, by call id, that
 	// an after-event is matched against (Session.After); oldest first.
 	RefusedCalls []RefusedCall `json:"refused_calls,omitempty"`
+	// Labels are the labels rules added (session.labels), by label, each
+	// with the call that added it first; at most MaxLabels (facts.go).
+	Labels []LabelFact `json:"labels,omitempty"`
+	// LabelsLost says a label was refused past MaxLabels: reading the
+	// session's labels is an error from then on (fail closed).
+	LabelsLost bool `json:"labels_lost,omitempty"`
 }
 
 // CounterCeiling is what a counter reads while it is saturated: above any
@@ -140,7 +146,8 @@ func (e *Engine) restoreSaturation(st *Saturation) *saturation {
 // only make the session stricter; its text is not kept, since whoever
 // changed the file wrote it). Its approvals are dropped, its counters are
 // dropped and every counter reads at CounterCeiling until it resets (see
-// Saturation), and the metadata is meta. fault says what failed; every
+// Saturation), its labels read as lost (reading them is an error, facts.go),
+// and the metadata is meta. fault says what failed; every
 // decision of a call or a result this handle makes is marked with it
 // (decide.go, rule 19): a handle restored so is meant for the one event
 // that found the fault, as a command hook's is.
@@ -158,6 +165,8 @@ func (e *Engine) RestoreTampered(id string, meta map[string]any, untrusted Sessi
 			Reason: "the turn was halted, and the session state was changed outside celguard since"}
 	}
 	s.sat = &saturation{since: e.cfg.now(), turn: s.turn, cleared: map[string]map[string]bool{}}
+	// Its labels may have been removed: they read as lost (facts.go).
+	s.facts.over = true
 	return s, nil
 }
 
@@ -203,6 +212,7 @@ func (s *Session) State() SessionState {
 		st.Saturated = s.sat.export()
 	}
 	st.RefusedCalls = s.refused.export()
+	st.Labels, st.LabelsLost = slices.Clone(s.facts.labels), s.facts.over
 	return st
 }
 
@@ -298,4 +308,6 @@ func (s *Session) restore(st SessionState) {
 	}
 	s.refused = refusedCalls{}
 	s.refused.restore(st.RefusedCalls)
+	s.facts.restore(st.Labels, st.LabelsLost)
+	s.view = nil
 }

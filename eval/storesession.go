@@ -398,6 +398,7 @@ func (s *Session) syncLocked(ctx context.Context) error {
 		s.mu.Lock()
 		s.meta = maps.Clone(c.State.Meta)
 		s.meta["id"] = s.id
+		s.view = nil
 		s.mu.Unlock()
 		s.bindEntries()
 	}

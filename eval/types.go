@@ -175,6 +175,10 @@ type Decision struct {
 	Time         time.Time `json:"time,omitzero"`
 	PolicyDigest string    `json:"policy_digest,omitempty"`
 	SessionID    string    `json:"session_id,omitempty"`
+	// Bundles are the signed policy bundles in the set that decided
+	// (compile.PolicySet.Bundles: NAME@VERSION/serial-N), with the audit
+	// record; empty when the set holds none.
+	Bundles []string `json:"bundles,omitempty"`
 	// Monitored is what a monitored rule (a rule of a policy in monitor
 	// mode, or any rule that is not mandatory under WithMonitor) would
 	// have decided: the first one that matched before the rule that did

@@ -11,11 +11,12 @@
 // call about to run, a call that ran, a new turn, a session starting or
 // ending), and encodes an eval.Decision into exactly what that host expects.
 // Runner ties one event to a session whose state (counters, turn, halt,
-// remembered approvals) lives in a Store, one file per session, so that it
-// survives from one hook process to the next. The agent can write those
-// files, so they are authenticated (Key): a state file changed outside
-// celguard restores fail-closed (TamperedError), a changed AST cache entry
-// is a miss.
+// remembered approvals) lives in the signed state directory
+// (store/statedir), one file per session, so that it survives from one
+// hook process to the next. The agent can write those files, so they are
+// authenticated (statedir.Key): a state file changed outside celguard
+// restores fail-closed (statedir.TamperedError; eval marks the decision,
+// decide.go rule 19), a changed AST cache entry is a miss.
 //
 // Two rules hold for every host. A verdict maps to the strongest thing the
 // host can express and never to something weaker: an ask on a host that

@@ -134,6 +134,10 @@ func importCursor(files []File) (*doc, policy.Diagnostics) {
 			}
 		case "WebFetch":
 			host := strings.ToLower(r.spec)
+			if _, err := doublestar.Match(host, ""); err != nil || host == "" {
+				ds = append(ds, diag(CodeInvalid, policy.SeverityError, r.pos, "WebFetch(%s) is not a domain or a valid pattern", r.spec))
+				continue
+			}
 			cr.classes = []string{"web"}
 			u := `(has(args.url) && type(args.url) == string ? string(args.url) : "")`
 			if strict {

@@ -57,6 +57,7 @@ var geminiAliases = map[string][]string{"search_file_content": {"grep_search"}, 
 type geminiRule struct {
 	tools       []string // celguard tool names or globs; nil: every tool
 	exactTool   string   // a name holding * compared as a string
+	exactTools  []string // names celguard's tool globs would not read literally
 	decision    string
 	priority    int
 	prefixes    []string
@@ -68,6 +69,9 @@ type geminiRule struct {
 	index       int
 	shell       bool // the rule names only shell tools
 }
+
+// geminiPlainTool is a tool name celguard's tool matcher reads literally.
+var geminiPlainTool = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
 
 var geminiHeader = regexp.MustCompile(`(?m)^[ \t]*\[\[[ \t]*rule[ \t]*\]\]`)
 
@@ -240,6 +244,14 @@ func parseGemini(f File) ([]geminiRule, policy.Diagnostics) {
 		}
 		mcp := r.exactTool
 		r.exactTool = ""
+		if _, ok := m["mcpName"]; ok && mcp == "" {
+			bad("mcpName cannot be empty (Gemini CLI refuses the rule)")
+			continue
+		}
+		if strings.ContainsAny(mcp, "?[]{}\\") || (strings.Contains(mcp, "*") && mcp != "*") {
+			ds = append(ds, diag(CodeUnsupported, policy.SeverityError, pos, "rule #%d: mcpName %q holds glob characters celguard would not compare literally", i+1, mcp))
+			continue
+		}
 		switch {
 		case mcp != "" && len(toolNames) == 0:
 			r.tools = []string{"mcp_" + mcp + "_*"}
@@ -262,8 +274,10 @@ func parseGemini(f File) ([]geminiRule, policy.Diagnostics) {
 					toolNames = nil
 				case t == "mcp_*" || (strings.HasPrefix(t, "mcp_") && strings.HasSuffix(t, "_*")):
 					r.tools = append(r.tools, t)
-				case strings.Contains(t, "*"):
-					r.exactTool = t
+				case t == "":
+					bad("toolName cannot be empty (Gemini CLI refuses the rule)")
+				case !geminiPlainTool.MatchString(t):
+					r.exactTools = append(r.exactTools, t) // compared as a string, never as a glob
 				default:
 					r.tools = append(r.tools, t)
 					r.tools = append(r.tools, geminiAliases[t]...)
@@ -403,6 +417,14 @@ func importGemini(files []File) (*doc, policy.Diagnostics) {
 		}
 		if r.exactTool != "" {
 			cr.condition = fmt.Sprintf("tool == %q", r.exactTool)
+		}
+		if len(r.exactTools) > 0 {
+			if len(cr.tools) > 0 {
+				cr.condition = fmt.Sprintf("tool in %s || tool in %s", celList(cr.tools), celList(r.exactTools))
+				cr.tools = nil
+			} else {
+				cr.condition = fmt.Sprintf("tool in %s", celList(r.exactTools))
+			}
 		}
 		and := func(c string) {
 			if cr.condition == "" {

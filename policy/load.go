@@ -22,6 +22,11 @@ type Source struct {
 	// never lift one, and its Overrides and replacements of other layers'
 	// policies and rules are ignored (docs/layers.md).
 	Untrusted bool
+	// Bundle names the signed policy bundle the source came from, as
+	// NAME@VERSION/serial-N (package bundle); empty for a file on disk.
+	// Decisions of a set carry the bundles of its sources
+	// (eval.Decision.Bundles).
+	Bundle string
 }
 
 // IsPolicyFile reports whether a file name is read as a policy: a .yaml or

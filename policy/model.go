@@ -208,6 +208,11 @@ type Counter struct {
 	// ResetWhen, when set, is a CEL bool expression evaluated when the
 	// counter counts, that clears this call's key.
 	ResetWhen *Expr
+	// ResetAll makes reset_when clear every key of the counter (reset: all)
+	// instead of this call's key only (reset: key, the default). ResetPos
+	// is where reset is written.
+	ResetAll bool
+	ResetPos Pos
 	// Window, when positive, makes the counter count only the events of the
 	// last Window (a sliding window).
 	Window time.Duration
@@ -450,7 +455,17 @@ type Rule struct {
 	// answers allow, block or ask; anything else is the rule's ask.
 	Judge    string
 	JudgePos Pos
+	// Labels are the session labels the rule adds (labels: {add: [...]})
+	// when it decides a call, before or after it, with allow, warn or ask
+	// (approved or not): what the session did, that later rules read as
+	// session.labels (docs/policies.md, "Session facts"). LabelsPos is where
+	// labels is written.
+	Labels    []String
+	LabelsPos Pos
 }
+
+// MaxLabelLen bounds the length of a label a rule adds.
+const MaxLabelLen = 64
 
 // ModifySpec rewrites a call's arguments (before phase), its result content
 // (after phase), the messages (input phase) or the model's output (output

@@ -557,7 +557,19 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 		"key":            func(_, v *yaml.Node) { c.Key = d.exprPtr(v, "key") },
 		"increment_when": func(_, v *yaml.Node) { c.IncrementWhen, _ = d.expr(v, "increment_when") },
 		"reset_when":     func(_, v *yaml.Node) { c.ResetWhen = d.exprPtr(v, "reset_when") },
-		"streak":         func(_, v *yaml.Node) { c.Streak = d.exprPtr(v, "streak") },
+		"reset": func(_, v *yaml.Node) {
+			s, ok := d.str(v, "reset")
+			c.ResetPos = d.pos(v)
+			switch {
+			case !ok:
+			case s.Value == "all":
+				c.ResetAll = true
+			case s.Value == "key":
+			default:
+				d.ds.errorf(CodeInvalidValue, s.Pos, "reset must be key (reset_when clears this call's key) or all (it clears every key), not %q", s.Value)
+			}
+		},
+		"streak": func(_, v *yaml.Node) { c.Streak = d.exprPtr(v, "streak") },
 		"window": func(_, v *yaml.Node) {
 			s, ok := d.str(v, "window")
 			if !ok {
@@ -575,6 +587,9 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 	}
 	if c.Streak != nil && c.Window > 0 {
 		d.ds.errorf(CodeInvalidValue, c.Streak.Pos, "counter %s: streak and window cannot be combined: a streak counts consecutive events, a window counts recent ones", c.Name.Value)
+	}
+	if c.ResetAll && c.ResetWhen == nil {
+		d.ds.errorf(CodeMissingField, c.ResetPos, "counter %s: reset: all says what reset_when clears, and the counter has no reset_when", c.Name.Value)
 	}
 	return c
 }
@@ -634,6 +649,7 @@ func (d *decoder) rule(n *yaml.Node) Rule {
 		"enforcement":    func(_, v *yaml.Node) { r.Enforcement, r.EnforcementPos = d.enforcement(v) },
 		"metadata":       func(_, v *yaml.Node) { r.Metadata = d.metadata(v) },
 		"judge":          func(_, v *yaml.Node) { r.Judge, r.JudgePos = d.text(v, "judge"), d.pos(v) },
+		"labels":         func(_, v *yaml.Node) { r.Labels, r.LabelsPos = d.labels(v), d.pos(v) },
 	}) {
 		d.require(n, "a rule", "id", "verdict")
 	}
@@ -642,6 +658,29 @@ func (d *decoder) rule(n *yaml.Node) Rule {
 	}
 	d.checkRule(&r)
 	return r
+}
+
+// labels decodes a rule's labels: {add: [label, ...]}, each label a CEL
+// identifier of at most MaxLabelLen bytes.
+func (d *decoder) labels(n *yaml.Node) []String {
+	var out []String
+	if d.fields(n, "labels", map[string]func(k, v *yaml.Node){
+		"add": func(_, v *yaml.Node) {
+			for _, c := range d.list(v, "labels.add") {
+				s := d.ident(c, "a label")
+				switch {
+				case s.Value == "":
+				case len(s.Value) > MaxLabelLen:
+					d.ds.errorf(CodeInvalidValue, s.Pos, "label %q is longer than %d bytes", s.Value, MaxLabelLen)
+				default:
+					out = append(out, s)
+				}
+			}
+		},
+	}) {
+		d.require(n, "labels", "add")
+	}
+	return out
 }
 
 func (d *decoder) modify(n *yaml.Node) *ModifySpec {
@@ -687,6 +726,14 @@ func (d *decoder) checkRule(r *Rule) {
 		d.ds.errorf(CodeInvalidValue, r.JudgePos, "judge needs verdict: ask: a judge settles an ask, and when it cannot, the rule asks (this rule's verdict is %s)", r.Verdict)
 	case r.Judge != "" && !judgeName.MatchString(r.Judge):
 		d.ds.errorf(CodeInvalidValue, r.JudgePos, "judge %q must be a name of letters, digits, '-' and '_'", r.Judge)
+	}
+	if r.LabelsPos.Line > 0 {
+		switch {
+		case r.Phase != PhaseBefore && r.Phase != PhaseAfter:
+			d.ds.errorf(CodeInvalidValue, r.LabelsPos, "labels are added by a rule that decides a call (phase before or after), not in phase %s", r.Phase)
+		case r.Verdict != Allow && r.Verdict != Warn && r.Verdict != Ask && r.Verdict != VerdictUnspecified:
+			d.ds.errorf(CodeInvalidValue, r.LabelsPos, "labels are added when the rule lets the call run or asks (allow, warn or ask), and this rule's verdict is %s: the call it refuses never runs", r.Verdict)
+		}
 	}
 	if r.Verdict == Ask && r.Phase == PhaseAfter {
 		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "ask cannot be used in the after phase: the tool has already run; use block or warn")

@@ -3,6 +3,7 @@ package policy_test
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -378,4 +379,71 @@ func TestParseCounterScopes(t *testing.T) {
 	}
 	assert.Equal(t, "local", policy.StoreErrorLocal.String())
 	assert.Equal(t, "close", policy.StoreErrorClose.String())
+}
+
+// TestParseRuleLabels: a rule's labels: {add: [...]}, and a positioned
+// error for each way it can be wrong.
+func TestParseRuleLabels(t *testing.T) {
+	const head = "apiVersion: celguard.dev/v1\nkind: Policy\nname: p\nrules:\n  - id: r\n"
+	for _, tc := range []struct {
+		name, src string
+		labels    []string
+		wantCode  policy.Code
+		wantLine  int
+		wantMsg   string
+	}{
+		{name: "allow", src: "    verdict: allow\n    labels: {add: [secret_read, b]}\n", labels: []string{"secret_read", "b"}},
+		{name: "ask", src: "    verdict: ask\n    labels: {add: [x]}\n", labels: []string{"x"}},
+		{name: "after warn", src: "    phase: after\n    verdict: warn\n    labels: {add: [x]}\n", labels: []string{"x"}},
+		{name: "block", src: "    verdict: block\n    labels: {add: [x]}\n", wantCode: policy.CodeInvalidValue, wantLine: 7,
+			wantMsg: "labels are added when the rule lets the call run or asks (allow, warn or ask), and this rule's verdict is block: the call it refuses never runs"},
+		{name: "turn end", src: "    phase: turn_end\n    verdict: warn\n    labels: {add: [x]}\n", wantCode: policy.CodeInvalidValue, wantLine: 8,
+			wantMsg: "labels are added by a rule that decides a call (phase before or after), not in phase turn_end"},
+		{name: "not an identifier", src: "    verdict: allow\n    labels: {add: [a-b]}\n", wantCode: policy.CodeInvalidID, wantLine: 7},
+		{name: "too long", src: "    verdict: allow\n    labels: {add: [" + strings.Repeat("x", 65) + "]}\n", wantCode: policy.CodeInvalidValue, wantLine: 7},
+		{name: "no add", src: "    verdict: allow\n    labels: {}\n", wantCode: policy.CodeMissingField, wantLine: 7},
+		{name: "unknown field", src: "    verdict: allow\n    labels: {remove: [x]}\n", wantCode: policy.CodeUnknownField, wantLine: 7},
+		{name: "not a list", src: "    verdict: allow\n    labels: {add: x}\n", wantCode: policy.CodeWrongType, wantLine: 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, ds := policy.Parse("p.yaml", []byte(head+tc.src))
+			require.NotNil(t, p)
+			if tc.wantCode == "" {
+				require.Empty(t, ds)
+				var got []string
+				for _, l := range p.Rules[0].Labels {
+					got = append(got, l.Value)
+				}
+				assert.Equal(t, tc.labels, got)
+				return
+			}
+			i := slices.IndexFunc(ds, func(d policy.Diagnostic) bool { return d.Code == tc.wantCode })
+			require.GreaterOrEqual(t, i, 0, "no %s in %v", tc.wantCode, ds)
+			assert.Equal(t, tc.wantLine, ds[i].Pos.Line, ds[i].Message)
+			if tc.wantMsg != "" {
+				assert.Equal(t, tc.wantMsg, ds[i].Message)
+			}
+		})
+	}
+}
+
+// TestParseCounterResetAll: reset: all or key, and positioned errors for
+// another value and for reset without reset_when.
+func TestParseCounterResetAll(t *testing.T) {
+	const head = "apiVersion: celguard.dev/v1\nkind: Policy\nname: p\ncounters:\n  - name: c\n    increment_when: 'true'\n"
+	const rules = "rules:\n  - {id: a, verdict: block}\n"
+	p, ds := policy.Parse("p.yaml", []byte(head+"    reset_when: 'false'\n    reset: all\n"+rules))
+	require.Empty(t, ds)
+	assert.True(t, p.Counters[0].ResetAll)
+	p, ds = policy.Parse("p.yaml", []byte(head+"    reset_when: 'false'\n    reset: key\n"+rules))
+	require.Empty(t, ds)
+	assert.False(t, p.Counters[0].ResetAll)
+	_, ds = policy.Parse("p.yaml", []byte(head+"    reset_when: 'false'\n    reset: every\n"+rules))
+	require.Len(t, ds, 1)
+	assert.Equal(t, policy.CodeInvalidValue, ds[0].Code)
+	assert.Equal(t, 8, ds[0].Pos.Line)
+	_, ds = policy.Parse("p.yaml", []byte(head+"    reset: all\n"+rules))
+	require.Len(t, ds, 1)
+	assert.Equal(t, policy.CodeMissingField, ds[0].Code)
+	assert.Equal(t, 7, ds[0].Pos.Line)
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -32,19 +30,10 @@ var ToolClassesSchemaJSON []byte
 //go:embed schema/overrides.schema.json
 var OverridesSchemaJSON []byte
 
-var compiledSchemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
-	out := map[string]*jsonschema.Schema{}
+var compiledSchemas = sync.OnceValues(func() (map[string]*checkSchema, error) {
+	out := map[string]*checkSchema{}
 	for kind, src := range map[string][]byte{KindPolicy: SchemaJSON, KindToolClasses: ToolClassesSchemaJSON, KindOverrides: OverridesSchemaJSON} {
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(src)))
-		if err != nil {
-			return nil, err
-		}
-		c := jsonschema.NewCompiler()
-		url := "https://celguard.dev/schema/v1/" + strings.ToLower(kind) + ".schema.json"
-		if err := c.AddResource(url, doc); err != nil {
-			return nil, err
-		}
-		sch, err := c.Compile(url)
+		sch, err := compileCheckSchema(src)
 		if err != nil {
 			return nil, err
 		}
@@ -72,15 +61,14 @@ func validateSchema(file, kind string, root *yaml.Node, already Diagnostics) Dia
 
 // validateAgainst checks a document against a compiled schema, whose JSON
 // is raw, and returns the problems not already reported at the same place.
-func validateAgainst(sch *jsonschema.Schema, raw []byte, file string, root *yaml.Node, already Diagnostics) Diagnostics {
+func validateAgainst(sch *checkSchema, raw []byte, file string, root *yaml.Node, already Diagnostics) Diagnostics {
 	budget := 1 << 20 // nodes; aliases could otherwise expand a small file exponentially
 	inst, err := toJSONValue(root, 0, &budget)
 	if err != nil {
 		return nil // the decoder reports what is wrong with the shape
 	}
-	err = sch.Validate(inst)
-	var verr *jsonschema.ValidationError
-	if !errors.As(err, &verr) {
+	verr := sch.Validate(inst)
+	if verr == nil {
 		return nil
 	}
 	seen := map[Pos]bool{}
@@ -99,18 +87,18 @@ func validateAgainst(sch *jsonschema.Schema, raw []byte, file string, root *yaml
 	return out
 }
 
-func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+func leaves(e *schemaError) []*schemaError {
 	if len(e.Causes) == 0 {
-		return []*jsonschema.ValidationError{e}
+		return []*schemaError{e}
 	}
 	causes := e.Causes
-	switch e.ErrorKind.(type) {
-	case *kind.OneOf, *kind.AnyOf:
+	switch e.Kind {
+	case errOneOf, errAnyOf:
 		// Of the alternatives, report those the value's type fits: a list
 		// where a list or a mapping is allowed is wrong as a list.
-		var fit []*jsonschema.ValidationError
+		var fit []*schemaError
 		for _, c := range causes {
-			if _, wrongType := c.ErrorKind.(*kind.Type); !wrongType || !slices.Equal(c.InstanceLocation, e.InstanceLocation) {
+			if c.Kind != errType || !slices.Equal(c.InstanceLocation, e.InstanceLocation) {
 				fit = append(fit, c)
 			}
 		}
@@ -118,7 +106,7 @@ func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 			causes = fit
 		}
 	}
-	var out []*jsonschema.ValidationError
+	var out []*schemaError
 	for _, c := range causes {
 		out = append(out, leaves(c)...)
 	}
@@ -127,17 +115,17 @@ func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 
 // schemaDiagnostics maps one schema error to diagnostics at the YAML node it
 // is about: the offending key for an unknown property, the value otherwise.
-func schemaDiagnostics(file string, root *yaml.Node, e *jsonschema.ValidationError, raw []byte) Diagnostics {
+func schemaDiagnostics(file string, root *yaml.Node, e *schemaError, raw []byte) Diagnostics {
 	n := nodeAt(root, e.InstanceLocation)
 	pos := Pos{File: file, Line: n.Line, Col: n.Column}
 	where := "/" + strings.Join(e.InstanceLocation, "/")
 	mk := func(code Code, p Pos, msg string) Diagnostic {
 		return Diagnostic{Code: code, Severity: SeverityError, Pos: p, Message: msg}
 	}
-	switch k := e.ErrorKind.(type) {
-	case *kind.AdditionalProperties:
+	switch e.Kind {
+	case errAdditional:
 		var out Diagnostics
-		for _, prop := range k.Properties {
+		for _, prop := range e.Props {
 			kp := pos
 			if kn := keyNode(n, prop); kn != nil {
 				kp = Pos{File: file, Line: kn.Line, Col: kn.Column}
@@ -149,23 +137,23 @@ func schemaDiagnostics(file string, root *yaml.Node, e *jsonschema.ValidationErr
 			out = append(out, mk(CodeUnknownField, kp, msg))
 		}
 		return out
-	case *kind.Required:
-		return Diagnostics{mk(CodeMissingField, pos, fmt.Sprintf("%s is missing the required field(s) %s", where, strings.Join(k.Missing, ", ")))}
-	case *kind.Type:
-		return Diagnostics{mk(CodeWrongType, pos, fmt.Sprintf("%s must be %s, not %s", where, strings.Join(k.Want, " or "), k.Got))}
-	case *kind.DependentRequired:
-		return Diagnostics{mk(CodeMissingField, pos, fmt.Sprintf("%s has %s, which needs %s", where, k.Prop, strings.Join(k.Missing, ", ")))}
-	case *kind.OneOf:
-		if len(k.Subschemas) > 1 {
+	case errRequired:
+		return Diagnostics{mk(CodeMissingField, pos, fmt.Sprintf("%s is missing the required field(s) %s", where, strings.Join(e.Props, ", ")))}
+	case errType:
+		return Diagnostics{mk(CodeWrongType, pos, fmt.Sprintf("%s must be %s, not %s", where, strings.Join(e.Want, " or "), e.Got))}
+	case errDepRequired:
+		return Diagnostics{mk(CodeMissingField, pos, fmt.Sprintf("%s has %s, which needs %s", where, e.Prop, strings.Join(e.Props, ", ")))}
+	case errOneOf:
+		if len(e.Subschemas) > 1 {
 			return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s fits more than one of its allowed forms: keep the keys of one", where))}
 		}
 		return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s: %s", where, firstLine(e.Error())))}
-	case *kind.MinLength:
-		if k.Want == 1 {
+	case errMinLength:
+		if e.MinLen == 1 {
 			return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s must not be empty", where))}
 		}
-		return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s must be at least %d characters long", where, k.Want))}
-	case *kind.Enum, *kind.Const:
+		return Diagnostics{mk(CodeInvalidValue, pos, fmt.Sprintf("%s must be at least %d characters long", where, e.MinLen))}
+	case errEnum, errConst:
 		code := CodeInvalidValue
 		if last(e.InstanceLocation) == "verdict" {
 			code = CodeInvalidVerdict

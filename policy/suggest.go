@@ -2,8 +2,6 @@ package policy
 
 import (
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Closest returns the candidate that name, a misspelling, most likely
@@ -50,7 +48,7 @@ func EditDistance(a, b string) int {
 // url's fragment (a JSON pointer) of the schema raw declares.
 func schemaProperties(raw []byte, url string) []string {
 	_, frag, _ := strings.Cut(url, "#")
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+	doc, err := decodeSchemaJSON(raw)
 	if err != nil {
 		return nil
 	}

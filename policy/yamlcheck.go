@@ -2,10 +2,8 @@ package policy
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -56,22 +54,13 @@ func (d *decoder) duplicateKeys(n *yaml.Node) {
 	}
 }
 
-var extraSchemas sync.Map // string(schema JSON) -> *jsonschema.Schema
+var extraSchemas sync.Map // string(schema JSON) -> *checkSchema
 
-func compiledSchema(src []byte) (*jsonschema.Schema, error) {
+func compiledSchema(src []byte) (*checkSchema, error) {
 	if s, ok := extraSchemas.Load(string(src)); ok {
-		return s.(*jsonschema.Schema), nil
+		return s.(*checkSchema), nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(src)))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	const url = "https://celguard.dev/schema/v1/checked.schema.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	sch, err := c.Compile(url)
+	sch, err := compileCheckSchema(src)
 	if err != nil {
 		return nil, err
 	}

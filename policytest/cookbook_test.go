@@ -23,8 +23,8 @@ func TestCookbook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Suites) != 11 {
-		t.Errorf("the cookbook has %d suites, want 11", len(rep.Suites))
+	if len(rep.Suites) != 12 {
+		t.Errorf("the cookbook has %d suites, want 12", len(rep.Suites))
 	}
 	for _, s := range rep.Suites {
 		if s.Error != "" {
@@ -45,8 +45,8 @@ func TestCookbook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(srcs) != 11 {
-		t.Errorf("the cookbook has %d policies, want 11", len(srcs))
+	if len(srcs) != 12 {
+		t.Errorf("the cookbook has %d policies, want 12", len(srcs))
 	}
 	doc, err := os.ReadFile("../docs/cookbook.md")
 	if err != nil {
@@ -75,6 +75,23 @@ func TestCookbook(t *testing.T) {
 	}
 }
 
+// TestPoliciesShowsSessionFacts: docs/policies.md's session facts example
+// is cookbook recipe 12 exactly as it is, so TestCookbook runs it as
+// written.
+func TestPoliciesShowsSessionFacts(t *testing.T) {
+	doc, err := os.ReadFile("../docs/policies.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("../docs/cookbook/12-session-taint.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```yaml\n"+strings.TrimRight(string(data), "\n")+"\n```") {
+		t.Error("docs/policies.md does not show docs/cookbook/12-session-taint.yaml as it is; copy it into its Session facts section")
+	}
+}
+
 // TestCookbookUntrusted copies each recipe into an untrusted project over the
 // recommended bundle (docs/layers.md): every call is decided as the suite
 // says, or stricter where a built-in rule is stricter, and a recipe's
@@ -90,7 +107,7 @@ func TestCookbookUntrusted(t *testing.T) {
 		t.Fatal(err)
 	}
 	rank := map[string]int{"allow": 0, "warn": 1, "modify": 1, "ask": 2, "block": 3, "halt": 4}
-	if len(rep.Suites) != 11 || rep.Passed == 0 {
+	if len(rep.Suites) != 12 || rep.Passed == 0 {
 		t.Fatalf("ran %d suites, %d cases passed", len(rep.Suites), rep.Passed)
 	}
 	stricter, asked := 0, 0

@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -121,7 +122,9 @@ func TestBundleReplicas(t *testing.T) {
 		if d["verdict"] != "block" || d["rule_id"] != "no-rm-root-or-home" || d["file"] != "bundle:team@v1/serial-1/no-rm.yaml" {
 			t.Errorf("decision with the bundle: %v", d)
 		}
-		if d := decide(r, "ls"); d["verdict"] != "allow" {
+		// Every decision names the bundles of the set that decided, even
+		// one no rule of the bundle made.
+		if d := decide(r, "ls"); d["verdict"] != "allow" || fmt.Sprint(d["bundles"]) != "[team@v1/serial-1]" {
 			t.Errorf("ls with the bundle: %v", d)
 		}
 	}

@@ -74,6 +74,11 @@ func Run(ctx context.Context, listeners []net.Listener, cfg Config) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
+	// The decision log and the telemetry export (flushed within its
+	// bound).
+	if cerr := srv.Guard().Close(); err == nil && cerr != nil {
+		err = cerr
+	}
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/serve/client"
 )
@@ -58,7 +59,7 @@ func approveServer(ctx context.Context, p approveParams, fail func(string, ...an
 		if scope == eval.GrantSession {
 			what = fmt.Sprintf("every %s call rule %s asks about, for the rest of session %s", req.Tool, req.Rule, p.sessionID)
 		}
-		ok, err := p.confirm(*req, "session "+p.sessionID+" on "+p.server, what)
+		ok, err := p.confirm(decisionlog.MaskRequest(*req, nil), "session "+p.sessionID+" on "+p.server, what)
 		if err != nil {
 			return fail("%v", err)
 		}

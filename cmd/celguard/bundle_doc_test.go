@@ -34,7 +34,7 @@ func TestBundlesDoc(t *testing.T) {
 	work := t.TempDir()
 	cmd := exec.Command("bash", "-c", script.String())
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "REGISTRY="+reg.Addr(), "HOME="+filepath.Join(work, "home"),
+	cmd.Env = append(os.Environ(), "CELGUARD_TEST_AUDIT=1", "REGISTRY="+reg.Addr(), "HOME="+filepath.Join(work, "home"),
 		"XDG_CONFIG_HOME="+filepath.Join(work, "home", ".config"), "XDG_STATE_HOME="+filepath.Join(work, "home", ".local", "state"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -50,6 +50,7 @@ func TestBundlesDoc(t *testing.T) {
 		"verified acme v1.0.0 (serial 1), signed by",
 		"acme (user layer): in force: acme v1.0.0 (serial 1) from oci://" + reg.Addr() + "/acme/policies:stable",
 		`"verdict":"block","phase":"before","tool":"Bash","rule_id":"no-terraform-destroy","policy":"no-terraform-destroy","file":"bundle:acme@v1.0.0/serial-1/no-destroy.yaml"`,
+		`"bundles":["acme@v1.0.0/serial-1"]`,
 		"acme (user layer): in force: acme v1.1.0 (serial 2)",
 		"bundle_rollback: oci://" + reg.Addr() + "/acme/policies:stable offers serial 1; serial 2 is in force",
 		"acme (user layer): in force: acme v1.2.0 (serial 3)",

@@ -2,15 +2,18 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/decisionlog"
+	"github.com/celguard/celguard/telemetry"
 )
 
 // decisionOptions are the flags of eval and hook that change what is done
@@ -20,6 +23,21 @@ type decisionOptions struct {
 	logMaxBytes int64
 	logSync     bool
 	monitor     bool
+
+	// agentHost is the agent host deciding for (the hook's HOST), for
+	// telemetry's who and where.
+	agentHost string
+	// otlpEndpoint and otlpProtocol are serve's --otlp-endpoint and
+	// --otlp-protocol; flushTimeout bounds the export's flush at exit.
+	otlpEndpoint string
+	otlpProtocol string
+	flushTimeout time.Duration
+}
+
+// addTelemetryFlags declares serve's --otlp-endpoint and --otlp-protocol.
+func (o *decisionOptions) addTelemetryFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "send every decision to this OpenTelemetry collector over OTLP (http://HOST:PORT, https://...): spans, logs and metrics (docs/telemetry.md); CELGUARD_TELEMETRY=otlp with OTEL_EXPORTER_OTLP_ENDPOINT does the same")
+	f.StringVar(&o.otlpProtocol, "otlp-protocol", "", "the OTLP protocol: grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
 }
 
 // addFlags declares --decision-log, --decision-log-max-bytes and
@@ -65,6 +83,18 @@ func (o decisionOptions) configure(cfg *celguard.Config) error {
 		cfg.DecisionLog = &celguard.DecisionLog{Path: o.logPath, Options: decisionlog.FileSinkOptions{MaxBytes: o.logMaxBytes, Sync: o.logSync}}
 	}
 	cfg.Monitor = o.monitor
+	tc := telemetry.FromEnv(nil)
+	if o.otlpEndpoint != "" || o.otlpProtocol != "" {
+		if tc == nil {
+			tc = &telemetry.Config{TraceParent: os.Getenv("TRACEPARENT"), TraceState: os.Getenv("TRACESTATE")}
+		}
+		tc.Endpoint, tc.Protocol = o.otlpEndpoint, o.otlpProtocol
+	}
+	if tc != nil {
+		tc.Who = telemetry.WhoAmI("", o.agentHost, os.Getenv("CELGUARD_AGENT_VERSION"))
+		tc.FlushTimeout = o.flushTimeout
+		cfg.Telemetry = tc
+	}
 	return nil
 }
 

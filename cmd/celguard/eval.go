@@ -154,10 +154,11 @@ func runEval(ctx context.Context, p evalParams) int {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	eng, code := evalEngine(ctx, p)
+	eng, closeGuard, code := evalEngine(ctx, p)
 	if eng == nil {
 		return code
 	}
+	defer closeGuard() // the decision log, and the telemetry export's bounded flush
 	var opts []eval.CallOption
 	if p.trace {
 		opts = append(opts, eval.WithTrace())
@@ -247,10 +248,10 @@ func runEval(ctx context.Context, p evalParams) int {
 
 // evalEngine builds the engine with the composition root; on failure it
 // reports why and returns the exit code.
-func evalEngine(ctx context.Context, p evalParams) (*eval.Engine, int) {
-	fail := func(err error) (*eval.Engine, int) {
+func evalEngine(ctx context.Context, p evalParams) (*eval.Engine, func(), int) {
+	fail := func(err error) (*eval.Engine, func(), int) {
 		fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
-		return nil, exitUsage
+		return nil, nil, exitUsage
 	}
 	cfg, err := engineConfig(p.policies, p.decisions)
 	if err != nil {
@@ -265,14 +266,14 @@ func evalEngine(ctx context.Context, p evalParams) (*eval.Engine, int) {
 		}
 		_ = output.DiagnosticsText(p.stderr, ds, policy.LinesOf(srcs))
 		fmt.Fprintf(p.stderr, "celguard eval: the policies do not compile: %s\n", output.Summary(ds, len(srcs)))
-		return nil, exitUsage
+		return nil, nil, exitUsage
 	}
 	if err != nil {
 		return fail(err)
 	}
 	set := guard.Engine().PolicySet()
 	printWarnings(p.stderr, "celguard eval", append(layerWarnings(guard.Discovery(), set), p.decisions.warnings(set)...))
-	return guard.Engine(), exitOK
+	return guard.Engine(), func() { _ = guard.Close() }, exitOK
 }
 
 // noDecisionAudit leaves the decisions' audit record (decision_id, time,

@@ -189,6 +189,7 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 		return exitUsage
 	}
 	var warnings []string // about the layers, once the engine is made
+	var closeGuard func() // closes the guard the engine is of, once answered
 	answer := func(r hooks.Response) int {
 		_, _ = p.stdout.Write(r.Stdout)
 		_, _ = io.WriteString(p.stderr, r.Stderr)
@@ -228,15 +229,23 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 		FailOpen: p.failOpen,
 		Timeout:  p.timeout,
 		Engine: func() (*eval.Engine, error) {
-			eng, ws, err := hookEngine(p.policies, p.decisions, store)
-			warnings = ws
+			dopts := p.decisions
+			dopts.agentHost = hostName
+			eng, closer, ws, err := hookEngine(p.policies, dopts, store)
+			warnings, closeGuard = ws, closer
 			return eng, err
 		},
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return answer(r.Run(ctx, input))
+	code := answer(r.Run(ctx, input))
+	// After the answer is written: the telemetry export's flush, bounded
+	// (telemetry.DefaultFlushTimeout), never delays the decision.
+	if closeGuard != nil {
+		closeGuard()
+	}
+	return code
 }
 
 // hookEngine loads and compiles the policies.
@@ -248,14 +257,14 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 // A state key that cannot be used fails the hook (closed, by default).
 //
 // The warnings are layerWarnings, for stderr.
-func hookEngine(sel selection, dopts decisionOptions, store *statedir.Dir) (*eval.Engine, []string, error) {
+func hookEngine(sel selection, dopts decisionOptions, store *statedir.Dir) (*eval.Engine, func(), []string, error) {
 	key, err := store.Key()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg, err := engineConfig(sel, dopts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cache := hooks.LoadASTCache(store.Dir, key)
 	cfg.ASTCache = cache
@@ -266,13 +275,13 @@ func hookEngine(sel selection, dopts decisionOptions, store *statedir.Dir) (*eva
 	_ = cache.Save() // best effort: the next process compiles without it
 	var ds policy.Diagnostics
 	if errors.As(err, &ds) {
-		return nil, nil, fmt.Errorf("the policies do not compile: %v", ds.Errors())
+		return nil, nil, nil, fmt.Errorf("the policies do not compile: %v", ds.Errors())
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	set := guard.Engine().PolicySet()
-	return guard.Engine(), append(layerWarnings(guard.Discovery(), set), dopts.warnings(set)...), nil
+	return guard.Engine(), func() { _ = guard.Close() }, append(layerWarnings(guard.Discovery(), set), dopts.warnings(set)...), nil
 }
 
 // hookInstallParams is what `celguard hook install HOST` was asked to do.

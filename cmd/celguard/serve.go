@@ -131,6 +131,7 @@ that cannot reach the store is a block with code store_unavailable, and
 	f := cmd.Flags()
 	p.policies.addFlags(f)
 	p.decisions.addFlags(f)
+	p.decisions.addTelemetryFlags(f)
 	f.StringVar(&p.listen, "listen", defaultListen, "the TCP address to listen on; beyond loopback it needs --token-file")
 	f.StringVar(&p.unix, "unix", "", "listen on this unix socket (created with mode 0600) instead of TCP")
 	f.StringVar(&p.store, "store", "memory:", "the state store: memory: (in this process), redis://HOST:PORT/DB, valkey://HOST:PORT/DB or file:///DIR (docs/store.md)")
@@ -240,7 +241,9 @@ func (p serveParams) config(log *slog.Logger) (serve.Config, error) {
 			return serve.Config{}, fmt.Errorf("--listen %s is beyond loopback: give a bearer token with --token-file (and TLS with --tls-cert, --tls-key), or listen on 127.0.0.1", p.listen)
 		}
 	}
-	ecfg, err := engineConfig(p.policies, p.decisions)
+	dopts := p.decisions
+	dopts.flushTimeout = 5 * time.Second // at shutdown, not in a call's path
+	ecfg, err := engineConfig(p.policies, dopts)
 	if err != nil {
 		return serve.Config{}, err
 	}

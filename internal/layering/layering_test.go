@@ -18,7 +18,7 @@ var layers = []struct {
 	rank int
 	pkgs []string
 }{
-	{0, []string{"policy", "stdlib/shell/...", "stdlib/toolchain/...", "stdlib/sql/...", "internal/atomicfile", "internal/jsonkind", "internal/fileowner", "internal/logfile", "internal/redistest", "internal/registrytest", "internal/npmhost", "internal/unprivileged"}},
+	{0, []string{"policy", "stdlib/shell/...", "stdlib/toolchain/...", "stdlib/sql/...", "internal/atomicfile", "internal/jsonkind", "internal/fileowner", "internal/logfile", "internal/redistest", "internal/registrytest", "internal/otlptest", "internal/npmhost", "internal/unprivileged"}},
 	// state is the persistence protocol the evaluator and every store
 	// share; store/statedir the signed state directory (the hooks' and the
 	// file store's), which knows neither.
@@ -37,13 +37,16 @@ var layers = []struct {
 	// hooks/setup installs and checks the hooks in the hosts' settings
 	// files: it reads hooks' host table, and hooks (which serve links)
 	// knows nothing of it.
-	{6, []string{"bundle", "hooks/setup"}},
+	// telemetry sends decisions to OpenTelemetry with decisionlog's
+	// masking; the composition root links it (Config.Telemetry).
+	{6, []string{"bundle", "hooks/setup", "telemetry"}},
 	// "" is the module root, package celguard: the composition root
 	// (Config.Load) builds every engine, above policies, compile, eval,
 	// judge and store, and below serve and the command line.
 	{7, []string{"", "cmd/celguard/internal/..."}},
-	// serve builds its engine with the composition root.
-	{8, []string{"serve"}},
+	// serve builds its engine with the composition root; mcpproxy, the
+	// MCP front end, builds its engine the same way, beside serve.
+	{8, []string{"serve", "mcpproxy"}},
 	// bench/barehook is the bare Go binary hook latency is measured against.
 	{9, []string{"cmd/celguard", "bench/barehook"}},
 }

@@ -3,6 +3,7 @@ package shell
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Per-program option models (issue 15, point 2): a program that is safe to
@@ -192,8 +193,10 @@ func findOption(args []string, m optionModel) string {
 var (
 	// makeVarHazard is a make assignment that runs a command or changes
 	// the shell recipes run with.
-	makeVarName  = regexp.MustCompile(`^(SHELL|MAKESHELL|\.SHELLFLAGS|MAKEFLAGS|MFLAGS|GNUMAKEFLAGS|MAKEFILES|\.DEFAULT_GOAL|MAKE)\s*[:+?!]*=`)
-	makeVarValue = regexp.MustCompile("[$`;|&<>()\\s]")
+	makeVarName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(SHELL|MAKESHELL|\.SHELLFLAGS|MAKEFLAGS|MFLAGS|GNUMAKEFLAGS|MAKEFILES|\.DEFAULT_GOAL|MAKE)\s*[:+?!]*=`)
+	})
+	makeVarValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("[$`;|&<>()\\s]") })
 )
 
 func makeHazard(args []string) string {
@@ -233,7 +236,7 @@ func makeHazard(args []string) string {
 			}
 			continue
 		}
-		if strings.Contains(a, "=") && (makeVarName.MatchString(a) || makeVarValue.MatchString(a[strings.IndexByte(a, '=')+1:])) {
+		if strings.Contains(a, "=") && (makeVarName().MatchString(a) || makeVarValue().MatchString(a[strings.IndexByte(a, '=')+1:])) {
 			return a
 		}
 	}
@@ -242,7 +245,9 @@ func makeHazard(args []string) string {
 
 // awkRuns matches what lets an awk program run a command or write a file:
 // system(), a pipe, getline from a command, output redirection.
-var awkRuns = regexp.MustCompile(`system|\||getline|>|close|fflush|ENVIRON|@load|@include`)
+var awkRuns = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`system|\||getline|>|close|fflush|ENVIRON|@load|@include`)
+})
 
 func awkHazard(args []string) string {
 	prog := ""
@@ -264,7 +269,7 @@ func awkHazard(args []string) string {
 			prog = a
 		}
 	}
-	if awkRuns.MatchString(prog) {
+	if awkRuns().MatchString(prog) {
 		return prog
 	}
 	return ""
@@ -272,7 +277,9 @@ func awkHazard(args []string) string {
 
 // sedSafe matches the sed scripts that only edit text: substitutions with
 // the usual delimiters and flags (no e, w or r), line deletions and prints.
-var sedSafe = regexp.MustCompile(`^\s*(((\d+|\$)(,(\d+|\$))?|/[^/]*/)?\s*(s/([^/\\]|\\.)*/([^/\\]|\\.)*/[gpiIm0-9]*|s\|([^|\\]|\\.)*\|([^|\\]|\\.)*\|[gpiIm0-9]*|s#([^#\\]|\\.)*#([^#\\]|\\.)*#[gpiIm0-9]*|[dpq=]|y/[^/]*/[^/]*/)\s*;?\s*)+$`)
+var sedSafe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*(((\d+|\$)(,(\d+|\$))?|/[^/]*/)?\s*(s/([^/\\]|\\.)*/([^/\\]|\\.)*/[gpiIm0-9]*|s\|([^|\\]|\\.)*\|([^|\\]|\\.)*\|[gpiIm0-9]*|s#([^#\\]|\\.)*#([^#\\]|\\.)*#[gpiIm0-9]*|[dpq=]|y/[^/]*/[^/]*/)\s*;?\s*)+$`)
+})
 
 func sedHazard(args []string) string {
 	var scripts []string
@@ -300,7 +307,7 @@ func sedHazard(args []string) string {
 		}
 	}
 	for _, s := range scripts {
-		if !sedSafe.MatchString(s) {
+		if !sedSafe().MatchString(s) {
 			return s
 		}
 	}
@@ -499,7 +506,9 @@ var wgetSends = longs("--post-data", "--post-file", "--body-data", "--body-file"
 
 // fetchURL matches what curl and wget fetch with a GET: an http(s) or
 // ftp(s) URL, or a host name they complete with http://.
-var fetchURL = regexp.MustCompile(`^((https?|ftps?)://[^\s]+|[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:[0-9]+)?(/[^\s]*)?)$`)
+var fetchURL = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^((https?|ftps?)://[^\s]+|[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:[0-9]+)?(/[^\s]*)?)$`)
+})
 
 // fetchHazard: a download (curl, wget) that sends data, reads options or
 // URLs from a file, runs a command, or fetches anything but an http(s) or
@@ -523,7 +532,7 @@ func fetchHazard(args []string, spec writeSpec, sends map[string]bool) string {
 		}
 	}
 	for _, o := range operands {
-		if !fetchURL.MatchString(o) {
+		if !fetchURL().MatchString(o) {
 			return o
 		}
 	}

@@ -194,7 +194,7 @@ func classify(s ast.StmtNode) Statement {
 	case *ast.SetStmt:
 		v.effects[Write] = true
 		for _, va := range n.Variables {
-			if va.IsGlobal || va.IsSystem && globalVars.MatchString(va.Name) {
+			if va.IsGlobal || va.IsSystem && globalVars().MatchString(va.Name) {
 				v.effects[Admin] = true
 			}
 		}
@@ -220,7 +220,9 @@ func typeName(s ast.StmtNode) string {
 }
 
 // globalVars are server variables that reach the file system or code.
-var globalVars = regexp.MustCompile(`(?i)^(secure_file_priv|general_log_file|slow_query_log_file|plugin_dir|init_connect|init_file|local_infile)$`)
+var globalVars = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^(secure_file_priv|general_log_file|slow_query_log_file|plugin_dir|init_connect|init_file|local_infile)$`)
+})
 
 // visitor collects the effects of the expressions inside a statement.
 type visitor struct {
@@ -276,7 +278,7 @@ func set(names ...string) map[string]bool {
 // unparsed text is never judged harmless).
 func lexical(text string) []string {
 	m := map[string]bool{}
-	for effect, re := range lexicalRules {
+	for effect, re := range lexicalRules() {
 		if re.MatchString(text) {
 			m[effect] = true
 		}
@@ -284,10 +286,13 @@ func lexical(text string) []string {
 	return keys(m)
 }
 
-var lexicalRules = map[string]*regexp.Regexp{
-	Destroy:    regexp.MustCompile(`(?is)\b(drop\s+(database|schema|table|view|index|sequence|function|procedure|extension|owned|role|user|type|trigger)|truncate|alter\s+table\b.*\bdrop)\b`),
-	Unbounded:  regexp.MustCompile(`(?is)\b(delete\s+from\s+[\w."\[\]` + "`" + `]+\s*(;|$)|update\s+[\w."\[\]]+\s+set\b[^;]*?(;|$))`),
-	Privilege:  regexp.MustCompile(`(?i)\b(grant|revoke|create\s+(user|role|login)|alter\s+(user|role|login)|drop\s+(user|role|login)|set\s+role|superuser|sp_addsrvrolemember|sp_addlogin)\b`),
-	ServerFile: regexp.MustCompile(`(?i)\bcopy\b[^;]*\b(from|to)\s+'|\b(pg_read_file|pg_read_binary_file|pg_ls_dir|lo_import|lo_export|load\s+data|into\s+(outfile|dumpfile)|load_file|attach\s+database|openrowset|bulk\s+insert|load_extension)\b`),
-	Program:    regexp.MustCompile(`(?i)\b(program|xp_cmdshell|sys_exec|sys_eval|pg_execute_server_program|create\s+(or\s+replace\s+)?function\b[^;]*\blanguage\s+(plpython|plperlu|pltcl|c)\w*|sp_oacreate|sp_configure|dblink|create\s+extension)\b`),
-}
+// lexicalRules compile on first use (package init runs in every process).
+var lexicalRules = sync.OnceValue(func() map[string]*regexp.Regexp {
+	return map[string]*regexp.Regexp{
+		Destroy:    regexp.MustCompile(`(?is)\b(drop\s+(database|schema|table|view|index|sequence|function|procedure|extension|owned|role|user|type|trigger)|truncate|alter\s+table\b.*\bdrop)\b`),
+		Unbounded:  regexp.MustCompile(`(?is)\b(delete\s+from\s+[\w."\[\]` + "`" + `]+\s*(;|$)|update\s+[\w."\[\]]+\s+set\b[^;]*?(;|$))`),
+		Privilege:  regexp.MustCompile(`(?i)\b(grant|revoke|create\s+(user|role|login)|alter\s+(user|role|login)|drop\s+(user|role|login)|set\s+role|superuser|sp_addsrvrolemember|sp_addlogin)\b`),
+		ServerFile: regexp.MustCompile(`(?i)\bcopy\b[^;]*\b(from|to)\s+'|\b(pg_read_file|pg_read_binary_file|pg_ls_dir|lo_import|lo_export|load\s+data|into\s+(outfile|dumpfile)|load_file|attach\s+database|openrowset|bulk\s+insert|load_extension)\b`),
+		Program:    regexp.MustCompile(`(?i)\b(program|xp_cmdshell|sys_exec|sys_eval|pg_execute_server_program|create\s+(or\s+replace\s+)?function\b[^;]*\blanguage\s+(plpython|plperlu|pltcl|c)\w*|sp_oacreate|sp_configure|dblink|create\s+extension)\b`),
+	}
+})

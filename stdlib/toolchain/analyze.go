@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 	"github.com/tailscale/hujson"
@@ -102,7 +103,7 @@ func AnalyzeEdit(p, fragment string) Analysis {
 		kept = append(kept, r)
 	}
 	if parseFailed {
-		if m := riskyFragment.FindString(fragment); m != "" {
+		if m := riskyFragment().FindString(fragment); m != "" {
 			kept = append(kept, "an edit that does not parse on its own names "+short(m))
 		}
 	}
@@ -115,7 +116,9 @@ const notParse = "the file does not parse: "
 
 // riskyFragment is what an unparsed edit may not name: a shell, a
 // download or network program, an encoded payload, a pipe into one.
-var riskyFragment = regexp.MustCompile(`(?i)(curl|wget|nc|ncat|socat|bash|sh|zsh|python3?\s+-c|node\s+-e|perl\s+-e|ruby\s+-e|eval|base64|powershell|iex|iwr|ssh|scp|rsync|ftp|telnet)|\|\s*\w|\$\(|` + "`" + `|>\s*/|&&|;`)
+var riskyFragment = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(curl|wget|nc|ncat|socat|bash|sh|zsh|python3?\s+-c|node\s+-e|perl\s+-e|ruby\s+-e|eval|base64|powershell|iex|iwr|ssh|scp|rsync|ftp|telnet)\b|\|\s*\w|\$\(|` + "`" + `|>\s*/|&&|;`)
+})
 
 // analysis accumulates an Analysis.
 type analysis struct {
@@ -324,7 +327,7 @@ func (a *analysis) value(mode string, v, parent any) {
 	case "env":
 		if m, ok := v.(map[string]any); ok {
 			for _, k := range sortedKeys(m) {
-				if codeEnv.MatchString(k) {
+				if codeEnv().MatchString(k) {
 					a.unproven("it sets " + k + ", which makes programs load other code")
 				}
 			}
@@ -351,14 +354,14 @@ func (a *analysis) value(mode string, v, parent any) {
 			a.unproven("cargo runs the build scripts " + short(fmt.Sprint(x)))
 		}
 	case "dist":
-		if s, ok := v.(string); ok && !trustedDist.MatchString(strings.ReplaceAll(s, `\:`, ":")) {
+		if s, ok := v.(string); ok && !trustedDist().MatchString(strings.ReplaceAll(s, `\:`, ":")) {
 			a.unproven("the wrapper downloads and runs " + short(s))
 		}
 	case "entry":
 		a.preCommitEntry(v, parent)
 	case "prompt":
 		if s, ok := v.(string); ok {
-			for _, m := range geminiShell.FindAllStringSubmatch(s, -1) {
+			for _, m := range geminiShell().FindAllStringSubmatch(s, -1) {
 				a.command(m[1])
 			}
 		}
@@ -507,7 +510,9 @@ var (
 	shellNames = map[string]bool{"bash": true, "sh": true, "dash": true, "zsh": true, "ksh": true, "{0}": true}
 	// codeEnv are environment variables that make a program load other
 	// code or run another program.
-	codeEnv = regexp.MustCompile(`(?i)^(LD_PRELOAD|LD_LIBRARY_PATH|LD_AUDIT|DYLD_.*|NODE_OPTIONS|NODE_PATH|PYTHONPATH|PYTHONSTARTUP|PYTHONHOME|PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|BASH_ENV|ENV|PROMPT_COMMAND|GIT_.*|RUSTC_WRAPPER|RUSTC|RUSTDOC|RUSTFLAGS|CARGO_.*|GOFLAGS|CC|CXX|LD|PATH|SHELL|EDITOR|VISUAL|PAGER)$`)
+	codeEnv = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^(LD_PRELOAD|LD_LIBRARY_PATH|LD_AUDIT|DYLD_.*|NODE_OPTIONS|NODE_PATH|PYTHONPATH|PYTHONSTARTUP|PYTHONHOME|PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|BASH_ENV|ENV|PROMPT_COMMAND|GIT_.*|RUSTC_WRAPPER|RUSTC|RUSTDOC|RUSTFLAGS|CARGO_.*|GOFLAGS|CC|CXX|LD|PATH|SHELL|EDITOR|VISUAL|PAGER)$`)
+	})
 	// knownBackends are the build backends of the Python packaging tools
 	// (PyPA's list and the common ones).
 	knownBackends = map[string]bool{
@@ -515,6 +520,8 @@ var (
 		"poetry.masonry.api": true, "flit_core.buildapi": true, "pdm.backend": true, "pdm.pep517.api": true, "maturin": true,
 		"scikit_build_core.build": true, "mesonpy": true, "uv_build": true, "sipbuild.api": true, "enscons.api": true, "whey": true,
 	}
-	trustedDist = regexp.MustCompile(`^https://(services\.gradle\.org/distributions/|repo\.maven\.apache\.org/maven2/|repo1\.maven\.org/maven2/)[^\s]*$`)
-	geminiShell = regexp.MustCompile(`!\{([^{}]*)\}`)
+	trustedDist = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^https://(services\.gradle\.org/distributions/|repo\.maven\.apache\.org/maven2/|repo1\.maven\.org/maven2/)[^\s]*$`)
+	})
+	geminiShell = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`!\{([^{}]*)\}`) })
 )

@@ -3,10 +3,13 @@ package toolchain
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // makeAssign is a make variable assignment: [export|override] NAME op value.
-var makeAssign = regexp.MustCompile(`^(?:(?:export|override|private)\s+)*([A-Za-z0-9_.-]+)\s*(:::=|::=|:=|\?=|\+=|!=|=)\s*(.*)$`)
+var makeAssign = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:(?:export|override|private)\s+)*([A-Za-z0-9_.-]+)\s*(:::=|::=|:=|\?=|\+=|!=|=)\s*(.*)$`)
+})
 
 // makefile reads make's recipes and the commands make runs while reading
 // the file ($(shell ...), != assignments), with the file's own variables
@@ -46,7 +49,7 @@ func (a *analysis) makefile(content string) {
 			// Included makefiles are files of this family: their writes
 			// are judged on their own.
 		}
-		if m := makeAssign.FindStringSubmatch(trimmed); m != nil {
+		if m := makeAssign().FindStringSubmatch(trimmed); m != nil {
 			name, op, val := m[1], m[2], m[3]
 			switch op {
 			case "!=":
@@ -253,7 +256,7 @@ func joinContinuations(content string) []string {
 }
 
 // justAssign is a justfile assignment whose value is a backtick command.
-var justBacktick = regexp.MustCompile("`([^`]*)`")
+var justBacktick = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([^`]*)`") })
 
 // justfile reads a justfile: recipe lines are the indented lines after a
 // recipe header; backticks run when the file is read.
@@ -276,7 +279,7 @@ func (a *analysis) justfile(content string) {
 					a.unproven("the justfile runs recipes with " + short(trimmed))
 				}
 			}
-			for _, m := range justBacktick.FindAllStringSubmatch(trimmed, -1) {
+			for _, m := range justBacktick().FindAllStringSubmatch(trimmed, -1) {
 				a.command(m[1])
 			}
 			if !strings.Contains(trimmed, ":=") && strings.Contains(trimmed, ":") {
@@ -298,11 +301,11 @@ func (a *analysis) justfile(content string) {
 			continue
 		}
 		trimmed = strings.TrimLeft(trimmed, "@-")
-		a.command(justInterp.ReplaceAllString(trimmed, "$$JUST_VALUE"))
+		a.command(justInterp().ReplaceAllString(trimmed, "$$JUST_VALUE"))
 	}
 }
 
-var justInterp = regexp.MustCompile(`\{\{[^{}]*\}\}`)
+var justInterp = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{\{[^{}]*\}\}`) })
 
 func shellShebang(line string) bool {
 	f := strings.Fields(strings.TrimPrefix(line, "#!"))
@@ -357,7 +360,7 @@ func (a *analysis) goGenerate(content string) {
 			continue
 		}
 		rest := strings.TrimSpace(strings.TrimPrefix(line, "//go:generate"))
-		rest = goGenVars.ReplaceAllString(rest, "$1")
+		rest = goGenVars().ReplaceAllString(rest, "$1")
 		rest = strings.ReplaceAll(rest, "$DOLLAR", "$")
 		f := strings.Fields(rest)
 		if len(f) >= 3 && f[0] == "-command" {
@@ -374,7 +377,9 @@ func (a *analysis) goGenerate(content string) {
 	}
 }
 
-var goGenVars = regexp.MustCompile(`\$\{?(GOARCH|GOOS|GOFILE|GOLINE|GOPACKAGE|GOROOT|GOROOT_FINAL)\}?`)
+var goGenVars = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\$\{?(GOARCH|GOOS|GOFILE|GOLINE|GOPACKAGE|GOROOT|GOROOT_FINAL)\}?`)
+})
 
 // markdown reads an agent's instruction file: fenced code blocks marked as
 // shell, console lines with a prompt, Claude Code's !`command` lines,
@@ -393,11 +398,11 @@ func (a *analysis) markdown(content string) {
 				block = nil
 				continue
 			}
-			for _, m := range claudeBang.FindAllStringSubmatch(line, -1) {
+			for _, m := range claudeBang().FindAllStringSubmatch(line, -1) {
 				a.command(m[1])
 			}
-			for _, m := range inlineCode.FindAllStringSubmatch(line, -1) {
-				if riskyInline.MatchString(m[1]) {
+			for _, m := range inlineCode().FindAllStringSubmatch(line, -1) {
+				if riskyInline().MatchString(m[1]) {
 					a.command(m[1])
 				}
 			}
@@ -429,9 +434,11 @@ func (a *analysis) markdown(content string) {
 }
 
 var (
-	claudeBang  = regexp.MustCompile("!`([^`]+)`")
-	inlineCode  = regexp.MustCompile("`([^`\n]+)`")
-	riskyInline = regexp.MustCompile(`[|;]|&&|\$\(|>|^\s*(curl|wget|bash|sh|zsh|nc|ncat|socat|ssh|scp|rsync|python3?|node|perl|ruby|eval|sudo|chmod|rm|base64|powershell|iex|iwr|gh|git\s+push|git\s+config|npm\s+publish|docker|kubectl|aws|gcloud|az)\s`)
+	claudeBang  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("!`([^`]+)`") })
+	inlineCode  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([^`\n]+)`") })
+	riskyInline = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`[|;]|&&|\$\(|>|^\s*(curl|wget|bash|sh|zsh|nc|ncat|socat|ssh|scp|rsync|python3?|node|perl|ruby|eval|sudo|chmod|rm|base64|powershell|iex|iwr|gh|git\s+push|git\s+config|npm\s+publish|docker|kubectl|aws|gcloud|az)\s`)
+	})
 )
 
 // decodeINI reads key = value lines under [section] and [section "sub"]

@@ -218,39 +218,118 @@ var Table = []Family{
 		RunBy: "Codex: MCP servers started with the session, the notify program; Gemini CLI: !{...} commands of a custom command's prompt"},
 }
 
-// match reports whether the slash path p matches pattern pat (see Family.Patterns).
+// match reports whether the slash path p matches pattern pat (see
+// Family.Patterns); both are lower case.
 func match(pat, p string) bool {
-	pat, p = strings.ToLower(pat), strings.ToLower(p)
 	if !strings.Contains(pat, "/") {
 		ok, _ := path.Match(pat, path.Base(p))
 		return ok
 	}
 	n := strings.Count(pat, "/") + 1
-	parts := strings.Split(p, "/")
-	if len(parts) < n {
-		return false
+	i := len(p)
+	for k := 0; k < n; k++ {
+		i = strings.LastIndexByte(p[:max(i, 0)], '/')
+		if i < 0 {
+			if k == n-1 {
+				break
+			}
+			return false
+		}
 	}
-	ok, _ := path.Match(pat, strings.Join(parts[len(parts)-n:], "/"))
+	ok, _ := path.Match(pat, p[i+1:])
 	return ok
 }
+
+// index finds the families a path may belong to without trying every
+// pattern: exact base names and extensions by map, the rest in order.
+type index struct {
+	exact  map[string][]int     // lower-case base name
+	ext    map[string][]int     // ".mk", ".gradle.kts"
+	stem   map[string][]int     // "jest.config" of jest.config.*
+	dir    map[string][]indexed // patterns with a directory, by their file's literal parent directory
+	others []indexed            // the rest
+}
+
+type indexed struct {
+	fam int
+	pat string
+}
+
+var tableIndex = func() index {
+	ix := index{exact: map[string][]int{}, ext: map[string][]int{}, stem: map[string][]int{}, dir: map[string][]indexed{}}
+	for i, f := range Table {
+		for _, pat := range f.Patterns {
+			pat = strings.ToLower(pat)
+			switch {
+			case !strings.ContainsAny(pat, "/*?["):
+				ix.exact[pat] = append(ix.exact[pat], i)
+			case !strings.Contains(pat, "/") && strings.HasPrefix(pat, "*.") && !strings.ContainsAny(pat[1:], "*?["):
+				ix.ext[pat[1:]] = append(ix.ext[pat[1:]], i)
+			case !strings.Contains(pat, "/") && strings.HasSuffix(pat, ".*") && !strings.ContainsAny(pat[:len(pat)-2], "*?["):
+				ix.stem[pat[:len(pat)-2]] = append(ix.stem[pat[:len(pat)-2]], i)
+			case strings.Contains(pat, "/") && !strings.ContainsAny(path.Base(path.Dir(pat)), "*?["):
+				parent := path.Base(path.Dir(pat))
+				ix.dir[parent] = append(ix.dir[parent], indexed{i, pat})
+			default:
+				ix.others = append(ix.others, indexed{i, pat})
+			}
+		}
+	}
+	return ix
+}()
 
 // Lookup returns the family of the file at p (a path as a tool call writes
 // it, relative or absolute, with / or \), or false when no toolchain runs
 // or loads such a file.
 func Lookup(p string) (Family, bool) {
-	p = clean(p)
-	if p == "" {
+	p = strings.ToLower(clean(p))
+	if p == "" || p == "." || p == "/" {
 		return Family{}, false
 	}
-	for _, f := range Table {
-		if matchAny(f.Exclude, p) {
-			continue
+	base := path.Base(p)
+	best := -1
+	try := func(fam int) {
+		if best >= 0 && fam >= best {
+			return
 		}
-		if matchAny(f.Patterns, p) {
-			return f, true
+		if matchAny(Table[fam].Exclude, p) {
+			return
+		}
+		best = fam
+	}
+	for _, fam := range tableIndex.exact[base] {
+		try(fam)
+	}
+	for i := strings.LastIndexByte(base, '.'); i > 0; i = strings.LastIndexByte(base[:i], '.') {
+		// jest.config.ts is a jest.config.* (stem jest.config).
+		for _, fam := range tableIndex.stem[base[:i]] {
+			try(fam)
 		}
 	}
-	return Family{}, false
+	for i := strings.IndexByte(base, '.'); i >= 0; {
+		for _, fam := range tableIndex.ext[base[i:]] {
+			try(fam)
+		}
+		j := strings.IndexByte(base[i+1:], '.')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	for _, o := range tableIndex.dir[path.Base(path.Dir(p))] {
+		if (best < 0 || o.fam < best) && match(o.pat, p) {
+			try(o.fam)
+		}
+	}
+	for _, o := range tableIndex.others {
+		if (best < 0 || o.fam < best) && match(o.pat, p) {
+			try(o.fam)
+		}
+	}
+	if best < 0 {
+		return Family{}, false
+	}
+	return Table[best], true
 }
 
 // Runs reports whether a toolchain runs or loads the file at p.
@@ -261,7 +340,7 @@ func Runs(p string) bool {
 
 func matchAny(pats []string, p string) bool {
 	for _, pat := range pats {
-		if match(pat, p) {
+		if match(strings.ToLower(pat), p) {
 			return true
 		}
 	}

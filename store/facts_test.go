@@ -1,0 +1,127 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store/statedir"
+)
+
+// factsPolicy labels a read of .env and asks a fetch after it, naming the
+// call that read.
+const factsPolicy = `
+rules:
+  - id: secret-read
+    match: {tools: [Read]}
+    condition: 'args.file_path.endsWith(".env")'
+    verdict: warn
+    labels: {add: [secret_read]}
+  - id: many-labels
+    match: {tools: [Tag]}
+    verdict: allow
+    labels: {add: [a, b]}
+  - id: egress-after-secret
+    match: {tools: [WebFetch]}
+    condition: '"secret_read" in session.labels'
+    verdict: block
+    message: '"after call " + session.label_calls.secret_read.call'
+    code: tainted
+`
+
+// TestLabelsAcrossReplicas: a label added through one replica is committed
+// with its decision and read by the other replica's handle on the session,
+// on every store.
+func TestLabelsAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			set := mustSet(t, map[string]string{"facts.yaml": factsPolicy})
+			a, c := replica(t, set, b.open(t)), replica(t, set, b.open(t))
+			sa, sc := a.NewSession("facts", nil), c.NewSession("facts", nil)
+			d, err := sc.Before(ctx, eval.Call{Tool: "WebFetch", Args: map[string]any{"url": "https://go.dev"}})
+			require.NoError(t, err)
+			assert.Equal(t, policy.Allow, d.Verdict, "nothing read yet")
+			d, err = sa.Before(ctx, eval.Call{ID: "toolu_7", Tool: "Read", Args: map[string]any{"file_path": "/p/.env"}})
+			require.NoError(t, err)
+			require.Equal(t, policy.Warn, d.Verdict)
+			d, err = sc.Before(ctx, eval.Call{Tool: "WebFetch", Args: map[string]any{"url": "https://go.dev"}})
+			require.NoError(t, err)
+			assert.Equal(t, policy.Block, d.Verdict, "the other replica reads the label")
+			assert.Equal(t, "after call toolu_7", d.Reason)
+			st := sc.State()
+			require.Len(t, st.Labels, 1)
+			assert.Equal(t, eval.LabelFact{Label: "secret_read", CallID: "toolu_7", Tool: "Read", Turn: 1, RuleRef: st.Labels[0].RuleRef}, st.Labels[0])
+			assert.Equal(t, "secret-read", st.Labels[0].RuleID)
+		})
+	}
+}
+
+// TestHookStateWithFactsStaysSmall: the hook state file of a 1,000-call
+// session that adds labels at every call (more than eval.MaxLabels distinct
+// ones are asked for) stays under 64 KiB, and past the bound the labels
+// read as lost, so the rule that reads them fails closed.
+func TestHookStateWithFactsStaysSmall(t *testing.T) {
+	ctx := context.Background()
+	var rules string
+	for i := range 100 {
+		rules += fmt.Sprintf("  - id: tag-%d\n    match: {tools: [Tag%d]}\n    verdict: allow\n    labels: {add: [label_number_%d_with_a_long_name_to_weigh_the_state]}\n", i, i, i)
+	}
+	set := mustSet(t, map[string]string{"facts.yaml": factsPolicy + rules})
+	eng, err := eval.New(set)
+	require.NoError(t, err)
+	dir := &statedir.Dir{Dir: filepath.Join(t.TempDir(), "state")}
+	var written []byte
+	for i := range 1000 {
+		ls, err := dir.Lock(ctx, "long")
+		require.NoError(t, err)
+		raw, found, err := ls.Load()
+		require.NoError(t, err)
+		s := eng.NewSession("long", nil)
+		if found {
+			var st eval.SessionState
+			require.NoError(t, json.Unmarshal(raw, &st))
+			s, err = eng.RestoreSession(st)
+			require.NoError(t, err)
+		}
+		tool := fmt.Sprintf("Tag%d", i%100)
+		_, err = s.Before(ctx, eval.Call{ID: fmt.Sprintf("toolu_%06d", i), Tool: tool})
+		require.NoError(t, err)
+		js, err := json.Marshal(s.State())
+		require.NoError(t, err)
+		written, err = ls.Save(js)
+		require.NoError(t, err)
+		require.NoError(t, ls.Close())
+	}
+	t.Logf("hook state file after 1,000 calls adding 100 distinct labels: %d bytes", len(written))
+	assert.Less(t, len(written), 64<<10)
+	var st eval.SessionState
+	require.NoError(t, json.Unmarshal(loadState(t, dir), &st))
+	assert.Len(t, st.Labels, eval.MaxLabels)
+	assert.True(t, st.LabelsLost)
+	s, err := eng.RestoreSession(st)
+	require.NoError(t, err)
+	d, err := s.Before(ctx, eval.Call{Tool: "WebFetch", Args: map[string]any{"url": "https://go.dev"}})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Block, d.Verdict)
+	assert.Equal(t, eval.CodePolicyError, d.Code, "labels lost past the bound: the rule reading them fails closed")
+}
+
+// loadState reads the state of the session "long" from dir.
+func loadState(t *testing.T, dir *statedir.Dir) []byte {
+	t.Helper()
+	ls, err := dir.Lock(context.Background(), "long")
+	require.NoError(t, err)
+	defer ls.Close()
+	raw, found, err := ls.Load()
+	require.NoError(t, err)
+	require.True(t, found)
+	return raw
+}

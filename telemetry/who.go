@@ -1,0 +1,129 @@
+package telemetry
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
+)
+
+// Who says who decides where: the repository (its root and its origin
+// remote), the machine, the OS user, and the agent host and its version.
+// They are resource attributes of every span, log record and metric.
+type Who struct {
+	RepoRoot     string `json:"repo_root,omitempty"`
+	RepoRemote   string `json:"repo_remote,omitempty"`
+	Machine      string `json:"machine,omitempty"`
+	User         string `json:"user,omitempty"`
+	AgentHost    string `json:"agent_host,omitempty"`
+	AgentVersion string `json:"agent_version,omitempty"`
+}
+
+// WhoAmI is this process's Who, from dir (the repository is the closest
+// directory at or above dir holding .git; its remote is origin's URL in
+// .git/config, with any user name and password removed): it runs no
+// command and reads two small files at most. agentHost and agentVersion
+// are the caller's.
+func WhoAmI(dir, agentHost, agentVersion string) Who {
+	w := Who{AgentHost: agentHost, AgentVersion: agentVersion}
+	w.Machine, _ = os.Hostname()
+	if u, err := user.Current(); err == nil {
+		w.User = u.Username
+	}
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	for d := dir; d != ""; {
+		if fi, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			w.RepoRoot = d
+			if fi.IsDir() {
+				w.RepoRemote = originURL(filepath.Join(d, ".git", "config"))
+			}
+			break
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	return w
+}
+
+// originURL is the url of [remote "origin"] in a git config file, without
+// credentials; "" when there is none.
+func originURL(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	in := false
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			in = line == `[remote "origin"]`
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); in && ok && strings.TrimSpace(k) == "url" {
+			return StripCredentials(strings.TrimSpace(v))
+		}
+	}
+	return ""
+}
+
+// StripCredentials removes the user information (user:token@) from a
+// remote's URL, which may carry an access token; a URL that does not
+// parse is dropped whole unless it is scp-like (git@host:path).
+func StripCredentials(remote string) string {
+	if !strings.Contains(remote, "://") {
+		if at := strings.LastIndex(remote, "@"); at >= 0 && strings.Contains(remote[at:], ":") {
+			return remote[at+1:]
+		}
+		return remote
+	}
+	u, err := url.Parse(remote)
+	if err != nil {
+		return ""
+	}
+	u.User = nil
+	u.RawQuery, u.Fragment = "", ""
+	return u.String()
+}
+
+// resource is the resource of everything t exports: the service (celguard,
+// or OTEL_SERVICE_NAME, or Config.ServiceName), the OTEL_RESOURCE_ATTRIBUTES,
+// and Config.Who.
+func (t *Telemetry) resource(ctx context.Context) (*resource.Resource, error) {
+	w := t.cfg.Who
+	attrs := []attribute.KeyValue{attribute.String("service.name", "celguard"), attribute.String("os.type", runtime.GOOS)}
+	add := func(k, v string) {
+		if v != "" {
+			attrs = append(attrs, attribute.String(k, v))
+		}
+	}
+	add("host.name", w.Machine)
+	add("user.name", w.User)
+	add("vcs.repository.url.full", w.RepoRemote)
+	add("celguard.repository.root", w.RepoRoot)
+	add("celguard.agent.host", w.AgentHost)
+	add("celguard.agent.version", w.AgentVersion)
+	opts := []resource.Option{resource.WithAttributes(attrs...), resource.WithFromEnv(), resource.WithTelemetrySDK()}
+	if t.cfg.ServiceName != "" {
+		opts = append(opts, resource.WithAttributes(attribute.String("service.name", t.cfg.ServiceName)))
+	}
+	r, err := resource.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: resource: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,332 @@
+package celguard_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/celguard/celguard"
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/otlptest"
+	"github.com/celguard/celguard/policies"
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/telemetry"
+)
+
+// telemetryPolicy scripts a session: a block by a rule at a known line, a
+// modify, an ask (approved), a halt, and a rule at the turn's end.
+const telemetryPolicy = `apiVersion: celguard.dev/v1
+kind: Policy
+name: tel
+decision_log:
+  mask:
+    - {tools: [Write], args: [content]}
+rules:
+  - id: no-rm
+    condition: 'has(args.command) && string(args.command).startsWith("rm -rf")'
+    verdict: block
+    code: destructive
+    message: '"refused: " + string(args.command)'
+  - id: quiet-curl
+    condition: 'has(args.command) && string(args.command).startsWith("curl ")'
+    verdict: modify
+    modify:
+      args: '{"command": string(args.command) + " --silent"}'
+  - id: ask-push
+    condition: 'has(args.command) && string(args.command).startsWith("git push")'
+    verdict: ask
+  - id: stop
+    condition: 'has(args.command) && string(args.command) == "shutdown"'
+    verdict: halt
+  - id: turn-done
+    phase: turn_end
+    condition: 'true'
+    verdict: warn
+    reason: turn over
+`
+
+// hostile are credentials of the secret patterns' kinds, and a value a
+// policy masks: none may leave the machine in any exported byte.
+var hostile = []string{
+	"ghp_0123456789abcdefghijABCDEFGHIJ012345",
+	"AKIAIOSFODNN7EXAMPLE",
+	"xoxb-123456789012-1234567890123-abcdefghijABCDEFGHIJabcd",
+	"glpat-abcdefghij0123456789",
+	"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+	"MASKED-BY-POLICY-hunter2",
+}
+
+// scriptedSession runs the scripted session on g and returns its
+// decisions, in order.
+func scriptedSession(t *testing.T, g *celguard.Guard) []eval.Decision {
+	t.Helper()
+	ctx := context.Background()
+	s := g.NewSession("sess-tel", nil)
+	calls := []eval.Call{
+		{Tool: "Bash", ID: "c1", Agent: eval.Agent{Name: "coder"}, Args: map[string]any{"command": "rm -rf / " + hostile[0]}},
+		{Tool: "Bash", ID: "c2", Args: map[string]any{"command": "curl https://x.test/?k=" + hostile[1]}},
+		{Tool: "Bash", ID: "c3", Args: map[string]any{"command": "git push origin main"}},
+		{Tool: "Write", ID: "c4", Args: map[string]any{"file_path": "a.txt", "content": hostile[5], "note": hostile[2] + " " + hostile[3] + " " + hostile[4]}},
+		{Tool: "Bash", ID: "c5", Args: map[string]any{"command": "shutdown"}},
+	}
+	var ds []eval.Decision
+	for _, c := range calls {
+		d, err := s.Before(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	d, err := s.EndTurn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(ds, d)
+}
+
+// telemetryGuard loads the scripted policy with telemetry tc (nil: off).
+func telemetryGuard(t *testing.T, tc *telemetry.Config) *celguard.Guard {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tel.yaml"), []byte(telemetryPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	approve := eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
+		return eval.Approval{Answer: eval.Approve}, nil
+	})
+	g, err := celguard.Config{Policies: policies.Options{Explicit: []string{filepath.Join(dir, "tel.yaml")}}, JudgeFiles: []string{}, BundleFiles: []string{},
+		Approver: approve, DecisionMetadata: true, Telemetry: tc}.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestTelemetryOTLP: through the Go API, over both protocols, every
+// decision of the scripted session is a span naming the rule that decided
+// (file:line), a log record with the decision log's masked record, and a
+// count in celguard_decisions_total; nothing secret is in any byte sent.
+func TestTelemetryOTLP(t *testing.T) {
+	for _, proto := range []string{telemetry.ProtocolGRPC, telemetry.ProtocolHTTP} {
+		t.Run(proto, func(t *testing.T) {
+			col := otlptest.Start(t, proto, otlptest.Accept)
+			who := telemetry.Who{RepoRoot: "/repo", RepoRemote: "https://example.test/r.git", Machine: "m1", User: "alice", AgentHost: "claude-code", AgentVersion: "2.0.1"}
+			g := telemetryGuard(t, &telemetry.Config{Endpoint: col.Endpoint, Protocol: proto, Who: who})
+			ds := scriptedSession(t, g)
+			if err := g.Close(); err != nil {
+				t.Fatal(err)
+			}
+			want := []struct {
+				verdict policy.Verdict
+				rule    string
+				line    string
+			}{{policy.Block, "no-rm", "8"}, {policy.Modify, "quiet-curl", "13"}, {policy.Allow, "ask-push", "18"}, {policy.Allow, "", ""}, {policy.Halt, "stop", "21"}, {policy.Warn, "turn-done", "24"}}
+			spans := col.Spans()
+			if len(spans) != len(want) {
+				t.Fatalf("got %d spans, want %d", len(spans), len(want))
+			}
+			for i, w := range want {
+				sp := spans[i]
+				if ds[i].Verdict != w.verdict {
+					t.Errorf("decision %d: verdict %s, want %s", i, ds[i].Verdict, w.verdict)
+				}
+				if got := sp.Attr("celguard.verdict"); got != w.verdict.String() {
+					t.Errorf("span %d (%s): celguard.verdict %q, want %q", i, sp.Name, got, w.verdict)
+				}
+				if got := sp.Attr("celguard.rule.id"); got != w.rule {
+					t.Errorf("span %d: celguard.rule.id %q, want %q", i, got, w.rule)
+				}
+				if got := sp.Attr("celguard.rule.line"); got != w.line {
+					t.Errorf("span %d: celguard.rule.line %q, want %q", i, got, w.line)
+				}
+				if w.rule != "" && !strings.HasSuffix(sp.Attr("celguard.rule.file"), "tel.yaml") {
+					t.Errorf("span %d: celguard.rule.file %q", i, sp.Attr("celguard.rule.file"))
+				}
+				if sp.Attr("gen_ai.conversation.id") != "sess-tel" || sp.Attr("celguard.policy.digest") != g.Digest() {
+					t.Errorf("span %d: session %q digest %q", i, sp.Attr("gen_ai.conversation.id"), sp.Attr("celguard.policy.digest"))
+				}
+				if sp.Attr("celguard.decision.id") != ds[i].DecisionID {
+					t.Errorf("span %d: decision id %q, want %q", i, sp.Attr("celguard.decision.id"), ds[i].DecisionID)
+				}
+				// One trace per session: every span in the session's trace.
+				if tid := telemetry.SessionSpanContext("sess-tel").TraceID(); !bytes.Equal(sp.TraceId, tid[:]) {
+					t.Errorf("span %d: trace %x, want the session's %s", i, sp.TraceId, tid)
+				}
+				for k, v := range map[string]string{"host.name": "m1", "user.name": "alice", "vcs.repository.url.full": "https://example.test/r.git",
+					"celguard.repository.root": "/repo", "celguard.agent.host": "claude-code", "celguard.agent.version": "2.0.1", "service.name": "celguard"} {
+					if sp.Resource[k] != v {
+						t.Errorf("span %d: resource %s = %q, want %q", i, k, sp.Resource[k], v)
+					}
+				}
+			}
+			if spans[0].Attr("gen_ai.tool.name") != "Bash" || spans[0].Attr("gen_ai.tool.call.id") != "c1" || spans[0].Attr("gen_ai.agent.name") != "coder" ||
+				spans[0].Attr("celguard.code") != "destructive" {
+				t.Errorf("span 0: GenAI attributes %v", spans[0].Attributes)
+			}
+			if !strings.Contains(spans[1].Attr("celguard.rewrite"), "--silent") {
+				t.Errorf("span 1: rewrite %q", spans[1].Attr("celguard.rewrite"))
+			}
+			if spans[2].Attr("celguard.approval.outcome") != "approved" {
+				t.Errorf("span 2: approval outcome %q", spans[2].Attr("celguard.approval.outcome"))
+			}
+			if spans[5].Name != "celguard.decision turn_end" {
+				t.Errorf("span 5: name %q", spans[5].Name)
+			}
+
+			logs := col.Logs()
+			if len(logs) != len(want) {
+				t.Fatalf("got %d log records, want %d", len(logs), len(want))
+			}
+			for i, lr := range logs {
+				var rec map[string]any
+				if err := json.Unmarshal([]byte(lr.Body.GetStringValue()), &rec); err != nil {
+					t.Fatalf("log %d: body: %v", i, err)
+				}
+				if rec["decision_id"] != ds[i].DecisionID || rec["verdict"] != want[i].verdict.String() || lr.EventName != "celguard.decision" {
+					t.Errorf("log %d: %v", i, rec)
+				}
+				if !bytes.Equal(lr.TraceId, spans[i].TraceId) || !bytes.Equal(lr.SpanId, spans[i].SpanId) {
+					t.Errorf("log %d is not in its decision's span", i)
+				}
+			}
+			if !strings.Contains(logs[3].Body.GetStringValue(), `"masked":[`) {
+				t.Errorf("log 3 does not list what it masked: %s", logs[3].Body.GetStringValue())
+			}
+
+			m := col.Metrics()
+			for _, name := range []string{"celguard_decisions_total", "celguard_decision_duration_seconds"} {
+				if m[name] == nil {
+					t.Errorf("metric %s not exported (got %v)", name, len(m))
+				}
+			}
+			if sum := m["celguard_decisions_total"].GetSum(); sum != nil {
+				var n int64
+				for _, dp := range sum.DataPoints {
+					n += dp.GetAsInt()
+				}
+				if n != int64(len(want)) {
+					t.Errorf("celguard_decisions_total = %d, want %d", n, len(want))
+				}
+			}
+
+			raw := col.Raw()
+			if len(raw) == 0 {
+				t.Fatal("nothing received")
+			}
+			for _, b := range raw {
+				for _, s := range hostile {
+					if bytes.Contains(b, []byte(s)) {
+						t.Errorf("a secret left the machine: %q in an export", s)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTelemetryCollectorFailures: a collector that is down, refuses or
+// hangs changes no decision, and Close comes back (the flush is bounded)
+// while a hanging collector still holds the export.
+func TestTelemetryCollectorFailures(t *testing.T) {
+	want := scriptedSession(t, telemetryGuard(t, nil))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	_ = ln.Close() // nothing listens there now
+	for _, proto := range []string{telemetry.ProtocolGRPC, telemetry.ProtocolHTTP} {
+		cases := map[string]string{"down": dead}
+		for name, mode := range map[string]otlptest.Mode{"refusing": otlptest.Refuse, "hanging": otlptest.Hang} {
+			cases[name] = otlptest.Start(t, proto, mode).Endpoint
+		}
+		for name, endpoint := range cases {
+			t.Run(proto+"/"+name, func(t *testing.T) {
+				g := telemetryGuard(t, &telemetry.Config{Endpoint: endpoint, Protocol: proto})
+				got := scriptedSession(t, g)
+				for i := range want {
+					if got[i].Verdict != want[i].Verdict || got[i].RuleID != want[i].RuleID || got[i].Code != want[i].Code || got[i].Reason != want[i].Reason {
+						t.Errorf("decision %d: %s %s %s, want %s %s %s", i, got[i].Verdict, got[i].RuleID, got[i].Code, want[i].Verdict, want[i].RuleID, want[i].Code)
+					}
+				}
+				if err := g.Close(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkTelemetry is the cost of one decision (a block, masked record
+// and all) with the export off and on (to a collector that accepts, over
+// gRPC): go test -run '^$' -bench BenchmarkTelemetry -benchmem .
+func BenchmarkTelemetry(b *testing.B) {
+	call := eval.Call{Tool: "Bash", ID: "c1", Args: map[string]any{"command": "rm -rf / now"}}
+	for _, on := range []bool{false, true} {
+		name := "off"
+		var tc *telemetry.Config
+		if on {
+			name = "on"
+			col := otlptest.Start(b, telemetry.ProtocolGRPC, otlptest.Accept)
+			tc = &telemetry.Config{Endpoint: col.Endpoint, Protocol: telemetry.ProtocolGRPC, QueueSize: 1 << 16}
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "tel.yaml"), []byte(telemetryPolicy), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			g, err := celguard.Config{Policies: policies.Options{Explicit: []string{filepath.Join(dir, "tel.yaml")}}, JudgeFiles: []string{}, BundleFiles: []string{},
+				DecisionMetadata: true, Telemetry: tc}.Load(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			s := g.NewSession("bench", nil)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Before(ctx, call); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTelemetryCloseDead is what a hook process pays at exit when the
+// collector is down (nothing listens): one decision, then Close's bounded
+// flush: go test -run '^$' -bench BenchmarkTelemetryCloseDead .
+func BenchmarkTelemetryCloseDead(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	_ = ln.Close()
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tel.yaml"), []byte(telemetryPolicy), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	for _, proto := range []string{telemetry.ProtocolGRPC, telemetry.ProtocolHTTP} {
+		b.Run(proto, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				g, err := celguard.Config{Policies: policies.Options{Explicit: []string{filepath.Join(dir, "tel.yaml")}}, JudgeFiles: []string{}, BundleFiles: []string{},
+					DecisionMetadata: true, Telemetry: &telemetry.Config{Endpoint: dead, Protocol: proto}}.Load(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := g.NewSession("s", nil).Before(context.Background(), eval.Call{Tool: "Bash", Args: map[string]any{"command": "ls"}}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				_ = g.Close()
+			}
+		})
+	}
+}
