@@ -89,6 +89,12 @@ type Config struct {
 	Version string
 	// Logger receives the proxy's own events; none when nil.
 	Logger *slog.Logger
+	// Pins, when set, is the pins file: the digest of each upstream tool's
+	// definition is recorded there on first use, and a tool whose
+	// definition changed since (checked at start and whenever the upstream
+	// is started again) is not offered and its calls are refused
+	// (CodeToolChanged) until an operator removes its pin.
+	Pins string
 }
 
 // Proxy is an MCP server that decides its upstream's tool calls.
@@ -103,7 +109,8 @@ type Proxy struct {
 
 	sessions sync.Map // *mcp.ServerSession -> *eval.Session
 
-	key [32]byte // signs approval request states (bind)
+	key  [32]byte // signs approval request states (bind)
+	pins *pins    // nil without Config.Pins
 }
 
 // New builds the engine, connects to the upstream, lists its tools and
@@ -142,6 +149,12 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	p.upstream = up
+	if cfg.Pins != "" {
+		if p.pins, err = loadPins(cfg.Pins, cfg.Name); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "celguard-mcp-proxy", Version: cfg.Version}, nil)
 	var tools []*mcp.Tool
 	for t, err := range up.Tools(ctx, nil) {
@@ -151,7 +164,18 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 		}
 		tools = append(tools, t)
 	}
+	changed := map[string]bool{}
+	if p.pins != nil {
+		if changed, err = p.pins.check(tools); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
 	for _, t := range tools {
+		if changed[t.Name] {
+			log.Warn("tool definition changed since it was pinned: not offered", "server", cfg.Name, "tool", t.Name, "code", CodeToolChanged)
+			continue
+		}
 		if err := p.addTool(t); err != nil {
 			// A tool the SDK cannot offer is not offered: it cannot be
 			// called through the proxy either.
@@ -227,6 +251,22 @@ func (p *Proxy) live(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.pins != nil {
+		// A server started again may define its tools anew: check them
+		// before any call reaches it.
+		var tools []*mcp.Tool
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				go cs.Close()
+				return nil, fmt.Errorf("listing the tools of the restarted server: %w", err)
+			}
+			tools = append(tools, t)
+		}
+		if _, err := p.pins.check(tools); err != nil {
+			go cs.Close()
+			return nil, err
+		}
+	}
 	p.upstream = cs
 	return cs, nil
 }
@@ -280,6 +320,9 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest, tool string)
 			return refusal(fmt.Sprintf("celguard: the arguments of %s are not a JSON object (code %s)", tool, CodeInvalidArguments)), nil
 		}
 	}
+	if p.pins.isChanged(tool) {
+		return p.changedRefusal(tool), nil
+	}
 	sess := p.session(req.Session)
 	call := eval.Call{Tool: ToolName(p.cfg.Name, tool), Args: args, Cwd: p.cfg.Cwd}
 	d, err := sess.Before(ctx, call)
@@ -300,6 +343,9 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest, tool string)
 		return refusal(message(d)), nil
 	}
 	res, err := p.forward(ctx, tool, args, req.Params.Meta)
+	if errors.Is(err, errToolChanged) {
+		return p.changedRefusal(tool), nil
+	}
 	if err != nil {
 		p.log.Warn("upstream call failed", "server", p.cfg.Name, "tool", tool, "error", err)
 		return refusal(fmt.Sprintf("celguard: the %s server failed this call, so it was refused: %v (code %s)", p.cfg.Name, err, CodeUpstreamFailed)), nil
@@ -326,6 +372,9 @@ func (p *Proxy) forward(ctx context.Context, tool string, args map[string]any, m
 	cs, err := p.live(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if p.pins.isChanged(tool) {
+		return nil, errToolChanged
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 	defer cancel()
@@ -454,4 +503,12 @@ func randomID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// errToolChanged: the restarted upstream changed the called tool.
+var errToolChanged = errors.New(CodeToolChanged)
+
+// changedRefusal refuses a call of a tool whose definition changed.
+func (p *Proxy) changedRefusal(tool string) *mcp.CallToolResult {
+	return refusal(fmt.Sprintf("celguard: the %s server changed the definition of %s since it was pinned, so celguard refused the call (code %s): an operator must accept the new definition by removing its pin from the pins file", p.cfg.Name, tool, CodeToolChanged))
 }
