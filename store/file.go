@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/state"
@@ -27,10 +29,104 @@ import (
 // (store_unavailable).
 type File struct {
 	dir *statedir.Dir
+
+	mu   sync.Mutex
+	held map[string]*statedir.Locked // by session id (Hold)
 }
 
 // NewFile is the file store of a directory.
 func NewFile(dir string) *File { return &File{dir: &statedir.Dir{Dir: dir}} }
+
+// NewFileDir is the file store of a state directory as its caller
+// configured it (its size cap, its cleanup age).
+func NewFileDir(dir *statedir.Dir) *File { return &File{dir: dir} }
+
+// Dir is the store's state directory.
+func (f *File) Dir() *statedir.Dir { return f.dir }
+
+// Held is a session's lock held for the whole of one event (File.Hold).
+type Held struct {
+	f        *File
+	id       string
+	ls       *statedir.Locked
+	replayed []string
+}
+
+// Hold takes session id's lock for the whole of one event, waiting until
+// ctx ends: a command hook decides one event of a session at a time, and
+// an after-event that cannot take the lock in time is recorded for later
+// (Dir.RecordPending). While it is held, the store's commits and Delete of
+// the session's entry use this lock instead of taking it again. Release
+// it when the event is answered.
+func (f *File) Hold(ctx context.Context, id string) (*Held, error) {
+	f.mu.Lock()
+	_, dup := f.held[id]
+	f.mu.Unlock()
+	if dup {
+		return nil, fmt.Errorf("the state of session %q is already held", id)
+	}
+	ls, err := f.dir.Lock(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, dup := f.held[id]; dup {
+		ls.Close()
+		return nil, fmt.Errorf("the state of session %q is already held", id)
+	}
+	if f.held == nil {
+		f.held = map[string]*statedir.Locked{}
+	}
+	f.held[id] = ls
+	return &Held{f: f, id: id, ls: ls}, nil
+}
+
+// Pending returns the session's pending after-events (Dir.RecordPending),
+// oldest first, for the holder to apply before its event; bad says which
+// failed their check (they are not returned). Release(true) removes them
+// all, with those that failed.
+func (h *Held) Pending() (events []statedir.Pending, bad error, err error) {
+	events, failed, bad, err := h.ls.Pending()
+	if err != nil {
+		return nil, nil, err
+	}
+	h.replayed = failed
+	for _, ev := range events {
+		h.replayed = append(h.replayed, ev.File)
+	}
+	return events, bad, nil
+}
+
+// Release releases the lock; applied says the pending after-events
+// Pending returned were applied and the session's state written since,
+// so they are removed (removing them otherwise would lose their counts,
+// keeping them once applied would count them twice).
+func (h *Held) Release(applied bool) error {
+	h.f.mu.Lock()
+	delete(h.f.held, h.id)
+	h.f.mu.Unlock()
+	var err error
+	if applied {
+		err = statedir.RemovePending(h.replayed)
+	}
+	return errors.Join(err, h.ls.Close())
+}
+
+// lock is the lock of an entry's file: the one held for its session
+// (Hold, owned false), or one taken now.
+func (f *File) lock(ctx context.Context, k state.Key) (ls *statedir.Locked, owned bool, err error) {
+	if k.Scope == policy.ScopeSession {
+		f.mu.Lock()
+		ls := f.held[k.ID]
+		f.mu.Unlock()
+		if ls != nil {
+			return ls, false, nil
+		}
+	}
+	ls, err = f.dir.Lock(ctx, name(k))
+	return ls, err == nil, err
+}
 
 // name is the state directory's session id of an entry: a session's own
 // id (the file the hooks use), or a name no session id can take for a
@@ -60,9 +156,10 @@ func (f *File) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry,
 	}
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(name(ops[a].Key), name(ops[b].Key)) })
 	locked := make([]*statedir.Locked, len(ops))
+	owned := make([]bool, len(ops))
 	defer func() {
-		for _, ls := range locked {
-			if ls != nil {
+		for i, ls := range locked {
+			if ls != nil && owned[i] {
 				ls.Close()
 			}
 		}
@@ -70,11 +167,11 @@ func (f *File) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry,
 	out := make([]state.Entry, len(ops))
 	match := true
 	for _, i := range order {
-		ls, err := f.dir.Lock(ctx, name(ops[i].Key))
+		ls, own, err := f.lock(ctx, ops[i].Key)
 		if err != nil {
 			return false, nil, err
 		}
-		locked[i] = ls
+		locked[i], owned[i] = ls, own
 		st, found, err := ls.Load()
 		var tampered *statedir.TamperedError
 		switch {
@@ -109,11 +206,13 @@ func (f *File) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry,
 
 // Delete implements state.Store.
 func (f *File) Delete(ctx context.Context, key state.Key) error {
-	ls, err := f.dir.Lock(ctx, name(key))
+	ls, owned, err := f.lock(ctx, key)
 	if err != nil {
 		return err
 	}
-	defer ls.Close()
+	if owned {
+		defer ls.Close()
+	}
 	return ls.Remove()
 }
 

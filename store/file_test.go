@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -120,4 +122,55 @@ func FuzzOpen(f *testing.F) {
 			st.Close()
 		}
 	})
+}
+
+// TestFileHold: a session held for one event (a command hook's) is
+// committed under the held lock, while another process's store waits for
+// it; its pending after-events are handed to the holder and removed only
+// once applied.
+func TestFileHold(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	f := store.NewFileDir(&statedir.Dir{Dir: dir})
+	require.NoError(t, f.Dir().RecordPending("s1", []byte(`{"call":{"tool":"Bash"}}`)))
+
+	held, err := f.Hold(ctx, "s1")
+	require.NoError(t, err)
+	_, err = f.Hold(ctx, "s1")
+	require.Error(t, err, "a session is held once")
+	events, bad, err := held.Pending()
+	require.NoError(t, err)
+	require.NoError(t, bad)
+	require.Len(t, events, 1)
+	assert.JSONEq(t, `{"call":{"tool":"Bash"}}`, string(events[0].Event))
+
+	eng := replica(t, capSet(t, "session", 10, ""), f)
+	s := eng.NewSession("s1", map[string]any{"user": "ana"})
+	d, err := s.Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Allow, d.Verdict, "the commit uses the held lock")
+
+	other := replica(t, capSet(t, "session", 10, ""), store.NewFile(dir), eval.WithStoreTimeout(50*time.Millisecond))
+	d, err = other.NewSession("s1", map[string]any{"user": "ana"}).Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.Equal(t, eval.CodeStoreUnavailable, d.Code, "another process waits for the held lock")
+
+	require.NoError(t, held.Release(false))
+	pending, err := filepath.Glob(f.Dir().PendingPrefix("s1") + "*")
+	require.NoError(t, err)
+	assert.Len(t, pending, 1, "not applied: kept")
+
+	held, err = f.Hold(ctx, "s1")
+	require.NoError(t, err)
+	events, _, err = held.Pending()
+	require.NoError(t, err)
+	require.Len(t, events, 1)
+	require.NoError(t, held.Release(true))
+	pending, err = filepath.Glob(f.Dir().PendingPrefix("s1") + "*")
+	require.NoError(t, err)
+	assert.Empty(t, pending, "applied: removed")
+
+	d, err = other.NewSession("s1", map[string]any{"user": "ana"}).Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Allow, d.Verdict, "released")
 }
