@@ -20,7 +20,7 @@ import (
 // engine's state. On each chunk it appends the chunk's text, decides the
 // output rules on the whole answer so far, and releases only the decided
 // text at least StreamHold bytes behind its end (the secret scanner's
-// longest match, stdlib/secrets.go), answering the chunk with the newly
+// longest match and one character), answering the chunk with the newly
 // released slice in place of its text (possibly empty: Gemini CLI takes a
 // response whose one part is "" and shows nothing). A chunk with a
 // finishReason releases the rest. A block or halt denies the chunk (Gemini
@@ -35,10 +35,12 @@ import (
 // keeps it).
 
 // StreamHold is how many bytes of the decided answer the AfterModel hook
-// holds back until the next chunk or the end of the answer: one more than
-// the longest match of the secret scanner (8,192 bytes), so that a secret
-// still arriving is never released in part.
-const StreamHold = 8193
+// holds back until the next chunk or the end of the answer: the longest
+// match of the secret scanner (8,192 bytes, stdlib/secrets.go) and the one
+// character (at most utf8.UTFMax bytes) it reads past a match, so that a
+// secret still arriving is whole in the text decided before a byte of it
+// is released.
+const StreamHold = 8192 + utf8.UTFMax
 
 // MaxStreamBytes bounds the answer a session's record keeps: an answer
 // longer than this is blocked with CodeStreamTooLong (fail closed) rather
