@@ -261,3 +261,72 @@ func TestTelemetryCollectorFailures(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTelemetry is the cost of one decision (a block, masked record
+// and all) with the export off and on (to a collector that accepts, over
+// gRPC): go test -run '^$' -bench BenchmarkTelemetry -benchmem .
+func BenchmarkTelemetry(b *testing.B) {
+	call := eval.Call{Tool: "Bash", ID: "c1", Args: map[string]any{"command": "rm -rf / now"}}
+	for _, on := range []bool{false, true} {
+		name := "off"
+		var tc *telemetry.Config
+		if on {
+			name = "on"
+			col := otlptest.Start(b, telemetry.ProtocolGRPC, otlptest.Accept)
+			tc = &telemetry.Config{Endpoint: col.Endpoint, Protocol: telemetry.ProtocolGRPC, QueueSize: 1 << 16}
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "tel.yaml"), []byte(telemetryPolicy), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			g, err := celguard.Config{Policies: policies.Options{Explicit: []string{filepath.Join(dir, "tel.yaml")}}, JudgeFiles: []string{}, BundleFiles: []string{},
+				DecisionMetadata: true, Telemetry: tc}.Load(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			s := g.NewSession("bench", nil)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Before(ctx, call); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTelemetryCloseDead is what a hook process pays at exit when the
+// collector is down (nothing listens): one decision, then Close's bounded
+// flush: go test -run '^$' -bench BenchmarkTelemetryCloseDead .
+func BenchmarkTelemetryCloseDead(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	_ = ln.Close()
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tel.yaml"), []byte(telemetryPolicy), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	for _, proto := range []string{telemetry.ProtocolGRPC, telemetry.ProtocolHTTP} {
+		b.Run(proto, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				g, err := celguard.Config{Policies: policies.Options{Explicit: []string{filepath.Join(dir, "tel.yaml")}}, JudgeFiles: []string{}, BundleFiles: []string{},
+					DecisionMetadata: true, Telemetry: &telemetry.Config{Endpoint: dead, Protocol: proto}}.Load(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := g.NewSession("s", nil).Before(context.Background(), eval.Call{Tool: "Bash", Args: map[string]any{"command": "ls"}}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				_ = g.Close()
+			}
+		})
+	}
+}

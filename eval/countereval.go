@@ -178,7 +178,12 @@ func (s *Session) applyUpdates(updates []counterUpdate) {
 	defer s.mu.Unlock()
 	for _, u := range updates {
 		cs := s.counterFor(u.c)
-		if u.reset {
+		switch {
+		case u.reset && u.c.Decl.ResetAll:
+			// reset: all clears every key; a saturated counter stays
+			// saturated (its lost keys are not known, so none is lifted).
+			cs.clear()
+		case u.reset:
 			cs.reset(u.key)
 			s.unsaturate(u.c, u.key)
 		}

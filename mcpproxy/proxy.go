@@ -27,7 +27,9 @@ package mcpproxy
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -87,6 +89,12 @@ type Config struct {
 	Version string
 	// Logger receives the proxy's own events; none when nil.
 	Logger *slog.Logger
+	// Pins, when set, is the pins file: the digest of each upstream tool's
+	// definition is recorded there on first use, and a tool whose
+	// definition changed since (checked at start and whenever the upstream
+	// is started again) is not offered and its calls are refused
+	// (CodeToolChanged) until an operator removes its pin.
+	Pins string
 }
 
 // Proxy is an MCP server that decides its upstream's tool calls.
@@ -100,6 +108,9 @@ type Proxy struct {
 	upstream *mcp.ClientSession // nil after a failure, until the next call
 
 	sessions sync.Map // *mcp.ServerSession -> *eval.Session
+
+	key  [32]byte // signs approval request states (bind)
+	pins *pins    // nil without Config.Pins
 }
 
 // New builds the engine, connects to the upstream, lists its tools and
@@ -128,12 +139,22 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{cfg: cfg, guard: guard, log: log}
+	if _, err := rand.Read(p.key[:]); err != nil {
+		guard.Close()
+		return nil, err
+	}
 	up, err := p.connect(ctx)
 	if err != nil {
 		guard.Close()
 		return nil, err
 	}
 	p.upstream = up
+	if cfg.Pins != "" {
+		if p.pins, err = loadPins(cfg.Pins, cfg.Name); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "celguard-mcp-proxy", Version: cfg.Version}, nil)
 	var tools []*mcp.Tool
 	for t, err := range up.Tools(ctx, nil) {
@@ -143,7 +164,18 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 		}
 		tools = append(tools, t)
 	}
+	changed := map[string]bool{}
+	if p.pins != nil {
+		if changed, err = p.pins.check(tools); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
 	for _, t := range tools {
+		if changed[t.Name] {
+			log.Warn("tool definition changed since it was pinned: not offered", "server", cfg.Name, "tool", t.Name, "code", CodeToolChanged)
+			continue
+		}
 		if err := p.addTool(t); err != nil {
 			// A tool the SDK cannot offer is not offered: it cannot be
 			// called through the proxy either.
@@ -219,6 +251,22 @@ func (p *Proxy) live(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.pins != nil {
+		// A server started again may define its tools anew: check them
+		// before any call reaches it.
+		var tools []*mcp.Tool
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				go cs.Close()
+				return nil, fmt.Errorf("listing the tools of the restarted server: %w", err)
+			}
+			tools = append(tools, t)
+		}
+		if _, err := p.pins.check(tools); err != nil {
+			go cs.Close()
+			return nil, err
+		}
+	}
 	p.upstream = cs
 	return cs, nil
 }
@@ -272,6 +320,9 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest, tool string)
 			return refusal(fmt.Sprintf("celguard: the arguments of %s are not a JSON object (code %s)", tool, CodeInvalidArguments)), nil
 		}
 	}
+	if p.pins.isChanged(tool) {
+		return p.changedRefusal(tool), nil
+	}
 	sess := p.session(req.Session)
 	call := eval.Call{Tool: ToolName(p.cfg.Name, tool), Args: args, Cwd: p.cfg.Cwd}
 	d, err := sess.Before(ctx, call)
@@ -285,14 +336,16 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest, tool string)
 			args = d.Args
 		}
 	case policy.Ask:
-		ok, why := p.ask(ctx, req.Session, d)
-		if !ok {
-			return refusal(why), nil
+		if res := p.ask(req, call, d); res != nil {
+			return res, nil
 		}
 	default: // block, halt, and any verdict this proxy does not know
 		return refusal(message(d)), nil
 	}
 	res, err := p.forward(ctx, tool, args, req.Params.Meta)
+	if errors.Is(err, errToolChanged) {
+		return p.changedRefusal(tool), nil
+	}
 	if err != nil {
 		p.log.Warn("upstream call failed", "server", p.cfg.Name, "tool", tool, "error", err)
 		return refusal(fmt.Sprintf("celguard: the %s server failed this call, so it was refused: %v (code %s)", p.cfg.Name, err, CodeUpstreamFailed)), nil
@@ -320,6 +373,9 @@ func (p *Proxy) forward(ctx context.Context, tool string, args map[string]any, m
 	if err != nil {
 		return nil, err
 	}
+	if p.pins.isChanged(tool) {
+		return nil, errToolChanged
+	}
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 	defer cancel()
 	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: meta})
@@ -338,30 +394,55 @@ func (p *Proxy) forward(ctx context.Context, tool string, args map[string]any, m
 	return res, nil
 }
 
-// ask settles an ask verdict: the client's user is asked through MCP
-// elicitation when the client declares it, else the call is refused.
-func (p *Proxy) ask(ctx context.Context, ss *mcp.ServerSession, d eval.Decision) (bool, string) {
-	if ss != nil {
-		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil {
-			res, err := ss.Elicit(ctx, &mcp.ElicitParams{
-				Message: message(d) + ". Allow this call?",
-				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
-					"approve": map[string]any{"type": "boolean", "description": "allow this one call"}}, "required": []string{"approve"}},
-			})
-			if err != nil {
-				return false, message(d) + ". celguard asked for approval and got no answer (" + err.Error() + "), so it refused the call"
-			}
-			if res.Action == "accept" && res.Content["approve"] == true {
-				return true, ""
-			}
-			return false, message(d) + ". The user did not approve this call"
+// approvalInput is the id of the proxy's elicitation in a tools/call's
+// input requests (MCP multi round-trip requests, SEP-2322).
+const approvalInput = "celguard-approval"
+
+// ask settles an ask verdict. When the client declares elicitation, the
+// proxy answers the call with an input request (an elicitation the SDK
+// turns into a separate elicitation/create for clients on protocol
+// versions before 2026-07-28) whose request state binds it to this call;
+// the client's retry carries the user's answer, and the call runs only if
+// the user accepted and the state matches the call decided again. Without
+// elicitation the call is refused. It returns the result to send instead
+// of running the call, or nil to run it.
+func (p *Proxy) ask(req *mcp.CallToolRequest, call eval.Call, d eval.Decision) *mcp.CallToolResult {
+	ss := req.Session
+	if ss == nil || ss.InitializeParams() == nil || ss.InitializeParams().Capabilities == nil || ss.InitializeParams().Capabilities.Elicitation == nil {
+		why := message(d) + ". This call needs a person's approval and this MCP client cannot be asked (it declares no elicitation), so celguard refused it"
+		if d.Approval != nil && d.Approval.Request != "" {
+			why += " as approval request " + d.Approval.Request
 		}
+		return refusal(why)
 	}
-	why := message(d) + ". This call needs a person's approval and this MCP client cannot be asked (it declares no elicitation), so celguard refused it"
-	if d.Approval != nil && d.Approval.Request != "" {
-		why += fmt.Sprintf(" as approval request %s: tell the user to run `celguard approve %s` in their own terminal, then run the identical call again", d.Approval.Request, d.Approval.Request)
+	state := p.bind(ss, call, d)
+	if resp, ok := req.Params.InputResponses[approvalInput]; ok {
+		if req.Params.RequestState != state {
+			return refusal(message(d) + ". The approval answered was for another call, so celguard refused this one")
+		}
+		if er, ok := resp.(*mcp.ElicitResult); ok && er.Action == "accept" && er.Content["approve"] == true {
+			return nil
+		}
+		return refusal(message(d) + ". The user did not approve this call")
 	}
-	return false, why
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{
+			Message: message(d) + ". Allow this call?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+				"approve": map[string]any{"type": "boolean", "description": "allow this one call"}}, "required": []string{"approve"}},
+		}},
+		RequestState: state,
+	}
+}
+
+// bind is the request state of an approval: an HMAC, under the proxy's
+// own key, of the client connection, the call and the rule that asked.
+func (p *Proxy) bind(ss *mcp.ServerSession, call eval.Call, d eval.Decision) string {
+	args, _ := json.Marshal(call.Args) // map keys sorted: canonical
+	m := hmac.New(sha256.New, p.key[:])
+	fmt.Fprintf(m, "%p\x00%s\x00%s\x00", ss, call.Tool, d.RuleID)
+	m.Write(args)
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // resultText is what rules read as result.content (the text parts, or the
@@ -422,4 +503,12 @@ func randomID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// errToolChanged: the restarted upstream changed the called tool.
+var errToolChanged = errors.New(CodeToolChanged)
+
+// changedRefusal refuses a call of a tool whose definition changed.
+func (p *Proxy) changedRefusal(tool string) *mcp.CallToolResult {
+	return refusal(fmt.Sprintf("celguard: the %s server changed the definition of %s since it was pinned, so celguard refused the call (code %s): an operator must accept the new definition by removing its pin from the pins file", p.cfg.Name, tool, CodeToolChanged))
 }

@@ -56,7 +56,7 @@ rules:
 
 // engineConfig is a composition root reading testPolicy alone: no user,
 // project or administrator files of this machine.
-func engineConfig(t *testing.T) celguard.Config {
+func engineConfig(t testing.TB) celguard.Config {
 	t.Helper()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "mcp.yaml")
@@ -281,5 +281,41 @@ func TestUpstreamHangs(t *testing.T) {
 	res = call(t, cs, "work", map[string]any{"hang": false})
 	if res.IsError || text(res) != "done" {
 		t.Fatalf("the next call: %v %q", res.IsError, text(res))
+	}
+}
+
+// TestElicitation: an ask is put to the user through MCP elicitation when
+// the client declares it; the call runs only when the user approves.
+func TestElicitation(t *testing.T) {
+	up := filesystemUpstream(t)
+	var asked []string
+	approve := true
+	handler := func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked = append(asked, req.Params.Message)
+		if approve {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		}
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	_, cs := connect(t, mcpproxy.Config{Name: "fs", Upstream: up.transport, Engine: engineConfig(t)}, &mcp.ClientOptions{ElicitationHandler: handler})
+	p := filepath.Join(up.root, "ask.txt")
+	res := call(t, cs, "write_file", map[string]any{"path": p, "content": "approved"})
+	if res.IsError {
+		t.Fatalf("an approved ask was refused: %s", text(res))
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != "approved" {
+		t.Fatalf("ask.txt = %q, %v", b, err)
+	}
+	approve = false
+	q := filepath.Join(up.root, "sub-ask.txt")
+	res = call(t, cs, "write_file", map[string]any{"path": q, "content": "declined"})
+	if !res.IsError || !strings.Contains(text(res), "did not approve") {
+		t.Fatalf("a declined ask: %v %q", res.IsError, text(res))
+	}
+	if _, err := os.Stat(q); !os.IsNotExist(err) {
+		t.Fatalf("sub-ask.txt exists after a declined ask: %v", err)
+	}
+	if len(asked) != 2 || !strings.Contains(asked[0], "rule ask-for-approved") {
+		t.Fatalf("elicitations: %q", asked)
 	}
 }

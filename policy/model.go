@@ -208,6 +208,11 @@ type Counter struct {
 	// ResetWhen, when set, is a CEL bool expression evaluated when the
 	// counter counts, that clears this call's key.
 	ResetWhen *Expr
+	// ResetAll makes reset_when clear every key of the counter (reset: all)
+	// instead of this call's key only (reset: key, the default). ResetPos
+	// is where reset is written.
+	ResetAll bool
+	ResetPos Pos
 	// Window, when positive, makes the counter count only the events of the
 	// last Window (a sliding window).
 	Window time.Duration

@@ -557,7 +557,19 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 		"key":            func(_, v *yaml.Node) { c.Key = d.exprPtr(v, "key") },
 		"increment_when": func(_, v *yaml.Node) { c.IncrementWhen, _ = d.expr(v, "increment_when") },
 		"reset_when":     func(_, v *yaml.Node) { c.ResetWhen = d.exprPtr(v, "reset_when") },
-		"streak":         func(_, v *yaml.Node) { c.Streak = d.exprPtr(v, "streak") },
+		"reset": func(_, v *yaml.Node) {
+			s, ok := d.str(v, "reset")
+			c.ResetPos = d.pos(v)
+			switch {
+			case !ok:
+			case s.Value == "all":
+				c.ResetAll = true
+			case s.Value == "key":
+			default:
+				d.ds.errorf(CodeInvalidValue, s.Pos, "reset must be key (reset_when clears this call's key) or all (it clears every key), not %q", s.Value)
+			}
+		},
+		"streak": func(_, v *yaml.Node) { c.Streak = d.exprPtr(v, "streak") },
 		"window": func(_, v *yaml.Node) {
 			s, ok := d.str(v, "window")
 			if !ok {
@@ -575,6 +587,9 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 	}
 	if c.Streak != nil && c.Window > 0 {
 		d.ds.errorf(CodeInvalidValue, c.Streak.Pos, "counter %s: streak and window cannot be combined: a streak counts consecutive events, a window counts recent ones", c.Name.Value)
+	}
+	if c.ResetAll && c.ResetWhen == nil {
+		d.ds.errorf(CodeMissingField, c.ResetPos, "counter %s: reset: all says what reset_when clears, and the counter has no reset_when", c.Name.Value)
 	}
 	return c
 }

@@ -426,3 +426,24 @@ func TestParseRuleLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestParseCounterResetAll: reset: all or key, and positioned errors for
+// another value and for reset without reset_when.
+func TestParseCounterResetAll(t *testing.T) {
+	const head = "apiVersion: celguard.dev/v1\nkind: Policy\nname: p\ncounters:\n  - name: c\n    increment_when: 'true'\n"
+	const rules = "rules:\n  - {id: a, verdict: block}\n"
+	p, ds := policy.Parse("p.yaml", []byte(head+"    reset_when: 'false'\n    reset: all\n"+rules))
+	require.Empty(t, ds)
+	assert.True(t, p.Counters[0].ResetAll)
+	p, ds = policy.Parse("p.yaml", []byte(head+"    reset_when: 'false'\n    reset: key\n"+rules))
+	require.Empty(t, ds)
+	assert.False(t, p.Counters[0].ResetAll)
+	_, ds = policy.Parse("p.yaml", []byte(head+"    reset_when: 'false'\n    reset: every\n"+rules))
+	require.Len(t, ds, 1)
+	assert.Equal(t, policy.CodeInvalidValue, ds[0].Code)
+	assert.Equal(t, 8, ds[0].Pos.Line)
+	_, ds = policy.Parse("p.yaml", []byte(head+"    reset: all\n"+rules))
+	require.Len(t, ds, 1)
+	assert.Equal(t, policy.CodeMissingField, ds[0].Code)
+	assert.Equal(t, 7, ds[0].Pos.Line)
+}

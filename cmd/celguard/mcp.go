@@ -29,6 +29,7 @@ type mcpProxyParams struct {
 	store     string
 	timeout   time.Duration
 	logLevel  string
+	pins      string
 	command   []string
 	stdio
 }
@@ -79,6 +80,7 @@ the state with other processes. See docs/mcp.md.`,
 	f.StringVar(&p.name, "name", "", "the server's name: the policies see its tools as mcp__NAME__TOOL (required)")
 	f.StringVar(&p.store, "store", "memory:", "the state store: memory: (in this process), redis://HOST:PORT/DB, valkey://HOST:PORT/DB or file:///DIR (docs/store.md)")
 	f.DurationVar(&p.timeout, "timeout", mcpproxy.DefaultCallTimeout, "the longest the server may take to answer one call; past it the call is refused (upstream_failed)")
+	f.StringVar(&p.pins, "pins", "", "a pins file: each tool's definition is pinned there on first use, and a tool whose definition changed since is not offered and refused (tool_changed) until its pin is removed")
 	f.StringVar(&p.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 	_ = cmd.MarkFlagRequired("name")
 	return cmd
@@ -116,6 +118,7 @@ func runMCPProxy(ctx context.Context, p mcpProxyParams) int {
 		Engine:      ecfg,
 		Cwd:         cwd,
 		CallTimeout: p.timeout,
+		Pins:        p.pins,
 		Version:     currentBuild().String(),
 		Logger:      slog.New(slog.NewTextHandler(p.stderr, &slog.HandlerOptions{Level: level})),
 	})

@@ -117,7 +117,7 @@ const notParse = "the file does not parse: "
 // riskyFragment is what an unparsed edit may not name: a shell, a
 // download or network program, an encoded payload, a pipe into one.
 var riskyFragment = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)(curl|wget|nc|ncat|socat|bash|sh|zsh|python3?\s+-c|node\s+-e|perl\s+-e|ruby\s+-e|eval|base64|powershell|iex|iwr|ssh|scp|rsync|ftp|telnet)|\|\s*\w|\$\(|` + "`" + `|>\s*/|&&|;`)
+	return regexp.MustCompile(`(?i)\b(curl|wget|nc|ncat|socat|bash|sh|zsh|python3?\s+-c|node\s+-e|perl\s+-e|ruby\s+-e|eval|base64|powershell|iex|iwr|ssh|scp|rsync|ftp|telnet)\b|\|\s*\w|\$\(|` + "`" + `|>\s*/|&&|;`)
 })
 
 // analysis accumulates an Analysis.

