@@ -194,6 +194,9 @@ func TestTelemetryOTLP(t *testing.T) {
 					t.Errorf("log %d is not in its decision's span", i)
 				}
 			}
+			if !strings.Contains(logs[0].Body.GetStringValue(), `"who":{"repo_root":"/repo","repo_remote":"https://example.test/r.git","machine":"m1","user":"alice","agent_host":"claude-code","agent_version":"2.0.1"}`) {
+				t.Errorf("log 0 does not say who decided where: %s", logs[0].Body.GetStringValue())
+			}
 			if !strings.Contains(logs[3].Body.GetStringValue(), `"masked":[`) {
 				t.Errorf("log 3 does not list what it masked: %s", logs[3].Body.GetStringValue())
 			}

@@ -18,6 +18,8 @@ type FileSinkOptions struct {
 	// Sync makes each line durable (fsync) before the decision is
 	// returned; without it a crash of the machine may lose the last lines.
 	Sync bool
+	// Who, when set, is written in every record (Record.Who).
+	Who *Who
 }
 
 // FileSink writes each decision as one JSON line to a file: appended with
@@ -26,7 +28,8 @@ type FileSinkOptions struct {
 // bound the file moves to FILE.1 (replacing the previous one) and a new
 // one starts. The file is created with mode 0600.
 type FileSink struct {
-	f *logfile.File
+	f   *logfile.File
+	who *Who
 }
 
 // NewFileSink opens (or creates) the log at path.
@@ -35,13 +38,14 @@ func NewFileSink(path string, opts FileSinkOptions) (*FileSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decision log: %w", err)
 	}
-	return &FileSink{f: f}, nil
+	return &FileSink{f: f, who: opts.Who}, nil
 }
 
 // WriteDecision implements eval.DecisionSink: the decision's masked
 // Record, as one JSON line.
 func (s *FileSink) WriteDecision(_ context.Context, ev *eval.DecisionEvent) error {
 	rec := NewRecord(ev)
+	rec.Who = s.who
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

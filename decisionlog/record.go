@@ -69,6 +69,23 @@ type Record struct {
 	// Masked lists the paths masked (args.env.TOKEN, messages.0.content),
 	// each with why: "policy" (a declared mask) or "secret".
 	Masked []mask.Path `json:"masked,omitempty"`
+	// Who says who decided where (FileSinkOptions.Who): the repository,
+	// the machine, the OS user, the agent host and its version.
+	Who *Who `json:"who,omitempty"`
+}
+
+// Who is who decides where: the repository (its root, and its origin
+// remote without credentials), the machine, the OS user, and the agent
+// host and its version. The decision log writes it in every record
+// ("who") and telemetry as resource attributes, so that a central view
+// tells machines apart.
+type Who struct {
+	RepoRoot     string `json:"repo_root,omitempty"`
+	RepoRemote   string `json:"repo_remote,omitempty"`
+	Machine      string `json:"machine,omitempty"`
+	User         string `json:"user,omitempty"`
+	AgentHost    string `json:"agent_host,omitempty"`
+	AgentVersion string `json:"agent_version,omitempty"`
 }
 
 // Rewrite is what a modify decision rewrote, as the decision log writes

@@ -84,7 +84,7 @@ func (u *upstreamCmds) transport() mcp.Transport {
 }
 
 // connect starts a proxy over cfg and connects a Go SDK client to it.
-func connect(t *testing.T, cfg mcpproxy.Config, copts *mcp.ClientOptions) (*mcpproxy.Proxy, *mcp.ClientSession) {
+func connect(t testing.TB, cfg mcpproxy.Config, copts *mcp.ClientOptions) (*mcpproxy.Proxy, *mcp.ClientSession) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := mcpproxy.New(ctx, cfg)

@@ -319,6 +319,9 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 		ctx = context.Background()
 	}
 	rec := decisionlog.NewRecord(ev)
+	if w := t.cfg.Who; w != (Who{}) {
+		rec.Who = &w
+	}
 	end := time.Now()
 	start := ev.Start
 	if start.IsZero() || start.After(end) {

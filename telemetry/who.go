@@ -13,19 +13,14 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/celguard/celguard/decisionlog"
 )
 
-// Who says who decides where: the repository (its root and its origin
-// remote), the machine, the OS user, and the agent host and its version.
-// They are resource attributes of every span, log record and metric.
-type Who struct {
-	RepoRoot     string `json:"repo_root,omitempty"`
-	RepoRemote   string `json:"repo_remote,omitempty"`
-	Machine      string `json:"machine,omitempty"`
-	User         string `json:"user,omitempty"`
-	AgentHost    string `json:"agent_host,omitempty"`
-	AgentVersion string `json:"agent_version,omitempty"`
-}
+// Who says who decides where (decisionlog.Who): resource attributes of
+// every span, log record and metric, and the "who" of every log record's
+// body.
+type Who = decisionlog.Who
 
 // WhoAmI is this process's Who, from dir (the repository is the closest
 // directory at or above dir holding .git; its remote is origin's URL in

@@ -80,7 +80,8 @@ func (o decisionOptions) configure(cfg *celguard.Config) error {
 		if o.logMaxBytes == 0 {
 			return fmt.Errorf("--decision-log-max-bytes must not be 0 (negative never rotates)")
 		}
-		cfg.DecisionLog = &celguard.DecisionLog{Path: o.logPath, Options: decisionlog.FileSinkOptions{MaxBytes: o.logMaxBytes, Sync: o.logSync}}
+		who := o.who()
+		cfg.DecisionLog = &celguard.DecisionLog{Path: o.logPath, Options: decisionlog.FileSinkOptions{MaxBytes: o.logMaxBytes, Sync: o.logSync, Who: &who}}
 	}
 	cfg.Monitor = o.monitor
 	tc := telemetry.FromEnv(nil)
@@ -91,11 +92,18 @@ func (o decisionOptions) configure(cfg *celguard.Config) error {
 		tc.Endpoint, tc.Protocol = o.otlpEndpoint, o.otlpProtocol
 	}
 	if tc != nil {
-		tc.Who = telemetry.WhoAmI("", o.agentHost, os.Getenv("CELGUARD_AGENT_VERSION"))
+		tc.Who = o.who()
 		tc.FlushTimeout = o.flushTimeout
 		cfg.Telemetry = tc
 	}
 	return nil
+}
+
+// who is who decides where, for the decision log and telemetry: this
+// process's repository, machine and user, the agent host deciding for
+// (the hook's HOST) and CELGUARD_AGENT_VERSION.
+func (o decisionOptions) who() telemetry.Who {
+	return telemetry.WhoAmI("", o.agentHost, os.Getenv("CELGUARD_AGENT_VERSION"))
 }
 
 // warnings say what --monitor leaves enforcing in set: its mandatory
