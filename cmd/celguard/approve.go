@@ -180,6 +180,13 @@ func runApprove(ctx context.Context, p approveParams) int {
 	if p.server != "" {
 		return approveServer(ctx, p, fail)
 	}
+	return approveLocal(ctx, p, fail)
+}
+
+// approveLocal answers a request recorded in the hooks' state directory,
+// after showing the call and asking; --always also writes the allow rule
+// and its test into the user's policies.
+func approveLocal(ctx context.Context, p approveParams, fail func(string, ...any) int) int {
 	store, err := p.store()
 	if err != nil {
 		return fail("%v", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,7 +69,21 @@ func runDoctor(hostArgs []string, sio stdio) int {
 		hostList = hooks.Hosts()
 	}
 	checks := setup.Doctor(hostList, len(hostArgs) > 0, setup.DoctorEnv{ProjectDir: cwd, HomeDir: home, CodexHome: os.Getenv("CODEX_HOME")})
-	code, installed := exitOK, false
+	code, installed := printChecks(sio.stdout, cwd, checks)
+	if doctorBundles(sio) == exitFindings {
+		code = exitFindings
+	}
+	if !installed && len(hostArgs) == 0 {
+		fmt.Fprintln(sio.stdout, "no celguard hook is installed for any host: nothing is guarded")
+		code = exitFindings
+	}
+	return code
+}
+
+// printChecks prints the checks, grouped by host and settings file (shown
+// relative to cwd when under it), each with its fix. code is exitFindings
+// when one failed; installed says whether any settings file was found.
+func printChecks(w io.Writer, cwd string, checks []setup.Check) (code int, installed bool) {
 	last := ""
 	for _, c := range checks {
 		head := c.Host
@@ -80,13 +95,13 @@ func runDoctor(hostArgs []string, sio stdio) int {
 			head += "  " + shown
 		}
 		if head != last {
-			fmt.Fprintln(sio.stdout, head)
+			fmt.Fprintln(w, head)
 			last = head
 		}
-		fmt.Fprintf(sio.stdout, "  %-4s  %s\n", c.Level, c.Message)
+		fmt.Fprintf(w, "  %-4s  %s\n", c.Level, c.Message)
 		if c.Fix != "" {
 			fix := strings.TrimRight(c.Fix, "\n")
-			fmt.Fprintf(sio.stdout, "        fix: %s\n", strings.ReplaceAll(fix, "\n", "\n             "))
+			fmt.Fprintf(w, "        fix: %s\n", strings.ReplaceAll(fix, "\n", "\n             "))
 		}
 		if c.Level == setup.LevelFail {
 			code = exitFindings
@@ -95,12 +110,5 @@ func runDoctor(hostArgs []string, sio stdio) int {
 			installed = true
 		}
 	}
-	if doctorBundles(sio) == exitFindings {
-		code = exitFindings
-	}
-	if !installed && len(hostArgs) == 0 {
-		fmt.Fprintln(sio.stdout, "no celguard hook is installed for any host: nothing is guarded")
-		code = exitFindings
-	}
-	return code
+	return code, installed
 }

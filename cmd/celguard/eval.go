@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -159,91 +158,129 @@ func runEval(ctx context.Context, p evalParams) int {
 		return code
 	}
 	defer closeGuard() // the decision log, and the telemetry export's bounded flush
-	var opts []eval.CallOption
-	if p.trace {
-		opts = append(opts, eval.WithTrace())
-	}
-	r := input.NewReader(p.stdin, "stdin")
-	var sess *eval.Session
-	explained, bad := 0, 0
+	return (&evalStream{evalParams: p, eng: eng}).run(ctx, input.NewReader(p.stdin, "stdin"))
+}
+
+// evalStream decides the events of stdin in one session and prints each
+// decision (or its explanation).
+type evalStream struct {
+	evalParams
+	eng       *eval.Engine
+	sess      *eval.Session
+	explained int // outputs printed, for the blank line between explanations
+	bad       int // values that were not valid events
+}
+
+// run reads and decides every event; the exit code is exitUsage when a
+// value was not valid or a decision could not be made or written.
+func (e *evalStream) run(ctx context.Context, r *input.Reader) int {
 	for {
 		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {
-			if bad > 0 {
+			if e.bad > 0 {
 				return exitUsage
 			}
 			return exitOK
 		}
 		if err != nil {
-			bad++
-			fmt.Fprintf(p.stderr, "celguard eval: %v\n", err)
-			var ie *input.Error
-			if r.Mode() == input.ModeStream && errors.As(err, &ie) {
-				var werr error
-				if p.explain == "text" {
-					if explained > 0 {
-						_, _ = io.WriteString(p.stdout, "\n")
-					}
-					explained++
-					_, werr = fmt.Fprintf(p.stdout, "invalid_input: %v\n", err)
-				} else {
-					werr = output.WriteInputError(p.stdout, output.InputErrorBody{Code: input.CodeInvalidInput, Line: ie.Line, Col: ie.Col, Message: ie.Msg})
-				}
-				if werr != nil {
-					fmt.Fprintf(p.stderr, "celguard eval: cannot write the error: %v\n", werr)
-					return exitUsage
-				}
+			if !e.invalid(r, err) {
+				return exitUsage
 			}
 			continue
 		}
-		if sess == nil {
-			sess = eng.NewSession(sessionID(ev.Session), ev.Session)
+		if e.sess == nil {
+			e.sess = e.eng.NewSession(sessionID(ev.Session), ev.Session)
 		}
-		var d eval.Decision
-		var x eval.Explanation
-		callOpts := opts
-		if p.explain != "" {
-			callOpts = append(slices.Clone(opts), eval.WithExplain(&x))
-		}
-		switch ev.Kind {
-		case input.TurnStart:
-			sess.StartTurn()
+		if ev.Kind == input.TurnStart {
+			e.sess.StartTurn()
 			continue
-		case input.Before:
-			d, err = sess.Before(ctx, ev.Call, callOpts...)
-		case input.After:
-			d, err = sess.After(ctx, ev.Call, ev.Result, callOpts...)
-		case input.TurnEnd:
-			d, err = sess.EndTurn(ctx, callOpts...)
-		case input.Input:
-			d, err = sess.Input(ctx, eval.Input{Messages: ev.Messages, ID: ev.Call.ID, Agent: ev.Call.Agent}, callOpts...)
-		case input.Output:
-			d, err = sess.Output(ctx, eval.Output{Text: ev.Output.Text, Content: ev.Output.Content, ID: ev.Call.ID, Agent: ev.Call.Agent}, callOpts...)
 		}
-		// On an engine error the decision is still a block: print it, so
-		// that a host reading stdout fails closed, then report the error.
-		var werr error
-		switch p.explain {
-		case "text":
-			if explained > 0 {
-				_, _ = io.WriteString(p.stdout, "\n")
-			}
-			werr = output.ExplanationText(p.stdout, x)
-		case "json":
-			werr = output.ExplanationJSON(p.stdout, x)
-		default:
-			werr = output.Decision(p.stdout, d)
-		}
-		explained++
-		if werr != nil {
-			fmt.Fprintf(p.stderr, "celguard eval: cannot write the decision: %v\n", werr)
-			return exitUsage
-		}
-		if err != nil {
-			fmt.Fprintf(p.stderr, "celguard eval: stdin:%d: the call could not be decided: %v\n", ev.Line, err)
+		if !e.decide(ctx, ev) {
 			return exitUsage
 		}
 	}
+}
+
+// invalid reports a value that is not a valid event: on stderr, and in a
+// stream in place of its decision. It returns false when the error could
+// not be written.
+func (e *evalStream) invalid(r *input.Reader, err error) bool {
+	e.bad++
+	fmt.Fprintf(e.stderr, "celguard eval: %v\n", err)
+	var ie *input.Error
+	if r.Mode() != input.ModeStream || !errors.As(err, &ie) {
+		return true
+	}
+	var werr error
+	if e.explain == "text" {
+		e.separate()
+		_, werr = fmt.Fprintf(e.stdout, "invalid_input: %v\n", err)
+	} else {
+		werr = output.WriteInputError(e.stdout, output.InputErrorBody{Code: input.CodeInvalidInput, Line: ie.Line, Col: ie.Col, Message: ie.Msg})
+	}
+	if werr != nil {
+		fmt.Fprintf(e.stderr, "celguard eval: cannot write the error: %v\n", werr)
+		return false
+	}
+	return true
+}
+
+// separate starts a text explanation: a blank line after the previous
+// output.
+func (e *evalStream) separate() {
+	if e.explained > 0 {
+		_, _ = io.WriteString(e.stdout, "\n")
+	}
+	e.explained++
+}
+
+// decide decides one event and prints its decision or explanation. On an
+// engine error the decision is still a block: it is printed, so that a
+// host reading stdout fails closed, then the error is reported (false).
+func (e *evalStream) decide(ctx context.Context, ev input.Event) bool {
+	var opts []eval.CallOption
+	if e.trace {
+		opts = append(opts, eval.WithTrace())
+	}
+	var x eval.Explanation
+	if e.explain != "" {
+		opts = append(opts, eval.WithExplain(&x))
+	}
+	var d eval.Decision
+	var err error
+	switch ev.Kind {
+	case input.Before:
+		d, err = e.sess.Before(ctx, ev.Call, opts...)
+	case input.After:
+		d, err = e.sess.After(ctx, ev.Call, ev.Result, opts...)
+	case input.TurnEnd:
+		d, err = e.sess.EndTurn(ctx, opts...)
+	case input.Input:
+		d, err = e.sess.Input(ctx, eval.Input{Messages: ev.Messages, ID: ev.Call.ID, Agent: ev.Call.Agent}, opts...)
+	case input.Output:
+		d, err = e.sess.Output(ctx, eval.Output{Text: ev.Output.Text, Content: ev.Output.Content, ID: ev.Call.ID, Agent: ev.Call.Agent}, opts...)
+	}
+	var werr error
+	switch e.explain {
+	case "text":
+		e.separate()
+		werr = output.ExplanationText(e.stdout, x)
+	case "json":
+		e.explained++
+		werr = output.ExplanationJSON(e.stdout, x)
+	default:
+		e.explained++
+		werr = output.Decision(e.stdout, d)
+	}
+	if werr != nil {
+		fmt.Fprintf(e.stderr, "celguard eval: cannot write the decision: %v\n", werr)
+		return false
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "celguard eval: stdin:%d: the call could not be decided: %v\n", ev.Line, err)
+		return false
+	}
+	return true
 }
 
 // evalEngine builds the engine with the composition root; on failure it

@@ -171,81 +171,95 @@ forwarding form), check it with 'celguard doctor'.`,
 }
 
 func runHook(ctx context.Context, hostName string, p hookParams) int {
-	approveCmd := "celguard approve"
-	if p.stateDir != "" {
-		approveCmd += " --state-dir " + shell.Quote(p.stateDir)
-	}
-	host, err := hooks.New(hostName, hooks.Options{Approve: p.approve, ApproveCommand: approveCmd})
+	host, err := p.host(hostName)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard hook: %v\n", err)
 		return exitUsage
 	}
-	if p.timeout <= 0 {
-		fmt.Fprintf(p.stderr, "celguard hook: --timeout must be positive, got %s\n", p.timeout)
-		return exitUsage
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	if p.keepDays < 0 || p.maxStateBytes <= 0 {
-		fmt.Fprintf(p.stderr, "celguard hook: --keep-days must be 0 or more and --max-state-bytes positive\n")
-		return exitUsage
+	var done hookDone
+	resp := p.respond(ctx, host, &done)
+	_, _ = p.stdout.Write(resp.Stdout)
+	_, _ = io.WriteString(p.stderr, resp.Stderr)
+	// After the host's own stderr, which some hosts show the agent as the
+	// reason for a block; stdout stays the host's answer alone.
+	printWarnings(p.stderr, "celguard hook", done.warnings)
+	// After the answer is written: the telemetry export's flush, bounded
+	// (telemetry.DefaultFlushTimeout), never delays the decision.
+	if done.closeGuard != nil {
+		done.closeGuard()
 	}
-	var warnings []string // about the layers, once the engine is made
-	var closeGuard func() // closes the guard the engine is of, once answered
-	answer := func(r hooks.Response) int {
-		_, _ = p.stdout.Write(r.Stdout)
-		_, _ = io.WriteString(p.stderr, r.Stderr)
-		// After the host's own stderr, which some hosts show the agent as
-		// the reason for a block; stdout stays the host's answer alone.
-		printWarnings(p.stderr, "celguard hook", warnings)
-		return r.Exit
+	return resp.Exit
+}
+
+// hookDone is what making the engine left for after the answer: the
+// layers' warnings, and the close of the guard the engine is of.
+type hookDone struct {
+	warnings   []string
+	closeGuard func()
+}
+
+// host checks the flags and returns the host's protocol, whose refusals
+// name the approve command of this state directory.
+func (p hookParams) host(name string) (hooks.Host, error) {
+	approveCmd := "celguard approve"
+	if p.stateDir != "" {
+		approveCmd += " --state-dir " + shell.Quote(p.stateDir)
 	}
+	host, err := hooks.New(name, hooks.Options{Approve: p.approve, ApproveCommand: approveCmd})
+	switch {
+	case err != nil:
+		return nil, err
+	case p.timeout <= 0:
+		return nil, fmt.Errorf("--timeout must be positive, got %s", p.timeout)
+	case p.keepDays < 0 || p.maxStateBytes <= 0:
+		return nil, errors.New("--keep-days must be 0 or more and --max-state-bytes positive")
+	}
+	return host, nil
+}
+
+// respond reads the event from stdin and answers it: forwarded to the
+// server with --server, else decided here with the state directory's
+// sessions (hooks.Runner). Every failure is the host's failure answer,
+// closed unless --fail-open. done receives what is left for after the
+// answer.
+func (p hookParams) respond(ctx context.Context, host hooks.Host, done *hookDone) hooks.Response {
 	input, err := io.ReadAll(io.LimitReader(p.stdin, maxHookInput+1))
 	if err == nil && len(input) > maxHookInput {
 		err = fmt.Errorf("the event is larger than %d bytes", maxHookInput)
 	}
 	if err != nil {
-		return answer(host.Fail(hooks.Event{}, "cannot read the event from stdin: "+err.Error(), p.failOpen))
+		return host.Fail(hooks.Event{}, "cannot read the event from stdin: "+err.Error(), p.failOpen)
 	}
 	if p.forward.server != "" {
 		if p.decisions.logPath != "" || p.decisions.monitor {
 			// The server decides and logs: a log asked of this process would
 			// stay empty.
-			return answer(host.Fail(hooks.Event{}, "--decision-log and --monitor are the server's with --server (celguard serve --decision-log FILE)", p.failOpen))
+			return host.Fail(hooks.Event{}, "--decision-log and --monitor are the server's with --server (celguard serve --decision-log FILE)", p.failOpen)
 		}
-		return answer(p.forward.run(ctx, host, input, p.failOpen))
+		return p.forward.run(ctx, host, input, p.failOpen)
 	}
 	dir := p.stateDir
 	if dir == "" {
 		if dir, err = statedir.DefaultStateDir(); err != nil {
-			return answer(host.Fail(hooks.Event{}, err.Error(), p.failOpen))
+			return host.Fail(hooks.Event{}, err.Error(), p.failOpen)
 		}
 	}
 	store := &statedir.Dir{Dir: dir, MaxBytes: p.maxStateBytes, MaxAge: time.Duration(p.keepDays) * 24 * time.Hour}
 	if p.keepDays == 0 {
 		store.MaxAge = -1
 	}
-	r := &hooks.Runner{
-		Host:     host,
-		Store:    store,
-		FailOpen: p.failOpen,
-		Timeout:  p.timeout,
+	r := &hooks.Runner{Host: host, Store: store, FailOpen: p.failOpen, Timeout: p.timeout,
 		Engine: func() (*eval.Engine, error) {
 			dopts := p.decisions
-			dopts.agentHost = hostName
+			dopts.agentHost = host.Name()
 			eng, closer, ws, err := hookEngine(p.policies, dopts, store)
-			warnings, closeGuard = ws, closer
+			done.warnings, done.closeGuard = ws, closer
 			return eng, err
-		},
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	code := answer(r.Run(ctx, input))
-	// After the answer is written: the telemetry export's flush, bounded
-	// (telemetry.DefaultFlushTimeout), never delays the decision.
-	if closeGuard != nil {
-		closeGuard()
-	}
-	return code
+		}}
+	return r.Run(ctx, input)
 }
 
 // hookEngine loads and compiles the policies.
@@ -349,71 +363,80 @@ warns. Install celguard where only an administrator can write (for example
 }
 
 func runHookInstall(host string, p hookInstallParams) int {
-	if _, err := hooks.New(host, hooks.Options{}); err != nil {
-		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
-		return exitUsage
-	}
-	scope := setup.ScopeProject
-	if p.user {
-		scope = setup.ScopeUser
-	}
-	cwd, err := os.Getwd()
+	t, err := p.target(host)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
 		return exitUsage
+	}
+	updated, changed, err := setup.Install(host, t.old, installCommand(host, p))
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard hook install: %s: %v\n", t.path, err)
+		return exitUsage
+	}
+	shown := t.path
+	if rel, err := filepath.Rel(t.cwd, t.path); err == nil && !strings.HasPrefix(rel, "..") {
+		shown = rel
+	}
+	if !changed {
+		fmt.Fprintf(p.stdout, "%s: celguard's %s hooks are already installed\n", shown, host)
+		return installNotes(host, t.path, t.old, updated, t.scope, t.cwd, t.home, p.stdio)
+	}
+	if p.dryRun {
+		fmt.Fprint(p.stdout, setup.Diff(shown, shown+" (with celguard)", t.old, updated))
+		return exitOK
+	}
+	if err := writeSettings(t.path, updated); err != nil {
+		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(p.stdout, "%s: installed celguard's %s hooks (%s)\n", shown, host, strings.Join(setup.HookEvents(host), ", "))
+	return installNotes(host, t.path, t.old, updated, t.scope, t.cwd, t.home, p.stdio)
+}
+
+// installTarget is the settings file hook install changes, and where it
+// runs from.
+type installTarget struct {
+	path, cwd, home string
+	scope           setup.InstallScope
+	old             []byte // the file's content, nil when there is none
+}
+
+// target checks host and the flags, finds the settings file and the
+// binary to install (warning on stderr about one the agent could
+// replace), and makes p's paths absolute.
+func (p *hookInstallParams) target(host string) (installTarget, error) {
+	var t installTarget
+	if _, err := hooks.New(host, hooks.Options{}); err != nil {
+		return t, err
+	}
+	t.scope = setup.ScopeProject
+	if p.user {
+		t.scope = setup.ScopeUser
+	}
+	var err error
+	if t.cwd, err = os.Getwd(); err != nil {
+		return t, err
 	}
 	home, herr := os.UserHomeDir()
-	if scope == setup.ScopeUser && herr != nil {
-		fmt.Fprintf(p.stderr, "celguard hook install: no home directory for --user: %v\n", herr)
-		return exitUsage
+	if t.scope == setup.ScopeUser && herr != nil {
+		return t, fmt.Errorf("no home directory for --user: %v", herr)
 	}
-	path, err := setup.SettingsPath(host, scope, cwd, home)
-	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
-		return exitUsage
+	t.home = home
+	if t.path, err = setup.SettingsPath(host, t.scope, t.cwd, t.home); err != nil {
+		return t, err
 	}
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", describe(err))
-		return exitUsage
+	if t.old, err = os.ReadFile(t.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return t, describe(err)
 	}
 	if p.command == "" {
 		if p.command, err = setup.Executable(); err != nil {
-			fmt.Fprintf(p.stderr, "celguard hook install: %v; name it with --command /absolute/path/to/celguard\n", err)
-			return exitUsage
+			return t, fmt.Errorf("%v; name it with --command /absolute/path/to/celguard", err)
 		}
 	}
 	for _, w := range setup.BinaryWarnings(p.command) {
 		fmt.Fprintf(p.stderr, "celguard hook install: warning: %s\n", w)
 	}
-	if err := p.hookOptions.absolute(); err != nil {
-		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
-		return exitUsage
-	}
-	command := installCommand(host, p)
-	updated, changed, err := setup.Install(host, old, command)
-	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard hook install: %s: %v\n", path, err)
-		return exitUsage
-	}
-	shown := path
-	if rel, err := filepath.Rel(cwd, path); err == nil && !strings.HasPrefix(rel, "..") {
-		shown = rel
-	}
-	if !changed {
-		fmt.Fprintf(p.stdout, "%s: celguard's %s hooks are already installed\n", shown, host)
-		return installNotes(host, path, old, updated, scope, cwd, home, p.stdio)
-	}
-	if p.dryRun {
-		fmt.Fprint(p.stdout, setup.Diff(shown, shown+" (with celguard)", old, updated))
-		return exitOK
-	}
-	if err := writeSettings(path, updated); err != nil {
-		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
-		return exitUsage
-	}
-	fmt.Fprintf(p.stdout, "%s: installed celguard's %s hooks (%s)\n", shown, host, strings.Join(setup.HookEvents(host), ", "))
-	return installNotes(host, path, old, updated, scope, cwd, home, p.stdio)
+	return t, p.hookOptions.absolute()
 }
 
 // installNotes prints what the host needs beyond its settings file: Codex

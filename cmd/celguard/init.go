@@ -142,28 +142,9 @@ func runInit(_ context.Context, p initParams) int {
 	}
 	ref, pinned := workflowRef()
 	for _, f := range scaffoldFiles {
-		data, err := scaffold.ReadFile(f.from)
-		if err != nil {
-			fmt.Fprintf(p.stderr, "celguard init: %v\n", err)
-			return exitUsage
-		}
-		data = bytes.ReplaceAll(data, []byte(refPlaceholder), []byte(ref))
 		target := filepath.Join(root, f.to)
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			fmt.Fprintf(p.stderr, "celguard init: %v\n", describe(err))
-			return exitUsage
-		}
-		// O_EXCL: a file that appeared since the check is still not
-		// overwritten.
-		w, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			_, err = w.Write(data)
-			if cerr := w.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(p.stderr, "celguard init: %v\n", describe(err))
+		if err := writeScaffold(f.from, target, ref); err != nil {
+			fmt.Fprintf(p.stderr, "celguard init: %v\n", err)
 			return exitUsage
 		}
 		fmt.Fprintf(p.stdout, "wrote %s\n", shown(target))
@@ -175,4 +156,30 @@ func runInit(_ context.Context, p initParams) int {
 	dir := shown(filepath.Join(root, ".celguard"))
 	fmt.Fprintf(p.stdout, "next: celguard lint %s/ && celguard test %s/, then celguard trust to let eval and hook read it\n", dir, dir)
 	return exitOK
+}
+
+// writeScaffold writes the scaffold file from to target, the workflow's
+// celguard reference filled in, never over an existing file.
+func writeScaffold(from, target, ref string) error {
+	data, err := scaffold.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	data = bytes.ReplaceAll(data, []byte(refPlaceholder), []byte(ref))
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return describe(err)
+	}
+	// O_EXCL: a file that appeared since the check is still not
+	// overwritten.
+	w, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err == nil {
+		_, err = w.Write(data)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return describe(err)
+	}
+	return nil
 }

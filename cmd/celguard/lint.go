@@ -115,52 +115,10 @@ func runLint(_ context.Context, p lintParams) int {
 		fmt.Fprintf(p.stderr, "celguard lint: unknown --fail-on %q: use error, warning or info\n", p.failOn)
 		return exitUsage
 	}
-	suites, err := suiteSources(p.policies.paths)
+	ds, srcs, suites, err := p.findings()
 	if err != nil {
-		fmt.Fprintf(p.stderr, "celguard lint: %v\n", describe(err))
+		fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
 		return exitUsage
-	}
-	var ds policy.Diagnostics
-	for _, s := range suites {
-		ds = append(ds, lintSuite(s)...)
-	}
-	sel := p.policies
-	sel.paths, _ = splitSuites(sel.paths)
-	var srcs []policy.Source
-	if len(sel.paths) > 0 || sel.layerFlags() || len(suites) == 0 {
-		srcs, err = sel.sources(classesOnly)
-		if errors.Is(err, policies.ErrNoPolicyFiles) && len(suites) > 0 {
-			err = nil // suites alone (with inline policies, or elsewhere)
-		}
-		// A BitCode guard file that cannot be read natively: its
-		// diagnostics are findings at its positions, like a policy's.
-		if gds := (policy.Diagnostics)(nil); errors.As(err, &gds) {
-			ds, err = append(ds, gds...), nil
-		}
-		if err != nil {
-			fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
-			return exitUsage
-		}
-	}
-	var set *compile.PolicySet
-	if len(srcs) > 0 {
-		var pds policy.Diagnostics
-		if set, pds, err = compile.Check(srcs); err != nil {
-			fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
-			return exitUsage
-		}
-		ds = append(ds, pds...)
-	}
-	ds.Sort()
-	if set != nil {
-		// What trusting an untrusted project would relax (nothing to say
-		// without one).
-		rs, err := compile.Relaxations(srcs)
-		if err != nil {
-			fmt.Fprintf(p.stderr, "celguard lint: cannot tell what trusting the project would relax: %v\n", err)
-		}
-		ds = append(ds, rs...)
-		ds.Sort()
 	}
 	files := len(suites) // the built-in tool classes and bundle are not the user's
 	for _, src := range srcs {
@@ -180,6 +138,61 @@ func runLint(_ context.Context, p lintParams) int {
 		}
 	}
 	return exitOK
+}
+
+// findings lints the test suites and the policies p names, and returns
+// the diagnostics, sorted, with the policy sources and suites read. The
+// error is one that stops the lint (a path that cannot be read, a set that
+// cannot be checked).
+func (p lintParams) findings() (policy.Diagnostics, []policy.Source, []policy.Source, error) {
+	suites, err := suiteSources(p.policies.paths)
+	if err != nil {
+		return nil, nil, nil, describe(err)
+	}
+	var ds policy.Diagnostics
+	for _, s := range suites {
+		ds = append(ds, lintSuite(s)...)
+	}
+	sel := p.policies
+	sel.paths, _ = splitSuites(sel.paths)
+	var srcs []policy.Source
+	if len(sel.paths) > 0 || sel.layerFlags() || len(suites) == 0 {
+		srcs, err = sel.sources(classesOnly)
+		if errors.Is(err, policies.ErrNoPolicyFiles) && len(suites) > 0 {
+			err = nil // suites alone (with inline policies, or elsewhere)
+		}
+		// A BitCode guard file that cannot be read natively: its
+		// diagnostics are findings at its positions, like a policy's.
+		if gds := (policy.Diagnostics)(nil); errors.As(err, &gds) {
+			ds, err = append(ds, gds...), nil
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if len(srcs) == 0 {
+		ds.Sort()
+		return ds, srcs, suites, nil
+	}
+	set, pds, err := compile.Check(srcs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ds = append(ds, pds...)
+	if set == nil {
+		ds.Sort()
+		return ds, srcs, suites, nil
+	}
+	ds.Sort()
+	// What trusting an untrusted project would relax (nothing to say
+	// without one).
+	rs, err := compile.Relaxations(srcs)
+	if err != nil {
+		fmt.Fprintf(p.stderr, "celguard lint: cannot tell what trusting the project would relax: %v\n", err)
+	}
+	ds = append(ds, rs...)
+	ds.Sort()
+	return ds, srcs, suites, nil
 }
 
 // colorable reports whether w is a terminal that should get colour: a

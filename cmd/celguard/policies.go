@@ -139,10 +139,8 @@ func writePolicyTable(p policiesParams, set *compile.PolicySet, header string, r
 // trusted, what layering left out and the warnings about it.
 func runPoliciesEffective(_ context.Context, p policiesParams) int {
 	d, set, err := p.sel.layeredSet(everyLayer)
-	var ds policy.Diagnostics
-	if errors.As(err, &ds) {
-		fmt.Fprintf(p.stderr, "celguard policies list: the policies do not compile: %v\n", err)
-		return exitUsage
+	if ds := (policy.Diagnostics)(nil); errors.As(err, &ds) {
+		err = fmt.Errorf("the policies do not compile: %w", err)
 	}
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard policies list: %v\n", err)

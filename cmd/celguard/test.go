@@ -133,86 +133,22 @@ func runTest(ctx context.Context, p testParams) int {
 	if p.coverageMin >= 0 {
 		p.coverage = true
 	}
-	extra, err := p.policies.sources(classesOnly)
+	rep, err := p.report(ctx)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "celguard test: %v\n", err)
 		return exitUsage
-	}
-	// The suite's policies are the ones under test: above every layer.
-	opts := policytest.Options{Extra: extra, Layer: policy.LayerRegistered}
-	if p.run != "" {
-		re, err := regexp.Compile(p.run)
-		if err != nil {
-			fmt.Fprintf(p.stderr, "celguard test: --run: %v\n", err)
-			return exitUsage
-		}
-		opts.Run = re
-	}
-	rep := &policytest.Report{}
-	if len(p.paths) == 0 {
-		r, err := policytest.RunFS(ctx, policies.FS(), ".", opts)
-		if err != nil {
-			fmt.Fprintf(p.stderr, "celguard test: built-in suites: %v\n", err)
-			return exitUsage
-		}
-		merge(rep, r, "builtin")
-	}
-	for _, arg := range p.paths {
-		r, err := testPath(ctx, arg, opts)
-		if err != nil {
-			fmt.Fprintf(p.stderr, "celguard test: %v\n", err)
-			return exitUsage
-		}
-		merge(rep, r, "")
-	}
-	if len(rep.Suites) == 0 {
-		fmt.Fprintf(p.stderr, "celguard test: no *_test.yaml suites in %s\n", strings.Join(p.paths, ", "))
-		return exitUsage
-	}
-	if zeroDurations {
-		for i := range rep.Suites {
-			for j := range rep.Suites[i].Cases {
-				rep.Suites[i].Cases[j].Duration = 0
-			}
-		}
 	}
 	var cov *policytest.Coverage
 	if p.coverage {
 		c := rep.Coverage()
 		cov = &c
 	}
-	switch p.format {
-	case "json":
-		err = output.TestJSON(p.stdout, rep, cov, currentBuild().Version)
-	case "junit":
-		err = output.JUnit(p.stdout, rep)
-		if err == nil && cov != nil {
-			err = output.CoverageText(p.stderr, *cov)
-		}
-	default:
-		err = output.TestText(p.stdout, rep)
-		if err == nil && cov != nil {
-			err = output.CoverageText(p.stdout, *cov)
-		}
-	}
-	if err != nil {
+	if err := p.write(rep, cov); err != nil {
 		fmt.Fprintf(p.stderr, "celguard test: cannot write the report: %v\n", err)
 		return exitUsage
 	}
 	code := exitOK
-	if !rep.OK() {
-		code = exitFindings
-	}
-
-	if cov != nil && p.coverageMin >= 0 && cov.Percent < p.coverageMin {
-		var short []string
-		for _, pc := range cov.Below(p.coverageMin) {
-			short = append(short, fmt.Sprintf("%s (%s) %.1f%%, never fired: %s", pc.Policy, pc.File, pc.Percent, strings.Join(pc.NeverFired, ", ")))
-		}
-		fmt.Fprintf(p.stderr, "celguard test: coverage %.1f%% is below --coverage-min %g\n", cov.Percent, p.coverageMin)
-		for _, s := range short {
-			fmt.Fprintf(p.stderr, "  %s\n", s)
-		}
+	if met := p.coverageMet(cov); !rep.OK() || !met {
 		code = exitFindings
 	}
 	if rep.Malformed() {
@@ -221,6 +157,81 @@ func runTest(ctx context.Context, p testParams) int {
 		return exitUsage
 	}
 	return code
+}
+
+// report runs the suites p names (the built-in ones without a path).
+func (p testParams) report(ctx context.Context) (*policytest.Report, error) {
+	extra, err := p.policies.sources(classesOnly)
+	if err != nil {
+		return nil, err
+	}
+	// The suite's policies are the ones under test: above every layer.
+	opts := policytest.Options{Extra: extra, Layer: policy.LayerRegistered}
+	if p.run != "" {
+		re, err := regexp.Compile(p.run)
+		if err != nil {
+			return nil, fmt.Errorf("--run: %w", err)
+		}
+		opts.Run = re
+	}
+	rep := &policytest.Report{}
+	if len(p.paths) == 0 {
+		r, err := policytest.RunFS(ctx, policies.FS(), ".", opts)
+		if err != nil {
+			return nil, fmt.Errorf("built-in suites: %w", err)
+		}
+		merge(rep, r, "builtin")
+	}
+	for _, arg := range p.paths {
+		r, err := testPath(ctx, arg, opts)
+		if err != nil {
+			return nil, err
+		}
+		merge(rep, r, "")
+	}
+	if len(rep.Suites) == 0 {
+		return nil, fmt.Errorf("no *_test.yaml suites in %s", strings.Join(p.paths, ", "))
+	}
+	if zeroDurations {
+		for i := range rep.Suites {
+			for j := range rep.Suites[i].Cases {
+				rep.Suites[i].Cases[j].Duration = 0
+			}
+		}
+	}
+	return rep, nil
+}
+
+// write prints the report, and the coverage when asked, in --format.
+func (p testParams) write(rep *policytest.Report, cov *policytest.Coverage) error {
+	switch p.format {
+	case "json":
+		return output.TestJSON(p.stdout, rep, cov, currentBuild().Version)
+	case "junit":
+		err := output.JUnit(p.stdout, rep)
+		if err == nil && cov != nil {
+			err = output.CoverageText(p.stderr, *cov)
+		}
+		return err
+	}
+	err := output.TestText(p.stdout, rep)
+	if err == nil && cov != nil {
+		err = output.CoverageText(p.stdout, *cov)
+	}
+	return err
+}
+
+// coverageMet reports whether cov meets --coverage-min, and says on
+// stderr which policies fall short when it does not.
+func (p testParams) coverageMet(cov *policytest.Coverage) bool {
+	if cov == nil || p.coverageMin < 0 || cov.Percent >= p.coverageMin {
+		return true
+	}
+	fmt.Fprintf(p.stderr, "celguard test: coverage %.1f%% is below --coverage-min %g\n", cov.Percent, p.coverageMin)
+	for _, pc := range cov.Below(p.coverageMin) {
+		fmt.Fprintf(p.stderr, "  %s (%s) %.1f%%, never fired: %s\n", pc.Policy, pc.File, pc.Percent, strings.Join(pc.NeverFired, ", "))
+	}
+	return false
 }
 
 // testPath runs one suite file or every suite below a directory.

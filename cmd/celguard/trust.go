@@ -172,46 +172,19 @@ func runTrustRecord(p trustParams, store *trust.Store, fail func(string, ...any)
 	if !stdinIsTerminal(p.stdin) {
 		return fail("stdin is not a terminal: run celguard trust in your own terminal, where it shows what it trusts and asks you to confirm (no flag skips the question)")
 	}
-	work := p.dir
-	if work != "" {
-		if st, err := os.Stat(work); err != nil {
-			return fail("%v", describe(err))
-		} else if !st.IsDir() {
-			return fail("%s is not a directory", work)
-		}
-	}
-	proj, err := policies.ProjectLayer(policies.Options{WorkDir: work, TrustFile: store.Path})
+	proj, err := projectToTrust(p.dir, store)
 	if err != nil {
-		return fail("%v", describe(err))
+		return fail("%v", err)
 	}
-	if proj == nil {
-		root, err := policies.ProjectRoot(work)
-		if err != nil {
-			return fail("%v", describe(err))
-		}
-		return fail("no policy files in %s: nothing to trust", filepath.Join(root, ".celguard"))
-	}
-	fmt.Fprintf(p.stdout, "Project:   %s\nPolicies:  %s\n", proj.Root, proj.Dir)
-	for _, f := range proj.Files {
-		fmt.Fprintf(p.stdout, "  %s  %s\n", f.SHA256[:12], f.Name)
-	}
-	fmt.Fprintf(p.stdout, "Digest:    %s\n", proj.Digest)
+	showProject(p.stdout, proj)
 	if proj.Trusted {
 		fmt.Fprintf(p.stdout, "Already trusted, with these files, on %s.\n", proj.Entry.TrustedAt.UTC().Format(time.RFC3339))
 		return exitOK
 	}
 	fmt.Fprintf(p.stdout, "Now:       untrusted: %s\n\n", proj.Reason)
-	fmt.Fprint(p.stdout, `Trusted, these files decide above your own policies and the built-in ones:
-they can allow what another rule would ask and disable policies that are
-not mandatory. Read them first: whoever wrote the repository wrote them. A
-change to any of them untrusts the project.
-Trust them? [y/N] `)
-	answer, err := bufio.NewReader(p.stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
+	if ok, err := askTrust(p); err != nil {
 		return fail("%v", err)
-	}
-	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-		fmt.Fprintln(p.stdout, "\nNot trusted.")
+	} else if !ok {
 		return exitFindings
 	}
 	// Record the digest shown, not one computed now: a file changed while
@@ -302,3 +275,54 @@ func runTrustList(p trustParams, store *trust.Store) int {
 // trustCommand is the command that trusts the project at root, quoted for
 // a shell.
 func trustCommand(root string) string { return "celguard trust " + shell.Quote(root) }
+
+// projectToTrust is the project layer under work (the current directory
+// when empty), as the trust store sees it; no policy files is an error.
+func projectToTrust(work string, store *trust.Store) (*policies.Project, error) {
+	if work != "" {
+		if st, err := os.Stat(work); err != nil {
+			return nil, describe(err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("%s is not a directory", work)
+		}
+	}
+	proj, err := policies.ProjectLayer(policies.Options{WorkDir: work, TrustFile: store.Path})
+	if err != nil {
+		return nil, describe(err)
+	}
+	if proj == nil {
+		root, err := policies.ProjectRoot(work)
+		if err != nil {
+			return nil, describe(err)
+		}
+		return nil, fmt.Errorf("no policy files in %s: nothing to trust", filepath.Join(root, ".celguard"))
+	}
+	return proj, nil
+}
+
+// showProject prints the project, its policy files and their digest.
+func showProject(w io.Writer, proj *policies.Project) {
+	fmt.Fprintf(w, "Project:   %s\nPolicies:  %s\n", proj.Root, proj.Dir)
+	for _, f := range proj.Files {
+		fmt.Fprintf(w, "  %s  %s\n", f.SHA256[:12], f.Name)
+	}
+	fmt.Fprintf(w, "Digest:    %s\n", proj.Digest)
+}
+
+// askTrust says what trusting the project does and asks the person.
+func askTrust(p trustParams) (bool, error) {
+	fmt.Fprint(p.stdout, `Trusted, these files decide above your own policies and the built-in ones:
+they can allow what another rule would ask and disable policies that are
+not mandatory. Read them first: whoever wrote the repository wrote them. A
+change to any of them untrusts the project.
+Trust them? [y/N] `)
+	answer, err := bufio.NewReader(p.stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		fmt.Fprintln(p.stdout, "\nNot trusted.")
+		return false, nil
+	}
+	return true, nil
+}
