@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,4 +160,37 @@ func TestGeminiStreamForgottenByOtherEvents(t *testing.T) {
 	r.Run(context.Background(), []byte(before))
 	text, _ = shown(t, "ok.", r.Run(context.Background(), afterModel(t, "f", "ok.", true)))
 	assert.Equal(t, "ok.", text)
+}
+
+// TestGeminiStreamRewriteOfShownText: a rewrite that changes text already
+// shown cannot be honoured, so the rest of the answer is refused with
+// CodeStreamRewritten; the same rewrite before anything was shown applies.
+func TestGeminiStreamRewriteOfShownText(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: celguard.dev/v1
+kind: Policy
+name: rewrite-all
+rules:
+  - id: replace-answer
+    phase: output
+    condition: 'output.text.contains("ENDMARK")'
+    verdict: modify
+    modify:
+      output: '"The answer was replaced."'
+`), 0o644))
+	eng := testEngine(t, path)
+	filler := strings.Repeat("All is well here. ", 600)
+
+	r := testRunner(t, Gemini, Options{}, eng)
+	shownSoFar, blocked := stream(t, r, "late", []string{filler, "ENDMARK", "more"})
+	assert.True(t, blocked)
+	assert.NotEmpty(t, shownSoFar, "the start of the answer was shown before the rewrite")
+	resp := r.Run(context.Background(), afterModel(t, "late2", filler, false))
+	resp = r.Run(context.Background(), afterModel(t, "late2", "ENDMARK", false))
+	assert.Contains(t, string(resp.Stdout), `"decision":"deny"`)
+	assert.Contains(t, string(resp.Stdout), "already shown")
+
+	got, blocked := stream(t, r, "early", []string{"short ", "ENDMARK", " end"})
+	assert.False(t, blocked)
+	assert.Equal(t, "The answer was replaced.", got)
 }
