@@ -87,6 +87,9 @@ func (c *compiler) policy(lp layered) {
 		if d.IncrementWhen.Text != "" {
 			ct.IncrementWhen = c.compileExpr(scope{env: env, pol: cp, what: what + " increment_when", noResult: before, noCounters: true, phase: d.Phase, phased: true, want: cel.BoolType}, d.IncrementWhen, info)
 		}
+		if d.Weight != nil {
+			ct.Weight = c.compileExpr(scope{env: env, pol: cp, what: what + " weight", noResult: before, noCounters: true, phase: d.Phase, phased: true, want: cel.IntType}, *d.Weight, info)
+		}
 		if d.Streak != nil {
 			ct.Streak = c.compileExpr(scope{env: env, pol: cp, what: what + " streak", noResult: before, noCounters: true, phase: d.Phase, phased: true}, *d.Streak, info)
 		}

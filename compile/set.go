@@ -263,7 +263,9 @@ type Counter struct {
 	// Key computes the counter key; nil counts every call under one key (eval.AllCallsKey).
 	Key           *Program
 	IncrementWhen *Program
-	ResetWhen     *Program
+	// Weight, when set, computes the weight of an increment (an int).
+	Weight    *Program
+	ResetWhen *Program
 	// Streak, when set, computes the value whose repetition is counted.
 	Streak *Program
 }

@@ -99,6 +99,8 @@ type counterUpdate struct {
 	key        string
 	inc, reset bool
 	streak     *string
+	// by is the weight of the increment (weight), 1 without one.
+	by int64
 }
 
 // updateCounters runs every after-counter's reset_when and increment_when
@@ -188,7 +190,7 @@ func (s *Session) applyUpdates(updates []counterUpdate) {
 			s.unsaturate(u.c, u.key)
 		}
 		if u.inc {
-			cs.increment(u.key, u.c.Decl.Window, now, s.eng.cfg.maxCounterKeys, s.eng.cfg.maxWindowEvents, u.streak)
+			cs.increment(u.key, u.c.Decl.Window, now, s.eng.cfg.maxCounterKeys, s.eng.cfg.maxWindowEvents, u.streak, u.by)
 		}
 	}
 }
@@ -205,6 +207,18 @@ func (ev *evaluation) counterUpdate(c *compile.Counter) (counterUpdate, error) {
 		if u.inc, err = ev.evalBool(c.Policy, c.IncrementWhen); err != nil {
 			return u, fmt.Errorf("counter %s increment_when: %w", c.ID, err)
 		}
+	}
+	u.by = 1
+	if u.inc && c.Weight != nil {
+		out, err := ev.eval(c.Policy, c.Weight)
+		if err != nil {
+			return u, fmt.Errorf("counter %s weight: %w", c.ID, err)
+		}
+		n, ok := out.(types.Int)
+		if !ok || n < 0 {
+			return u, fmt.Errorf("counter %s weight is %v, not an int of 0 or more", c.ID, out)
+		}
+		u.by = int64(n)
 	}
 	if u.inc && c.Streak != nil {
 		v, err := ev.streakValue(c)

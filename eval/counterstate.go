@@ -81,9 +81,11 @@ func (c *counterState) reset(key string) {
 	}
 }
 
-// increment counts one event for key. With a streak value (streak != nil),
-// an event whose value differs from the key's last one restarts the count.
-func (c *counterState) increment(key string, window time.Duration, now time.Time, maxKeys, maxEvents int, streak *string) {
+// increment counts one event for key, of weight by (weight; 1
+// otherwise), the count saturating at CounterCeiling. With a streak value
+// (streak != nil), an event whose value differs from the key's last one
+// restarts the count.
+func (c *counterState) increment(key string, window time.Duration, now time.Time, maxKeys, maxEvents int, streak *string, by int64) {
 	el, ok := c.keys[key]
 	if ok {
 		c.order.MoveToFront(el)
@@ -100,7 +102,11 @@ func (c *counterState) increment(key string, window time.Duration, now time.Time
 	if window > 0 {
 		c.pruneOldest(el, window, now)
 	}
-	ks.count++
+	if by > CounterCeiling-ks.count {
+		ks.count = CounterCeiling
+	} else {
+		ks.count += by
+	}
 	if streak != nil {
 		if ks.count > 1 && ks.last != *streak {
 			ks.count = 1

@@ -47,8 +47,8 @@
 //     cannot settle is refused: store_unavailable when it cannot be reached in time (unless every counter the decision
 //     used opted into on_store_error: local, when the decision stands on the replica's state), store_conflict when
 //     other replicas changed the state at every try.
-// 19. A call or result decided on a state restored fail-closed (Engine.RestoreTampered: the stored state failed its
-//     check) is marked StateTampered, with the fault and its consequence in the reason: an allow becomes a warn with
+// 19. A call or result decided on a state restored fail-closed (Engine.RestoreTampered, or with a state store an entry
+//     the store says failed its check, state.Entry.Fault, storeadopt.go: the stored state failed its check) is marked StateTampered, with the fault and its consequence in the reason: an allow becomes a warn with
 //     code state_tampered that names no rule (celguard decides it, not the rule that allowed), any other verdict
 //     keeps its code, or takes state_tampered when it has none (markTampered).
 

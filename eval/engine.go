@@ -325,8 +325,16 @@ func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res
 	if phase == policy.PhaseBefore {
 		s.be.decided(s, call, d)
 	}
-	if s.tampered != "" && phase != policy.PhaseTurnEnd {
-		d = markTampered(d, s.tampered) // rule 19
+	s.mu.Lock()
+	note := s.tampered
+	if note != "" && s.st != nil && !s.st.overwrite {
+		// A stored session's state that failed the store's check was
+		// written over: its later decisions are not made on it.
+		s.tampered = ""
+	}
+	s.mu.Unlock()
+	if note != "" && phase != policy.PhaseTurnEnd {
+		d = markTampered(d, note) // rule 19
 	}
 	return d, err
 }

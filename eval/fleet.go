@@ -206,6 +206,9 @@ func (e *Engine) setHalt(ctx context.Context, scope policy.Scope, id string, h *
 type storedEntry struct {
 	Version string
 	State   *SessionState
+	// Fault says the entry failed the store's check (state.Entry.Fault):
+	// State, when set, is what could be read of it, untrusted.
+	Fault string
 }
 
 // commit commits ops to the store within the store timeout, checking the
@@ -222,12 +225,15 @@ func (se *storedEngine) commit(ctx context.Context, ops []state.Op) (bool, []sto
 	}
 	out := make([]storedEntry, len(cur))
 	for i, c := range cur {
-		out[i].Version = c.Version
+		out[i].Version, out[i].Fault = c.Version, c.Fault
 		if ok || c.State == nil {
 			continue
 		}
 		st := new(SessionState)
 		if err := json.Unmarshal(c.State, st); err != nil {
+			if c.Fault != "" {
+				continue // untrusted, and nothing of it could be read
+			}
 			return false, nil, fmt.Errorf("the state of %s does not decode: %w", ops[i].Key, err)
 		}
 		out[i].State = st

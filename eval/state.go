@@ -159,15 +159,24 @@ func (e *Engine) RestoreTampered(id string, meta map[string]any, untrusted Sessi
 		return nil, errors.New("eval.RestoreTampered: no fault to report")
 	}
 	s := e.NewSession(id, meta)
-	s.tampered = fault.Error() + "; " + TamperedConsequence
-	if untrusted.Halted != nil {
+	s.failClosed(&untrusted, fault.Error())
+	return s, nil
+}
+
+// failClosed makes the session's state, just restored empty, the
+// fail-closed state of a stored state that failed its check (fault says
+// why; untrusted, when set, is what could be read of it): only its halt is
+// kept, every counter saturates, labels read as lost, and the session's
+// decisions are marked (rule 19). The caller holds s.mu or owns s alone.
+func (s *Session) failClosed(untrusted *SessionState, fault string) {
+	s.tampered = fault + "; " + TamperedConsequence
+	if untrusted != nil && untrusted.Halted != nil {
 		s.halt = &Decision{Verdict: policy.Halt, Code: CodeStateTampered,
 			Reason: "the turn was halted, and the session state was changed outside celguard since"}
 	}
-	s.sat = &saturation{since: e.cfg.now(), turn: s.turn, cleared: map[string]map[string]bool{}}
+	s.sat = &saturation{since: s.eng.cfg.now(), turn: s.turn, cleared: map[string]map[string]bool{}}
 	// Its labels may have been removed: they read as lost (facts.go).
 	s.facts.over = true
-	return s, nil
 }
 
 // CounterState is one counter's counts in a session, keyed by counter id

@@ -148,3 +148,92 @@ func TestApproveStoreFault(t *testing.T) {
 	require.ErrorContains(t, err, eval.CodeStoreUnavailable)
 	assert.Empty(t, s.Grants())
 }
+
+// tamperStore holds one session entry that failed the store's check (as
+// the signed state directory answers a file changed outside celguard)
+// until a commit writes over it.
+type tamperStore struct {
+	fault     string
+	untrusted []byte
+	written   []byte
+	version   string
+}
+
+func (f *tamperStore) Commit(_ context.Context, ops []state.Op) (bool, []state.Entry, error) {
+	cur := make([]state.Entry, len(ops))
+	for i, op := range ops {
+		if op.Key.Scope != policy.ScopeSession {
+			continue
+		}
+		cur[i] = state.Entry{Version: f.version, State: f.written}
+		if f.written == nil {
+			cur[i] = state.Entry{Version: "tampered", State: f.untrusted, Fault: f.fault}
+		}
+		if op.Version != cur[i].Version {
+			return false, cur, nil
+		}
+	}
+	for i, op := range ops {
+		cur[i].State = nil
+		if op.Key.Scope == policy.ScopeSession && op.Write != nil {
+			f.written, f.version = op.Write, "v"+string(rune('a'+len(f.version)))
+			cur[i] = state.Entry{Version: f.version}
+		}
+	}
+	return true, cur, nil
+}
+
+func (f *tamperStore) Delete(context.Context, state.Key) error { return nil }
+func (f *tamperStore) Close() error                            { return nil }
+
+// TestStoredTamperedStateFailsClosed: a session entry the store says
+// failed its check is restored fail-closed, as Engine.RestoreTampered
+// does: its halt is kept (not its text), its counters saturate, the
+// decision that found it is marked (rule 19), and the fail-closed state is
+// written over it, so the next decision is not marked.
+func TestStoredTamperedStateFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	set := mustSet(t, map[string]string{"cap.yaml": `
+counters:
+  - name: calls
+    phase: before
+    scope: session
+    increment_when: 'true'
+rules:
+  - id: cap
+    condition: 'counters.calls >= 100'
+    verdict: block
+`})
+	for _, tc := range []struct {
+		name      string
+		untrusted string
+		verdict   policy.Verdict
+	}{
+		{"counts lowered", `{"id":"s","turn":1,"counters":{"cap/calls":{"turn":1,"keys":[{"key":"","count":0}]}}}`, policy.Block},
+		{"halt kept", `{"id":"s","turn":1,"halted":{"verdict":"halt","reason":"written by the attacker"}}`, policy.Halt},
+		{"not JSON", ``, policy.Block},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &tamperStore{fault: "the session state was changed outside celguard (its MAC does not check)"}
+			if tc.untrusted != "" {
+				st.untrusted = []byte(tc.untrusted)
+			}
+			eng, err := eval.New(set, eval.WithStore(st))
+			require.NoError(t, err)
+			s := eng.NewSession("s", map[string]any{"user": "ana"})
+			d, err := s.Before(ctx, eval.Call{Tool: "Bash"})
+			require.NoError(t, err)
+			assert.True(t, d.StateTampered)
+			assert.Equal(t, tc.verdict, d.Verdict)
+			assert.Contains(t, d.Reason, "changed outside celguard")
+			assert.NotContains(t, d.Reason, "attacker", "the untrusted halt's text is not kept")
+			require.NotNil(t, st.written, "the fail-closed state was written over the tampered one")
+			assert.Contains(t, string(st.written), `"saturated"`)
+
+			d, err = s.Before(ctx, eval.Call{Tool: "Bash"})
+			require.NoError(t, err)
+			assert.False(t, d.StateTampered, "the next decision is on the state written over it")
+			assert.Equal(t, tc.verdict, d.Verdict, "still fail-closed until the counter resets")
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,6 +48,11 @@ type storeSession struct {
 	// answers are the approvers' answers of the decision, by approval key,
 	// so that a decision that runs again does not ask again.
 	answers map[string]Approval
+	// overwrite says the session's entry failed the store's check
+	// (state.Entry.Fault): the next commit writes the session's state over
+	// it, changed or not, and until then its decisions are marked (rule
+	// 19). Read and written under s.mu.
+	overwrite bool
 }
 
 // entry returns the shared entry of counter c's scope; the decision holds
@@ -231,7 +235,10 @@ func (s *Session) storeOps() ([]state.Op, []SessionState, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot encode the session state: %w", err)
 	}
-	if st.version == "" || !st.committed.same(js) {
+	s.mu.Lock()
+	overwrite := st.overwrite
+	s.mu.Unlock()
+	if st.version == "" || overwrite || !st.committed.same(js) {
 		op.Write = js
 	}
 	ops, writes = append(ops, op), append(writes, cur)
@@ -256,122 +263,6 @@ func (s *Session) storeOps() ([]state.Op, []SessionState, error) {
 	return ops, writes, nil
 }
 
-// snapshot is a state as committed, with its JSON, which a decision's
-// state is compared with to know whether it changed.
-type snapshot struct {
-	st SessionState
-	js []byte
-}
-
-func (sn *snapshot) set(st SessionState) {
-	sn.st = st
-	sn.js, _ = json.Marshal(st)
-}
-
-// setJSON is set with the state's JSON already made.
-func (sn *snapshot) setJSON(st SessionState, js []byte) { sn.st, sn.js = st, js }
-
-// same reports whether js, a state's JSON, is the snapshot's state, as a
-// store keeps it.
-func (sn *snapshot) same(js []byte) bool {
-	return sn.js != nil && bytes.Equal(js, sn.js)
-}
-
-// adopt takes the store's answer to a commit: new versions, or the current
-// state of every entry to decide on again.
-func (s *Session) adopt(ops []state.Op, writes []SessionState, cur []storedEntry, ok bool) {
-	st := s.st
-	for i, op := range ops {
-		c := cur[i]
-		if i == 0 {
-			st.local = nil
-			if ok {
-				st.version = c.Version
-				if op.Write != nil {
-					st.committed.setJSON(writes[i], op.Write)
-				}
-				continue
-			}
-			s.adoptSession(c)
-			continue
-		}
-		ent := st.entries[i-1]
-		if !st.counted[i-1] {
-			seen := &st.seen[i-1]
-			if !ok && c.Version != seen.version {
-				seen.version, seen.halt = c.Version, nil
-				if c.State != nil && c.State.Halted != nil {
-					h := *c.State.Halted
-					seen.halt = &h
-				}
-			}
-			continue
-		}
-		switch {
-		case ok && op.Write != nil:
-			ent.version, ent.local = c.Version, nil
-			ent.committed.setJSON(writes[i], op.Write)
-		case ok:
-			ent.version = c.Version
-		case c.Version != ent.version:
-			ent.adopt(s.eng, c.Version, c.State)
-		default:
-			ent.adopt(s.eng, ent.version, &ent.committed.st) // undo this try's counts
-		}
-	}
-}
-
-// adoptSession replaces the session's state with the store's.
-func (s *Session) adoptSession(c storedEntry) {
-	st := s.st
-	state := SessionState{ID: s.id}
-	if c.State != nil {
-		state = *c.State
-	}
-	s.mu.Lock()
-	s.restore(state)
-	s.mu.Unlock()
-	st.version = c.Version
-	st.committed.set(s.State())
-}
-
-// rollback undoes what a decision changed in the handle's state, back to
-// the states last committed (or kept locally).
-func (s *Session) rollback() {
-	st := s.st
-	base := &st.committed.st
-	if st.local != nil {
-		base = st.local
-	}
-	s.mu.Lock()
-	s.restore(*base)
-	s.mu.Unlock()
-	for i, ent := range st.entries {
-		if st.counted[i] {
-			local := ent.local
-			ent.adopt(s.eng, ent.version, &ent.committed.st)
-			if local != nil {
-				ent.counters, ent.local = s.eng.restoreCounters(local.Counters), local
-			}
-		}
-	}
-}
-
-// keepLocal keeps the handle's state, and its shared entries', as they
-// are, while the store is unreachable: a later failed decision rolls back
-// to it, a commit replaces it.
-func (s *Session) keepLocal() {
-	st := s.st
-	cur := s.State()
-	st.local = &cur
-	for i, ent := range st.entries {
-		if st.counted[i] {
-			est := ent.state()
-			ent.local = &est
-		}
-	}
-}
-
 // fleetHalt implements backend: the fleet halt in force over the session,
 // if one is.
 func (st *storeSession) fleetHalt(s *Session) *Decision {
@@ -394,7 +285,7 @@ func (s *Session) syncLocked(ctx context.Context) error {
 	if err != nil || ok {
 		return err
 	}
-	if c := got[0]; c.State != nil && len(s.meta) <= 1 && len(c.State.Meta) > 0 {
+	if c := got[0]; c.State != nil && c.Fault == "" && len(s.meta) <= 1 && len(c.State.Meta) > 0 {
 		s.mu.Lock()
 		s.meta = maps.Clone(c.State.Meta)
 		s.meta["id"] = s.id
@@ -423,7 +314,10 @@ func (s *Session) changeStored(ctx context.Context, change func() error) (uint64
 			s.rollback()
 			return s.Turn(), fmt.Errorf("cannot encode the session state: %w", err)
 		}
-		if cerr == nil && (st.version == "" || !st.committed.same(js)) {
+		s.mu.Lock()
+		overwrite := st.overwrite
+		s.mu.Unlock()
+		if cerr == nil && (st.version == "" || overwrite || !st.committed.same(js)) {
 			op.Write = js
 		}
 		ok, got, err := s.eng.stored.commit(ctx, []state.Op{op})
@@ -435,6 +329,9 @@ func (s *Session) changeStored(ctx context.Context, change func() error) (uint64
 			st.version = got[0].Version
 			if op.Write != nil {
 				st.committed.setJSON(cur, js)
+				s.mu.Lock()
+				st.overwrite = false
+				s.mu.Unlock()
 			}
 			return s.Turn(), cerr
 		}

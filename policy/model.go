@@ -213,6 +213,10 @@ type Counter struct {
 	// is where reset is written.
 	ResetAll bool
 	ResetPos Pos
+	// Weight, when set, is a CEL int expression: the weight an
+	// increment adds (budgets of money, tokens or bytes) instead of 1. It
+	// cannot combine with a window or a streak, which count events.
+	Weight *Expr
 	// Window, when positive, makes the counter count only the events of the
 	// last Window (a sliding window).
 	Window time.Duration

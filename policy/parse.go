@@ -557,6 +557,7 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 		"key":            func(_, v *yaml.Node) { c.Key = d.exprPtr(v, "key") },
 		"increment_when": func(_, v *yaml.Node) { c.IncrementWhen, _ = d.expr(v, "increment_when") },
 		"reset_when":     func(_, v *yaml.Node) { c.ResetWhen = d.exprPtr(v, "reset_when") },
+		"weight":         func(_, v *yaml.Node) { c.Weight = d.exprPtr(v, "weight") },
 		"reset": func(_, v *yaml.Node) {
 			s, ok := d.str(v, "reset")
 			c.ResetPos = d.pos(v)
@@ -587,6 +588,9 @@ func (d *decoder) counter(n *yaml.Node) Counter {
 	}
 	if c.Streak != nil && c.Window > 0 {
 		d.ds.errorf(CodeInvalidValue, c.Streak.Pos, "counter %s: streak and window cannot be combined: a streak counts consecutive events, a window counts recent ones", c.Name.Value)
+	}
+	if c.Weight != nil && (c.Window > 0 || c.Streak != nil) {
+		d.ds.errorf(CodeInvalidValue, c.Weight.Pos, "counter %s: weight cannot be combined with window or streak, which count events, not amounts", c.Name.Value)
 	}
 	if c.ResetAll && c.ResetWhen == nil {
 		d.ds.errorf(CodeMissingField, c.ResetPos, "counter %s: reset: all says what reset_when clears, and the counter has no reset_when", c.Name.Value)

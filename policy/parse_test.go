@@ -447,3 +447,19 @@ func TestParseCounterResetAll(t *testing.T) {
 	assert.Equal(t, policy.CodeMissingField, ds[0].Code)
 	assert.Equal(t, 7, ds[0].Pos.Line)
 }
+
+// TestParseCounterWeight: weight is an expression, and cannot
+// combine with a window or a streak.
+func TestParseCounterWeight(t *testing.T) {
+	const head = "apiVersion: celguard.dev/v1\nkind: Policy\nname: p\ncounters:\n  - name: c\n    increment_when: 'true'\n    weight: 'int(args.n)'\n"
+	const rules = "rules:\n  - {id: a, verdict: block}\n"
+	p, ds := policy.Parse("p.yaml", []byte(head+rules))
+	require.Empty(t, ds)
+	require.NotNil(t, p.Counters[0].Weight)
+	for _, extra := range []string{"    window: 60s\n", "    streak: 'tool'\n"} {
+		_, ds = policy.Parse("p.yaml", []byte(head+extra+rules))
+		require.Len(t, ds, 1, extra)
+		assert.Equal(t, policy.CodeInvalidValue, ds[0].Code)
+		assert.Equal(t, 7, ds[0].Pos.Line)
+	}
+}

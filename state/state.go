@@ -58,6 +58,13 @@ type Entry struct {
 	// State is the entry's state as JSON, nil for an absent entry (and in
 	// the answer of a commit that succeeded).
 	State []byte
+	// Fault, set by a store that checks its entries (the signed state
+	// directory), says why the entry failed its check: it was changed
+	// outside celguard. State is then what could be read of it (nil when
+	// nothing could), not to be trusted, and Version is the version to
+	// commit over it with: the caller restores the session fail-closed
+	// and writes its state over the entry.
+	Fault string
 }
 
 // Store keeps entries outside one process, so that several engines (the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"slices"
 
 	"github.com/celguard/celguard/policy"
@@ -17,9 +18,13 @@ import (
 // one machine and the command hooks share sessions. A commit locks its
 // entries' files (in a fixed order), reads them, and writes them only if
 // none changed; an entry's version is a digest of its state as written. A
-// file that fails its check (changed outside celguard) makes a commit
-// fail, which blocks the decision (store_unavailable): the hooks restore
-// such a session fail-closed themselves.
+// session's file that fails its check (changed outside celguard) is
+// answered as an entry with a Fault (state.Entry): what could be read of
+// it, untrusted, under a version of its own, so the evaluator restores the
+// session fail-closed (eval's decide.go, rule 19) and a commit at that
+// version writes a signed state over it. A shared entry's file that fails
+// its check makes a commit fail, which blocks the decision
+// (store_unavailable).
 type File struct {
 	dir *statedir.Dir
 }
@@ -42,6 +47,10 @@ func digest(st []byte) string {
 	sum := sha256.Sum256(st)
 	return hex.EncodeToString(sum[:12])
 }
+
+// tamperedVersion is the version of a state file that failed its check,
+// from what could be read of it: never a version of a signed state.
+func tamperedVersion(untrusted []byte) string { return "tampered-" + digest(untrusted) }
 
 // Commit implements state.Store.
 func (f *File) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry, error) {
@@ -67,10 +76,13 @@ func (f *File) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry,
 		}
 		locked[i] = ls
 		st, found, err := ls.Load()
-		if err != nil {
+		var tampered *statedir.TamperedError
+		switch {
+		case errors.As(err, &tampered) && ops[i].Key.Scope == policy.ScopeSession:
+			out[i] = state.Entry{Version: tamperedVersion(tampered.Untrusted), State: tampered.Untrusted, Fault: tampered.Error()}
+		case err != nil:
 			return false, nil, err
-		}
-		if found {
+		case found:
 			out[i] = state.Entry{Version: digest(st), State: st}
 		}
 		if out[i].Version != ops[i].Version {
@@ -85,6 +97,7 @@ func (f *File) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry,
 		if op.Write == nil {
 			continue
 		}
+		out[i].Fault = ""
 		written, err := locked[i].Save(op.Write)
 		if err != nil {
 			return false, nil, err

@@ -18,7 +18,9 @@ import (
 
 // TestFileStoreIsTheHookState: the file store writes the state files the
 // command hooks read (same names, same MAC), and a file changed outside
-// celguard blocks the decision rather than being trusted.
+// celguard is not trusted: the session starts again fail-closed from it
+// (its counters saturate, the decision is marked state_tampered, rule 19),
+// and a signed state is written over it.
 func TestFileStoreIsTheHookState(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -50,8 +52,32 @@ func TestFileStoreIsTheHookState(t *testing.T) {
 	require.NoError(t, os.WriteFile(hs.Path("hook-session"), []byte(lowered), 0o600))
 	d, err := s.Before(ctx, eval.Call{Tool: "Bash"})
 	require.NoError(t, err)
-	assert.Equal(t, eval.CodeStoreUnavailable, d.Code, "a tampered state file is not trusted")
+	assert.True(t, d.StateTampered, "a tampered state file is not trusted")
+	assert.Equal(t, policy.Block, d.Verdict, "the lowered count is not trusted: the counter reads at its ceiling")
 	assert.Contains(t, d.Reason, "changed outside celguard")
+
+	// The state was written over, signed: the hooks read it again, and
+	// it is still saturated, so the cap holds until the counter resets.
+	ls, err = hs.Lock(ctx, "hook-session")
+	require.NoError(t, err)
+	raw, found, err = ls.Load()
+	require.NoError(t, err, "the store wrote a signed state over the tampered one")
+	require.True(t, found)
+	got = eval.SessionState{}
+	require.NoError(t, json.Unmarshal(raw, &got))
+	assert.NotNil(t, got.Saturated)
+	require.NoError(t, ls.Close())
+	d, err = s.Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.False(t, d.StateTampered, "the next decision is not made on the tampered state")
+	assert.Equal(t, policy.Block, d.Verdict, "the counter stays saturated until it resets")
+
+	// A fresh handle (another hook process) reads the signed state.
+	other := replica(t, capSet(t, "session", 10, ""), st).NewSession("hook-session", map[string]any{"user": "ana"})
+	d, err = other.Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.False(t, d.StateTampered)
+	assert.Equal(t, policy.Block, d.Verdict)
 }
 
 // TestOpenURLs: the store URLs Open takes and refuses, without a server.

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +94,32 @@ func TestHookTelemetry(t *testing.T) {
 				t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
 				require.Equal(t, want, hook(t))
 			})
+		})
+	}
+}
+
+// TestServeTelemetry: `celguard serve --otlp-endpoint` sends the decisions
+// it makes over HTTP, and flushes them when it stops.
+func TestServeTelemetry(t *testing.T) {
+	for _, proto := range []string{telemetry.ProtocolGRPC, telemetry.ProtocolHTTP} {
+		t.Run(proto, func(t *testing.T) {
+			col := otlptest.Start(t, proto, otlptest.Accept)
+			dir := t.TempDir()
+			pol := filepath.Join(dir, "p.yaml")
+			require.NoError(t, os.WriteFile(pol, []byte("apiVersion: celguard.dev/v1\nkind: Policy\nname: p\nrules:\n  - id: no-deploy\n    match: {tools: [Deploy]}\n    verdict: block\n"), 0o644))
+			srv := startServe(t, "--listen", "127.0.0.1:0", "--policy", pol, "--reload-interval", "0",
+				"--otlp-endpoint", col.Endpoint, "--otlp-protocol", proto)
+			res, err := http.Post(srv.url+"/v1/sessions/s/before", "application/json", strings.NewReader(`{"tool":"Deploy"}`))
+			require.NoError(t, err)
+			res.Body.Close()
+			srv.stop(t)
+			spans := col.Spans()
+			require.Len(t, spans, 1)
+			require.Equal(t, "no-deploy", spans[0].Attr("celguard.rule.id"))
+			require.Equal(t, "block", spans[0].Attr("celguard.verdict"))
+			require.Equal(t, "s", spans[0].Attr("gen_ai.conversation.id"))
+			require.Len(t, col.Logs(), 1)
+			require.NotNil(t, col.Metrics()["celguard_decisions_total"])
 		})
 	}
 }
