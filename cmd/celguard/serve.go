@@ -250,6 +250,19 @@ func (p serveParams) config(log *slog.Logger) (serve.Config, error) {
 	// The server decides for agents that may run on other machines: its
 	// own file system does not say where their links point.
 	ecfg.HostFS = false
+	// The token files are the server's secrets: self-protection blocks a
+	// tool call that reads or writes one.
+	_, operatorPath := p.operatorFile()
+	for _, f := range []string{p.tokenFile, operatorPath} {
+		if f == "" {
+			continue
+		}
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return serve.Config{}, err
+		}
+		ecfg.ProtectedFiles = append(ecfg.ProtectedFiles, abs)
+	}
 	cfg := serve.Config{Engine: ecfg, Token: token, OperatorToken: operatorToken, Version: currentBuild().String(),
 		HookOptions: hooks.Options{Approve: p.approve}, MaxBodyBytes: p.maxBody, Timeout: p.timeout,
 		MaxSessions: p.maxSessions, SessionIdle: p.sessionIdle, Logger: log, ReloadInterval: p.reload}
