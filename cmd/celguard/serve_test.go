@@ -234,7 +234,7 @@ func TestServeReloadOnSIGHUP(t *testing.T) {
 			var st map[string]any
 			_ = json.NewDecoder(res.Body).Decode(&st)
 			res.Body.Close()
-			if st["reloads"] != 1.0 || st["policy_digest"] != m["policy_digest"] {
+			if st["ready"] != true || st["policy_digest"] != m["policy_digest"] {
 				t.Fatalf("status after SIGHUP: %v (decision %v)", st, m)
 			}
 			srv.stop(t)
