@@ -8,7 +8,7 @@ import (
 	"github.com/celguard/celguard/bundle"
 )
 
-// BundleStatus is a configured bundle as a Guard reports it (/v1/status,
+// BundleStatus is a configured bundle as a Guard reports it (/v1/status/details,
 // doctor): the store's status, its layer, whether it is mandatory and
 // whether it blocks every call now.
 type BundleStatus struct {

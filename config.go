@@ -111,6 +111,15 @@ type Config struct {
 	BundleFiles []string
 	Bundles     []bundle.LayerConfig
 
+	// ProtectedFiles are files that hold the deployment's own secrets,
+	// such as the token files of `celguard serve` (--token-file,
+	// --operator-token-file): the mandatory self-protection policy blocks
+	// every tool call that writes or reads one (policies.ProtectFiles),
+	// for whichever entry point loads the engine. Each is absolute or
+	// under ~/. Sources that do not include the built-in self-protection
+	// policy are not changed.
+	ProtectedFiles []string
+
 	// ASTCache caches checked expressions across processes
 	// (compile.WithASTCache); the hook keeps one in its state directory.
 	ASTCache compile.ASTCache
@@ -200,6 +209,9 @@ func (c Config) Select() (*policies.Discovery, error) {
 		if err != nil {
 			return nil, err
 		}
+		if srcs, err = policies.ProtectFiles(srcs, c.ProtectedFiles); err != nil {
+			return nil, fmt.Errorf("celguard: %w", err)
+		}
 		return &policies.Discovery{Sources: srcs}, nil
 	}
 	d, err := policies.Select(c.Policies)
@@ -217,6 +229,9 @@ func (c Config) Select() (*policies.Discovery, error) {
 	for _, bc := range bcs {
 		dec, _ := bc.Decide(context.Background()) // not in force: reported by Guard.Bundles
 		d.Sources = append(d.Sources, dec.Sources...)
+	}
+	if d.Sources, err = policies.ProtectFiles(d.Sources, c.ProtectedFiles); err != nil {
+		return nil, fmt.Errorf("celguard: %w", err)
 	}
 	return d, nil
 }

@@ -693,7 +693,7 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		"self-protection.yaml variable shell_read_words",
 		"self-protection.yaml variable key_hot_bases",
 		"self-protection.yaml variable shell_key_targets",
-		"self-protection.yaml variable shell_key_reads",
+		"self-protection.yaml variable shell_key_reads", "self-protection.yaml variable shell_secret_reads",
 		// Every word of every command, normalised and globbed; regex.extractAll
 		// has no result-size estimate, so the lists below it are unbounded.
 		"sensitive-files.yaml variable file_targets",

@@ -123,6 +123,10 @@ type Event struct {
 	// response is the tool's raw output as the host sent it (KindAfter),
 	// kept so a rewrite can be given back in the same shape.
 	response any
+	// chunk is, for a Gemini AfterModel chunk decided across the answer's
+	// chunks (geministream.go), the chunk's own text, Output then being the
+	// decided text to release in its place; nil otherwise.
+	chunk *string
 	// suggestions are the permission rules the host offers the user
 	// (KindPermission: Claude Code's permission_suggestions).
 	suggestions []any

@@ -162,6 +162,18 @@ func cursorPrompt(ev Event, d eval.Decision) cursorContinue {
 // rewrite of the output replaces the response chunk with its text.
 func (h *gemini) model(ev Event, d eval.Decision) geminiOut {
 	msg := message(d)
+	if ev.chunk != nil && ev.Output != nil && (d.Verdict == policy.Allow || d.Verdict == policy.Warn || d.Verdict == policy.Modify && d.Output != nil) {
+		// Decided across chunks (geministream.go): the chunk's text is
+		// replaced with the slice of the decided answer to release.
+		out := geminiOut{}
+		if d.Verdict == policy.Warn {
+			out.SystemMessage = msg
+		}
+		if release := ev.Output.Text; release != *ev.chunk || d.Verdict == policy.Modify {
+			out.HookSpecificOutput = &geminiHSO{LLMResponse: geminiResponse(ev.response, release)}
+		}
+		return out
+	}
 	switch d.Verdict {
 	case policy.Allow:
 		return geminiOut{}

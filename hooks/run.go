@@ -99,11 +99,19 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	d, err := Decide(ctx, sess, ev)
+	// A Gemini answer is decided across its chunks (geministream.go);
+	// every other event forgets the record.
+	var d eval.Decision
+	var stream *streamRecord
+	if r.streams(ev) {
+		d, stream, err = decideStream(ctx, sess, &ev, loadStream(locked))
+	} else {
+		d, err = Decide(ctx, sess, ev)
+	}
 	if err != nil {
 		return Response{}, err
 	}
-	if err := saveState(locked, sess.State()); err != nil {
+	if err := saveStateStream(locked, sess.State(), stream); err != nil {
 		return Response{}, err
 	}
 	// Applied, and saved: a failure to remove them would apply them again.

@@ -230,10 +230,11 @@ func TestFilesystemServer(t *testing.T) {
 		up.mu.Lock()
 		cmd := up.last
 		up.mu.Unlock()
+		// SIGKILL: the server runs no more code once Kill returns. The
+		// SDK's transport reaps it (Cmd.Wait) when the proxy drops it.
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		_ = cmd.Wait()
 		p := filepath.Join(up.root, "after-death.txt")
 		res := call(t, cs, "write_file", map[string]any{"path": p, "content": "x"})
 		if !res.IsError || !strings.Contains(text(res), mcpproxy.CodeUpstreamFailed) {

@@ -69,7 +69,7 @@ func TestBundleReplicas(t *testing.T) {
 			Bundles: []bundle.LayerConfig{{Name: "team", Source: ref, PlainHTTP: true, Keys: []string{pubFile}, Mandatory: true,
 				StateDir: filepath.Join(dir, "replica", string(rune('a'+i))), Interval: "1s"}},
 		}
-		srv, err := serve.New(serve.Config{Engine: cfg, Version: "test"})
+		srv, err := serve.New(serve.Config{Engine: cfg, Version: "test", OperatorToken: operatorToken})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,11 +130,11 @@ func TestBundleReplicas(t *testing.T) {
 	}
 	publish(2, "v2")
 	converge(2)
-	// /v1/status carries the bundle in force.
-	st := replicas[0].f.do("GET", "/v1/status", nil).json(t)
+	// /v1/status/details carries the bundle in force.
+	st := replicas[0].f.op("GET", "/v1/status/details", nil).json(t)
 	bs, _ := st["bundles"].([]any)
 	if len(bs) != 1 || bs[0].(map[string]any)["in_force"].(map[string]any)["version"] != "v2" {
-		t.Errorf("/v1/status bundles = %v", st["bundles"])
+		t.Errorf("/v1/status/details bundles = %v", st["bundles"])
 	}
 	// The registry goes down: both keep deciding with serial 2.
 	reg.Stop()

@@ -105,11 +105,7 @@ func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event)
 	case hooks.KindIgnore:
 		return host.Encode(ev, eval.Decision{}), nil
 	case hooks.KindSessionEnd:
-		s.sessions.remove(ev.SessionID)
-		s.metrics.sessions.Set(float64(s.sessions.len()))
-		if err := s.eng.DeleteSession(ctx, ev.SessionID); err != nil {
-			return hooks.Response{}, err
-		}
+		s.endSession(ev.SessionID)
 		return host.Encode(ev, eval.Decision{}), nil
 	}
 	// A host's session id is never in a path: only its length is bounded.
@@ -141,4 +137,21 @@ func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event)
 		s.metrics.decided(host.Name(), d, time.Since(start))
 	}
 	return host.Encode(ev, d), nil
+}
+
+// endSession ends a session the agent's way (a host's SessionEnd): what
+// limits the agent stays. Its state is never deleted here, or an agent
+// holding the agents' token could reset its own counters and halts by
+// ending a session and starting it again: deleting a session's state is
+// the operator's route (DELETE /v1/sessions/{id}). With a store the state
+// is kept there and only the in-memory copy is released (a session
+// started again with the id reads it back); without one the in-memory
+// session is the state, so it stays until it has been idle for the
+// server's idle time.
+func (s *Server) endSession(id string) {
+	if s.eng.Store() == nil {
+		return
+	}
+	s.sessions.remove(id)
+	s.metrics.sessions.Set(float64(s.sessions.len()))
 }

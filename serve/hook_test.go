@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/txtar"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/store"
 )
 
 // preToolUse is a Claude Code PreToolUse event for a Bash command.
@@ -195,12 +197,70 @@ func TestHookSessionLifecycle(t *testing.T) {
 	if p := permission(t, f.do("POST", "/v1/hooks/claude-code", preToolUse("life", "ls"))); p == "deny" {
 		t.Fatal("a call after a new prompt was denied")
 	}
+	// Without a store the in-memory session is the state: a SessionEnd
+	// keeps it (TestHookSessionEndKeepsLimits).
 	f.do("POST", "/v1/hooks/claude-code", ev("SessionEnd", nil))
-	if n := f.srv.Status().Sessions; n != 0 {
-		t.Fatalf("sessions after SessionEnd: %d", n)
+	if n := f.srv.Status().Sessions; n != 1 {
+		t.Fatalf("sessions after SessionEnd: %d, want 1", n)
 	}
 	// A host's session id is never in a path: a '/' in it is fine.
 	if p := permission(t, f.do("POST", "/v1/hooks/claude-code", preToolUse("team/42", "ls"))); p == "deny" {
 		t.Fatal("a session id with a '/' was denied")
+	}
+}
+
+// TestHookSessionEndKeepsLimits ends a session through the hook endpoint
+// (the agents' token) and starts it again with the same id: the session's
+// counter cap still holds, with a store and without one. Only the
+// operator's DELETE /v1/sessions/{id} discards a session's state.
+func TestHookSessionEndKeepsLimits(t *testing.T) {
+	for _, withStore := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no store", true: "memory store"}[withStore], func(t *testing.T) {
+			f := newFixture(t, func(c *serve.Config) {
+				c.Token = decisionToken
+				withOperator(c)
+				if withStore {
+					c.Engine.Store = store.NewMemory(time.Hour)
+				}
+			})
+			auth := []string{"Authorization", "Bearer " + decisionToken}
+			event := func(name string) map[string]any {
+				return map[string]any{"hook_event_name": name, "session_id": "capped", "cwd": "/srv/app"}
+			}
+			push := func() string {
+				t.Helper()
+				return permission(t, f.do("POST", "/v1/hooks/claude-code", preToolUseTool("capped", "Push"), auth...))
+			}
+			f.do("POST", "/v1/hooks/claude-code", event("SessionStart"), auth...)
+			for i := range 2 {
+				if p := push(); p == "deny" {
+					t.Fatalf("push %d under the cap: %s", i+1, p)
+				}
+			}
+			if p := push(); p != "deny" {
+				t.Fatalf("push over the cap: %q, want deny", p)
+			}
+			for round := range 2 {
+				if a := f.do("POST", "/v1/hooks/claude-code", event("SessionEnd"), auth...); a.status != 200 {
+					t.Fatalf("SessionEnd: %d %s", a.status, a.body)
+				}
+				f.do("POST", "/v1/hooks/claude-code", event("SessionStart"), auth...)
+				if p := push(); p != "deny" {
+					t.Fatalf("round %d: a push after SessionEnd and a new start: %q, want deny (the cap was reset)", round, p)
+				}
+			}
+			// The agents' token cannot delete the state either.
+			if a := f.do("DELETE", "/v1/sessions/capped", nil, auth...); a.status != 403 {
+				t.Fatalf("DELETE with the agents' token: %d, want 403", a.status)
+			}
+			// The operator can.
+			if a := f.op("DELETE", "/v1/sessions/capped", nil); a.status != 204 {
+				t.Fatalf("DELETE with the operator token: %d %s", a.status, a.body)
+			}
+			f.do("POST", "/v1/hooks/claude-code", event("SessionStart"), auth...)
+			if p := push(); p == "deny" {
+				t.Fatal("a push after the operator deleted the session: deny, want the cap reset")
+			}
+		})
 	}
 }

@@ -75,13 +75,14 @@ var routeTable = []Route{
 	{Method: "POST", Path: "/v1/sessions/{id}/input", Principal: Agent, What: "decide the messages sent to the model", handle: (*Server).input},
 	{Method: "POST", Path: "/v1/sessions/{id}/output", Principal: Agent, What: "decide the model's answer", handle: (*Server).output},
 	{Method: "POST", Path: "/v1/hooks/{host}", Principal: Agent, SelfAuth: true, What: "a host's hook event, answered as the command hook answers it", handle: (*Server).hook},
-	{Method: "GET", Path: "/v1/status", Principal: Agent, What: "the policy set in force, reloads, the store", handle: (*Server).status},
+	{Method: "GET", Path: "/v1/status", Principal: Agent, What: "whether the server is ready, its version and the digest of the policy set in force", handle: (*Server).status},
 	{Method: "GET", Path: "/metrics", Principal: Agent, What: "Prometheus metrics", handle: (*Server).metricsRoute},
 	{Method: "GET", Path: "/openapi.json", Principal: Agent, What: "the OpenAPI document of these routes", handle: (*Server).openapi},
 
 	{Method: "DELETE", Path: "/v1/sessions/{id}", Principal: Operator, What: "forget a session and its state (its counters start again)", handle: (*Server).deleteSession},
 	{Method: "POST", Path: "/v1/halt", Principal: Operator, What: "halt every session of an agent, repository or organisation", handle: (*Server).halt},
 	{Method: "DELETE", Path: "/v1/halt", Principal: Operator, What: "lift a fleet halt", handle: (*Server).halt},
+	{Method: "GET", Path: "/v1/status/details", Principal: Operator, What: "the status in full: reloads and the last reload error, the store, the sessions held, the bundles", handle: (*Server).statusDetails},
 	{Method: "POST", Path: "/v1/reload", Principal: Operator, What: "read and compile the policies again now", handle: (*Server).reload},
 	{Method: "GET", Path: "/v1/approvals", Principal: Operator, What: "the pending requests and grants of every session this server holds", handle: (*Server).listAllApprovals, disabled: CodeApprovalsDisabled},
 	{Method: "GET", Path: "/v1/sessions/{id}/approvals", Principal: Operator, What: "a session's pending requests and grants", handle: (*Server).listApprovals, disabled: CodeApprovalsDisabled},
@@ -149,24 +150,44 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	switch status, err := s.readiness(r.Context()); {
+	case err != nil:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": status, "error": err.Error()})
+	case status != "ready":
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": status})
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"status": status})
+	}
+}
+
+// readiness is "ready", "draining", or "unavailable" with the error of
+// the state store's check.
+func (s *Server) readiness(ctx context.Context) (string, error) {
 	if s.draining.Load() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
-		return
+		return "draining", nil
 	}
 	if s.cfg.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := s.cfg.Ready(ctx)
 		cancel()
 		if err != nil {
 			s.log.Warn("not ready", "error", err.Error())
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
-			return
+			return "unavailable", err
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return "ready", nil
 }
 
-func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
+// status answers the agents' GET /v1/status: what a host needs to know
+// whether to send calls and which set decided them, nothing about the
+// deployment (the store, the sessions, the reloads: /v1/status/details,
+// the operator's).
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	ready, _ := s.readiness(r.Context())
+	writeJSON(w, http.StatusOK, AgentStatus{Ready: ready == "ready", Version: s.cfg.Version, PolicyDigest: s.eng.PolicySet().Digest()})
+}
+
+func (s *Server) statusDetails(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, s.Status())
 }
 

@@ -12,7 +12,7 @@
 // the policy layers once and recompiles them when they change (Reload,
 // Watch), keeps sessions in memory with an idle expiry and a bound,
 // authenticates requests, bounds their size and time, and reports what it
-// does (metrics, structured logs, /v1/status). It sits above hooks and
+// does (metrics, structured logs, /v1/status and /v1/status/details). It sits above hooks and
 // below cmd/celguard.
 //
 // Every decision endpoint fails closed. A fault while deciding (a panic,
@@ -109,9 +109,9 @@ type Config struct {
 	// or host is also recorded as a request a person can answer
 	// (eval.WithApprovalRequests).
 	OperatorToken string
-	// Version is reported by /v1/status.
+	// Version is reported by /v1/status and /v1/status/details.
 	Version string
-	// Store names the state store for /v1/status ("memory", a URL
+	// Store names the state store for /v1/status/details ("memory", a URL
 	// without its password).
 	Store string
 	// HookOptions are the hosts' encoding options (Approve, and
@@ -246,7 +246,7 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // last attempt (by digest) or force is set, compiles them and puts the new
 // set in force; sessions keep their counters. A set that does not compile
 // is not used: the last good set stays in force, and the error is
-// returned and reported by /v1/status until a reload succeeds. changed
+// returned and reported by /v1/status/details until a reload succeeds. changed
 // says whether a new set is in force.
 func (s *Server) Reload(force bool) (changed bool, err error) {
 	s.mu.Lock()
@@ -312,7 +312,16 @@ func (s *Server) WatchBundles(ctx context.Context) {
 	})
 }
 
-// Status is the answer of /v1/status.
+// AgentStatus is the answer of the agents' GET /v1/status: whether the
+// server takes calls now (/readyz's answer), its version and the digest
+// of the policy set in force, which every decision names too.
+type AgentStatus struct {
+	Ready        bool   `json:"ready"`
+	Version      string `json:"version"`
+	PolicyDigest string `json:"policy_digest"`
+}
+
+// Status is the answer of the operator's GET /v1/status/details.
 type Status struct {
 	Version         string    `json:"version"`
 	PolicyDigest    string    `json:"policy_digest"`

@@ -436,7 +436,7 @@ func TestFaultsFailClosed(t *testing.T) {
 }
 
 func TestReload(t *testing.T) {
-	f := newFixture(t, nil)
+	f := newFixture(t, withOperator)
 	first := f.srv.Status()
 	if changed, err := f.srv.Reload(false); changed || err != nil {
 		t.Fatalf("an unchanged reload: %v %v", changed, err)
@@ -465,7 +465,7 @@ func TestReload(t *testing.T) {
 	if _, err := f.srv.Reload(false); err == nil {
 		t.Fatal("a broken set reloaded without an error")
 	}
-	bad := f.do("GET", "/v1/status", nil).json(t)
+	bad := f.op("GET", "/v1/status/details", nil).json(t)
 	if bad["policy_digest"] != st.PolicyDigest || bad["reloads"] != 1.0 || !strings.Contains(bad["last_reload_error"].(string), "do not compile") {
 		t.Fatalf("status after a failed reload: %v", bad)
 	}
@@ -510,12 +510,24 @@ func TestWatch(t *testing.T) {
 }
 
 func TestStatusHealthMetrics(t *testing.T) {
-	f := newFixture(t, nil)
-	f.do("POST", "/v1/hooks/claude-code", preToolUse("m", "rm -rf /"))
-	f.do("POST", "/v1/sessions/m/before", map[string]any{"tool": "Bash", "args": map[string]any{"command": "ls"}})
-	st := f.do("GET", "/v1/status", nil).json(t)
-	if st["version"] != "test" || st["store"] != "memory" || !strings.HasPrefix(st["policy_digest"].(string), "sha256:") || st["loaded_at"] == "" {
-		t.Errorf("status: %v", st)
+	const agent = "agent-token-1"
+	f := newFixture(t, func(c *serve.Config) { c.Token = agent; withOperator(c) })
+	auth := []string{"Authorization", "Bearer " + agent}
+	f.do("POST", "/v1/hooks/claude-code", preToolUse("m", "rm -rf /"), auth...)
+	f.do("POST", "/v1/sessions/m/before", map[string]any{"tool": "Bash", "args": map[string]any{"command": "ls"}}, auth...)
+	// The agents' status: ready, version, digest, and nothing about the
+	// deployment.
+	st := f.do("GET", "/v1/status", nil, auth...).json(t)
+	if st["ready"] != true || st["version"] != "test" || st["policy_digest"] != f.srv.Status().PolicyDigest || len(st) != 3 {
+		t.Errorf("agents' status: %v, want ready, version and policy_digest only", st)
+	}
+	// The details are the operator's.
+	if a := f.do("GET", "/v1/status/details", nil, auth...); a.status != 403 || a.json(t)["error"].(map[string]any)["code"] != serve.CodeForbidden {
+		t.Errorf("status details with the agents' token: %d %s, want 403 forbidden", a.status, a.body)
+	}
+	st = f.op("GET", "/v1/status/details", nil).json(t)
+	if st["version"] != "test" || st["store"] != "memory" || !strings.HasPrefix(st["policy_digest"].(string), "sha256:") || st["loaded_at"] == "" || st["sessions"] != 1.0 {
+		t.Errorf("status details: %v", st)
 	}
 	if a := f.do("GET", "/healthz", nil); a.status != 200 {
 		t.Errorf("healthz: %d", a.status)
@@ -527,7 +539,10 @@ func TestStatusHealthMetrics(t *testing.T) {
 	if a := f.do("GET", "/readyz", nil); a.status != 503 {
 		t.Errorf("readyz while draining: %d", a.status)
 	}
-	metrics := string(f.do("GET", "/metrics", nil).body)
+	if st := f.do("GET", "/v1/status", nil, auth...).json(t); st["ready"] != false {
+		t.Errorf("agents' status while draining: %v, want ready false", st)
+	}
+	metrics := string(f.do("GET", "/metrics", nil, auth...).body)
 	for _, want := range []string{
 		`celguard_decisions_total{host="claude-code",policy="test",verdict="block"} 1`,
 		`celguard_decisions_total{host="api",policy="",verdict="allow"} 1`,
@@ -540,7 +555,7 @@ func TestStatusHealthMetrics(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
-	if a := f.do("GET", "/openapi.json", nil); a.status != 200 || !bytes.Equal(a.body, serve.OpenAPI) {
+	if a := f.do("GET", "/openapi.json", nil, auth...); a.status != 200 || !bytes.Equal(a.body, serve.OpenAPI) {
 		t.Errorf("openapi.json: %d", a.status)
 	}
 }

@@ -38,6 +38,8 @@ func newMCPCmd(sio stdio) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Guard MCP servers: a policy-enforcing MCP proxy",
+		Example: `  # In a client's mcpServers entry: the filesystem server behind the built-in policies
+  celguard mcp proxy --name fs -- npx -y @modelcontextprotocol/server-filesystem ~/project`,
 	}
 	cmd.AddCommand(newMCPProxyCmd(sio))
 	return cmd
@@ -92,23 +94,44 @@ func runMCPProxy(ctx context.Context, p mcpProxyParams) int {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(p.logLevel)); err != nil {
-		return p.fail(fmt.Errorf("--log-level %q: %v", p.logLevel, err))
-	}
-	ecfg, err := engineConfig(p.policies, p.decisions)
+	cfg, closeStore, err := mcpProxyConfig(ctx, p)
 	if err != nil {
 		return p.fail(err)
 	}
+	defer closeStore()
+	px, err := mcpproxy.New(ctx, cfg)
+	if err != nil {
+		return p.fail(err)
+	}
+	defer px.Close()
+	set := px.Guard().Engine().PolicySet()
+	printWarnings(p.stderr, "celguard mcp proxy", append(layerWarnings(px.Guard().Discovery(), set), p.decisions.warnings(set)...))
+	if err := px.Run(ctx, p.clientTransport()); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		return p.fail(err)
+	}
+	return exitOK
+}
+
+// mcpProxyConfig turns the flags into the proxy's configuration: the
+// engine through the composition root, the state store, and the upstream
+// started as a child process. The returned func closes the store.
+func mcpProxyConfig(ctx context.Context, p mcpProxyParams) (mcpproxy.Config, func(), error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(p.logLevel)); err != nil {
+		return mcpproxy.Config{}, nil, fmt.Errorf("--log-level %q: %v", p.logLevel, err)
+	}
+	ecfg, err := engineConfig(p.policies, p.decisions)
+	if err != nil {
+		return mcpproxy.Config{}, nil, err
+	}
 	st, err := store.Open(ctx, p.store)
 	if err != nil {
-		return p.fail(fmt.Errorf("--store: %w", err))
+		return mcpproxy.Config{}, nil, fmt.Errorf("--store: %w", err)
 	}
-	defer st.Close()
 	ecfg.Store = st
 	cwd, _ := os.Getwd()
 	command := p.command
-	px, err := mcpproxy.New(ctx, mcpproxy.Config{
+	return mcpproxy.Config{
 		Name: p.name,
 		Upstream: func() mcp.Transport {
 			c := exec.Command(command[0], command[1:]...)
@@ -121,22 +144,16 @@ func runMCPProxy(ctx context.Context, p mcpProxyParams) int {
 		Pins:        p.pins,
 		Version:     currentBuild().String(),
 		Logger:      slog.New(slog.NewTextHandler(p.stderr, &slog.HandlerOptions{Level: level})),
-	})
-	if err != nil {
-		return p.fail(err)
+	}, func() { st.Close() }, nil
+}
+
+// clientTransport is the MCP client's side: the process's standard streams,
+// or the streams run's caller gave (a test, an embedding program).
+func (p mcpProxyParams) clientTransport() mcp.Transport {
+	if p.stdin == io.Reader(os.Stdin) {
+		return &mcp.StdioTransport{}
 	}
-	defer px.Close()
-	set := px.Guard().Engine().PolicySet()
-	printWarnings(p.stderr, "celguard mcp proxy", append(layerWarnings(px.Guard().Discovery(), set), p.decisions.warnings(set)...))
-	var t mcp.Transport = &mcp.StdioTransport{}
-	if p.stdin != io.Reader(os.Stdin) {
-		// run's caller gave other streams (a test, an embedding program).
-		t = &mcp.IOTransport{Reader: io.NopCloser(p.stdin), Writer: nopWriteCloser{p.stdout}}
-	}
-	if err := px.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
-		return p.fail(err)
-	}
-	return exitOK
+	return &mcp.IOTransport{Reader: io.NopCloser(p.stdin), Writer: nopWriteCloser{p.stdout}}
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -70,7 +70,8 @@ Every route has one principal (serve.Routes, docs/serve.md):
             /output, /turns/start, /turns/end (the session API);
             GET /v1/status, /metrics, /openapi.json
   operator  POST and DELETE /v1/halt (a fleet halt and its lift),
-            DELETE /v1/sessions/{id}, POST /v1/reload, GET /v1/approvals,
+            DELETE /v1/sessions/{id}, POST /v1/reload, GET /v1/status/details,
+            GET /v1/approvals,
             GET|POST /v1/sessions/{id}/approvals,
             DELETE /v1/sessions/{id}/approvals/{id} (docs/approvals.md)
 
@@ -105,7 +106,7 @@ reports rules instead of enforcing them, as for eval and hook.
 The policy files are read again every --reload-interval and on SIGHUP; a
 changed set is compiled and put in force, sessions keep their counters, and
 a set that does not compile leaves the last good one in force and is
-reported by /v1/status. SIGINT or SIGTERM drains (readyz answers 503) and
+reported by /v1/status/details. SIGINT or SIGTERM drains (readyz answers 503) and
 stops.
 
 State is kept in memory (--store memory:, the default, shared by this
@@ -250,6 +251,19 @@ func (p serveParams) config(log *slog.Logger) (serve.Config, error) {
 	// The server decides for agents that may run on other machines: its
 	// own file system does not say where their links point.
 	ecfg.HostFS = false
+	// The token files are the server's secrets: self-protection blocks a
+	// tool call that reads or writes one.
+	_, operatorPath := p.operatorFile()
+	for _, f := range []string{p.tokenFile, operatorPath} {
+		if f == "" {
+			continue
+		}
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return serve.Config{}, err
+		}
+		ecfg.ProtectedFiles = append(ecfg.ProtectedFiles, abs)
+	}
 	cfg := serve.Config{Engine: ecfg, Token: token, OperatorToken: operatorToken, Version: currentBuild().String(),
 		HookOptions: hooks.Options{Approve: p.approve}, MaxBodyBytes: p.maxBody, Timeout: p.timeout,
 		MaxSessions: p.maxSessions, SessionIdle: p.sessionIdle, Logger: log, ReloadInterval: p.reload}

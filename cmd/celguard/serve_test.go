@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -233,7 +234,7 @@ func TestServeReloadOnSIGHUP(t *testing.T) {
 			var st map[string]any
 			_ = json.NewDecoder(res.Body).Decode(&st)
 			res.Body.Close()
-			if st["reloads"] != 1.0 || st["policy_digest"] != m["policy_digest"] {
+			if st["ready"] != true || st["policy_digest"] != m["policy_digest"] {
 				t.Fatalf("status after SIGHUP: %v (decision %v)", st, m)
 			}
 			srv.stop(t)
@@ -420,6 +421,25 @@ func TestServeOperatorToken(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != tc.status {
 			t.Errorf("token %q: %d, want %d", tc.token, res.StatusCode, tc.status)
+		}
+	}
+	// The token files are protected places: the built-in self-protection
+	// policy blocks a tool call that reads one.
+	for _, call := range []string{
+		`{"tool": "Read", "args": {"file_path": ` + strconv.Quote(approverFile) + `}, "cwd": "/srv/app"}`,
+		`{"tool": "Bash", "args": {"command": ` + strconv.Quote("cat "+tokenFile) + `}, "cwd": "/srv/app"}`,
+	} {
+		req, _ := http.NewRequest("POST", srv.url+"/v1/sessions/s/before", strings.NewReader(call))
+		req.Header.Set("Authorization", "Bearer decide-1")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct{ Verdict, Code, RuleID string }
+		err = json.NewDecoder(res.Body).Decode(&d)
+		res.Body.Close()
+		if err != nil || d.Verdict != "block" || d.Code != "self_protection" {
+			t.Errorf("%s: %+v %v, want a self_protection block", call, d, err)
 		}
 	}
 }

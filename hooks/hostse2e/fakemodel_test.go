@@ -23,7 +23,10 @@ type fakeModel struct {
 	// shellTools are the names of the host's shell tool, first match used.
 	shellTools []string
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// final is the closing answer's text, streamed one chunk per element
+	// (Gemini); nil means finalText in one chunk.
+	final    []string
 	asked    bool
 	requests int
 	results  []string // the tool results received, as JSON or text
@@ -264,7 +267,28 @@ func (m *fakeModel) gemini(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	sse(w, "", resp)
+	m.mu.Lock()
+	final := m.final
+	m.mu.Unlock()
+	if part["text"] == nil || len(final) == 0 {
+		sse(w, "", resp)
+		return
+	}
+	// The closing answer in several chunks, the finishReason on the last.
+	for i, text := range final {
+		cand := map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}}, "index": 0}
+		if i == len(final)-1 {
+			cand["finishReason"] = "STOP"
+		}
+		sse(w, "", map[string]any{"candidates": []any{cand}, "usageMetadata": resp["usageMetadata"], "modelVersion": resp["modelVersion"]})
+	}
+}
+
+// Stream makes the closing answer stream as chunks (Gemini).
+func (m *fakeModel) Stream(chunks []string) {
+	m.mu.Lock()
+	m.final = chunks
+	m.mu.Unlock()
 }
 
 // openai speaks the OpenAI Responses API (POST /v1/responses, streamed).

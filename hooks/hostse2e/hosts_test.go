@@ -3,6 +3,7 @@ package hostse2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +36,14 @@ rules:
     verdict: modify
     modify:
       content: 'string(result.content).replace("E2ESECRET", "REDACTED-BY-CELGUARD")'
+
+  # Gemini CLI's AfterModel: decided across the answer's chunks.
+  - id: e2e-redact-output
+    phase: output
+    condition: 'secrets.has(output.text)'
+    verdict: modify
+    modify:
+      output: 'secrets.redact(output.text)'
 `
 
 // brokenPolicy does not compile: its condition is not CEL. Its error is on
@@ -119,7 +128,11 @@ type scenario struct {
 	broken  bool // install a policy that does not compile
 	// missing installs a hook command whose binary does not exist.
 	missing bool
-	check   func(t *testing.T, host, work string, m *fakeModel, out string)
+	// only names the one host the scenario runs on ("": every host).
+	only string
+	// stream is the closing answer, streamed in these chunks.
+	stream []string
+	check  func(t *testing.T, host, work string, m *fakeModel, out string)
 }
 
 var scenarios = []scenario{
@@ -170,6 +183,26 @@ var scenarios = []scenario{
 		// What docs/hooks.md says of a missing binary: Claude Code and Codex
 		// take the hook's failure to start as a non-blocking error and run
 		// the call; Gemini CLI refuses it.
+		// A secret in the model's answer split across streamed chunks
+		// (Gemini's AfterModel sees one chunk at a time) is redacted before
+		// any part of it is shown (issue 33).
+		name: "stream-secret", command: "touch celguard-stream", only: "gemini",
+		stream: []string{"The key is AK", "IAIOSFOD", "NN7EXAMPLE, and that", " is all."},
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
+			mustExist(t, filepath.Join(work, "celguard-stream"), true)
+			for _, part := range []string{"AKIA", "IOSFOD", "NN7EX"} {
+				if strings.Contains(out, part) {
+					t.Errorf("the host showed %q of the secret", part)
+				}
+			}
+			for _, want := range []string{"The key is [REDACTED:aws_access_key], and that is all."} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the host did not show %q", want)
+				}
+			}
+		},
+	},
+	{
 		name: "missing-binary", command: "touch celguard-unguarded", missing: true,
 		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
 			mustExist(t, filepath.Join(work, "celguard-unguarded"), host != "gemini")
@@ -188,6 +221,9 @@ func TestHosts(t *testing.T) {
 			t.Parallel()
 			bin := hostBinary(t, h.pkg)
 			for _, sc := range scenarios {
+				if sc.only != "" && sc.only != h.name {
+					continue // the other hosts have no such event
+				}
 				t.Run(sc.name, func(t *testing.T) {
 					t.Parallel()
 					runScenario(t, celguard, bin, h, sc)
@@ -213,6 +249,7 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 		writeFile(t, policyFile, e2ePolicy)
 	}
 	m, url := startFakeModel(t, h.api, sc.command)
+	m.Stream(sc.stream)
 	env := append(baseEnv(home, root), h.setup(t, home, url)...)
 
 	args := []string{"hook", "install", h.name, "--user", "--policy", policyFile, "--state-dir", state}
@@ -227,6 +264,9 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 	}
 	if h.afterInstall != nil {
 		h.afterInstall(t, home, installOut)
+	}
+	if sc.stream != nil {
+		addAfterModel(t, home)
 	}
 	if sc.name == "allow" {
 		checkDoctor(t, celguard, bin, h, work, env)
@@ -257,6 +297,32 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 		}
 	})
 	sc.check(t, h.name, work, m, out)
+}
+
+// addAfterModel registers celguard's Gemini hook for AfterModel too, as
+// docs/hooks.md tells users with output rules to (install does not): the
+// same handler as BeforeTool's.
+func addAfterModel(t *testing.T, home string) {
+	t.Helper()
+	path := filepath.Join(home, ".gemini", "settings.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var settings map[string]any
+	if err := json.Unmarshal(data, &settings); err != nil {
+		t.Fatal(err)
+	}
+	hooks, _ := settings["hooks"].(map[string]any)
+	if hooks == nil || hooks["BeforeTool"] == nil {
+		t.Fatalf("install registered no BeforeTool hook:\n%s", data)
+	}
+	hooks["AfterModel"] = hooks["BeforeTool"]
+	out, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(out)+"\n")
 }
 
 // baseEnv is a minimal environment: the temporary home, PATH, and nothing

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 from typing import Any, Mapping, Sequence
-from urllib.parse import quote
 
 import httpx
 
@@ -96,8 +95,14 @@ class AsyncSession(_SessionBase):
         return AsyncOutputStream(self, holdback=holdback, call_id=call_id, agent=agent)
 
     async def close(self) -> None:
-        """Delete the session on the service (best effort)."""
-        await self._client._delete(f"/v1/sessions/{quote(self.session_id, safe='')}")
+        """End the session on this side; nothing is sent to the service.
+
+        Deleting a session's state (its counters, halts and grants) is the
+        operator's route, DELETE /v1/sessions/{id}: a session the agent
+        could delete and start again would reset its own limits. The
+        service forgets a session left unused for its idle time
+        (--session-idle); its state in a store stays until that expires.
+        """
 
 
 class AsyncOutputStream:
@@ -213,12 +218,6 @@ class AsyncClient:
         except Exception:  # the decisions that follow block
             return None
         return out if isinstance(out, dict) else None
-
-    async def _delete(self, path: str) -> None:
-        try:
-            await self._pool.http().delete(path)
-        except Exception:  # best effort
-            pass
 
     async def approvals(self, session_id: str) -> Approvals:
         """The session's pending approval requests and grants (approver token)."""

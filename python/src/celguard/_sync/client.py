@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import uuid
 from typing import Any, Mapping, Sequence
-from urllib.parse import quote
 
 import httpx
 
@@ -97,8 +96,14 @@ class Session(_SessionBase):
         return OutputStream(self, holdback=holdback, call_id=call_id, agent=agent)
 
     def close(self) -> None:
-        """Delete the session on the service (best effort)."""
-        self._client._delete(f"/v1/sessions/{quote(self.session_id, safe='')}")
+        """End the session on this side; nothing is sent to the service.
+
+        Deleting a session's state (its counters, halts and grants) is the
+        operator's route, DELETE /v1/sessions/{id}: a session the agent
+        could delete and start again would reset its own limits. The
+        service forgets a session left unused for its idle time
+        (--session-idle); its state in a store stays until that expires.
+        """
 
 
 class OutputStream:
@@ -214,12 +219,6 @@ class Client:
         except Exception:  # the decisions that follow block
             return None
         return out if isinstance(out, dict) else None
-
-    def _delete(self, path: str) -> None:
-        try:
-            self._pool.http().delete(path)
-        except Exception:  # best effort
-            pass
 
     def approvals(self, session_id: str) -> Approvals:
         """The session's pending approval requests and grants (approver token)."""
