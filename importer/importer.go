@@ -353,27 +353,6 @@ func sanitizeID(s string) string {
 	return out
 }
 
-// uniqueIDs makes rule ids unique in order, suffixing repeats.
-func uniqueIDs(rules []rule) {
-	seen := map[string]int{}
-	for i := range rules {
-		id := rules[i].id
-		if n := seen[id]; n > 0 {
-			for {
-				n++
-				cand := id + "-" + strconv.Itoa(n)
-				if seen[cand] == 0 {
-					seen[id] = n
-					id = cand
-					break
-				}
-			}
-		}
-		seen[id]++
-		rules[i].id = id
-	}
-}
-
 // celList writes strings as a CEL list literal.
 func celList(ss []string) string {
 	out := make([]string, len(ss))
