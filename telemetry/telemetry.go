@@ -157,8 +157,11 @@ type Telemetry struct {
 	logger otellog.Logger
 	parent trace.SpanContext // the host's, if it gave one
 
-	decisions metric.Int64Counter
-	latency   metric.Float64Histogram
+	decisions   metric.Int64Counter
+	latency     metric.Float64Histogram
+	faults      metric.Int64Counter
+	storeErrors metric.Int64Counter
+	judges      metric.Int64Counter
 
 	spans, logs                 atomic.Int64
 	spansExported, logsExported atomic.Int64
@@ -232,6 +235,18 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 	}
 	if t.latency, err = meter.Float64Histogram("celguard_decision_duration_seconds", metric.WithUnit("s"),
 		metric.WithDescription("Time to decide one call, by host and phase.")); err != nil {
+		return nil, errors.Join(fmt.Errorf("telemetry: %w", err), t.Close())
+	}
+	if t.faults, err = meter.Int64Counter("celguard_faults_total",
+		metric.WithDescription("Decisions that failed (a run-time error, the state store, the decision log), by code.")); err != nil {
+		return nil, errors.Join(fmt.Errorf("telemetry: %w", err), t.Close())
+	}
+	if t.storeErrors, err = meter.Int64Counter("celguard_store_errors_total",
+		metric.WithDescription("Decisions that could not reach the state store (blocked with code store_unavailable).")); err != nil {
+		return nil, errors.Join(fmt.Errorf("telemetry: %w", err), t.Close())
+	}
+	if t.judges, err = meter.Int64Counter("celguard_judge_outcomes_total",
+		metric.WithDescription("What a rule's judge answered, by judge, verdict (ask also when it could not answer), cached, and failed (it gave no answer).")); err != nil {
 		return nil, errors.Join(fmt.Errorf("telemetry: %w", err), t.Close())
 	}
 	if _, err = meter.Int64ObservableCounter(DroppedMetric,
@@ -401,6 +416,16 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 		attribute.String("policy", rec.Policy), attribute.String("host", t.cfg.Who.AgentHost)))
 	t.latency.Record(ctx, end.Sub(start).Seconds(), metric.WithAttributes(attribute.String("host", t.cfg.Who.AgentHost),
 		attribute.String("phase", rec.Phase.String())))
+	if rec.Error != "" {
+		t.faults.Add(ctx, 1, metric.WithAttributes(attribute.String("code", rec.Code)))
+	}
+	if rec.Code == eval.CodeStoreUnavailable {
+		t.storeErrors.Add(ctx, 1)
+	}
+	if j := ev.Decision.Judge; j != nil {
+		t.judges.Add(ctx, 1, metric.WithAttributes(attribute.String("judge", j.Name), attribute.String("verdict", j.Verdict.String()),
+			attribute.Bool("cached", j.Cached), attribute.Bool("failed", j.Error != "")))
+	}
 	return nil
 }
 
