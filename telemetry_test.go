@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/eval"
@@ -229,6 +230,52 @@ func TestTelemetryOTLP(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTelemetryDroppedMetric: spans and log records a collector refuses
+// are counted in celguard_telemetry_dropped_total, which the collector
+// receives with the metrics (it keeps those), by signal; a collector that
+// takes everything is told nothing was lost.
+func TestTelemetryDroppedMetric(t *testing.T) {
+	for _, proto := range []string{telemetry.ProtocolGRPC, telemetry.ProtocolHTTP} {
+		for name, tc := range map[string]struct {
+			mode otlptest.Mode
+			lost bool
+		}{"refusing": {otlptest.RefuseSpansAndLogs, true}, "accepting": {otlptest.Accept, false}} {
+			t.Run(proto+"/"+name, func(t *testing.T) {
+				col := otlptest.Start(t, proto, tc.mode)
+				// A generous bound: Close returns once all is sent, and a
+				// loaded machine must not turn a slow flush into a drop.
+				g := telemetryGuard(t, &telemetry.Config{Endpoint: col.Endpoint, Protocol: proto, FlushTimeout: 30 * time.Second})
+				n := int64(len(scriptedSession(t, g)))
+				if err := g.Close(); err != nil {
+					t.Fatal(err)
+				}
+				m := col.Metrics()[telemetry.DroppedMetric]
+				if m == nil || m.GetSum() == nil || !m.GetSum().IsMonotonic {
+					t.Fatalf("%s not exported as a monotonic sum: %v", telemetry.DroppedMetric, m)
+				}
+				got := map[string]int64{}
+				for _, dp := range m.GetSum().DataPoints {
+					for _, kv := range dp.Attributes {
+						if kv.Key == "signal" {
+							got[kv.Value.GetStringValue()] = dp.GetAsInt()
+						}
+					}
+				}
+				want := map[string]int64{"spans": 0, "logs": 0}
+				if tc.lost {
+					// Six decisions, six spans and six records; no judge here.
+					want = map[string]int64{"spans": n, "logs": n}
+				}
+				for sig, w := range want {
+					if v, ok := got[sig]; !ok || v != w {
+						t.Errorf("%s{signal=%q} = %d (present %v), want %d", telemetry.DroppedMetric, sig, v, ok, w)
+					}
+				}
+			})
+		}
 	}
 }
 

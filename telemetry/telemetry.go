@@ -157,8 +157,11 @@ type Telemetry struct {
 	logger otellog.Logger
 	parent trace.SpanContext // the host's, if it gave one
 
-	decisions metric.Int64Counter
-	latency   metric.Float64Histogram
+	decisions   metric.Int64Counter
+	latency     metric.Float64Histogram
+	faults      metric.Int64Counter
+	storeErrors metric.Int64Counter
+	judges      metric.Int64Counter
 
 	spans, logs                 atomic.Int64
 	spansExported, logsExported atomic.Int64
@@ -234,12 +237,40 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 		metric.WithDescription("Time to decide one call, by host and phase.")); err != nil {
 		return nil, errors.Join(fmt.Errorf("telemetry: %w", err), t.Close())
 	}
+	if t.faults, err = meter.Int64Counter("celguard_faults_total",
+		metric.WithDescription("Decisions that failed (a run-time error, the state store, the decision log), by code.")); err != nil {
+		return nil, errors.Join(fmt.Errorf("telemetry: %w", err), t.Close())
+	}
+	if t.storeErrors, err = meter.Int64Counter("celguard_store_errors_total",
+		metric.WithDescription("Decisions that could not reach the state store (blocked with code store_unavailable).")); err != nil {
+		return nil, errors.Join(fmt.Errorf("telemetry: %w", err), t.Close())
+	}
+	if t.judges, err = meter.Int64Counter("celguard_judge_outcomes_total",
+		metric.WithDescription("What a rule's judge answered, by judge, verdict (ask also when it could not answer), cached, and failed (it gave no answer).")); err != nil {
+		return nil, errors.Join(fmt.Errorf("telemetry: %w", err), t.Close())
+	}
+	if _, err = meter.Int64ObservableCounter(DroppedMetric,
+		metric.WithDescription("Spans and log records the export could not deliver (refused, failed, or still queued when the flush bound ran out), by signal."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			s := t.Stats()
+			o.Observe(s.SpansDropped, metric.WithAttributes(attribute.String("signal", "spans")))
+			o.Observe(s.LogsDropped, metric.WithAttributes(attribute.String("signal", "logs")))
+			return nil
+		})); err != nil {
+		return nil, errors.Join(fmt.Errorf("telemetry: %w", err), t.Close())
+	}
 	if cfg.TraceParent != "" {
 		carrier := propagation.MapCarrier{"traceparent": cfg.TraceParent, "tracestate": cfg.TraceState}
 		t.parent = trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
 	}
 	return t, nil
 }
+
+// DroppedMetric is the counter of spans and log records the export lost
+// (Stats' SpansDropped and LogsDropped, by signal="spans" or "logs"),
+// named as a Prometheus counter is: a collector that receives a non-zero
+// value knows it does not have every decision.
+const DroppedMetric = "celguard_telemetry_dropped_total"
 
 // ScopeName is the instrumentation scope of everything celguard exports.
 const ScopeName = "github.com/celguard/celguard"
@@ -268,7 +299,30 @@ func (t *Telemetry) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.FlushTimeout)
 	defer cancel()
-	// The three providers flush at once, so the bound is the slowest's.
+	// Spans and logs are flushed first (at once), so that what they could
+	// not send is counted in the metrics' last export
+	// (celguard_telemetry_dropped_total); then the three providers shut
+	// down at once. Both share the one deadline.
+	flushed := make(chan struct{}, 2)
+	go func() {
+		if t.tp != nil {
+			_ = t.tp.ForceFlush(ctx)
+		}
+		flushed <- struct{}{}
+	}()
+	go func() {
+		if t.lp != nil {
+			_ = t.lp.ForceFlush(ctx)
+		}
+		flushed <- struct{}{}
+	}()
+	for range 2 {
+		select {
+		case <-flushed:
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	errs := make(chan error, 3)
 	for _, shut := range []func(context.Context) error{t.shutTraces, t.shutLogs, t.shutMetrics} {
 		go func() { errs <- shut(ctx) }()
@@ -362,6 +416,16 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 		attribute.String("policy", rec.Policy), attribute.String("host", t.cfg.Who.AgentHost)))
 	t.latency.Record(ctx, end.Sub(start).Seconds(), metric.WithAttributes(attribute.String("host", t.cfg.Who.AgentHost),
 		attribute.String("phase", rec.Phase.String())))
+	if rec.Error != "" {
+		t.faults.Add(ctx, 1, metric.WithAttributes(attribute.String("code", rec.Code)))
+	}
+	if rec.Code == eval.CodeStoreUnavailable {
+		t.storeErrors.Add(ctx, 1)
+	}
+	if j := ev.Decision.Judge; j != nil {
+		t.judges.Add(ctx, 1, metric.WithAttributes(attribute.String("judge", j.Name), attribute.String("verdict", j.Verdict.String()),
+			attribute.Bool("cached", j.Cached), attribute.Bool("failed", j.Error != "")))
+	}
 	return nil
 }
 

@@ -39,6 +39,9 @@ const (
 	Refuse
 	// Hang holds every export until the test ends (a slow collector).
 	Hang
+	// RefuseSpansAndLogs refuses spans and log records but keeps metrics,
+	// so that a test can read the exporter's own account of what it lost.
+	RefuseSpansAndLogs
 )
 
 // Collector is a running test collector.
@@ -89,9 +92,14 @@ func Start(t testing.TB, protocol string, mode Mode) *Collector {
 	return c
 }
 
-// answer applies the collector's mode: nil to accept.
-func (c *Collector) answer(ctx context.Context) error {
+// answer applies the collector's mode to an export (of metrics or not):
+// nil to accept.
+func (c *Collector) answer(ctx context.Context, metrics bool) error {
 	switch c.mode {
+	case RefuseSpansAndLogs:
+		if !metrics {
+			return status.Error(codes.Unavailable, "otlptest: refusing spans and logs")
+		}
 	case Refuse:
 		return status.Error(codes.Unavailable, "otlptest: refusing")
 	case Hang:
@@ -124,7 +132,8 @@ func (c *Collector) keep(m proto.Message, raw []byte) {
 
 func handle(c *Collector, newMsg func() proto.Message) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := c.answer(r.Context()); err != nil {
+		_, metrics := newMsg().(*colmetrics.ExportMetricsServiceRequest)
+		if err := c.answer(r.Context(), metrics); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -150,7 +159,7 @@ type traceService struct {
 }
 
 func (s traceService) Export(ctx context.Context, r *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
-	if err := s.c.answer(ctx); err != nil {
+	if err := s.c.answer(ctx, false); err != nil {
 		return nil, err
 	}
 	s.c.keep(r, nil)
@@ -163,7 +172,7 @@ type logsService struct {
 }
 
 func (s logsService) Export(ctx context.Context, r *collogs.ExportLogsServiceRequest) (*collogs.ExportLogsServiceResponse, error) {
-	if err := s.c.answer(ctx); err != nil {
+	if err := s.c.answer(ctx, false); err != nil {
 		return nil, err
 	}
 	s.c.keep(r, nil)
@@ -176,7 +185,7 @@ type metricsService struct {
 }
 
 func (s metricsService) Export(ctx context.Context, r *colmetrics.ExportMetricsServiceRequest) (*colmetrics.ExportMetricsServiceResponse, error) {
-	if err := s.c.answer(ctx); err != nil {
+	if err := s.c.answer(ctx, true); err != nil {
 		return nil, err
 	}
 	s.c.keep(r, nil)
