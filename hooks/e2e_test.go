@@ -153,7 +153,7 @@ func TestEndToEndLoopDetection(t *testing.T) {
 
 	r = run(claudeEvent("SessionEnd", map[string]any{"reason": "prompt_input_exit"}))
 	require.Equal(t, 0, r.Exit, r.Stderr)
-	assert.NoFileExists(t, (&statedir.Dir{Dir: state}).Path("e2e-session"))
+	assert.FileExists(t, (&statedir.Dir{Dir: state}).Path("e2e-session"), "SessionEnd keeps the state (the age cleanup removes it)")
 }
 
 // TestEndToEndConcurrentHooks runs many hook processes of one session at

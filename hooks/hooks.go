@@ -58,7 +58,9 @@ const (
 	KindIgnore Kind = iota
 	// KindSessionStart is a session starting or resuming.
 	KindSessionStart
-	// KindSessionEnd is a session ending: its state is removed.
+	// KindSessionEnd is a session ending. Its state is kept (what limits
+	// the agent must not be the agent's to reset); the state directory's
+	// cleanup removes it once it is old.
 	KindSessionEnd
 	// KindTurnStart is a new user prompt: turn-scoped counters reset and a
 	// halt of the previous turn is lifted. With Messages (the prompt, where

@@ -202,16 +202,61 @@ func TestCodexHaltKeepsTurnHalted(t *testing.T) {
 	assert.Empty(t, r.Run(context.Background(), ev("PreToolUse", "ls")).Stdout)
 }
 
-// TestSessionEndRemovesState.
-func TestSessionEndRemovesState(t *testing.T) {
-	r := testRunner(t, "claude-code", Options{}, testEngine(t))
-	r.Run(context.Background(), []byte(`{"session_id":"gone","hook_event_name":"UserPromptSubmit"}`))
-	_, err := os.Stat(r.Store.Path("gone"))
+// TestSessionEndKeepsLimits: a SessionEnd keeps the session's state, so
+// a session-scoped counter cap and a grant hold across SessionEnd and a new
+// SessionStart with the same id (an agent that pipes a SessionEnd into
+// `celguard hook`, or reuses an ended session's id, cannot reset its own
+// limits); only the state directory's age cleanup removes it.
+func TestSessionEndKeepsLimits(t *testing.T) {
+	dir := t.TempDir()
+	policyFile := filepath.Join(dir, "cap.yaml")
+	require.NoError(t, os.WriteFile(policyFile, []byte(`apiVersion: celguard.dev/v1
+kind: Policy
+name: cap
+counters:
+  - name: pushes
+    scope: session
+    phase: before
+    increment_when: 'tool == "Push"'
+rules:
+  - id: push-cap
+    match: {tools: [Push]}
+    condition: 'counters.pushes >= 2'
+    verdict: block
+    reason: too many pushes
+    code: push_cap
+`), 0o600))
+	r := testRunner(t, "claude-code", Options{}, testEngine(t, policyFile))
+	ctx := context.Background()
+	event := func(name string) []byte {
+		return []byte(`{"session_id":"capped","hook_event_name":"` + name + `","cwd":"/r"}`)
+	}
+	push := []byte(`{"session_id":"capped","hook_event_name":"PreToolUse","cwd":"/r","tool_name":"Push","tool_input":{}}`)
+	r.Run(ctx, event("SessionStart"))
+	for i := range 2 {
+		got := r.Run(ctx, push)
+		require.Equal(t, 0, got.Exit, got.Stderr)
+		require.NotContains(t, string(got.Stdout), "deny", "push %d is under the cap", i+1)
+	}
+	require.Contains(t, string(r.Run(ctx, push).Stdout), "push_cap", "the third push is over the cap")
+	for round := range 2 {
+		got := r.Run(ctx, []byte(`{"session_id":"capped","hook_event_name":"SessionEnd","reason":"other"}`))
+		require.Equal(t, 0, got.Exit, got.Stderr)
+		assert.Empty(t, got.Stdout)
+		assert.FileExists(t, r.Store.Path("capped"), "round %d: SessionEnd keeps the state", round)
+		r.Run(ctx, event("SessionStart"))
+		r.Run(ctx, event("UserPromptSubmit"))
+		assert.Contains(t, string(r.Run(ctx, push).Stdout), "push_cap", "round %d: the cap holds after SessionEnd and a new start", round)
+	}
+
+	// The directory stays bounded: the age cleanup removes the ended
+	// session's state (and its lock) once it is older than MaxAge.
+	old := time.Now().Add(-statedir.DefaultMaxAge - time.Hour)
+	require.NoError(t, os.Chtimes(r.Store.Path("capped"), old, old))
+	n, err := r.Store.Cleanup()
 	require.NoError(t, err)
-	got := r.Run(context.Background(), []byte(`{"session_id":"gone","hook_event_name":"SessionEnd","reason":"other"}`))
-	assert.Equal(t, 0, got.Exit)
-	_, err = os.Stat(r.Store.Path("gone"))
-	assert.True(t, os.IsNotExist(err))
+	assert.Equal(t, 1, n)
+	assert.NoFileExists(t, r.Store.Path("capped"))
 }
 
 // TestResponseRewrite: a rewrite goes back in the output's own shape.

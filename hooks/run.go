@@ -54,18 +54,26 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	if r.Engine == nil || r.Store == nil {
 		return Response{}, fmt.Errorf("the hook runner has no engine or no state store")
 	}
-	var eng *eval.Engine
-	if ev.Kind != KindSessionEnd {
-		var err error
-		if eng, err = r.Engine(); err != nil {
-			if ev.Kind == KindTurnStart || ev.Kind == KindSessionStart {
-				return r.promptThrough(ev, err), nil
-			}
-			return Response{}, err
+	if ev.Kind == KindSessionEnd {
+		// The session's state stays: its counters, halts and grants are
+		// what limits the agent, and the agent can send this event itself
+		// (it runs as the user, so it can pipe one into `celguard hook`),
+		// or reuse the id of a session that ended. Deleting it would let
+		// the limited party reset its own limits. The state directory's
+		// cleanup removes a session untouched for MaxAge (--keep-days), so
+		// the directory stays bounded; the next prompt of a session resumed
+		// with the id starts a new turn as any prompt does.
+		return r.Host.Encode(ev, eval.Decision{}), nil
+	}
+	eng, err := r.Engine()
+	if err != nil {
+		if ev.Kind == KindTurnStart || ev.Kind == KindSessionStart {
+			return r.promptThrough(ev, err), nil
 		}
-		if eng == nil {
-			return Response{}, fmt.Errorf("no engine to decide with")
-		}
+		return Response{}, err
+	}
+	if eng == nil {
+		return Response{}, fmt.Errorf("no engine to decide with")
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -85,12 +93,6 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 		return Response{}, err
 	}
 	defer locked.Close()
-	if ev.Kind == KindSessionEnd {
-		if err := locked.Remove(); err != nil {
-			return Response{}, err
-		}
-		return r.Host.Encode(ev, eval.Decision{}), nil
-	}
 	sess, tampered, err := restore(eng, locked, ev)
 	if err != nil {
 		return Response{}, err

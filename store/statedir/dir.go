@@ -313,7 +313,9 @@ func (ls *Locked) Save(state []byte) (written []byte, err error) {
 	return raw, nil
 }
 
-// Remove deletes the session's state (the session ended).
+// Remove deletes the session's state. A host's SessionEnd does not call
+// it (what limits the agent must not be the agent's to reset); store.File's
+// Delete, the operator's route, does.
 func (ls *Locked) Remove() error {
 	if err := os.Remove(ls.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove the session state: %w", err)
@@ -389,7 +391,7 @@ func (s *Dir) Cleanup() (int, error) {
 				removed++
 			}
 		case strings.HasPrefix(name, "s-") && strings.HasSuffix(name, ".lock"):
-			// A lock file whose state is gone (the session ended).
+			// A lock file whose state is gone (deleted).
 			if _, err := os.Stat(strings.TrimSuffix(full, ".lock") + ".json"); errors.Is(err, fs.ErrNotExist) {
 				s.removeLock(full)
 			}
