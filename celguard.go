@@ -61,6 +61,7 @@ import (
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/state"
+	"github.com/celguard/celguard/telemetry"
 )
 
 // Option configures Load: each sets one field of a Config.
@@ -156,6 +157,7 @@ type Guard struct {
 	compile []compile.Option
 	engine  *eval.Engine
 	closers []io.Closer
+	tel     *telemetry.Telemetry // of Config.Telemetry, nil when off
 
 	// mu guards what Reload changes.
 	mu        sync.Mutex

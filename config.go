@@ -195,8 +195,14 @@ func (c Config) Load(ctx context.Context) (*Guard, error) {
 		closeAll(closers)
 		return nil, fmt.Errorf("celguard: %w", err)
 	}
-	return &Guard{cfg: c, compile: copts, engine: eng, closers: closers,
-		discovery: d, digest: set.Digest(), tried: set.Digest()}, nil
+	g := &Guard{cfg: c, compile: copts, engine: eng, closers: closers,
+		discovery: d, digest: set.Digest(), tried: set.Digest()}
+	for _, cl := range closers {
+		if tel, ok := cl.(*telemetry.Telemetry); ok {
+			g.tel = tel
+		}
+	}
+	return g, nil
 }
 
 // Select reads the policy sources c chooses (Sources, or
@@ -410,6 +416,15 @@ func (g *Guard) Reload(force bool) (changed bool, err error) {
 	}
 	g.discovery, g.digest = d, set.Digest()
 	return true, nil
+}
+
+// TelemetryStats is what the Guard's telemetry export (Config.Telemetry)
+// has queued, exported and dropped so far; false when telemetry is off.
+func (g *Guard) TelemetryStats() (telemetry.Stats, bool) {
+	if g.tel == nil {
+		return telemetry.Stats{}, false
+	}
+	return g.tel.Stats(), true
 }
 
 // Close releases what Load opened (the decision log file). The Guard's

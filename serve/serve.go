@@ -42,6 +42,7 @@ import (
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/telemetry"
 )
 
 // OpenAPI is the OpenAPI 3.1 document of the server's routes, as served at
@@ -334,11 +335,18 @@ type Status struct {
 	// Bundles are the signed policy bundles configured, with the one in
 	// force of each (docs/bundles.md).
 	Bundles []celguard.BundleStatus `json:"bundles,omitempty"`
+	// Telemetry is what the OpenTelemetry export queued, exported and
+	// dropped (docs/telemetry.md); absent when telemetry is off.
+	Telemetry *telemetry.Stats `json:"telemetry,omitempty"`
 }
 
 // Status reports the set in force and the reloads.
 func (s *Server) Status() Status {
 	bundles := s.guard.Bundles(context.Background())
+	var tel *telemetry.Stats
+	if st, ok := s.guard.TelemetryStats(); ok {
+		tel = &st
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	store := s.cfg.Store
@@ -347,7 +355,7 @@ func (s *Server) Status() Status {
 	}
 	return Status{Version: s.cfg.Version, PolicyDigest: s.eng.PolicySet().Digest(), LoadedAt: s.loadedAt,
 		Reloads: s.reloads, LastReloadError: s.lastErr, LastReloadAt: s.lastErrAt, Store: store, Sessions: s.sessions.len(),
-		Bundles: bundles}
+		Bundles: bundles, Telemetry: tel}
 }
 
 // tokenOK reports whether r carries the configured bearer token (or none

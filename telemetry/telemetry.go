@@ -138,13 +138,16 @@ func FromEnv(getenv func(string) string) *Config {
 // Stats counts what the export did, for a dropped-span alarm.
 type Stats struct {
 	// Spans and Logs are the spans and records handed to the queues.
-	Spans, Logs int64
+	Spans int64 `json:"spans"`
+	Logs  int64 `json:"logs"`
 	// SpansExported and LogsExported are those a collector accepted.
-	SpansExported, LogsExported int64
+	SpansExported int64 `json:"spans_exported"`
+	LogsExported  int64 `json:"logs_exported"`
 	// SpansDropped and LogsDropped are those that failed to export or
 	// were still queued when Close gave up (the queue's overflow among
 	// them).
-	SpansDropped, LogsDropped int64
+	SpansDropped int64 `json:"spans_dropped"`
+	LogsDropped  int64 `json:"logs_dropped"`
 }
 
 // Telemetry is an open export: an eval.DecisionSink that never fails.
