@@ -647,6 +647,9 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		"dangerous-commands.yaml variable device_write_targets",
 		"dangerous-commands.yaml rule dangerous-recursive-delete condition",
 		"dangerous-commands.yaml rule dangerous-recursive-delete message",
+		// A delete whose program word is assembled at run time ($(echo rm)),
+		// per word of every command, like dangerous-recursive-delete.
+		"dangerous-commands.yaml rule dangerous-assembled-delete condition",
 		"dangerous-commands.yaml rule dangerous-recursive-permissions condition",
 		"dangerous-commands.yaml rule dangerous-device-write condition",
 		"dangerous-commands.yaml rule dangerous-device-write message",
@@ -696,6 +699,10 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		"self-protection.yaml variable shell_key_reads", "self-protection.yaml variable shell_secret_reads",
 		// Every word of every command, normalised and globbed; regex.extractAll
 		// has no result-size estimate, so the lists below it are unbounded.
+		// Secret reads through cloud and vault CLIs, and programs that print
+		// the environment: per word of every command.
+		"sensitive-files.yaml variable cloud_secret_reads",
+		"sensitive-files.yaml variable env_prints",
 		"sensitive-files.yaml variable file_targets",
 		"sensitive-files.yaml variable shell_words",
 		"sensitive-files.yaml variable shell_bases",

@@ -247,7 +247,14 @@ func TestJudgesSinksAndMonitorAlikeEverywhere(t *testing.T) {
 				for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 					var rec map[string]any
 					require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
-					for _, k := range []string{"decision_id", "time", "session_id", "call_id", "agent"} {
+					// who is per process by design (the hook names its
+					// agent host; serve and the Go API name none): checked
+					// below, apart from the decisions.
+					if path == "hook" {
+						who, _ := rec["who"].(map[string]any)
+						assert.Equal(t, "claude-code", who["agent_host"], "the hook's records name its host")
+					}
+					for _, k := range []string{"decision_id", "time", "session_id", "call_id", "agent", "who"} {
 						delete(rec, k)
 					}
 					records[path] = append(records[path], rec)
