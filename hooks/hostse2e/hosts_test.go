@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/celguard/celguard/internal/npmhost"
 )
 
 // e2ePolicy decides the scenarios by the marker names in the command.
@@ -61,7 +63,7 @@ rules:
 type host struct {
 	name string // celguard's name for it
 	api  string // the fake model's API
-	pkg  npmHost
+	pkg  npmhost.Host
 	// setup writes the host's own settings under home before celguard's
 	// install and returns the environment to run it with.
 	setup func(t *testing.T, home, url string) []string
@@ -424,7 +426,7 @@ func checkDoctor(t *testing.T, celguard, bin string, h host, work string, env []
 	}
 	outb, _ := cmd.CombinedOutput()
 	out := string(outb)
-	want := []string{"ok    a celguard hook for every event it needs", "ok    " + h.pkg.bin + " " + h.pkg.version + " (hooks tested with " + h.pkg.version + ")"}
+	want := []string{"ok    a celguard hook for every event it needs", "ok    " + h.pkg.Bin + " " + h.pkg.Version + " (hooks tested with " + h.pkg.Version + ")"}
 	if h.name == "codex" {
 		want = append(want, "ok    Codex trusts every celguard hook as installed")
 	}

@@ -5,11 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/internal/npmhost"
 )
 
 // The host versions the suite runs: the host table's TestedVersion, which
@@ -29,126 +29,23 @@ func testedVersion(host string) string {
 	return info.TestedVersion
 }
 
-// npmHost is one host CLI on the npm registry.
-type npmHost struct {
-	pkg, version, bin string
-}
-
+// The hosts' npm packages, installed by internal/npmhost into the cache
+// the importer's differential tests share.
 var (
-	claudePkg = npmHost{"@anthropic-ai/claude-code", claudeVersion, "claude"}
-	geminiPkg = npmHost{"@google/gemini-cli", geminiVersion, "gemini"}
-	codexPkg  = npmHost{"@openai/codex", codexVersion, "codex"}
+	claudePkg = npmhost.Host{Pkg: "@anthropic-ai/claude-code", Version: claudeVersion, Bin: "claude"}
+	geminiPkg = npmhost.Host{Pkg: "@google/gemini-cli", Version: geminiVersion, Bin: "gemini"}
+	codexPkg  = npmhost.Host{Pkg: "@openai/codex", Version: codexVersion, Bin: "codex"}
 )
 
-// cacheRoot is where the hosts are installed: CELGUARD_HOSTS_CACHE, else
-// celguard-hosts under the user's cache directory.
-func cacheRoot() (string, error) {
-	if d := os.Getenv("CELGUARD_HOSTS_CACHE"); d != "" {
-		return d, nil
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory for the host CLIs (set CELGUARD_HOSTS_CACHE): %w", err)
-	}
-	return filepath.Join(d, "celguard-hosts"), nil
-}
-
-var installs sync.Map // prefix -> *installation
-
-type installation struct {
-	once sync.Once
-	bin  string
-	err  error
-}
-
-// hostBinary returns the host's command, installing it with npm into a
-// prefix keyed by its package and version the first time.
-func hostBinary(t *testing.T, h npmHost) string {
+// hostBinary returns the host's command, installing it with npm the first
+// time.
+func hostBinary(t *testing.T, h npmhost.Host) string {
 	t.Helper()
-	root, err := cacheRoot()
+	bin, err := npmhost.Install(h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := filepath.Join(root, strings.NewReplacer("/", "_", "@", "").Replace(h.pkg)+"@"+h.version)
-	v, _ := installs.LoadOrStore(prefix, &installation{})
-	inst := v.(*installation)
-	inst.once.Do(func() { inst.bin, inst.err = npmInstall(prefix, h) })
-	if inst.err != nil {
-		t.Fatal(inst.err)
-	}
-	return inst.bin
-}
-
-func npmInstall(prefix string, h npmHost) (string, error) {
-	bin := filepath.Join(prefix, "node_modules", ".bin", h.bin)
-	spec := h.pkg + "@" + h.version
-	cmdline := fmt.Sprintf("npm install --no-audit --no-fund --prefix %s %s", prefix, spec)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	npm, err := findNPM()
-	if err != nil {
-		return "", fmt.Errorf("%v; install Node.js 20 or later with npm (apt-get install nodejs npm), then run: %s", err, cmdline)
-	}
-	// Into a temporary prefix renamed into place, so that an interrupted
-	// install is never taken for a complete one.
-	tmp := prefix + ".tmp"
-	if err := os.RemoveAll(tmp); err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return "", err
-	}
-	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", tmp, spec)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("%s: %v\n%s", cmdline, err, out)
-	}
-	if err := os.RemoveAll(prefix); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, prefix); err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("%s did not install %s: %v", cmdline, bin, err)
-	}
-	return bin, nil
-}
-
-var (
-	npmOnce sync.Once
-	npmPath string
-	npmErr  error
-)
-
-// findNPM finds npm on PATH; as root without it, it installs Debian's
-// nodejs and npm with apt-get.
-func findNPM() (string, error) {
-	npmOnce.Do(func() {
-		if npmPath, npmErr = exec.LookPath("npm"); npmErr == nil {
-			return
-		}
-		if os.Geteuid() != 0 {
-			npmErr = fmt.Errorf("npm is not on PATH")
-			return
-		}
-		apt, err := exec.LookPath("apt-get")
-		if err != nil {
-			npmErr = fmt.Errorf("npm is not on PATH, and there is no apt-get to install it")
-			return
-		}
-		for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "nodejs", "npm"}} {
-			cmd := exec.Command(apt, args...)
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				npmErr = fmt.Errorf("npm is not on PATH, and apt-get %s failed: %v\n%s", strings.Join(args, " "), err, out)
-				return
-			}
-		}
-		npmPath, npmErr = exec.LookPath("npm")
-	})
-	return npmPath, npmErr
+	return bin
 }
 
 var (
