@@ -248,24 +248,40 @@ func (c *LayerConfig) Store() (*Store, error) {
 
 // OpenSource returns c's source, with an HTTP client that trusts CAFile too.
 func (c *LayerConfig) OpenSource() (Source, error) {
-	client := &http.Client{Timeout: 60 * time.Second}
+	caFile := ""
 	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.path(c.CAFile))
-		if err != nil {
-			return nil, err
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s holds no PEM certificate", c.CAFile)
-		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		client.Transport = tr
+		caFile = c.path(c.CAFile)
+	}
+	client, err := HTTPClient(caFile)
+	if err != nil {
+		return nil, err
 	}
 	return ParseSource(c.Source, client, c.PlainHTTP)
+}
+
+// HTTPClient is the client bundles are fetched with: a 60-second timeout,
+// and TLS 1.2 or later trusting the PEM certificates of caFile besides the
+// system's when caFile is not "".
+func HTTPClient(caFile string) (*http.Client, error) {
+	client := &http.Client{Timeout: 60 * time.Second}
+	if caFile == "" {
+		return client, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	client.Transport = tr
+	return client, nil
 }
 
 // Decide is what c's bundle contributes to its layer now: Decider's answer,

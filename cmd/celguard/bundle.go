@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -392,25 +389,9 @@ func (s *sourceFlags) add(cmd *cobra.Command) {
 }
 
 func (s *sourceFlags) source(ref string) (bundle.Source, error) {
-	var client *http.Client
-	if s.caFile != "" {
-		pem, err := os.ReadFile(s.caFile)
-		if err != nil {
-			return nil, err
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s holds no PEM certificate", s.caFile)
-		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		client = &http.Client{Transport: tr}
-	}
-	if client == nil {
-		client = &http.Client{Timeout: 60 * time.Second}
+	client, err := bundle.HTTPClient(s.caFile)
+	if err != nil {
+		return nil, err
 	}
 	return bundle.ParseSource(ref, client, s.plainHTTP)
 }
