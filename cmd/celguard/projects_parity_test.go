@@ -17,8 +17,8 @@ import (
 
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policies"
-	"github.com/celguard/celguard/trust"
 	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/trust"
 )
 
 // deployPolicy is the project policy of the parity repositories: it blocks
