@@ -93,22 +93,17 @@ func newProjects(c Config) *projects {
 // error (the call fails closed), as it is for the hook.
 func (g *Guard) ForWorkDir(dir, want string) (*Guard, error) {
 	if g.projects == nil || dir == "" || !filepath.IsAbs(dir) {
-		return g, nil
+		return g.fresh(want)
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return g, nil
+		return g.fresh(want)
 	}
 	root, err := policies.ProjectRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("celguard: the project of %s: %w", dir, err)
 	}
 	if root == g.projects.own {
-		if want != "" && want != g.Digest() {
-			if _, err := g.Reload(false); err != nil {
-				return nil, err
-			}
-		}
-		return g, nil
+		return g.fresh(want)
 	}
 	pg, err := g.project(root)
 	if err != nil {
@@ -130,6 +125,17 @@ func (g *Guard) ForWorkDir(dir, want string) (*Guard, error) {
 	}
 	pg.checked.Store(now)
 	return pg.guard, nil
+}
+
+// fresh is g, its sources read again first when want is not empty and is
+// not the digest in force (the caller expects another set).
+func (g *Guard) fresh(want string) (*Guard, error) {
+	if want != "" && want != g.Digest() {
+		if _, err := g.Reload(false); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
 }
 
 // project returns the guard of the project at root, compiled on first use.

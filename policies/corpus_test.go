@@ -48,8 +48,10 @@ const (
 type corpusFamily struct {
 	Family string `yaml:"family"`
 	Source string `yaml:"source"`
-	// Want is block (the bundle promises a block), handled (ask or block)
-	// or allow (a benign call: neither asked nor blocked).
+	// Want is block (the bundle promises a block), handled (ask or block),
+	// allow (a benign call: neither asked nor blocked) or ask (a benign
+	// twin of a blocked family that another rule asks about, such as an
+	// unlisted command: asked, never blocked).
 	Want string `yaml:"want"`
 	// Kind is the host-neutral shape of the call: shell, read, write, edit,
 	// patch, fetch, search, mcp or tool (a raw tool name and arguments,
@@ -404,6 +406,8 @@ func good(want string, o outcome) bool {
 		return o == "allow"
 	case "block":
 		return o == "block"
+	case "ask":
+		return o == "ask"
 	}
 	return o != "allow"
 }

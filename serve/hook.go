@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +39,10 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	host, ok := s.hosts[name]
 	if !ok {
 		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no host %q: want one of %s", name, strings.Join(hooks.Hosts(), ", ")))
+		return
+	}
+	if s.cfg.Daemon != nil {
+		s.daemonHook(w, r, host)
 		return
 	}
 	start := time.Now()
@@ -166,4 +172,54 @@ func (s *Server) endSession(id string) {
 	}
 	s.sessions.remove(id)
 	s.metrics.sessions.Set(float64(s.sessions.len()))
+}
+
+// daemonHook answers a hook event as the command hook's decision daemon
+// (Config.Daemon): decided by Daemon.Decide, answered as a command answer
+// with the digest, the version and the MAC over the client's nonce. A
+// request without a nonce, or one that is too large, answers 400: only
+// the hook talks to the daemon, and it decides in process on any answer it
+// cannot verify.
+func (s *Server) daemonHook(w http.ResponseWriter, r *http.Request, host hooks.Host) {
+	d := s.cfg.Daemon
+	s.used.Store(time.Now().UnixNano())
+	nonce := r.Header.Get(hooks.DaemonNonce)
+	body, ok := s.hookBody(w, r)
+	if !ok || len(nonce) != 2*hooks.DaemonNonceBytes {
+		writeError(w, http.StatusBadRequest, CodeInvalidInput, "a daemon request carries a nonce and an event within the bound")
+		return
+	}
+	if d.Stale != nil {
+		if err := d.Stale(); err != nil {
+			writeError(w, http.StatusServiceUnavailable, CodeDaemonStale, err.Error())
+			s.log.Info("the daemon is stale; stopping", "reason", err.Error())
+			s.Stop()
+			return
+		}
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	var resp hooks.Response
+	var digest string
+	if !s.workers.run(ctx, func() {
+		resp, digest = d.Decide(ctx, host, body, r.Header.Get(hooks.DaemonWorkDir), r.Header.Get(hooks.DaemonDigest))
+	}) {
+		// No signed answer: the hook decides in process.
+		writeError(w, http.StatusServiceUnavailable, CodeDeadlineExceeded, fmt.Sprintf("no decision within the daemon's deadline (%s)", s.cfg.Timeout))
+		return
+	}
+	s.metrics.hookLatency.WithLabelValues(host.Name()).Observe(time.Since(start).Seconds())
+	answer, err := json.Marshal(CommandAnswer{Stdout: string(resp.Stdout), Stderr: resp.Stderr, Exit: resp.Exit})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, CodeInternalError, err.Error())
+		return
+	}
+	mac := hooks.DaemonSum(d.Key, nonce, host.Name(), body, digest, s.cfg.Version, answer)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(hooks.DaemonDigest, digest)
+	w.Header().Set(hooks.DaemonVersion, s.cfg.Version)
+	w.Header().Set(hooks.DaemonMAC, hex.EncodeToString(mac))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(answer)
 }

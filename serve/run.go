@@ -40,6 +40,11 @@ func Run(ctx context.Context, listeners []net.Listener, cfg Config) error {
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	srv.stop.Store(&stop)
+	srv.used.Store(time.Now().UnixNano())
+	if cfg.Daemon != nil && cfg.Daemon.IdleExit > 0 {
+		go srv.exitWhenIdle(ctx, cfg.Daemon.IdleExit)
+	}
 	go srv.reloadOnHangup(ctx)
 	go srv.WatchBundles(ctx)
 	if cfg.ReloadInterval > 0 {
@@ -109,4 +114,31 @@ func Address(ln net.Listener, tls bool) string {
 		return "https://" + ln.Addr().String()
 	}
 	return "http://" + ln.Addr().String()
+}
+
+// exitWhenIdle stops the server once no hook event came for idle.
+func (s *Server) exitWhenIdle(ctx context.Context, idle time.Duration) {
+	tick := min(idle/4, 30*time.Second)
+	t := time.NewTicker(max(tick, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if time.Since(time.Unix(0, s.used.Load())) >= idle {
+				s.log.Info("the daemon was idle; stopping", "idle", idle.String())
+				s.Stop()
+				return
+			}
+		}
+	}
+}
+
+// Stop makes Run return, as the end of its context does; before Run it
+// does nothing.
+func (s *Server) Stop() {
+	if stop := s.stop.Load(); stop != nil {
+		(*stop)()
+	}
 }

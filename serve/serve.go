@@ -42,6 +42,7 @@ import (
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store/statedir"
 	"github.com/celguard/celguard/telemetry"
 )
 
@@ -81,6 +82,9 @@ const (
 	CodeAlwaysRefused     = "always_refused"     // HTTP 403: scope "always" is not given over HTTP
 	CodeMandatoryRule     = "mandatory_rule"     // HTTP 403: no approval lifts a mandatory rule
 	CodeNoSuchRequest     = "no_such_request"    // HTTP 404: no such pending request or grant
+	// CodeDaemonStale is the hook daemon's HTTP 503 once its binary was
+	// replaced: it stops, and the hook decides in process.
+	CodeDaemonStale = "daemon_stale"
 )
 
 // NoApprovalsReason ends a hook endpoint's refusal of an ask (Codex,
@@ -147,6 +151,33 @@ type Config struct {
 	// Started, when set, is called once the server is built, before it
 	// answers (the command line prints its warnings there).
 	Started func(*Server)
+
+	// Daemon, when set, makes the server the command hook's decision
+	// daemon (docs/hooks.md): its hook endpoints answer with Daemon.Decide
+	// and sign every answer for the client's nonce.
+	Daemon *Daemon
+}
+
+// Daemon is what makes a server the command hook's per-user decision
+// daemon: on a unix socket in the user's state directory, it answers each
+// hook event as `celguard hook` decides it in process (Decide: the same
+// code, on the same state files), signed with the state directory's key
+// over the hook's nonce (hooks.DaemonSum), so that the hook can tell it
+// from a process that took its socket.
+type Daemon struct {
+	// Key is the state directory's key (statedir.Key).
+	Key *statedir.Key
+	// Decide answers one event of host: event is the body as the host
+	// sent it, workDir the hook's working directory, want the digest the
+	// hook expects. digest names the set that decided ("" when none did).
+	Decide func(ctx context.Context, host hooks.Host, event []byte, workDir, want string) (resp hooks.Response, digest string)
+	// Stale, when set, is asked before each event: an error (the binary
+	// was replaced) makes the daemon refuse the event (HTTP 503: the hook
+	// decides in process and starts a new daemon) and stop.
+	Stale func() error
+	// IdleExit stops the daemon once no event came for this long (zero:
+	// never).
+	IdleExit time.Duration
 }
 
 // Server decides over HTTP. Make one with New; it is safe for concurrent
@@ -162,6 +193,10 @@ type Server struct {
 	handler  http.Handler
 	log      *slog.Logger
 	draining atomic.Bool
+	// used is when the last hook event came (unix nanoseconds), for the
+	// daemon's idle exit; stop ends Run (set by Run).
+	used atomic.Int64
+	stop atomic.Pointer[context.CancelFunc]
 
 	// mu guards the reload state.
 	mu        sync.Mutex

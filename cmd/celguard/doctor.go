@@ -32,6 +32,9 @@ directory) and the user's (under the home directory) of each HOST
     hook without a word), and a project's hooks are in a project it trusts;
     Gemini CLI and Claude Code have not switched hooks off.
 
+It also says whether the user's decision daemon runs (docs/hooks.md), with
+its version and the digest of the policy set it decides with.
+
 Each finding is printed with what to fix. The exit code is 0 when nothing
 failed (warnings pass), 1 when a check failed or a named HOST has no
 celguard hook, 2 on a usage error.`,
@@ -73,6 +76,7 @@ func runDoctor(hostArgs []string, sio stdio) int {
 	if doctorBundles(sio) == exitFindings {
 		code = exitFindings
 	}
+	doctorDaemon(sio)
 	if !installed && len(hostArgs) == 0 {
 		fmt.Fprintln(sio.stdout, "no celguard hook is installed for any host: nothing is guarded")
 		code = exitFindings

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/hooks/setup"
@@ -37,6 +38,9 @@ type hookOptions struct {
 	// decisions are --decision-log and its options, and --monitor.
 	decisions decisionOptions
 	forward   forwardOptions // --server, --token-file, --server-timeout
+	// noDaemon decides every event in this process (--no-daemon, or
+	// CELGUARD_DAEMON=off).
+	noDaemon bool
 }
 
 // addFlags declares the policy selection, --state-dir, --fail-open and
@@ -48,6 +52,7 @@ func (o *hookOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.approve, "approve", false, "an allow by an explicit rule approves the call, skipping the host's own permission prompt (Claude Code, Gemini CLI)")
 	o.decisions.addFlags(f)
 	o.forward.addFlags(f)
+	f.BoolVar(&o.noDaemon, "no-daemon", false, "decide every event in this process: neither ask the user's decision daemon nor start one (CELGUARD_DAEMON=off does the same; docs/hooks.md)")
 }
 
 // args are the flags that give o, as a command line would give them.
@@ -63,6 +68,9 @@ func (o hookOptions) args() []string {
 		out = append(out, "--approve")
 	}
 	out = append(out, o.decisions.args()...)
+	if o.noDaemon {
+		out = append(out, "--no-daemon")
+	}
 	return append(out, o.forward.args()...)
 }
 
@@ -166,7 +174,7 @@ forwarding form), check it with 'celguard doctor'.`,
 	f.DurationVar(&p.timeout, "timeout", hooks.DefaultTimeout, "give up (and fail) after this long waiting for the session lock and the decision")
 	f.IntVar(&p.keepDays, "keep-days", int(statedir.DefaultMaxAge/(24*time.Hour)), "remove the state of sessions untouched for this many days (0: never)")
 	f.Int64Var(&p.maxStateBytes, "max-state-bytes", statedir.DefaultMaxStateBytes, "the largest session state file read or written; past it the hook fails")
-	cmd.AddCommand(newHookInstallCmd(sio))
+	cmd.AddCommand(newHookInstallCmd(sio), newHookDaemonCmd(sio))
 	return cmd
 }
 
@@ -191,14 +199,20 @@ func runHook(ctx context.Context, hostName string, p hookParams) int {
 	if done.closeGuard != nil {
 		done.closeGuard()
 	}
+	// After the answer too: the daemon this call did not find.
+	if done.startDaemon != nil {
+		done.startDaemon()
+	}
 	return resp.Exit
 }
 
 // hookDone is what making the engine left for after the answer: the
-// layers' warnings, and the close of the guard the engine is of.
+// layers' warnings, the close of the guard the engine is of, and the
+// start of the decision daemon.
 type hookDone struct {
-	warnings   []string
-	closeGuard func()
+	warnings    []string
+	closeGuard  func()
+	startDaemon func()
 }
 
 // host checks the flags and returns the host's protocol, whose refusals
@@ -241,25 +255,52 @@ func (p hookParams) respond(ctx context.Context, host hooks.Host, done *hookDone
 		}
 		return p.forward.run(ctx, host, input, p.failOpen)
 	}
+	store, err := p.stateStore()
+	if err != nil {
+		return host.Fail(hooks.Event{}, err.Error(), p.failOpen)
+	}
+	if d := p.daemon(store); d != nil {
+		// The user's decision daemon, when one answers and proves itself;
+		// else this process decides, and starts one for the next call.
+		if resp, ok := d.ask(ctx, host, input); ok {
+			return resp
+		}
+		done.startDaemon = d.start
+	}
+	if onInProcess != nil {
+		onInProcess()
+	}
+	r := p.runner(host, store, func() (*eval.Engine, error) {
+		dopts := p.decisions
+		dopts.agentHost = host.Name()
+		eng, closer, ws, err := hookEngine(p.policies, dopts, store)
+		done.warnings, done.closeGuard = ws, closer
+		return eng, err
+	})
+	return r.Run(ctx, input)
+}
+
+// stateStore is the state directory the flags name.
+func (p hookParams) stateStore() (*statedir.Dir, error) {
 	dir := p.stateDir
 	if dir == "" {
+		var err error
 		if dir, err = statedir.DefaultStateDir(); err != nil {
-			return host.Fail(hooks.Event{}, err.Error(), p.failOpen)
+			return nil, err
 		}
 	}
 	store := &statedir.Dir{Dir: dir, MaxBytes: p.maxStateBytes, MaxAge: time.Duration(p.keepDays) * 24 * time.Hour}
 	if p.keepDays == 0 {
 		store.MaxAge = -1
 	}
-	r := &hooks.Runner{Host: host, Store: store, FailOpen: p.failOpen, Timeout: p.timeout,
-		Engine: func() (*eval.Engine, error) {
-			dopts := p.decisions
-			dopts.agentHost = host.Name()
-			eng, closer, ws, err := hookEngine(p.policies, dopts, store)
-			done.warnings, done.closeGuard = ws, closer
-			return eng, err
-		}}
-	return r.Run(ctx, input)
+	return store, nil
+}
+
+// runner is the hook's Runner for one event of host: the one way an event
+// is decided here, in this process or in the user's decision daemon
+// (daemon.go), so that both answer alike on the same state.
+func (p hookParams) runner(host hooks.Host, store *statedir.Dir, engine func() (*eval.Engine, error)) *hooks.Runner {
+	return &hooks.Runner{Host: host, Store: store, FailOpen: p.failOpen, Timeout: p.timeout, Engine: engine}
 }
 
 // hookEngine loads and compiles the policies.
@@ -272,30 +313,52 @@ func (p hookParams) respond(ctx context.Context, host hooks.Host, done *hookDone
 //
 // The warnings are layerWarnings, for stderr.
 func hookEngine(sel selection, dopts decisionOptions, store *statedir.Dir) (*eval.Engine, func(), []string, error) {
-	key, err := store.Key()
+	cfg, cache, err := hookConfig(sel, dopts, store)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	guard, err := cfg.Load(context.Background())
+	_ = cache.Save() // best effort: the next process compiles without it
+	if err != nil {
+		return nil, nil, nil, hookLoadError(err)
+	}
+	return guard.Engine(), func() { _ = guard.Close() }, hookWarnings(guard, dopts), nil
+}
+
+// hookConfig is the composition root's configuration of the hook's
+// engine, in this process or in the decision daemon, with the AST cache
+// of the state directory.
+func hookConfig(sel selection, dopts decisionOptions, store *statedir.Dir) (celguard.Config, *hooks.ASTCache, error) {
+	key, err := store.Key()
+	if err != nil {
+		return celguard.Config{}, nil, err
+	}
 	cfg, err := engineConfig(sel, dopts)
 	if err != nil {
-		return nil, nil, nil, err
+		return celguard.Config{}, nil, err
 	}
 	cache := hooks.LoadASTCache(store.Dir, key)
 	cfg.ASTCache = cache
 	// Asks a host defers are recorded as requests a person can approve
 	// later (celguard approve), named in the refusal on hosts that cannot ask.
 	cfg.ApprovalRequests = true
-	guard, err := cfg.Load(context.Background())
-	_ = cache.Save() // best effort: the next process compiles without it
+	return cfg, cache, nil
+}
+
+// hookLoadError is the error the hook answers with when its engine cannot
+// be made.
+func hookLoadError(err error) error {
 	var ds policy.Diagnostics
 	if errors.As(err, &ds) {
-		return nil, nil, nil, fmt.Errorf("the policies do not compile: %v", ds.Errors())
+		return fmt.Errorf("the policies do not compile: %v", ds.Errors())
 	}
-	if err != nil {
-		return nil, nil, nil, err
-	}
+	return err
+}
+
+// hookWarnings are what the hook says on stderr about guard's layers.
+func hookWarnings(guard *celguard.Guard, dopts decisionOptions) []string {
 	set := guard.Engine().PolicySet()
-	return guard.Engine(), func() { _ = guard.Close() }, append(layerWarnings(guard.Discovery(), set), dopts.warnings(set)...), nil
+	return append(layerWarnings(guard.Discovery(), set), dopts.warnings(set)...)
 }
 
 // hookInstallParams is what `celguard hook install HOST` was asked to do.

@@ -17,6 +17,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files that testdata/script/*.txtar compare with cmp")
 
 func TestMain(m *testing.M) {
+	// The test binary is not celguard: the hook must not start it as its
+	// decision daemon. The daemon's tests start the real binary.
+	spawnDaemon = func(string, []string) error { return nil }
 	testscript.Main(m, map[string]func(){
 		"celguard": func() {
 			zeroDurations = true // stable reports for golden files

@@ -1,0 +1,462 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celguard/celguard"
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/serve/client"
+	"github.com/celguard/celguard/store/statedir"
+	"github.com/celguard/celguard/telemetry"
+)
+
+// DefaultDaemonIdle is how long the decision daemon waits for an event
+// before it stops.
+const DefaultDaemonIdle = 30 * time.Minute
+
+// daemonConnectTimeout bounds the hook's wait to reach the daemon's
+// socket; past it the hook decides in process.
+const daemonConnectTimeout = 200 * time.Millisecond
+
+// spawnDaemon starts the daemon process; tests replace it (the test binary
+// is not celguard).
+var spawnDaemon = startDetached
+
+// onInProcess, when set, is called for every event the hook decides in
+// this process rather than in the daemon (tests count them); onRefused
+// with why the daemon's answer was not used.
+var (
+	onInProcess func()
+	onRefused   func(why string)
+)
+
+// refused says why the daemon's answer was not used (to onRefused).
+func refused(why string) (hooks.Response, bool) {
+	if onRefused != nil {
+		onRefused(why)
+	}
+	return hooks.Response{}, false
+}
+
+// daemonClient is the hook's side of the user's decision daemon: the one
+// for this state directory and these hook options.
+type daemonClient struct {
+	p      hookParams
+	store  *statedir.Dir
+	socket string
+	exe    string
+	args   []string // the daemon's command line after the binary
+}
+
+// daemonOff reports whether the daemon is turned off: --no-daemon or
+// CELGUARD_DAEMON=off (or 0, false, no).
+func daemonOff(flag bool) bool {
+	switch strings.ToLower(os.Getenv("CELGUARD_DAEMON")) {
+	case "off", "0", "false", "no":
+		return true
+	}
+	return flag
+}
+
+// daemon returns the client of the daemon for p's options, or nil when the
+// hook decides in process: the daemon is off, the platform has no unix
+// sockets with owners, or the event's records name the hook process
+// itself (a decision log or telemetry: their who is this process's
+// repository, and telemetry's trace context its environment).
+func (p hookParams) daemon(store *statedir.Dir) *daemonClient {
+	if daemonOff(p.noDaemon) || !daemonSupported || p.decisions.logPath != "" || telemetry.FromEnv(nil) != nil {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return nil
+	}
+	opts := p.hookOptions
+	opts.stateDir = store.Dir
+	if err := opts.absolute(); err != nil {
+		return nil
+	}
+	args := append(opts.args(), "--timeout", p.timeout.String(), "--keep-days", strconv.Itoa(p.keepDays),
+		"--max-state-bytes", strconv.FormatInt(p.maxStateBytes, 10))
+	// The environment the layers are found by: a hook run with another
+	// has another daemon.
+	id := hooks.DaemonID(append([]string{exe, os.Getenv("HOME"), os.Getenv("XDG_CONFIG_HOME"), os.Getenv("XDG_STATE_HOME")}, args...)...)
+	socket, err := hooks.DaemonSocket(store.Dir, id)
+	if err != nil {
+		return nil
+	}
+	return &daemonClient{p: p, store: store, socket: socket, exe: exe,
+		args: append([]string{"hook", "daemon", "--socket", socket}, args...)}
+}
+
+// ask sends the event to the daemon and returns its answer; ok is false
+// when the hook must decide in process: no daemon answers, the socket's
+// directory is not the user's own, the answer does not carry a valid MAC
+// over this call's nonce under the state key (something else took the
+// socket), or it was decided with another policy digest than this process
+// would decide with.
+func (c *daemonClient) ask(ctx context.Context, host hooks.Host, input []byte) (hooks.Response, bool) {
+	if err := hooks.CheckDaemonDir(filepath.Dir(c.socket), false); err != nil {
+		return refused("directory: " + err.Error())
+	}
+	key, err := c.store.Key()
+	if err != nil {
+		return refused("key: " + err.Error())
+	}
+	nonce, err := hooks.NewNonce()
+	if err != nil {
+		return hooks.Response{}, false
+	}
+	want, err := c.want(host, input)
+	if err != nil {
+		return refused("digest: " + err.Error())
+	}
+	wd, _ := os.Getwd()
+	ctx, cancel := context.WithTimeout(ctx, c.p.timeout+2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://celguard-daemon/v1/hooks/"+host.Name()+"?form="+serve.FormCommand, bytes.NewReader(input))
+	if err != nil {
+		return hooks.Response{}, false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(hooks.DaemonNonce, nonce)
+	req.Header.Set(hooks.DaemonWorkDir, wd)
+	req.Header.Set(hooks.DaemonDigest, want)
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			d := net.Dialer{Timeout: daemonConnectTimeout}
+			return d.DialContext(ctx, "unix", c.socket)
+		}}}
+	res, err := hc.Do(req)
+	if err != nil {
+		return refused("no answer: " + err.Error())
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, client.MaxHookAnswer+1))
+	if err != nil || res.StatusCode != http.StatusOK || len(body) > client.MaxHookAnswer {
+		return refused(fmt.Sprintf("answer: HTTP %d: %s", res.StatusCode, firstLineOf(body)))
+	}
+	digest, version := res.Header.Get(hooks.DaemonDigest), res.Header.Get(hooks.DaemonVersion)
+	if !hooks.VerifyDaemon(key, res.Header.Get(hooks.DaemonMAC), nonce, host.Name(), input, digest, version, body) {
+		return refused("the answer's MAC does not check")
+	}
+	if want != "" && digest != want {
+		return refused("policy digest " + digest + ", want " + want)
+	}
+	a, err := client.ParseCommandAnswer(body)
+	if err != nil {
+		return refused("not a hook answer: " + err.Error())
+	}
+	return hooks.Response{Stdout: []byte(a.Stdout), Stderr: a.Stderr, Exit: a.Exit}, true
+}
+
+// want is the policy digest this process would decide the event with
+// (the sources read, not compiled), or "" for an event decided without
+// policies (one celguard ignores, a session's end, one that does not
+// decode).
+func (c *daemonClient) want(host hooks.Host, input []byte) (string, error) {
+	ev, err := host.Decode(input)
+	if err != nil || ev.Kind == hooks.KindIgnore || ev.Kind == hooks.KindSessionEnd {
+		return "", nil
+	}
+	cfg, err := engineConfig(c.p.policies, c.p.decisions)
+	if err != nil {
+		return "", err
+	}
+	d, err := cfg.Select()
+	if err != nil {
+		return "", err
+	}
+	return compile.Digest(d.Sources), nil
+}
+
+// start starts the daemon, detached, for the next call: it makes the
+// socket's directory (0700) and leaves the rest to the daemon, which
+// exits at once when another one holds the socket.
+func (c *daemonClient) start() {
+	if err := hooks.CheckDaemonDir(filepath.Dir(c.socket), true); err != nil {
+		return
+	}
+	if _, err := os.Stat(c.socket); err == nil {
+		// Something listens there, and did not prove itself (or the
+		// socket is left over): a daemon started now would find it.
+		if conn, err := net.DialTimeout("unix", c.socket, daemonConnectTimeout); err == nil {
+			conn.Close()
+			return
+		}
+	}
+	_ = spawnDaemon(c.exe, c.args)
+}
+
+// hookDaemonParams is what `celguard hook daemon` was asked to do.
+type hookDaemonParams struct {
+	hookParams
+	socket string
+	idle   time.Duration
+}
+
+func newHookDaemonCmd(sio stdio) *cobra.Command {
+	var p hookDaemonParams
+	cmd := &cobra.Command{
+		Use:   "daemon --socket PATH [hook flags]",
+		Short: "The user's decision daemon that celguard hook starts and asks first",
+		Long: `Daemon is the user's decision daemon: celguard serve on a unix socket in the
+state directory, answering every hook event exactly as 'celguard hook' would
+decide it in process, with the same policies (the project layer of the hook's
+working directory), the same state files and the same answers. 'celguard hook'
+starts it, detached, when it finds none, with its own flags, and trusts an
+answer only when it carries an HMAC over the hook's fresh nonce under the state
+directory's key. It stops after --idle without an event, when its socket is
+removed, or when its binary changes (the next hook starts the new one).
+
+You do not run it yourself; see docs/hooks.md, "The decision daemon".
+CELGUARD_DAEMON=off or 'celguard hook --no-daemon' turns it off.`,
+		Args:   cobra.NoArgs,
+		Hidden: false,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p.stdio = sio
+			return status(runHookDaemon(cmd.Context(), p))
+		},
+	}
+	f := cmd.Flags()
+	p.addFlags(f)
+	f.DurationVar(&p.timeout, "timeout", hooks.DefaultTimeout, "as for celguard hook")
+	f.IntVar(&p.keepDays, "keep-days", int(statedir.DefaultMaxAge/(24*time.Hour)), "as for celguard hook")
+	f.Int64Var(&p.maxStateBytes, "max-state-bytes", statedir.DefaultMaxStateBytes, "as for celguard hook")
+	f.StringVar(&p.socket, "socket", "", "the unix socket to answer on (in the state directory's daemon/, mode 0700)")
+	f.DurationVar(&p.idle, "idle", DefaultDaemonIdle, "stop after this long without an event")
+	_ = cmd.MarkFlagRequired("socket")
+	return cmd
+}
+
+// runHookDaemon runs the daemon until it is idle, stale, its socket is
+// gone, or SIGINT or SIGTERM.
+func runHookDaemon(ctx context.Context, p hookDaemonParams) int {
+	fail := func(err error) int {
+		fmt.Fprintf(p.stderr, "celguard hook daemon: %v\n", err)
+		return exitUsage
+	}
+	if !daemonSupported {
+		return fail(errors.New("the decision daemon needs unix sockets and file owners"))
+	}
+	if _, err := p.host("claude-code"); err != nil { // checks the flags
+		return fail(err)
+	}
+	store, err := p.stateStore()
+	if err != nil {
+		return fail(err)
+	}
+	if err := hooks.CheckDaemonDir(filepath.Dir(p.socket), true); err != nil {
+		return fail(err)
+	}
+	lock, err := lockDaemon(p.socket + ".lock")
+	if err != nil {
+		return fail(err)
+	}
+	if lock == nil {
+		return exitOK // another daemon answers on this socket
+	}
+	defer lock.Close()
+	key, err := store.Key()
+	if err != nil {
+		return fail(err)
+	}
+	cfg, _, err := hookConfig(p.policies, p.decisions, store)
+	if err != nil {
+		return fail(err)
+	}
+	cfg.PerProject = true
+	exe, err := os.Executable()
+	if err != nil {
+		return fail(err)
+	}
+	exeInfo, err := os.Stat(exe)
+	if err != nil {
+		return fail(err)
+	}
+	_ = os.Remove(p.socket) // left by a daemon that died: the lock says none runs
+	ln, err := net.Listen("unix", p.socket)
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.Chmod(p.socket, 0o600); err != nil {
+		ln.Close()
+		return fail(err)
+	}
+	sockInfo, err := os.Stat(p.socket)
+	if err != nil {
+		ln.Close()
+		return fail(err)
+	}
+	defer func() {
+		if fi, err := os.Stat(p.socket); err == nil && os.SameFile(fi, sockInfo) {
+			_ = os.Remove(p.socket)
+		}
+	}()
+	var guard *celguard.Guard
+	d := &serve.Daemon{Key: key, IdleExit: p.idle,
+		Decide: func(ctx context.Context, host hooks.Host, event []byte, workDir, want string) (hooks.Response, string) {
+			return p.decide(ctx, guard, store, host.Name(), event, workDir, want)
+		},
+		Stale: func() error {
+			fi, err := os.Stat(exe)
+			if err != nil || !os.SameFile(fi, exeInfo) || fi.ModTime() != exeInfo.ModTime() || fi.Size() != exeInfo.Size() {
+				return fmt.Errorf("the celguard binary %s changed", exe)
+			}
+			return nil
+		}}
+	log := slog.New(slog.NewTextHandler(p.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	scfg := serve.Config{Engine: cfg, Version: currentBuild().String(), Store: "file://" + store.Dir, Logger: log,
+		Timeout: p.timeout + time.Second, Daemon: d,
+		Started: func(srv *serve.Server) {
+			guard = srv.Guard()
+			go stopWhenGone(ctx, srv, p.socket, sockInfo)
+		}}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve.Run(ctx, []net.Listener{ln}, scfg); err != nil {
+		return fail(err)
+	}
+	return exitOK
+}
+
+// decide answers one event as `celguard hook` run in workDir decides it
+// in process: the same Runner on the same state directory, with the
+// engine of workDir's project, and the same warnings on stderr. digest
+// names the set that decided; "" when it could not be made (the hook then
+// decides in process, and answers with the error itself).
+func (p hookDaemonParams) decide(ctx context.Context, guard *celguard.Guard, store *statedir.Dir, hostName string, event []byte, workDir, want string) (hooks.Response, string) {
+	host, err := p.host(hostName)
+	if err != nil {
+		return hooks.Response{Stderr: err.Error(), Exit: 1}, ""
+	}
+	g, gerr := guard.ForWorkDir(workDir, want)
+	used := false
+	r := p.runner(host, store, func() (*eval.Engine, error) {
+		used = true
+		if gerr != nil {
+			return nil, hookLoadError(gerr)
+		}
+		return g.Engine(), nil
+	})
+	resp := r.Run(ctx, event)
+	if gerr != nil {
+		return resp, ""
+	}
+	if used {
+		var b strings.Builder
+		printWarnings(&b, "celguard hook", hookWarnings(g, p.decisions))
+		resp.Stderr += b.String()
+	}
+	return resp, g.Digest()
+}
+
+// stopWhenGone stops the daemon once its socket is removed or replaced.
+func stopWhenGone(ctx context.Context, srv *serve.Server, socket string, mine os.FileInfo) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if fi, err := os.Stat(socket); err != nil || !os.SameFile(fi, mine) {
+				srv.Stop()
+				return
+			}
+		}
+	}
+}
+
+// firstLineOf is b's first line, at most 200 bytes.
+func firstLineOf(b []byte) string {
+	line, _, _ := strings.Cut(string(b), "\n")
+	if len(line) > 200 {
+		line = line[:200]
+	}
+	return line
+}
+
+// doctorDaemon reports the decision daemons of the default state
+// directory: off, not running, or running with their version and the
+// digest of the set they decide with (their /v1/status). It never fails
+// the doctor: without a daemon every event is decided in process.
+func doctorDaemon(sio stdio) {
+	fmt.Fprintln(sio.stdout, "decision daemon")
+	if daemonOff(false) {
+		fmt.Fprintln(sio.stdout, "  ok    off (CELGUARD_DAEMON): every event is decided in process")
+		return
+	}
+	if !daemonSupported {
+		fmt.Fprintln(sio.stdout, "  ok    none on this platform: every event is decided in process")
+		return
+	}
+	state, err := statedir.DefaultStateDir()
+	if err != nil {
+		fmt.Fprintf(sio.stdout, "  warn  %v\n", err)
+		return
+	}
+	dir := filepath.Join(state, hooks.DaemonDirName)
+	socks, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
+	if len(socks) == 0 {
+		fmt.Fprintln(sio.stdout, "  ok    not running: the next hook call starts it (docs/hooks.md, \"The decision daemon\")")
+		return
+	}
+	if err := hooks.CheckDaemonDir(dir, false); err != nil {
+		fmt.Fprintf(sio.stdout, "  warn  %v: the hooks decide every event in process\n        fix: remove %s; the next hook call makes it again (0700)\n", err, dir)
+		return
+	}
+	for _, sock := range socks {
+		st, err := daemonStatus(sock)
+		if err != nil {
+			fmt.Fprintf(sio.stdout, "  ok    %s: not running (%v); the next hook call starts it\n", sock, err)
+			continue
+		}
+		fmt.Fprintf(sio.stdout, "  ok    running on %s: celguard %s, policy digest %s\n", sock, st.Version, st.PolicyDigest)
+	}
+}
+
+// daemonStatus asks the daemon on sock for its status.
+func daemonStatus(sock string) (serve.AgentStatus, error) {
+	var st serve.AgentStatus
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			d := net.Dialer{Timeout: daemonConnectTimeout}
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+	res, err := hc.Get("http://celguard-daemon/v1/status")
+	if err != nil {
+		return st, errors.Unwrap(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("HTTP %d", res.StatusCode)
+	}
+	return st, json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&st)
+}
