@@ -29,6 +29,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 
@@ -126,7 +127,7 @@ func Read(ctx context.Context, inputs []Input) (apps []Approval, sources []Sourc
 		)
 		switch in.Kind {
 		case FromApprovals:
-			got, digest, ds, rerr = readFile(in.Path, ReadDecisionLog)
+			got, digest, ds, rerr = streamFile(in.Path, readDecisionLog)
 		case FromClaude:
 			got, digest, ds, rerr = readFile(in.Path, ReadClaudeSettings)
 		case FromGrants:
@@ -153,14 +154,57 @@ func Read(ctx context.Context, inputs []Input) (apps []Approval, sources []Sourc
 	return apps, sources, notes, nil
 }
 
-// readFile reads a whole source file and parses it with parse.
+// MaxSettingsFile bounds a settings file read whole.
+const MaxSettingsFile = policy.MaxFileSize
+
+// readFile reads a whole source file (at most MaxSettingsFile bytes) and
+// parses it with parse.
 func readFile(path string, parse func(name string, data []byte) ([]Approval, policy.Diagnostics)) ([]Approval, string, policy.Diagnostics, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("cannot read %s: %w", path, err)
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSettingsFile+1))
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	if len(data) > MaxSettingsFile {
+		return nil, "", policy.Diagnostics{errorAt(CodeSyntax, policy.Pos{File: path, Line: 1, Col: 1}, "the file is larger than %d bytes", MaxSettingsFile)}, nil
+	}
 	apps, ds := parse(path, data)
 	return apps, digestOf(data), ds, nil
+}
+
+// streamFile parses a source file as it reads it (a decision log of a
+// month is never held in memory), digesting what it reads.
+func streamFile(path string, parse func(name string, r io.Reader) ([]Approval, policy.Diagnostics)) ([]Approval, string, policy.Diagnostics, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	er := &errReader{r: f}
+	apps, ds := parse(path, io.TeeReader(er, h))
+	if er.err != nil {
+		return nil, "", nil, fmt.Errorf("cannot read %s: %w", path, er.err)
+	}
+	return apps, "sha256:" + hex.EncodeToString(h.Sum(nil)), ds, nil
+}
+
+// errReader remembers a read error other than the end of the file.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
 }
 
 // errorAt is an error diagnostic.

@@ -316,8 +316,8 @@ func generaliseCommand(ls []*learnt) *Proposal {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cwd == %s && shell.parse(command).ok && !shell.parse(command).opaque && shell.commands(command).size() == 1", q(cwd))
-	fmt.Fprintf(&b, " && shell.commands(command).all(c, c.path == %s && c.depth == 0 && c.via == \"\" && c.wrappers.size() == 0", q(prog))
-	b.WriteString(" && c.env.size() == 0 && c.redirects.size() == 0 && !c.background && !c.dynamic")
+	fmt.Fprintf(&b, " && cel.bind(c, shell.commands(command)[0], c.path == %s && c.depth == 0 && c.via == \"\" && c.wrappers.size() == 0", q(prog))
+	b.WriteString(" && c.env.size() == 0 && c.redirects.size() == 0 && !c.background && !c.dynamic && shell.hazard(c) == \"\"")
 	var alts []string
 	if sub != "" {
 		fmt.Fprintf(&b, " && c.args.size() >= 1 && c.args[0] == %s", q(sub))
@@ -327,7 +327,7 @@ func generaliseCommand(ls []*learnt) *Proposal {
 		alts = append(alts, "a in "+qlist(options))
 	}
 	if prefix != "" {
-		alts = append(alts, fmt.Sprintf("!a.startsWith(\"-\") && path.abs(a, cwd) != %s && path.within(path.abs(a, cwd), %s)", q(prefix), q(prefix)))
+		alts = append(alts, fmt.Sprintf("!a.startsWith(\"-\") && cel.bind(p, path.abs(a, cwd), p != %s && path.within(p, %s))", q(prefix), q(prefix)))
 	}
 	if len(alts) == 0 {
 		b.WriteString(" && c.args.size() == 0)")
@@ -483,8 +483,8 @@ func patternProposal(a Approval) *Proposal {
 		var b strings.Builder
 		b.WriteString(cwdCond)
 		b.WriteString("shell.parse(command).ok && !shell.parse(command).opaque && shell.commands(command).size() == 1")
-		fmt.Fprintf(&b, " && shell.commands(command).all(c, c.path == %s && c.depth == 0 && c.via == \"\" && c.wrappers.size() == 0", q(pat.Words[0]))
-		b.WriteString(" && c.env.size() == 0 && c.redirects.size() == 0 && !c.background && !c.dynamic")
+		fmt.Fprintf(&b, " && cel.bind(c, shell.commands(command)[0], c.path == %s && c.depth == 0 && c.via == \"\" && c.wrappers.size() == 0", q(pat.Words[0]))
+		b.WriteString(" && c.env.size() == 0 && c.redirects.size() == 0 && !c.background && !c.dynamic && shell.hazard(c) == \"\"")
 		rest := pat.Words[1:]
 		fmt.Fprintf(&b, " && c.args.size() >= %d", len(rest))
 		for i, w := range rest {

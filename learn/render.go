@@ -48,7 +48,7 @@ func header(what string, r *Result) string {
 	for _, s := range r.Sources {
 		fmt.Fprintf(&b, "#   %s %s %s (%d approvals)\n", s.Kind, oneLine(s.Path), s.Digest, s.Approvals)
 	}
-	fmt.Fprintf(&b, "# Checked against the mandatory rules of builtin:%s\n#   %s\n", r.Bundle, r.BundleDigest)
+	fmt.Fprintf(&b, "# Checked against builtin:%s (its mandatory rules, the risks it asks about)\n#   %s\n", r.Bundle, r.BundleDigest)
 	fmt.Fprintf(&b, "# and its hostile corpus (%d calls, in each rule's directory): no rule lets one through.\n", r.CorpusCalls)
 	for _, d := range r.Dropped {
 		fmt.Fprintf(&b, "# Dropped %s: %s\n", d.Proposal.ID, oneLine(d.Reason))
@@ -69,6 +69,9 @@ func renderPolicy(r *Result, props []*Proposal) []byte {
 	}
 	fmt.Fprintf(&b, "apiVersion: celguard.dev/v1\nkind: Policy\nname: %s\n", PolicyName)
 	b.WriteString("description: " + q("Allow rules learnt from approvals (celguard learn); each has its test in "+SuiteFile+".") + "\n")
+	// An allow rule that fails at run time (a command past the cost
+	// budget) does not match: the call is decided by the rest of the set.
+	b.WriteString("defaults: {failure_policy: open}\n")
 	b.WriteString("rules:\n")
 	for _, p := range props {
 		fmt.Fprintf(&b, "  - id: %s\n", p.ID)

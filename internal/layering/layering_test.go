@@ -39,7 +39,10 @@ var layers = []struct {
 	// knows nothing of it.
 	// telemetry sends decisions to OpenTelemetry with decisionlog's
 	// masking; the composition root links it (Config.Telemetry).
-	{6, []string{"bundle", "hooks/setup", "telemetry"}},
+	// learn mines approvals (hooks' state, decision logs, Claude Code's
+	// settings) into rules with policytest suites, checked against the
+	// built-in policies and their corpus.
+	{6, []string{"bundle", "hooks/setup", "telemetry", "learn"}},
 	// "" is the module root, package celguard: the composition root
 	// (Config.Load) builds every engine, above policies, compile, eval,
 	// judge and store, and below serve and the command line.
