@@ -128,13 +128,37 @@ func (c *checker) drop(r *Result, p *Proposal, format string, a ...any) {
 	r.Dropped = append(r.Dropped, Dropped{Proposal: p, Reason: fmt.Sprintf(format, a...)})
 }
 
-// compiles keeps the proposals that compile on their own.
+// PolicySource is the policy of the proposals as learn writes it (without
+// its header), in the user's layer.
+func PolicySource(props []*Proposal) policy.Source { return learnedSource(props, policy.LayerUser) }
+
+// compiles keeps the proposals that compile on their own, allow each of
+// their approved calls and none of their near misses.
 func (c *checker) compiles(props []*Proposal, r *Result) []*Proposal {
 	var kept []*Proposal
+next:
 	for _, p := range props {
-		if _, err := compile.Compile([]policy.Source{policies.ToolClasses(), learnedSource([]*Proposal{p}, policy.LayerUser)}); err != nil {
+		set, err := compile.Compile([]policy.Source{policies.ToolClasses(), learnedSource([]*Proposal{p}, policy.LayerUser)})
+		if err != nil {
 			c.drop(r, p, "it does not compile: %v", err)
 			continue
+		}
+		eng, err := eval.New(set)
+		if err != nil {
+			c.drop(r, p, "%v", err)
+			continue
+		}
+		for _, call := range p.Approved {
+			if d := decide(c.ctx, eng, call); d.RuleID != p.ID || !allowed(d) {
+				c.drop(r, p, "it does not allow its own approved call %s (%s)", call, d.Verdict)
+				continue next
+			}
+		}
+		for _, call := range p.NearMisses {
+			if d := decide(c.ctx, eng, call); d.RuleID == p.ID {
+				c.drop(r, p, "it allows its own near miss %s", call)
+				continue next
+			}
 		}
 		kept = append(kept, p)
 	}

@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/stdlib"
@@ -695,13 +696,33 @@ func exactNearMisses(approved []Call) []Call {
 
 // --- writing -------------------------------------------------------------
 
-// q is s as a JSON string, which CEL and YAML both read as written.
+// q is s as a JSON string, which CEL and YAML both read as written, with
+// every character YAML does not allow written as an escape.
 func q(s string) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
-	return strings.TrimSuffix(b.String(), "\n")
+	return escapeNonPrintable(strings.TrimSuffix(b.String(), "\n"))
+}
+
+// escapeNonPrintable writes each rune YAML does not allow in a file (C0
+// and C1 controls, DEL, and other non-printing characters) as \uXXXX or
+// \UXXXXXXXX, which both YAML's double-quoted strings and CEL's string
+// literals read back; s must be inside such a string.
+func escapeNonPrintable(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r' || unicode.IsPrint(r) && r != 0xFEFF:
+			b.WriteRune(r)
+		case r <= 0xFFFF:
+			fmt.Fprintf(&b, "\\u%04X", r)
+		default:
+			fmt.Fprintf(&b, "\\U%08X", r)
+		}
+	}
+	return b.String()
 }
 
 // qlist is a CEL list of strings.

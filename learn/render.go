@@ -58,7 +58,7 @@ func header(what string, r *Result) string {
 
 // oneLine keeps s on one comment line.
 func oneLine(s string) string {
-	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(s)
+	return escapeNonPrintable(strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(s))
 }
 
 // renderPolicy writes the policy of the proposals.
@@ -97,7 +97,7 @@ func jsonText(v any) string {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
-	return strings.TrimSuffix(b.String(), "\n")
+	return escapeNonPrintable(strings.TrimSuffix(b.String(), "\n"))
 }
 
 // renderSuite writes a test suite.
