@@ -186,7 +186,7 @@ func (c Config) Load(ctx context.Context) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	eopts, closers, err := c.engineOptions()
+	eopts, sink, closers, err := c.engineOptions()
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (c Config) Load(ctx context.Context) (*Guard, error) {
 		closeAll(closers)
 		return nil, fmt.Errorf("celguard: %w", err)
 	}
-	g := &Guard{cfg: c, compile: copts, engine: eng, closers: closers,
+	g := &Guard{cfg: c, compile: copts, engine: eng, closers: closers, sink: sink,
 		discovery: d, digest: set.Digest(), tried: set.Digest()}
 	for _, cl := range closers {
 		if tel, ok := cl.(*telemetry.Telemetry); ok {
@@ -293,9 +293,10 @@ func (c Config) compileOptions() ([]compile.Option, error) {
 	return append(opts, c.CompileOptions...), nil
 }
 
-// engineOptions are the options of eval.New c asks for, and what the
-// Guard must close (the decision log).
-func (c Config) engineOptions() ([]eval.Option, []io.Closer, error) {
+// engineOptions are the options of eval.New c asks for, the decision sink
+// they install (nil when none), and what the Guard must close (the
+// decision log).
+func (c Config) engineOptions() ([]eval.Option, eval.DecisionSink, []io.Closer, error) {
 	var opts []eval.Option
 	if c.Approver != nil {
 		opts = append(opts, eval.WithApprover(c.Approver))
@@ -313,11 +314,11 @@ func (c Config) engineOptions() ([]eval.Option, []io.Closer, error) {
 	var closers []io.Closer
 	if c.DecisionLog != nil {
 		if c.DecisionLog.Path == "" {
-			return nil, nil, errors.New("celguard: a decision log needs a path")
+			return nil, nil, nil, errors.New("celguard: a decision log needs a path")
 		}
 		sink, err := decisionlog.NewFileSink(c.DecisionLog.Path, c.DecisionLog.Options)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		sinks = append(sinks, sink)
 		if cl, ok := any(sink).(io.Closer); ok {
@@ -333,17 +334,21 @@ func (c Config) engineOptions() ([]eval.Option, []io.Closer, error) {
 		tel, err := telemetry.New(context.Background(), *c.Telemetry)
 		if err != nil {
 			closeAll(closers)
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		sinks = append(sinks, tel)
 		closers = append(closers, tel)
 	}
+	var sink eval.DecisionSink
 	switch len(sinks) {
 	case 0:
 	case 1:
-		opts = append(opts, eval.WithDecisionSink(sinks[0], nil))
+		sink = sinks[0]
 	default:
-		opts = append(opts, eval.WithDecisionSink(teeSink(sinks), nil))
+		sink = teeSink(sinks)
+	}
+	if sink != nil {
+		opts = append(opts, eval.WithDecisionSink(sink, nil))
 	}
 	if c.Monitor {
 		opts = append(opts, eval.WithMonitor())
@@ -362,10 +367,10 @@ func (c Config) engineOptions() ([]eval.Option, []io.Closer, error) {
 		}
 		if err != nil {
 			closeAll(closers)
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return append(opts, c.EngineOptions...), closers, nil
+	return append(opts, c.EngineOptions...), sink, closers, nil
 }
 
 // teeSink writes each decision to every sink in turn; the first failure

@@ -162,6 +162,9 @@ type Server struct {
 	handler  http.Handler
 	log      *slog.Logger
 	draining atomic.Bool
+	// console is the operator's web console (/ui/), nil without an
+	// operator token.
+	console *console
 
 	// mu guards the reload state.
 	mu        sync.Mutex
@@ -202,8 +205,17 @@ func New(cfg Config) (*Server, error) {
 	if ecfg.Approver == nil {
 		ecfg.Approver = celguard.DeferAsks
 	}
+	var con *console
 	if cfg.OperatorToken != "" {
 		ecfg.ApprovalRequests = true
+		// The console keeps the recent decisions, masked as the
+		// decision log masks them.
+		con = newConsole()
+		if ecfg.DecisionSink != nil {
+			ecfg.DecisionSink = teeSinks{ecfg.DecisionSink, con.feed}
+		} else {
+			ecfg.DecisionSink = con.feed
+		}
 	}
 	guard, err := ecfg.Load(context.Background())
 	if err != nil {
@@ -211,7 +223,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	eng := guard.Engine()
 	s := &Server{cfg: cfg, guard: guard, eng: eng, log: log, loadedAt: time.Now().UTC(),
-		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}}
+		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}, console: con}
 	s.metrics = newMetrics(s)
 	hopts := cfg.HookOptions
 	if cfg.OperatorToken == "" {
