@@ -382,7 +382,8 @@ func (s *Server) consoleAnswer(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, err)
 		return
 	}
-	if err := s.recordAnswer(ctx, sess, rq, outcome, scope, f.Note, cs); err != nil {
+	id, err := s.recordAnswer(ctx, sess, rq, outcome, scope, f.Note, cs)
+	if err != nil {
 		if f.Answer != "deny" {
 			_, _ = sess.Revoke(context.WithoutCancel(ctx), g.ID)
 		}
@@ -391,6 +392,7 @@ func (s *Server) consoleAnswer(w http.ResponseWriter, r *http.Request) {
 			"the decision log could not record the answer, so it was not given: "+err.Error())
 		return
 	}
+	s.console.feed.noteHost(id, "console")
 	s.console.feed.changed()
 	s.log.Info("console answer", "operator", cs.operator(), "session_id", sess.ID(), "request", rq.ID, "rule_id", rq.Rule, "answer", f.Answer)
 	if r.Header.Get("X-Requested-With") != "" {
@@ -410,8 +412,8 @@ const (
 // telemetry: a record of the ask (verdict ask, the rule that asked, the
 // call masked as every record's) whose approval says how it was settled
 // (approved or denied, the scope, the note) and whose metadata names the
-// operator.
-func (s *Server) recordAnswer(ctx context.Context, sess *session, rq eval.PendingRequest, outcome eval.ApprovalOutcome, scope eval.GrantScope, note string, cs *consoleSession) error {
+// operator. It returns the record's decision id.
+func (s *Server) recordAnswer(ctx context.Context, sess *session, rq eval.PendingRequest, outcome eval.ApprovalOutcome, scope eval.GrantScope, note string, cs *consoleSession) (string, error) {
 	set := s.eng.PolicySet()
 	code, reason := CodeOperatorApproved, "approved in the console by "+cs.operator()
 	if outcome == eval.ApprovalDenied {
@@ -425,10 +427,10 @@ func (s *Server) recordAnswer(ctx context.Context, sess *session, rq eval.Pendin
 		ref.File, ref.Line, ref.Col = r.Pos.File, r.Pos.Line, r.Pos.Col
 	}
 	d := eval.Decision{Verdict: policy.Ask, Phase: policy.PhaseBefore, Tool: rq.Tool, Agent: sess.agent, RuleRef: ref, Code: code, Reason: reason,
-		Approval: &eval.ApprovalRecord{Rule: rq.Rule, Outcome: outcome, Remember: string(scope), Reason: note, Request: rq.ID},
+		Approval:   &eval.ApprovalRecord{Rule: rq.Rule, Outcome: outcome, Remember: string(scope), Reason: note, Request: rq.ID},
 		Metadata:   map[string]string{"operator": cs.operator(), "answered_in": "console", "call_digest": rq.Digest},
 		DecisionID: randomHex(16), Time: s.cfg.Now().UTC(), PolicyDigest: set.Digest(), SessionID: sess.ID(), Bundles: set.Bundles()}
-	return s.guard.RecordEvent(ctx, &eval.DecisionEvent{Decision: d, Call: eval.Call{Tool: rq.Tool, Args: rq.Args, Cwd: rq.Cwd}, LogMasks: set.LogMasks()})
+	return d.DecisionID, s.guard.RecordEvent(ctx, &eval.DecisionEvent{Decision: d, Call: eval.Call{Tool: rq.Tool, Args: rq.Args, Cwd: rq.Cwd}, LogMasks: set.LogMasks()})
 }
 
 // ---- decisions

@@ -315,9 +315,13 @@ func (s *Server) consolePolicy(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			rv := ruleView{ID: rule.ID, Pos: rule.Pos.String(), Phase: rule.Phase.String(), Verdict: rule.Verdict.String(), Mandatory: rule.Mandatory, Reason: rule.Reason}
-			rv.Shadowed = findings[rule.Pos.File+":"+fmt.Sprint(rule.Pos.Line)]
+			// A rule's findings are at its entry or at its id.
+			keys := []string{rule.Pos.File + ":" + fmt.Sprint(rule.Pos.Line)}
 			if rule.Source != nil && rule.Source.ID.Pos.Line != 0 {
-				rv.Shadowed = append(rv.Shadowed, findings[rule.Source.ID.Pos.File+":"+fmt.Sprint(rule.Source.ID.Pos.Line)]...)
+				keys = append(keys, rule.Source.ID.Pos.File+":"+fmt.Sprint(rule.Source.ID.Pos.Line))
+			}
+			for _, k := range slices.Compact(keys) {
+				rv.Shadowed = append(rv.Shadowed, findings[k]...)
 			}
 			pv.Rules = append(pv.Rules, rv)
 		}

@@ -64,12 +64,12 @@ type Route struct {
 	// are not in openapi.json (not an API).
 	Console bool
 
-	handle   func(*Server, http.ResponseWriter, *http.Request)
+	handle func(*Server, http.ResponseWriter, *http.Request)
 	// consolePublic console routes need no console session (the login
 	// form, the style sheet and the script); the other console checks
 	// still apply.
 	consolePublic bool
-	disabled string // the code of a 403 when the principal has no token
+	disabled      string // the code of a 403 when the principal has no token
 }
 
 // routeTable is every route the server answers, with who may call it. A

@@ -24,6 +24,14 @@
 // call on any answer that is not a 2xx. The routes are described by the
 // OpenAPI document served at /openapi.json (openapi.json in this
 // directory).
+//
+// With an operator token it also serves the operator's web console at
+// /ui/ (console.go; docs/console.md): server-rendered HTML (html/template)
+// and one small script, embedded with go:embed, no front-end toolchain and
+// no third-party asset; operator only, through a session cookie that a
+// login with the operator token opens, CSRF tokens and same-origin checks
+// on every POST, and a strict Content-Security-Policy with no inline
+// script.
 package serve
 
 import (

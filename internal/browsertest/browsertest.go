@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -87,9 +86,9 @@ func Start(t testing.TB) *Browser {
 	}
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(func(string, ...any) {}))
-	start, scancel := context.WithTimeout(ctx, 60*time.Second)
-	defer scancel()
-	if err := chromedp.Do(start); err != nil {
+	// The first action starts the browser, whose life is then its
+	// context's: it must be ctx itself, not one with a deadline.
+	if err := chromedp.Do(ctx); err != nil {
 		cancel()
 		acancel()
 		t.Fatalf("cannot start %s: %v", bin, err)
