@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -45,11 +46,18 @@ type console struct {
 	sessions consoleSessions
 	feed     *consoleFeed
 	play     chan struct{}
+	// closing is closed when the server drains: the event streams end,
+	// so that they do not hold the shutdown.
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 func newConsole() *console {
-	return &console{feed: newConsoleFeed(), play: make(chan struct{}, 1)}
+	return &console{feed: newConsoleFeed(), play: make(chan struct{}, 1), closing: make(chan struct{})}
 }
+
+// close ends the event streams.
+func (c *console) close() { c.closeOnce.Do(func() { close(c.closing) }) }
 
 // teeSinks writes each decision to every sink in turn.
 type teeSinks []eval.DecisionSink
@@ -295,6 +303,8 @@ func (s *Server) consoleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		select {
 		case <-r.Context().Done():
+			return
+		case <-s.console.closing:
 			return
 		case <-wake:
 		case <-tick.C:

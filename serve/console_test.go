@@ -430,3 +430,46 @@ func TestConsolePlaygroundBounds(t *testing.T) {
 		t.Fatalf("the playground touched the server's state: %d decisions logged, %d sessions", len(sink.events())-before, f.srv.Status().Sessions)
 	}
 }
+
+// TestConsoleEvents: the inbox's event stream sends an event at once and
+// one after an ask, and ends when the server drains (it must not hold the
+// shutdown).
+func TestConsoleEvents(t *testing.T) {
+	f, _ := consoleServer(t)
+	b := newBrowserless(t, f.url)
+	b.login("ana")
+	req, _ := http.NewRequest("GET", f.url+"/ui/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	events := make(chan string, 16)
+	go func() {
+		defer close(events)
+		buf := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				events <- string(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	if ev := <-events; !strings.Contains(ev, "event: approvals") {
+		t.Fatalf("first event: %q", ev)
+	}
+	f.before("s1", "git push origin main")
+	if ev := <-events; !strings.Contains(ev, "event: approvals") {
+		t.Fatalf("the event after an ask: %q", ev)
+	}
+	f.srv.Drain()
+	for range events { // ends: the stream closed
+	}
+}

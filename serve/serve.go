@@ -260,8 +260,14 @@ func (s *Server) Guard() *celguard.Guard { return s.guard }
 func (s *Server) Engine() *eval.Engine { return s.eng }
 
 // Drain makes /readyz answer 503, so that a load balancer stops sending
-// requests before the server shuts down.
-func (s *Server) Drain() { s.draining.Store(true) }
+// requests before the server shuts down, and ends the console's event
+// streams.
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	if s.console != nil {
+		s.console.close()
+	}
+}
 
 // Reload reads the policy sources again and, when they changed since the
 // last attempt (by digest) or force is set, compiles them and puts the new
