@@ -239,7 +239,7 @@ func message(d eval.Decision) string {
 // (a mandatory rule, or an engine that records no approval requests), on a
 // host that cannot ask: retrying is pointless, and the agent is told what
 // the person can do instead.
-const NoApprovalNote = ", and no approval can let it run from inside this session (the rule is mandatory, or no approval request was recorded): do not run it again."
+const NoApprovalNote = ", and no approval can let it run from inside this session (the rule is mandatory, or this celguard keeps no requests for approval): do not run it again."
 
 // noApprovalAdvice is what the agent tells the user after NoApprovalNote:
 // run the call themselves, or change the rule where it is defined.

@@ -490,7 +490,7 @@ func codexProjectTrusted(cwd string) error {
 	if setup.CodexProjectTrusted(data, cwd) {
 		return nil
 	}
-	return fmt.Errorf("Codex would not run a hook installed here: it loads .codex/hooks.json only in a project it trusts, "+
+	return fmt.Errorf("codex would not run a hook installed here: it loads .codex/hooks.json only in a project it trusts, "+
 		"and %s is not trusted in %s, so every call would run unguarded. Install for the user instead (celguard hook install codex, "+
 		"the default), or trust the project first (add to %s:\n[projects.%q]\ntrust_level = \"trusted\"\n) and install again", cwd, config, config, cwd)
 }
