@@ -111,6 +111,11 @@ type Event struct {
 	// Meta is session metadata rules see as `session` (host, model,
 	// permission mode, ...).
 	Meta map[string]any
+	// Cwd is the working directory the host names for the event (every
+	// kind; Cursor's first workspace root when it names none): the
+	// project whose policies decide it when one server serves many
+	// (celguard.Guard.ForWorkDir).
+	Cwd string
 	// Call is the tool call (KindBefore and KindAfter).
 	Call eval.Call
 	// Result is the tool's result (KindAfter).
@@ -321,7 +326,7 @@ func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	ev := Event{Host: host, Name: f[0], SessionID: f[1], Meta: meta(host, m, p.meta...)}
+	ev := Event{Host: host, Name: f[0], SessionID: f[1], Meta: meta(host, m, p.meta...), Cwd: f[2]}
 	if ev.Name == "" {
 		return Event{}, fmt.Errorf("the event has no hook_event_name")
 	}
