@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,7 +255,8 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 	m.Stream(sc.stream)
 	env := append(baseEnv(home, root), h.setup(t, home, url)...)
 
-	args := []string{"hook", "install", h.name, "--user", "--policy", policyFile, "--state-dir", state}
+	decisions := filepath.Join(root, "decisions.jsonl")
+	args := []string{"hook", "install", h.name, "--user", "--policy", policyFile, "--state-dir", state, "--decision-log", decisions}
 	if sc.missing {
 		args = append(args, "--command", filepath.Join(root, "gone", "celguard"))
 	}
@@ -299,6 +301,9 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 		}
 	})
 	sc.check(t, h.name, work, m, out)
+	if *updateRecords && !t.Failed() && slices.Contains(recordScenarios, sc.name) {
+		keepRecords(t, h.name, sc.name, root, home, decisions)
+	}
 }
 
 // addAfterModel registers celguard's Gemini hook for AfterModel too, as
