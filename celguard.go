@@ -155,10 +155,14 @@ func WithEngineOptions(opts ...eval.Option) Option {
 type Guard struct {
 	cfg     Config
 	compile []compile.Option
+	eopts   []eval.Option // the engine's, shared by the projects' engines
 	engine  *eval.Engine
-	closers []io.Closer
-	tel     *telemetry.Telemetry // of Config.Telemetry, nil when off
-	sink    eval.DecisionSink    // the decision log, DecisionSink and telemetry; nil when none
+	// projects are the guards of the projects calls came from
+	// (Config.PerProject); nil without.
+	projects *projects
+	closers  []io.Closer
+	tel      *telemetry.Telemetry // of Config.Telemetry, nil when off
+	sink     eval.DecisionSink    // the decision log, DecisionSink and telemetry; nil when none
 
 	// mu guards what Reload changes.
 	mu        sync.Mutex
