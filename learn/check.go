@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing/fstest"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
@@ -21,6 +23,10 @@ type Options struct {
 	// Bundle is the built-in bundle the rules are checked against and
 	// tested with (recommended when empty).
 	Bundle string
+	// Replay is the configuration whose policies recorded sessions
+	// (FromReplay) are decided with; the zero Config reads every layer,
+	// as `celguard eval` does.
+	Replay celguard.Config
 }
 
 // Dropped is a rule proposed and dropped, with why.
@@ -53,7 +59,7 @@ type Result struct {
 // does) before returning them. An error is a policy.Diagnostics when
 // input records cannot be read.
 func Learn(ctx context.Context, inputs []Input, opts Options) (*Result, error) {
-	apps, sources, notes, err := Read(ctx, inputs)
+	apps, sources, notes, err := Read(ctx, inputs, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +85,7 @@ func ProposeChecked(ctx context.Context, apps []Approval, sources []SourceDigest
 	}
 	r.BundleDigest = baseSet.Digest()
 	c := &checker{ctx: ctx, base: base, baseSet: baseSet}
+	apps = withoutSecrets(apps, r)
 	kept := c.compiles(Propose(apps), r)
 	kept = c.bundleRisks(kept, r)
 	kept, err = c.corpus(kept, r)
@@ -98,6 +105,26 @@ func ProposeChecked(ctx context.Context, apps []Approval, sources []SourceDigest
 		return nil, err
 	}
 	return r, nil
+}
+
+// withoutSecrets drops the approvals whose call holds a credential (what
+// the decision log would redact): a rule would write it out in the clear.
+func withoutSecrets(apps []Approval, r *Result) []Approval {
+	var kept []Approval
+	for _, a := range apps {
+		args := a.Args
+		if a.Pattern != nil {
+			args = map[string]any{"rule": a.Pattern.Text}
+		}
+		rec := decisionlog.NewRecord(&eval.DecisionEvent{Decision: eval.Decision{Phase: policy.PhaseBefore},
+			Call: eval.Call{Tool: a.Tool, Args: args, Cwd: a.Cwd}})
+		if len(rec.Masked) > 0 {
+			r.Notes = append(r.Notes, noteAt(CodeSkipped, a.Pos, "the %s call holds a credential (%s): no rule is written with it", a.Tool, rec.Masked[0].Path))
+			continue
+		}
+		kept = append(kept, a)
+	}
+	return kept
 }
 
 func firstPos(p *Proposal) policy.Pos {

@@ -45,10 +45,14 @@ const (
 	FromApprovals = "approvals"
 	// FromClaude: a Claude Code settings file's permissions.allow.
 	FromClaude = "claude"
+	// FromReplay: recorded sessions (package replay: the hosts'
+	// transcripts, a decision log, eval's event stream), whose calls the
+	// policies ask about and the record shows ran.
+	FromReplay = "replay"
 )
 
 // Kinds are the source kinds, in the order the output names them.
-func Kinds() []string { return []string{FromGrants, FromApprovals, FromClaude} }
+func Kinds() []string { return []string{FromGrants, FromApprovals, FromClaude, FromReplay} }
 
 // Diagnostic codes of learn (docs/learn.md lists each with its fix).
 const (
@@ -116,7 +120,7 @@ func digestOf(data []byte) string {
 // record unreadable are errors (a policy.Diagnostics, each at its
 // position with CodeSyntax or CodeInvalid); records read but not learnt
 // from are notes (CodeSkipped).
-func Read(ctx context.Context, inputs []Input) (apps []Approval, sources []SourceDigest, notes policy.Diagnostics, err error) {
+func Read(ctx context.Context, inputs []Input, opts Options) (apps []Approval, sources []SourceDigest, notes policy.Diagnostics, err error) {
 	var errs policy.Diagnostics
 	for _, in := range inputs {
 		var (
@@ -132,6 +136,8 @@ func Read(ctx context.Context, inputs []Input) (apps []Approval, sources []Sourc
 			got, digest, ds, rerr = readFile(in.Path, ReadClaudeSettings)
 		case FromGrants:
 			got, digest, ds, rerr = ReadGrants(ctx, in.Path)
+		case FromReplay:
+			got, digest, ds, rerr = ReadReplay(ctx, in.Path, opts.Replay)
 		default:
 			return nil, nil, nil, fmt.Errorf("unknown source %q: want one of %v", in.Kind, Kinds())
 		}

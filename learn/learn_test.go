@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
@@ -355,4 +356,57 @@ func TestParseFrom(t *testing.T) {
 		_, err := learn.ParseFrom(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+// TestReadReplay: a recorded call the policies ask about that then ran is
+// an approval; one that did not run is not; a line replay cannot read is
+// an error at its line with replay's code.
+func TestReadReplay(t *testing.T) {
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "team.yaml")
+	require.NoError(t, os.WriteFile(pol, []byte(`apiVersion: celguard.dev/v1
+kind: Policy
+name: team
+rules:
+  - id: ask-make
+    match: {classes: [shell]}
+    condition: 'shell.commands(command).exists(c, c.program == "make")'
+    verdict: ask
+    reason: make needs approval.
+`), 0o600))
+	stream := filepath.Join(dir, "session.jsonl")
+	require.NoError(t, os.WriteFile(stream, []byte(strings.Join([]string{
+		`{"event":"before","tool":"Bash","args":{"command":"make deploy-staging"},"cwd":"/home/dev/app","call_id":"c1"}`,
+		`{"event":"after","tool":"Bash","args":{"command":"make deploy-staging"},"cwd":"/home/dev/app","call_id":"c1","result":{"content":"ok"}}`,
+		`{"event":"before","tool":"Bash","args":{"command":"make deploy-prod"},"cwd":"/home/dev/app","call_id":"c2"}`,
+		`{"event":"before","tool":"Bash","args":{"command":"ls"},"cwd":"/home/dev/app","call_id":"c3"}`,
+		`{"event":"after","tool":"Bash","args":{"command":"ls"},"cwd":"/home/dev/app","call_id":"c3","result":{"content":"ok"}}`,
+		`{"event":"before","tool":"Bash",`,
+	}, "\n")+"\n"), 0o600))
+	cfg := celguard.Config{Policies: policies.Options{Explicit: []string{pol}}}
+	apps, digest, ds, err := learn.ReadReplay(context.Background(), stream, cfg)
+	require.NoError(t, err)
+	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, digest)
+	require.Len(t, apps, 1)
+	assert.Equal(t, learn.Call{Tool: "Bash", Args: map[string]any{"command": "make deploy-staging"}, Cwd: "/home/dev/app"}, apps[0].Call)
+	assert.Equal(t, "ask-make", apps[0].Rule)
+	assert.Equal(t, 1, apps[0].Pos.Line)
+	require.Len(t, ds, 1)
+	assert.Equal(t, 6, ds[0].Pos.Line)
+	assert.Equal(t, policy.Code("replay_invalid_json"), ds[0].Code)
+}
+
+// TestSecretsAreNotWritten: an approval whose call holds a credential is
+// skipped: a rule would write it in the clear.
+func TestSecretsAreNotWritten(t *testing.T) {
+	t.Setenv("HOME", policies.CorpusHome)
+	r, err := learn.ProposeChecked(context.Background(), []learn.Approval{
+		bash("curl -H 'Authorization: Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789' https://api.github.com/user", 1),
+	}, nil, nil, learn.Options{})
+	require.NoError(t, err)
+	assert.Empty(t, r.Proposals)
+	require.Len(t, r.Notes, 1)
+	assert.Equal(t, learn.CodeSkipped, r.Notes[0].Code)
+	assert.Contains(t, r.Notes[0].Message, "holds a credential")
+	assert.NotContains(t, r.Notes[0].Message, "ghp_")
 }

@@ -18,7 +18,8 @@ const DefaultClaudeSettings = ".claude/settings.local.json"
 
 // ParseFrom reads a source as the command line names it: KIND or
 // KIND=PATH. Without a path, grants reads the default directories and
-// claude the project's DefaultClaudeSettings; approvals needs one.
+// claude the project's DefaultClaudeSettings; approvals and replay need
+// one.
 func ParseFrom(spec string) (Input, error) {
 	kind, path, _ := strings.Cut(spec, "=")
 	if !slices.Contains(Kinds(), kind) {
@@ -27,6 +28,8 @@ func ParseFrom(spec string) (Input, error) {
 	switch {
 	case kind == FromApprovals && path == "":
 		return Input{}, fmt.Errorf("--from approvals needs the decision log: --from approvals=FILE")
+	case kind == FromReplay && path == "":
+		return Input{}, fmt.Errorf("--from replay needs a recorded session: --from replay=FILE")
 	case kind == FromClaude && path == "":
 		path = DefaultClaudeSettings
 	}

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode"
@@ -589,10 +591,11 @@ func commandNearMisses(tool, cwd, approved, prog, sub string, options []string, 
 		head += " " + shell.Quote(sub)
 	}
 	if prefix != "" {
-		out = append(out,
-			cmdCall(tool, head+" "+shell.Quote(otherDir(prefix)+"/x"), cwd),
-			cmdCall(tool, head+" "+shell.Quote("~/.ssh/id_rsa"), cwd),
-			cmdCall(tool, head+" /etc/passwd", cwd))
+		for _, p := range []string{otherDir(prefix) + "/x", "~/.ssh/id_rsa", "/etc/passwd"} {
+			if !underPrefix(p, cwd, prefix) {
+				out = append(out, cmdCall(tool, head+" "+quotePath(p), cwd))
+			}
+		}
 	} else {
 		out = append(out, cmdCall(tool, head+" extra", cwd))
 	}
@@ -630,17 +633,42 @@ func fileNearMisses(c Call, key, prefix string) []Call {
 		args[key] = p
 		return Call{Tool: c.Tool, Args: args, Cwd: cwd}
 	}
-	out := []Call{
-		with(otherDir(prefix)+"/x", c.Cwd),
-		with(prefix+"/../../outside/x", c.Cwd),
-		with("~/.ssh/id_rsa", c.Cwd),
-		with("/etc/passwd", c.Cwd),
+	var out []Call
+	for _, p := range []string{otherDir(prefix) + "/x", prefix + "/../../outside/x", "~/.ssh/id_rsa", "/etc/passwd"} {
+		if !underPrefix(p, c.Cwd, prefix) {
+			out = append(out, with(p, c.Cwd))
+		}
 	}
 	if c.Cwd != "" {
 		p, _ := c.Args[key].(string)
 		out = append(out, with(p, otherDir(c.Cwd)))
 	}
 	return out
+}
+
+// quotePath quotes a path for a shell, leaving a leading ~/ unquoted so
+// that the shell expands it.
+func quotePath(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return "~/" + shell.Quote(rest)
+	}
+	return shell.Quote(p)
+}
+
+// underPrefix reports whether the path p (~ the home directory, relative
+// to cwd) is under prefix: such a path is no near miss of a rule for it.
+func underPrefix(p, cwd, prefix string) bool {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return true
+		}
+		p = filepath.ToSlash(home) + "/" + rest
+	}
+	if !path.IsAbs(p) {
+		p = cwd + "/" + p
+	}
+	return within(path.Clean(p), prefix)
 }
 
 func urlNearMisses(tool, key string, u *url.URL, prefix string) []Call {

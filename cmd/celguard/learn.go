@@ -28,6 +28,9 @@ Sources (--from, repeatable; without one: grants, and claude when
                       grants in the hooks' state directory
   approvals=FILE      a decision log (celguard hook --decision-log FILE)
   claude[=FILE]       Claude Code's "don't ask again" rules (permissions.allow)
+  replay=FILE         a recorded session (a Claude Code, Codex or Gemini CLI
+                      transcript, a decision log, an eval event stream): the
+                      calls the policies in force ask about that then ran
 
 A rule generalises only where several approvals agree (one program and
 subcommand, options as seen, operands under one directory inside the
@@ -45,7 +48,7 @@ standard output. docs/learn.md has the details.`,
 			return status(runLearn(c.Context(), sio, froms, out, bundle))
 		},
 	}
-	cmd.Flags().StringArrayVar(&froms, "from", nil, "a source of approvals: grants[=DIR], approvals=FILE or claude[=FILE] (repeatable)")
+	cmd.Flags().StringArrayVar(&froms, "from", nil, "a source of approvals: grants[=DIR], approvals=FILE, claude[=FILE] or replay=FILE (repeatable)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the policy and its two test suites into this directory")
 	cmd.Flags().StringVar(&bundle, "bundle", "recommended", "the built-in bundle the rules are checked against and tested with")
 	return cmd
