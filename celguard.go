@@ -155,9 +155,13 @@ func WithEngineOptions(opts ...eval.Option) Option {
 type Guard struct {
 	cfg     Config
 	compile []compile.Option
+	eopts   []eval.Option // the engine's, shared by the projects' engines
 	engine  *eval.Engine
-	closers []io.Closer
-	tel     *telemetry.Telemetry // of Config.Telemetry, nil when off
+	// projects are the guards of the projects calls came from
+	// (Config.PerProject); nil without.
+	projects *projects
+	closers  []io.Closer
+	tel      *telemetry.Telemetry // of Config.Telemetry, nil when off
 
 	// mu guards what Reload changes.
 	mu        sync.Mutex

@@ -18,6 +18,7 @@ import (
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/state"
 	"github.com/celguard/celguard/stdlib"
+	"github.com/celguard/celguard/store"
 	"github.com/celguard/celguard/telemetry"
 	"github.com/celguard/celguard/trust"
 )
@@ -120,6 +121,18 @@ type Config struct {
 	// policy are not changed.
 	ProtectedFiles []string
 
+	// PerProject decides each call with the project layer of the call's
+	// work directory rather than the one of Policies.WorkDir: one engine
+	// serving many repositories (`celguard serve`, the hook's daemon)
+	// decides every call with exactly the layers `celguard hook` run in
+	// that directory reads (Guard.ForWorkDir). It applies when the layers
+	// are read and Policies.ProjectDir is empty. Every project's engine
+	// shares the state store (an in-memory one when Store is nil), so a
+	// session is one whichever project its calls come from. MaxProjects
+	// bounds the projects kept compiled (DefaultMaxProjects when zero).
+	PerProject  bool
+	MaxProjects int
+
 	// ASTCache caches checked expressions across processes
 	// (compile.WithASTCache); the hook keeps one in its state directory.
 	ASTCache compile.ASTCache
@@ -186,8 +199,17 @@ func (c Config) Load(ctx context.Context) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	eopts, closers, err := c.engineOptions()
+	var closers []io.Closer
+	if c.perProject() && c.Store == nil {
+		// The projects' engines share one store, so that a session's
+		// state does not depend on which project decides its call.
+		c.Store = store.NewMemory(store.DefaultTTL)
+		closers = append(closers, c.Store)
+	}
+	eopts, ecl, err := c.engineOptions()
+	closers = append(closers, ecl...)
 	if err != nil {
+		closeAll(closers)
 		return nil, err
 	}
 	eng, err := eval.New(set, eopts...)
@@ -195,8 +217,11 @@ func (c Config) Load(ctx context.Context) (*Guard, error) {
 		closeAll(closers)
 		return nil, fmt.Errorf("celguard: %w", err)
 	}
-	g := &Guard{cfg: c, compile: copts, engine: eng, closers: closers,
+	g := &Guard{cfg: c, compile: copts, eopts: eopts, engine: eng, closers: closers,
 		discovery: d, digest: set.Digest(), tried: set.Digest()}
+	if c.perProject() {
+		g.projects = newProjects(c)
+	}
 	for _, cl := range closers {
 		if tel, ok := cl.(*telemetry.Telemetry); ok {
 			g.tel = tel

@@ -198,6 +198,9 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ecfg := cfg.Engine
+	// One server, many repositories: each hook event is decided with the
+	// project layer of its working directory (celguard.Guard.ForWorkDir).
+	ecfg.PerProject = true
 	ecfg.DecisionMetadata = true
 	if ecfg.Approver == nil {
 		ecfg.Approver = celguard.DeferAsks
