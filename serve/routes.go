@@ -55,9 +55,21 @@ type Route struct {
 	// 200 with the host's deny, because Claude Code runs the call on any
 	// other answer).
 	SelfAuth bool
+	// Console routes are the web console's (/ui/, docs/console.md): HTML
+	// for a browser, authenticated by the console's session cookie that a
+	// login with the operator token opens, never by a bearer header, and
+	// every POST same-origin with the session's CSRF token. They are the
+	// Operator principal's: the agents' token gets 403 on every one, and
+	// without an operator token they answer 403 operator_disabled. They
+	// are not in openapi.json (not an API).
+	Console bool
 
-	handle   func(*Server, http.ResponseWriter, *http.Request)
-	disabled string // the code of a 403 when the principal has no token
+	handle func(*Server, http.ResponseWriter, *http.Request)
+	// consolePublic console routes need no console session (the login
+	// form, the style sheet and the script); the other console checks
+	// still apply.
+	consolePublic bool
+	disabled      string // the code of a 403 when the principal has no token
 }
 
 // routeTable is every route the server answers, with who may call it. A
@@ -92,6 +104,21 @@ var routeTable = []Route{
 	{Method: "GET", Path: "/v1/sessions/{id}/approvals", Principal: Operator, What: "a session's pending requests and grants", handle: (*Server).listApprovals, disabled: CodeApprovalsDisabled},
 	{Method: "POST", Path: "/v1/sessions/{id}/approvals", Principal: Operator, What: "approve a request, once or for the session", handle: (*Server).approve, disabled: CodeApprovalsDisabled},
 	{Method: "DELETE", Path: "/v1/sessions/{id}/approvals/{approval}", Principal: Operator, What: "revoke a grant or drop a request", handle: (*Server).revoke, disabled: CodeApprovalsDisabled},
+
+	// The web console (console.go, docs/console.md).
+	{Method: "GET", Path: "/ui/login", Principal: Operator, Console: true, consolePublic: true, What: "the console's login form", handle: (*Server).consoleLoginPage},
+	{Method: "POST", Path: "/ui/login", Principal: Operator, Console: true, consolePublic: true, What: "log in to the console with the operator token", handle: (*Server).consoleLogin},
+	{Method: "GET", Path: "/ui/static/{file}", Principal: Operator, Console: true, consolePublic: true, What: "the console's script and style sheet", handle: (*Server).consoleStatic},
+	{Method: "POST", Path: "/ui/logout", Principal: Operator, Console: true, What: "log out of the console", handle: (*Server).consoleLogout},
+	{Method: "GET", Path: "/ui/{$}", Principal: Operator, Console: true, What: "the approvals inbox: every pending request", handle: (*Server).consoleInbox},
+	{Method: "GET", Path: "/ui/inbox", Principal: Operator, Console: true, What: "the inbox's list of pending requests, for the live update", handle: (*Server).consoleInboxList},
+	{Method: "GET", Path: "/ui/events", Principal: Operator, Console: true, What: "server-sent events: the pending requests changed", handle: (*Server).consoleEvents},
+	{Method: "POST", Path: "/ui/answer", Principal: Operator, Console: true, What: "approve a request once or for the session, or deny it", handle: (*Server).consoleAnswer},
+	{Method: "GET", Path: "/ui/decisions", Principal: Operator, Console: true, What: "the recent decisions, searchable, and per-rule counts", handle: (*Server).consoleDecisions},
+	{Method: "GET", Path: "/ui/sessions/{id}", Principal: Operator, Console: true, What: "a session: its calls in order, counters and facts", handle: (*Server).consoleSession},
+	{Method: "GET", Path: "/ui/playground", Principal: Operator, Console: true, What: "the playground: a policy and a call", handle: (*Server).consolePlayground},
+	{Method: "POST", Path: "/ui/playground", Principal: Operator, Console: true, What: "decide a call with a policy in a throwaway engine", handle: (*Server).consolePlayground},
+	{Method: "GET", Path: "/ui/policy", Principal: Operator, Console: true, What: "the policy set in force, layer by layer", handle: (*Server).consolePolicy},
 }
 
 // Routes returns the route table: every route of the server with the
@@ -103,7 +130,9 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range routeTable {
 		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
-		if !rt.SelfAuth {
+		if rt.Console {
+			h = s.authorizeConsole(rt, h)
+		} else if !rt.SelfAuth {
 			h = s.authorize(rt, h)
 		}
 		mux.Handle(rt.Method+" "+rt.Path, h)

@@ -24,6 +24,14 @@
 // call on any answer that is not a 2xx. The routes are described by the
 // OpenAPI document served at /openapi.json (openapi.json in this
 // directory).
+//
+// With an operator token it also serves the operator's web console at
+// /ui/ (console.go; docs/console.md): server-rendered HTML (html/template)
+// and one small script, embedded with go:embed, no front-end toolchain and
+// no third-party asset; operator only, through a session cookie that a
+// login with the operator token opens, CSRF tokens and same-origin checks
+// on every POST, and a strict Content-Security-Policy with no inline
+// script.
 package serve
 
 import (
@@ -188,6 +196,9 @@ type Server struct {
 	mcp        MCPGateway
 	mcpHandler http.Handler
 	draining   atomic.Bool
+	// console is the operator's web console (/ui/), nil without an
+	// operator token.
+	console *console
 
 	// mu guards the reload state.
 	mu        sync.Mutex
@@ -231,8 +242,17 @@ func New(cfg Config) (*Server, error) {
 	if ecfg.Approver == nil {
 		ecfg.Approver = celguard.DeferAsks
 	}
+	var con *console
 	if cfg.OperatorToken != "" {
 		ecfg.ApprovalRequests = true
+		// The console keeps the recent decisions, masked as the
+		// decision log masks them.
+		con = newConsole()
+		if ecfg.DecisionSink != nil {
+			ecfg.DecisionSink = teeSinks{ecfg.DecisionSink, con.feed}
+		} else {
+			ecfg.DecisionSink = con.feed
+		}
 	}
 	guard, err := ecfg.Load(context.Background())
 	if err != nil {
@@ -240,7 +260,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	eng := guard.Engine()
 	s := &Server{cfg: cfg, guard: guard, eng: eng, log: log, loadedAt: time.Now().UTC(),
-		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}}
+		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}, console: con}
 	s.metrics = newMetrics(s)
 	hopts := cfg.HookOptions
 	if cfg.OperatorToken == "" {
@@ -279,8 +299,14 @@ func (s *Server) Guard() *celguard.Guard { return s.guard }
 func (s *Server) Engine() *eval.Engine { return s.eng }
 
 // Drain makes /readyz answer 503, so that a load balancer stops sending
-// requests before the server shuts down.
-func (s *Server) Drain() { s.draining.Store(true) }
+// requests before the server shuts down, and ends the console's event
+// streams.
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	if s.console != nil {
+		s.console.close()
+	}
+}
 
 // Reload reads the policy sources again and, when they changed since the
 // last attempt (by digest) or force is set, compiles them and puts the new
