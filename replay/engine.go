@@ -95,7 +95,7 @@ type Outcome struct {
 // patterns, as decisionlog.NewRecord masks them. Every output of replay
 // shows calls through it.
 func (e *Engine) Record(o *Outcome) *decisionlog.Record {
-	ev := &eval.DecisionEvent{Decision: o.Decision, Call: o.Event.Call, Messages: o.Event.Messages, Output: o.Event.Output,
+	ev := &eval.DecisionEvent{Decision: o.Decision, Call: o.Event.Call, Messages: o.Event.Messages, Output: o.Event.Output, Resource: o.Event.Resource,
 		LogMasks: e.PolicySet().LogMasks()}
 	if !o.Decided {
 		ev.Decision.Tool, ev.Decision.CallID, ev.Decision.SessionID = o.Event.Call.Tool, o.Event.Call.ID, o.Event.Session
@@ -172,6 +172,16 @@ func (e *Engine) Replay(ctx context.Context, r Reader, fn func(*Outcome) error) 
 				out.Text, out.Content = ev.Output.Text, ev.Output.Content
 			}
 			o.Decision, o.Err = sess.Output(ctx, out)
+			o.Decided = true
+		case Tools:
+			o.Decision, o.Err = sess.Tools(ctx, eval.ToolDefinition{Tool: ev.Call.Tool, Name: ev.Call.Tool, Agent: ev.Call.Agent})
+			o.Decided = true
+		case Resource:
+			res := eval.Resource{}
+			if ev.Resource != nil {
+				res = *ev.Resource
+			}
+			o.Decision, o.Err = sess.Resource(ctx, res)
 			o.Decided = true
 		default:
 			return fmt.Errorf("%s: an event of unknown kind %v", ev.Pos, ev.Kind)

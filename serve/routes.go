@@ -106,6 +106,9 @@ var routeTable = []Route{
 	{Method: "DELETE", Path: "/v1/sessions/{id}/approvals/{approval}", Principal: Operator, What: "revoke a grant or drop a request", handle: (*Server).revoke, disabled: CodeApprovalsDisabled},
 
 	// The web console (console.go, docs/console.md).
+	{Method: "GET", Path: "/ui", Principal: Operator, Console: true, consolePublic: true, What: "the console: a redirect to /ui/", handle: func(_ *Server, w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+	}},
 	{Method: "GET", Path: "/ui/login", Principal: Operator, Console: true, consolePublic: true, What: "the console's login form", handle: (*Server).consoleLoginPage},
 	{Method: "POST", Path: "/ui/login", Principal: Operator, Console: true, consolePublic: true, What: "log in to the console with the operator token", handle: (*Server).consoleLogin},
 	{Method: "GET", Path: "/ui/static/{file}", Principal: Operator, Console: true, consolePublic: true, What: "the console's script and style sheet", handle: (*Server).consoleStatic},

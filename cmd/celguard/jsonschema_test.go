@@ -22,6 +22,7 @@ func outputSchemas(t *testing.T) map[string]*jsonschema.Schema {
 		"test":     filepath.Join("..", "..", "docs", "schema", "test.schema.json"),
 		"lint":     filepath.Join("..", "..", "docs", "lint-json.schema.json"),
 		"log":      filepath.Join("..", "..", "docs", "schema", "decision-log.schema.json"),
+		"replay":   filepath.Join("..", "..", "docs", "schema", "replay.schema.json"),
 	}
 	urls := map[string]string{}
 	for name, f := range files {
@@ -142,6 +143,10 @@ rules:
 		{"eval --explain=json", "explain", true, []string{"eval", "--explain=json", "--policy", pol}, strings.ReplaceAll(stream, `args: {}`, `"args": {}`), ""},
 		{"lint", "lint", false, []string{"lint", "--format", "json", filepath.Join(dir, "p")}, "", ""},
 		{"test", "test", false, []string{"test", "--format", "json", "--coverage", filepath.Join(dir, "p")}, "", ""},
+		// After the eval that wrote the decision log: replay reads it, and
+		// the stream with its bad lines (the report's errors).
+		{"replay", "replay", false, []string{"replay", "--format", "json", "--policy", pol, logPath, write("stream.jsonl", stream)}, "", ""},
+		{"replay --monitor-report", "replay", false, []string{"replay", "--format", "json", "--monitor-report", logPath}, "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
