@@ -259,6 +259,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("the search for rm shows %v, want one block by no-rm", rows)
 	}
 	b.load("/ui/decisions")
+	// The page is live: a new decision appears without a reload.
+	b.do(chromedp.Evaluate[chromedp.Void](`window.sameDocument = true; undefined`))
+	if d := f.before("s2", "rm -rf dist"); d["verdict"] != "block" {
+		t.Fatalf("rm: %v", d)
+	}
+	b.eventually(`window.sameDocument === true && Array.from(document.querySelectorAll("table.decisions tbody tr[data-rule=no-rm]")).length === 2`, 5*time.Second)
 	if n := evalIn[int](b, `document.querySelectorAll("svg.spark rect:not(.base)").length`); n == 0 {
 		t.Error("the per-rule chart has no bar")
 	}

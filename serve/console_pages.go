@@ -282,6 +282,10 @@ func flash(done string) string {
 	return ""
 }
 
+// eventCoalesce is how long an event stream waits after a change before
+// it says so, so that a burst of decisions makes one event.
+const eventCoalesce = 150 * time.Millisecond
+
 // consoleEvents streams "approvals" server-sent events: one at once, and
 // one whenever a decision or an answer may have changed the pending
 // requests (and every few seconds, for requests another replica recorded
@@ -307,6 +311,14 @@ func (s *Server) consoleEvents(w http.ResponseWriter, r *http.Request) {
 		case <-s.console.closing:
 			return
 		case <-wake:
+			// A burst of decisions makes one event, not one each.
+			select {
+			case <-r.Context().Done():
+				return
+			case <-s.console.closing:
+				return
+			case <-time.After(eventCoalesce):
+			}
 		case <-tick.C:
 		}
 	}

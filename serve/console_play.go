@@ -25,7 +25,9 @@ import (
 // server's request timeout. It never touches the server's own state: every
 // run compiles its own set into a throwaway engine, with no store, no
 // decision log, no telemetry, no judge and no approver, and decides in a
-// fresh session.
+// fresh session. It compiles with the default CEL environment, whose
+// path.abs does not resolve symbolic links: nothing a playground policy
+// runs reads the server's files.
 const (
 	// MaxPlaygroundPolicy bounds the policy pasted, in bytes.
 	MaxPlaygroundPolicy = 64 << 10

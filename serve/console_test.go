@@ -1,16 +1,23 @@
 package serve_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
@@ -395,6 +402,21 @@ func TestConsoleAnswers(t *testing.T) {
 	if deny.Code != serve.CodeOperatorDenied || deny.Approval.Outcome != eval.ApprovalDenied || deny.Approval.Reason != "not today" {
 		t.Errorf("the denial's record: %+v %+v", deny, deny.Approval)
 	}
+	// As the decision log writes them, they are records of its schema.
+	sch := decisionLogSchema(t)
+	for _, ev := range answers {
+		b, err := json.Marshal(decisionlog.NewRecord(&ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(doc); err != nil {
+			t.Errorf("the answer's record %s does not match docs/schema/decision-log.schema.json: %v", b, err)
+		}
+	}
 	// The mandatory rule's ask records no request: nothing to answer.
 	if d := f.before("s1", "deploy"); d["verdict"] != "ask" || d["approval"] != nil && d["approval"].(map[string]any)["request_id"] != nil {
 		t.Fatalf("a mandatory ask: %v", d)
@@ -472,4 +494,27 @@ func TestConsoleEvents(t *testing.T) {
 	f.srv.Drain()
 	for range events { // ends: the stream closed
 	}
+}
+
+// decisionLogSchema is docs/schema/decision-log.schema.json, compiled.
+func decisionLogSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "docs", "schema", "decision-log.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	id := doc.(map[string]any)["$id"].(string)
+	if err := c.AddResource(id, doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
 }

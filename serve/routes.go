@@ -90,11 +90,15 @@ var routeTable = []Route{
 	{Method: "GET", Path: "/v1/status", Principal: Agent, What: "whether the server is ready, its version and the digest of the policy set in force", handle: (*Server).status},
 	{Method: "GET", Path: "/metrics", Principal: Agent, What: "Prometheus metrics", handle: (*Server).metricsRoute},
 	{Method: "GET", Path: "/openapi.json", Principal: Agent, What: "the OpenAPI document of these routes", handle: (*Server).openapi},
+	{Method: "POST", Path: "/mcp", Principal: Agent, What: "the MCP gateway (streamable HTTP): a client's requests to the MCP servers it fronts", handle: (*Server).mcpRoute},
+	{Method: "GET", Path: "/mcp", Principal: Agent, What: "the MCP gateway: a session's stream of server messages", handle: (*Server).mcpRoute},
+	{Method: "DELETE", Path: "/mcp", Principal: Agent, What: "the MCP gateway: end a session", handle: (*Server).mcpRoute},
 
 	{Method: "DELETE", Path: "/v1/sessions/{id}", Principal: Operator, What: "forget a session and its state (its counters start again)", handle: (*Server).deleteSession},
 	{Method: "POST", Path: "/v1/halt", Principal: Operator, What: "halt every session of an agent, repository or organisation", handle: (*Server).halt},
 	{Method: "DELETE", Path: "/v1/halt", Principal: Operator, What: "lift a fleet halt", handle: (*Server).halt},
 	{Method: "GET", Path: "/v1/status/details", Principal: Operator, What: "the status in full: reloads and the last reload error, the store, the sessions held, the bundles", handle: (*Server).statusDetails},
+	{Method: "POST", Path: "/v1/mcp/pins/accept", Principal: Operator, What: "accept the changed definition of a tool the MCP gateway refused (tool_changed)", handle: (*Server).acceptPin},
 	{Method: "POST", Path: "/v1/reload", Principal: Operator, What: "read and compile the policies again now", handle: (*Server).reload},
 	{Method: "GET", Path: "/v1/approvals", Principal: Operator, What: "the pending requests and grants of every session this server holds", handle: (*Server).listAllApprovals, disabled: CodeApprovalsDisabled},
 	{Method: "GET", Path: "/v1/sessions/{id}/approvals", Principal: Operator, What: "a session's pending requests and grants", handle: (*Server).listApprovals, disabled: CodeApprovalsDisabled},
@@ -102,6 +106,9 @@ var routeTable = []Route{
 	{Method: "DELETE", Path: "/v1/sessions/{id}/approvals/{approval}", Principal: Operator, What: "revoke a grant or drop a request", handle: (*Server).revoke, disabled: CodeApprovalsDisabled},
 
 	// The web console (console.go, docs/console.md).
+	{Method: "GET", Path: "/ui", Principal: Operator, Console: true, consolePublic: true, What: "the console: a redirect to /ui/", handle: func(_ *Server, w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+	}},
 	{Method: "GET", Path: "/ui/login", Principal: Operator, Console: true, consolePublic: true, What: "the console's login form", handle: (*Server).consoleLoginPage},
 	{Method: "POST", Path: "/ui/login", Principal: Operator, Console: true, consolePublic: true, What: "log in to the console with the operator token", handle: (*Server).consoleLogin},
 	{Method: "GET", Path: "/ui/static/{file}", Principal: Operator, Console: true, consolePublic: true, What: "the console's script and style sheet", handle: (*Server).consoleStatic},

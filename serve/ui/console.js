@@ -37,6 +37,34 @@
     es.addEventListener("approvals", refresh);
   }
 
+  // The decisions and session pages: on an event, the page is fetched
+  // again (same address, same filters) and its live part replaced, at most
+  // once a second.
+  function livePage(box) {
+    var busy = false, again = false;
+    function refresh() {
+      if (busy) { again = true; return; }
+      busy = true;
+      fetch(window.location.href, { headers: { "X-Requested-With": "console" }, credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) {
+          if (html === null) { return; }
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          var fresh = doc.getElementById("live");
+          if (fresh && fresh.innerHTML !== box.innerHTML) { box.innerHTML = fresh.innerHTML; }
+        })
+        .catch(function () {})
+        .then(function () {
+          window.setTimeout(function () {
+            busy = false;
+            if (again) { again = false; refresh(); }
+          }, 1000);
+        });
+    }
+    var es = new EventSource(box.getAttribute("data-live"));
+    es.addEventListener("approvals", refresh);
+  }
+
   // The playground's shareable link: the policy, the call and the bundle
   // switch, as base64url JSON in the URL fragment (#p=...).
   function b64encode(s) {
@@ -80,6 +108,8 @@
   document.addEventListener("DOMContentLoaded", function () {
     var box = document.getElementById("inbox");
     if (box && window.EventSource) { liveInbox(box); }
+    var live = document.getElementById("live");
+    if (live && window.EventSource) { livePage(live); }
     var form = document.getElementById("playground");
     if (form) { playground(form); }
   });
