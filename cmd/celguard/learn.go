@@ -13,7 +13,7 @@ import (
 
 func newLearnCmd(sio stdio) *cobra.Command {
 	var (
-		froms       []string
+		froms, pols []string
 		out, bundle string
 	)
 	cmd := &cobra.Command{
@@ -30,7 +30,8 @@ Sources (--from, repeatable; without one: grants, and claude when
   claude[=FILE]       Claude Code's "don't ask again" rules (permissions.allow)
   replay=FILE         a recorded session (a Claude Code, Codex or Gemini CLI
                       transcript, a decision log, an eval event stream): the
-                      calls the policies in force ask about that then ran
+                      calls the policies in force (or --policy) ask about
+                      that then ran
 
 A rule generalises only where several approvals agree (one program and
 subcommand, options as seen, operands under one directory inside the
@@ -45,17 +46,22 @@ standard output. docs/learn.md has the details.`,
   celguard lint proposed && celguard test proposed`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return status(runLearn(c.Context(), sio, froms, out, bundle))
+			opts := learn.Options{Bundle: bundle}
+			if len(pols) > 0 {
+				opts.Replay.Policies.Explicit = pols
+			}
+			return status(runLearn(c.Context(), sio, froms, out, opts))
 		},
 	}
 	cmd.Flags().StringArrayVar(&froms, "from", nil, "a source of approvals: grants[=DIR], approvals=FILE, claude[=FILE] or replay=FILE (repeatable)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the policy and its two test suites into this directory")
 	cmd.Flags().StringVar(&bundle, "bundle", "recommended", "the built-in bundle the rules are checked against and tested with")
+	cmd.Flags().StringArrayVar(&pols, "policy", nil, "the policies replayed sessions are decided with (default: the layers in force, as eval)")
 	return cmd
 }
 
 // runLearn reads the sources, proposes the rules and writes them.
-func runLearn(ctx context.Context, sio stdio, froms []string, out, bundle string) int {
+func runLearn(ctx context.Context, sio stdio, froms []string, out string, opts learn.Options) int {
 	inputs := learn.DefaultInputs()
 	if len(froms) > 0 {
 		inputs = nil
@@ -68,7 +74,7 @@ func runLearn(ctx context.Context, sio stdio, froms []string, out, bundle string
 		}
 		inputs = append(inputs, in)
 	}
-	res, err := learn.Learn(ctx, inputs, learn.Options{Bundle: bundle})
+	res, err := learn.Learn(ctx, inputs, opts)
 	if ds := (policy.Diagnostics)(nil); errors.As(err, &ds) {
 		printImportNotes(sio, ds)
 		return exitUsage
