@@ -14,7 +14,9 @@ import (
 // carries no result (the engine decides it with an empty one), there is
 // no working directory, and turn starts are not logged: a session's turn
 // ends at its turn_end record and the next record of the session starts
-// a new one. Records of many sessions may interleave.
+// a new one. A tools record (the MCP proxy's tools/list) keeps the
+// tool's name, not its description or schema. Records of many sessions
+// may interleave.
 func newDecisionLogReader(l *lines) *lineReader {
 	r := &lineReader{l: l}
 	ended := map[string]bool{} // sessions whose turn ended
@@ -45,6 +47,14 @@ func newDecisionLogReader(l *lines) *lineReader {
 			if ev.Output == nil {
 				ev.Output = &eval.ModelOutput{}
 			}
+		case policy.PhaseTools:
+			// The log keeps the tool's name, not its description or schema.
+			ev.Kind = Tools
+		case policy.PhaseResource:
+			if rec.Resource == nil {
+				return l.errorf(line, CodeInvalidRecord, "a resource record without a resource")
+			}
+			ev.Kind, ev.Resource = Resource, rec.Resource
 		default:
 			return l.errorf(line, CodeInvalidRecord, "unknown phase %q", rec.Phase)
 		}

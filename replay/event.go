@@ -27,9 +27,14 @@ const (
 	Input
 	// Output is the model's output (Output).
 	Output
+	// Tools is a tool shown to a client (the MCP proxy's tools/list):
+	// Call.Tool names it.
+	Tools
+	// Resource is a read of an MCP resource or prompt (Resource).
+	Resource
 )
 
-var kindNames = [...]string{"", "turn_start", "before", "after", "turn_end", "input", "output"}
+var kindNames = [...]string{"", "turn_start", "before", "after", "turn_end", "input", "output", "tools", "resource"}
 
 // String names the kind as the event stream does.
 func (k Kind) String() string {
@@ -65,6 +70,8 @@ type Event struct {
 	Messages []eval.Message
 	// Output is the model's output (Output).
 	Output *eval.ModelOutput
+	// Resource is the resource or prompt read (Resource).
+	Resource *eval.Resource
 	// NotRun, on an After event, is set when the record shows the call
 	// did not run (a hook or the user refused it): the refusal's text.
 	// The engine does not decide it (there is no result), and the report

@@ -97,6 +97,15 @@ func (t *sessionTable) get(id string, now time.Time, create func() *session) (s 
 	return s, true, nil
 }
 
+// lookup returns the session id if the table holds it (and it is not
+// idle), without making one or counting it as used.
+func (t *sessionTable) lookup(id string) (*session, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.m[id]
+	return s, ok
+}
+
 // remove forgets the session id; ok says whether there was one.
 func (t *sessionTable) remove(id string) bool {
 	t.mu.Lock()
