@@ -143,7 +143,7 @@ func AcceptPin(path, server, tool string) (string, error) {
 	}
 	seen, ok := f.Pending[server][tool]
 	if !ok {
-		return "", fmt.Errorf("mcpproxy: no changed definition of %s's tool %s is waiting in %s", server, tool, path)
+		return "", fmt.Errorf("mcpproxy: no changed definition of %s's tool %s is waiting in %s: %w", server, tool, path, ErrNotPending)
 	}
 	if f.Pins[server] == nil {
 		f.Pins[server] = map[string]string{}
@@ -155,6 +155,10 @@ func AcceptPin(path, server, tool string) (string, error) {
 	}
 	return seen, f.Write(path)
 }
+
+// ErrNotPending is AcceptPin's error when no changed definition of the
+// tool is waiting; it is an fs.ErrNotExist.
+var ErrNotPending = fmt.Errorf("nothing pending: %w", fs.ErrNotExist)
 
 // ToolDigest is the pin of a tool definition: SHA-256 over the JSON of its
 // name, title, description, input and output schemas and annotations.

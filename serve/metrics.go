@@ -94,7 +94,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer (the
-// console's event stream flushes through it).
+// console's and the MCP gateway's event streams flush through it).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // observe logs and counts every request, and answers a panic outside a

@@ -80,6 +80,11 @@ func Run(ctx context.Context, listeners []net.Listener, cfg Config) error {
 	}
 	// The decision log and the telemetry export (flushed within its
 	// bound).
+	if srv.mcp != nil {
+		if cerr := srv.mcp.Close(); cerr != nil {
+			log.Warn("closing the MCP gateway", "error", cerr)
+		}
+	}
 	if cerr := srv.Guard().Close(); err == nil && cerr != nil {
 		err = cerr
 	}

@@ -40,6 +40,7 @@ import (
 	"crypto/tls"
 	_ "embed"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -89,6 +90,8 @@ const (
 	CodeAlwaysRefused     = "always_refused"     // HTTP 403: scope "always" is not given over HTTP
 	CodeMandatoryRule     = "mandatory_rule"     // HTTP 403: no approval lifts a mandatory rule
 	CodeNoSuchRequest     = "no_such_request"    // HTTP 404: no such pending request or grant
+	CodeMCPDisabled       = "mcp_disabled"       // HTTP 404: the server fronts no MCP server (no Config.MCP)
+	CodePinNotPending     = "pin_not_pending"    // HTTP 404: no changed definition of that tool is waiting
 )
 
 // NoApprovalsReason ends a hook endpoint's refusal of an ask (Codex,
@@ -155,6 +158,26 @@ type Config struct {
 	// Started, when set, is called once the server is built, before it
 	// answers (the command line prints its warnings there).
 	Started func(*Server)
+
+	// MCP, when set, builds the MCP gateway the server answers at /mcp
+	// (MCP's streamable HTTP transport, the agents' token) over the
+	// server's own engine: the composition (cmd/celguard) passes
+	// mcpproxy's constructor, which serve cannot import. The operator
+	// accepts a changed tool definition at /v1/mcp/pins/accept.
+	MCP func(context.Context, *celguard.Guard) (MCPGateway, error)
+}
+
+// MCPGateway is an MCP proxy served inside the server (mcpproxy.Proxy, as
+// the composition adapts it).
+type MCPGateway interface {
+	// Handler answers MCP's streamable HTTP transport.
+	Handler() http.Handler
+	// AcceptPin accepts the changed definition of server's tool the
+	// gateway refused, and returns the digest now pinned; an error that
+	// is fs.ErrNotExist when none is waiting.
+	AcceptPin(server, tool string) (string, error)
+	// Close stops the gateway's upstream servers.
+	Close() error
 }
 
 // Server decides over HTTP. Make one with New; it is safe for concurrent
@@ -169,7 +192,10 @@ type Server struct {
 	hosts    map[string]hooks.Host
 	handler  http.Handler
 	log      *slog.Logger
-	draining atomic.Bool
+	// mcp is the MCP gateway (Config.MCP), and mcpHandler its handler.
+	mcp        MCPGateway
+	mcpHandler http.Handler
+	draining   atomic.Bool
 	// console is the operator's web console (/ui/), nil without an
 	// operator token.
 	console *console
@@ -248,9 +274,19 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.hosts[name] = h
 	}
+	if cfg.MCP != nil {
+		if s.mcp, err = cfg.MCP(context.Background(), guard); err != nil {
+			guard.Close()
+			return nil, fmt.Errorf("serve: the MCP gateway: %w", err)
+		}
+		s.mcpHandler = s.mcp.Handler()
+	}
 	s.handler = s.routes()
 	return s, nil
 }
+
+// MCP is the server's MCP gateway, nil without Config.MCP.
+func (s *Server) MCP() MCPGateway { return s.mcp }
 
 // Handler returns the server's routes.
 func (s *Server) Handler() http.Handler { return s.handler }
