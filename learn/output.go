@@ -99,6 +99,9 @@ func Summary(w io.Writer, r *Result) error {
 	for _, d := range r.Dropped {
 		fmt.Fprintf(&b, "  dropped %s: %s\n", d.Proposal.ID, d.Reason)
 	}
+	if r.Policy == nil {
+		b.WriteString("no rule to propose: nothing written\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
