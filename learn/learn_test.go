@@ -347,12 +347,13 @@ func TestParseFrom(t *testing.T) {
 		"grants=/x":          {Kind: "grants", Path: "/x"},
 		"claude":             {Kind: "claude", Path: learn.DefaultClaudeSettings},
 		"approvals=log.json": {Kind: "approvals", Path: "log.json"},
+		"replay=s.jsonl":     {Kind: "replay", Path: "s.jsonl"},
 	} {
 		got, err := learn.ParseFrom(spec)
 		require.NoError(t, err, spec)
 		assert.Equal(t, want, got)
 	}
-	for _, bad := range []string{"approvals", "replays=x", ""} {
+	for _, bad := range []string{"approvals", "replay", "replays=x", ""} {
 		_, err := learn.ParseFrom(bad)
 		assert.Error(t, err, bad)
 	}
@@ -409,4 +410,26 @@ func TestSecretsAreNotWritten(t *testing.T) {
 	assert.Equal(t, learn.CodeSkipped, r.Notes[0].Code)
 	assert.Contains(t, r.Notes[0].Message, "holds a credential")
 	assert.NotContains(t, r.Notes[0].Message, "ghp_")
+}
+
+// TestWriteRefusesPolicyDirectories: the proposal is never written into
+// the user's policy directory, directly or through a symbolic link.
+func TestWriteRefusesPolicyDirectories(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	r := &learn.Result{Policy: []byte("x"), Suite: []byte("y"), BundleSuite: []byte("z")}
+	require.NoError(t, os.MkdirAll(filepath.Join(cfg, "celguard"), 0o700))
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(filepath.Join(cfg, "celguard"), link))
+	for _, dir := range []string{filepath.Join(cfg, "celguard"), filepath.Join(cfg, "celguard", "learned"), filepath.Join(link, "learned")} {
+		_, err := learn.Write(dir, r)
+		assert.ErrorContains(t, err, "is in the policy directory", dir)
+	}
+	out := filepath.Join(t.TempDir(), "proposed")
+	written, err := learn.Write(out, r)
+	require.NoError(t, err)
+	assert.Len(t, written, 3)
+	data, err := os.ReadFile(filepath.Join(out, learn.PolicyFile))
+	require.NoError(t, err)
+	assert.Equal(t, "x", string(data))
 }
