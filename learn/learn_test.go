@@ -3,9 +3,11 @@ package learn_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -432,4 +434,36 @@ func TestWriteRefusesPolicyDirectories(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(out, learn.PolicyFile))
 	require.NoError(t, err)
 	assert.Equal(t, "x", string(data))
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestGolden pins the files learn writes for a fixed set of approvals
+// (the bundle's digest and the corpus's size, which other changes move,
+// are left out). go test ./learn -update rewrites them.
+func TestGolden(t *testing.T) {
+	t.Setenv("HOME", policies.CorpusHome)
+	apps := []learn.Approval{
+		bash("git add src/a.go", 1), bash("git add -v src/lib/b.go", 2), bash("make lint", 3),
+		approved("Write", map[string]any{"file_path": "docs/a.md", "content": "x"}, work, 5),
+		approved("Write", map[string]any{"file_path": "docs/api/b.md", "content": "y"}, work, 6),
+		approved("WebFetch", map[string]any{"url": "https://docs.example.com/guide/a", "prompt": "x"}, "", 7),
+		approved("WebFetch", map[string]any{"url": "https://docs.example.com/guide/b/c", "prompt": "y"}, "", 8),
+		approved("mcp__db__query", map[string]any{"sql": "select 1"}, "", 9),
+	}
+	sources := []learn.SourceDigest{{Kind: learn.FromApprovals, Path: "log.jsonl", Digest: "sha256:0000", Approvals: len(apps)}}
+	r, err := learn.ProposeChecked(context.Background(), apps, sources, nil, learn.Options{})
+	require.NoError(t, err)
+	normal := regexp.MustCompile(`sha256:[0-9a-f]{64}|corpus \(\d+ calls`)
+	for name, data := range map[string][]byte{learn.PolicyFile: r.Policy, learn.SuiteFile: r.Suite} {
+		got := normal.ReplaceAllString(string(data), "…")
+		path := filepath.Join("testdata", "golden", name)
+		if *update {
+			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		}
+		want, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), got, name)
+	}
 }
