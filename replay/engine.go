@@ -128,66 +128,76 @@ func (e *Engine) Replay(ctx context.Context, r Reader, fn func(*Outcome) error) 
 			}
 			continue
 		}
-		o := Outcome{Event: ev}
-		sess := sessions[ev.Session]
-		if sess == nil {
-			var meta map[string]any
-			if ev.Host != "" {
-				meta = map[string]any{"host": ev.Host}
-			}
-			sess = e.guard.NewSession(ev.Session, meta)
-			sessions[ev.Session] = sess
-		}
-		if !ev.Time.IsZero() {
-			e.now = ev.Time.UTC()
-		}
-		if ev.Pos != e.pos {
-			e.pos, e.seq = ev.Pos, 0
-		}
-		switch ev.Kind {
-		case TurnStart:
-			sess.StartTurn()
-			if len(ev.Messages) > 0 {
-				// As the hooks decide a prompt: the input rules, on it.
-				o.Decision, o.Err = sess.Input(ctx, eval.Input{Messages: ev.Messages})
-				o.Decided = true
-			}
-		case Before:
-			o.Decision, o.Err = sess.Before(ctx, ev.Call)
-			o.Decided = true
-		case After:
-			if ev.NotRun == "" {
-				o.Decision, o.Err = sess.After(ctx, ev.Call, ev.Result)
-				o.Decided = true
-			}
-		case TurnEnd:
-			o.Decision, o.Err = sess.EndTurn(ctx)
-			o.Decided = true
-		case Input:
-			o.Decision, o.Err = sess.Input(ctx, eval.Input{Messages: ev.Messages, ID: ev.Call.ID, Agent: ev.Call.Agent})
-			o.Decided = true
-		case Output:
-			out := eval.Output{ID: ev.Call.ID, Agent: ev.Call.Agent}
-			if ev.Output != nil {
-				out.Text, out.Content = ev.Output.Text, ev.Output.Content
-			}
-			o.Decision, o.Err = sess.Output(ctx, out)
-			o.Decided = true
-		case Tools:
-			o.Decision, o.Err = sess.Tools(ctx, eval.ToolDefinition{Tool: ev.Call.Tool, Name: ev.Call.Tool, Agent: ev.Call.Agent})
-			o.Decided = true
-		case Resource:
-			res := eval.Resource{}
-			if ev.Resource != nil {
-				res = *ev.Resource
-			}
-			o.Decision, o.Err = sess.Resource(ctx, res)
-			o.Decided = true
-		default:
-			return fmt.Errorf("%s: an event of unknown kind %v", ev.Pos, ev.Kind)
+		o, err := e.decide(ctx, sessions, ev)
+		if err != nil {
+			return err
 		}
 		if err := fn(&o); err != nil {
 			return err
 		}
 	}
+}
+
+// decide decides one event in its recorded session's session (a fresh
+// one the first time the session appears in sessions).
+func (e *Engine) decide(ctx context.Context, sessions map[string]*eval.Session, ev Event) (Outcome, error) {
+	o := Outcome{Event: ev}
+	sess := sessions[ev.Session]
+	if sess == nil {
+		var meta map[string]any
+		if ev.Host != "" {
+			meta = map[string]any{"host": ev.Host}
+		}
+		sess = e.guard.NewSession(ev.Session, meta)
+		sessions[ev.Session] = sess
+	}
+	if !ev.Time.IsZero() {
+		e.now = ev.Time.UTC()
+	}
+	if ev.Pos != e.pos {
+		e.pos, e.seq = ev.Pos, 0
+	}
+	switch ev.Kind {
+	case TurnStart:
+		sess.StartTurn()
+		if len(ev.Messages) > 0 {
+			// As the hooks decide a prompt: the input rules, on it.
+			o.Decision, o.Err = sess.Input(ctx, eval.Input{Messages: ev.Messages})
+			o.Decided = true
+		}
+	case Before:
+		o.Decision, o.Err = sess.Before(ctx, ev.Call)
+		o.Decided = true
+	case After:
+		if ev.NotRun == "" {
+			o.Decision, o.Err = sess.After(ctx, ev.Call, ev.Result)
+			o.Decided = true
+		}
+	case TurnEnd:
+		o.Decision, o.Err = sess.EndTurn(ctx)
+		o.Decided = true
+	case Input:
+		o.Decision, o.Err = sess.Input(ctx, eval.Input{Messages: ev.Messages, ID: ev.Call.ID, Agent: ev.Call.Agent})
+		o.Decided = true
+	case Output:
+		out := eval.Output{ID: ev.Call.ID, Agent: ev.Call.Agent}
+		if ev.Output != nil {
+			out.Text, out.Content = ev.Output.Text, ev.Output.Content
+		}
+		o.Decision, o.Err = sess.Output(ctx, out)
+		o.Decided = true
+	case Tools:
+		o.Decision, o.Err = sess.Tools(ctx, eval.ToolDefinition{Tool: ev.Call.Tool, Name: ev.Call.Tool, Agent: ev.Call.Agent})
+		o.Decided = true
+	case Resource:
+		res := eval.Resource{}
+		if ev.Resource != nil {
+			res = *ev.Resource
+		}
+		o.Decision, o.Err = sess.Resource(ctx, res)
+		o.Decided = true
+	default:
+		return o, fmt.Errorf("%s: an event of unknown kind %v", ev.Pos, ev.Kind)
+	}
+	return o, nil
 }

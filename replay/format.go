@@ -61,9 +61,9 @@ func ruleName(r compile.RuleRef) string {
 	return s
 }
 
-// WriteJSON writes the report as indented JSON
-// (docs/schema/replay.schema.json).
-func WriteJSON(w io.Writer, r *Report) error {
+// WriteJSON writes a Report (docs/schema/replay.schema.json) or a
+// DiffReport (docs/schema/diff.schema.json) as indented JSON.
+func WriteJSON(w io.Writer, r any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")

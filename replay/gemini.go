@@ -70,8 +70,7 @@ func newGeminiReader(l *lines) *lineReader {
 		}
 	}
 	r.atEOF = func() { endTurn(last) }
-	var message func(rec geminiRecord, line int) error
-	message = func(rec geminiRecord, line int) error {
+	message := func(rec geminiRecord, line int) error {
 		base := Event{Pos: Pos{l.name, line}, Host: hooks.Gemini, Session: session, Time: rec.Timestamp}
 		last = base
 		switch rec.Type {

@@ -160,7 +160,11 @@ func writeReport(sio stdio, command, format string, rep *replay.Report) int {
 // replayEngine builds the replay engine of a policy selection with the
 // composition root; on failure it reports why and returns the exit code.
 func replayEngine(ctx context.Context, sel selection, monitor bool, stderr io.Writer, command string) (*replay.Engine, int) {
-	cfg := celguard.Config{Policies: sel.options(), Monitor: monitor}
+	return loadReplayEngine(ctx, celguard.Config{Policies: sel.options(), Monitor: monitor}, stderr, command)
+}
+
+// loadReplayEngine is replayEngine for a configuration.
+func loadReplayEngine(ctx context.Context, cfg celguard.Config, stderr io.Writer, command string) (*replay.Engine, int) {
 	eng, err := replay.NewEngine(ctx, cfg)
 	var ds policy.Diagnostics
 	if errors.As(err, &ds) {
