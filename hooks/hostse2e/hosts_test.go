@@ -434,8 +434,11 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) (work 
 		}
 	})
 	sc.check(t, h.name, work, m, out)
-	if *updateRecords && !t.Failed() && slices.Contains(recordScenarios, sc.name) {
-		keepRecords(t, h.name, sc.name, root, home, decisions)
+	if !t.Failed() && slices.Contains(recordScenarios, sc.name) {
+		compareReplay(t, h.name, sc.name, home, policyFile, decisions)
+		if *updateRecords {
+			keepRecords(t, h.name, sc.name, root, home, decisions)
+		}
 	}
 	return work, m, out
 }
