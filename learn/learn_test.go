@@ -467,3 +467,18 @@ func TestGolden(t *testing.T) {
 		assert.Equal(t, string(want), got, name)
 	}
 }
+
+// TestFallbackCodes: the codes learn treats as "celguard does not know
+// this call" are codes of the built-in bundle's rules, so that a renamed
+// code cannot silently make every ask a specific risk (or none).
+func TestFallbackCodes(t *testing.T) {
+	srcs, err := policies.Sources()
+	require.NoError(t, err)
+	var all strings.Builder
+	for _, s := range srcs {
+		all.Write(s.Data)
+	}
+	for _, c := range learn.FallbackCodes {
+		assert.Contains(t, all.String(), "code: "+c, c)
+	}
+}
