@@ -71,10 +71,10 @@ func ExampleRun() {
 	fmt.Println(rep.Files, "files,", rep.Calls, "calls:", rep.Verdicts)
 	_ = replay.WriteMarkdown(os.Stdout, &replay.Report{Verdicts: rep.Verdicts, Files: rep.Files, Sessions: rep.Sessions, Calls: rep.Calls})
 	// Output:
-	// 8 files, 8 calls: map[allow:4 block:2 modify:2]
+	// 10 files, 11 calls: map[allow:5 ask:2 block:2 modify:2]
 	// ### celguard replay
 	//
-	// 8 files, 8 sessions, 8 calls: allow 4, modify 2, block 2.
+	// 10 files, 11 sessions, 11 calls: allow 5, modify 2, ask 2, block 2.
 	//
 	// **Calls the policies refuse:** none.
 	//
