@@ -153,6 +153,7 @@ func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event,
 	}
 	if d.Verdict != policy.VerdictUnspecified { // a session start or a new turn decides nothing
 		s.metrics.decided(host.Name(), d, time.Since(start))
+		s.noteHost(d, host.Name())
 	}
 	return host.Encode(ev, d), nil
 }

@@ -97,6 +97,15 @@ func (t *sessionTable) get(id string, now time.Time, create func() *session) (s 
 	return s, true, nil
 }
 
+// lookup returns the session id if the table holds it (and it is not
+// idle), without making one or counting it as used.
+func (t *sessionTable) lookup(id string) (*session, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.m[id]
+	return s, ok
+}
+
 // remove forgets the session id; ok says whether there was one.
 func (t *sessionTable) remove(id string) bool {
 	t.mu.Lock()
@@ -140,5 +149,31 @@ func (t *sessionTable) all() []*session {
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b *session) int { return strings.Compare(a.ID(), b.ID()) })
+	return out
+}
+
+// sessionSeen is a session with when it was last used.
+type sessionSeen struct {
+	*session
+	last time.Time
+}
+
+// recent returns at most n sessions, the most recently used first.
+func (t *sessionTable) recent(n int) []sessionSeen {
+	t.mu.Lock()
+	out := make([]sessionSeen, 0, len(t.m))
+	for _, s := range t.m {
+		out = append(out, sessionSeen{s, s.last})
+	}
+	t.mu.Unlock()
+	slices.SortFunc(out, func(a, b sessionSeen) int {
+		if c := b.last.Compare(a.last); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID(), b.ID())
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
 	return out
 }

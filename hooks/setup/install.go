@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/celguard/celguard/hooks"
@@ -23,7 +24,51 @@ const (
 	ScopeProject InstallScope = iota
 	// ScopeUser is the user's settings, under the home directory.
 	ScopeUser
+	// ScopeManaged is the host's managed (administrator) settings, a
+	// system file above the user's and the project's that neither the user
+	// nor the agent can change (hooks.HostInfo.Managed).
+	ScopeManaged
 )
+
+// String names the scope as doctor and install print it.
+func (s InstallScope) String() string {
+	switch s {
+	case ScopeProject:
+		return "project"
+	case ScopeUser:
+		return "user"
+	case ScopeManaged:
+		return "managed"
+	}
+	return fmt.Sprintf("scope(%d)", int(s))
+}
+
+// ErrNoManaged is the error (errors.Is) of SettingsPath for ScopeManaged on
+// a host, or a platform, without managed settings celguard can write.
+var ErrNoManaged = errors.New("no managed settings")
+
+// ManagedPath is host's managed settings file on the platform goos
+// (runtime.GOOS), or an error wrapping ErrNoManaged that says why there is
+// none. Gemini CLI's GEMINI_CLI_SYSTEM_SETTINGS_PATH, which the CLI itself
+// honours, overrides its path.
+func ManagedPath(host, goos string) (string, error) {
+	info, err := hooks.LookupHost(host)
+	if err != nil {
+		return "", err
+	}
+	if host == hooks.Gemini {
+		if p := os.Getenv("GEMINI_CLI_SYSTEM_SETTINGS_PATH"); p != "" {
+			return p, nil
+		}
+	}
+	if p := info.Managed[goos]; p != "" {
+		return p, nil
+	}
+	if info.ManagedNone != "" {
+		return "", fmt.Errorf("%w for %s: %s", ErrNoManaged, info.Title, info.ManagedNone)
+	}
+	return "", fmt.Errorf("%w for %s on %s", ErrNoManaged, info.Title, goos)
+}
 
 // hostConfig is how a host's settings file registers hooks; where the file
 // is and which events it registers are the host's HostInfo.
@@ -35,6 +80,17 @@ type hostConfig struct {
 	// handler is the extra keys of a new handler (timeout and its unit
 	// differ by host).
 	handler func(command string) *object
+	// commandKey is the handler's key for its command line ("command";
+	// Copilot CLI: "bash", its Unix shell command).
+	commandKey string
+}
+
+// key is the handler's key for its command line.
+func (hc hostConfig) key() string {
+	if hc.commandKey == "" {
+		return "command"
+	}
+	return hc.commandKey
 }
 
 // hostConfigs holds the hostConfig of every host of the table.
@@ -45,25 +101,39 @@ var hostConfigs = map[string]hostConfig{
 		return obj("name", "celguard", "type", "command", "command", c, "timeout", json.Number("30000"))
 	}},
 	hooks.Cursor: {flat: true, handler: func(c string) *object { return obj("command", c) }},
+	// Copilot CLI: {"version": 1, "hooks": {event: [{type, bash,
+	// timeoutSec}]}}.
+	hooks.Copilot: {flat: true, commandKey: "bash", handler: func(c string) *object {
+		return obj("type", "command", "bash", c, "timeoutSec", json.Number("30"))
+	}},
 }
 
 // SettingsPath is the settings file celguard's hooks go into for host:
 // under projectDir for ScopeProject, under homeDir for ScopeUser (Codex's
-// user settings honour CODEX_HOME).
+// user settings honour CODEX_HOME), ManagedPath for ScopeManaged.
 func SettingsPath(host string, scope InstallScope, projectDir, homeDir string) (string, error) {
 	info, err := hooks.LookupHost(host)
 	if err != nil {
 		return "", err
 	}
+	if scope == ScopeManaged {
+		return ManagedPath(host, runtime.GOOS)
+	}
 	if scope == ScopeUser {
-		if host == hooks.Codex {
-			if ch := os.Getenv("CODEX_HOME"); ch != "" {
-				return filepath.Join(ch, info.SettingsFile), nil
+		dir := info.SettingsDir
+		if info.UserSettingsDir != "" {
+			dir = info.UserSettingsDir
+		}
+		if info.HomeEnv != "" {
+			if h := os.Getenv(info.HomeEnv); h != "" {
+				// $CODEX_HOME is ~/.codex, $COPILOT_HOME ~/.copilot.
+				_, rest, _ := strings.Cut(filepath.ToSlash(dir), "/")
+				return filepath.Join(h, filepath.FromSlash(rest), info.SettingsFile), nil
 			}
 		}
-		return filepath.Join(homeDir, info.SettingsDir, info.SettingsFile), nil
+		return filepath.Join(homeDir, filepath.FromSlash(dir), info.SettingsFile), nil
 	}
-	return filepath.Join(projectDir, info.SettingsDir, info.SettingsFile), nil
+	return filepath.Join(projectDir, filepath.FromSlash(info.SettingsDir), info.SettingsFile), nil
 }
 
 // HookEvents lists the events celguard registers for on host.
@@ -156,7 +226,7 @@ func installEvent(hc hostConfig, host string, hooks *object, event, command stri
 				continue
 			}
 			found = true
-			changed = setCommand(h, command) || changed
+			changed = setCommand(h, hc.key(), command) || changed
 			out = append(out, h)
 			continue
 		}
@@ -183,7 +253,7 @@ func installEvent(hc hostConfig, host string, hooks *object, event, command stri
 				continue
 			}
 			found = true
-			changed = setCommand(h, command) || changed
+			changed = setCommand(h, hc.key(), command) || changed
 			kept = append(kept, h)
 		}
 		if len(kept) == 0 {
@@ -214,9 +284,10 @@ func installEvent(hc hostConfig, host string, hooks *object, event, command stri
 }
 
 // isOurs reports whether a handler runs celguard's hook for host: its
-// command has "hook HOST" after a word that names celguard.
+// command (its hostConfig's key) has "hook HOST" after a word that names
+// celguard.
 func isOurs(h *object, host string) bool {
-	c, _ := h.get("command")
+	c, _ := h.get(hostConfigs[host].key())
 	s, ok := c.(string)
 	if !ok {
 		return false
@@ -230,11 +301,11 @@ func isOurs(h *object, host string) bool {
 	return false
 }
 
-func setCommand(h *object, command string) bool {
-	if c, _ := h.get("command"); c == command {
+func setCommand(h *object, key, command string) bool {
+	if c, _ := h.get(key); c == command {
 		return false
 	}
-	h.set("command", command)
+	h.set(key, command)
 	return true
 }
 
