@@ -43,42 +43,8 @@ const (
 	corpusWork = policies.CorpusWork
 )
 
-<<<<<<< HEAD
-// corpusFamily is one family of the corpus: its calls are the template with
-// every combination of the vars' values substituted for {name}.
-type corpusFamily struct {
-	Family string `yaml:"family"`
-	Source string `yaml:"source"`
-	// Want is block (the bundle promises a block), handled (ask or block),
-	// allow (a benign call: neither asked nor blocked) or ask (a benign
-	// twin of a blocked family that another rule asks about, such as an
-	// unlisted command: asked, never blocked).
-	Want string `yaml:"want"`
-	// Kind is the host-neutral shape of the call: shell, read, write, edit,
-	// patch, fetch, search, mcp or tool (a raw tool name and arguments,
-	// the same on every host).
-	Kind string              `yaml:"kind"`
-	Cwd  string              `yaml:"cwd"`
-	Vars map[string][]string `yaml:"vars"`
-	// Call holds the kind's fields: command (shell), path and content
-	// (read, write, edit), patch, url, pattern/path/glob (search), server,
-	// tool and args (mcp), tool and args (tool).
-	Call map[string]any `yaml:"call"`
-	// Known is the miss the bundle keeps for this family's calls, as
-	// docs/policies.md lists it; empty when none is kept.
-	Known []string `yaml:"known"`
-}
-
-// corpusCase is one call of the corpus.
-type corpusCase struct {
-	family *corpusFamily
-	call   map[string]any
-	label  string
-}
-=======
 // corpusCase is one call of the corpus (policies.CorpusCase).
 type corpusCase = policies.CorpusCase
->>>>>>> main
 
 func loadCorpus(t *testing.T) (hostile, benign []corpusCase) {
 	t.Helper()
@@ -215,8 +181,6 @@ func good(want string, o outcome) bool {
 		return o == "allow"
 	case "block":
 		return o == "block"
-	case "ask":
-		return o == "ask"
 	}
 	return o != "allow"
 }

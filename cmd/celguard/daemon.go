@@ -234,8 +234,12 @@ removed, or when its binary changes (the next hook starts the new one).
 
 You do not run it yourself; see docs/hooks.md, "The decision daemon".
 CELGUARD_DAEMON=off or 'celguard hook --no-daemon' turns it off.`,
-		Args:   cobra.NoArgs,
-		Hidden: false,
+		Example: `  # What celguard hook starts (its own flags after --socket); you do not run it
+  celguard hook daemon --socket ~/.local/state/celguard/daemon/0123456789abcdef.sock --state-dir ~/.local/state/celguard
+
+  # Decide every event in process instead
+  CELGUARD_DAEMON=off celguard hook claude-code < event.json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p.stdio = sio
 			return status(runHookDaemon(cmd.Context(), p))
