@@ -230,6 +230,11 @@ func (s *Server) inbox(ctx context.Context) ([]inboxItem, error) {
 				it.RuleFile, it.RuleLine = r.Pos.File, r.Pos.Line
 			}
 			if rec, ok := s.console.feed.forRequest(sess.ID(), rq.ID); ok {
+				if rec.RuleID == rq.Rule && rec.File != "" {
+					// The decision's own: a project's rule (one server,
+					// many repositories) is not in the server's set.
+					it.RuleFile, it.RuleLine = rec.File, rec.Line
+				}
 				it.Host = rec.Host
 				if a := formatAgent(rec.Agent); a != "" {
 					it.Agent = a
