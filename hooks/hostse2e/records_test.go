@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -31,9 +33,12 @@ var updateRecords = flag.Bool("update-records", false, "keep the hosts' transcri
 // recordsDir is where the records are kept, from this package's directory.
 var recordsDir = filepath.Join("..", "..", "replay", "testdata", "hosts")
 
+// replayHosts are the hosts whose records package replay reads.
+var replayHosts = []string{"claude-code", "codex", "gemini"}
+
 // recordScenarios are the scenarios whose records are kept: those the
 // hooks decided with the e2e policy.
-var recordScenarios = []string{"allow", "block", "modify", "redact"}
+var recordScenarios = []string{"allow", "block", "modify", "redact", "ask"}
 
 // transcriptFiles are the host's own records under home: Claude Code's
 // project transcripts, Codex's session rollouts and Gemini CLI's chats
@@ -124,7 +129,11 @@ func compareReplay(t *testing.T, hostName, scenario, home, policyFile, decisions
 	defer eng.Close()
 	replayed := map[string]int{}
 	sessions := map[string]bool{}
-	for _, f := range transcriptFiles(t, home) {
+	files := transcriptFiles(t, home)
+	if len(files) == 0 {
+		t.Fatalf("%s wrote no transcript under %s", hostName, home)
+	}
+	for _, f := range files {
 		rf, err := replay.Open(f, "")
 		if err != nil {
 			t.Fatal(err)
@@ -175,5 +184,37 @@ func compareReplay(t *testing.T, hostName, scenario, home, policyFile, decisions
 	}
 	if fmt.Sprint(replayed) != fmt.Sprint(live) {
 		t.Errorf("celguard replay of %s's record decides %v; its hooks decided %v live", hostName, replayed, live)
+	}
+}
+
+// readRecords reads every record the host wrote in a scenario whose
+// decisions are not compared (a broken policy, a missing binary, a
+// streamed answer): replay's reader must understand each of them.
+func readRecords(t *testing.T, hostName, home string) {
+	t.Helper()
+	files := transcriptFiles(t, home)
+	if len(files) == 0 {
+		t.Errorf("%s wrote no transcript", hostName)
+	}
+	for _, f := range files {
+		rf, err := replay.Open(f, "")
+		if err != nil {
+			t.Errorf("replay cannot open %s's record: %v", hostName, err)
+			continue
+		}
+		for {
+			_, err := rf.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Errorf("replay cannot read %s's record: %v", hostName, err)
+				var re *replay.Error
+				if !errors.As(err, &re) {
+					break
+				}
+			}
+		}
+		rf.Close()
 	}
 }
