@@ -58,6 +58,8 @@ type sessionFacts struct {
 	// number of the latest call (recent.go).
 	recent []RecentCall
 	seq    uint64
+	// recentVals are the CEL values of recent, made once each.
+	recentVals []any
 }
 
 // addLabels records the labels rule r adds for call in turn; it reports

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -172,6 +173,9 @@ func (f *sessionFacts) noteRecent(phase policy.Phase, call Call, res *Result, d 
 			if call.ID != "" && r.CallID == clip(call.ID, maxRecentName) ||
 				call.ID == "" && waiting && r.Tool == clip(call.Tool, maxRecentName) && r.Digest == digest {
 				r.Status = status
+				if i < len(f.recentVals) {
+					f.recentVals[i] = r.value()
+				}
 				return true
 			}
 		}
@@ -202,8 +206,17 @@ func (f *sessionFacts) pushRecent(r RecentCall) {
 	if len(f.recent) >= MaxRecent {
 		copy(f.recent, f.recent[len(f.recent)-MaxRecent+1:])
 		f.recent = f.recent[:MaxRecent-1]
+		if len(f.recentVals) >= MaxRecent {
+			copy(f.recentVals, f.recentVals[len(f.recentVals)-MaxRecent+1:])
+			f.recentVals = f.recentVals[:MaxRecent-1]
+		}
 	}
 	f.recent = append(f.recent, r)
+	if len(f.recentVals) == len(f.recent)-1 {
+		f.recentVals = append(f.recentVals, r.value())
+	} else {
+		f.recentVals = nil
+	}
 }
 
 // restoreRecent takes the recent calls of a stored state, keeping the
@@ -213,23 +226,33 @@ func (f *sessionFacts) restoreRecent(rs []RecentCall, seq uint64) {
 		rs = rs[len(rs)-MaxRecent:]
 	}
 	f.recent = append([]RecentCall(nil), rs...)
+	f.recentVals = nil
 	f.seq = seq
 	for _, r := range f.recent {
 		f.seq = max(f.seq, r.Seq)
 	}
 }
 
-// recentValue is session.recent: a list of maps, oldest first.
+// recentValue is session.recent: a list of maps, oldest first. Each
+// entry's map is made once (recentVals) and again only when its status
+// changes, so a decision does not rebuild the list.
 func (f *sessionFacts) recentValue() []any {
-	out := make([]any, len(f.recent))
-	for i, r := range f.recent {
-		ids := make(map[string]any, len(r.IDs))
-		for k, v := range r.IDs {
-			ids[k] = v
+	if len(f.recentVals) != len(f.recent) {
+		f.recentVals = make([]any, len(f.recent))
+		for i, r := range f.recent {
+			f.recentVals[i] = r.value()
 		}
-		out[i] = map[string]any{"seq": int64(r.Seq), "turn": int64(r.Turn), "call": r.CallID, "tool": r.Tool,
-			"verdict": r.Verdict, "rule": r.RuleID, "code": r.Code, "digest": r.Digest, "summary": r.Summary,
-			"ids": ids, "status": r.Status}
 	}
-	return out
+	return slices.Clone(f.recentVals)
+}
+
+// value is a recent call as CEL reads it.
+func (r RecentCall) value() map[string]any {
+	ids := make(map[string]any, len(r.IDs))
+	for k, v := range r.IDs {
+		ids[k] = v
+	}
+	return map[string]any{"seq": int64(r.Seq), "turn": int64(r.Turn), "call": r.CallID, "tool": r.Tool,
+		"verdict": r.Verdict, "rule": r.RuleID, "code": r.Code, "digest": r.Digest, "summary": r.Summary,
+		"ids": ids, "status": r.Status}
 }
