@@ -78,7 +78,9 @@ func TestReplayDocCommands(t *testing.T) {
 		"celguard replay --monitor-report decisions.jsonl": {
 			"monitor report of 1 files", "block before Bash {\"command\":\"git push --force origin main\"} by team/no-force-push",
 			`ask before Bash {"command":"make deploy","env":"[MASKED]"} by team/ask-deploy`, "ran but refused now: 2"},
-		"celguard replay --policy team/ records/": {"ran but refused now: 2", "records/session.jsonl:2: block before Bash"},
+		"celguard replay --policy team/ records/":                                          {"ran but refused now: 2", "records/session.jsonl:2: block before Bash"},
+		"celguard learn --policy asks/ --from replay=learn-records/work.jsonl -o proposed": {"proposed 2 rules, dropped 0"},
+		"celguard test proposed":                                                           {" 0 failed"},
 		"celguard diff --base HEAD:team/ --head team/ records/ decisions.jsonl": {
 			"ask → block (tighten), decided by team/no-deploy", "rules added: 1", "rules removed: 1"},
 	} {
