@@ -2,6 +2,7 @@ package eval
 
 import (
 	"container/list"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -43,6 +44,12 @@ type SessionState struct {
 	// LabelsLost says a label was refused past MaxLabels: reading the
 	// session's labels is an error from then on (fail closed).
 	LabelsLost bool `json:"labels_lost,omitempty"`
+	// Stream is a host's record of the model's answer being streamed,
+	// which the host decides across its chunks (the Gemini CLI hook,
+	// hooks/geministream.go, whose name it keeps in the state files):
+	// opaque to the engine, kept and committed with the session's state
+	// (Session.Stream, SetStream).
+	Stream json.RawMessage `json:"gemini_stream,omitempty"`
 }
 
 // CounterCeiling is what a counter reads while it is saturated: above any
@@ -222,6 +229,7 @@ func (s *Session) State() SessionState {
 	}
 	st.RefusedCalls = s.refused.export()
 	st.Labels, st.LabelsLost = slices.Clone(s.facts.labels), s.facts.over
+	st.Stream = s.stream
 	return st
 }
 
@@ -318,5 +326,6 @@ func (s *Session) restore(st SessionState) {
 	s.refused = refusedCalls{}
 	s.refused.restore(st.RefusedCalls)
 	s.facts.restore(st.Labels, st.LabelsLost)
+	s.stream = st.Stream
 	s.view = nil
 }
