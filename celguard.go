@@ -155,9 +155,14 @@ func WithEngineOptions(opts ...eval.Option) Option {
 type Guard struct {
 	cfg     Config
 	compile []compile.Option
+	eopts   []eval.Option // the engine's, shared by the projects' engines
 	engine  *eval.Engine
-	closers []io.Closer
-	tel     *telemetry.Telemetry // of Config.Telemetry, nil when off
+	// projects are the guards of the projects calls came from
+	// (Config.PerProject); nil without.
+	projects *projects
+	closers  []io.Closer
+	tel      *telemetry.Telemetry // of Config.Telemetry, nil when off
+	sink     eval.DecisionSink    // the decision log, DecisionSink and telemetry; nil when none
 
 	// mu guards what Reload changes.
 	mu        sync.Mutex
@@ -182,6 +187,20 @@ func Load(ctx context.Context, opts ...Option) (*Guard, error) {
 // meta is what policies read as session (agent, user ...).
 func (g *Guard) NewSession(id string, meta map[string]any) *eval.Session {
 	return g.engine.NewSession(id, meta)
+}
+
+// RecordEvent writes ev to where the guard's decisions go (the decision
+// log, Config.DecisionSink, telemetry), as the engine writes a decision:
+// for a program that settles something the engine did not decide itself,
+// such as a person answering an approval request in the console of
+// `celguard serve`, so that the audit trail has it next to the decisions.
+// Without any of them it does nothing. Its error is the sink's: the event
+// was not recorded.
+func (g *Guard) RecordEvent(ctx context.Context, ev *eval.DecisionEvent) error {
+	if g.sink == nil {
+		return nil
+	}
+	return g.sink.WriteDecision(ctx, ev)
 }
 
 // Engine is the guard's engine (Swap, RestoreSession, PolicySet).

@@ -18,6 +18,7 @@ import (
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/state"
 	"github.com/celguard/celguard/stdlib"
+	"github.com/celguard/celguard/store"
 	"github.com/celguard/celguard/telemetry"
 	"github.com/celguard/celguard/trust"
 )
@@ -120,6 +121,18 @@ type Config struct {
 	// policy are not changed.
 	ProtectedFiles []string
 
+	// PerProject decides each call with the project layer of the call's
+	// work directory rather than the one of Policies.WorkDir: one engine
+	// serving many repositories (`celguard serve`, the hook's daemon)
+	// decides every call with exactly the layers `celguard hook` run in
+	// that directory reads (Guard.ForWorkDir). It applies when the layers
+	// are read and Policies.ProjectDir is empty. Every project's engine
+	// shares the state store (an in-memory one when Store is nil), so a
+	// session is one whichever project its calls come from. MaxProjects
+	// bounds the projects kept compiled (DefaultMaxProjects when zero).
+	PerProject  bool
+	MaxProjects int
+
 	// ASTCache caches checked expressions across processes
 	// (compile.WithASTCache); the hook keeps one in its state directory.
 	ASTCache compile.ASTCache
@@ -186,8 +199,17 @@ func (c Config) Load(ctx context.Context) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	eopts, closers, err := c.engineOptions()
+	var closers []io.Closer
+	if c.perProject() && c.Store == nil {
+		// The projects' engines share one store, so that a session's
+		// state does not depend on which project decides its call.
+		c.Store = store.NewMemory(store.DefaultTTL)
+		closers = append(closers, c.Store)
+	}
+	eopts, sink, ecl, err := c.engineOptions()
+	closers = append(closers, ecl...)
 	if err != nil {
+		closeAll(closers)
 		return nil, err
 	}
 	eng, err := eval.New(set, eopts...)
@@ -195,8 +217,11 @@ func (c Config) Load(ctx context.Context) (*Guard, error) {
 		closeAll(closers)
 		return nil, fmt.Errorf("celguard: %w", err)
 	}
-	g := &Guard{cfg: c, compile: copts, engine: eng, closers: closers,
+	g := &Guard{cfg: c, compile: copts, eopts: eopts, engine: eng, closers: closers, sink: sink,
 		discovery: d, digest: set.Digest(), tried: set.Digest()}
+	if c.perProject() {
+		g.projects = newProjects(c)
+	}
 	for _, cl := range closers {
 		if tel, ok := cl.(*telemetry.Telemetry); ok {
 			g.tel = tel
@@ -293,9 +318,10 @@ func (c Config) compileOptions() ([]compile.Option, error) {
 	return append(opts, c.CompileOptions...), nil
 }
 
-// engineOptions are the options of eval.New c asks for, and what the
-// Guard must close (the decision log).
-func (c Config) engineOptions() ([]eval.Option, []io.Closer, error) {
+// engineOptions are the options of eval.New c asks for, the decision sink
+// they install (nil when none), and what the Guard must close (the
+// decision log).
+func (c Config) engineOptions() ([]eval.Option, eval.DecisionSink, []io.Closer, error) {
 	var opts []eval.Option
 	if c.Approver != nil {
 		opts = append(opts, eval.WithApprover(c.Approver))
@@ -313,11 +339,11 @@ func (c Config) engineOptions() ([]eval.Option, []io.Closer, error) {
 	var closers []io.Closer
 	if c.DecisionLog != nil {
 		if c.DecisionLog.Path == "" {
-			return nil, nil, errors.New("celguard: a decision log needs a path")
+			return nil, nil, nil, errors.New("celguard: a decision log needs a path")
 		}
 		sink, err := decisionlog.NewFileSink(c.DecisionLog.Path, c.DecisionLog.Options)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		sinks = append(sinks, sink)
 		if cl, ok := any(sink).(io.Closer); ok {
@@ -333,17 +359,21 @@ func (c Config) engineOptions() ([]eval.Option, []io.Closer, error) {
 		tel, err := telemetry.New(context.Background(), *c.Telemetry)
 		if err != nil {
 			closeAll(closers)
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		sinks = append(sinks, tel)
 		closers = append(closers, tel)
 	}
+	var sink eval.DecisionSink
 	switch len(sinks) {
 	case 0:
 	case 1:
-		opts = append(opts, eval.WithDecisionSink(sinks[0], nil))
+		sink = sinks[0]
 	default:
-		opts = append(opts, eval.WithDecisionSink(teeSink(sinks), nil))
+		sink = teeSink(sinks)
+	}
+	if sink != nil {
+		opts = append(opts, eval.WithDecisionSink(sink, nil))
 	}
 	if c.Monitor {
 		opts = append(opts, eval.WithMonitor())
@@ -362,10 +392,10 @@ func (c Config) engineOptions() ([]eval.Option, []io.Closer, error) {
 		}
 		if err != nil {
 			closeAll(closers)
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return append(opts, c.EngineOptions...), closers, nil
+	return append(opts, c.EngineOptions...), sink, closers, nil
 }
 
 // teeSink writes each decision to every sink in turn; the first failure

@@ -111,7 +111,7 @@ func TestCostLimitStopsRunawayEvaluation(t *testing.T) {
 // namespaces, as they were when policy kept a list of them by hand.
 func TestReservedNames(t *testing.T) {
 	assert.ElementsMatch(t, []string{
-		"tool", "args", "cwd", "phase", "counters", "result", "session", "classes", "command", "paths", "call", "agent", "messages", "output",
+		"tool", "args", "cwd", "phase", "counters", "result", "session", "classes", "command", "paths", "call", "agent", "messages", "output", "definition", "resource",
 		"shell", "path", "glob", "hash", "secrets", "url", "canonical", "mcp", "toolchain", "sql",
 	}, celenv.ReservedNames())
 }

@@ -28,6 +28,10 @@ const (
 	VarAgent    = "agent"
 	VarMessages = "messages"
 	VarOutput   = "output"
+	// VarDefinition is the tools phase's tool definition.
+	VarDefinition = "definition"
+	// VarResource is the resource phase's read.
+	VarResource = "resource"
 )
 
 // Variable is one built-in variable: what a rule sees under Name.
@@ -61,6 +65,7 @@ func Lookup(name string) (Variable, bool) {
 // The phases of the variables that only some phases have.
 var (
 	callPhases   = []policy.Phase{policy.PhaseBefore, policy.PhaseAfter, policy.PhaseTurnEnd} // a call's (empty at turn end)
+	toolPhases   = []policy.Phase{policy.PhaseBefore, policy.PhaseAfter, policy.PhaseTurnEnd, policy.PhaseTools}
 	resultPhases = []policy.Phase{policy.PhaseAfter}
 )
 
@@ -86,20 +91,22 @@ const (
 // eval resolves and measures each entry (adding a variable is this entry,
 // its name above, and eval's ResolveName and sizeOfVariable).
 var variables = []Variable{
-	{VarTool, cel.StringType, `the tool's name, e.g. "Bash"`, Counted, callPhases},
+	{VarTool, cel.StringType, `the tool's name, e.g. "Bash" (in the tools phase: the tool shown, e.g. "mcp__fs__write_file")`, Counted, toolPhases},
 	{VarArgs, cel.MapType(cel.StringType, cel.DynType), "the call's arguments", Counted, callPhases},
 	{VarCwd, cel.StringType, "the agent's working directory", Counted, callPhases},
-	{VarPhase, cel.StringType, `"before", "after", "turn_end", "input" or "output"`, Counted, nil},
+	{VarPhase, cel.StringType, `"before", "after", "turn_end", "input", "output", "tools" or "resource"`, Counted, nil},
 	{VarCounters, cel.MapType(cel.StringType, cel.IntType), "each counter of the rule's policy, for this call's key (at turn end, input and output: its total over every key)", Counted, nil},
 	{VarResult, cel.MapType(cel.StringType, cel.DynType), "after the call only: is_error, content, and what the host adds (exit_code, ...)", Counted, resultPhases},
 	{VarSession, cel.MapType(cel.StringType, cel.DynType), "host metadata: agent, user, mode, ids; and the session's facts: labels (the labels rules added, sorted) and label_calls (per label, the call that added it first: call, tool, rule, turn)", Counted, nil},
-	{VarClasses, cel.ListType(cel.StringType), "the tool's classes (shell, file_read, ...), from the set's ToolClasses files", Counted, callPhases},
+	{VarClasses, cel.ListType(cel.StringType), "the tool's classes (shell, file_read, ...), from the set's ToolClasses files", Counted, toolPhases},
 	{VarCommand, cel.StringType, `the shell command, from the argument its class names (command_args); "" if none`, Counted, callPhases},
 	{VarPaths, cel.ListType(cel.StringType), "the file paths, from the arguments its classes name (path_args), as written", Counted, callPhases},
 	{VarCall, cel.MapType(cel.StringType, cel.StringType), `the call's identity: id, the host's call id ("" if it sends none)`, Counted, nil},
 	{VarAgent, cel.MapType(cel.StringType, cel.DynType), `the agent that made the call: name ("" if unknown) and ids, a map of the host's ids for it`, Counted, nil},
 	{VarMessages, cel.ListType(cel.MapType(cel.StringType, cel.StringType)), `input phase only: the messages about to be sent to the model, in order, each with role ("user", "system", ...), content and name ("" if none)`, Counted, []policy.Phase{policy.PhaseInput}},
 	{VarOutput, cel.MapType(cel.StringType, cel.DynType), "output phase only: the model's output, text (a string) and content (its structured content, or null)", Counted, []policy.Phase{policy.PhaseOutput}},
+	{VarDefinition, cel.MapType(cel.StringType, cel.DynType), `tools phase only: the tool's definition as its server gives it: name (the server's name for it), title, description (strings, "" if none) and input_schema (its JSON Schema, a map)`, Counted, []policy.Phase{policy.PhaseTools}},
+	{VarResource, cel.MapType(cel.StringType, cel.DynType), `resource phase only: the read: server (the MCP server's name), kind ("resource" or "prompt"), uri (a resource's URI, "" for a prompt), name (a prompt's name, "" for a resource) and arguments (a prompt's arguments, a map of strings)`, Counted, []policy.Phase{policy.PhaseResource}},
 }
 
 // Variables returns the built-in variables, in declaration order. The slice

@@ -46,7 +46,7 @@ func (sc scope) noResultWhen() string {
 	switch sc.phase {
 	case policy.PhaseTurnEnd:
 		return "at turn end"
-	case policy.PhaseInput, policy.PhaseOutput:
+	case policy.PhaseInput, policy.PhaseOutput, policy.PhaseTools, policy.PhaseResource:
 		return "in the " + sc.phase.String() + " phase"
 	}
 	return "before the call"

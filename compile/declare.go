@@ -212,6 +212,9 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 		if m.Output != nil {
 			cm.Output = c.compileExpr(at(what+" modify.output", nil), *m.Output, info)
 		}
+		if m.Description != nil {
+			cm.Description = c.compileExpr(at(what+" modify.description", cel.StringType), *m.Description, info)
+		}
 		cr.Modify = cm
 	}
 	c.parsedRules = append(c.parsedRules, cr)

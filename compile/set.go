@@ -379,6 +379,9 @@ type Modify struct {
 	// Output, when set, computes the new output (output phase): a string,
 	// or a map with text and content.
 	Output *Program
+	// Description, when set, computes the tool's new description (tools
+	// phase).
+	Description *Program
 }
 
 // SetArg is one compiled modify.set entry.

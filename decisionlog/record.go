@@ -50,6 +50,9 @@ type Record struct {
 	// Messages and Output are the model's input or output, masked.
 	Messages []eval.Message    `json:"messages,omitempty"`
 	Output   *eval.ModelOutput `json:"output,omitempty"`
+	// Resource is the read of a resource or prompt (resource phase), its
+	// URI and arguments masked.
+	Resource *eval.Resource `json:"resource,omitempty"`
 
 	Verdict policy.Verdict `json:"verdict"`
 	compile.RuleRef
@@ -95,6 +98,8 @@ type Rewrite struct {
 	Content  *string           `json:"content,omitempty"`
 	Messages []eval.Message    `json:"messages,omitempty"`
 	Output   *eval.ModelOutput `json:"output,omitempty"`
+	// Description is a tool's rewritten description (tools phase).
+	Description *string `json:"description,omitempty"`
 }
 
 // MaxString bounds each string of a record, in bytes (cut on a character
@@ -128,7 +133,17 @@ func NewRecord(ev *eval.DecisionEvent) *Record {
 	}
 	rec.Messages = messages(m, "messages", ev.Messages)
 	rec.Output = output(m, "output", ev.Output)
-	if d.Args != nil || d.Content != nil || d.Messages != nil || d.Output != nil {
+	if r := ev.Resource; r != nil {
+		rr := &eval.Resource{Server: r.Server, Kind: r.Kind, URI: m.Text("resource.uri", r.URI), Name: r.Name, Agent: r.Agent}
+		for k, v := range r.Arguments {
+			if rr.Arguments == nil {
+				rr.Arguments = map[string]string{}
+			}
+			rr.Arguments[k] = m.Text("resource.arguments."+k, v)
+		}
+		rec.Resource = rr
+	}
+	if d.Args != nil || d.Content != nil || d.Messages != nil || d.Output != nil || d.Description != nil {
 		rw := &Rewrite{Messages: messages(m, "rewrite.messages", d.Messages), Output: output(m, "rewrite.output", d.Output)}
 		if d.Args != nil {
 			rw.Args = m.Args("rewrite.args", d.Args, masks)
@@ -136,6 +151,10 @@ func NewRecord(ev *eval.DecisionEvent) *Record {
 		if d.Content != nil {
 			c := m.Text("rewrite.content", *d.Content)
 			rw.Content = &c
+		}
+		if d.Description != nil {
+			c := m.Text("rewrite.description", *d.Description)
+			rw.Description = &c
 		}
 		rec.Rewrite = rw
 	}

@@ -35,6 +35,13 @@
 // 15. The model's input (Session.Input) and output (Session.Output) are decided by the rules of phase input and output,
 //     with no call, by rules 1, 3, 4, 5, 7 (allow: the default verdict is for tool calls), 8, 10 and 11; their verdicts
 //     are allow, warn, block, halt and modify (the parser's check), a modify rewriting the messages or the output.
+// 20. Which tools a client is shown (Session.Tools, the MCP proxy's tools/list) is decided per tool by the rules of
+//     phase tools, with no call but the tool's name (tool, classes) and definition, by rules 1 (a halted turn hides
+//     every tool), 3, 4, 5, 7 (allow), 8, 10 and 11; their verdicts are allow and warn (shown), block (hidden; its calls
+//     are refused too) and modify (shown with the description rewritten). A read of an MCP resource or prompt
+//     (Session.Resource) is decided by the rules of phase resource, with no call, by rules 1, 3, 6 (an ask is settled
+//     as a call's), 7 (allow), 8 and 10; their verdicts are allow, warn, block, halt and ask, and a rule that lets the
+//     read through adds its session labels.
 // 16. A monitored rule (its policy says mode: monitor, or WithMonitor monitors every rule that is not mandatory) is
 //     evaluated but decides nothing: when it matches (or fails under a closed failure policy, a would-be policy_error),
 //     the first such rule is reported in Decision.Monitored with its would-be verdict, and evaluation goes on past it
@@ -321,7 +328,7 @@ func (ev *evaluation) carryRewrite(d *Decision, modified []string) {
 	d.Modified = modified
 	switch d.Verdict {
 	case policy.Block, policy.Halt:
-		d.Args, d.Content, d.Messages, d.Output = nil, nil, nil, nil
+		d.Args, d.Content, d.Messages, d.Output, d.Description = nil, nil, nil, nil, nil
 		return
 	case policy.Allow:
 		d.Verdict = policy.Modify
@@ -337,6 +344,9 @@ func (ev *evaluation) carryRewrite(d *Decision, modified []string) {
 	case policy.PhaseOutput:
 		o := *ev.io.output
 		d.Output = &o
+	case policy.PhaseTools:
+		desc := ev.io.tool.Description
+		d.Description = &desc
 	}
 }
 
@@ -419,27 +429,4 @@ func (s *Session) haltTurn(d Decision) {
 		s.halt = &h
 		s.mu.Unlock()
 	}
-}
-
-// TamperedConsequence says what a state that failed its check costs the
-// session (Engine.RestoreTampered), in the reason of every decision made
-// on it (rule 19).
-const TamperedConsequence = "its remembered approvals were dropped and its counters read at their ceiling until they reset " +
-	"(at the next prompt, once a rate window has passed, or when a rule resets them)"
-
-// markTampered applies rule 19 to d, a decision made on a state restored
-// fail-closed: note says why.
-func markTampered(d Decision, note string) Decision {
-	d.StateTampered = true
-	if d.Verdict == policy.Allow {
-		// celguard decides the warn, not the rule that allowed.
-		d.Verdict, d.Code, d.Reason = policy.Warn, CodeStateTampered, note
-		d.RuleRef = compile.RuleRef{}
-		return d
-	}
-	if d.Code == "" {
-		d.Code = CodeStateTampered
-	}
-	d.Reason = strings.TrimSpace(strings.TrimSpace(d.Reason) + " (" + note + ")")
-	return d
 }

@@ -24,6 +24,8 @@ type DecisionEvent struct {
 	// phases.
 	Messages []Message
 	Output   *ModelOutput
+	// Resource is the read, in the resource phase.
+	Resource *Resource
 	// LogMasks are the decision_log.mask entries of the trusted policies
 	// of the set that decided.
 	LogMasks []compile.LogMask
@@ -80,7 +82,7 @@ func (s *Session) logDecision(ctx context.Context, set *compile.PolicySet, d Dec
 	}
 	ev := &DecisionEvent{Decision: d, Call: call, Start: start}
 	if io != nil {
-		ev.Messages, ev.Output = io.messages, io.output
+		ev.Messages, ev.Output, ev.Resource = io.messages, io.output, io.resource
 	}
 	if set != nil {
 		ev.LogMasks = set.LogMasks()

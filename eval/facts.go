@@ -123,7 +123,7 @@ func (f *sessionFacts) restore(labels []LabelFact, over bool) {
 // another verdict adds none, nor does any rule when another refused the
 // call (block, halt) or the engine did (policy_error and the like).
 func (s *Session) noteLabels(labelled []*compile.Rule, phase policy.Phase, call Call, d Decision) {
-	if len(labelled) == 0 || (phase != policy.PhaseBefore && phase != policy.PhaseAfter) {
+	if len(labelled) == 0 || (phase != policy.PhaseBefore && phase != policy.PhaseAfter && phase != policy.PhaseResource) {
 		return
 	}
 	switch {

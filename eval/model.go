@@ -86,10 +86,13 @@ func (s *Session) Output(ctx context.Context, out Output, opts ...CallOption) (D
 	return s.decideModel(ctx, policy.PhaseOutput, Call{ID: out.ID, Agent: out.Agent}, &modelIO{output: &ModelOutput{Text: out.Text, Content: content}}, opts)
 }
 
-// modelIO is what an input or output phase decides on: messages or output.
+// modelIO is what a phase without a call decides on: messages (input),
+// output (output), a tool's definition (tools) or a read (resource).
 type modelIO struct {
 	messages []Message
 	output   *ModelOutput
+	tool     *ToolDefinition
+	resource *Resource
 }
 
 // clone copies what a rewrite may replace, so that comparing before and
@@ -100,6 +103,11 @@ func (m *modelIO) clone() modelIO {
 		o := *m.output
 		c.output = &o
 	}
+	if m.tool != nil {
+		t := *m.tool
+		c.tool = &t
+	}
+	c.resource = m.resource // never rewritten
 	return c
 }
 
@@ -145,6 +153,8 @@ func outputValue(o *ModelOutput) map[string]any {
 func (ev *evaluation) rewriteModel(r *compile.Rule) error {
 	m := r.Modify
 	switch ev.phase {
+	case policy.PhaseTools:
+		return ev.rewriteDescription(r)
 	case policy.PhaseInput:
 		if m.Messages == nil {
 			return errors.New("input-phase modify without messages")

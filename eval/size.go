@@ -79,6 +79,21 @@ func (ev *evaluation) sizeOfVariable(name string, m uint64) uint64 {
 			return m
 		}
 		return sizeOf(ev.io.output.Content, max(m, uint64(len(ev.io.output.Text)), 2)) // {"text", "content"}
+	case celenv.VarDefinition:
+		if ev.io == nil || ev.io.tool == nil {
+			return m
+		}
+		return sizeOf(definitionValue(ev.io.tool), m)
+	case celenv.VarResource:
+		if ev.io == nil || ev.io.resource == nil {
+			return m
+		}
+		r := ev.io.resource
+		m = max(m, 5, uint64(len(r.Arguments))) // {"server", "kind", "uri", "name", "arguments"}
+		for k, v := range r.Arguments {
+			m = max(m, uint64(len(k)), uint64(len(v)))
+		}
+		return max(m, uint64(len(r.Server)), uint64(len(r.Kind)), uint64(len(r.URI)), uint64(len(r.Name)))
 	case celenv.VarSession:
 		return sizeOf(ev.s.sessionValue(), m)
 	case celenv.VarResult:

@@ -64,7 +64,9 @@ rules:
 	// The model's input and output are never there together; the test
 	// gives both to measure them.
 	ev.io = &modelIO{messages: []Message{{Role: "user", Content: long("m"), Name: "n"}},
-		output: &ModelOutput{Text: "t", Content: map[string]any{"k": []any{long("o")}}}}
+		output:   &ModelOutput{Text: "t", Content: map[string]any{"k": []any{long("o")}}},
+		tool:     &ToolDefinition{Tool: "mcp__s__t", Name: "t", Description: long("d"), InputSchema: map[string]any{"properties": map[string]any{"k": long("s")}}},
+		resource: &Resource{Server: "s", Kind: KindPrompt, Name: long("q"), Arguments: map[string]string{"k": long("v")}}}
 
 	for _, v := range celenv.Variables() {
 		val, ok := ev.ResolveName(v.Name)

@@ -144,6 +144,9 @@ type Decision struct {
 	// Output is the rewritten output, when a modify rule applied in the
 	// output phase.
 	Output *ModelOutput `json:"output,omitempty"`
+	// Description is the tool's rewritten description, when a modify rule
+	// applied in the tools phase.
+	Description *string `json:"description,omitempty"`
 	// Modified lists the modify rules applied, in order.
 	Modified []string `json:"modified_by,omitempty"`
 	// Approval records how an ask rule was settled.

@@ -66,6 +66,7 @@ func (h *cursor) Decode(data []byte) (Event, error) {
 			cwd, _ = roots[0].(string)
 		}
 	}
+	ev.Cwd = cwd
 	switch ev.Name {
 	case "beforeShellExecution", "afterShellExecution":
 		cmd, err := str(m, "command")

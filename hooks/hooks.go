@@ -111,6 +111,11 @@ type Event struct {
 	// Meta is session metadata rules see as `session` (host, model,
 	// permission mode, ...).
 	Meta map[string]any
+	// Cwd is the working directory the host names for the event (every
+	// kind; Cursor's first workspace root when it names none): the
+	// project whose policies decide it when one server serves many
+	// (celguard.Guard.ForWorkDir).
+	Cwd string
 	// Call is the tool call (KindBefore and KindAfter).
 	Call eval.Call
 	// Result is the tool's result (KindAfter).
@@ -230,6 +235,31 @@ func message(d eval.Decision) string {
 	return clip("celguard: " + reason + " (" + strings.Join(tag, ", ") + ")")
 }
 
+// NoApprovalNote follows the refusal of an ask that no approval can lift
+// (a mandatory rule, or an engine that records no approval requests), on a
+// host that cannot ask: retrying is pointless, and the agent is told what
+// the person can do instead.
+const NoApprovalNote = ", and no approval can let it run from inside this session (the rule is mandatory, or this celguard keeps no requests for approval): do not run it again."
+
+// noApprovalAdvice is what the agent tells the user after NoApprovalNote:
+// run the call themselves, or change the rule where it is defined.
+func noApprovalAdvice(d eval.Decision) string {
+	rule := "the rule"
+	if d.RuleID != "" {
+		rule = "rule " + d.RuleID
+	}
+	where := ""
+	if d.File != "" {
+		where = " (" + d.File
+		if d.Line > 0 {
+			where += ":" + strconv.Itoa(d.Line)
+		}
+		where += ")"
+	}
+	return " Tell the user that celguard needs a person for this call: if it should run, they can run it themselves in their own terminal, outside the agent; to change what " +
+		rule + " asks, they can edit it where it is defined" + where + " or ask whoever administers it."
+}
+
 // approvalMessage is the block reason for an ask on a host that cannot ask.
 // With a pending request (eval.WithApprovalRequests) it names the request
 // and the command a person runs to approve it (cmd: "celguard approve"
@@ -241,7 +271,7 @@ func approvalMessage(host string, opts Options, session string, d eval.Decision)
 				" hooks cannot ask for it, so celguard blocked it, and " + opts.NoApprovals)
 		}
 		return clip(message(d) + ". This call needs a person's approval and " + host +
-			" hooks cannot ask for it, so celguard blocked it: ask the user to approve it, then run it again")
+			" hooks cannot ask for it, so celguard blocked it" + NoApprovalNote + noApprovalAdvice(d))
 	}
 	cmd, always := opts.ApproveCommand, ", or --always to also add a permanent allow rule for this exact call to your policies"
 	if opts.ApproveCommandFor != nil {
@@ -321,7 +351,7 @@ func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	ev := Event{Host: host, Name: f[0], SessionID: f[1], Meta: meta(host, m, p.meta...)}
+	ev := Event{Host: host, Name: f[0], SessionID: f[1], Meta: meta(host, m, p.meta...), Cwd: f[2]}
 	if ev.Name == "" {
 		return Event{}, fmt.Errorf("the event has no hook_event_name")
 	}

@@ -3,6 +3,7 @@ package hooks
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 )
 
@@ -36,6 +37,15 @@ type HostInfo struct {
 	// SettingsFile in the directory SettingsDir of the project or of the
 	// home directory.
 	SettingsDir, SettingsFile string
+	// Managed is where the host reads its managed (administrator)
+	// settings, by runtime.GOOS: a file in the same format as SettingsFile
+	// that the host applies above the user's and the project's, and that
+	// only an administrator can write. Empty for a host that has none in
+	// that format (ManagedNone says why).
+	Managed map[string]string
+	// ManagedNone says why `hook install --managed` does not write this
+	// host's managed settings; empty when Managed has a path.
+	ManagedNone string
 	// Events are the hook events celguard registers for.
 	Events []string
 	// NoHook says what the host does when a hook's command cannot start.
@@ -49,6 +59,13 @@ var hostTable = [...]HostInfo{
 	{
 		Name: ClaudeCode, Title: "Claude Code", Command: "claude", TestedVersion: "2.1.330",
 		SettingsDir: ".claude", SettingsFile: "settings.json",
+		// Read from the 2.1.330 binary: the managed file's directory by
+		// platform.
+		Managed: map[string]string{
+			"linux":   "/etc/claude-code/managed-settings.json",
+			"darwin":  "/Library/Application Support/ClaudeCode/managed-settings.json",
+			"windows": `C:\Program Files\ClaudeCode\managed-settings.json`,
+		},
 		Events: []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd", "PermissionRequest"},
 		NoHook: "Claude Code then runs every call unguarded (a hook that cannot start is a non-blocking error)",
 		new:    func(opts Options) Host { return &hookSpecificHost{name: ClaudeCode, dialect: &claude{opts: opts}} },
@@ -56,6 +73,9 @@ var hostTable = [...]HostInfo{
 	{
 		Name: Codex, Title: "Codex", Command: "codex", TestedVersion: "0.169.0",
 		SettingsDir: ".codex", SettingsFile: "hooks.json",
+		ManagedNone: "Codex reads managed hooks only from the [hooks] table of its requirements.toml " +
+			"(/etc/codex/requirements.toml), TOML with a hooks.managed_dir, not from a hooks.json; " +
+			"celguard does not write that file: install with --user and check it with celguard doctor",
 		Events: []string{"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart"},
 		NoHook: "Codex then runs every call unguarded (a hook that cannot start is a non-blocking error)",
 		new:    func(opts Options) Host { return &hookSpecificHost{name: Codex, dialect: codex{opts: opts}} },
@@ -63,6 +83,14 @@ var hostTable = [...]HostInfo{
 	{
 		Name: Gemini, Title: "Gemini CLI", Command: "gemini", TestedVersion: "0.61.0",
 		SettingsDir: ".gemini", SettingsFile: "settings.json",
+		// The system settings file, above the user's and the project's
+		// (GEMINI_CLI_SYSTEM_SETTINGS_PATH overrides it); read from the
+		// 0.61.0 bundle.
+		Managed: map[string]string{
+			"linux":   "/etc/gemini-cli/settings.json",
+			"darwin":  "/Library/Application Support/GeminiCli/settings.json",
+			"windows": `C:\ProgramData\gemini-cli\settings.json`,
+		},
 		Events: []string{"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "SessionStart", "SessionEnd"},
 		NoHook: "Gemini CLI then refuses every call",
 		new:    func(opts Options) Host { return &gemini{opts: opts} },
@@ -70,6 +98,8 @@ var hostTable = [...]HostInfo{
 	{
 		Name: Cursor, Title: "Cursor", Command: "cursor-agent",
 		SettingsDir: ".cursor", SettingsFile: "hooks.json",
+		ManagedNone: "Cursor's enterprise hooks are deployed by its MDM or team dashboard; " +
+			"their file location is not verified against a Cursor binary, so celguard does not write it",
 		Events: []string{"beforeShellExecution", "beforeMCPExecution", "beforeReadFile", "afterShellExecution", "afterMCPExecution", "beforeSubmitPrompt", "stop"},
 		NoHook: "what Cursor then does is not verified",
 		new:    func(opts Options) Host { return &cursor{opts: opts} },
@@ -91,6 +121,7 @@ func HostTable() []HostInfo {
 	out := make([]HostInfo, len(hostTable))
 	for i, h := range hostTable {
 		h.Events = append([]string(nil), h.Events...)
+		h.Managed = maps.Clone(h.Managed)
 		out[i] = h
 	}
 	return out
@@ -106,6 +137,7 @@ func LookupHost(name string) (HostInfo, error) {
 	for _, h := range hostTable {
 		if h.Name == name {
 			h.Events = append([]string(nil), h.Events...)
+			h.Managed = maps.Clone(h.Managed)
 			return h, nil
 		}
 	}

@@ -107,6 +107,13 @@ func blocksText(a []any) (string, bool) {
 // responseResult builds the eval.Result of an output: its text, whether it
 // reports an error, and the raw output as the field "response" (with
 // exit_code when the output has one).
+// ResultOf is the result rules see (result.content, result.is_error,
+// result.exit_code, result.response) for a tool's raw output as a host
+// reports it after the call: the hooks' own reading of an after event's
+// tool_response, which package replay applies to the outputs the hosts'
+// transcripts record.
+func ResultOf(resp any) eval.Result { return responseResult(resp) }
+
 func responseResult(resp any) eval.Result {
 	text, _ := locate(resp)
 	res := eval.Result{IsError: responseIsError(resp), Content: text, Fields: map[string]any{}}

@@ -241,18 +241,25 @@ type Phase uint8
 
 // Phases.
 const (
-	PhaseBefore  Phase = iota // before the tool runs; the default
-	PhaseAfter                // after the tool ran, with its result
-	PhaseTurnEnd              // when the agent's turn ends: no call, the turn's counters
-	PhaseInput                // the messages about to be sent to the model: no call, `messages`
-	PhaseOutput               // the model's output before it is returned: no call, `output`
+	PhaseBefore   Phase = iota // before the tool runs; the default
+	PhaseAfter                 // after the tool ran, with its result
+	PhaseTurnEnd               // when the agent's turn ends: no call, the turn's counters
+	PhaseInput                 // the messages about to be sent to the model: no call, `messages`
+	PhaseOutput                // the model's output before it is returned: no call, `output`
+	PhaseTools                 // which tools a client is shown (MCP tools/list): the tool's name and `definition`, no call
+	PhaseResource              // a read of an MCP resource or prompt: no call, `resource`
 	// NumPhases is the number of phases.
 	NumPhases = iota
 )
 
-// String returns "before", "after", "turn_end", "input" or "output".
+// String returns "before", "after", "turn_end", "input", "output", "tools"
+// or "resource".
 func (p Phase) String() string {
 	switch p {
+	case PhaseTools:
+		return "tools"
+	case PhaseResource:
+		return "resource"
 	case PhaseAfter:
 		return "after"
 	case PhaseTurnEnd:
@@ -265,9 +272,14 @@ func (p Phase) String() string {
 	return "before"
 }
 
-// ParsePhase parses "before", "after", "turn_end", "input" or "output".
+// ParsePhase parses "before", "after", "turn_end", "input", "output",
+// "tools" or "resource".
 func ParsePhase(s string) (Phase, error) {
 	switch s {
+	case "tools":
+		return PhaseTools, nil
+	case "resource":
+		return PhaseResource, nil
 	case "before":
 		return PhaseBefore, nil
 	case "after":
@@ -279,11 +291,12 @@ func ParsePhase(s string) (Phase, error) {
 	case "output":
 		return PhaseOutput, nil
 	}
-	return PhaseBefore, fmt.Errorf("phase must be before, after, turn_end, input or output, not %q", s)
+	return PhaseBefore, fmt.Errorf("phase must be before, after, turn_end, input, output, tools or resource, not %q", s)
 }
 
 // HasCall reports whether the phase decides a tool call (before and after);
-// turn_end, input and output rules have no call, so no tool, args or cwd.
+// turn_end, input, output, tools and resource rules have no call, so no
+// args or cwd (a tools rule reads the tool's name and definition).
 func (p Phase) HasCall() bool { return p == PhaseBefore || p == PhaseAfter }
 
 // MarshalText implements encoding.TextMarshaler.
@@ -472,8 +485,8 @@ type Rule struct {
 const MaxLabelLen = 64
 
 // ModifySpec rewrites a call's arguments (before phase), its result content
-// (after phase), the messages (input phase) or the model's output (output
-// phase).
+// (after phase), the messages (input phase), the model's output (output
+// phase) or a tool's description (tools phase).
 type ModifySpec struct {
 	Pos Pos
 	// Args, when set, is a CEL map expression that replaces the arguments.
@@ -492,6 +505,9 @@ type ModifySpec struct {
 	// (the new text; structured content is dropped) or a map with text and
 	// optionally content (output phase only).
 	Output *Expr
+	// Description, when set, is a CEL string expression giving the tool's
+	// new description, as the client is shown it (tools phase only).
+	Description *Expr
 }
 
 // SetArg is one entry of modify.set.

@@ -694,6 +694,9 @@ func (d *decoder) modify(n *yaml.Node) *ModifySpec {
 		"content":  func(_, v *yaml.Node) { m.Content = d.exprPtr(v, "modify.content") },
 		"messages": func(_, v *yaml.Node) { m.Messages = d.exprPtr(v, "modify.messages") },
 		"output":   func(_, v *yaml.Node) { m.Output = d.exprPtr(v, "modify.output") },
+		"description": func(_, v *yaml.Node) {
+			m.Description = d.exprPtr(v, "modify.description")
+		},
 		"set": func(_, v *yaml.Node) {
 			if v.Kind != yaml.MappingNode {
 				d.ds.errorf(CodeWrongType, d.pos(v), "modify.set must be a mapping of argument names to CEL expressions, not %s", kindName(v))
@@ -733,8 +736,8 @@ func (d *decoder) checkRule(r *Rule) {
 	}
 	if r.LabelsPos.Line > 0 {
 		switch {
-		case r.Phase != PhaseBefore && r.Phase != PhaseAfter:
-			d.ds.errorf(CodeInvalidValue, r.LabelsPos, "labels are added by a rule that decides a call (phase before or after), not in phase %s", r.Phase)
+		case r.Phase != PhaseBefore && r.Phase != PhaseAfter && r.Phase != PhaseResource:
+			d.ds.errorf(CodeInvalidValue, r.LabelsPos, "labels are added by a rule that decides a call (phase before or after) or a resource read (phase resource), not in phase %s", r.Phase)
 		case r.Verdict != Allow && r.Verdict != Warn && r.Verdict != Ask && r.Verdict != VerdictUnspecified:
 			d.ds.errorf(CodeInvalidValue, r.LabelsPos, "labels are added when the rule lets the call run or asks (allow, warn or ask), and this rule's verdict is %s: the call it refuses never runs", r.Verdict)
 		}
@@ -747,19 +750,23 @@ func (d *decoder) checkRule(r *Rule) {
 		d.checkTurnEnd(r)
 	case PhaseInput, PhaseOutput:
 		d.checkModelPhase(r)
+	case PhaseTools:
+		d.checkToolsPhase(r)
+	case PhaseResource:
+		d.checkResourcePhase(r)
 	}
 	switch {
 	case r.Modify != nil && r.Verdict != Modify && r.Verdict != VerdictUnspecified:
 		d.ds.errorf(CodeModifyMismatch, r.Modify.Pos, "a modify block needs verdict: modify, but this rule's verdict is %s", r.Verdict)
 	case r.Modify == nil && r.Verdict == Modify:
-		d.ds.errorf(CodeModifyMismatch, r.VerdictPos, "verdict modify needs a modify block saying what to rewrite (args, set, unset, content, messages or output)")
+		d.ds.errorf(CodeModifyMismatch, r.VerdictPos, "verdict modify needs a modify block saying what to rewrite (args, set, unset, content, messages, output or description)")
 	}
 	m := r.Modify
 	if m == nil {
 		return
 	}
-	if m.Args == nil && len(m.Set) == 0 && len(m.Unset) == 0 && m.Content == nil && m.Messages == nil && m.Output == nil {
-		d.ds.errorf(CodeModifyMismatch, m.Pos, "the modify block rewrites nothing: give args, set, unset, content, messages or output")
+	if m.Args == nil && len(m.Set) == 0 && len(m.Unset) == 0 && m.Content == nil && m.Messages == nil && m.Output == nil && m.Description == nil {
+		d.ds.errorf(CodeModifyMismatch, m.Pos, "the modify block rewrites nothing: give args, set, unset, content, messages, output or description")
 	}
 	d.checkModifyPhase(r.Phase, m)
 }
@@ -793,6 +800,9 @@ func (d *decoder) checkModifyPhase(phase Phase, m *ModifySpec) {
 	if m.Output != nil {
 		fs = append(fs, field{"output", m.Output.Pos, PhaseOutput, "rewrites the model's output"})
 	}
+	if m.Description != nil {
+		fs = append(fs, field{"description", m.Description.Pos, PhaseTools, "rewrites the description of a tool the client is shown"})
+	}
 	for _, f := range fs {
 		if f.phase != phase {
 			d.ds.errorf(CodeModifyPhase, f.pos, "modify.%s %s and needs phase: %s; in the %s phase rewrite %s", f.name, f.needed, f.phase, phase, modifyFieldsOf(phase))
@@ -812,6 +822,10 @@ func modifyFieldsOf(phase Phase) string {
 		return "the output with output"
 	case PhaseTurnEnd:
 		return "nothing (a turn_end rule reports)"
+	case PhaseTools:
+		return "the tool's description with description"
+	case PhaseResource:
+		return "nothing (a resource rule allows, blocks, asks or halts the read)"
 	}
 	return "the arguments with args, set or unset"
 }
@@ -829,6 +843,34 @@ func (d *decoder) checkModelPhase(r *Rule) {
 			pos = r.Classes
 		}
 		d.ds.errorf(CodeVerdictPhase, pos[0].Pos, "an %s rule has no call, so it cannot match tools or classes; remove match", r.Phase)
+	}
+}
+
+// checkToolsPhase reports what a tools rule cannot do: it decides whether
+// a client is shown a tool (allow, warn), hides it (block: the tool is
+// also refused if called) or rewrites its description (modify); nothing
+// runs, so nobody is asked and nothing halts.
+func (d *decoder) checkToolsPhase(r *Rule) {
+	switch r.Verdict {
+	case Allow, Warn, Block, Modify, VerdictUnspecified:
+	default:
+		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "%s cannot be used in the tools phase: a tools rule shows a tool (allow, warn), hides it (block) or rewrites its description (modify); nothing runs yet, so nobody is asked and nothing halts", r.Verdict)
+	}
+}
+
+// checkResourcePhase reports what a resource rule cannot do: it decides a
+// read of a resource or a prompt, which has no tool to match and no
+// arguments to rewrite.
+func (d *decoder) checkResourcePhase(r *Rule) {
+	if r.Verdict == Modify {
+		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "modify cannot be used in the resource phase: a read has no arguments to rewrite; use allow, warn, block, ask or halt")
+	}
+	if len(r.Tools) > 0 || len(r.Classes) > 0 {
+		pos := r.Tools
+		if len(pos) == 0 {
+			pos = r.Classes
+		}
+		d.ds.errorf(CodeVerdictPhase, pos[0].Pos, "a resource rule decides a read of a resource or a prompt, not a tool call, so it cannot match tools or classes; remove match and read resource.server, resource.uri or resource.name in the condition")
 	}
 }
 

@@ -398,7 +398,7 @@ func TestParseRuleLabels(t *testing.T) {
 		{name: "block", src: "    verdict: block\n    labels: {add: [x]}\n", wantCode: policy.CodeInvalidValue, wantLine: 7,
 			wantMsg: "labels are added when the rule lets the call run or asks (allow, warn or ask), and this rule's verdict is block: the call it refuses never runs"},
 		{name: "turn end", src: "    phase: turn_end\n    verdict: warn\n    labels: {add: [x]}\n", wantCode: policy.CodeInvalidValue, wantLine: 8,
-			wantMsg: "labels are added by a rule that decides a call (phase before or after), not in phase turn_end"},
+			wantMsg: "labels are added by a rule that decides a call (phase before or after) or a resource read (phase resource), not in phase turn_end"},
 		{name: "not an identifier", src: "    verdict: allow\n    labels: {add: [a-b]}\n", wantCode: policy.CodeInvalidID, wantLine: 7},
 		{name: "too long", src: "    verdict: allow\n    labels: {add: [" + strings.Repeat("x", 65) + "]}\n", wantCode: policy.CodeInvalidValue, wantLine: 7},
 		{name: "no add", src: "    verdict: allow\n    labels: {}\n", wantCode: policy.CodeMissingField, wantLine: 7},

@@ -409,6 +409,10 @@ func runCase(ctx context.Context, set *compile.PolicySet, s *Suite, c *Case, fir
 				d, err = sess.Input(ctx, st.Input.Input(), copts...)
 			} else if st.Output != nil {
 				d, err = sess.Output(ctx, st.Output.Output(), copts...)
+			} else if st.Tools != nil {
+				d, err = sess.Tools(ctx, st.Tools.Definition(), copts...)
+			} else if st.Resource != nil {
+				d, err = sess.Resource(ctx, st.Resource.Resource(), copts...)
 			} else if st.Before != nil {
 				d, err = sess.Before(ctx, normalize(st.Before.Call()), copts...)
 			} else {
@@ -533,6 +537,15 @@ func compare(e Expect, d eval.Decision) []string {
 		}
 		if !reflect.DeepEqual(jsonValue(got), jsonValue(e.Output)) {
 			diffs = append(diffs, fmt.Sprintf("output: got %s, want %s", jsonText(d.Output), jsonText(e.Output)))
+		}
+	}
+	if e.Description != nil {
+		got := "(none)"
+		if d.Description != nil {
+			got = *d.Description
+		}
+		if got != *e.Description {
+			diffs = append(diffs, fmt.Sprintf("description: got %q, want %q", got, *e.Description))
 		}
 	}
 	if e.Monitored != nil {

@@ -140,7 +140,7 @@ type Case struct {
 }
 
 // Step is one event of a case. Exactly one of Turn, TurnEnd, Before, After,
-// Input, Output and Advance is set.
+// Input, Output, Tools, Resource and Advance is set.
 type Step struct {
 	// Turn starts a new turn.
 	Turn bool `yaml:"turn"`
@@ -155,6 +155,11 @@ type Step struct {
 	Input *InputSpec `yaml:"input"`
 	// Output decides the model's output (Session.Output).
 	Output *OutputSpec `yaml:"output"`
+	// Tools decides whether a client is shown a tool (Session.Tools).
+	Tools *ToolSpec `yaml:"tools"`
+	// Resource decides a read of an MCP resource or prompt
+	// (Session.Resource).
+	Resource *ResourceSpec `yaml:"resource"`
 	// Result is the tool's result: is_error, content and any other fields.
 	Result map[string]any `yaml:"result"`
 	// Advance moves the clock, e.g. 30s.
@@ -192,6 +197,9 @@ type Expect struct {
 	// Output is the rewritten output (output-phase modify): its text, and
 	// its content when given.
 	Output map[string]any `yaml:"output" json:"output,omitempty"`
+	// Description is the tool's rewritten description (tools-phase
+	// modify).
+	Description *string `yaml:"description" json:"description,omitempty"`
 	// Monitored is what a monitored rule would have decided (monitor
 	// mode): its rule and verdict, and code when given; "none" as its
 	// rule asserts that no monitored rule matched.
@@ -225,6 +233,45 @@ type OutputSpec struct {
 	Content any       `yaml:"content"`
 	CallID  string    `yaml:"call_id"`
 	Agent   AgentSpec `yaml:"agent"`
+}
+
+// ToolSpec is a tool about to be shown, as written in a test file.
+type ToolSpec struct {
+	// Tool is the name the policy sees (mcp__SERVER__TOOL).
+	Tool        string    `yaml:"tool"`
+	Name        string    `yaml:"name"`
+	Title       string    `yaml:"title"`
+	Description string    `yaml:"description"`
+	InputSchema any       `yaml:"input_schema"`
+	Agent       AgentSpec `yaml:"agent"`
+}
+
+// Definition converts the spec to an eval.ToolDefinition.
+func (t ToolSpec) Definition() eval.ToolDefinition {
+	return eval.ToolDefinition{Tool: t.Tool, Name: t.Name, Title: t.Title, Description: t.Description,
+		InputSchema: jsonValue(t.InputSchema), Agent: eval.Agent{Name: t.Agent.Name, IDs: t.Agent.IDs}}
+}
+
+// ResourceSpec is a read of a resource or prompt as written in a test
+// file.
+type ResourceSpec struct {
+	Server    string            `yaml:"server"`
+	Kind      string            `yaml:"kind"`
+	URI       string            `yaml:"uri"`
+	Name      string            `yaml:"name"`
+	Arguments map[string]string `yaml:"arguments"`
+	Agent     AgentSpec         `yaml:"agent"`
+}
+
+// Resource converts the spec to an eval.Resource; kind defaults to
+// resource.
+func (r ResourceSpec) Resource() eval.Resource {
+	kind := r.Kind
+	if kind == "" {
+		kind = eval.KindResource
+	}
+	return eval.Resource{Server: r.Server, Kind: kind, URI: r.URI, Name: r.Name, Arguments: r.Arguments,
+		Agent: eval.Agent{Name: r.Agent.Name, IDs: r.Agent.IDs}}
 }
 
 // Input converts the spec to an eval.Input.
@@ -423,6 +470,12 @@ func (st Step) validate() (policy.Code, error) {
 	if st.Output != nil {
 		n++
 	}
+	if st.Tools != nil {
+		n++
+	}
+	if st.Resource != nil {
+		n++
+	}
 	if st.Advance != "" {
 		n++
 		if d, err := time.ParseDuration(st.Advance); err != nil || d < 0 {
@@ -431,13 +484,13 @@ func (st Step) validate() (policy.Code, error) {
 	}
 	switch {
 	case n != 1:
-		return policy.CodeInvalidValue, fmt.Errorf("give exactly one of turn, turn_end, before, after, input, output and advance")
+		return policy.CodeInvalidValue, fmt.Errorf("give exactly one of turn, turn_end, before, after, input, output, tools, resource and advance")
 	case st.After != nil && st.Result == nil:
 		return policy.CodeMissingField, fmt.Errorf("an after step needs a result")
 	case st.Result != nil && st.After == nil:
 		return policy.CodeInvalidValue, fmt.Errorf("result goes with an after step")
-	case st.Expect != nil && st.Before == nil && st.After == nil && !st.TurnEnd && st.Input == nil && st.Output == nil:
-		return policy.CodeInvalidValue, fmt.Errorf("expect goes with a before, after, turn_end, input or output step")
+	case st.Expect != nil && st.Before == nil && st.After == nil && !st.TurnEnd && st.Input == nil && st.Output == nil && st.Tools == nil && st.Resource == nil:
+		return policy.CodeInvalidValue, fmt.Errorf("expect goes with a before, after, turn_end, input, output, tools or resource step")
 	case st.Repeat < 0:
 		return policy.CodeInvalidValue, fmt.Errorf("repeat must not be negative")
 	}

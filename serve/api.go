@@ -344,7 +344,15 @@ func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, ca
 		d.PolicyDigest = s.eng.PolicySet().Digest()
 	}
 	s.metrics.decided(host, d, time.Since(start))
+	s.noteHost(d, host)
 	return d
+}
+
+// noteHost tells the console which host decision d came through.
+func (s *Server) noteHost(d eval.Decision, host string) {
+	if s.console != nil {
+		s.console.feed.noteHost(d.DecisionID, host)
+	}
 }
 
 // faulted is the decision of f that returned err with d: eval's own

@@ -55,7 +55,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		// Respond recovers a panic of its own; the deadline is kept here.
 		if s.workers.run(ctx, func() {
 			rev, rresp = hooks.Respond(ctx, host, body, false, func(ctx context.Context, ev hooks.Event) (hooks.Response, error) {
-				return s.hookEvent(ctx, host, ev)
+				return s.hookEvent(ctx, host, ev, "")
 			})
 		}) {
 			ev, resp = rev, rresp
@@ -100,7 +100,10 @@ func (s *Server) hookFail(host hooks.Host, body []byte, code, reason string) (ho
 }
 
 // hookEvent decides one decoded event in the server's sessions.
-func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event) (hooks.Response, error) {
+// want, when not empty, is the policy digest the caller expects (the
+// hook's daemon client): a project whose set in force differs reads its
+// policies again first.
+func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event, want string) (hooks.Response, error) {
 	switch ev.Kind {
 	case hooks.KindIgnore:
 		return host.Encode(ev, eval.Decision{}), nil
@@ -112,6 +115,12 @@ func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event)
 	if len(ev.SessionID) > maxSessionID {
 		return hooks.Response{}, fmt.Errorf("the session id is longer than %d bytes", maxSessionID)
 	}
+	// The layers the hook run in the event's directory reads: its
+	// project's (the composition root keeps one compiled set per project).
+	guard, err := s.guard.ForWorkDir(ev.Cwd, want)
+	if err != nil {
+		return hooks.Response{}, err
+	}
 	sess, created, err := s.sessions.get(ev.SessionID, s.cfg.Now(), func() *session {
 		return &session{Session: s.eng.NewSession(ev.SessionID, ev.Meta)}
 	})
@@ -121,20 +130,24 @@ func (s *Server) hookEvent(ctx context.Context, host hooks.Host, ev hooks.Event)
 	}
 	if created {
 		s.metrics.sessions.Set(float64(s.sessions.len()))
-		if ev.Kind == hooks.KindSessionStart {
-			if err := sess.Open(ctx); err != nil {
+	}
+	h, hcreated := sess.on(guard.Engine(), s.eng, ev.Meta)
+	if (created || hcreated) && ev.Kind == hooks.KindSessionStart {
+		if err := h.Open(ctx); err != nil {
+			if created {
 				s.sessions.remove(ev.SessionID)
-				return hooks.Response{}, err
 			}
+			return hooks.Response{}, err
 		}
 	}
 	start := time.Now()
-	d, err := hooks.Decide(ctx, sess.Session, ev)
+	d, err := hooks.Decide(ctx, h, ev)
 	if err != nil {
 		return hooks.Response{}, err
 	}
 	if d.Verdict != policy.VerdictUnspecified { // a session start or a new turn decides nothing
 		s.metrics.decided(host.Name(), d, time.Since(start))
+		s.noteHost(d, host.Name())
 	}
 	return host.Encode(ev, d), nil
 }

@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,6 +93,10 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Unwrap lets http.ResponseController reach the connection's writer (the
+// console's and the MCP gateway's event streams flush through it).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // observe logs and counts every request, and answers a panic outside a
 // decision (which recovers its own) with 500.
 func (s *Server) observe(mux *http.ServeMux) http.Handler {
@@ -113,6 +118,9 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 			s.metrics.requests.WithLabelValues(route, fmt.Sprint(sw.status)).Inc()
 			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
 		}()
+		if strings.HasPrefix(r.URL.Path, "/ui/") {
+			securityHeaders(sw) // the console's headers on the mux's own answers too (a redirect to a clean path)
+		}
 		mux.ServeHTTP(sw, r)
 	})
 }

@@ -55,9 +55,21 @@ type Route struct {
 	// 200 with the host's deny, because Claude Code runs the call on any
 	// other answer).
 	SelfAuth bool
+	// Console routes are the web console's (/ui/, docs/console.md): HTML
+	// for a browser, authenticated by the console's session cookie that a
+	// login with the operator token opens, never by a bearer header, and
+	// every POST same-origin with the session's CSRF token. They are the
+	// Operator principal's: the agents' token gets 403 on every one, and
+	// without an operator token they answer 403 operator_disabled. They
+	// are not in openapi.json (not an API).
+	Console bool
 
-	handle   func(*Server, http.ResponseWriter, *http.Request)
-	disabled string // the code of a 403 when the principal has no token
+	handle func(*Server, http.ResponseWriter, *http.Request)
+	// consolePublic console routes need no console session (the login
+	// form, the style sheet and the script); the other console checks
+	// still apply.
+	consolePublic bool
+	disabled      string // the code of a 403 when the principal has no token
 }
 
 // routeTable is every route the server answers, with who may call it. A
@@ -78,16 +90,38 @@ var routeTable = []Route{
 	{Method: "GET", Path: "/v1/status", Principal: Agent, What: "whether the server is ready, its version and the digest of the policy set in force", handle: (*Server).status},
 	{Method: "GET", Path: "/metrics", Principal: Agent, What: "Prometheus metrics", handle: (*Server).metricsRoute},
 	{Method: "GET", Path: "/openapi.json", Principal: Agent, What: "the OpenAPI document of these routes", handle: (*Server).openapi},
+	{Method: "POST", Path: "/mcp", Principal: Agent, What: "the MCP gateway (streamable HTTP): a client's requests to the MCP servers it fronts", handle: (*Server).mcpRoute},
+	{Method: "GET", Path: "/mcp", Principal: Agent, What: "the MCP gateway: a session's stream of server messages", handle: (*Server).mcpRoute},
+	{Method: "DELETE", Path: "/mcp", Principal: Agent, What: "the MCP gateway: end a session", handle: (*Server).mcpRoute},
 
 	{Method: "DELETE", Path: "/v1/sessions/{id}", Principal: Operator, What: "forget a session and its state (its counters start again)", handle: (*Server).deleteSession},
 	{Method: "POST", Path: "/v1/halt", Principal: Operator, What: "halt every session of an agent, repository or organisation", handle: (*Server).halt},
 	{Method: "DELETE", Path: "/v1/halt", Principal: Operator, What: "lift a fleet halt", handle: (*Server).halt},
 	{Method: "GET", Path: "/v1/status/details", Principal: Operator, What: "the status in full: reloads and the last reload error, the store, the sessions held, the bundles", handle: (*Server).statusDetails},
+	{Method: "POST", Path: "/v1/mcp/pins/accept", Principal: Operator, What: "accept the changed definition of a tool the MCP gateway refused (tool_changed)", handle: (*Server).acceptPin},
 	{Method: "POST", Path: "/v1/reload", Principal: Operator, What: "read and compile the policies again now", handle: (*Server).reload},
 	{Method: "GET", Path: "/v1/approvals", Principal: Operator, What: "the pending requests and grants of every session this server holds", handle: (*Server).listAllApprovals, disabled: CodeApprovalsDisabled},
 	{Method: "GET", Path: "/v1/sessions/{id}/approvals", Principal: Operator, What: "a session's pending requests and grants", handle: (*Server).listApprovals, disabled: CodeApprovalsDisabled},
 	{Method: "POST", Path: "/v1/sessions/{id}/approvals", Principal: Operator, What: "approve a request, once or for the session", handle: (*Server).approve, disabled: CodeApprovalsDisabled},
 	{Method: "DELETE", Path: "/v1/sessions/{id}/approvals/{approval}", Principal: Operator, What: "revoke a grant or drop a request", handle: (*Server).revoke, disabled: CodeApprovalsDisabled},
+
+	// The web console (console.go, docs/console.md).
+	{Method: "GET", Path: "/ui", Principal: Operator, Console: true, consolePublic: true, What: "the console: a redirect to /ui/", handle: func(_ *Server, w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+	}},
+	{Method: "GET", Path: "/ui/login", Principal: Operator, Console: true, consolePublic: true, What: "the console's login form", handle: (*Server).consoleLoginPage},
+	{Method: "POST", Path: "/ui/login", Principal: Operator, Console: true, consolePublic: true, What: "log in to the console with the operator token", handle: (*Server).consoleLogin},
+	{Method: "GET", Path: "/ui/static/{file}", Principal: Operator, Console: true, consolePublic: true, What: "the console's script and style sheet", handle: (*Server).consoleStatic},
+	{Method: "POST", Path: "/ui/logout", Principal: Operator, Console: true, What: "log out of the console", handle: (*Server).consoleLogout},
+	{Method: "GET", Path: "/ui/{$}", Principal: Operator, Console: true, What: "the approvals inbox: every pending request", handle: (*Server).consoleInbox},
+	{Method: "GET", Path: "/ui/inbox", Principal: Operator, Console: true, What: "the inbox's list of pending requests, for the live update", handle: (*Server).consoleInboxList},
+	{Method: "GET", Path: "/ui/events", Principal: Operator, Console: true, What: "server-sent events: the pending requests changed", handle: (*Server).consoleEvents},
+	{Method: "POST", Path: "/ui/answer", Principal: Operator, Console: true, What: "approve a request once or for the session, or deny it", handle: (*Server).consoleAnswer},
+	{Method: "GET", Path: "/ui/decisions", Principal: Operator, Console: true, What: "the recent decisions, searchable, and per-rule counts", handle: (*Server).consoleDecisions},
+	{Method: "GET", Path: "/ui/sessions/{id}", Principal: Operator, Console: true, What: "a session: its calls in order, counters and facts", handle: (*Server).consoleSession},
+	{Method: "GET", Path: "/ui/playground", Principal: Operator, Console: true, What: "the playground: a policy and a call", handle: (*Server).consolePlayground},
+	{Method: "POST", Path: "/ui/playground", Principal: Operator, Console: true, What: "decide a call with a policy in a throwaway engine", handle: (*Server).consolePlayground},
+	{Method: "GET", Path: "/ui/policy", Principal: Operator, Console: true, What: "the policy set in force, layer by layer", handle: (*Server).consolePolicy},
 }
 
 // Routes returns the route table: every route of the server with the
@@ -99,7 +133,9 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range routeTable {
 		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
-		if !rt.SelfAuth {
+		if rt.Console {
+			h = s.authorizeConsole(rt, h)
+		} else if !rt.SelfAuth {
 			h = s.authorize(rt, h)
 		}
 		mux.Handle(rt.Method+" "+rt.Path, h)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -56,6 +57,9 @@ func Run(ctx context.Context, listeners []net.Listener, cfg Config) error {
 		}()
 		log.Info("celguard serve listening", "address", Address(ln, cfg.TLS != nil), "policy_digest", srv.Status().PolicyDigest,
 			"store", srv.Status().Store, "auth", cfg.Token != "", "operator", cfg.OperatorToken != "", "tls", cfg.TLS != nil)
+		if cfg.OperatorToken != "" && ln.Addr().Network() == "tcp" {
+			log.Info("the operator's console", "url", strings.TrimSuffix(Address(ln, cfg.TLS != nil), "/")+"/ui/")
+		}
 	}
 	select {
 	case err = <-served:
@@ -76,6 +80,11 @@ func Run(ctx context.Context, listeners []net.Listener, cfg Config) error {
 	}
 	// The decision log and the telemetry export (flushed within its
 	// bound).
+	if srv.mcp != nil {
+		if cerr := srv.mcp.Close(); cerr != nil {
+			log.Warn("closing the MCP gateway", "error", cerr)
+		}
+	}
 	if cerr := srv.Guard().Close(); err == nil && cerr != nil {
 		err = cerr
 	}

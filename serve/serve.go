@@ -24,6 +24,14 @@
 // call on any answer that is not a 2xx. The routes are described by the
 // OpenAPI document served at /openapi.json (openapi.json in this
 // directory).
+//
+// With an operator token it also serves the operator's web console at
+// /ui/ (console.go; docs/console.md): server-rendered HTML (html/template)
+// and one small script, embedded with go:embed, no front-end toolchain and
+// no third-party asset; operator only, through a session cookie that a
+// login with the operator token opens, CSRF tokens and same-origin checks
+// on every POST, and a strict Content-Security-Policy with no inline
+// script.
 package serve
 
 import (
@@ -32,6 +40,7 @@ import (
 	"crypto/tls"
 	_ "embed"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -81,6 +90,8 @@ const (
 	CodeAlwaysRefused     = "always_refused"     // HTTP 403: scope "always" is not given over HTTP
 	CodeMandatoryRule     = "mandatory_rule"     // HTTP 403: no approval lifts a mandatory rule
 	CodeNoSuchRequest     = "no_such_request"    // HTTP 404: no such pending request or grant
+	CodeMCPDisabled       = "mcp_disabled"       // HTTP 404: the server fronts no MCP server (no Config.MCP)
+	CodePinNotPending     = "pin_not_pending"    // HTTP 404: no changed definition of that tool is waiting
 )
 
 // NoApprovalsReason ends a hook endpoint's refusal of an ask (Codex,
@@ -147,6 +158,26 @@ type Config struct {
 	// Started, when set, is called once the server is built, before it
 	// answers (the command line prints its warnings there).
 	Started func(*Server)
+
+	// MCP, when set, builds the MCP gateway the server answers at /mcp
+	// (MCP's streamable HTTP transport, the agents' token) over the
+	// server's own engine: the composition (cmd/celguard) passes
+	// mcpproxy's constructor, which serve cannot import. The operator
+	// accepts a changed tool definition at /v1/mcp/pins/accept.
+	MCP func(context.Context, *celguard.Guard) (MCPGateway, error)
+}
+
+// MCPGateway is an MCP proxy served inside the server (mcpproxy.Proxy, as
+// the composition adapts it).
+type MCPGateway interface {
+	// Handler answers MCP's streamable HTTP transport.
+	Handler() http.Handler
+	// AcceptPin accepts the changed definition of server's tool the
+	// gateway refused, and returns the digest now pinned; an error that
+	// is fs.ErrNotExist when none is waiting.
+	AcceptPin(server, tool string) (string, error)
+	// Close stops the gateway's upstream servers.
+	Close() error
 }
 
 // Server decides over HTTP. Make one with New; it is safe for concurrent
@@ -161,7 +192,13 @@ type Server struct {
 	hosts    map[string]hooks.Host
 	handler  http.Handler
 	log      *slog.Logger
-	draining atomic.Bool
+	// mcp is the MCP gateway (Config.MCP), and mcpHandler its handler.
+	mcp        MCPGateway
+	mcpHandler http.Handler
+	draining   atomic.Bool
+	// console is the operator's web console (/ui/), nil without an
+	// operator token.
+	console *console
 
 	// mu guards the reload state.
 	mu        sync.Mutex
@@ -198,12 +235,24 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ecfg := cfg.Engine
+	// One server, many repositories: each hook event is decided with the
+	// project layer of its working directory (celguard.Guard.ForWorkDir).
+	ecfg.PerProject = true
 	ecfg.DecisionMetadata = true
 	if ecfg.Approver == nil {
 		ecfg.Approver = celguard.DeferAsks
 	}
+	var con *console
 	if cfg.OperatorToken != "" {
 		ecfg.ApprovalRequests = true
+		// The console keeps the recent decisions, masked as the
+		// decision log masks them.
+		con = newConsole()
+		if ecfg.DecisionSink != nil {
+			ecfg.DecisionSink = teeSinks{ecfg.DecisionSink, con.feed}
+		} else {
+			ecfg.DecisionSink = con.feed
+		}
 	}
 	guard, err := ecfg.Load(context.Background())
 	if err != nil {
@@ -211,7 +260,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	eng := guard.Engine()
 	s := &Server{cfg: cfg, guard: guard, eng: eng, log: log, loadedAt: time.Now().UTC(),
-		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}}
+		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}, console: con}
 	s.metrics = newMetrics(s)
 	hopts := cfg.HookOptions
 	if cfg.OperatorToken == "" {
@@ -225,9 +274,19 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.hosts[name] = h
 	}
+	if cfg.MCP != nil {
+		if s.mcp, err = cfg.MCP(context.Background(), guard); err != nil {
+			guard.Close()
+			return nil, fmt.Errorf("serve: the MCP gateway: %w", err)
+		}
+		s.mcpHandler = s.mcp.Handler()
+	}
 	s.handler = s.routes()
 	return s, nil
 }
+
+// MCP is the server's MCP gateway, nil without Config.MCP.
+func (s *Server) MCP() MCPGateway { return s.mcp }
 
 // Handler returns the server's routes.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -240,8 +299,14 @@ func (s *Server) Guard() *celguard.Guard { return s.guard }
 func (s *Server) Engine() *eval.Engine { return s.eng }
 
 // Drain makes /readyz answer 503, so that a load balancer stops sending
-// requests before the server shuts down.
-func (s *Server) Drain() { s.draining.Store(true) }
+// requests before the server shuts down, and ends the console's event
+// streams.
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	if s.console != nil {
+		s.console.close()
+	}
+}
 
 // Reload reads the policy sources again and, when they changed since the
 // last attempt (by digest) or force is set, compiles them and puts the new

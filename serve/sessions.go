@@ -30,6 +30,36 @@ type session struct {
 	agent eval.Agent
 	// last is when the session was last used (guarded by the table's mu).
 	last time.Time
+
+	// others are the session's handles on the engines of the other
+	// projects its hook events came from (celguard.Guard.ForWorkDir), by
+	// engine. They share the session's state through the engines' store.
+	mu     sync.Mutex
+	others map[*eval.Engine]*eval.Session
+}
+
+// maxOtherHandles bounds a session's handles on other projects' engines;
+// past it they are dropped (and made again, from the store, when needed).
+const maxOtherHandles = 16
+
+// on is the session's handle on eng, made with meta when there is none
+// (created says so); the session itself when eng is the server's own
+// engine (primary).
+func (s *session) on(eng, primary *eval.Engine, meta map[string]any) (h *eval.Session, created bool) {
+	if eng == nil || eng == primary {
+		return s.Session, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, ok := s.others[eng]; ok {
+		return h, false
+	}
+	if s.others == nil || len(s.others) >= maxOtherHandles {
+		s.others = map[*eval.Engine]*eval.Session{}
+	}
+	h = eng.NewSession(s.ID(), meta)
+	s.others[eng] = h
+	return h, true
 }
 
 // agentOr is a, or the session's agent when a names none.
@@ -65,6 +95,15 @@ func (t *sessionTable) get(id string, now time.Time, create func() *session) (s 
 	s.last = now
 	t.m[id] = s
 	return s, true, nil
+}
+
+// lookup returns the session id if the table holds it (and it is not
+// idle), without making one or counting it as used.
+func (t *sessionTable) lookup(id string) (*session, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.m[id]
+	return s, ok
 }
 
 // remove forgets the session id; ok says whether there was one.

@@ -57,6 +57,8 @@ func Attributes(rec *decisionlog.Record) []attribute.KeyValue {
 		str("celguard.approval.outcome", string(ap.Outcome))
 		str("celguard.approval.rule.id", ap.Rule)
 		str("celguard.approval.request.id", ap.Request)
+		// Who answered, when a person did in the console of celguard serve.
+		str("celguard.approval.operator", rec.Metadata["operator"])
 	}
 	if len(rec.Modified) > 0 {
 		a = append(a, attribute.StringSlice("celguard.modified_by", rec.Modified))

@@ -18,10 +18,23 @@ func newDoctorCmd(sio stdio) *cobra.Command {
 		Use:   "doctor [HOST...]",
 		Short: "Check that celguard's hooks guard each host as installed",
 		Long: `Doctor checks celguard's hooks in the project's settings (under the current
-directory) and the user's (under the home directory) of each HOST
-(claude-code, codex, gemini, cursor; all of them when none is named):
+directory), the user's (under the home directory) and the managed
+(administrator) settings of each HOST (claude-code, codex, gemini, cursor;
+all of them when none is named), and prints each file with its scope:
 
   - a celguard hook is registered for every event celguard needs;
+  - the installed command, run as the host runs it (sh -c, the event on
+    stdin, in the current directory), answers one real decision: an
+    ordinary call (the shell tool running ls) in a session of its own.
+    Doctor prints what it answered; a hook that fails on it (a policy that
+    does not compile, a --server that is down) refuses every call and
+    fails the check, and so does one that fails open. The decision is a
+    real one: a decision log records it;
+  - the hook is installed in one scope only: installed in two (the user's
+    and the project's), the host runs both and every call is decided, and
+    counted, twice;
+  - Codex installed in projects only: which projects it leaves unguarded
+    (those without the hook or that Codex does not trust);
   - the binary the hook runs exists at an absolute path, and neither it nor
     a directory above it can be written or re-permissioned by you, and so by
     the agent, whose commands run as you (a missing binary lets every call
@@ -92,7 +105,7 @@ func printChecks(w io.Writer, cwd string, checks []setup.Check) (code int, insta
 			if rel, err := filepath.Rel(cwd, c.Settings); err == nil && !strings.HasPrefix(rel, "..") {
 				shown = rel
 			}
-			head += "  " + shown
+			head += "  " + shown + " (" + c.Scope.String() + " scope)"
 		}
 		if head != last {
 			fmt.Fprintln(w, head)

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/celguard/celguard/cmd/celguard/internal/input"
 	"github.com/celguard/celguard/cmd/celguard/internal/output"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/input"
 	"github.com/celguard/celguard/policy"
 )
 

@@ -306,9 +306,9 @@ func hookEngine(sel selection, dopts decisionOptions, sd *statedir.Dir) (*eval.E
 
 // hookInstallParams is what `celguard hook install HOST` was asked to do.
 type hookInstallParams struct {
-	user, project bool
-	dryRun        bool
-	command       string
+	user, project, managed bool
+	dryRun                 bool
+	command                string
 	hookOptions
 	stdio
 }
@@ -316,16 +316,35 @@ type hookInstallParams struct {
 func newHookInstallCmd(sio stdio) *cobra.Command {
 	var p hookInstallParams
 	cmd := &cobra.Command{
-		Use:   "install HOST [--project|--user] [--dry-run]",
+		Use:   "install HOST [--project|--user|--managed] [--dry-run]",
 		Short: "Add celguard's hooks to a host's settings file",
 		Long: `Install merges celguard's hook configuration into HOST's settings file:
 
   claude-code  .claude/settings.json  (--user: ~/.claude/settings.json)
-  codex        .codex/hooks.json      (--user: ~/.codex/hooks.json)
+  codex        ~/.codex/hooks.json    (--project: .codex/hooks.json)
   gemini       .gemini/settings.json  (--user: ~/.gemini/settings.json)
   cursor       .cursor/hooks.json     (--user: ~/.cursor/hooks.json)
 
-The project files are under the current directory. Everything already in the
+The project files are under the current directory. Codex installs for the
+user by default: it runs a project's hooks only in a project it trusts, and
+skips them without a word elsewhere, so --project refuses in a project
+Codex does not trust.
+
+--managed writes the host's managed (administrator) settings, which the
+host applies above the user's and the project's and which neither the user
+nor the agent can change; it needs an administrator (sudo):
+
+  claude-code  /etc/claude-code/managed-settings.json
+               (macOS: /Library/Application Support/ClaudeCode/,
+               Windows: C:\Program Files\ClaudeCode\)
+  gemini       /etc/gemini-cli/settings.json ($GEMINI_CLI_SYSTEM_SETTINGS_PATH;
+               macOS: /Library/Application Support/GeminiCli/,
+               Windows: C:\ProgramData\gemini-cli\)
+  codex        none celguard writes: Codex's managed hooks are TOML in
+               /etc/codex/requirements.toml
+  cursor       none celguard writes
+
+Everything already in the
 file stays: other settings, other hooks, the order of keys. A celguard hook
 already there for HOST is updated in place, so installing twice changes
 nothing. --dry-run prints the change as a diff and writes nothing.
@@ -359,12 +378,13 @@ warns. Install celguard where only an administrator can write (for example
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&p.project, "project", false, "install into the project's settings under the current directory (the default)")
-	f.BoolVar(&p.user, "user", false, "install into the user's settings under the home directory")
+	f.BoolVar(&p.project, "project", false, "install into the project's settings under the current directory (the default, except for Codex)")
+	f.BoolVar(&p.user, "user", false, "install into the user's settings under the home directory (Codex's default)")
+	f.BoolVar(&p.managed, "managed", false, "install into the host's managed (administrator) settings, which the user and the agent cannot change")
 	f.BoolVar(&p.dryRun, "dry-run", false, "print the change as a diff; write nothing")
 	f.StringVar(&p.command, "command", "", "the celguard binary the host runs (default: this binary's absolute path)")
 	p.addFlags(f)
-	cmd.MarkFlagsMutuallyExclusive("project", "user")
+	cmd.MarkFlagsMutuallyExclusive("project", "user", "managed")
 	return cmd
 }
 
@@ -392,10 +412,13 @@ func runHookInstall(host string, p hookInstallParams) int {
 		return exitOK
 	}
 	if err := writeSettings(t.path, updated); err != nil {
+		if t.scope == setup.ScopeManaged && errors.Is(err, os.ErrPermission) {
+			err = fmt.Errorf("%w (managed settings are the administrator's: run it with sudo)", err)
+		}
 		fmt.Fprintf(p.stderr, "celguard hook install: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(p.stdout, "%s: installed celguard's %s hooks (%s)\n", shown, host, strings.Join(setup.HookEvents(host), ", "))
+	fmt.Fprintf(p.stdout, "%s: installed celguard's %s hooks in the %s scope (%s)\n", shown, host, t.scope, strings.Join(setup.HookEvents(host), ", "))
 	return installNotes(host, t.path, t.old, updated, t.scope, t.cwd, t.home, p.stdio)
 }
 
@@ -416,12 +439,22 @@ func (p *hookInstallParams) target(host string) (installTarget, error) {
 		return t, err
 	}
 	t.scope = setup.ScopeProject
-	if p.user {
+	switch {
+	case p.user, host == hooks.Codex && !p.project && !p.managed:
+		// Codex runs the user's hooks in every project, a project's only
+		// where it trusts the project.
 		t.scope = setup.ScopeUser
+	case p.managed:
+		t.scope = setup.ScopeManaged
 	}
 	var err error
 	if t.cwd, err = os.Getwd(); err != nil {
 		return t, err
+	}
+	if host == hooks.Codex && t.scope == setup.ScopeProject {
+		if err := codexProjectTrusted(t.cwd); err != nil {
+			return t, err
+		}
 	}
 	home, herr := os.UserHomeDir()
 	if t.scope == setup.ScopeUser && herr != nil {
@@ -443,6 +476,29 @@ func (p *hookInstallParams) target(host string) (installTarget, error) {
 		fmt.Fprintf(p.stderr, "celguard hook install: warning: %s\n", w)
 	}
 	return t, p.hookOptions.absolute()
+}
+
+// codexProjectTrusted refuses a project install where Codex would not run
+// it: in a project its config.toml does not trust.
+func codexProjectTrusted(cwd string) error {
+	home, err := os.UserHomeDir()
+	config := filepath.Join(home, ".codex", "config.toml")
+	if ch := os.Getenv("CODEX_HOME"); ch != "" {
+		config, err = filepath.Join(ch, "config.toml"), nil
+	}
+	if err != nil {
+		return fmt.Errorf("no home directory to find Codex's config.toml: %v", err)
+	}
+	data, err := os.ReadFile(config)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return describe(err)
+	}
+	if setup.CodexProjectTrusted(data, cwd) {
+		return nil
+	}
+	return fmt.Errorf("codex would not run a hook installed here: it loads .codex/hooks.json only in a project it trusts, "+
+		"and %s is not trusted in %s, so every call would run unguarded. Install for the user instead (celguard hook install codex, "+
+		"the default), or trust the project first (add to %s:\n[projects.%q]\ntrust_level = \"trusted\"\n) and install again", cwd, config, config, cwd)
 }
 
 // installNotes prints what the host needs beyond its settings file: Codex

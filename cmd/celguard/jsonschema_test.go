@@ -22,6 +22,8 @@ func outputSchemas(t *testing.T) map[string]*jsonschema.Schema {
 		"test":     filepath.Join("..", "..", "docs", "schema", "test.schema.json"),
 		"lint":     filepath.Join("..", "..", "docs", "lint-json.schema.json"),
 		"log":      filepath.Join("..", "..", "docs", "schema", "decision-log.schema.json"),
+		"replay":   filepath.Join("..", "..", "docs", "schema", "replay.schema.json"),
+		"diff":     filepath.Join("..", "..", "docs", "schema", "diff.schema.json"),
 	}
 	urls := map[string]string{}
 	for name, f := range files {
@@ -48,6 +50,15 @@ func outputSchemas(t *testing.T) map[string]*jsonschema.Schema {
 		out[name] = sch
 	}
 	return out
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
 
 // TestOutputsMatchTheirSchemas runs eval (decisions with a trace and an
@@ -142,6 +153,11 @@ rules:
 		{"eval --explain=json", "explain", true, []string{"eval", "--explain=json", "--policy", pol}, strings.ReplaceAll(stream, `args: {}`, `"args": {}`), ""},
 		{"lint", "lint", false, []string{"lint", "--format", "json", filepath.Join(dir, "p")}, "", ""},
 		{"test", "test", false, []string{"test", "--format", "json", "--coverage", filepath.Join(dir, "p")}, "", ""},
+		// After the eval that wrote the decision log: replay reads it, and
+		// the stream with its bad lines (the report's errors).
+		{"replay", "replay", false, []string{"replay", "--format", "json", "--policy", pol, logPath, write("stream.jsonl", stream)}, "", ""},
+		{"replay --monitor-report", "replay", false, []string{"replay", "--format", "json", "--monitor-report", logPath}, "", ""},
+		{"diff", "diff", false, []string{"diff", "--format", "json", "--base", pol, "--head", write("head/guard.yaml", strings.Replace(strings.Replace(mustRead(t, pol), "verdict: ask", "verdict: block", 1), "id: unused", "id: now-used", 1)), logPath}, "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -26,6 +26,8 @@ func TestMain(m *testing.M) {
 			// Scripts cannot give celguard a terminal; CELGUARD_TEST_TERMINAL=1
 			// says stdin is one. Only this test binary reads it.
 			stdinIsTerminal = func(io.Reader) bool { return os.Getenv("CELGUARD_TEST_TERMINAL") == "1" }
+			// CELGUARD_TEST_STDERR_TERMINAL=1 says stderr is one (replay's progress).
+			stderrIsTerminal = func(io.Writer) bool { return os.Getenv("CELGUARD_TEST_STDERR_TERMINAL") == "1" }
 			// The process tree of a test run is not the user's terminal;
 			// CELGUARD_TEST_AGENT_PARENT=NAME plays an agent host above it.
 			agentAncestor = func() (string, int, bool) {

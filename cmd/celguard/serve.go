@@ -19,6 +19,7 @@ import (
 
 	"github.com/celguard/celguard/cmd/celguard/internal/output"
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/mcpproxy"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
 	"github.com/celguard/celguard/stdlib/shell"
@@ -49,6 +50,9 @@ type serveParams struct {
 	sessionIdle time.Duration
 	logFormat   string
 	logLevel    string
+	mcpConfig   string // --mcp-config: the MCP gateway's servers
+	mcpPins     string // --mcp-pins
+	mcpTimeout  time.Duration
 	stdio
 }
 
@@ -149,6 +153,9 @@ that cannot reach the store is a block with code store_unavailable, and
 	f.DurationVar(&p.sessionIdle, "session-idle", serve.DefaultSessionIdle, "forget a session unused this long")
 	f.StringVar(&p.logFormat, "log-format", "text", "log format on stderr: text or json")
 	f.StringVar(&p.logLevel, "log-level", "info", "log level: debug (every request), info, warn or error")
+	f.StringVar(&p.mcpConfig, "mcp-config", "", "serve an MCP gateway at /mcp (streamable HTTP, the agents' token) in front of the servers this JSON file's mcpServers names (docs/mcp.md)")
+	f.StringVar(&p.mcpPins, "mcp-pins", "", "with --mcp-config: the pins file of the gateway's tool definitions (a changed one is refused until the operator accepts it: POST /v1/mcp/pins/accept)")
+	f.DurationVar(&p.mcpTimeout, "mcp-timeout", mcpproxy.DefaultCallTimeout, "with --mcp-config: the longest an MCP server may take to answer one request (upstream_failed past it)")
 	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
 	cmd.MarkFlagsMutuallyExclusive("listen", "unix")
 	cmd.MarkFlagsMutuallyExclusive("operator-token-file", "approver-token-file")
@@ -254,7 +261,7 @@ func (p serveParams) config(log *slog.Logger) (serve.Config, error) {
 	// The token files are the server's secrets: self-protection blocks a
 	// tool call that reads or writes one.
 	_, operatorPath := p.operatorFile()
-	for _, f := range []string{p.tokenFile, operatorPath} {
+	for _, f := range []string{p.tokenFile, operatorPath, p.mcpConfig, p.mcpPins} {
 		if f == "" {
 			continue
 		}
@@ -273,6 +280,13 @@ func (p serveParams) config(log *slog.Logger) (serve.Config, error) {
 			return serve.Config{}, fmt.Errorf("--tls-cert, --tls-key: %w", err)
 		}
 		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
+	if p.mcpConfig != "" {
+		if cfg.MCP, err = mcpGateway(p.mcpConfig, p.mcpPins, p.mcpTimeout, p.stderr, log); err != nil {
+			return serve.Config{}, err
+		}
+	} else if p.mcpPins != "" {
+		return serve.Config{}, errors.New("--mcp-pins needs --mcp-config")
 	}
 	cfg.Started = func(srv *serve.Server) {
 		set := srv.Engine().PolicySet()

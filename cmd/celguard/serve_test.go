@@ -480,8 +480,8 @@ func TestServeOperatorRoutesRefuseTheAgentToken(t *testing.T) {
 	}
 	n := 0
 	for _, rt := range serve.Routes() {
-		if rt.Principal != serve.Operator {
-			continue
+		if rt.Principal != serve.Operator || rt.Console {
+			continue // the console's routes take a console session, not a bearer token: serve/console_test.go
 		}
 		n++
 		path := strings.NewReplacer("{id}", "s1", "{approval}", "00000000").Replace(rt.Path)

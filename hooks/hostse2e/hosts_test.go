@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,7 +255,8 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 	m.Stream(sc.stream)
 	env := append(baseEnv(home, root), h.setup(t, home, url)...)
 
-	args := []string{"hook", "install", h.name, "--user", "--policy", policyFile, "--state-dir", state}
+	decisions := filepath.Join(root, "decisions.jsonl")
+	args := []string{"hook", "install", h.name, "--user", "--policy", policyFile, "--state-dir", state, "--decision-log", decisions}
 	if sc.missing {
 		args = append(args, "--command", filepath.Join(root, "gone", "celguard"))
 	}
@@ -299,6 +301,9 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 		}
 	})
 	sc.check(t, h.name, work, m, out)
+	if *updateRecords && !t.Failed() && slices.Contains(recordScenarios, sc.name) {
+		keepRecords(t, h.name, sc.name, root, home, decisions)
+	}
 }
 
 // addAfterModel registers celguard's Gemini hook for AfterModel too, as
@@ -410,8 +415,9 @@ func trustCodexHooks(t *testing.T, home string, installOut []byte) {
 }
 
 // checkDoctor runs `celguard doctor HOST` on the installed hooks, with the
-// host's command on PATH: the hooks are registered, the host's version is
-// the one tested and (Codex) the hooks are trusted. The binary check fails
+// host's command on PATH: the hooks are registered, the installed command
+// answers a real decision, the host's version is the one tested and
+// (Codex) the hooks are trusted. The binary check fails
 // (the test's celguard is in a temporary directory the user can write),
 // so the exit code is not checked.
 func checkDoctor(t *testing.T, celguard, bin string, h host, work string, env []string) {
@@ -426,7 +432,9 @@ func checkDoctor(t *testing.T, celguard, bin string, h host, work string, env []
 	}
 	outb, _ := cmd.CombinedOutput()
 	out := string(outb)
-	want := []string{"ok    a celguard hook for every event it needs", "ok    " + h.pkg.Bin + " " + h.pkg.Version + " (hooks tested with " + h.pkg.Version + ")"}
+	want := []string{"ok    a celguard hook for every event it needs", "ok    " + h.pkg.Bin + " " + h.pkg.Version + " (hooks tested with " + h.pkg.Version + ")",
+		// The installed command, run on one ordinary call, decided it.
+		"ok    the hook ran a real decision on an ordinary call"}
 	if h.name == "codex" {
 		want = append(want, "ok    Codex trusts every celguard hook as installed")
 	}

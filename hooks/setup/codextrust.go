@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -136,4 +137,13 @@ func codexHookHash(label string, group, handler *object) (string, error) {
 	s := strings.NewReplacer(`\u2028`, "\u2028", `\u2029`, "\u2029").Replace(strings.TrimSuffix(b.String(), "\n"))
 	sum := sha256.Sum256([]byte(s))
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// CodexProjectTrusted reports whether Codex trusts the project directory
+// dir, as its config.toml (config, the file's content) records it: Codex
+// loads a project's .codex/hooks.json only in a project it trusts, and
+// skips it without a word otherwise.
+func CodexProjectTrusted(config []byte, dir string) bool {
+	_, projects := parseCodexConfig(string(config))
+	return projects[filepath.Clean(dir)] == "trusted"
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,9 +47,11 @@ func (l Level) String() string {
 type Check struct {
 	Host     string
 	Settings string // the settings file checked; "" for the host as a whole
-	Level    Level
-	Message  string
-	Fix      string // what to do, for a warning or a failure
+	// Scope is the settings file's scope (meaningless when Settings is "").
+	Scope   InstallScope
+	Level   Level
+	Message string
+	Fix     string // what to do, for a warning or a failure
 }
 
 // DoctorEnv is where Doctor looks.
@@ -60,16 +65,35 @@ type DoctorEnv struct {
 	// (a run bounded by 30 s when nil: a Node.js CLI starts slowly on a
 	// loaded machine).
 	Version func(bin string) (string, error)
+	// ManagedPath is host's managed settings file (ManagedPath on this
+	// platform when nil); an error wrapping ErrNoManaged means none.
+	ManagedPath func(host string) (string, error)
+	// RunHook runs an installed hook command line on one event, as the
+	// host would (RunHookCommand in ProjectDir, bounded by 30 s, when nil).
+	RunHook func(command, dir string, event []byte) HookRun
+	// Now is the clock (time.Now when nil); it names doctor's session.
+	Now func() time.Time
 }
 
-// Doctor checks celguard's hooks for each host in hosts, in the project's
-// and the user's settings: that a hook is registered for every event
-// celguard needs, that the binary it runs exists at an absolute path the
-// user (and so the agent) cannot replace, that the host's version is one
-// the hooks were tested with, and what the host needs beyond the settings
-// (Codex: the hooks trusted; Gemini CLI and Claude Code: hooks not switched
-// off). A host with no celguard hook in either file gets one LevelWarn
-// check (LevelFail when required).
+func (e DoctorEnv) now() time.Time {
+	if e.Now == nil {
+		return time.Now()
+	}
+	return e.Now()
+}
+
+// Doctor checks celguard's hooks for each host in hosts, in the project's,
+// the user's and the managed (administrator) settings: that a hook is
+// registered for every event celguard needs, that the binary it runs exists
+// at an absolute path the user (and so the agent) cannot replace, that the
+// installed command answers one real decision (ProbeCommand, run as the
+// host runs it: a hook that fails on it refuses, or lets through, every
+// call), that it is installed in one scope only, that the host's version is
+// one the hooks were tested with, and what the host needs beyond the
+// settings (Codex: the hooks trusted, and which projects a project-scope
+// install leaves unguarded; Gemini CLI and Claude Code: hooks not switched
+// off). A host with no celguard hook in any file gets one LevelWarn check
+// (LevelFail when required).
 func Doctor(hosts []string, required bool, env DoctorEnv) []Check {
 	if env.LookPath == nil {
 		env.LookPath = exec.LookPath
@@ -80,13 +104,24 @@ func Doctor(hosts []string, required bool, env DoctorEnv) []Check {
 	if env.CodexHome == "" {
 		env.CodexHome = filepath.Join(env.HomeDir, ".codex")
 	}
+	if env.ManagedPath == nil {
+		env.ManagedPath = func(host string) (string, error) { return ManagedPath(host, runtime.GOOS) }
+	}
+	if env.RunHook == nil {
+		env.RunHook = func(command, dir string, event []byte) HookRun {
+			return RunHookCommand(context.Background(), command, dir, event, probeTimeout)
+		}
+	}
 	var out []Check
 	for _, host := range hosts {
-		found := false
-		for _, scope := range []InstallScope{ScopeProject, ScopeUser} {
+		var found []installed
+		for _, scope := range []InstallScope{ScopeProject, ScopeUser, ScopeManaged} {
 			path, err := settingsPathIn(host, scope, env)
+			if errors.Is(err, ErrNoManaged) {
+				continue
+			}
 			if err != nil {
-				out = append(out, Check{Host: host, Level: LevelFail, Message: err.Error()})
+				out = append(out, Check{Host: host, Scope: scope, Level: LevelFail, Message: err.Error()})
 				continue
 			}
 			data, err := os.ReadFile(path)
@@ -94,16 +129,25 @@ func Doctor(hosts []string, required bool, env DoctorEnv) []Check {
 				continue
 			}
 			if err != nil {
-				out = append(out, Check{Host: host, Settings: path, Level: LevelFail, Message: err.Error(), Fix: "make the settings file readable"})
+				out = append(out, Check{Host: host, Settings: path, Scope: scope, Level: LevelFail, Message: err.Error(), Fix: "make the settings file readable"})
 				continue
 			}
 			checks, ours := doctorSettings(host, scope, path, data, env)
+			for i := range checks {
+				checks[i].Scope = scope
+			}
 			if ours {
-				found = true
+				found = append(found, installed{scope: scope, path: path})
 				out = append(out, checks...)
 			}
 		}
-		if !found {
+		if len(found) > 1 {
+			out = append(out, duplicateCheck(host, found))
+		}
+		if host == hooks.Codex {
+			out = append(out, codexUnguarded(found, env)...)
+		}
+		if len(found) == 0 {
 			c := Check{Host: host, Level: LevelWarn, Message: "no celguard hook is installed", Fix: "celguard hook install " + host + " (--user for every project)"}
 			if required {
 				c.Level = LevelFail
@@ -116,7 +160,81 @@ func Doctor(hosts []string, required bool, env DoctorEnv) []Check {
 	return out
 }
 
+// installed is one settings file that holds celguard's hook for a host.
+type installed struct {
+	scope InstallScope
+	path  string
+}
+
+// duplicateCheck is the failure of a hook installed in more than one
+// scope: the host runs every one of them, so each call is decided, and
+// counted, by each.
+func duplicateCheck(host string, found []installed) Check {
+	info, _ := hooks.LookupHost(host)
+	var where []string
+	keep := found[len(found)-1] // the managed one, else the user's
+	for _, f := range found {
+		where = append(where, f.scope.String()+": "+f.path)
+	}
+	var drop []string
+	for _, f := range found {
+		if f != keep {
+			drop = append(drop, f.path)
+		}
+	}
+	return Check{Host: host, Level: LevelFail,
+		Message: fmt.Sprintf("celguard's hook is installed in %d scopes (%s): %s runs each of them for every event, so every call is decided, and counted against its limits, more than once", len(found), strings.Join(where, "; "), info.Title),
+		Fix:     fmt.Sprintf("keep the %s one and remove celguard's entries from %s", keep.scope, strings.Join(drop, " and "))}
+}
+
+// codexUnguarded lists the projects Codex runs without celguard when its
+// hook is installed in projects only: Codex loads a project's hooks.json
+// only in a project it trusts, so every project without the hook, or not
+// trusted, runs unguarded. The projects are those Codex's config.toml
+// records, and the current one.
+func codexUnguarded(found []installed, env DoctorEnv) []Check {
+	if len(found) == 0 {
+		return nil
+	}
+	for _, f := range found {
+		if f.scope != ScopeProject {
+			return nil
+		}
+	}
+	toml, _ := os.ReadFile(filepath.Join(env.CodexHome, "config.toml"))
+	_, projects := parseCodexConfig(string(toml))
+	dirs := slices.Sorted(maps.Keys(projects))
+	if !slices.Contains(dirs, env.ProjectDir) {
+		dirs = append(dirs, env.ProjectDir)
+	}
+	var unguarded []string
+	for _, dir := range dirs {
+		why := ""
+		data, err := os.ReadFile(filepath.Join(dir, ".codex", "hooks.json"))
+		v, perr := parseOrdered(data)
+		root, _ := v.(*object)
+		switch {
+		case err != nil || perr != nil || root == nil || len(ourCommands(hooks.Codex, root)) == 0:
+			why = "no celguard hook"
+		case projects[dir] != "trusted":
+			why = "not trusted, so its hooks are skipped"
+		}
+		if why != "" {
+			unguarded = append(unguarded, dir+" ("+why+")")
+		}
+	}
+	msg := "celguard's Codex hook is installed in projects only: Codex runs every project without it, or that it does not trust, unguarded, and every project it has not recorded"
+	if len(unguarded) > 0 {
+		msg += "; unguarded: " + strings.Join(unguarded, ", ")
+	}
+	return []Check{{Host: hooks.Codex, Level: LevelWarn, Message: msg,
+		Fix: "celguard hook install codex --user: Codex runs the user's hooks in every project"}}
+}
+
 func settingsPathIn(host string, scope InstallScope, env DoctorEnv) (string, error) {
+	if scope == ScopeManaged {
+		return env.ManagedPath(host)
+	}
 	if host == hooks.Codex && scope == ScopeUser {
 		info, _ := hooks.LookupHost(host)
 		return filepath.Join(env.CodexHome, info.SettingsFile), nil
@@ -128,17 +246,24 @@ func settingsPathIn(host string, scope InstallScope, env DoctorEnv) (string, err
 // celguard hook for host.
 func doctorSettings(host string, scope InstallScope, path string, data []byte, env DoctorEnv) (checks []Check, ours bool) {
 	add := func(l Level, msg, fix string) {
-		checks = append(checks, Check{Host: host, Settings: path, Level: l, Message: msg, Fix: fix})
+		checks = append(checks, Check{Host: host, Settings: path, Scope: scope, Level: l, Message: msg, Fix: fix})
 	}
 	flag := ""
-	if scope == ScopeUser {
+	switch scope {
+	case ScopeUser:
 		flag = " --user"
+	case ScopeManaged:
+		flag = " --managed"
+	case ScopeProject:
+		if host == hooks.Codex {
+			flag = " --project"
+		}
 	}
 	reinstall := "celguard hook install " + host + flag + " (with the options you use)"
 	v, err := parseOrdered(data)
 	root, _ := v.(*object)
 	if err != nil || root == nil {
-		return []Check{{Host: host, Settings: path, Level: LevelFail, Message: "the settings are not a JSON object", Fix: "repair the file, then " + reinstall}}, true
+		return []Check{{Host: host, Settings: path, Scope: scope, Level: LevelFail, Message: "the settings are not a JSON object", Fix: "repair the file, then " + reinstall}}, true
 	}
 	commands := ourCommands(host, root)
 	if len(commands) == 0 {
@@ -164,8 +289,12 @@ func doctorSettings(host string, scope InstallScope, path string, data []byte, e
 	if len(distinct) > 1 {
 		add(LevelWarn, fmt.Sprintf("the events run %d different celguard commands", len(distinct)), reinstall)
 	}
-	for c := range distinct {
-		checks = append(checks, binaryChecks(host, path, c, reinstall)...)
+	for _, c := range slices.Sorted(maps.Keys(distinct)) {
+		for _, bc := range binaryChecks(host, path, c, reinstall) {
+			bc.Scope = scope
+			checks = append(checks, bc)
+		}
+		checks = append(checks, probeCheck(host, path, scope, c, env))
 	}
 	switch host {
 	case hooks.Codex:

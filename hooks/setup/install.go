@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/celguard/celguard/hooks"
@@ -23,7 +24,51 @@ const (
 	ScopeProject InstallScope = iota
 	// ScopeUser is the user's settings, under the home directory.
 	ScopeUser
+	// ScopeManaged is the host's managed (administrator) settings, a
+	// system file above the user's and the project's that neither the user
+	// nor the agent can change (hooks.HostInfo.Managed).
+	ScopeManaged
 )
+
+// String names the scope as doctor and install print it.
+func (s InstallScope) String() string {
+	switch s {
+	case ScopeProject:
+		return "project"
+	case ScopeUser:
+		return "user"
+	case ScopeManaged:
+		return "managed"
+	}
+	return fmt.Sprintf("scope(%d)", int(s))
+}
+
+// ErrNoManaged is the error (errors.Is) of SettingsPath for ScopeManaged on
+// a host, or a platform, without managed settings celguard can write.
+var ErrNoManaged = errors.New("no managed settings")
+
+// ManagedPath is host's managed settings file on the platform goos
+// (runtime.GOOS), or an error wrapping ErrNoManaged that says why there is
+// none. Gemini CLI's GEMINI_CLI_SYSTEM_SETTINGS_PATH, which the CLI itself
+// honours, overrides its path.
+func ManagedPath(host, goos string) (string, error) {
+	info, err := hooks.LookupHost(host)
+	if err != nil {
+		return "", err
+	}
+	if host == hooks.Gemini {
+		if p := os.Getenv("GEMINI_CLI_SYSTEM_SETTINGS_PATH"); p != "" {
+			return p, nil
+		}
+	}
+	if p := info.Managed[goos]; p != "" {
+		return p, nil
+	}
+	if info.ManagedNone != "" {
+		return "", fmt.Errorf("%w for %s: %s", ErrNoManaged, info.Title, info.ManagedNone)
+	}
+	return "", fmt.Errorf("%w for %s on %s", ErrNoManaged, info.Title, goos)
+}
 
 // hostConfig is how a host's settings file registers hooks; where the file
 // is and which events it registers are the host's HostInfo.
@@ -49,11 +94,14 @@ var hostConfigs = map[string]hostConfig{
 
 // SettingsPath is the settings file celguard's hooks go into for host:
 // under projectDir for ScopeProject, under homeDir for ScopeUser (Codex's
-// user settings honour CODEX_HOME).
+// user settings honour CODEX_HOME), ManagedPath for ScopeManaged.
 func SettingsPath(host string, scope InstallScope, projectDir, homeDir string) (string, error) {
 	info, err := hooks.LookupHost(host)
 	if err != nil {
 		return "", err
+	}
+	if scope == ScopeManaged {
+		return ManagedPath(host, runtime.GOOS)
 	}
 	if scope == ScopeUser {
 		if host == hooks.Codex {

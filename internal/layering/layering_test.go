@@ -18,7 +18,10 @@ var layers = []struct {
 	rank int
 	pkgs []string
 }{
-	{0, []string{"policy", "stdlib/shell/...", "stdlib/toolchain/...", "stdlib/sql/...", "internal/atomicfile", "internal/jsonkind", "internal/fileowner", "internal/logfile", "internal/redistest", "internal/registrytest", "internal/otlptest", "internal/npmhost", "internal/unprivileged"}},
+	// internal/aptget finds or installs the programs the test services
+	// run (redistest, registrytest, browsertest), below them all.
+	{-1, []string{"internal/aptget"}},
+	{0, []string{"policy", "stdlib/shell/...", "stdlib/toolchain/...", "stdlib/sql/...", "internal/atomicfile", "internal/jsonkind", "internal/fileowner", "internal/logfile", "internal/redistest", "internal/registrytest", "internal/browsertest", "internal/otlptest", "internal/npmhost", "internal/unprivileged"}},
 	// state is the persistence protocol the evaluator and every store
 	// share; store/statedir the signed state directory (the hooks' and the
 	// file store's), which knows neither.
@@ -31,7 +34,10 @@ var layers = []struct {
 	{2, []string{"celenv", "policies", "store", "internal/mask"}},
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},
-	{5, []string{"hooks", "serve/client", "hooks/hostse2e", "judge", "decisionlog", "policytest", "conformance", "internal/benchdata", "internal/layering", "python"}},
+	{5, []string{"hooks", "serve/client", "hooks/hostse2e", "judge", "decisionlog", "policytest", "conformance", "internal/benchdata", "internal/layering", "python",
+		// internal/input reads the JSONL event stream `celguard eval`
+		// decides, for the command line and package replay alike.
+		"internal/input"}},
 	// bundle builds (lint, suites) and verifies distributed policy sets,
 	// above policytest and below the composition root that loads them.
 	// hooks/setup installs and checks the hooks in the hosts' settings
@@ -46,7 +52,9 @@ var layers = []struct {
 	{7, []string{"", "cmd/celguard/internal/..."}},
 	// serve builds its engine with the composition root; mcpproxy, the
 	// MCP front end, builds its engine the same way, beside serve.
-	{8, []string{"serve", "mcpproxy"}},
+	// replay decides recorded sessions with engines the composition root
+	// builds, beside serve.
+	{8, []string{"serve", "mcpproxy", "replay"}},
 	// bench/barehook is the bare Go binary hook latency is measured against.
 	{9, []string{"cmd/celguard", "bench/barehook"}},
 }

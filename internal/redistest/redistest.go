@@ -10,14 +10,22 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/celguard/celguard/internal/aptget"
 )
+
+// program is redis-server (or valkey-server) and its package.
+var program = aptget.Program{
+	Names:   []string{"redis-server", "valkey-server"},
+	Paths:   []string{"/usr/bin/redis-server", "/usr/bin/valkey-server", "/usr/local/bin/redis-server"},
+	Package: "redis-server", What: "redis-server (or valkey-server)",
+}
 
 // InstallCommand is what a user who is not root runs to provide the server.
 const InstallCommand = "sudo apt-get install -y redis-server"
@@ -31,53 +39,8 @@ var (
 // Binary returns the path of redis-server or valkey-server, installing
 // redis-server when it is missing and the process runs as root.
 func Binary() (string, error) {
-	findOnce.Do(func() { binary, findErr = find() })
+	findOnce.Do(func() { binary, findErr = aptget.Find(program) })
 	return binary, findErr
-}
-
-func find() (string, error) {
-	for _, name := range []string{"redis-server", "valkey-server"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	for _, p := range []string{"/usr/bin/redis-server", "/usr/bin/valkey-server", "/usr/local/bin/redis-server"} {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	apt, err := exec.LookPath("apt-get")
-	if err != nil || os.Geteuid() != 0 {
-		return "", fmt.Errorf("redis-server (or valkey-server) is not installed; run: %s", InstallCommand)
-	}
-	install := func() ([]byte, error) {
-		cmd := exec.Command(apt, "-o", "DPkg::Lock::Timeout=600", "install", "-y", "--no-install-recommends", "redis-server")
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "RUNLEVEL=1")
-		return cmd.CombinedOutput()
-	}
-	if _, err := install(); err != nil {
-		// A fresh machine may have no package lists yet.
-		upd := exec.Command(apt, "-o", "DPkg::Lock::Timeout=600", "update")
-		if uout, uerr := upd.CombinedOutput(); uerr != nil {
-			return "", fmt.Errorf("apt-get update failed (%v): %s", uerr, tail(uout))
-		}
-		if out, err := install(); err != nil {
-			return "", fmt.Errorf("apt-get install -y redis-server failed (%v): %s", err, tail(out))
-		}
-	}
-	for _, p := range []string{"/usr/bin/redis-server", "/usr/bin/valkey-server"} {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("apt-get installed redis-server, but no redis-server is on PATH")
-}
-
-func tail(b []byte) string {
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(bytes.TrimSpace(b))
 }
 
 // Server is a running server.
@@ -154,7 +117,7 @@ func (s *Server) start() error {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			return fmt.Errorf("%s did not answer on %s: %s", s.bin, s.Addr(), tail(out.Bytes()))
+			return fmt.Errorf("%s did not answer on %s: %s", s.bin, s.Addr(), aptget.Tail(out.Bytes()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

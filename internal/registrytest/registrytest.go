@@ -18,7 +18,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/celguard/celguard/internal/aptget"
 )
+
+// program is the reference registry and its package.
+var program = aptget.Program{
+	Names: []string{"docker-registry", "registry"}, Paths: []string{"/usr/bin/docker-registry"},
+	Package: "docker-registry", What: "the OCI registry docker-registry",
+}
 
 // InstallCommand is what a user who is not root runs to provide the registry.
 const InstallCommand = "sudo apt-get install -y docker-registry"
@@ -32,49 +40,8 @@ var (
 // Binary returns the path of the registry, installing docker-registry when
 // it is missing and the process runs as root.
 func Binary() (string, error) {
-	findOnce.Do(func() { binary, findErr = find() })
+	findOnce.Do(func() { binary, findErr = aptget.Find(program) })
 	return binary, findErr
-}
-
-func find() (string, error) {
-	for _, name := range []string{"docker-registry", "registry"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	if _, err := os.Stat("/usr/bin/docker-registry"); err == nil {
-		return "/usr/bin/docker-registry", nil
-	}
-	apt, err := exec.LookPath("apt-get")
-	if err != nil || os.Geteuid() != 0 {
-		return "", fmt.Errorf("the OCI registry docker-registry is not installed; run: %s", InstallCommand)
-	}
-	install := func() ([]byte, error) {
-		cmd := exec.Command(apt, "-o", "DPkg::Lock::Timeout=600", "install", "-y", "--no-install-recommends", "docker-registry")
-		// RUNLEVEL=1 keeps the package's service from starting.
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "RUNLEVEL=1")
-		return cmd.CombinedOutput()
-	}
-	if _, err := install(); err != nil {
-		upd := exec.Command(apt, "-o", "DPkg::Lock::Timeout=600", "update")
-		if uout, uerr := upd.CombinedOutput(); uerr != nil {
-			return "", fmt.Errorf("apt-get update failed (%v): %s", uerr, tail(uout))
-		}
-		if out, err := install(); err != nil {
-			return "", fmt.Errorf("apt-get install -y docker-registry failed (%v): %s", err, tail(out))
-		}
-	}
-	if _, err := os.Stat("/usr/bin/docker-registry"); err != nil {
-		return "", fmt.Errorf("apt-get installed docker-registry, but /usr/bin/docker-registry is missing")
-	}
-	return "/usr/bin/docker-registry", nil
-}
-
-func tail(b []byte) string {
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(bytes.TrimSpace(b))
 }
 
 // Registry is a running registry.
@@ -162,7 +129,7 @@ func (r *Registry) Restart() error {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			return fmt.Errorf("%s did not answer on %s: %s", r.bin, r.Addr(), tail(r.out.Bytes()))
+			return fmt.Errorf("%s did not answer on %s: %s", r.bin, r.Addr(), aptget.Tail(r.out.Bytes()))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -101,7 +102,9 @@ func (c *Command) Hazard() string {
 		return awkHazard(args)
 	case "sed", "gsed":
 		return sedHazard(args)
-	case "python", "python3", "node", "nodejs", "ruby", "perl", "php", "bash", "sh", "zsh", "dash", "ksh", "deno", "bun":
+	case "perl":
+		return perlHazard(args)
+	case "python", "python3", "node", "nodejs", "ruby", "php", "bash", "sh", "zsh", "dash", "ksh", "deno", "bun":
 		return interpreterHazard(c.Program, args)
 	case "git":
 		if h := gitConfigHazard(c); h != "" {
@@ -312,6 +315,210 @@ func sedHazard(args []string) string {
 		}
 	}
 	return ""
+}
+
+// perlHazard: perl run on a script file, or with -e code that only edits
+// text as sed does (perl -pi -e 's/old/new/g' f): substitutions and
+// transliterations whose patterns hold no code ((?{ }), (??{ })), whose
+// replacements interpolate nothing but match groups ($1, ${2}, $&), and
+// whose flags run nothing (no e, no r). Any option but -p, -n, -a, -w,
+// -l, -0 and -i[EXT] (which read and write the operands in place) is a
+// hazard, as is any other code.
+func perlHazard(args []string) string {
+	var codes []string
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			break
+		}
+	cluster:
+		for j := 1; j < len(a); j++ {
+			switch a[j] {
+			case 'p', 'n', 'a', 'w':
+			case 'l', '0':
+				for j+1 < len(a) && a[j+1] >= '0' && a[j+1] <= '9' {
+					j++
+				}
+			case 'i':
+				break cluster // the rest is the backup suffix
+			case 'e', 'E':
+				if j+1 < len(a) {
+					codes = append(codes, a[j+1:])
+				} else if i+1 < len(args) {
+					codes = append(codes, args[i+1])
+					i++
+				} else {
+					return a
+				}
+				break cluster
+			default:
+				return a
+			}
+		}
+	}
+	if len(codes) == 0 {
+		return interpreterHazard("perl", args)
+	}
+	for _, c := range codes {
+		if !perlEditOnly(c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// perlWrites: the files perl -i edits in place (and their backups, FILE
+// followed by the -i suffix), for perl run with -e code that only edits
+// text (perlHazard); ok is false for any other perl command, whose words
+// may all name files.
+func perlWrites(args []string) (files []string, ok bool) {
+	if perlHazard(args) != "" {
+		return nil, false
+	}
+	inPlace, suffix, code := false, "", false
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			break
+		}
+	cluster:
+		for j := 1; j < len(a); j++ {
+			switch a[j] {
+			case 'i':
+				inPlace, suffix = true, a[j+1:]
+				break cluster
+			case 'e', 'E':
+				code = true
+				if j+1 == len(a) {
+					i++
+				}
+				break cluster
+			}
+		}
+	}
+	if !code {
+		return nil, false // a script file: it may write anything
+	}
+	if !inPlace {
+		return []string{}, true
+	}
+	for _, f := range args[i:] {
+		files = append(files, f)
+		switch {
+		case suffix == "":
+		case strings.Contains(suffix, "*"):
+			files = append(files, strings.ReplaceAll(suffix, "*", path.Base(f)))
+		default:
+			files = append(files, f+suffix)
+		}
+	}
+	return files, true
+}
+
+// perlEditOnly reports whether perl code is only s/// and tr/// (y///)
+// statements that run nothing (see perlHazard).
+func perlEditOnly(code string) bool {
+	rest := strings.TrimSpace(code)
+	if rest == "" {
+		return false
+	}
+	for rest != "" {
+		var op string
+		switch {
+		case strings.HasPrefix(rest, "s"):
+			op, rest = "s", rest[1:]
+		case strings.HasPrefix(rest, "tr"):
+			op, rest = "tr", rest[2:]
+		case strings.HasPrefix(rest, "y"):
+			op, rest = "tr", rest[1:]
+		default:
+			return false
+		}
+		if rest == "" || !strings.ContainsRune("/|#!,:", rune(rest[0])) {
+			return false
+		}
+		d := rest[0]
+		var parts [2]string
+		rest = rest[1:]
+		for k := range parts {
+			end := -1
+			for x := 0; x < len(rest); x++ {
+				if rest[x] == '\\' {
+					x++
+					continue
+				}
+				if rest[x] == d {
+					end = x
+					break
+				}
+			}
+			if end < 0 {
+				return false
+			}
+			parts[k], rest = rest[:end], rest[end+1:]
+		}
+		flags := len(rest) - len(strings.TrimLeft(rest, "gimsxncdr"))
+		f := rest[:flags]
+		rest = strings.TrimSpace(rest[flags:])
+		if op == "s" && (strings.ContainsAny(f, "ecdr") || !perlPlainPattern(parts[0]) || !perlPlainReplacement(parts[1])) {
+			return false
+		}
+		if op == "tr" && strings.ContainsAny(f, "gimsxn") {
+			return false
+		}
+		if strings.HasPrefix(rest, ";") {
+			rest = strings.TrimSpace(rest[1:])
+		} else if rest != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// perlPlainPattern: a regular expression without embedded code and without
+// interpolated variables or arrays (which could hold code under re 'eval').
+func perlPlainPattern(p string) bool {
+	if strings.Contains(p, "(?{") || strings.Contains(p, "(??{") || strings.Contains(p, "(*{") || strings.Contains(p, "@") {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '$':
+			// An end-of-line anchor: at the end, before ) or |.
+			if i+1 < len(p) && !strings.ContainsRune(")|", rune(p[i+1])) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// perlPlainReplacement: a replacement that interpolates only match groups.
+func perlPlainReplacement(r string) bool {
+	for i := 0; i < len(r); i++ {
+		switch r[i] {
+		case '\\':
+			i++
+		case '@':
+			return false
+		case '$':
+			switch {
+			case i+1 < len(r) && (r[i+1] >= '0' && r[i+1] <= '9' || r[i+1] == '&'):
+			case i+2 < len(r) && r[i+1] == '{' && r[i+2] >= '0' && r[i+2] <= '9' && strings.HasPrefix(strings.TrimLeft(r[i+2:], "0123456789"), "}"):
+			default:
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // interpreterHazard: an interpreter is run on a script file; inline code,

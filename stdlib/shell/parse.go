@@ -80,6 +80,13 @@ type Command struct {
 	// word as a glob pattern when it differs from its text, else "" (see
 	// patternOf).
 	argvPattern []string
+	// argvFind is parallel to Argv (or nil) in the command of a find
+	// -exec: a word holding {} as the pattern of the paths find passes in
+	// its place, else "".
+	argvFind []string
+	// linkOnly marks a symbolic ln that is the last command of its line
+	// (see markLastLinks): it writes its link names, not its targets.
+	linkOnly bool
 	// Env holds the leading NAME=value assignments, including those given to
 	// an env or sudo wrapper.
 	Env map[string]string
@@ -175,6 +182,7 @@ func walkShell(p *syntax.Parser, cmd string, fast bool, maxCommands int) *Line {
 	res := &Line{OK: true}
 	w := &shellWalker{res: res, parser: p, maxCommands: maxCommands}
 	if fast && len(cmd) <= MaxInput && w.fast(cmd) {
+		markLastLinks(res)
 		return res
 	}
 	if len(cmd) > MaxInput {
@@ -198,7 +206,20 @@ func walkShell(p *syntax.Parser, cmd string, fast bool, maxCommands int) *Line {
 	}
 	w.src = cmd
 	w.stmts(f.Stmts)
+	markLastLinks(res)
 	return res
+}
+
+// markLastLinks marks a symbolic ln that is the line's last command: the
+// link it makes is only a name until something writes through it, which no
+// later command of the line does (a later call is judged by where the link
+// points: stdlib.WithSymlinks), so its targets are not its writes.
+func markLastLinks(l *Line) {
+	if n := len(l.Commands); n > 0 {
+		if c := l.Commands[n-1]; c.Program == "ln" && c.Via == "" && c.HasFlag("-s|--symbolic") {
+			c.linkOnly = true
+		}
+	}
 }
 
 // bracketNesting returns an upper bound of the nesting depth of ( ) { } in a
@@ -786,13 +807,45 @@ func (w *shellWalker) follow(cmd *Command, rest []shellWord) {
 		}
 		w.nestedScriptQuiet(strings.Join(wordTexts(rest[1:]), " "), "eval", wr, dyn, skip)
 	case cmd.Program == "find":
+		// Each {} of an -exec's command stands for a path find matched:
+		// the command is analysed once per starting point with {} as the
+		// pattern of what find may match there (rm -rf {} writes
+		// ROOT/**/NAME and its tree), so its writes are where find goes.
+		matches := scanFind(cmd.Args()).matches()
+		if len(matches) > maxFindRoots {
+			matches = []string{"/**"}
+		}
 		for _, ex := range findExecs(rest) {
 			if len(ex) == 0 {
 				continue
 			}
 			wr := appendWrapper(chain, Wrapper{Program: "find", Argv: []string{"find", "-exec"}})
-			w.nested("find -exec", wr, func() { w.emit(ex, nil, nil, strings.Join(wordTexts(ex), " ")) })
+			text := strings.Join(wordTexts(ex), " ")
+			for _, m := range matches {
+				w.nested("find -exec", wr, func() { w.emitFindExec(ex, m, text) })
+			}
 		}
+	}
+}
+
+// emitFindExec emits the command of a find -exec with each word holding {}
+// read, for its writes, as that word with {} replaced by match (the
+// pattern of the paths find passes). Its text and argv are as written.
+func (w *shellWalker) emitFindExec(ex []shellWord, match, text string) {
+	before := len(w.res.Commands)
+	w.emit(ex, nil, nil, text)
+	if len(w.res.Commands) <= before {
+		return
+	}
+	c := w.res.Commands[before]
+	for i, a := range c.Argv {
+		if i == 0 || !strings.Contains(a, "{}") {
+			continue
+		}
+		if c.argvFind == nil {
+			c.argvFind = make([]string, len(c.Argv))
+		}
+		c.argvFind[i] = strings.ReplaceAll(escapeGlob(a), "[{][}]", match)
 	}
 }
 

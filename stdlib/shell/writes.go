@@ -49,6 +49,11 @@ func (c *Command) Writes() (targets []string, known bool) {
 		return append(out, tarWrites(c.Args())...), true
 	case p == "find":
 		return append(out, findWrites(c.Args())...), true
+	case p == "perl":
+		if t, ok := perlWrites(c.Args()); ok {
+			return append(out, t...), true
+		}
+		return append(out, possibleFiles(c.findArgs())...), false
 	case p == "patch":
 		return append(out, c.patchWrites()...), true
 	case shellPrograms[p] && c.HasFlag("-c"):
@@ -80,13 +85,16 @@ func (c *Command) Writes() (targets []string, known bool) {
 		return append(out, c.stdinPatchPaths()...), true
 	}
 	if spec, ok := writeSpecs[c.Program]; ok {
-		args := c.Args()
+		args := c.findArgs()
+		if c.linkOnly {
+			spec = linkSpec
+		}
 		if !globsOwnArgs[c.Program] {
 			args = c.patternArgs()
 		}
 		return append(out, spec.writes(args)...), true
 	}
-	return append(out, possibleFiles(c.Args())...), false
+	return append(out, possibleFiles(c.findArgs())...), false
 }
 
 // writeRedirectOps are the redirection operators that open their target
@@ -122,13 +130,33 @@ var globsOwnArgs = longs("zip", "unzip", "rsync", "ar")
 // the glob characters the shell takes literally escaped.
 func (c *Command) patternArgs() []string {
 	args := c.Args()
-	if c.argvPattern == nil {
+	if c.argvPattern == nil && c.argvFind == nil {
 		return args
 	}
 	out := make([]string, len(args))
 	for i, a := range args {
 		out[i] = a
-		if p := c.argvPattern[i+1]; p != "" {
+		if c.argvPattern != nil && c.argvPattern[i+1] != "" {
+			out[i] = c.argvPattern[i+1]
+		}
+		if c.argvFind != nil && c.argvFind[i+1] != "" {
+			out[i] = c.argvFind[i+1]
+		}
+	}
+	return out
+}
+
+// findArgs is Args with each word of a find -exec's command that holds {}
+// as the pattern of the paths find passes (argvFind).
+func (c *Command) findArgs() []string {
+	args := c.Args()
+	if c.argvFind == nil {
+		return args
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if p := c.argvFind[i+1]; p != "" {
 			out[i] = p
 		}
 	}
@@ -271,6 +299,11 @@ var writeSpecs = map[string]writeSpec{
 	"ar":    {operands: operandsAll},
 	"zip":   {opts: roles(optValue, "-x", "-i", "-b", "-n", "-t", "-tt"), operands: operandsAll},
 }
+
+// linkSpec is ln's spec for a symbolic link made last in its line: the
+// link names (the destination, and dest/base(target) in a directory), not
+// the targets.
+var linkSpec = writeSpec{operands: operandsLast, opts: merge(copyValues, copyDir)}
 
 // scan splits a command's words into its options (with their values) and
 // its operands.

@@ -293,73 +293,172 @@ func tarWrites(args []string) []string {
 	return out
 }
 
-// findWrites: the files of -fprint, -fprint0, -fprintf and -fls; and, when
-// find deletes (-delete) or runs a command on what it finds (-exec,
-// -execdir, -ok, -okdir), its starting points and ROOT/**/NAME for each
-// literal -name or -iname (a glob name such as *.o is left out: it would
-// make every find . -delete a write to every place under .).
+// findWrites: the files of -fprint, -fprint0, -fprintf and -fls; when find
+// deletes (-delete) or runs a command on what it finds (-exec, -execdir,
+// -ok, -okdir), its starting points; and when it deletes, what it may
+// match (ROOT/**/NAME for the -name and -iname tests, or ROOT/**). The
+// command of an -exec writes what its own analysis says, with {} read as
+// those patterns (see Command.Writes).
 func findWrites(args []string) []string {
-	var roots, names, out []string
+	m := scanFind(args)
+	if !m.acts && !m.deletes {
+		return m.files
+	}
+	out := append(m.files, m.roots...)
+	if m.deletes {
+		out = append(out, m.matches()...)
+	}
+	return out
+}
+
+// findModel is what a find command line says about the paths it visits.
+type findModel struct {
+	roots []string
+	// names are the patterns of the -name and -iname tests (an -iname as a
+	// case-folded pattern), nil when the tests do not restrict the names
+	// find acts on (no name test, a negation, or an -o with another test).
+	names   []string
+	files   []string // -fprint and the like
+	acts    bool     // -exec, -execdir, -ok or -okdir
+	deletes bool     // -delete
+}
+
+// findTests are the primaries of find that test a file (the others are
+// options, which hold for every file, and actions).
+var findTests = longs("-amin", "-anewer", "-atime", "-cmin", "-cnewer", "-ctime", "-empty", "-executable",
+	"-false", "-fstype", "-gid", "-group", "-ilname", "-iname", "-inum", "-ipath", "-iregex", "-iwholename",
+	"-links", "-lname", "-mmin", "-mtime", "-name", "-newer", "-nogroup", "-nouser", "-path", "-perm",
+	"-readable", "-regex", "-samefile", "-size", "-true", "-type", "-uid", "-used", "-user", "-wholename",
+	"-writable", "-xtype", "-context")
+
+// scanFind reads find's starting points, name tests and actions. The words
+// of an -exec's command are skipped. Name tests restrict the match only
+// when nothing can widen them: no ! or -not (find . ! -name '*.go'
+// -delete deletes all but the Go files), no comma, and under -o only name
+// tests (-name a -o -type f matches every file).
+func scanFind(args []string) findModel {
+	var m findModel
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
 		if strings.HasPrefix(a, "-") || a == "(" || a == "!" || a == ")" {
 			break
 		}
-		roots = append(roots, a)
+		m.roots = append(m.roots, a)
 	}
-	acts := false
+	if len(m.roots) == 0 {
+		m.roots = []string{"."}
+	}
+	negated, or, otherTest, wide := false, false, false, false
 	for ; i < len(args); i++ {
-		switch args[i] {
+		switch a := args[i]; a {
 		case "-fprint", "-fprint0", "-fprintf", "-fls":
 			if i+1 < len(args) {
-				out = append(out, args[i+1])
+				m.files = append(m.files, args[i+1])
 				i++
 			}
 		case "-name", "-iname":
 			if i+1 < len(args) {
-				if !strings.ContainsAny(args[i+1], "*?[") {
-					names = append(names, args[i+1])
+				n := args[i+1]
+				if a == "-iname" {
+					// A bracket class under -iname matches either case:
+					// the name is not folded, it is any name.
+					wide = wide || strings.Contains(n, "[")
+					n = caseFold(n)
 				}
+				m.names = append(m.names, n)
 				i++
 			}
-		case "-delete", "-exec", "-execdir", "-ok", "-okdir":
-			acts = true
+		case "-delete":
+			m.deletes = true
+		case "-exec", "-execdir", "-ok", "-okdir":
+			m.acts = true
+			for i+1 < len(args) && args[i+1] != ";" && args[i+1] != "+" {
+				i++
+			}
+			i++
+		case "!", "-not", ",":
+			negated = true
+		case "-o", "-or":
+			or = true
+		default:
+			otherTest = otherTest || findTests[a]
 		}
 	}
-	if !acts {
-		return out
+	if negated || wide || or && otherTest {
+		m.names = nil
 	}
-	if len(roots) == 0 {
-		roots = []string{"."}
-	}
-	// One pattern per root ({a,b} for several names), so that the result
-	// stays linear in the command.
+	return m
+}
+
+// maxFindRoots bounds the commands of a find -exec analysed once per
+// starting point: past it, {} is read as /** (any path).
+const maxFindRoots = 16
+
+// matches are the patterns of the paths find acts on: ROOT/**/NAME for
+// the name tests (one pattern per name, or {a,b} when there are many),
+// else ROOT/** (the root and its whole tree), per starting point.
+func (m findModel) matches() []string {
 	alt := ""
-	switch len(names) {
+	switch len(m.names) {
 	case 0:
 	case 1:
-		alt = escapeGlob(names[0])
+		alt = altSafe(m.names[0])
 	default:
-		esc := make([]string, len(names))
-		for i, n := range names {
-			esc[i] = escapeGlob(n)
+		esc := make([]string, len(m.names))
+		for i, n := range m.names {
+			esc[i] = altSafe(n)
 		}
 		alt = "{" + strings.Join(esc, ",") + "}"
 	}
-	// Many roots and many names: every root's tree (a superset), so the
-	// result stays linear in the command (see maxJoined).
-	wide := alt != "" && overJoined(len(roots), alt)
-	for _, r := range roots {
-		out = append(out, r)
+	wide := alt == "" || overJoined(len(m.roots), alt)
+	// A few names: one pattern each, so that each is read on its own.
+	split := len(m.names) > 1 && len(m.roots)*len(m.names) <= maxFindRoots
+	out := make([]string, 0, len(m.roots))
+	for _, r := range m.roots {
+		root := strings.TrimRight(escapeGlob(r), "/")
 		switch {
 		case wide:
-			out = append(out, spread(r))
-		case alt != "":
-			out = append(out, strings.TrimRight(r, "/")+"/**/"+alt)
+			out = append(out, root+"/**")
+		case split:
+			for _, n := range m.names {
+				out = append(out, root+"/**/"+altSafe(n))
+			}
+		default:
+			out = append(out, root+"/**/"+alt)
 		}
 	}
 	return out
+}
+
+// altSafe is a find name pattern as a doublestar pattern: find's patterns
+// have no braces, so {, } and , are literal.
+func altSafe(s string) string {
+	r := strings.NewReplacer("{", "[{]", "}", "[}]", ",", "[,]")
+	return r.Replace(s)
+}
+
+// caseFold turns a name pattern into one that matches it in any case, as
+// -iname does: each ASCII letter becomes [xX] (a pattern with a bracket
+// class is not folded: scanFind drops its restriction).
+func caseFold(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			b.WriteByte(c)
+			i++
+			b.WriteByte(s[i])
+			continue
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			lo, up := c|0x20, c&^0x20
+			b.WriteString("[" + string(lo) + string(up) + "]")
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // escapeGlob returns s as a doublestar pattern that matches s alone (see

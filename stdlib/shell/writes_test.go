@@ -47,7 +47,9 @@ func TestWrites(t *testing.T) {
 		{in: "mv -t d a", want: []string{"a", "d/a", "a/**"}},
 		{in: "install -m 755 x /usr/local/bin/celguard", want: []string{"/usr/local/bin/celguard"}, notWant: []string{"755", "x"}},
 		{in: "install -d a b", want: []string{"a", "b"}},
-		{in: "ln -s target name", want: []string{"target", "name", "target/**"}},
+		{in: "ln -s target name", want: []string{"name", "name/target"}, exact: true},
+		{in: "ln target name", want: []string{"target", "name", "target/**"}},
+		{in: "ln -s target name && echo x > name/f", want: []string{"target", "name", "target/**"}},
 		{in: "rsync -a src/ dst", want: []string{"dst", "dst/**"}},
 		{in: "rsync -a -e ssh src dst", want: []string{"dst", "dst/src"}, notWant: []string{"ssh"}},
 		{in: "rsync --log-file=l a b", want: []string{"l", "b"}},
@@ -76,9 +78,14 @@ func TestWrites(t *testing.T) {
 		{in: "chmod 600 f", want: []string{"f"}},
 		{in: "chmod -R u+w d", want: []string{"d", "d/**"}},
 		{in: "sed -i s/a/b/ f", want: []string{"f"}, unknown: true},
+		{in: "perl -pi -e 's/a/$1/' f g", want: []string{"f", "g"}, exact: true},
+		{in: "perl -i.bak -pe 's/a/b/' f", want: []string{"f", "f.bak"}, exact: true},
+		{in: "perl -ne 's/a/b/' f", want: []string{}, exact: true},
+		{in: "perl -pi -e 'print' f", want: []string{"print", "f"}, unknown: true},
+		{in: "perl x.pl f", want: []string{"x.pl", "f"}, unknown: true},
 		{in: "sed --in-place s/a/b/ f", want: []string{"f"}, unknown: true},
 		{in: "sed -n 's/a/b/w out' f", want: []string{"out"}, unknown: true},
-		{in: "perl -pi -e s/a/b/ f", want: []string{"f"}, unknown: true},
+		{in: "perl -pi -e s/a/b/ f", want: []string{"f"}, exact: true},
 		{in: `python3 -c "open('/x/y','w')"`, want: []string{"/x/y"}, unknown: true},
 		{in: "tool -o/x/y", want: []string{"/x/y"}, unknown: true},
 		{in: "tool --out=/x/y", want: []string{"/x/y"}, unknown: true},
@@ -116,7 +123,14 @@ func TestWrites(t *testing.T) {
 		{in: "unzip a.zip -d d", want: []string{"d/**"}, exact: true},
 		{in: "unzip -dd a.zip", want: []string{"d/**"}, exact: true},
 		{in: "find ~ -name trust.json -delete", want: []string{"~", "~/**/trust.json"}, exact: true},
-		{in: "find a b -name x -iname 'y,z' -delete", want: []string{"a", "b", "a/**/{x,y[,]z}", "b/**/{x,y[,]z}"}, exact: true},
+		{in: "find a b -name x -iname 'y,z' -delete", want: []string{"a", "b", "a/**/x", "a/**/[yY][,][zZ]", "b/**/x", "b/**/[yY][,][zZ]"}, exact: true},
+		{in: "find . -name x -exec rm -rf {} +", want: []string{"."}, exact: true},
+		{in: "find . ! -name '*.go' -delete", want: []string{".", "./**"}, exact: true},
+		{in: "find . -not -name '*.go' -delete", want: []string{".", "./**"}, exact: true},
+		{in: "find . -name '*.o' -o -type f -delete", want: []string{".", "./**"}, exact: true},
+		{in: "find . -name '*.o' -o -name '*.a' -delete", want: []string{".", "./**/*.o", "./**/*.a"}, exact: true},
+		{in: "find . -iname '[a]' -delete", want: []string{".", "./**"}, exact: true},
+		{in: "find . -delete", want: []string{".", "./**"}, exact: true},
 		// A glob character the shell takes literally is escaped as a
 		// class of itself; one it expands stays as written.
 		{in: "touch 'a*'", want: []string{"a[*]"}, exact: true},
@@ -129,7 +143,7 @@ func TestWrites(t *testing.T) {
 		{in: "rm @(a|b) .@(c)", want: []string{"@(a|b)", ".@(c)"}, exact: true},
 		// A program that may glob its own words keeps them as written.
 		{in: "node -e 'console.log(1)'", want: []string{"console.log(1)"}, unknown: true},
-		{in: "find . -name '*.o' -delete", want: []string{"."}, exact: true},
+		{in: "find . -name '*.o' -delete", want: []string{".", "./**/*.o"}, exact: true},
 		{in: "find d -type f", want: []string{}, exact: true},
 		{in: "find d -fprint out", want: []string{"out"}, exact: true},
 		{in: "bash -c 'echo > f'", want: []string{}, exact: true}, // the nested echo writes f
@@ -191,5 +205,33 @@ func TestPatchPaths(t *testing.T) {
 	}
 	if slices.Contains(got, "/dev/null") {
 		t.Errorf("PatchPaths = %q: /dev/null is no file", got)
+	}
+}
+
+// TestFindExecWrites: the command a find -exec runs reads {} as the paths
+// find passes, one analysis per starting point.
+func TestFindExecWrites(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want [][]string // the writes of each command after find
+	}{
+		{in: "find . -name __pycache__ -type d -exec rm -rf {} +", want: [][]string{{"./**/__pycache__", "./**/__pycache__/**"}}},
+		{in: "find a /b -name '*.pyc' -exec rm -f {} ';'", want: [][]string{{"a/**/*.pyc"}, {"/b/**/*.pyc"}}},
+		{in: "find . -exec rm -rf {} +", want: [][]string{{"./**", "./**/**"}}},
+		{in: "find . -name x -exec mv {} {}.bak ';'", want: [][]string{{"./**/x.bak", "./**/x.bak/x", "./**/x", "./**/x.bak", "./**/x/**"}}},
+		{in: "find . -type f -exec wc -l {} +", want: [][]string{{}}},
+		{in: "find . -name '*.yaml' -exec sed -i s/a/b/ {} +", want: [][]string{{"-i", "s/a/b/", "./**/*.yaml"}}},
+	} {
+		cmds := Parse(tc.in).Commands
+		if len(cmds) != len(tc.want)+1 {
+			t.Errorf("%s: %d commands, want %d", tc.in, len(cmds), len(tc.want)+1)
+			continue
+		}
+		for i, want := range tc.want {
+			got, _ := cmds[i+1].Writes()
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: command %d (%s) writes %q, want %q", tc.in, i+1, cmds[i+1].Text, got, want)
+			}
+		}
 	}
 }

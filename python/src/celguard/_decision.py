@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, cast
 
 Verdict = Literal["allow", "warn", "ask", "modify", "block", "halt"]
-Phase = Literal["before", "after", "turn_end", "input", "output"]
+Phase = Literal["before", "after", "turn_end", "input", "output", "tools", "resource"]
 
 VERDICTS: frozenset[str] = frozenset({"allow", "warn", "ask", "modify", "block", "halt"})
 

@@ -1,0 +1,142 @@
+package mcpproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/policy"
+)
+
+// CodeReadRefused: a resources/read or prompts/get the policy refused
+// (the decision's own code, when it has one, comes first in the message).
+const CodeReadRefused = "read_refused"
+
+// offerReads offers up's resources, resource templates and prompts, each
+// read decided by the rules of phase resource before it reaches up.
+func (p *Proxy) offerReads(ctx context.Context, up *upstream, cs *mcp.ClientSession) error {
+	caps := cs.InitializeResult().Capabilities
+	if caps == nil {
+		return nil
+	}
+	if caps.Resources != nil {
+		for r, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				return fmt.Errorf("mcpproxy: listing %s's resources: %w", up.name, err)
+			}
+			offer := *r
+			p.safely(up, "resource "+r.URI, func() { p.server.AddResource(&offer, p.readResource(up)) })
+		}
+		for t, err := range cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				return fmt.Errorf("mcpproxy: listing %s's resource templates: %w", up.name, err)
+			}
+			offer := *t
+			p.safely(up, "resource template "+t.URITemplate, func() { p.server.AddResourceTemplate(&offer, p.readResource(up)) })
+		}
+	}
+	if caps.Prompts != nil {
+		for pr, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				return fmt.Errorf("mcpproxy: listing %s's prompts: %w", up.name, err)
+			}
+			offer := *pr
+			offer.Name = p.clientName(up, pr.Name)
+			name := pr.Name
+			p.safely(up, "prompt "+pr.Name, func() { p.server.AddPrompt(&offer, p.getPrompt(up, name)) })
+		}
+	}
+	return nil
+}
+
+// safely runs add, logging instead of failing when the SDK refuses what an
+// upstream offers (it panics on an invalid URI or template): what is not
+// offered cannot be read through the proxy.
+func (p *Proxy) safely(up *upstream, what string, add func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Warn("not offered", "server", up.name, "what", what, "error", r)
+		}
+	}()
+	add()
+}
+
+// readResource is the handler of up's resources and templates.
+func (p *Proxy) readResource(up *upstream) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		r := eval.Resource{Server: up.name, Kind: eval.KindResource, URI: req.Params.URI}
+		a, err := p.decideRead(ctx, req.Session, req.Params.InputResponses, req.Params.RequestState, r)
+		if err != nil {
+			return nil, err
+		}
+		if a.requests != nil {
+			return &mcp.ReadResourceResult{InputRequests: a.requests, RequestState: a.state}, nil
+		}
+		res, err := do(ctx, up, "", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+			return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI, Meta: req.Params.Meta})
+		})
+		if err != nil {
+			p.log.Warn("upstream read failed", "server", up.name, "uri", req.Params.URI, "error", err)
+			return nil, fmt.Errorf("celguard: the %s server failed this read, so it was refused: %v (code %s)", up.name, err, CodeUpstreamFailed)
+		}
+		if res.InputRequests != nil || res.RequestState != "" {
+			return nil, fmt.Errorf("celguard: the %s server asked the client for input, which the proxy does not forward, so the read was refused (code %s)", up.name, CodeUpstreamFailed)
+		}
+		return res, nil
+	}
+}
+
+// getPrompt is the handler of up's prompt name.
+func (p *Proxy) getPrompt(up *upstream, name string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		r := eval.Resource{Server: up.name, Kind: eval.KindPrompt, Name: name, Arguments: req.Params.Arguments}
+		a, err := p.decideRead(ctx, req.Session, req.Params.InputResponses, req.Params.RequestState, r)
+		if err != nil {
+			return nil, err
+		}
+		if a.requests != nil {
+			return &mcp.GetPromptResult{InputRequests: a.requests, RequestState: a.state}, nil
+		}
+		res, err := do(ctx, up, "", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+			return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: req.Params.Arguments, Meta: req.Params.Meta})
+		})
+		if err != nil {
+			p.log.Warn("upstream prompt failed", "server", up.name, "prompt", name, "error", err)
+			return nil, fmt.Errorf("celguard: the %s server failed this prompt, so it was refused: %v (code %s)", up.name, err, CodeUpstreamFailed)
+		}
+		if res.InputRequests != nil || res.RequestState != "" {
+			return nil, fmt.Errorf("celguard: the %s server asked the client for input, which the proxy does not forward, so the prompt was refused (code %s)", up.name, CodeUpstreamFailed)
+		}
+		return res, nil
+	}
+}
+
+// decideRead decides a read (phase resource): nil error and a zero
+// approval let it through; input requests put an ask to the user; an
+// error refuses it (a JSON-RPC error: a read has no error result).
+func (p *Proxy) decideRead(ctx context.Context, ss *mcp.ServerSession, responses mcp.InputResponseMap, state string, r eval.Resource) (approval, error) {
+	cs := p.session(ss)
+	r.Agent = cs.agent
+	d, err := cs.sess.Resource(ctx, r)
+	if err != nil {
+		return approval{}, errors.New("celguard: " + err.Error())
+	}
+	what, subject := "read", r.URI
+	if r.Kind == eval.KindPrompt {
+		what, subject = "prompt", r.Name
+	}
+	switch d.Verdict {
+	case policy.Allow, policy.Warn:
+		return approval{}, nil
+	case policy.Ask:
+		a := p.ask(ss, responses, state, what, r.Server+"\x00"+subject, r.Arguments, d)
+		if a.refused != "" {
+			return approval{}, fmt.Errorf("%s (code %s)", a.refused, CodeReadRefused)
+		}
+		return a, nil
+	}
+	return approval{}, fmt.Errorf("%s (code %s)", message(d), CodeReadRefused)
+}
