@@ -52,23 +52,23 @@ func (e *Engine) ResumeSession(ctx context.Context, id string, meta map[string]a
 		return nil, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	case len(got) != 1:
 		return nil, fmt.Errorf("%w: the store answered %d entries for 1", ErrStoreUnavailable, len(got))
-	case ok || got[0].State == nil:
+	case ok || (got[0].State == nil && got[0].Fault == ""):
 		return s, nil // a new session
 	}
 	c := got[0]
 	var stored SessionState
-	if err := json.Unmarshal(c.State, &stored); err != nil || c.Fault != "" {
-		if c.Fault == "" {
-			return nil, fmt.Errorf("%w: the state of session %q does not decode: %w", ErrStoreUnavailable, id, err)
-		}
+	if c.Fault != "" {
 		// Restored fail-closed, with meta alone; what could be read of
-		// it is untrusted.
+		// it (nothing, when it does not decode) is untrusted.
 		ent := storedEntry{Version: c.Version, Fault: c.Fault}
-		if err == nil {
+		if c.State != nil && json.Unmarshal(c.State, &stored) == nil {
 			ent.State = &stored
 		}
 		s.adoptSession(ent)
 		return s, nil
+	}
+	if err := json.Unmarshal(c.State, &stored); err != nil {
+		return nil, fmt.Errorf("%w: the state of session %q does not decode: %w", ErrStoreUnavailable, id, err)
 	}
 	s.mu.Lock()
 	if len(stored.Meta) > 0 {
