@@ -109,6 +109,22 @@ func checkWire(t *testing.T, host string, r Response) {
 				assert.NotEmpty(t, out["reason"], "deny needs a reason")
 			}
 		}
+	case "copilot":
+		// hooks-reference.md: top-level camelCase fields.
+		assert.NotContains(t, out, "hookSpecificOutput")
+		if pd, ok := out["permissionDecision"]; ok {
+			assert.Contains(t, []any{"allow", "deny", "ask"}, pd)
+			if pd == "deny" {
+				assert.NotEmpty(t, out["permissionDecisionReason"], "deny needs a reason")
+			}
+		}
+		if mr, ok := out["modifiedResult"].(map[string]any); ok {
+			assert.Equal(t, "success", mr["resultType"], "modifiedResult must be a success")
+		}
+		assert.NotContains(t, out, "decision", "a Stop decision forces another turn")
+		if r.Exit != 0 {
+			assert.Equal(t, 2, r.Exit)
+		}
 	case "cursor":
 		for k := range out {
 			assert.Equal(t, strings.ToLower(k), k, "Cursor's fields are snake_case: %s", k)

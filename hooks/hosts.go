@@ -15,6 +15,7 @@ const (
 	Codex      = "codex"
 	Gemini     = "gemini"
 	Cursor     = "cursor"
+	Copilot    = "copilot"
 )
 
 // HostInfo is what celguard knows of one host, in the one table of hosts
@@ -37,6 +38,16 @@ type HostInfo struct {
 	// SettingsFile in the directory SettingsDir of the project or of the
 	// home directory.
 	SettingsDir, SettingsFile string
+	// UserSettingsDir, when set, is the user's directory in place of
+	// SettingsDir (Copilot CLI: .copilot/hooks, the project's being
+	// .github/hooks); HomeEnv, when set, is the environment variable that
+	// moves the user's directory (CODEX_HOME, COPILOT_HOME), the settings
+	// then being in it (in its UserSettingsDir's last element for Copilot).
+	UserSettingsDir, HomeEnv string
+	// UserDefault says that `hook install` installs for the user unless
+	// told otherwise: the host skips a project's hooks, without a word, in
+	// a project it has not trusted, and runs the user's everywhere.
+	UserDefault bool
 	// Managed is where the host reads its managed (administrator)
 	// settings, by runtime.GOOS: a file in the same format as SettingsFile
 	// that the host applies above the user's and the project's, and that
@@ -72,7 +83,7 @@ var hostTable = [...]HostInfo{
 	},
 	{
 		Name: Codex, Title: "Codex", Command: "codex", TestedVersion: "0.169.0",
-		SettingsDir: ".codex", SettingsFile: "hooks.json",
+		SettingsDir: ".codex", SettingsFile: "hooks.json", HomeEnv: "CODEX_HOME", UserDefault: true,
 		ManagedNone: "Codex reads managed hooks only from the [hooks] table of its requirements.toml " +
 			"(/etc/codex/requirements.toml), TOML with a hooks.managed_dir, not from a hooks.json; " +
 			"celguard does not write that file: install with --user and check it with celguard doctor",
@@ -103,6 +114,24 @@ var hostTable = [...]HostInfo{
 		Events: []string{"beforeShellExecution", "beforeMCPExecution", "beforeReadFile", "afterShellExecution", "afterMCPExecution", "beforeSubmitPrompt", "stop"},
 		NoHook: "what Cursor then does is not verified",
 		new:    func(opts Options) Host { return &cursor{opts: opts} },
+	},
+	{
+		Name: Copilot, Title: "GitHub Copilot CLI", Command: "copilot", TestedVersion: "1.0.102",
+		// Its hook files are *.json in .github/hooks of the repository
+		// and in ~/.copilot/hooks ($COPILOT_HOME/hooks); the repository's
+		// load only in a folder the user trusted.
+		SettingsDir: ".github/hooks", SettingsFile: "celguard.json", UserSettingsDir: ".copilot/hooks", HomeEnv: "COPILOT_HOME", UserDefault: true,
+		// Policy hooks: machine-wide, root-owned, not group- or
+		// world-writable, loaded before all others, not disabled by
+		// disableAllHooks, whatever the folder's trust.
+		Managed: map[string]string{
+			"linux":   "/etc/github-copilot/policy.d/celguard.json",
+			"darwin":  "/etc/github-copilot/policy.d/celguard.json",
+			"windows": `C:\ProgramData\GitHub\Copilot\policy.d\celguard.json`,
+		},
+		Events: []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd"},
+		NoHook: "Copilot CLI then refuses every call (a PreToolUse command hook that exits non-zero denies it)",
+		new:    func(opts Options) Host { return &copilot{opts: opts} },
 	},
 }
 

@@ -553,3 +553,52 @@ func claudePathSample(spec string, strict bool) (string, bool) {
 	}
 	return p, true
 }
+
+// ClaudeRule is one rule of a Claude Code settings file's permission
+// lists, as Claude Code reads it: Tool or Tool(specifier), e.g. the
+// "don't ask again" rules Claude Code writes to .claude/settings.local.json.
+type ClaudeRule struct {
+	// List is the list it is in: allow, ask or deny.
+	List string
+	// Text is the rule as written.
+	Text string
+	// Tool is the tool name (or mcp__server__* pattern); Spec the
+	// specifier, "" for the whole tool (Tool, Tool(), Tool(*)).
+	Tool, Spec string
+	// Pos is where the rule is written.
+	Pos policy.Pos
+}
+
+// ClaudeRules reads the permission rules of a Claude Code settings file,
+// in file order, with the import's grammar. A file that is not JSON, a
+// list that is not a list of strings and a rule that is not Tool or
+// Tool(specifier) are error diagnostics at their positions (import_syntax,
+// import_invalid); keys the rules do not use are info notes.
+func ClaudeRules(f File) ([]ClaudeRule, policy.Diagnostics) {
+	settings, ds := claudeSettings(f)
+	var out []ClaudeRule
+	for _, s := range settings {
+		r, err := parseClaudeRule(s)
+		if err != nil {
+			ds = append(ds, diag(CodeInvalid, policy.SeverityError, s.pos, "%v", err))
+			continue
+		}
+		out = append(out, ClaudeRule{List: r.list, Text: r.text, Tool: r.tool, Spec: r.spec, Pos: r.pos})
+	}
+	return out, ds
+}
+
+// ClaudeBashPrefix reads a Bash specifier of the legacy prefix form
+// "words:*" (Claude Code's "don't ask again" for a command): the prefix
+// words; ok is false for an exact command or a wildcard pattern.
+func ClaudeBashPrefix(spec string) (prefix string, ok bool) {
+	p, found := strings.CutSuffix(spec, ":*")
+	if !found || strings.TrimSpace(p) == "" {
+		return "", false
+	}
+	return p, true
+}
+
+// ClaudeHasWildcard reports whether a Bash specifier holds an unescaped
+// * (a wildcard pattern), other than the legacy ":*" suffix.
+func ClaudeHasWildcard(spec string) bool { return claudeHasWildcard(spec) }

@@ -14,11 +14,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/store"
 	"github.com/celguard/celguard/store/statedir"
@@ -37,262 +37,39 @@ import (
 
 var corpusVerbose = flag.Bool("corpus.v", false, "print every corpus miss and the figures per dialect")
 
-// corpusHome and corpusWork are the home directory and workspace the corpus
-// is decided in.
+// corpusHome and corpusWork are the home directory and workspace the
+// corpus is decided in.
 const (
-	corpusHome = "/home/dev"
-	corpusWork = "/home/dev/app"
+	corpusHome = policies.CorpusHome
+	corpusWork = policies.CorpusWork
 )
 
-// corpusFamily is one family of the corpus: its calls are the template with
-// every combination of the vars' values substituted for {name}.
-type corpusFamily struct {
-	Family string `yaml:"family"`
-	Source string `yaml:"source"`
-	// Want is block (the bundle promises a block), handled (ask or block)
-	// or allow (a benign call: neither asked nor blocked).
-	Want string `yaml:"want"`
-	// Kind is the host-neutral shape of the call: shell, read, write, edit,
-	// patch, fetch, search, mcp or tool (a raw tool name and arguments,
-	// the same on every host).
-	Kind string              `yaml:"kind"`
-	Cwd  string              `yaml:"cwd"`
-	Vars map[string][]string `yaml:"vars"`
-	// Call holds the kind's fields: command (shell), path and content
-	// (read, write, edit), patch, url, pattern/path/glob (search), server,
-	// tool and args (mcp), tool and args (tool).
-	Call map[string]any `yaml:"call"`
-	// Known is the miss the bundle keeps for this family's calls, as
-	// docs/policies.md lists it; empty when none is kept.
-	Known []string `yaml:"known"`
-}
-
-// corpusCase is one call of the corpus.
-type corpusCase struct {
-	family *corpusFamily
-	call   map[string]any
-	label  string
-}
+// corpusCase is one call of the corpus (policies.CorpusCase).
+type corpusCase = policies.CorpusCase
 
 func loadCorpus(t *testing.T) (hostile, benign []corpusCase) {
 	t.Helper()
-	files, err := filepath.Glob("testdata/corpus/*.yaml")
+	cases, err := policies.Corpus()
 	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		require.NoError(t, err)
-		var fams []*corpusFamily
-		require.NoError(t, yaml.Unmarshal(data, &fams), f)
-		for _, fam := range fams {
-			require.NotEmpty(t, fam.Family, "%s: a family without a name", f)
-			require.NotEmpty(t, fam.Source, "%s: family %s has no source", f, fam.Family)
-			require.Contains(t, []string{"block", "handled", "allow"}, fam.Want, "%s: family %s", f, fam.Family)
-			require.Contains(t, []string{"shell", "read", "write", "edit", "patch", "fetch", "search", "mcp", "tool"}, fam.Kind, "%s: family %s", f, fam.Family)
-			for _, c := range expand(fam) {
-				if fam.Want == "allow" {
-					benign = append(benign, c)
-				} else {
-					hostile = append(hostile, c)
-				}
-			}
+	require.NotEmpty(t, cases)
+	for _, c := range cases {
+		if c.Family.Hostile() {
+			hostile = append(hostile, c)
+		} else {
+			benign = append(benign, c)
 		}
 	}
 	return hostile, benign
 }
 
-var varRef = regexp.MustCompile(`\{([a-z_]+)\}`)
-
-// expand crosses the family's vars (in name order) and substitutes each
-// combination into the call.
-func expand(fam *corpusFamily) []corpusCase {
-	names := make([]string, 0, len(fam.Vars))
-	for k := range fam.Vars {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	combos := []map[string]string{{}}
-	for _, n := range names {
-		var next []map[string]string
-		for _, c := range combos {
-			for _, v := range fam.Vars[n] {
-				m := map[string]string{n: v}
-				for k, x := range c {
-					m[k] = x
-				}
-				next = append(next, m)
-			}
-		}
-		combos = next
-	}
-	out := make([]corpusCase, 0, len(combos))
-	for _, c := range combos {
-		var call map[string]any
-		// A value may hold another var's reference: substitute until
-		// nothing changes (bounded).
-		v := any(fam.Call)
-		for range 3 {
-			v = substitute(v, c)
-		}
-		call = unpack(fam.Kind, v.(map[string]any))
-		out = append(out, corpusCase{family: fam, call: call, label: label(fam, call)})
-	}
-	return out
-}
-
-func substitute(v any, vars map[string]string) any {
-	switch x := v.(type) {
-	case string:
-		return varRef.ReplaceAllStringFunc(x, func(m string) string {
-			if s, ok := vars[m[1:len(m)-1]]; ok {
-				return s
-			}
-			return m
-		})
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[substitute(k, vars).(string)] = substitute(e, vars)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = substitute(e, vars)
-		}
-		return out
-	}
-	return v
-}
-
-// unpack reads the short form of mcp and tool calls: a tool field
-// "server|tool|{json args}" (mcp, in server) or "name|{json args}" (tool).
-func unpack(kind string, call map[string]any) map[string]any {
-	switch kind {
-	case "mcp":
-		if parts := strings.SplitN(str(call, "server"), "|", 3); len(parts) == 3 {
-			var a map[string]any
-			if err := json.Unmarshal([]byte(parts[2]), &a); err != nil {
-				panic(fmt.Sprintf("corpus: %s: %v", parts[2], err))
-			}
-			return map[string]any{"server": parts[0], "tool": parts[1], "args": a}
-		}
-	case "tool":
-		if parts := strings.SplitN(str(call, "tool"), "|", 2); len(parts) == 2 {
-			var a map[string]any
-			if err := json.Unmarshal([]byte(parts[1]), &a); err != nil {
-				panic(fmt.Sprintf("corpus: %s: %v", parts[1], err))
-			}
-			return map[string]any{"tool": parts[0], "args": a}
-		}
-	}
-	return call
-}
-
-func label(fam *corpusFamily, call map[string]any) string {
-	b, _ := json.Marshal(call)
-	return fam.Family + " " + string(b)
-}
-
-func str(call map[string]any, k string) string {
-	s, _ := call[k].(string)
-	return s
-}
-
-func argsOf(call map[string]any) map[string]any {
-	if a, ok := call["args"].(map[string]any); ok {
-		return a
-	}
-	return map[string]any{}
-}
-
 // dialects are the ways a call reaches the bundle: celguard eval (with
 // Claude Code's tool names) and each host's hook.
-var dialects = []string{"eval", "claude-code", "codex", "gemini", "cursor"}
+var dialects = policies.CorpusDialects
 
 // toolCall is the tool name and arguments of a host-neutral call in a
 // dialect; ok is false when the host has no tool of that kind.
 func toolCall(dialect string, c corpusCase) (tool string, args map[string]any, ok bool) {
-	call := c.call
-	p, content := str(call, "path"), str(call, "content")
-	switch c.family.Kind {
-	case "tool":
-		return str(call, "tool"), argsOf(call), true
-	case "mcp":
-		server, name := str(call, "server"), str(call, "tool")
-		switch dialect {
-		case "gemini":
-			return "mcp_" + server + "_" + name, argsOf(call), true
-		case "cursor":
-			// beforeMCPExecution names the tool alone.
-			return name, argsOf(call), true
-		}
-		return "mcp__" + server + "__" + name, argsOf(call), true
-	}
-	switch dialect {
-	case "eval", "claude-code":
-		switch c.family.Kind {
-		case "shell":
-			return "Bash", map[string]any{"command": str(call, "command")}, true
-		case "read":
-			return "Read", map[string]any{"file_path": p}, true
-		case "write":
-			return "Write", map[string]any{"file_path": p, "content": content}, true
-		case "edit":
-			return "Edit", map[string]any{"file_path": p, "old_string": "a", "new_string": content}, true
-		case "patch":
-			return "apply_patch", map[string]any{"input": str(call, "patch")}, dialect == "eval"
-		case "fetch":
-			return "WebFetch", map[string]any{"url": str(call, "url"), "prompt": "Summarise the page."}, true
-		case "search":
-			return "Grep", searchArgs(call, "glob"), true
-		}
-	case "codex":
-		switch c.family.Kind {
-		case "shell":
-			return "Bash", map[string]any{"command": str(call, "command")}, true
-		case "patch":
-			return "apply_patch", map[string]any{"command": str(call, "patch")}, true
-		}
-	case "gemini":
-		switch c.family.Kind {
-		case "shell":
-			return "run_shell_command", map[string]any{"command": str(call, "command")}, true
-		case "read":
-			return "read_file", map[string]any{"absolute_path": p}, true
-		case "write":
-			return "write_file", map[string]any{"file_path": p, "content": content}, true
-		case "edit":
-			return "replace", map[string]any{"file_path": p, "old_string": "a", "new_string": content}, true
-		case "fetch":
-			return "web_fetch", map[string]any{"prompt": "Summarise " + str(call, "url")}, true
-		case "search":
-			return "search_file_content", searchArgs(call, "include"), true
-		}
-	case "cursor":
-		switch c.family.Kind {
-		case "shell":
-			return "Shell", map[string]any{"command": str(call, "command")}, true
-		case "read":
-			return "Read", map[string]any{"file_path": p}, true
-		case "write":
-			return "Write", map[string]any{"file_path": p, "content": content}, true
-		}
-	}
-	return "", nil, false
-}
-
-// searchArgs are a search tool's arguments: pattern, path, and the glob
-// under the host's name for it.
-func searchArgs(call map[string]any, globKey string) map[string]any {
-	a := map[string]any{"pattern": str(call, "pattern")}
-	if p := str(call, "path"); p != "" {
-		a["path"] = p
-	}
-	if g := str(call, "glob"); g != "" {
-		a[globKey] = g
-	}
-	return a
+	return c.ToolCall(dialect)
 }
 
 // payload is the hook event of a call for a host.
@@ -314,7 +91,7 @@ func payload(host string, c corpusCase, cwd, session string) ([]byte, bool) {
 			"timestamp": "2026-01-15T10:30:00.000Z", "hook_event_name": "BeforeTool", "tool_name": tool, "tool_input": args}
 	case "cursor":
 		ev = map[string]any{"conversation_id": session, "generation_id": "g", "workspace_roots": []any{cwd}, "cwd": cwd}
-		switch c.family.Kind {
+		switch c.Family.Kind {
 		case "shell":
 			ev["hook_event_name"], ev["command"] = "beforeShellExecution", args["command"]
 		case "read":
@@ -449,7 +226,7 @@ func TestCorpus(t *testing.T) {
 	families := map[string]*famTally{}
 	seq := 0
 	decide := func(dialect string, c corpusCase) (outcome, bool) {
-		cwd := c.family.Cwd
+		cwd := c.Family.Cwd
 		if cwd == "" {
 			cwd = corpusWork
 		}
@@ -480,30 +257,30 @@ func TestCorpus(t *testing.T) {
 					continue
 				}
 				tl := &res.hostile
-				if c.family.Want == "allow" {
+				if c.Family.Want == "allow" {
 					tl = &res.benign
 				}
 				tl.total++
 				if dialect == "eval" {
-					ft := families[c.family.Family]
+					ft := families[c.Family.Family]
 					if ft == nil {
-						ft = &famTally{want: c.family.Want}
-						families[c.family.Family] = ft
+						ft = &famTally{want: c.Family.Want}
+						families[c.Family.Family] = ft
 					}
 					ft.total++
-					if good(c.family.Want, o) {
+					if good(c.Family.Want, o) {
 						ft.good++
 					}
 				}
-				if good(c.family.Want, o) {
+				if good(c.Family.Want, o) {
 					tl.good++
 					continue
 				}
-				line := fmt.Sprintf("%s: %s: got %s, want %s", dialect, c.label, o, c.family.Want)
-				if len(c.family.Known) == 0 {
+				line := fmt.Sprintf("%s: %s: got %s, want %s", dialect, c.Label, o, c.Family.Want)
+				if len(c.Family.Known) == 0 {
 					unexpected = append(unexpected, line)
 				}
-				for _, k := range c.family.Known {
+				for _, k := range c.Family.Known {
 					missed[k] = append(missed[k], line)
 				}
 				if *corpusVerbose {

@@ -102,6 +102,7 @@ const (
 	CodeInvalidMandatory   Code = "invalid_mandatory"   // a mandatory rule whose verdict is allow or modify
 	CodeMandatoryKept      Code = "mandatory_kept"      // warning: an Overrides file or another layer tried to lift a mandatory rule
 	CodeUntrustedIgnored   Code = "untrusted_ignored"   // warning: what an untrusted project may not do (Overrides, replacements) is ignored
+	CodeHostDegrades       Code = "host_degrades"       // warning (lint --hosts): a rule's verdict degrades, or has no effect, on a named host
 )
 
 // Layer codes: problems with where the policies come from.

@@ -129,6 +129,8 @@ func (b *tab) labelled() {
 // directory, and to docs/console/ with -update-screenshots.
 func (b *tab) shot(name string) {
 	b.t.Helper()
+	// A page still loading (a form just posted) has no layout to capture.
+	b.eventually(`document.readyState === "complete" && document.body.getBoundingClientRect().width > 0`, 10*time.Second)
 	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Fatal(err)
@@ -280,7 +282,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.load("/ui/playground")
 	b.do(chromedp.SetValue(chromedp.ID("policy"), playPolicy), chromedp.SetValue(chromedp.ID("call"), `{"tool":"Bash","args":{"command":"ls"}}`),
 		chromedp.Click(chromedp.CSS(`#playground button[type=submit]`)))
-	b.eventually(`!!document.getElementById("result")`, 10*time.Second)
+	b.eventually(`document.readyState === "complete" && !!document.getElementById("result")`, 10*time.Second)
 	diag := evalIn[[]string](b, `Array.from(document.querySelectorAll(".diagnostics li.mine.sev-error")).map(function (li) { return li.getAttribute("data-line") + " " + li.textContent; })`)
 	if len(diag) == 0 || !strings.HasPrefix(diag[0], "6 ") || !strings.Contains(diag[0], "playground.yaml:6:") {
 		t.Fatalf("the playground's errors: %v, want one at playground.yaml line 6", diag)

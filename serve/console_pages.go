@@ -230,6 +230,11 @@ func (s *Server) inbox(ctx context.Context) ([]inboxItem, error) {
 				it.RuleFile, it.RuleLine = r.Pos.File, r.Pos.Line
 			}
 			if rec, ok := s.console.feed.forRequest(sess.ID(), rq.ID); ok {
+				if rec.RuleID == rq.Rule && rec.File != "" {
+					// The decision's own: a project's rule (one server,
+					// many repositories) is not in the server's set.
+					it.RuleFile, it.RuleLine = rec.File, rec.Line
+				}
 				it.Host = rec.Host
 				if a := formatAgent(rec.Agent); a != "" {
 					it.Agent = a
@@ -459,6 +464,8 @@ func (s *Server) recordAnswer(ctx context.Context, sess *session, rq eval.Pendin
 
 // decisionsData is the decisions page.
 type decisionsData struct {
+	Sessions  []sessionRow
+	Held      int
 	Filter    decisionFilter
 	Decisions []consoleRecord
 	Verdicts  []string
@@ -475,7 +482,33 @@ func (s *Server) consoleDecisions(w http.ResponseWriter, r *http.Request) {
 		Verdicts: []string{"allow", "warn", "block", "halt", "ask", "modify"},
 		Chart:    chartRows(s.console.feed.ruleCounts(s.cfg.Now(), 8))}
 	d.Kept = len(s.console.feed.find(decisionFilter{}, 0, false))
+	d.Sessions, d.Held = s.sessionRows(), s.sessions.len()
 	s.render(w, r, http.StatusOK, "decisions.html", page{Title: "Decisions", Nav: "decisions", Data: d})
+}
+
+// sessionRow is a session the server holds, as the decisions page lists
+// it: which agents are running.
+type sessionRow struct {
+	ID       string
+	Agent    string
+	Turn     uint64
+	Pending  int
+	Halted   bool
+	LastUsed time.Time
+}
+
+// maxSessionRows bounds the sessions the decisions page lists.
+const maxSessionRows = 50
+
+// sessionRows are the sessions the server holds, the most recently used
+// first (as this server last saw them; no store read).
+func (s *Server) sessionRows() []sessionRow {
+	var out []sessionRow
+	for _, ss := range s.sessions.recent(maxSessionRows) {
+		st := ss.State()
+		out = append(out, sessionRow{ID: ss.ID(), Agent: formatAgent(ss.agent), Turn: st.Turn, Pending: len(st.Requests), Halted: st.Halted != nil, LastUsed: ss.last})
+	}
+	return out
 }
 
 // sessionData is a session's page.

@@ -21,8 +21,8 @@ import (
 // Bounds of the playground. It compiles and runs what the operator pastes
 // on the server, so what it accepts is bounded: the sizes here, the
 // compiler's bounds (compile.DefaultMaxRules, the proven cost of every
-// expression) and the engine's, one run at a time, each within the
-// server's request timeout. It never touches the server's own state: every
+// expression) and the engine's, one run at a time, each within
+// PlaygroundTimeout. It never touches the server's own state: every
 // run compiles its own set into a throwaway engine, with no store, no
 // decision log, no telemetry, no judge and no approver, and decides in a
 // fresh session. It compiles with the default CEL environment, whose
@@ -33,6 +33,11 @@ const (
 	MaxPlaygroundPolicy = 64 << 10
 	// MaxPlaygroundCall bounds the call pasted, in bytes.
 	MaxPlaygroundCall = 16 << 10
+	// PlaygroundTimeout bounds one run: compiling and linting the policy
+	// (with the built-in bundle, the lint analyses take about a second)
+	// and deciding the call. It is longer than a decision's --timeout:
+	// the playground runs one policy at a time, for an operator.
+	PlaygroundTimeout = 30 * time.Second
 	// playgroundFile is the file name the pasted policy compiles as.
 	playgroundFile = "playground.yaml"
 )
@@ -88,7 +93,7 @@ const exampleCall = `{"tool": "Bash", "args": {"command": "git push --force orig
 
 func (s *Server) consolePlayground(w http.ResponseWriter, r *http.Request) {
 	d := playData{In: playInput{Policy: examplePolicy, Call: exampleCall, Builtin: false},
-		Limits: fmt.Sprintf("policy up to %d KiB, call up to %d KiB, %d rules, %s", MaxPlaygroundPolicy>>10, MaxPlaygroundCall>>10, compile.DefaultMaxRules, s.cfg.Timeout)}
+		Limits: fmt.Sprintf("policy up to %d KiB, call up to %d KiB, %d rules, %s", MaxPlaygroundPolicy>>10, MaxPlaygroundCall>>10, compile.DefaultMaxRules, PlaygroundTimeout)}
 	for _, rec := range s.console.feed.find(decisionFilter{}, 50, false) {
 		if !rec.Phase.HasCall() || rec.Tool == "" {
 			continue
@@ -147,7 +152,7 @@ func (s *Server) play(ctx context.Context, in playInput) (*playResult, int, erro
 	default:
 		return nil, http.StatusTooManyRequests, errBusy
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, PlaygroundTimeout)
 	defer cancel()
 	done := make(chan *playResult, 1)
 	go func() {
@@ -163,7 +168,7 @@ func (s *Server) play(ctx context.Context, in playInput) (*playResult, int, erro
 	case out := <-done:
 		return out, http.StatusOK, nil
 	case <-ctx.Done():
-		return nil, http.StatusServiceUnavailable, fmt.Errorf("no result within %s: the policy or the call is too costly for the playground", s.cfg.Timeout)
+		return nil, http.StatusServiceUnavailable, fmt.Errorf("no result within %s: the policy or the call is too costly for the playground", PlaygroundTimeout)
 	}
 }
 

@@ -151,3 +151,29 @@ func (t *sessionTable) all() []*session {
 	slices.SortFunc(out, func(a, b *session) int { return strings.Compare(a.ID(), b.ID()) })
 	return out
 }
+
+// sessionSeen is a session with when it was last used.
+type sessionSeen struct {
+	*session
+	last time.Time
+}
+
+// recent returns at most n sessions, the most recently used first.
+func (t *sessionTable) recent(n int) []sessionSeen {
+	t.mu.Lock()
+	out := make([]sessionSeen, 0, len(t.m))
+	for _, s := range t.m {
+		out = append(out, sessionSeen{s, s.last})
+	}
+	t.mu.Unlock()
+	slices.SortFunc(out, func(a, b sessionSeen) int {
+		if c := b.last.Compare(a.last); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID(), b.ID())
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}

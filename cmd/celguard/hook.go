@@ -106,11 +106,11 @@ func newHookCmd(sio stdio) *cobra.Command {
 	var p hookParams
 	cmd := &cobra.Command{
 		Use:   "hook HOST < EVENT",
-		Short: "Answer one hook event of Claude Code, Codex, Gemini CLI or Cursor",
+		Short: "Answer one hook event of Claude Code, Codex, Gemini CLI, Cursor or Copilot CLI",
 		Long: `Hook is the command an agent host runs for every hook event. It reads one
 event from stdin in the host's format, decides it with the policies and writes
 exactly what the host expects on stdout, stderr and the exit code. HOST is
-claude-code, codex, gemini or cursor.
+claude-code, codex, gemini, cursor or copilot.
 
 --policy, --bundle, --include and --exclude choose the policies as they do
 for eval, lint and test: with none of them, every layer decides (the
@@ -324,11 +324,13 @@ func newHookInstallCmd(sio stdio) *cobra.Command {
   codex        ~/.codex/hooks.json    (--project: .codex/hooks.json)
   gemini       .gemini/settings.json  (--user: ~/.gemini/settings.json)
   cursor       .cursor/hooks.json     (--user: ~/.cursor/hooks.json)
+  copilot      ~/.copilot/hooks/celguard.json ($COPILOT_HOME/hooks;
+               --project: .github/hooks/celguard.json)
 
-The project files are under the current directory. Codex installs for the
-user by default: it runs a project's hooks only in a project it trusts, and
-skips them without a word elsewhere, so --project refuses in a project
-Codex does not trust.
+The project files are under the current directory. Codex and Copilot CLI
+install for the user by default: they run a project's hooks only in a
+project the user trusted, and skip them without a word elsewhere; --project
+refuses in a project Codex does not trust.
 
 --managed writes the host's managed (administrator) settings, which the
 host applies above the user's and the project's and which neither the user
@@ -340,6 +342,8 @@ nor the agent can change; it needs an administrator (sudo):
   gemini       /etc/gemini-cli/settings.json ($GEMINI_CLI_SYSTEM_SETTINGS_PATH;
                macOS: /Library/Application Support/GeminiCli/,
                Windows: C:\ProgramData\gemini-cli\)
+  copilot      /etc/github-copilot/policy.d/celguard.json (policy hooks;
+               Windows: C:\ProgramData\GitHub\Copilot\policy.d\)
   codex        none celguard writes: Codex's managed hooks are TOML in
                /etc/codex/requirements.toml
   cursor       none celguard writes
@@ -435,19 +439,19 @@ type installTarget struct {
 // replace), and makes p's paths absolute.
 func (p *hookInstallParams) target(host string) (installTarget, error) {
 	var t installTarget
-	if _, err := hooks.New(host, hooks.Options{}); err != nil {
+	info, err := hooks.LookupHost(host)
+	if err != nil {
 		return t, err
 	}
 	t.scope = setup.ScopeProject
 	switch {
-	case p.user, host == hooks.Codex && !p.project && !p.managed:
-		// Codex runs the user's hooks in every project, a project's only
-		// where it trusts the project.
+	case p.user, info.UserDefault && !p.project && !p.managed:
+		// Codex and Copilot CLI run the user's hooks in every project, a
+		// project's only where the user trusted the project.
 		t.scope = setup.ScopeUser
 	case p.managed:
 		t.scope = setup.ScopeManaged
 	}
-	var err error
 	if t.cwd, err = os.Getwd(); err != nil {
 		return t, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/celguard/celguard/cmd/celguard/internal/output"
 	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 )
@@ -21,6 +22,8 @@ type lintParams struct {
 	policies selection // PATH..., --policy, --effective and the layer flags
 	format   string    // text | json | sarif | github
 	failOn   string    // error | warning | info
+	// hosts are --hosts: warn where a rule's verdict degrades on them.
+	hosts []string
 	stdio
 }
 
@@ -53,6 +56,11 @@ rule once it is (untrusted_would_relax). --bundle, --include, --exclude,
 test, and read them too (with any of them, no path is needed). Without them
 only the paths are checked, with the built-in tool classes.
 
+--hosts claude-code,codex warns (host_degrades) at each rule whose verdict
+one of the named hosts does not honour exactly, per the host capability
+matrix the real-host suite measured ('celguard hosts' prints it): an ask on
+Codex becomes a deny, a redaction on Gemini CLI a tool error.
+
 Diagnostics are errors (the set does not compile), warnings (it compiles,
 but something cannot work as written: a rule that can never fire, an unused
 variable or counter, a block without a reason, an expression over the cost
@@ -80,6 +88,9 @@ cannot be read.`,
   # Check the set in force here: every layer, and what pre-empts what
   celguard lint --effective
 
+  # Warn where a rule degrades on the hosts the team uses
+  celguard lint --hosts claude-code,codex policies/
+
   # Upload to GitHub code scanning
   celguard lint --format sarif policies/ > celguard.sarif
 
@@ -100,6 +111,7 @@ cannot be read.`,
 	p.policies.addEffectiveFlag(cmd.Flags())
 	cmd.Flags().StringVar(&p.format, "format", output.FormatText, "output format: "+strings.Join(output.DiagnosticFormats, ", "))
 	cmd.Flags().StringVar(&p.failOn, "fail-on", string(policy.SeverityError), "lowest severity that fails the run: error, warning or info")
+	cmd.Flags().StringSliceVar(&p.hosts, "hosts", nil, "warn at each rule whose verdict degrades on one of these hosts ("+strings.Join(hooks.Hosts(), ", ")+")")
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(output.DiagnosticFormats, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"error", "warning", "info"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -114,6 +126,12 @@ func runLint(_ context.Context, p lintParams) int {
 	if failOn.Rank() == 0 {
 		fmt.Fprintf(p.stderr, "celguard lint: unknown --fail-on %q: use error, warning or info\n", p.failOn)
 		return exitUsage
+	}
+	for _, h := range p.hosts {
+		if _, err := hooks.LookupHost(h); err != nil {
+			fmt.Fprintf(p.stderr, "celguard lint: --hosts: %v\n", err)
+			return exitUsage
+		}
 	}
 	ds, srcs, suites, err := p.findings()
 	if err != nil {
@@ -191,6 +209,13 @@ func (p lintParams) findings() (policy.Diagnostics, []policy.Source, []policy.So
 		fmt.Fprintf(p.stderr, "celguard lint: cannot tell what trusting the project would relax: %v\n", err)
 	}
 	ds = append(ds, rs...)
+	if len(p.hosts) > 0 {
+		hds, err := hooks.DegradedRules(set, p.hosts)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		ds = append(ds, hds...)
+	}
 	ds.Sort()
 	return ds, srcs, suites, nil
 }

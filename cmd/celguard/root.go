@@ -66,7 +66,7 @@ it returns.
 	root.SetVersionTemplate("celguard {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 
-	root.AddCommand(newEvalCmd(sio), newLintCmd(sio), newTestCmd(sio), newHookCmd(sio), newPoliciesCmd(sio), newInitCmd(sio), newSchemaCmd(sio), newTrustCmd(sio), newVersionCmd(sio), newApproveCmd(sio), newApprovalsCmd(sio), newDoctorCmd(sio), newServeCmd(sio), newImportCmd(sio), newBundleCmd(sio), newMCPCmd(sio), newReplayCmd(sio), newDiffCmd(sio))
+	root.AddCommand(newEvalCmd(sio), newLintCmd(sio), newTestCmd(sio), newHookCmd(sio), newPoliciesCmd(sio), newInitCmd(sio), newSchemaCmd(sio), newTrustCmd(sio), newVersionCmd(sio), newApproveCmd(sio), newApprovalsCmd(sio), newDoctorCmd(sio), newServeCmd(sio), newImportCmd(sio), newLearnCmd(sio), newBundleCmd(sio), newMCPCmd(sio), newReplayCmd(sio), newDiffCmd(sio), newHostsCmd(sio))
 
 	// Make cobra's default help and completion commands now, rather than
 	// at Execute, so that they get examples like every other command.

@@ -41,7 +41,7 @@ func startFakeModel(t *testing.T, api, command string) (*fakeModel, string) {
 	var h http.HandlerFunc
 	switch api {
 	case "anthropic":
-		m.shellTools = []string{"Bash"}
+		m.shellTools = []string{"Bash", "bash"} // Claude Code, Copilot CLI
 		h = m.anthropic
 	case "gemini":
 		m.shellTools = []string{"run_shell_command"}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/internal/npmhost"
 )
 
@@ -24,6 +25,10 @@ rules:
     condition: 'has(args.command) && string(args.command).contains("celguard-blocked")'
     verdict: block
     reason: E2E-BLOCK-REASON the blocked marker must not be created
+  - id: e2e-ask
+    condition: 'has(args.command) && string(args.command).contains("celguard-ask")'
+    verdict: ask
+    reason: E2E-ASK-REASON a person must approve the marker
   # The rewrite keeps only the command: on Gemini CLI it drops the dir_path
   # the model gave, so the call runs in the working directory only if the
   # host replaces the arguments rather than merging them.
@@ -122,6 +127,19 @@ stream_max_retries = 0
 		},
 		afterInstall: trustCodexHooks,
 	},
+	{
+		// Copilot CLI's BYOK provider: an Anthropic Messages endpoint, no
+		// GitHub sign-in (offline mode).
+		name: "copilot", api: "anthropic", pkg: copilotPkg,
+		setup: func(t *testing.T, home, url string) []string {
+			return []string{"COPILOT_HOME=" + filepath.Join(home, ".copilot"), "COPILOT_OFFLINE=true",
+				"COPILOT_PROVIDER_BASE_URL=" + url, "COPILOT_PROVIDER_TYPE=anthropic", "COPILOT_PROVIDER_API_KEY=e2e-dummy",
+				"COPILOT_MODEL=claude-sonnet-4-5", "COPILOT_AUTO_UPDATE=false"}
+		},
+		run: func(bin, prompt string) []string {
+			return []string{bin, "-p", prompt, "--allow-all-tools", "--no-auto-update", "--disable-client-telemetry"}
+		},
+	},
 }
 
 // scenario is one tool call and what must follow from it.
@@ -135,7 +153,13 @@ type scenario struct {
 	only string
 	// stream is the closing answer, streamed in these chunks.
 	stream []string
-	check  func(t *testing.T, host, work string, m *fakeModel, out string)
+	// check asserts what must hold on every host (a refused call never
+	// runs).
+	check func(t *testing.T, host, work string, m *fakeModel, out string)
+	// phase and verdict name the capability matrix cell the scenario
+	// measures (hooks.Capability); observe says what the host did with it.
+	phase, verdict string
+	observe        func(work string, m *fakeModel, out string) hooks.Capability
 }
 
 var scenarios = []scenario{
@@ -144,12 +168,49 @@ var scenarios = []scenario{
 		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
 			mustExist(t, filepath.Join(work, "celguard-allowed"), true)
 		},
+		phase: "before", verdict: "allow",
+		observe: func(work string, m *fakeModel, out string) hooks.Capability {
+			if exists(work, "celguard-allowed") {
+				return exact("the call ran")
+			}
+			return hooks.Capability{Support: hooks.SupportNone, Becomes: "a refusal", Observed: "the call did not run"}
+		},
 	},
 	{
 		name: "block", command: "touch celguard-blocked",
 		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
 			mustExist(t, filepath.Join(work, "celguard-blocked"), false)
 			mustReceive(t, m, "E2E-BLOCK-REASON", "")
+		},
+		phase: "before", verdict: "block",
+		observe: func(work string, m *fakeModel, out string) hooks.Capability {
+			switch {
+			case exists(work, "celguard-blocked"):
+				return hooks.Capability{Support: hooks.SupportNone, Becomes: "an allow", Observed: "the call ran"}
+			case received(m, "E2E-BLOCK-REASON"):
+				return exact("the call did not run; the model received the reason")
+			}
+			return hooks.Capability{Support: hooks.SupportDegraded, Becomes: "a block whose reason the model does not see", Observed: "the call did not run; the model did not receive the reason"}
+		},
+	},
+	{
+		// A host that can ask a person is told to ask (headless, nobody
+		// answers); one that cannot is given a deny naming an approval
+		// request the user answers with celguard approve.
+		name: "ask", command: "touch celguard-ask",
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
+			mustExist(t, filepath.Join(work, "celguard-ask"), false)
+		},
+		phase: "before", verdict: "ask",
+		observe: func(work string, m *fakeModel, out string) hooks.Capability {
+			switch {
+			case exists(work, "celguard-ask"):
+				return hooks.Capability{Support: hooks.SupportNone, Becomes: "an allow", Observed: "the call ran, nobody asked"}
+			case received(m, "approval request"):
+				return hooks.Capability{Support: hooks.SupportDegraded, Becomes: "a deny naming an approval request (celguard approve ID, then the agent retries)",
+					Observed: "the call did not run; the model received the approval request"}
+			}
+			return exact("the host's own permission prompt (headless, nobody answered: the call did not run)")
 		},
 	},
 	{
@@ -160,11 +221,34 @@ var scenarios = []scenario{
 			mustExist(t, filepath.Join(work, "sub", "celguard-after"), false)
 			mustExist(t, filepath.Join(work, "celguard-after"), true)
 		},
+		phase: "before", verdict: "modify",
+		observe: func(work string, m *fakeModel, out string) hooks.Capability {
+			switch {
+			case exists(work, "celguard-before") || exists(work, "sub/celguard-before"):
+				return hooks.Capability{Support: hooks.SupportNone, Becomes: "an allow of the original call", Observed: "the original call ran"}
+			case exists(work, "celguard-after"):
+				return exact("the rewritten call ran")
+			}
+			return hooks.Capability{Support: hooks.SupportDegraded, Becomes: "a block", Observed: "neither call ran"}
+		},
 	},
 	{
 		name: "redact", command: "echo E2ESECRET-42",
 		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
 			mustReceive(t, m, "REDACTED-BY-CELGUARD-42", "E2ESECRET")
+		},
+		phase: "after", verdict: "modify",
+		observe: func(work string, m *fakeModel, out string) hooks.Capability {
+			switch {
+			case received(m, "E2ESECRET"):
+				return hooks.Capability{Support: hooks.SupportNone, Becomes: "the original output", Observed: "the model received the secret"}
+			case !received(m, "REDACTED-BY-CELGUARD-42"):
+				return hooks.Capability{Support: hooks.SupportDegraded, Becomes: "a withheld output", Observed: "the model received neither the output nor its rewrite"}
+			case received(m, strings.TrimSpace(hooks.RedactedNote)):
+				return hooks.Capability{Support: hooks.SupportDegraded, Becomes: "a tool error carrying the rewritten output",
+					Observed: "the model received the rewritten output as the tool's error, with a note that the call ran"}
+			}
+			return exact("the model received the rewritten output, not the secret")
 		},
 	},
 	{
@@ -180,6 +264,13 @@ var scenarios = []scenario{
 			}
 			// The refusal names the policy file and the line of the error.
 			mustReceive(t, m, "broken.yaml:6", "")
+		},
+		phase: "failure", verdict: "policy",
+		observe: func(work string, m *fakeModel, out string) hooks.Capability {
+			if exists(work, "celguard-broken") {
+				return hooks.Capability{Support: hooks.SupportNone, Becomes: "an allow", Observed: "the call ran"}
+			}
+			return exact("a policy that does not compile: the call did not run; the model received the file and line")
 		},
 	},
 	{
@@ -204,13 +295,45 @@ var scenarios = []scenario{
 				}
 			}
 		},
+		phase: "output", verdict: "modify",
+		observe: func(work string, m *fakeModel, out string) hooks.Capability {
+			for _, part := range []string{"AKIA", "IOSFOD", "NN7EX"} {
+				if strings.Contains(out, part) {
+					return hooks.Capability{Support: hooks.SupportNone, Becomes: "the original output", Observed: "the host showed part of the secret"}
+				}
+			}
+			return exact("the streamed answer was shown rewritten, no part of the secret first")
+		},
 	},
 	{
 		name: "missing-binary", command: "touch celguard-unguarded", missing: true,
 		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
-			mustExist(t, filepath.Join(work, "celguard-unguarded"), host != "gemini")
+			// Gemini CLI and Copilot CLI (a PreToolUse hook that exits
+			// non-zero denies) refuse it.
+			mustExist(t, filepath.Join(work, "celguard-unguarded"), host == "claude-code" || host == "codex")
+		},
+		phase: "failure", verdict: "binary",
+		observe: func(work string, m *fakeModel, out string) hooks.Capability {
+			if exists(work, "celguard-unguarded") {
+				return hooks.Capability{Support: hooks.SupportNone, Becomes: "an allow: every call runs unguarded", Observed: "the hook's binary is missing: the call ran"}
+			}
+			return exact("the hook's binary is missing: the call did not run")
 		},
 	},
+}
+
+func exact(observed string) hooks.Capability {
+	return hooks.Capability{Support: hooks.SupportExact, Observed: observed}
+}
+
+func exists(work, name string) bool {
+	_, err := os.Stat(filepath.Join(work, name))
+	return err == nil
+}
+
+// received reports whether a tool result the model received contains s.
+func received(m *fakeModel, s string) bool {
+	return strings.Contains(strings.Join(m.Results(), "\n"), s)
 }
 
 // TestHosts runs every scenario on every host, in parallel.
@@ -219,26 +342,36 @@ func TestHosts(t *testing.T) {
 		t.Skip("runs the real hosts")
 	}
 	celguard := celguardBinary(t)
+	rec := &recorder{}
+	t.Cleanup(func() { rec.finish(t) })
 	for _, h := range hostsUnderTest {
 		t.Run(h.name, func(t *testing.T) {
 			t.Parallel()
 			bin := hostBinary(t, h.pkg)
 			for _, sc := range scenarios {
 				if sc.only != "" && sc.only != h.name {
-					continue // the other hosts have no such event
+					// The other hosts have no such event: the verdict
+					// never reaches celguard there.
+					rec.add(h.name, h.pkg.Version, sc.phase, sc.verdict, hooks.Capability{Support: hooks.SupportNone,
+						Becomes: "nothing: the host has no hook event for the " + sc.phase + " phase", Observed: "the host has no such hook event (not run)"})
+					continue
 				}
 				t.Run(sc.name, func(t *testing.T) {
 					t.Parallel()
-					runScenario(t, celguard, bin, h, sc)
+					work, m, out := runScenario(t, celguard, bin, h, sc)
+					if sc.observe != nil && !t.Failed() {
+						rec.add(h.name, h.pkg.Version, sc.phase, sc.verdict, sc.observe(work, m, out))
+					}
 				})
 			}
 		})
 	}
 }
 
-func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
+func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) (work string, m *fakeModel, out string) {
 	root := t.TempDir()
-	home, work, state := filepath.Join(root, "home"), filepath.Join(root, "work"), filepath.Join(root, "state")
+	home, state := filepath.Join(root, "home"), filepath.Join(root, "state")
+	work = filepath.Join(root, "work")
 	for _, d := range []string{home, work, filepath.Join(work, "sub")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -284,7 +417,7 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 	cmd.Stdin = bytes.NewReader(nil)
 	cmd.WaitDelay = 10 * time.Second
 	outb, err := cmd.CombinedOutput()
-	out := string(outb)
+	out = string(outb)
 	if ctx.Err() != nil {
 		t.Fatalf("%s did not finish: %v\noutput:\n%s\nmodel requests:\n%s", h.name, ctx.Err(), out, m.Log())
 	}
@@ -304,6 +437,7 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) {
 	if *updateRecords && !t.Failed() && slices.Contains(recordScenarios, sc.name) {
 		keepRecords(t, h.name, sc.name, root, home, decisions)
 	}
+	return work, m, out
 }
 
 // addAfterModel registers celguard's Gemini hook for AfterModel too, as

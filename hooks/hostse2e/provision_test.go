@@ -16,9 +16,10 @@ import (
 // doctor compares with and docs/hooks.md names as the versions tested;
 // raise them there together with what the suite shows.
 var (
-	claudeVersion = testedVersion(hooks.ClaudeCode)
-	geminiVersion = testedVersion(hooks.Gemini)
-	codexVersion  = testedVersion(hooks.Codex)
+	claudeVersion  = testedVersion(hooks.ClaudeCode)
+	geminiVersion  = testedVersion(hooks.Gemini)
+	codexVersion   = testedVersion(hooks.Codex)
+	copilotVersion = testedVersion(hooks.Copilot)
 )
 
 func testedVersion(host string) string {
@@ -32,9 +33,10 @@ func testedVersion(host string) string {
 // The hosts' npm packages, installed by internal/npmhost into the cache
 // the importer's differential tests share.
 var (
-	claudePkg = npmhost.Host{Pkg: "@anthropic-ai/claude-code", Version: claudeVersion, Bin: "claude"}
-	geminiPkg = npmhost.Host{Pkg: "@google/gemini-cli", Version: geminiVersion, Bin: "gemini"}
-	codexPkg  = npmhost.Host{Pkg: "@openai/codex", Version: codexVersion, Bin: "codex"}
+	claudePkg  = npmhost.Host{Pkg: "@anthropic-ai/claude-code", Version: claudeVersion, Bin: "claude"}
+	geminiPkg  = npmhost.Host{Pkg: "@google/gemini-cli", Version: geminiVersion, Bin: "gemini"}
+	codexPkg   = npmhost.Host{Pkg: "@openai/codex", Version: codexVersion, Bin: "codex"}
+	copilotPkg = npmhost.Host{Pkg: "@github/copilot", Version: copilotVersion, Bin: "copilot"}
 )
 
 // hostBinary returns the host's command, installing it with npm the first

@@ -156,8 +156,36 @@ func Doctor(hosts []string, required bool, env DoctorEnv) []Check {
 			continue
 		}
 		out = append(out, versionCheck(host, env))
+		if c, ok := degradedCheck(host); ok {
+			out = append(out, c)
+		}
 	}
 	return out
+}
+
+// degradedCheck warns of the verdicts host does not honour exactly, per
+// the capability matrix (hooks.Capabilities).
+func degradedCheck(host string) (Check, bool) {
+	info, _ := hooks.LookupHost(host)
+	var parts []string
+	version := ""
+	for _, h := range hooks.Capabilities().Hosts {
+		if h.Host != host {
+			continue
+		}
+		version = h.Version
+		for _, c := range h.Capabilities {
+			if c.Support != hooks.SupportExact && c.Phase != "failure" {
+				parts = append(parts, fmt.Sprintf("%s in the %s phase becomes %s", c.Verdict, c.Phase, c.Becomes))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return Check{}, false
+	}
+	return Check{Host: host, Level: LevelWarn,
+		Message: fmt.Sprintf("%s %s does not honour every verdict exactly: %s", info.Title, version, strings.Join(parts, "; ")),
+		Fix:     "celguard lint --hosts " + host + " POLICIES warns at each rule this changes; celguard hosts prints the whole matrix"}, true
 }
 
 // installed is one settings file that holds celguard's hook for a host.
@@ -350,7 +378,7 @@ func ourCommands(host string, root *object) map[string][]string {
 			}
 			for _, h := range handlers {
 				if ho, _ := h.(*object); ho != nil && isOurs(ho, host) {
-					c, _ := ho.get("command")
+					c, _ := ho.get(hc.key())
 					out[event] = append(out[event], c.(string))
 				}
 			}

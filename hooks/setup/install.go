@@ -80,6 +80,17 @@ type hostConfig struct {
 	// handler is the extra keys of a new handler (timeout and its unit
 	// differ by host).
 	handler func(command string) *object
+	// commandKey is the handler's key for its command line ("command";
+	// Copilot CLI: "bash", its Unix shell command).
+	commandKey string
+}
+
+// key is the handler's key for its command line.
+func (hc hostConfig) key() string {
+	if hc.commandKey == "" {
+		return "command"
+	}
+	return hc.commandKey
 }
 
 // hostConfigs holds the hostConfig of every host of the table.
@@ -90,6 +101,11 @@ var hostConfigs = map[string]hostConfig{
 		return obj("name", "celguard", "type", "command", "command", c, "timeout", json.Number("30000"))
 	}},
 	hooks.Cursor: {flat: true, handler: func(c string) *object { return obj("command", c) }},
+	// Copilot CLI: {"version": 1, "hooks": {event: [{type, bash,
+	// timeoutSec}]}}.
+	hooks.Copilot: {flat: true, commandKey: "bash", handler: func(c string) *object {
+		return obj("type", "command", "bash", c, "timeoutSec", json.Number("30"))
+	}},
 }
 
 // SettingsPath is the settings file celguard's hooks go into for host:
@@ -104,14 +120,20 @@ func SettingsPath(host string, scope InstallScope, projectDir, homeDir string) (
 		return ManagedPath(host, runtime.GOOS)
 	}
 	if scope == ScopeUser {
-		if host == hooks.Codex {
-			if ch := os.Getenv("CODEX_HOME"); ch != "" {
-				return filepath.Join(ch, info.SettingsFile), nil
+		dir := info.SettingsDir
+		if info.UserSettingsDir != "" {
+			dir = info.UserSettingsDir
+		}
+		if info.HomeEnv != "" {
+			if h := os.Getenv(info.HomeEnv); h != "" {
+				// $CODEX_HOME is ~/.codex, $COPILOT_HOME ~/.copilot.
+				_, rest, _ := strings.Cut(filepath.ToSlash(dir), "/")
+				return filepath.Join(h, filepath.FromSlash(rest), info.SettingsFile), nil
 			}
 		}
-		return filepath.Join(homeDir, info.SettingsDir, info.SettingsFile), nil
+		return filepath.Join(homeDir, filepath.FromSlash(dir), info.SettingsFile), nil
 	}
-	return filepath.Join(projectDir, info.SettingsDir, info.SettingsFile), nil
+	return filepath.Join(projectDir, filepath.FromSlash(info.SettingsDir), info.SettingsFile), nil
 }
 
 // HookEvents lists the events celguard registers for on host.
@@ -204,7 +226,7 @@ func installEvent(hc hostConfig, host string, hooks *object, event, command stri
 				continue
 			}
 			found = true
-			changed = setCommand(h, command) || changed
+			changed = setCommand(h, hc.key(), command) || changed
 			out = append(out, h)
 			continue
 		}
@@ -231,7 +253,7 @@ func installEvent(hc hostConfig, host string, hooks *object, event, command stri
 				continue
 			}
 			found = true
-			changed = setCommand(h, command) || changed
+			changed = setCommand(h, hc.key(), command) || changed
 			kept = append(kept, h)
 		}
 		if len(kept) == 0 {
@@ -262,9 +284,10 @@ func installEvent(hc hostConfig, host string, hooks *object, event, command stri
 }
 
 // isOurs reports whether a handler runs celguard's hook for host: its
-// command has "hook HOST" after a word that names celguard.
+// command (its hostConfig's key) has "hook HOST" after a word that names
+// celguard.
 func isOurs(h *object, host string) bool {
-	c, _ := h.get("command")
+	c, _ := h.get(hostConfigs[host].key())
 	s, ok := c.(string)
 	if !ok {
 		return false
@@ -278,11 +301,11 @@ func isOurs(h *object, host string) bool {
 	return false
 }
 
-func setCommand(h *object, command string) bool {
-	if c, _ := h.get("command"); c == command {
+func setCommand(h *object, key, command string) bool {
+	if c, _ := h.get(key); c == command {
 		return false
 	}
-	h.set("command", command)
+	h.set(key, command)
 	return true
 }
 

@@ -75,6 +75,9 @@ func probeEvent(host, dir, session string) ([]byte, error) {
 	case hooks.Cursor:
 		ev = map[string]any{"hook_event_name": "beforeShellExecution", "conversation_id": session, "cwd": dir,
 			"workspace_roots": []string{dir}, "command": ProbeCommand}
+	case hooks.Copilot:
+		ev = map[string]any{"hook_event_name": "PreToolUse", "session_id": session, "cwd": dir,
+			"timestamp": time.Now().UTC().Format(time.RFC3339), "tool_name": "Bash", "tool_input": map[string]any{"command": ProbeCommand}}
 	default:
 		return nil, fmt.Errorf("doctor has no probe event for %s", host)
 	}
@@ -103,10 +106,15 @@ func ReadAnswer(host string, r HookRun) (Answer, error) {
 	switch {
 	case r.Err != nil:
 		return Answer{}, r.Err
-	case r.Exit == 2:
+	case r.Exit == 2, r.Exit != 0 && host == hooks.Copilot:
+		// Copilot CLI denies a call whose PreToolUse hook exits non-zero.
 		return Answer{Verdict: "fail-closed", Reason: stderr}, nil
 	case r.Exit != 0:
 		return Answer{Verdict: "fail-open", Reason: fmt.Sprintf("exit code %d: %s", r.Exit, stderr)}, nil
+	}
+	if strings.HasPrefix(stderr, "celguard (failing open):") {
+		// celguard's own failure, answered as the host's allow.
+		return Answer{Verdict: "fail-open", Reason: stderr}, nil
 	}
 	out := bytes.TrimSpace(r.Stdout)
 	if len(out) == 0 {
@@ -121,6 +129,8 @@ func ReadAnswer(host string, r HookRun) (Answer, error) {
 		Continue           *bool  `json:"continue"`
 		StopReason         string `json:"stopReason"`
 		Permission         string `json:"permission"`
+		PermissionDecision string `json:"permissionDecision"`
+		PermissionReason   string `json:"permissionDecisionReason"`
 		AgentMessage       string `json:"agent_message"`
 		HookSpecificOutput *struct {
 			PermissionDecision       string `json:"permissionDecision"`
@@ -136,6 +146,10 @@ func ReadAnswer(host string, r HookRun) (Answer, error) {
 		a = Answer{Verdict: m.Permission, Reason: m.AgentMessage}
 		if a.Verdict == "" {
 			return Answer{}, errors.New(`the answer has no "permission"`)
+		}
+	case hooks.Copilot:
+		if m.PermissionDecision != "" {
+			a = Answer{Verdict: m.PermissionDecision, Reason: m.PermissionReason}
 		}
 	case hooks.Gemini:
 		switch m.Decision {

@@ -55,8 +55,12 @@ var layers = []struct {
 	// replay decides recorded sessions with engines the composition root
 	// builds, beside serve.
 	{8, []string{"serve", "mcpproxy", "replay"}},
+	// learn mines approvals (hooks' state, decision logs, Claude Code's
+	// settings, sessions replay decides again) into rules with policytest
+	// suites, checked against the built-in policies and their corpus.
+	{9, []string{"learn"}},
 	// bench/barehook is the bare Go binary hook latency is measured against.
-	{9, []string{"cmd/celguard", "bench/barehook"}},
+	{10, []string{"cmd/celguard", "bench/barehook"}},
 }
 
 // rankOf returns the rank of a package path relative to the module.
@@ -119,7 +123,7 @@ func TestImportsFlowOneWay(t *testing.T) {
 // TestRankOf pins the table's lookup, so that the test above cannot pass by
 // ranking nothing.
 func TestRankOf(t *testing.T) {
-	for rel, want := range map[string]int{"policy": 0, "stdlib/shell": 0, "stdlib": 1, "eval": 4, "state": 1, "store/statedir": 1, "store": 2, "cmd/celguard": 9, "cmd/celguard/internal/output": 7, "serve": 8, "": 7} {
+	for rel, want := range map[string]int{"policy": 0, "stdlib/shell": 0, "stdlib": 1, "eval": 4, "state": 1, "store/statedir": 1, "store": 2, "cmd/celguard": 10, "cmd/celguard/internal/output": 7, "serve": 8, "": 7} {
 		got, ok := rankOf(rel)
 		if !ok || got != want {
 			t.Errorf("rankOf(%q) = %d, %v; want %d", rel, got, ok, want)
