@@ -128,6 +128,9 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (out Decision, err error)
 	}
 	callKey := approvalKey(r.ID, digest)
 	ruleKey := r.ID + "\x00*"
+	if out, ok := ev.denied(d, r, digest); ok {
+		return out, nil
+	}
 	if out, ok := ev.remembered(d, r, callKey, ruleKey, digest); ok {
 		return out, nil
 	}
@@ -185,6 +188,29 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (out Decision, err error)
 		return ev.refuseAsk(r, CodeApprovalDenied, reason, ApprovalRecord{Rule: r.ID, Outcome: ApprovalDenied, Reason: ans.Reason}), nil
 	}
 	return d, nil
+}
+
+// denied refuses rule r's ask of the call with digest when a person denied
+// its request in this session (Session.Deny): code approval_denied, with
+// the person's note, before any grant, judge or approver is consulted,
+// and no new request.
+func (ev *evaluation) denied(d Decision, r *compile.Rule, digest string) (Decision, bool) {
+	s := ev.s
+	s.mu.Lock()
+	dn, ok := s.book.denied(r.ID, digest)
+	s.mu.Unlock()
+	if !ok {
+		return Decision{}, false
+	}
+	reason := d.Reason + " (denied"
+	if dn.By != "" {
+		reason += " by " + dn.By
+	}
+	if dn.Note != "" {
+		reason += ": " + dn.Note
+	}
+	reason += ")"
+	return ev.refuseAsk(r, CodeApprovalDenied, strings.TrimSpace(reason), ApprovalRecord{Rule: r.ID, Outcome: ApprovalDenied, Reason: dn.Note, Request: dn.ID}), true
 }
 
 // remembered settles the ask d of rule r by an approval remembered or

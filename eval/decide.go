@@ -11,7 +11,8 @@
 //     the rewritten call; each modify rule applies once, so no rewrite carries a call past a block.
 //  5. A verdict that lets the call proceed carries the rewrite; an allow after a rewrite is a modify (carryRewrite).
 //  6. An ask is settled by a remembered approval or the approver (ask, approve.go): approved allows, deferred
-//     stays ask, anything else (no approver, an error, a denial) blocks.
+//     stays ask, anything else (no approver, an error, a denial) blocks. A request a person denied (Session.Deny)
+//     blocks its exact call first, whatever grant there is.
 //  7. When no rule decides, the set's default verdict applies before the call; after it, the result passes.
 //  8. A failing condition or rewrite follows the rule's failure policy: open skips it, closed blocks (policy_error).
 //  9. Every block the engine decides itself is made by Refusal (refuse, refusal): policy_error (rule 8), canceled (the

@@ -31,7 +31,8 @@ import (
 //     writes a persistent allow rule for that call into the user's layer
 //     (the CLI does; eval never writes policy files).
 //
-// No approval ever lifts a mandatory rule (liftable, approve.go).
+// A person may also deny a request (denials.go). No approval ever lifts a
+// mandatory rule (liftable, approve.go).
 
 // GrantScope is how far an approval a person gives reaches (not a
 // counter's policy.Scope). Its values are stable JSON strings.
@@ -197,6 +198,7 @@ type approvalBook struct {
 	remembered map[string]bool
 	requests   []PendingRequest
 	grants     []Grant
+	denials    []Denial
 }
 
 // remember records an approver's answer under key. The set is bounded:
@@ -290,13 +292,14 @@ func (b *approvalBook) add(g Grant) {
 	b.grants = append(b.grants, g)
 }
 
-// revoke forgets the grants and requests with id; it reports whether there
-// were any.
+// revoke forgets the grants, requests and denials with id; it reports
+// whether there were any.
 func (b *approvalBook) revoke(id string) bool {
-	n := len(b.grants) + len(b.requests)
+	n := len(b.grants) + len(b.requests) + len(b.denials)
 	b.grants = slices.DeleteFunc(b.grants, func(g Grant) bool { return g.ID == id })
 	b.requests = slices.DeleteFunc(b.requests, func(r PendingRequest) bool { return r.ID == id })
-	return len(b.grants)+len(b.requests) != n
+	b.denials = slices.DeleteFunc(b.denials, func(d Denial) bool { return d.ID == id })
+	return len(b.grants)+len(b.requests)+len(b.denials) != n
 }
 
 // use finds a grant covering the call and consumes it if it is for once.
@@ -316,11 +319,11 @@ func (b *approvalBook) use(rule, tool, digest string) (Grant, bool) {
 
 // book is the state's approval book; put writes it back.
 func (st *SessionState) book() *approvalBook {
-	return &approvalBook{requests: slices.Clone(st.Requests), grants: slices.Clone(st.Grants)}
+	return &approvalBook{requests: slices.Clone(st.Requests), grants: slices.Clone(st.Grants), denials: slices.Clone(st.Denials)}
 }
 
 func (st *SessionState) put(b *approvalBook) {
-	st.Requests, st.Grants = b.requests, b.grants
+	st.Requests, st.Grants, st.Denials = b.requests, b.grants, b.denials
 }
 
 // Approve answers the pending request id with scope in the state, as
@@ -335,8 +338,8 @@ func (st *SessionState) Approve(id string, scope GrantScope, by string, now time
 	return g, r, err
 }
 
-// Revoke forgets the grant or pending request id in the state; it reports
-// whether there was one.
+// Revoke forgets the grant, pending request or denial id in the state; it
+// reports whether there was one.
 func (st *SessionState) Revoke(id string) bool {
 	b := st.book()
 	ok := b.revoke(id)
@@ -384,8 +387,8 @@ func (s *Session) Approve(ctx context.Context, id string, scope GrantScope, by s
 // found nothing.
 var errNothingRevoked = errors.New("nothing to revoke")
 
-// Revoke forgets the grant or pending request id; it reports whether there
-// was one. With a store the change is committed to it, as Approve's; the
+// Revoke forgets the grant, pending request or denial id; it reports
+// whether there was one. With a store the change is committed to it, as Approve's; the
 // error says the store failed and nothing was revoked.
 func (s *Session) Revoke(ctx context.Context, id string) (bool, error) {
 	err := s.changeBook(ctx, func(b *approvalBook, _ time.Time) error {
@@ -407,7 +410,8 @@ func (s *Session) changeBook(ctx context.Context, change func(*approvalBook, tim
 	apply := func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		b := approvalBook{remembered: s.book.remembered, requests: slices.Clone(s.book.requests), grants: slices.Clone(s.book.grants)}
+		b := approvalBook{remembered: s.book.remembered, requests: slices.Clone(s.book.requests), grants: slices.Clone(s.book.grants),
+			denials: slices.Clone(s.book.denials)}
 		if err := change(&b, s.eng.cfg.now()); err != nil {
 			return err
 		}

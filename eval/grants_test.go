@@ -196,3 +196,64 @@ func grantsSession(t *testing.T, now *time.Time) (*eval.Session, *eval.Engine) {
 var deferAll = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
 	return eval.Approval{Answer: eval.Defer}, nil
 })
+
+// TestApprovalDenials: a request a person denies keeps its exact call
+// refused for the rest of the session (approval_denied, with the note and
+// who denied it), makes no new request, wins over a session grant of the
+// rule, survives a JSON round trip of the state, and a revoked denial
+// asks again; another call of the same rule is still asked.
+func TestApprovalDenials(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, eng := grantsSession(t, &now)
+	ctx := context.Background()
+	next := func() {
+		b, err := json.Marshal(s.State())
+		require.NoError(t, err)
+		var st eval.SessionState
+		require.NoError(t, json.Unmarshal(b, &st))
+		s, err = eng.RestoreSession(st)
+		require.NoError(t, err)
+	}
+	before := func(cmd string) eval.Decision {
+		t.Helper()
+		d, err := s.Before(ctx, eval.Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Cwd: "/srv/app"})
+		require.NoError(t, err)
+		next()
+		return d
+	}
+	id := before("git push").Approval.Request
+	_, _, err := s.Deny(ctx, "00000000", "ana", "no")
+	require.ErrorIs(t, err, eval.ErrNoRequest)
+	dn, r, err := s.Deny(ctx, id, "ana", "not on a Friday")
+	require.NoError(t, err)
+	assert.Equal(t, id, dn.ID)
+	assert.Equal(t, r.Digest, dn.Digest)
+	_, _, err = s.Deny(ctx, id, "ana", "twice")
+	require.ErrorIs(t, err, eval.ErrNoRequest, "a request answered is answered")
+	next()
+
+	d := before("git push")
+	assert.Equal(t, policy.Block, d.Verdict)
+	assert.Equal(t, eval.CodeApprovalDenied, d.Code)
+	assert.Equal(t, "shell commands are asked (denied by ana: not on a Friday)", d.Reason)
+	require.NotNil(t, d.Approval)
+	assert.Equal(t, eval.ApprovalDenied, d.Approval.Outcome)
+	assert.Equal(t, id, d.Approval.Request)
+	assert.Empty(t, s.Requests(), "a denied call makes no new request")
+
+	// Another call of the rule is asked, and its session grant does not
+	// lift the denied call.
+	other := before("git status").Approval.Request
+	_, _, err = s.Approve(ctx, other, eval.GrantSession, "ana")
+	require.NoError(t, err)
+	assert.Equal(t, policy.Allow, before("git status").Verdict)
+	assert.Equal(t, policy.Allow, before("git log").Verdict)
+	assert.Equal(t, policy.Block, before("git push").Verdict, "the denial wins over the session grant")
+
+	// Revoked, the denial is gone: the session grant decides again.
+	ok, err := s.Revoke(ctx, id)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Empty(t, s.Denials())
+	assert.Equal(t, policy.Allow, before("git push").Verdict)
+}

@@ -29,6 +29,8 @@ type SessionState struct {
 	Requests []PendingRequest `json:"requests,omitempty"`
 	// Grants are the approvals a person gave (Approve).
 	Grants []Grant `json:"grants,omitempty"`
+	// Denials are the requests a person denied (Deny).
+	Denials []Denial `json:"denials,omitempty"`
 	// Judgments are judges' cached answers, oldest first.
 	Judgments []Judgment `json:"judgments,omitempty"`
 	// Saturated, when set, says the session's counts were lost to a
@@ -220,7 +222,7 @@ func (s *Session) State() SessionState {
 		st.Approvals = append(st.Approvals, k)
 	}
 	slices.Sort(st.Approvals)
-	st.Requests, st.Grants = slices.Clone(s.book.requests), slices.Clone(s.book.grants)
+	st.Requests, st.Grants, st.Denials = slices.Clone(s.book.requests), slices.Clone(s.book.grants), slices.Clone(s.book.denials)
 	for _, k := range s.judgedOrder {
 		st.Judgments = append(st.Judgments, s.judged[k])
 	}
@@ -314,6 +316,9 @@ func (s *Session) restore(st SessionState) {
 	}
 	if len(b.grants) > MaxGrants {
 		b.grants = b.grants[len(b.grants)-MaxGrants:]
+	}
+	if len(b.denials) > MaxDenials {
+		b.denials = b.denials[len(b.denials)-MaxDenials:]
 	}
 	s.book = *b
 	for _, j := range st.Judgments {

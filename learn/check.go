@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing/fstest"
 
 	"github.com/celguard/celguard"
@@ -75,13 +76,9 @@ func ProposeChecked(ctx context.Context, apps []Approval, sources []SourceDigest
 		return nil, fmt.Errorf("unknown bundle %q", opts.Bundle)
 	}
 	r := &Result{Sources: sources, Notes: slices.Clone(notes), Bundle: opts.Bundle}
-	base, err := bundleSources(opts.Bundle)
+	base, baseSet, err := compiledBundle(opts.Bundle)
 	if err != nil {
 		return nil, err
-	}
-	baseSet, err := compile.Compile(base)
-	if err != nil {
-		return nil, fmt.Errorf("the bundle %s: %w", opts.Bundle, err)
 	}
 	r.BundleDigest = baseSet.Digest()
 	c := &checker{ctx: ctx, base: base, baseSet: baseSet}
@@ -132,6 +129,32 @@ func firstPos(p *Proposal) policy.Pos {
 		return p.From[0]
 	}
 	return policy.Pos{}
+}
+
+// bundles caches each built-in bundle's sources and compiled set: they
+// are embedded, so the same for the life of the process.
+var bundles sync.Map // name -> *compiledBundleEntry
+
+type compiledBundleEntry struct {
+	once sync.Once
+	srcs []policy.Source
+	set  *compile.PolicySet
+	err  error
+}
+
+// compiledBundle returns builtin:NAME's sources and compiled set.
+func compiledBundle(name string) ([]policy.Source, *compile.PolicySet, error) {
+	v, _ := bundles.LoadOrStore(name, &compiledBundleEntry{})
+	e := v.(*compiledBundleEntry)
+	e.once.Do(func() {
+		if e.srcs, e.err = bundleSources(name); e.err != nil {
+			return
+		}
+		if e.set, e.err = compile.Compile(e.srcs); e.err != nil {
+			e.err = fmt.Errorf("the bundle %s: %w", name, e.err)
+		}
+	})
+	return slices.Clone(e.srcs), e.set, e.err
 }
 
 // bundleSources are the sources of builtin:NAME, as a suite's policies

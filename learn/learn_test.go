@@ -3,9 +3,11 @@ package learn_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -347,12 +349,13 @@ func TestParseFrom(t *testing.T) {
 		"grants=/x":          {Kind: "grants", Path: "/x"},
 		"claude":             {Kind: "claude", Path: learn.DefaultClaudeSettings},
 		"approvals=log.json": {Kind: "approvals", Path: "log.json"},
+		"replay=s.jsonl":     {Kind: "replay", Path: "s.jsonl"},
 	} {
 		got, err := learn.ParseFrom(spec)
 		require.NoError(t, err, spec)
 		assert.Equal(t, want, got)
 	}
-	for _, bad := range []string{"approvals", "replays=x", ""} {
+	for _, bad := range []string{"approvals", "replay", "replays=x", ""} {
 		_, err := learn.ParseFrom(bad)
 		assert.Error(t, err, bad)
 	}
@@ -409,4 +412,73 @@ func TestSecretsAreNotWritten(t *testing.T) {
 	assert.Equal(t, learn.CodeSkipped, r.Notes[0].Code)
 	assert.Contains(t, r.Notes[0].Message, "holds a credential")
 	assert.NotContains(t, r.Notes[0].Message, "ghp_")
+}
+
+// TestWriteRefusesPolicyDirectories: the proposal is never written into
+// the user's policy directory, directly or through a symbolic link.
+func TestWriteRefusesPolicyDirectories(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	r := &learn.Result{Policy: []byte("x"), Suite: []byte("y"), BundleSuite: []byte("z")}
+	require.NoError(t, os.MkdirAll(filepath.Join(cfg, "celguard"), 0o700))
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(filepath.Join(cfg, "celguard"), link))
+	for _, dir := range []string{filepath.Join(cfg, "celguard"), filepath.Join(cfg, "celguard", "learned"), filepath.Join(link, "learned")} {
+		_, err := learn.Write(dir, r)
+		assert.ErrorContains(t, err, "is in the policy directory", dir)
+	}
+	out := filepath.Join(t.TempDir(), "proposed")
+	written, err := learn.Write(out, r)
+	require.NoError(t, err)
+	assert.Len(t, written, 3)
+	data, err := os.ReadFile(filepath.Join(out, learn.PolicyFile))
+	require.NoError(t, err)
+	assert.Equal(t, "x", string(data))
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestGolden pins the files learn writes for a fixed set of approvals
+// (the bundle's digest and the corpus's size, which other changes move,
+// are left out). go test ./learn -update rewrites them.
+func TestGolden(t *testing.T) {
+	t.Setenv("HOME", policies.CorpusHome)
+	apps := []learn.Approval{
+		bash("git add src/a.go", 1), bash("git add -v src/lib/b.go", 2), bash("make lint", 3),
+		approved("Write", map[string]any{"file_path": "docs/a.md", "content": "x"}, work, 5),
+		approved("Write", map[string]any{"file_path": "docs/api/b.md", "content": "y"}, work, 6),
+		approved("WebFetch", map[string]any{"url": "https://docs.example.com/guide/a", "prompt": "x"}, "", 7),
+		approved("WebFetch", map[string]any{"url": "https://docs.example.com/guide/b/c", "prompt": "y"}, "", 8),
+		approved("mcp__db__query", map[string]any{"sql": "select 1"}, "", 9),
+	}
+	sources := []learn.SourceDigest{{Kind: learn.FromApprovals, Path: "log.jsonl", Digest: "sha256:0000", Approvals: len(apps)}}
+	r, err := learn.ProposeChecked(context.Background(), apps, sources, nil, learn.Options{})
+	require.NoError(t, err)
+	normal := regexp.MustCompile(`sha256:[0-9a-f]{64}|corpus \(\d+ calls`)
+	for name, data := range map[string][]byte{learn.PolicyFile: r.Policy, learn.SuiteFile: r.Suite} {
+		got := normal.ReplaceAllString(string(data), "…")
+		path := filepath.Join("testdata", "golden", name)
+		if *update {
+			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		}
+		want, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), got, name)
+	}
+}
+
+// TestFallbackCodes: the codes learn treats as "celguard does not know
+// this call" are codes of the built-in bundle's rules, so that a renamed
+// code cannot silently make every ask a specific risk (or none).
+func TestFallbackCodes(t *testing.T) {
+	srcs, err := policies.Sources()
+	require.NoError(t, err)
+	var all strings.Builder
+	for _, s := range srcs {
+		all.Write(s.Data)
+	}
+	for _, c := range learn.FallbackCodes {
+		assert.Contains(t, all.String(), "code: "+c, c)
+	}
 }

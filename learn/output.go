@@ -64,8 +64,12 @@ func Write(dir string, r *Result) ([]string, error) {
 	}
 	protected = append(protected, "/etc/celguard")
 	for _, p := range protected {
-		if rel, err := filepath.Rel(p, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return nil, fmt.Errorf("-o %s is in the policy directory %s: write the proposal elsewhere, review it, then move the rules you keep there yourself", dir, p)
+		for _, pp := range []string{p, resolved(p)} {
+			for _, a := range []string{abs, resolved(abs)} {
+				if rel, err := filepath.Rel(pp, a); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+					return nil, fmt.Errorf("-o %s is in the policy directory %s: write the proposal elsewhere, review it, then move the rules you keep there yourself", dir, p)
+				}
+			}
 		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -85,6 +89,23 @@ func Write(dir string, r *Result) ([]string, error) {
 	return written, nil
 }
 
+// resolved is p with the symbolic links of its longest existing prefix
+// resolved, so that a link into a policy directory is seen as inside it.
+func resolved(p string) string {
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+}
+
 // Summary writes what Learn proposed and dropped, for people.
 func Summary(w io.Writer, r *Result) error {
 	var b strings.Builder
@@ -98,6 +119,9 @@ func Summary(w io.Writer, r *Result) error {
 	}
 	for _, d := range r.Dropped {
 		fmt.Fprintf(&b, "  dropped %s: %s\n", d.Proposal.ID, d.Reason)
+	}
+	if r.Policy == nil {
+		b.WriteString("no rule to propose: nothing written\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -404,7 +404,7 @@ func generaliseURL(ls []*learnt) *Proposal {
 	if prefix != "/" {
 		cond += fmt.Sprintf(" && (url.parse(args.%s).path == %s || url.parse(args.%s).path.startsWith(%s))", key, q(prefix), key, q(prefix+"/"))
 	}
-	p := &Proposal{Tool: c0.Tool, Kind: "url", Condition: cond, Summary: fmt.Sprintf("%s of %s://%s%s", c0.Tool, u0.Scheme, u0.Hostname(), strings.TrimSuffix(prefix, "/")+"/...")}
+	p := &Proposal{Tool: c0.Tool, Kind: "url", Condition: cond, Summary: fmt.Sprintf("%s of %s://%s, paths under %s", c0.Tool, u0.Scheme, u0.Hostname(), prefix)}
 	addLearnt(p, ls)
 	p.NearMisses = urlNearMisses(c0.Tool, key, u0, prefix)
 	return p

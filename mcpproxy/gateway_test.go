@@ -108,7 +108,7 @@ func poisonServer(t *testing.T) string {
 // gateway starts a proxy fronting the three upstreams and serves it over
 // streamable HTTP on a loopback port; it returns the proxy's URL and the
 // filesystem server's root.
-func gateway(t *testing.T) (*mcpproxy.Proxy, string, string) {
+func gateway(t *testing.T) (*mcpproxy.Proxy, string, *upstreamCmds) {
 	t.Helper()
 	fs := filesystemUpstream(t)
 	everything, err := npmhost.Install(everythingServer)
@@ -135,7 +135,7 @@ func gateway(t *testing.T) (*mcpproxy.Proxy, string, string) {
 		hs.Close()
 		p.Close()
 	})
-	return p, hs.URL, fs.root
+	return p, hs.URL, fs
 }
 
 // client connects a Go SDK client named name to the proxy at url over
@@ -164,7 +164,8 @@ func toolList(t *testing.T, cs *mcp.ClientSession) map[string]*mcp.Tool {
 }
 
 func TestGateway(t *testing.T) {
-	_, url, root := gateway(t)
+	_, url, fs := gateway(t)
+	root := fs.root
 	cs := client(t, url, "lead", nil)
 
 	t.Run("tools of every upstream, prefixed by server; a hidden tool is absent and refused", func(t *testing.T) {
@@ -262,6 +263,25 @@ func TestGateway(t *testing.T) {
 		other := client(t, url, "lead", nil)
 		if res := call(t, other, "everything__echo", map[string]any{"message": "hi"}); res.IsError {
 			t.Fatalf("echo in a fresh session: %q", text(res))
+		}
+	})
+
+	t.Run("an upstream that dies fails its call closed; the others keep serving", func(t *testing.T) {
+		fs.mu.Lock()
+		cmd := fs.last
+		fs.mu.Unlock()
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, "after-death.txt")
+		if res := call(t, cs, "fs__write_file", map[string]any{"path": p, "content": "x"}); !res.IsError || !strings.Contains(text(res), mcpproxy.CodeUpstreamFailed) {
+			t.Fatalf("a call to the dead upstream: %v %q", res.IsError, text(res))
+		}
+		if res := call(t, cs, "everything__get-sum", map[string]any{"a": 2, "b": 3}); res.IsError || !strings.Contains(text(res), "5") {
+			t.Fatalf("another upstream's call: %v %q", res.IsError, text(res))
+		}
+		if res := call(t, cs, "fs__write_file", map[string]any{"path": p, "content": "again"}); res.IsError {
+			t.Fatalf("the dead upstream was not started again: %q", text(res))
 		}
 	})
 

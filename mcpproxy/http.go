@@ -30,10 +30,12 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener, token string) error 
 	case err = <-served:
 	case <-ctx.Done():
 	}
-	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Requests in flight get a moment to finish; the sessions' event
+	// streams never end by themselves, so what is left is closed.
+	shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if serr := hs.Shutdown(shut); err == nil {
-		err = serr
+	if serr := hs.Shutdown(shut); serr != nil {
+		_ = hs.Close()
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

@@ -160,6 +160,13 @@ func TestFilesystemServer(t *testing.T) {
 				t.Errorf("tools/list lacks %s: %v", want, names)
 			}
 		}
+		// A result a rule may rewrite is text alone: its tool is offered
+		// without an output schema, which a strict client would check.
+		for _, tl := range res.Tools {
+			if (tl.Name == "read_text_file" || tl.Name == "read_file") && tl.OutputSchema != nil {
+				t.Errorf("%s is offered with its output schema, and the policy may rewrite its result", tl.Name)
+			}
+		}
 	})
 
 	t.Run("an allowed write reaches the server", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
 )
@@ -69,9 +70,18 @@ func (p *Proxy) visibility(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil || !d.Allowed() {
 				continue
 			}
-			if d.Description != nil {
+			rewritable := t.OutputSchema != nil && p.mayRewriteResult(ToolName(et.up.name, et.tool.Name))
+			if d.Description != nil || rewritable {
 				c := *t
-				c.Description = *d.Description
+				if d.Description != nil {
+					c.Description = *d.Description
+				}
+				if rewritable {
+					// A rewritten result is text alone (the structured copy
+					// may hold what was redacted): a client that checks
+					// results against the output schema would refuse it.
+					c.OutputSchema = nil
+				}
 				t = &c
 			}
 			shown = append(shown, t)
@@ -80,6 +90,20 @@ func (p *Proxy) visibility(next mcp.MethodHandler) mcp.MethodHandler {
 		out.Tools = shown
 		return &out, nil
 	}
+}
+
+// mayRewriteResult reports whether a rule of the set in force may rewrite
+// the result of tool (an after-phase modify of its content).
+func (p *Proxy) mayRewriteResult(tool string) bool {
+	set := p.guard.Engine().PolicySet()
+	for _, rules := range [][]*compile.Rule{set.Candidates(policy.PhaseAfter, tool), set.UntrustedCandidates(policy.PhaseAfter, tool)} {
+		for _, r := range rules {
+			if r.Verdict == policy.Modify && r.Modify != nil && r.Modify.Content != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // decideVisibility decides whether cs is shown et (the tools phase).

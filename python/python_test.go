@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/celguard/celguard/internal/npmhost"
 )
 
 // minor is the oldest Python 3 minor version the tests run on: operator-use,
@@ -31,8 +33,21 @@ func TestPython(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "celguard")
 	run(t, "..", nil, "go", "build", "-o", bin, "./cmd/celguard")
 
+	// The reference MCP servers the proxy's tests front, from npm like
+	// the real hosts.
+	fsServer, err := npmhost.Install(npmhost.Host{Pkg: "@modelcontextprotocol/server-filesystem", Version: "2026.8.31", Bin: "mcp-server-filesystem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	everything, err := npmhost.Install(npmhost.Host{Pkg: "@modelcontextprotocol/server-everything", Version: "2026.8.31", Bin: "mcp-server-everything"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	env := []string{
 		"CELGUARD_BIN=" + bin,
+		"CELGUARD_MCP_FILESYSTEM=" + fsServer,
+		"CELGUARD_MCP_EVERYTHING=" + everything,
 		"PYTHONPATH=" + mustAbs(t, "src"),
 		"PYTHONDONTWRITEBYTECODE=1",
 		"MYPY_CACHE_DIR=" + filepath.Join(venv, "mypy-cache"),

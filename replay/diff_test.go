@@ -87,10 +87,10 @@ func TestDiffHosts(t *testing.T) {
 	}
 	text := strings.ReplaceAll(b.String(), head, "head.yaml")
 	for _, want := range []string{
-		"modify → block (tighten), decided by hosts-e2e/e2e-rewrite (head.yaml:11), was hosts-e2e/e2e-rewrite (testdata/hosts/policy.yaml:12)",
+		"modify → block (tighten), decided by hosts-e2e/e2e-rewrite (head.yaml:11), was hosts-e2e/e2e-rewrite (testdata/hosts/policy.yaml:16)",
 		"block → allow (loosen), decided by hosts-e2e/catch-all (head.yaml:15), was hosts-e2e/e2e-block (testdata/hosts/policy.yaml:5)",
 		"rules added: 2\n  hosts-e2e/catch-all (head.yaml:15): before allow\n  hosts-e2e/never (head.yaml:18): before ask\n",
-		"rules removed: 1\n  hosts-e2e/e2e-block (testdata/hosts/policy.yaml:5): before block\n",
+		"rules removed: 2\n  hosts-e2e/e2e-block (testdata/hosts/policy.yaml:5): before block\n  hosts-e2e/e2e-ask (testdata/hosts/policy.yaml:9): before ask\n",
 		"rules changed: 1\n  hosts-e2e/e2e-rewrite (head.yaml:11): before block (verdict modify → block, reason)\n",
 		"rules reordered: 2\n",
 		"rules shadowed: 1\n  hosts-e2e/never (head.yaml:18): before ask (shadowed_rule: ",
@@ -158,7 +158,7 @@ func TestPolicyRefGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Flips == 0 || len(r.Static.Removed) != 1 || r.Static.Removed[0].File != "HEAD~1:pol/p.yaml" {
+	if r.Flips == 0 || len(r.Static.Removed) != 2 || r.Static.Removed[0].File != "HEAD~1:pol/p.yaml" {
 		t.Errorf("flips %d, removed %+v", r.Flips, r.Static.Removed)
 	}
 	_, err = replay.PolicyRef{Ref: "HEAD~5:pol", WorkDir: dir}.Config(context.Background())

@@ -3,7 +3,6 @@ package replay_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,8 +52,9 @@ func (c counts) String() string {
 }
 
 // replayCounts replays a file and counts its call decisions (before and
-// after) by phase and verdict, failing on any record it cannot read.
-func replayCounts(t *testing.T, eng *replay.Engine, path string) (replay.Format, counts) {
+// after) by phase and verdict, failing on any record it cannot read; it
+// adds the sessions it read to sessions.
+func replayCounts(t *testing.T, eng *replay.Engine, path string, sessions map[string]bool) (replay.Format, counts) {
 	t.Helper()
 	f, err := replay.Open(path, "")
 	if err != nil {
@@ -73,6 +73,7 @@ func replayCounts(t *testing.T, eng *replay.Engine, path string) (replay.Format,
 		if o.Decided && o.Decision.Phase.HasCall() {
 			c[o.Decision.Phase.String()+" "+o.Decision.Verdict.String()]++
 		}
+		sessions[o.Event.Session] = true
 		return nil
 	})
 	if err != nil {
@@ -108,34 +109,38 @@ func TestHostRecordsMatchLive(t *testing.T) {
 		host := strings.Split(name, "/")[0]
 		t.Run(name, func(t *testing.T) {
 			files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-			var live, replayed counts
+			var replayed counts
+			var logFile string
+			transcriptSessions := map[string]bool{}
 			for _, f := range files {
-				format, c := replayCounts(t, eng, f)
-				switch {
-				case filepath.Base(f) == "celguard-decisions.jsonl":
-					if format != replay.FormatDecisionLog {
-						t.Fatalf("%s read as %s", f, format)
-					}
-					live = liveCounts(t, f)
-					// The decision log replays as it was decided, but for
-					// the after rules that read the result: the log does
-					// not keep it.
-					want := maps.Clone(live)
-					if strings.HasSuffix(name, "/redact") {
-						want.move("after modify", "after allow")
-					}
-					if c.String() != want.String() {
-						t.Errorf("the decision log replays as %v; live: %v", c, want)
-					}
-				case string(format) != host:
-					t.Fatalf("%s read as %s, not %s", f, format, host)
-				default:
-					replayed = c
+				if filepath.Base(f) == "celguard-decisions.jsonl" {
+					logFile = f
+					continue
 				}
+				format, c := replayCounts(t, eng, f, transcriptSessions)
+				if string(format) != host {
+					t.Fatalf("%s read as %s, not %s", f, format, host)
+				}
+				replayed = c
 			}
-			if live == nil || replayed == nil {
+			if logFile == "" || replayed == nil {
 				t.Fatalf("no transcript or no decision log in %s", dir)
 			}
+			format, c := replayCounts(t, eng, logFile, map[string]bool{})
+			if format != replay.FormatDecisionLog {
+				t.Fatalf("%s read as %s", logFile, format)
+			}
+			// The decision log replays as it was decided, but for the
+			// after rules that read the result: the log does not keep it.
+			want := liveCounts(t, logFile, nil)
+			if strings.HasSuffix(name, "/redact") {
+				want.move("after modify", "after allow")
+			}
+			if c.String() != want.String() {
+				t.Errorf("the decision log replays as %v; live: %v", c, want)
+			}
+			// The transcript's sessions only (doctor's probe has its own).
+			live := liveCounts(t, logFile, transcriptSessions)
 			if d, ok := rewritten[name]; ok {
 				live.move(d[0], d[1])
 			}
@@ -146,8 +151,9 @@ func TestHostRecordsMatchLive(t *testing.T) {
 	}
 }
 
-// liveCounts counts a decision log's call decisions by phase and verdict.
-func liveCounts(t *testing.T, path string) counts {
+// liveCounts counts a decision log's call decisions by phase and verdict,
+// of the sessions named (nil: all).
+func liveCounts(t *testing.T, path string, sessions map[string]bool) counts {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -155,16 +161,19 @@ func liveCounts(t *testing.T, path string) counts {
 	}
 	c := counts{}
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var phase, verdict string
+		var phase, verdict, session string
 		for _, f := range []struct {
 			key string
 			dst *string
-		}{{`"phase":"`, &phase}, {`"verdict":"`, &verdict}} {
+		}{{`"phase":"`, &phase}, {`"verdict":"`, &verdict}, {`"session_id":"`, &session}} {
 			_, rest, ok := strings.Cut(line, f.key)
 			if !ok {
 				t.Fatalf("%s: a record without %s", path, f.key)
 			}
 			*f.dst, _, _ = strings.Cut(rest, `"`)
+		}
+		if sessions != nil && !sessions[session] {
+			continue
 		}
 		if p, err := policy.ParsePhase(phase); err == nil && p.HasCall() {
 			c[phase+" "+verdict]++

@@ -242,8 +242,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("a request answered twice: %q, want %s", code, serve.CodeStaleAnswer)
 	}
 	other.shot("answered-twice")
-	if d := f.before("s1", "git push origin main"); d["verdict"] != "ask" {
-		t.Fatalf("the denied call: %v, want still asked (refused)", d)
+	if d := f.before("s1", "git push origin main"); d["verdict"] != "block" || d["code"] != "approval_denied" {
+		t.Fatalf("the denied call: %v, want refused (approval_denied)", d)
 	}
 
 	// 4. The decisions page shows a block by the rule that made it.

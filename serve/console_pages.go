@@ -282,7 +282,7 @@ func flash(done string) string {
 	case "session":
 		return "Approved for the session: every call of that tool the rule asks about runs."
 	case "deny":
-		return "Denied: the call stays refused."
+		return "Denied: the exact call stays refused for the rest of the session, with your note."
 	}
 	return ""
 }
@@ -338,7 +338,8 @@ type answerForm struct {
 const maxNote = 1000
 
 // consoleAnswer answers a request: approve once or for the session, or
-// deny, with an optional note. The form names the request and the digest
+// deny (eval.Session.Deny: the exact call is refused for the rest of the
+// session, with the note), with an optional note. The form names the request and the digest
 // of the call the operator was shown; a request that is gone (answered,
 // expired) or whose call is not that one is refused (409 stale_request),
 // so a grant is always for the call on the screen. The answer goes to the
@@ -388,11 +389,7 @@ func (s *Server) consoleAnswer(w http.ResponseWriter, r *http.Request) {
 		err     error
 	)
 	if f.Answer == "deny" {
-		var found bool
-		found, err = sess.Revoke(ctx, rq.ID)
-		if err == nil && !found {
-			err = eval.ErrNoRequest
-		}
+		_, rq, err = sess.Deny(ctx, rq.ID, cs.operator(), f.Note)
 	} else {
 		outcome, scope = eval.ApprovalApproved, eval.GrantScope(f.Answer)
 		g, rq, err = sess.Approve(ctx, rq.ID, scope, cs.operator())
@@ -411,7 +408,7 @@ func (s *Server) consoleAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := s.recordAnswer(ctx, sess, rq, outcome, scope, f.Note, cs)
 	if err != nil {
-		if f.Answer != "deny" {
+		if f.Answer != "deny" { // a denial unrecorded stays: it only refuses
 			_, _ = sess.Revoke(context.WithoutCancel(ctx), g.ID)
 		}
 		s.log.Error("console answer not recorded: taken back", "error", err.Error())

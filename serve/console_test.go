@@ -381,8 +381,12 @@ func TestConsoleAnswers(t *testing.T) {
 	if st, _ := answer(req2, pendingDigest(t, f, "s1", req2), "deny", "not today"); st != http.StatusSeeOther {
 		t.Fatalf("deny: %d", st)
 	}
-	if d := f.before("s1", "git push origin main"); d["verdict"] != "ask" {
-		t.Fatalf("the denied call: %v, want ask again", d)
+	d := f.before("s1", "git push origin main")
+	if d["verdict"] != "block" || d["code"] != eval.CodeApprovalDenied || !strings.Contains(d["reason"].(string), "not today") {
+		t.Fatalf("the denied call: %v, want a block approval_denied with the note", d)
+	}
+	if n := len(f.do("GET", "/v1/sessions/s1/approvals", nil, "Authorization", "Bearer "+approverToken).json(t)["requests"].([]any)); n != 0 {
+		t.Fatalf("the denied call made %d new requests", n)
 	}
 	var answers []eval.DecisionEvent
 	for _, ev := range sink.events() {

@@ -24,6 +24,9 @@ type fakeModel struct {
 	shellTools []string
 
 	mu sync.Mutex
+	// input, when set (CallTool), is the call's input instead of the
+	// shell command.
+	input map[string]any
 	// final is the closing answer's text, streamed one chunk per element
 	// (Gemini); nil means finalText in one chunk.
 	final    []string
@@ -99,9 +102,20 @@ func (m *fakeModel) read(r *http.Request) map[string]any {
 	return v
 }
 
+// CallTool makes the model call tool with input instead of the shell
+// tool (Anthropic API only).
+func (m *fakeModel) CallTool(tool string, input map[string]any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.shellTools, m.input = []string{tool}, input
+}
+
 // shellTool returns the first of the shell tools in names, or "".
 func (m *fakeModel) shellTool(names []string) string {
-	for _, want := range m.shellTools {
+	m.mu.Lock()
+	tools := m.shellTools
+	m.mu.Unlock()
+	for _, want := range tools {
 		for _, n := range names {
 			if n == want {
 				return n
@@ -184,8 +198,13 @@ func (m *fakeModel) anthropic(w http.ResponseWriter, r *http.Request) {
 	var block map[string]any
 	stop := "end_turn"
 	if tool := m.shellTool(names); m.ask(tool) {
-		block = map[string]any{"type": "tool_use", "id": "toolu_e2e_1", "name": tool,
-			"input": map[string]any{"command": m.command, "description": "Run the e2e command"}}
+		input := map[string]any{"command": m.command, "description": "Run the e2e command"}
+		m.mu.Lock()
+		if m.input != nil {
+			input = m.input
+		}
+		m.mu.Unlock()
+		block = map[string]any{"type": "tool_use", "id": "toolu_e2e_1", "name": tool, "input": input}
 		stop = "tool_use"
 	} else {
 		block = map[string]any{"type": "text", "text": finalText}

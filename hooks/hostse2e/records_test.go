@@ -2,14 +2,22 @@ package hostse2e
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	celguardcfg "github.com/celguard/celguard"
+	"github.com/celguard/celguard/policies"
+	"github.com/celguard/celguard/replay"
 )
 
 // updateRecords makes the suite keep the records the hosts and celguard
@@ -25,9 +33,12 @@ var updateRecords = flag.Bool("update-records", false, "keep the hosts' transcri
 // recordsDir is where the records are kept, from this package's directory.
 var recordsDir = filepath.Join("..", "..", "replay", "testdata", "hosts")
 
+// replayHosts are the hosts whose records package replay reads.
+var replayHosts = []string{"claude-code", "codex", "gemini"}
+
 // recordScenarios are the scenarios whose records are kept: those the
 // hooks decided with the e2e policy.
-var recordScenarios = []string{"allow", "block", "modify", "redact"}
+var recordScenarios = []string{"allow", "block", "modify", "redact", "ask"}
 
 // transcriptFiles are the host's own records under home: Claude Code's
 // project transcripts, Codex's session rollouts and Gemini CLI's chats
@@ -90,4 +101,120 @@ func keepRecords(t *testing.T, hostName, scenario, root, home, decisions string)
 	writeFile(t, filepath.Join(recordsDir, "VERSIONS"), fmt.Sprintf(
 		"# The host versions that wrote these records (hooks/hostse2e -update-records).\nclaude-code %s\ncodex %s\ngemini %s\n",
 		claudeVersion, codexVersion, geminiVersion))
+}
+
+// rewrittenLive are the call decisions a replay of the host's record
+// cannot reproduce, by HOST/SCENARIO: the live verdict and the replayed
+// one. The hosts record what ran and what the model read: after
+// celguard's rewrite (package replay's TestHostRecordsMatchLive lists the
+// same).
+var rewrittenLive = map[string][2]string{
+	"claude-code/redact": {"after modify", "after allow"},
+	"codex/redact":       {"after modify", "after allow"},
+	"gemini/redact":      {"after modify", "after allow"},
+	"gemini/modify":      {"before modify", "before allow"},
+}
+
+// compareReplay replays the transcript the host just wrote with the
+// policy the hooks decided with, and compares its call decisions (phase
+// and verdict) with those the hooks made live, which their decision log
+// recorded: a host update that changes its records fails here, on every
+// run of the suite.
+func compareReplay(t *testing.T, hostName, scenario, home, policyFile, decisions string) {
+	t.Helper()
+	eng, err := replay.NewEngine(context.Background(), celguardcfg.Config{Policies: policies.Options{Explicit: []string{policyFile}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	replayed := map[string]int{}
+	sessions := map[string]bool{}
+	files := transcriptFiles(t, home)
+	if len(files) == 0 {
+		t.Fatalf("%s wrote no transcript under %s", hostName, home)
+	}
+	for _, f := range files {
+		rf, err := replay.Open(f, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(rf.Format) != hostName {
+			t.Errorf("%s read as %s", filepath.Base(f), rf.Format)
+		}
+		err = eng.Replay(context.Background(), rf, func(o *replay.Outcome) error {
+			if o.ReadErr != nil {
+				t.Errorf("replay cannot read %s's record: %v", hostName, o.ReadErr)
+			}
+			if o.Decided && o.Decision.Phase.HasCall() {
+				replayed[o.Decision.Phase.String()+" "+o.Decision.Verdict.String()]++
+			}
+			sessions[o.Event.Session] = true
+			return nil
+		})
+		rf.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(decisions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec struct {
+			Session string `json:"session_id"`
+			Phase   string `json:"phase"`
+			Verdict string `json:"verdict"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("decision log: %v", err)
+		}
+		// The transcript's sessions only: doctor's probe has its own.
+		if sessions[rec.Session] && (rec.Phase == "before" || rec.Phase == "after") {
+			live[rec.Phase+" "+rec.Verdict]++
+		}
+	}
+	if d, ok := rewrittenLive[hostName+"/"+scenario]; ok && live[d[0]] > 0 {
+		live[d[0]]--
+		if live[d[0]] == 0 {
+			delete(live, d[0])
+		}
+		live[d[1]]++
+	}
+	if fmt.Sprint(replayed) != fmt.Sprint(live) {
+		t.Errorf("celguard replay of %s's record decides %v; its hooks decided %v live", hostName, replayed, live)
+	}
+}
+
+// readRecords reads every record the host wrote in a scenario whose
+// decisions are not compared (a broken policy, a missing binary, a
+// streamed answer): replay's reader must understand each of them.
+func readRecords(t *testing.T, hostName, home string) {
+	t.Helper()
+	files := transcriptFiles(t, home)
+	if len(files) == 0 {
+		t.Errorf("%s wrote no transcript", hostName)
+	}
+	for _, f := range files {
+		rf, err := replay.Open(f, "")
+		if err != nil {
+			t.Errorf("replay cannot open %s's record: %v", hostName, err)
+			continue
+		}
+		for {
+			_, err := rf.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Errorf("replay cannot read %s's record: %v", hostName, err)
+				var re *replay.Error
+				if !errors.As(err, &re) {
+					break
+				}
+			}
+		}
+		rf.Close()
+	}
 }
