@@ -46,6 +46,10 @@ type SessionState struct {
 	// LabelsLost says a label was refused past MaxLabels: reading the
 	// session's labels is an error from then on (fail closed).
 	LabelsLost bool `json:"labels_lost,omitempty"`
+	// Recent are the session's last calls (session.recent), oldest first,
+	// at most MaxRecent (recent.go); RecentSeq is the number of the latest.
+	Recent    []RecentCall `json:"recent,omitempty"`
+	RecentSeq uint64       `json:"recent_seq,omitempty"`
 	// Stream is a host's record of the model's answer being streamed,
 	// which the host decides across its chunks (the Gemini CLI hook,
 	// hooks/geministream.go, whose name it keeps in the state files):
@@ -231,6 +235,11 @@ func (s *Session) State() SessionState {
 	}
 	st.RefusedCalls = s.refused.export()
 	st.Labels, st.LabelsLost = slices.Clone(s.facts.labels), s.facts.over
+	for _, r := range s.facts.recent {
+		r.IDs = maps.Clone(r.IDs)
+		st.Recent = append(st.Recent, r)
+	}
+	st.RecentSeq = s.facts.seq
 	st.Stream = s.stream
 	return st
 }
@@ -331,6 +340,7 @@ func (s *Session) restore(st SessionState) {
 	s.refused = refusedCalls{}
 	s.refused.restore(st.RefusedCalls)
 	s.facts.restore(st.Labels, st.LabelsLost)
+	s.facts.restoreRecent(st.Recent, st.RecentSeq)
 	s.stream = st.Stream
 	s.view = nil
 }
