@@ -78,6 +78,14 @@ func (l *linter) rules() {
 	}
 	for _, r := range l.c.set.rules {
 		src := r.Source
+		if src.Phase == policy.PhaseTools {
+			for _, name := range src.Tools {
+				if !strings.HasPrefix(name.Value, "mcp__") && !strings.ContainsAny(name.Value, "*?[") {
+					l.warn(policy.CodeToolsPhaseNotMCP, name.Pos, nil,
+						"rule %q of phase tools names %s, which is not an MCP tool (mcp__SERVER__TOOL): only the MCP proxy decides which tools a client is shown, and no hook host lets a hook hide a tool, so this rule hides nothing; refuse its calls with a rule of phase before instead", r.ID, name.Value)
+				}
+			}
+		}
 		switch r.Verdict {
 		case policy.Block, policy.Halt, policy.Ask:
 			if strings.TrimSpace(src.Reason) == "" && src.Message == nil {

@@ -60,11 +60,11 @@ var copilotEvents = eventProtocol{
 }
 
 type copilotOut struct {
-	PermissionDecision       string            `json:"permissionDecision,omitempty"`
-	PermissionDecisionReason string            `json:"permissionDecisionReason,omitempty"`
-	ModifiedArgs             map[string]any    `json:"modifiedArgs,omitempty"`
-	ModifiedResult           *copilotResult    `json:"modifiedResult,omitempty"`
-	AdditionalContext        string            `json:"additionalContext,omitempty"`
+	PermissionDecision       string         `json:"permissionDecision,omitempty"`
+	PermissionDecisionReason string         `json:"permissionDecisionReason,omitempty"`
+	ModifiedArgs             map[string]any `json:"modifiedArgs,omitempty"`
+	ModifiedResult           *copilotResult `json:"modifiedResult,omitempty"`
+	AdditionalContext        string         `json:"additionalContext,omitempty"`
 }
 
 type copilotResult struct {

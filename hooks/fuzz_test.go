@@ -53,7 +53,9 @@ func fuzzDecoder(f *testing.F, host string) {
 	})
 }
 
-func FuzzClaudeDecode(f *testing.F) { fuzzDecoder(f, "claude-code") }
-func FuzzCodexDecode(f *testing.F)  { fuzzDecoder(f, "codex") }
-func FuzzGeminiDecode(f *testing.F) { fuzzDecoder(f, "gemini") }
-func FuzzCursorDecode(f *testing.F) { fuzzDecoder(f, "cursor") }
+func FuzzClaudeDecode(f *testing.F)   { fuzzDecoder(f, "claude-code") }
+func FuzzCodexDecode(f *testing.F)    { fuzzDecoder(f, "codex") }
+func FuzzGeminiDecode(f *testing.F)   { fuzzDecoder(f, "gemini") }
+func FuzzCursorDecode(f *testing.F)   { fuzzDecoder(f, "cursor") }
+func FuzzCopilotDecode(f *testing.F)  { fuzzDecoder(f, "copilot") }
+func FuzzOpencodeDecode(f *testing.F) { fuzzDecoder(f, "opencode") }

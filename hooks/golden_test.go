@@ -125,6 +125,17 @@ func checkWire(t *testing.T, host string, r Response) {
 		if r.Exit != 0 {
 			assert.Equal(t, 2, r.Exit)
 		}
+	case "opencode":
+		// celguard's plugin (hooks/setup/opencode_plugin.js) reads these.
+		for k := range out {
+			assert.Contains(t, []string{"decision", "reason", "args", "output", "context"}, k)
+		}
+		if d, ok := out["decision"]; ok {
+			assert.Contains(t, []any{"allow", "deny"}, d)
+			if d == "deny" {
+				assert.NotEmpty(t, out["reason"], "deny needs a reason")
+			}
+		}
 	case "cursor":
 		for k := range out {
 			assert.Equal(t, strings.ToLower(k), k, "Cursor's fields are snake_case: %s", k)

@@ -16,6 +16,7 @@ const (
 	Gemini     = "gemini"
 	Cursor     = "cursor"
 	Copilot    = "copilot"
+	OpenCode   = "opencode"
 )
 
 // HostInfo is what celguard knows of one host, in the one table of hosts
@@ -132,6 +133,18 @@ var hostTable = [...]HostInfo{
 		Events: []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd"},
 		NoHook: "Copilot CLI then refuses every call (a PreToolUse command hook that exits non-zero denies it)",
 		new:    func(opts Options) Host { return &copilot{opts: opts} },
+	},
+	{
+		Name: OpenCode, Title: "OpenCode", Command: "opencode", TestedVersion: "1.18.33",
+		// Not a settings file: the plugin celguard writes (a JavaScript
+		// module OpenCode loads from the plugins directory of the project's
+		// .opencode and of ~/.config/opencode, $XDG_CONFIG_HOME/opencode).
+		SettingsDir: ".opencode/plugins", SettingsFile: "celguard.js", UserSettingsDir: ".config/opencode/plugins", HomeEnv: "XDG_CONFIG_HOME",
+		ManagedNone: "OpenCode's managed configuration directory (/etc/opencode) holds its opencode.json; " +
+			"whether OpenCode loads plugins from it is not verified, so celguard does not write it",
+		Events: OpencodeEvents,
+		NoHook: "OpenCode then refuses every call (celguard's plugin refuses a call its command cannot answer)",
+		new:    func(opts Options) Host { return &opencode{opts: opts} },
 	},
 }
 

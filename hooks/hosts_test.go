@@ -35,7 +35,7 @@ func TestHostTable(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnknownHost)
 	_, err = New("vim", Options{})
 	assert.ErrorIs(t, err, ErrUnknownHost)
-	assert.EqualError(t, err, `unknown host "vim": want one of claude-code, codex, gemini, cursor, copilot`)
+	assert.EqualError(t, err, `unknown host "vim": want one of claude-code, codex, gemini, cursor, copilot, opencode`)
 }
 
 // TestDocsNameTestedVersions: docs/hooks.md names the version of each host

@@ -123,6 +123,7 @@ const (
 	CodeDuplicateCondition      Code = "duplicate_condition"       // two rules with the same condition, priority, phase and overlapping tools
 	CodeInvalidSuppression      Code = "invalid_suppression"       // a # celguard:ignore comment with an unknown code or no reason
 	CodeUnguardedArgument       Code = "unguarded_argument"        // a rule for every tool reads args.X without has(args.X)
+	CodeToolsPhaseNotMCP        Code = "tools_phase_not_mcp"       // a tools-phase rule names a tool that is not an MCP tool: no host lists it through celguard
 )
 
 // Codes of the set in force (celguard lint --effective, compile.Relaxations)

@@ -44,7 +44,7 @@ var suppressRe = regexp.MustCompile(`#\s*` + suppressPrefix + `\b(.*)$`)
 var suppressibleCodes = []Code{
 	CodeShadowedRule, CodeFalseCondition, CodeUnusedVariable, CodeUnusedCounter,
 	CodeCounterNeverIncremented, CodeMissingReason, CodeCostOverBudget, CodeDuplicateCondition,
-	CodeCrossLayerShadowed, CodeUnguardedArgument, CodeHostDegrades,
+	CodeCrossLayerShadowed, CodeUnguardedArgument, CodeHostDegrades, CodeToolsPhaseNotMCP,
 }
 
 // SuppressibleCodes returns the codes a `# celguard:ignore` comment may name.

@@ -89,7 +89,7 @@ rules:
     reason: force-pushing rewrites shared history
 `
 
-const exampleCall = `{"tool": "Bash", "args": {"command": "git push --force origin main"}, "cwd": "/work/repo"}`
+const exampleCall = `{"tool": "Bash", "args": {"command": "git push --force origin main"}, "cwd": "/home/dev/repo"}`
 
 func (s *Server) consolePlayground(w http.ResponseWriter, r *http.Request) {
 	d := playData{In: playInput{Policy: examplePolicy, Call: exampleCall, Builtin: false},

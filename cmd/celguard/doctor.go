@@ -19,7 +19,7 @@ func newDoctorCmd(sio stdio) *cobra.Command {
 		Short: "Check that celguard's hooks guard each host as installed",
 		Long: `Doctor checks celguard's hooks in the project's settings (under the current
 directory), the user's (under the home directory) and the managed
-(administrator) settings of each HOST (claude-code, codex, gemini, cursor, copilot;
+(administrator) settings of each HOST (claude-code, codex, gemini, cursor, copilot, opencode;
 all of them when none is named), and prints each file with its scope:
 
   - a celguard hook is registered for every event celguard needs;

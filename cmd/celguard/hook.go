@@ -105,11 +105,12 @@ func newHookCmd(sio stdio) *cobra.Command {
 	var p hookParams
 	cmd := &cobra.Command{
 		Use:   "hook HOST < EVENT",
-		Short: "Answer one hook event of Claude Code, Codex, Gemini CLI, Cursor or Copilot CLI",
+		Short: "Answer one hook event of Claude Code, Codex, Gemini CLI, Cursor, Copilot CLI or OpenCode",
 		Long: `Hook is the command an agent host runs for every hook event. It reads one
 event from stdin in the host's format, decides it with the policies and writes
 exactly what the host expects on stdout, stderr and the exit code. HOST is
-claude-code, codex, gemini, cursor or copilot.
+claude-code, codex, gemini, cursor, copilot or opencode (the command
+celguard's OpenCode plugin runs).
 
 --policy, --bundle, --include and --exclude choose the policies as they do
 for eval, lint and test: with none of them, every layer decides (the
@@ -320,6 +321,9 @@ func newHookInstallCmd(sio stdio) *cobra.Command {
   cursor       .cursor/hooks.json     (--user: ~/.cursor/hooks.json)
   copilot      ~/.copilot/hooks/celguard.json ($COPILOT_HOME/hooks;
                --project: .github/hooks/celguard.json)
+  opencode     .opencode/plugins/celguard.js (--user:
+               ~/.config/opencode/plugins/celguard.js): celguard's plugin,
+               which runs the hook command for each event
 
 The project files are under the current directory. Codex and Copilot CLI
 install for the user by default: they run a project's hooks only in a
@@ -341,6 +345,8 @@ nor the agent can change; it needs an administrator (sudo):
   codex        none celguard writes: Codex's managed hooks are TOML in
                /etc/codex/requirements.toml
   cursor       none celguard writes
+  opencode     none celguard writes (whether OpenCode loads plugins from
+               /etc/opencode is not verified)
 
 Everything already in the
 file stays: other settings, other hooks, the order of keys. A celguard hook
@@ -503,6 +509,9 @@ func codexProjectTrusted(cwd string) error {
 // runs a hook only once it is trusted (and skips an untrusted one without a
 // word), so the exact trust entries are printed.
 func installNotes(host, path string, old, settings []byte, scope setup.InstallScope, cwd, home string, sio stdio) int {
+	if host == hooks.Copilot && scope == setup.ScopeProject {
+		fmt.Fprintln(sio.stdout, "Copilot CLI loads a repository's .github/hooks only in a folder you trusted; in any other it runs every call unguarded. 'celguard hook install copilot' (the user's hooks) guards every folder.")
+	}
 	if host != "codex" {
 		return exitOK
 	}

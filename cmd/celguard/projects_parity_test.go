@@ -28,7 +28,7 @@ kind: Policy
 name: deploy
 rules:
   - id: no-deploy
-    match: {tools: [Bash, Shell, run_shell_command, shell]}
+    match: {tools: [Bash, Shell, run_shell_command, shell, bash]}
     condition: 'command.contains("make deploy")'
     verdict: block
     reason: Deploys go through the release pipeline.
@@ -104,6 +104,9 @@ func parityEvents(t *testing.T, testdata, host, dir, session string) []parityEve
 	switch host {
 	case "gemini":
 		deploy["hook_event_name"], deploy["tool_name"] = "BeforeTool", "run_shell_command"
+	case "opencode":
+		// celguard's OpenCode plugin names OpenCode's tools.
+		deploy["hook_event_name"], deploy["tool_name"] = "tool.execute.before", "bash"
 	case "cursor":
 		deploy = map[string]any{"conversation_id": session + "-deploy", "hook_event_name": "beforeShellExecution", "command": "make deploy",
 			"cwd": dir, "workspace_roots": []any{dir}}

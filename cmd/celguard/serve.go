@@ -68,7 +68,7 @@ the user's and the project's policies) and answers:
 Every route has one principal (serve.Routes, docs/serve.md):
 
   public    GET /healthz, /readyz
-  agent     POST /v1/hooks/claude-code|codex|gemini|cursor|copilot (a host's hook
+  agent     POST /v1/hooks/claude-code|codex|gemini|cursor|copilot|opencode (a host's hook
             event, answered as the command hook answers it);
             POST /v1/sessions, /v1/sessions/{id}/before, /after, /input,
             /output, /turns/start, /turns/end (the session API);

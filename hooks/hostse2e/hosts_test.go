@@ -140,6 +140,28 @@ stream_max_retries = 0
 			return []string{bin, "-p", prompt, "--allow-all-tools", "--no-auto-update", "--disable-client-telemetry"}
 		},
 	},
+	{
+		// OpenCode's built-in Anthropic provider pointed at the fake model;
+		// no models.dev fetch, no default plugins from npm, no update.
+		name: "opencode", api: "anthropic", pkg: opencodePkg,
+		setup: func(t *testing.T, home, url string) []string {
+			writeFile(t, filepath.Join(home, ".config", "opencode", "opencode.json"), `{
+  "$schema": "https://opencode.ai/config.json",
+  "autoupdate": false,
+  "share": "disabled",
+  "model": "anthropic/claude-sonnet-4-5",
+  "permission": {"bash": "allow", "edit": "allow"},
+  "provider": {"anthropic": {"options": {"baseURL": "`+url+`/v1", "apiKey": "e2e-dummy"},
+    "models": {"claude-sonnet-4-5": {"name": "e2e", "tool_call": true, "limit": {"context": 200000, "output": 8192}}}}}
+}
+`)
+			return []string{"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
+				"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_CLAUDE_CODE=1"}
+		},
+		run: func(bin, prompt string) []string {
+			return []string{bin, "run", prompt}
+		},
+	},
 }
 
 // scenario is one tool call and what must follow from it.

@@ -16,10 +16,11 @@ import (
 // doctor compares with and docs/hooks.md names as the versions tested;
 // raise them there together with what the suite shows.
 var (
-	claudeVersion  = testedVersion(hooks.ClaudeCode)
-	geminiVersion  = testedVersion(hooks.Gemini)
-	codexVersion   = testedVersion(hooks.Codex)
-	copilotVersion = testedVersion(hooks.Copilot)
+	claudeVersion   = testedVersion(hooks.ClaudeCode)
+	geminiVersion   = testedVersion(hooks.Gemini)
+	codexVersion    = testedVersion(hooks.Codex)
+	copilotVersion  = testedVersion(hooks.Copilot)
+	opencodeVersion = testedVersion(hooks.OpenCode)
 )
 
 func testedVersion(host string) string {
@@ -33,10 +34,11 @@ func testedVersion(host string) string {
 // The hosts' npm packages, installed by internal/npmhost into the cache
 // the importer's differential tests share.
 var (
-	claudePkg  = npmhost.Host{Pkg: "@anthropic-ai/claude-code", Version: claudeVersion, Bin: "claude"}
-	geminiPkg  = npmhost.Host{Pkg: "@google/gemini-cli", Version: geminiVersion, Bin: "gemini"}
-	codexPkg   = npmhost.Host{Pkg: "@openai/codex", Version: codexVersion, Bin: "codex"}
-	copilotPkg = npmhost.Host{Pkg: "@github/copilot", Version: copilotVersion, Bin: "copilot"}
+	claudePkg   = npmhost.Host{Pkg: "@anthropic-ai/claude-code", Version: claudeVersion, Bin: "claude"}
+	geminiPkg   = npmhost.Host{Pkg: "@google/gemini-cli", Version: geminiVersion, Bin: "gemini"}
+	codexPkg    = npmhost.Host{Pkg: "@openai/codex", Version: codexVersion, Bin: "codex"}
+	copilotPkg  = npmhost.Host{Pkg: "@github/copilot", Version: copilotVersion, Bin: "copilot"}
+	opencodePkg = npmhost.Host{Pkg: "opencode-ai", Version: opencodeVersion, Bin: "opencode"}
 )
 
 // hostBinary returns the host's command, installing it with npm the first

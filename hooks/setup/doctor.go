@@ -288,6 +288,16 @@ func doctorSettings(host string, scope InstallScope, path string, data []byte, e
 		}
 	}
 	reinstall := "celguard hook install " + host + flag + " (with the options you use)"
+	if host == hooks.OpenCode {
+		c, ok := opencodeCommand(data)
+		if !ok {
+			return nil, false
+		}
+		add(LevelOK, "a celguard hook for every event it needs (celguard's OpenCode plugin: "+strings.Join(HookEvents(host), ", ")+")", "")
+		checks = append(checks, binaryChecks(host, path, c, reinstall)...)
+		checks = append(checks, probeCheck(host, path, scope, c, env))
+		return checks, true
+	}
 	v, err := parseOrdered(data)
 	root, _ := v.(*object)
 	if err != nil || root == nil {

@@ -83,6 +83,9 @@ type hostConfig struct {
 	// commandKey is the handler's key for its command line ("command";
 	// Copilot CLI: "bash", its Unix shell command).
 	commandKey string
+	// plugin: the "settings file" is celguard's plugin, written whole
+	// (OpenCode: OpencodePlugin), not a JSON document hooks are merged into.
+	plugin bool
 }
 
 // key is the handler's key for its command line.
@@ -106,6 +109,7 @@ var hostConfigs = map[string]hostConfig{
 	hooks.Copilot: {flat: true, commandKey: "bash", handler: func(c string) *object {
 		return obj("type", "command", "bash", c, "timeoutSec", json.Number("30"))
 	}},
+	hooks.OpenCode: {plugin: true},
 }
 
 // SettingsPath is the settings file celguard's hooks go into for host:
@@ -144,7 +148,8 @@ func HookEvents(host string) []string {
 
 // Install merges a hook running command into a host's settings document
 // (empty for a file that does not exist yet) and returns the new document
-// and whether anything changed. Everything else in the document stays as it
+// and whether anything changed. For OpenCode, whose hooks are plugins, the
+// document is celguard's plugin (OpencodePlugin), written whole. Everything else in the document stays as it
 // was, in its order: other settings, other hooks, other keys of celguard's
 // own entries. A celguard hook for the same host already there (a command
 // that runs celguard with "hook HOST") is updated in place, and any second
@@ -155,6 +160,9 @@ func Install(host string, settings []byte, command string) ([]byte, bool, error)
 		return nil, false, err
 	}
 	hc := hostConfigs[host]
+	if hc.plugin {
+		return installOpencode(settings, command)
+	}
 	root := &object{}
 	indent := "  "
 	if len(bytes.TrimSpace(settings)) > 0 {

@@ -75,6 +75,9 @@ func probeEvent(host, dir, session string) ([]byte, error) {
 	case hooks.Cursor:
 		ev = map[string]any{"hook_event_name": "beforeShellExecution", "conversation_id": session, "cwd": dir,
 			"workspace_roots": []string{dir}, "command": ProbeCommand}
+	case hooks.OpenCode:
+		ev = map[string]any{"hook_event_name": "tool.execute.before", "session_id": session, "cwd": dir,
+			"tool_name": "bash", "tool_input": map[string]any{"command": ProbeCommand}}
 	case hooks.Copilot:
 		ev = map[string]any{"hook_event_name": "PreToolUse", "session_id": session, "cwd": dir,
 			"timestamp": time.Now().UTC().Format(time.RFC3339), "tool_name": "Bash", "tool_input": map[string]any{"command": ProbeCommand}}
@@ -146,6 +149,13 @@ func ReadAnswer(host string, r HookRun) (Answer, error) {
 		a = Answer{Verdict: m.Permission, Reason: m.AgentMessage}
 		if a.Verdict == "" {
 			return Answer{}, errors.New(`the answer has no "permission"`)
+		}
+	case hooks.OpenCode:
+		switch m.Decision {
+		case "allow", "deny":
+			a = Answer{Verdict: m.Decision, Reason: m.Reason}
+		default:
+			return Answer{}, fmt.Errorf("the answer has no decision the plugin reads: %s", out)
 		}
 	case hooks.Copilot:
 		if m.PermissionDecision != "" {
@@ -227,6 +237,8 @@ func shellTool(host string) string {
 		return "run_shell_command"
 	case hooks.Cursor:
 		return "shell"
+	case hooks.OpenCode:
+		return "bash"
 	}
 	return "Bash"
 }

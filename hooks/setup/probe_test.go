@@ -174,3 +174,25 @@ func TestCodexProjectTrusted(t *testing.T) {
 	assert.False(t, CodexProjectTrusted(config, "/srv/c"))
 	assert.False(t, CodexProjectTrusted(nil, "/srv/a"))
 }
+
+// TestOpencodePlugin: the plugin install writes carries the command line
+// exactly, doctor reads it back, and a file that is not celguard's plugin
+// is left alone.
+func TestOpencodePlugin(t *testing.T) {
+	for _, cmd := range []string{"/usr/local/bin/celguard hook opencode", `'/opt/it'\''s "x"/celguard' hook opencode --policy '/p q'`} {
+		out, changed, err := Install(hooks.OpenCode, nil, cmd)
+		require.NoError(t, err)
+		assert.True(t, changed)
+		got, ok := opencodeCommand(out)
+		require.True(t, ok, "%s", out)
+		assert.Equal(t, cmd, got)
+		again, changed, err := Install(hooks.OpenCode, out, cmd)
+		require.NoError(t, err)
+		assert.False(t, changed)
+		assert.Equal(t, out, again)
+	}
+	_, _, err := Install(hooks.OpenCode, []byte("export const Mine = async () => ({})\n"), "/usr/local/bin/celguard hook opencode")
+	assert.ErrorContains(t, err, "not celguard's OpenCode plugin")
+	_, ok := opencodeCommand([]byte("// celguard:command\nconst COMMAND = \"/bin/rm -rf x\"\n"))
+	assert.False(t, ok, "a command that does not run celguard's hook is not ours")
+}
