@@ -97,7 +97,7 @@ var variables = []Variable{
 	{VarPhase, cel.StringType, `"before", "after", "turn_end", "input", "output", "tools" or "resource"`, Counted, nil},
 	{VarCounters, cel.MapType(cel.StringType, cel.IntType), "each counter of the rule's policy, for this call's key (at turn end, input and output: its total over every key)", Counted, nil},
 	{VarResult, cel.MapType(cel.StringType, cel.DynType), "after the call only: is_error, content, and what the host adds (exit_code, ...)", Counted, resultPhases},
-	{VarSession, cel.MapType(cel.StringType, cel.DynType), "host metadata: agent, user, mode, ids; and the session's facts: labels (the labels rules added, sorted) and label_calls (per label, the call that added it first: call, tool, rule, turn)", Counted, nil},
+	{VarSession, cel.MapType(cel.StringType, cel.DynType), "host metadata: agent, user, mode, ids; and the session's facts: labels (the labels rules added, sorted), label_calls (per label, the call that added it first: call, tool, rule, turn) and recent (the last 16 calls, oldest first: seq, turn, call, tool, verdict, rule, code, digest, summary, ids, status)", Counted, nil},
 	{VarClasses, cel.ListType(cel.StringType), "the tool's classes (shell, file_read, ...), from the set's ToolClasses files", Counted, toolPhases},
 	{VarCommand, cel.StringType, `the shell command, from the argument its class names (command_args); "" if none`, Counted, callPhases},
 	{VarPaths, cel.ListType(cel.StringType), "the file paths, from the arguments its classes name (path_args), as written", Counted, callPhases},

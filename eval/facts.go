@@ -17,7 +17,8 @@ import (
 //   - session.labels, the labels, sorted (a list of strings);
 //   - session.label_calls, for each label the call that added it first:
 //     a map with call (the host's call id, "" if it sent none), tool, rule
-//     (the id of the rule that added it) and turn.
+//     (the id of the rule that added it) and turn;
+//   - session.recent, the last MaxRecent calls, oldest first (recent.go).
 //
 // Facts are part of SessionState, so they are committed with the decision
 // that adds them, through every store, and read back identically by every
@@ -35,6 +36,7 @@ const MaxLabels = 64
 const (
 	factLabels     = "labels"
 	factLabelCalls = "label_calls"
+	factRecent     = "recent"
 )
 
 // LabelFact is a label of a session in a SessionState: the label, and the
@@ -52,6 +54,12 @@ type sessionFacts struct {
 	labels []LabelFact // sorted by label
 	// over says a label was refused past MaxLabels.
 	over bool
+	// recent are the last MaxRecent calls, oldest first; seq is the
+	// number of the latest call (recent.go).
+	recent []RecentCall
+	seq    uint64
+	// recentVals are the CEL values of recent, made once each.
+	recentVals []any
 }
 
 // addLabels records the labels rule r adds for call in turn; it reports
@@ -152,8 +160,9 @@ func (s *Session) sessionValue() map[string]any {
 	if s.view != nil {
 		return s.view
 	}
-	v := make(map[string]any, len(s.meta)+2)
+	v := make(map[string]any, len(s.meta)+3)
 	maps.Copy(v, s.meta)
+	v[factRecent] = s.facts.recentValue()
 	if s.facts.over {
 		err := types.NewErr("the session added more than %d distinct labels, and its labels were lost (eval.MaxLabels)", MaxLabels)
 		v[factLabels], v[factLabelCalls] = err, err

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"container/list"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -45,6 +46,16 @@ type SessionState struct {
 	// LabelsLost says a label was refused past MaxLabels: reading the
 	// session's labels is an error from then on (fail closed).
 	LabelsLost bool `json:"labels_lost,omitempty"`
+	// Recent are the session's last calls (session.recent), oldest first,
+	// at most MaxRecent (recent.go); RecentSeq is the number of the latest.
+	Recent    []RecentCall `json:"recent,omitempty"`
+	RecentSeq uint64       `json:"recent_seq,omitempty"`
+	// Stream is a host's record of the model's answer being streamed,
+	// which the host decides across its chunks (the Gemini CLI hook,
+	// hooks/geministream.go, whose name it keeps in the state files):
+	// opaque to the engine, kept and committed with the session's state
+	// (Session.Stream, SetStream).
+	Stream json.RawMessage `json:"gemini_stream,omitempty"`
 }
 
 // CounterCeiling is what a counter reads while it is saturated: above any
@@ -224,6 +235,12 @@ func (s *Session) State() SessionState {
 	}
 	st.RefusedCalls = s.refused.export()
 	st.Labels, st.LabelsLost = slices.Clone(s.facts.labels), s.facts.over
+	for _, r := range s.facts.recent {
+		r.IDs = maps.Clone(r.IDs)
+		st.Recent = append(st.Recent, r)
+	}
+	st.RecentSeq = s.facts.seq
+	st.Stream = s.stream
 	return st
 }
 
@@ -323,5 +340,7 @@ func (s *Session) restore(st SessionState) {
 	s.refused = refusedCalls{}
 	s.refused.restore(st.RefusedCalls)
 	s.facts.restore(st.Labels, st.LabelsLost)
+	s.facts.restoreRecent(st.Recent, st.RecentSeq)
+	s.stream = st.Stream
 	s.view = nil
 }

@@ -51,6 +51,12 @@ type CorpusFamily struct {
 	// Known is the miss the bundle keeps for this family's calls, as
 	// docs/policies.md lists it; empty when none is kept.
 	Known []string `yaml:"known"`
+	// Before are earlier calls of the same session, run (decided before
+	// and after, as if approved) ahead of the call judged: a multi-call
+	// family (write in one call, run in the next). Each is a map with its
+	// own kind, the kind's fields and an optional result (the text the
+	// call returned), with the vars substituted.
+	Before []map[string]any `yaml:"before"`
 }
 
 // Hostile reports whether the family's calls are hostile (want block or
@@ -63,6 +69,9 @@ type CorpusCase struct {
 	// Fields are the call's host-neutral fields (CorpusFamily.Call with
 	// the vars substituted).
 	Fields map[string]any
+	// Before are the session's earlier calls (CorpusFamily.Before), each
+	// a case of its own kind whose Fields may hold a "result" text.
+	Before []CorpusCase
 	// Label names the call in messages: its family and its fields.
 	Label string
 }
@@ -170,8 +179,30 @@ func expandFamily(fam *CorpusFamily) ([]CorpusCase, error) {
 		if err != nil {
 			return nil, err
 		}
+		cc := CorpusCase{Family: fam, Fields: call}
+		label := ""
+		for i, st := range fam.Before {
+			v := any(st)
+			for range 3 {
+				v = substitute(v, c)
+			}
+			m, _ := v.(map[string]any)
+			kind, _ := m["kind"].(string)
+			if !contains(corpusKinds, kind) {
+				return nil, fmt.Errorf("family %s: before[%d]: unknown kind %q", fam.Family, i, kind)
+			}
+			fields, err := unpack(kind, m)
+			if err != nil {
+				return nil, err
+			}
+			sub := &CorpusFamily{Family: fam.Family, Source: fam.Source, Want: fam.Want, Kind: kind, Cwd: fam.Cwd}
+			cc.Before = append(cc.Before, CorpusCase{Family: sub, Fields: fields})
+			b, _ := json.Marshal(fields)
+			label += string(b) + " then "
+		}
 		b, _ := json.Marshal(call)
-		out = append(out, CorpusCase{Family: fam, Fields: call, Label: fam.Family + " " + string(b)})
+		cc.Label = fam.Family + " " + label + string(b)
+		out = append(out, cc)
 	}
 	return out, nil
 }

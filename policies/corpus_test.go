@@ -20,6 +20,7 @@ import (
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store"
 	"github.com/celguard/celguard/store/statedir"
 )
 
@@ -101,6 +102,50 @@ func payload(host string, c corpusCase, cwd, session string) ([]byte, bool) {
 		default:
 			in, _ := json.Marshal(args)
 			ev["hook_event_name"], ev["tool_name"], ev["tool_input"] = "beforeMCPExecution", tool, string(in)
+		}
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		panic(err)
+	}
+	return b, true
+}
+
+// postPayload is the hook event after a call ran (an earlier call of a
+// multi-call family), with its result text; ok is false when the host has
+// no such event for the call's kind.
+func postPayload(host string, c corpusCase, cwd, session string) ([]byte, bool) {
+	tool, args, ok := toolCall(host, c)
+	if !ok {
+		return nil, false
+	}
+	result, _ := c.Fields["result"].(string)
+	var ev map[string]any
+	switch host {
+	case "claude-code", "codex":
+		ev = map[string]any{"session_id": session, "transcript_path": nil, "cwd": cwd, "permission_mode": "default",
+			"hook_event_name": "PostToolUse", "tool_name": tool, "tool_input": args, "tool_use_id": "toolu_1",
+			"tool_response": map[string]any{"content": result}}
+		if host == "codex" {
+			ev["turn_id"] = "turn-1"
+		}
+	case "gemini":
+		ev = map[string]any{"session_id": session, "transcript_path": "/tmp/t.json", "cwd": cwd,
+			"timestamp": "2026-01-15T10:30:00.000Z", "hook_event_name": "AfterTool", "tool_name": tool, "tool_input": args,
+			"tool_response": map[string]any{"llmContent": result}}
+	case "cursor":
+		ev = map[string]any{"conversation_id": session, "generation_id": "g", "workspace_roots": []any{cwd}, "cwd": cwd}
+		switch c.Family.Kind {
+		case "shell":
+			ev["hook_event_name"], ev["command"], ev["output"] = "afterShellExecution", args["command"], result
+		case "read":
+			return nil, false
+		case "tool", "write":
+			ev["hook_event_name"], ev["tool_name"], ev["tool_input"], ev["tool_output"] = "postToolUse", tool, args, result
+		default:
+			in, _ := json.Marshal(args)
+			out, _ := json.Marshal(map[string]any{"content": result})
+			ev["hook_event_name"], ev["tool_name"], ev["tool_input"], ev["result_json"] = "afterMCPExecution", tool, string(in), string(out)
 		}
 	}
 	b, err := json.Marshal(ev)
@@ -209,7 +254,12 @@ func TestCorpus(t *testing.T) {
 	for _, d := range dialects[1:] {
 		h, err := hooks.New(d, hooks.Options{})
 		require.NoError(t, err)
-		runners[d] = &hooks.Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return guard.Engine(), nil }}
+		// The hook's engine keeps its sessions in the state directory
+		// through the file store, as `celguard hook` builds it.
+		sd := &statedir.Dir{Dir: t.TempDir()}
+		hg, err := celguard.Load(ctx, celguard.WithUserDir("-"), celguard.WithProjectDir("-"), celguard.WithApprover(deferAll), celguard.WithStore(store.NewFileDir(sd)))
+		require.NoError(t, err)
+		runners[d] = &hooks.Runner{Host: h, Store: sd, Engine: func() (*eval.Engine, error) { return hg.Engine(), nil }}
 	}
 	// Per family, on the eval dialect: calls and calls decided as wanted
 	// (printed with -corpus.v).
@@ -225,8 +275,22 @@ func TestCorpus(t *testing.T) {
 			cwd = corpusWork
 		}
 		if dialect == "eval" {
+			s := guard.NewSession("corpus", nil)
+			// A multi-call family: the earlier calls run first, decided
+			// before and after (as if approved), in the same session.
+			for _, st := range c.Before {
+				tool, args, _ := toolCall(dialect, st)
+				call := eval.Call{Tool: tool, Args: args, Cwd: cwd}
+				if _, err := s.Before(ctx, call); err != nil {
+					return "block", true
+				}
+				res, _ := st.Fields["result"].(string)
+				if _, err := s.After(ctx, call, eval.Result{Content: res}); err != nil {
+					return "block", true
+				}
+			}
 			tool, args, _ := toolCall(dialect, c)
-			d, err := guard.NewSession("corpus", nil).Before(ctx, eval.Call{Tool: tool, Args: args, Cwd: cwd})
+			d, err := s.Before(ctx, eval.Call{Tool: tool, Args: args, Cwd: cwd})
 			if err != nil {
 				return "block", true
 			}
@@ -235,7 +299,17 @@ func TestCorpus(t *testing.T) {
 		// A session per call: no call's counters (rate limits, loops)
 		// decide another's.
 		seq++
-		in, ok := payload(dialect, c, cwd, fmt.Sprintf("corpus-%d", seq))
+		session := fmt.Sprintf("corpus-%d", seq)
+		for _, st := range c.Before {
+			pre, ok := payload(dialect, st, cwd, session)
+			post, okPost := postPayload(dialect, st, cwd, session)
+			if !ok || !okPost {
+				return "", false
+			}
+			runners[dialect].Run(ctx, pre)
+			runners[dialect].Run(ctx, post)
+		}
+		in, ok := payload(dialect, c, cwd, session)
 		if !ok {
 			return "", false
 		}

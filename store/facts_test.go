@@ -125,3 +125,109 @@ func loadState(t *testing.T, dir *statedir.Dir) []byte {
 	require.True(t, found)
 	return raw
 }
+
+// recentPolicy: a PR is approved only after a review of the same number
+// succeeded (session.recent), on any replica.
+const recentPolicy = `
+rules:
+  - id: approve-after-review
+    match: {tools: [mcp__gh__approve_pr]}
+    condition: >-
+      !session.recent.exists(r, r.tool == "mcp__gh__review_pr" && r.status == "ok"
+        && "number" in r.ids && r.ids.number == string(args.number))
+    verdict: block
+    message: '"review PR " + string(args.number) + " first"'
+`
+
+// TestRecentAcrossReplicas: the recent calls recorded through one replica,
+// with the status their results gave them, are read by the other
+// replica's handle on the session, on every store.
+func TestRecentAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			set := mustSet(t, map[string]string{"recent.yaml": recentPolicy})
+			a, c := replica(t, set, b.open(t)), replica(t, set, b.open(t))
+			sa, sc := a.NewSession("recent", nil), c.NewSession("recent", nil)
+			review := eval.Call{ID: "toolu_r", Tool: "mcp__gh__review_pr", Args: map[string]any{"number": float64(7)}}
+			approve := func(n float64) eval.Decision {
+				d, err := sc.Before(ctx, eval.Call{Tool: "mcp__gh__approve_pr", Args: map[string]any{"number": n}})
+				require.NoError(t, err)
+				return d
+			}
+			assert.Equal(t, policy.Block, approve(7).Verdict, "no review yet")
+			_, err := sa.Before(ctx, review)
+			require.NoError(t, err)
+			assert.Equal(t, policy.Block, approve(7).Verdict, "the review has not come back")
+			_, err = sa.After(ctx, review, eval.Result{Content: "LGTM"})
+			require.NoError(t, err)
+			assert.Equal(t, policy.Allow, approve(7).Verdict, "the other replica reads the review's status")
+			assert.Equal(t, policy.Block, approve(8).Verdict, "another PR")
+			st := sc.State()
+			require.Len(t, st.Recent, 5)
+			r := st.Recent[1]
+			assert.Equal(t, "mcp__gh__review_pr", r.Tool)
+			assert.Equal(t, eval.RecentOK, r.Status)
+			assert.Equal(t, map[string]string{"number": "7"}, r.IDs)
+			assert.Equal(t, uint64(5), st.RecentSeq)
+		})
+	}
+}
+
+// TestHookStateWithRecentCallsStaysSmall: the hook state file of a
+// 1,000-call session whose calls carry long commands and many id-like
+// arguments, with their results, stays under 64 KiB: session.recent keeps
+// the last eval.MaxRecent calls, each cut to its bounds.
+func TestHookStateWithRecentCallsStaysSmall(t *testing.T) {
+	ctx := context.Background()
+	set := mustSet(t, map[string]string{"recent.yaml": recentPolicy + `
+  - id: tag
+    match: {tools: [Bash]}
+    verdict: allow
+    labels: {add: [ran_shell]}
+`})
+	eng, err := eval.New(set)
+	require.NoError(t, err)
+	dir := &statedir.Dir{Dir: filepath.Join(t.TempDir(), "state")}
+	long := ""
+	for range 200 {
+		long += "a-long-word "
+	}
+	var written []byte
+	for i := range 1000 {
+		ls, err := dir.Lock(ctx, "long")
+		require.NoError(t, err)
+		raw, found, err := ls.Load()
+		require.NoError(t, err)
+		s := eng.NewSession("long", nil)
+		if found {
+			var st eval.SessionState
+			require.NoError(t, json.Unmarshal(raw, &st))
+			s, err = eng.RestoreSession(st)
+			require.NoError(t, err)
+		}
+		args := map[string]any{"command": fmt.Sprintf("echo %d %s", i, long)}
+		for k := range 10 {
+			args[fmt.Sprintf("field_%d_id", k)] = fmt.Sprintf("%d-%s", i, long)
+		}
+		call := eval.Call{ID: fmt.Sprintf("toolu_%06d_%s", i, long[:100]), Tool: "Bash", Args: args}
+		_, err = s.Before(ctx, call)
+		require.NoError(t, err)
+		_, err = s.After(ctx, call, eval.Result{IsError: i%3 == 0, Content: long})
+		require.NoError(t, err)
+		js, err := json.Marshal(s.State())
+		require.NoError(t, err)
+		written, err = ls.Save(js)
+		require.NoError(t, err)
+		require.NoError(t, ls.Close())
+	}
+	t.Logf("hook state file after 1,000 calls with long arguments: %d bytes", len(written))
+	assert.Less(t, len(written), 64<<10)
+	var st eval.SessionState
+	require.NoError(t, json.Unmarshal(loadState(t, dir), &st))
+	require.Len(t, st.Recent, eval.MaxRecent)
+	assert.Equal(t, uint64(1000), st.RecentSeq)
+	assert.Equal(t, uint64(1000), st.Recent[eval.MaxRecent-1].Seq)
+	assert.Equal(t, eval.RecentError, st.Recent[eval.MaxRecent-1].Status, "call 999 failed")
+	assert.Equal(t, eval.RecentOK, st.Recent[eval.MaxRecent-2].Status)
+}

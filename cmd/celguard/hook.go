@@ -20,6 +20,7 @@ import (
 	"github.com/celguard/celguard/internal/atomicfile"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/stdlib/shell"
+	"github.com/celguard/celguard/store"
 	"github.com/celguard/celguard/store/statedir"
 )
 
@@ -248,15 +249,15 @@ func (p hookParams) respond(ctx context.Context, host hooks.Host, done *hookDone
 			return host.Fail(hooks.Event{}, err.Error(), p.failOpen)
 		}
 	}
-	store := &statedir.Dir{Dir: dir, MaxBytes: p.maxStateBytes, MaxAge: time.Duration(p.keepDays) * 24 * time.Hour}
+	sd := &statedir.Dir{Dir: dir, MaxBytes: p.maxStateBytes, MaxAge: time.Duration(p.keepDays) * 24 * time.Hour}
 	if p.keepDays == 0 {
-		store.MaxAge = -1
+		sd.MaxAge = -1
 	}
-	r := &hooks.Runner{Host: host, Store: store, FailOpen: p.failOpen, Timeout: p.timeout,
+	r := &hooks.Runner{Host: host, Store: sd, FailOpen: p.failOpen, Timeout: p.timeout,
 		Engine: func() (*eval.Engine, error) {
 			dopts := p.decisions
 			dopts.agentHost = host.Name()
-			eng, closer, ws, err := hookEngine(p.policies, dopts, store)
+			eng, closer, ws, err := hookEngine(p.policies, dopts, sd)
 			done.warnings, done.closeGuard = ws, closer
 			return eng, err
 		}}
@@ -271,9 +272,13 @@ func (p hookParams) respond(ctx context.Context, host hooks.Host, done *hookDone
 // state key, one that fails its check is a miss, and a miss only costs time.
 // A state key that cannot be used fails the hook (closed, by default).
 //
+// Sessions are kept in the state directory through the file store
+// (store.NewFileDir as the Config's Store): the engine commits every
+// change of a session there, as serve's engine does to its store.
+//
 // The warnings are layerWarnings, for stderr.
-func hookEngine(sel selection, dopts decisionOptions, store *statedir.Dir) (*eval.Engine, func(), []string, error) {
-	key, err := store.Key()
+func hookEngine(sel selection, dopts decisionOptions, sd *statedir.Dir) (*eval.Engine, func(), []string, error) {
+	key, err := sd.Key()
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -281,7 +286,8 @@ func hookEngine(sel selection, dopts decisionOptions, store *statedir.Dir) (*eva
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cache := hooks.LoadASTCache(store.Dir, key)
+	cfg.Store = store.NewFileDir(sd)
+	cache := hooks.LoadASTCache(sd.Dir, key)
 	cfg.ASTCache = cache
 	// Asks a host defers are recorded as requests a person can approve
 	// later (celguard approve), named in the refusal on hosts that cannot ask.

@@ -48,11 +48,22 @@ var optionModels = map[string]optionModel{
 	"docker": {subs: map[string]optionModel{
 		"build": {long: []string{"--output"}, short: []string{"-o"}},
 	}},
-	"npm": {long: []string{"--script-shell", "--global"}, short: []string{"-g"},
+	// npm: a script shell, another registry or configuration file (which
+	// can set script-shell, a registry, node options), node options
+	// (--require code), a global install (docs.npmjs.com, "config").
+	"npm": {long: []string{"--script-shell", "--global", "--registry", "--userconfig", "--globalconfig", "--node-options"}, short: []string{"-g"},
 		badSubs: []string{"exec", "x", "config", "set", "link", "ln", "explore", "edit", "publish"}},
-	"pnpm": {long: []string{"--global"}, short: []string{"-g"}, badSubs: []string{"dlx", "exec", "config"}},
-	"yarn": {long: []string{"--global"}, badSubs: []string{"dlx", "global", "config", "exec"}},
-	"pip":  {long: []string{"--index-url", "--extra-index-url", "--user", "--target", "--prefix", "--root", "--trusted-host", "--find-links"}, short: []string{"-i", "-t", "-f"}},
+	// npx: -c/--call runs a shell command; -p/--package installs a package
+	// to run; --yes installs a missing one without asking (npm-exec docs).
+	"npx":  {long: []string{"--call", "--package", "--yes", "--registry", "--node-options", "--userconfig"}, short: []string{"-c", "-p", "-y"}},
+	"pnpm": {long: []string{"--global", "--registry", "--config", "--node-options"}, short: []string{"-g"}, badSubs: []string{"dlx", "exec", "config"}},
+	"yarn": {long: []string{"--global", "--registry", "--use-yarnrc"}, badSubs: []string{"dlx", "global", "config", "exec"}},
+	"pip": {long: []string{"--index-url", "--extra-index-url", "--user", "--target", "--prefix", "--root", "--trusted-host",
+		"--find-links", "--src", "--config-settings"}, short: []string{"-i", "-t", "-f"}},
+	// uv: --with installs more packages for the run; another index or
+	// find-links fetches code from elsewhere (docs.astral.sh/uv, "uv run").
+	"uv": {long: []string{"--with", "--with-editable", "--with-requirements", "--index", "--index-url", "--default-index",
+		"--extra-index-url", "--find-links", "--config-file"}, short: []string{"-f"}, badSubs: []string{"tool"}},
 	"go": {exact: []string{"-toolexec", "-exec", "-vettool", "-overlay", "-modfile"}, subs: map[string]optionModel{
 		"env": {short: []string{"-w", "-u"}},
 	}},
@@ -80,6 +91,7 @@ var optionModels = map[string]optionModel{
 func init() {
 	// pip3, gawk and the like read their options as their namesakes.
 	optionModels["pip3"] = optionModels["pip"]
+	optionModels["uvx"] = optionModels["uv"]
 }
 
 // Hazard returns the first word of the command that makes it run code or
@@ -123,7 +135,14 @@ func (c *Command) Hazard() string {
 	if !ok {
 		return ""
 	}
-	return m.hazard(args, c.Positionals())
+	if h := m.hazard(args, c.Positionals()); h != "" {
+		return h
+	}
+	switch c.Program {
+	case "pip", "pip3", "uv":
+		return pipSource(c.Positionals())
+	}
+	return ""
 }
 
 func (m optionModel) hazard(args, positionals []string) string {
@@ -312,6 +331,29 @@ func sedHazard(args []string) string {
 	for _, s := range scripts {
 		if !sedSafe().MatchString(s) {
 			return s
+		}
+	}
+	return ""
+}
+
+// pipSource: a requirement fetched from a place other than the package
+// index (pip install git+https://..., a URL, a local archive or
+// directory outside the project, NAME @ URL): pip builds and runs its
+// setup code (pip's "VCS support" and "direct references").
+func pipSource(positionals []string) string {
+	for i, p := range positionals {
+		if i == 0 {
+			continue // install, sync, pip, run, ...
+		}
+		l := strings.ToLower(p)
+		for _, pre := range []string{"git+", "hg+", "svn+", "bzr+", "http://", "https://", "file:", "ftp://"} {
+			if strings.HasPrefix(l, pre) {
+				return p
+			}
+		}
+		if strings.Contains(l, " @ ") || strings.Contains(l, "@git+") || strings.Contains(l, "@http") ||
+			strings.HasPrefix(l, "/") || strings.HasPrefix(l, "~") || strings.HasPrefix(l, "../") {
+			return p
 		}
 	}
 	return ""

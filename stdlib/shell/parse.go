@@ -124,7 +124,9 @@ type Redirect struct {
 	// Target is the word after the operator, quotes removed (the delimiter
 	// for a here-document).
 	Target string
-	// Dynamic is true when Target is not a literal.
+	// Dynamic is true when Target is not a literal, and for a
+	// here-document or here-string whose Body holds an expansion the shell
+	// does when it runs ($x, $(cmd), `cmd`: the delimiter was not quoted).
 	Dynamic bool
 	// Body is the text of a here-document or here-string, else "".
 	Body string
@@ -453,6 +455,9 @@ func (w *shellWalker) redirects(rs []*syntax.Redirect) []Redirect {
 		case r.Op == syntax.WordHdoc:
 			sr.Body = sr.Target
 		}
+		// A here-document whose body the shell expands ($x, $( ), ` `
+		// outside a quoted delimiter) is only known when it runs.
+		sr.Dynamic = sr.Dynamic || len(sr.bodySpans) > 0
 		out = append(out, sr)
 	}
 	return out

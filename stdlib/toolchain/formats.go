@@ -49,6 +49,15 @@ func (a *analysis) makefile(content string) {
 			// Included makefiles are files of this family: their writes
 			// are judged on their own.
 		}
+		// A rule with its recipe on the same line (target: prereqs ;
+		// recipe): the text after the first ; is a recipe line.
+		if makeAssign().FindStringSubmatch(trimmed) == nil {
+			if c := strings.Index(trimmed, ":"); c >= 0 {
+				if sc := strings.Index(trimmed[c:], ";"); sc >= 0 {
+					recipes = append(recipes, trimmed[c+sc+1:])
+				}
+			}
+		}
 		if m := makeAssign().FindStringSubmatch(trimmed); m != nil {
 			name, op, val := m[1], m[2], m[3]
 			switch op {

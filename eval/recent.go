@@ -1,0 +1,258 @@
+package eval
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/stdlib"
+)
+
+// This file keeps the session's recent call sequence, the fact rules read
+// as session.recent (docs/policies.md, "Session facts"): the last
+// MaxRecent calls, oldest first, each with its tool, the verdict and rule
+// that decided it before it ran, a digest and a short summary of its
+// arguments, the id-like arguments, and its status once its result came.
+// Like the labels, it is part of SessionState, committed with the decision
+// that records it through every store.
+
+// MaxRecent is how many calls session.recent keeps; older ones leave it.
+const MaxRecent = 16
+
+// Bounds of a recent call's text, so that a session's state stays small
+// (a 1,000-call session's hook state file stays well under 64 KiB).
+const (
+	maxRecentSummary = 128 // bytes of the summary
+	maxRecentIDs     = 4   // id-like arguments kept
+	maxRecentIDValue = 64  // bytes of each
+	maxRecentName    = 128 // bytes of the tool name and rule id
+)
+
+// Statuses of a recent call.
+const (
+	RecentPending = "pending" // let through before it ran; no result yet
+	RecentAsked   = "asked"   // asked a person; no result yet
+	RecentRefused = "refused" // blocked or halted before it ran
+	RecentOK      = "ok"      // its result came back without an error
+	RecentError   = "error"   // its result came back as an error
+)
+
+// RecentCall is one call of session.recent in a SessionState.
+type RecentCall struct {
+	// Seq numbers the session's calls from 1, in the order they were
+	// decided before they ran (a call seen only after it ran gets the
+	// next number then).
+	Seq    uint64 `json:"seq"`
+	Turn   uint64 `json:"turn"`
+	CallID string `json:"call_id,omitempty"`
+	Tool   string `json:"tool"`
+	// Verdict, RuleID and Code are the decision before the call ran.
+	Verdict string `json:"verdict"`
+	RuleID  string `json:"rule,omitempty"`
+	Code    string `json:"code,omitempty"`
+	// Digest is the first 16 hex digits of the SHA-256 of the arguments'
+	// canonical JSON: equal arguments, equal digests.
+	Digest string `json:"digest"`
+	// Summary is the command, path, URL or query the call names, cut at
+	// 128 bytes, with secrets redacted.
+	Summary string `json:"summary,omitempty"`
+	// IDs are the call's id-like scalar arguments (id, *_id, *Id,
+	// number, *_number), as strings.
+	IDs    map[string]string `json:"ids,omitempty"`
+	Status string            `json:"status"`
+}
+
+// summaryKeys are the arguments a summary is taken from, in order.
+var summaryKeys = []string{"command", "cmd", "file_path", "absolute_path", "path", "notebook_path", "url",
+	"uri", "query", "pattern", "sql", "prompt"}
+
+// recentOf is the entry of call as decided by d before it ran.
+func recentOf(call Call, d Decision, seq, turn uint64) RecentCall {
+	r := RecentCall{Seq: seq, Turn: turn, CallID: clip(call.ID, maxRecentName), Tool: clip(call.Tool, maxRecentName),
+		Verdict: d.Verdict.String(), RuleID: clip(d.RuleID, maxRecentName), Code: d.Code, Digest: argsDigest(call.Args)}
+	for _, k := range summaryKeys {
+		if v, ok := call.Args[k].(string); ok && v != "" {
+			r.Summary = clip(stdlib.RedactSecrets(v), maxRecentSummary)
+			break
+		}
+	}
+	keys := make([]string, 0, len(call.Args))
+	for k := range call.Args {
+		if idLike(k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if len(r.IDs) == maxRecentIDs {
+			break
+		}
+		var v string
+		switch x := call.Args[k].(type) {
+		case string:
+			v = x
+		case float64, int, int64, uint64, bool:
+			v = fmt.Sprint(x)
+		default:
+			continue
+		}
+		if r.IDs == nil {
+			r.IDs = map[string]string{}
+		}
+		r.IDs[clip(k, maxRecentName)] = clip(stdlib.RedactSecrets(v), maxRecentIDValue)
+	}
+	switch {
+	case d.Verdict == policy.Ask:
+		r.Status = RecentAsked
+	case d.Verdict.Strictness() >= policy.Block.Strictness():
+		r.Status = RecentRefused
+	default:
+		r.Status = RecentPending
+	}
+	return r
+}
+
+// idLike says whether an argument's name names an id.
+func idLike(k string) bool {
+	l := strings.ToLower(k)
+	return l == "id" || l == "number" || strings.HasSuffix(l, "_id") || strings.HasSuffix(k, "Id") ||
+		strings.HasSuffix(k, "ID") || strings.HasSuffix(l, "_number") || strings.HasSuffix(l, "_key")
+}
+
+// argsDigest is the first 16 hex digits of the SHA-256 of the arguments'
+// canonical JSON ("" when they cannot be encoded).
+func argsDigest(args map[string]any) string {
+	if args == nil {
+		args = map[string]any{}
+	}
+	js, err := stdlib.CanonicalNative(args)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(js))
+	return hex.EncodeToString(sum[:8])
+}
+
+// clip cuts s to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// noteRecent records a decision in the recent calls: before a call, a new
+// entry; after it, the status of its entry (the one of the same call id,
+// else the latest of the same tool and arguments still waiting for a
+// result), or a new entry when none waits. It reports whether the facts
+// changed. The caller holds s.mu.
+func (f *sessionFacts) noteRecent(phase policy.Phase, call Call, res *Result, d Decision, turn uint64) bool {
+	switch phase {
+	case policy.PhaseBefore:
+		f.seq++
+		f.pushRecent(recentOf(call, d, f.seq, turn))
+		return true
+	case policy.PhaseAfter:
+		status := RecentOK
+		if res != nil && res.IsError {
+			status = RecentError
+		}
+		digest := argsDigest(call.Args)
+		for i := len(f.recent) - 1; i >= 0; i-- {
+			r := &f.recent[i]
+			waiting := r.Status == RecentPending || r.Status == RecentAsked
+			if call.ID != "" && r.CallID == clip(call.ID, maxRecentName) ||
+				call.ID == "" && waiting && r.Tool == clip(call.Tool, maxRecentName) && r.Digest == digest {
+				r.Status = status
+				if i < len(f.recentVals) {
+					f.recentVals[i] = r.value()
+				}
+				return true
+			}
+		}
+		f.seq++
+		r := recentOf(call, Decision{Verdict: policy.Allow}, f.seq, turn)
+		r.Verdict, r.Status = "", status
+		f.pushRecent(r)
+		return true
+	}
+	return false
+}
+
+// noteCall records the decision of a call, before or after it ran, in
+// session.recent.
+func (s *Session) noteCall(phase policy.Phase, call Call, res *Result, d Decision) {
+	if phase != policy.PhaseBefore && phase != policy.PhaseAfter {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.facts.noteRecent(phase, call, res, d, s.turn) {
+		s.view = nil
+	}
+}
+
+// pushRecent appends r, dropping the oldest past MaxRecent.
+func (f *sessionFacts) pushRecent(r RecentCall) {
+	if len(f.recent) >= MaxRecent {
+		copy(f.recent, f.recent[len(f.recent)-MaxRecent+1:])
+		f.recent = f.recent[:MaxRecent-1]
+		if len(f.recentVals) >= MaxRecent {
+			copy(f.recentVals, f.recentVals[len(f.recentVals)-MaxRecent+1:])
+			f.recentVals = f.recentVals[:MaxRecent-1]
+		}
+	}
+	f.recent = append(f.recent, r)
+	if len(f.recentVals) == len(f.recent)-1 {
+		f.recentVals = append(f.recentVals, r.value())
+	} else {
+		f.recentVals = nil
+	}
+}
+
+// restoreRecent takes the recent calls of a stored state, keeping the
+// last MaxRecent.
+func (f *sessionFacts) restoreRecent(rs []RecentCall, seq uint64) {
+	if len(rs) > MaxRecent {
+		rs = rs[len(rs)-MaxRecent:]
+	}
+	f.recent = append([]RecentCall(nil), rs...)
+	f.recentVals = nil
+	f.seq = seq
+	for _, r := range f.recent {
+		f.seq = max(f.seq, r.Seq)
+	}
+}
+
+// recentValue is session.recent: a list of maps, oldest first. Each
+// entry's map is made once (recentVals) and again only when its status
+// changes, so a decision does not rebuild the list.
+func (f *sessionFacts) recentValue() []any {
+	if len(f.recentVals) != len(f.recent) {
+		f.recentVals = make([]any, len(f.recent))
+		for i, r := range f.recent {
+			f.recentVals[i] = r.value()
+		}
+	}
+	return slices.Clone(f.recentVals)
+}
+
+// value is a recent call as CEL reads it.
+func (r RecentCall) value() map[string]any {
+	ids := make(map[string]any, len(r.IDs))
+	for k, v := range r.IDs {
+		ids[k] = v
+	}
+	return map[string]any{"seq": int64(r.Seq), "turn": int64(r.Turn), "call": r.CallID, "tool": r.Tool,
+		"verdict": r.Verdict, "rule": r.RuleID, "code": r.Code, "digest": r.Digest, "summary": r.Summary,
+		"ids": ids, "status": r.Status}
+}
