@@ -145,6 +145,9 @@ func TestTelemetryOTLP(t *testing.T) {
 				if got := sp.Attr("celguard.rule.line"); got != w.line {
 					t.Errorf("span %d: celguard.rule.line %q, want %q", i, got, w.line)
 				}
+				if layer := sp.Attr("celguard.layer"); w.rule != "" && layer != "explicit" || w.rule == "" && layer != "" {
+					t.Errorf("span %d: celguard.layer %q, want the rule's layer (explicit: a --policy file), none for the default verdict", i, layer)
+				}
 				if w.rule != "" && !strings.HasSuffix(sp.Attr("celguard.rule.file"), "tel.yaml") {
 					t.Errorf("span %d: celguard.rule.file %q", i, sp.Attr("celguard.rule.file"))
 				}

@@ -66,6 +66,9 @@ func (c *compiler) policy(lp layered) {
 			continue
 		}
 		cv := &Variable{Name: v.Name.Value, Slot: c.set.varSlots, Type: typ, Program: prg, Expr: v.Expr}
+		if c.cwdOnly(ei) && plainType(typ) {
+			cv.cwd = &cwdValues{}
+		}
 		c.set.varSlots++
 		cp.Variables = append(cp.Variables, cv)
 		cp.varByName[cv.Name] = cv

@@ -251,6 +251,10 @@ type Variable struct {
 	Type    *cel.Type
 	Program *Program
 	Expr    policy.Expr
+
+	// cwd keeps the values of a variable that is CwdOnly, nil for any
+	// other.
+	cwd *cwdValues
 }
 
 // Counter is a compiled counter declaration.

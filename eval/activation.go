@@ -226,9 +226,17 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 	if val := ev.vars[v.Slot]; val != nil {
 		return val, true
 	}
+	// A variable of the working directory alone (the policy's places made
+	// absolute) has the value an earlier call in this directory computed.
+	if val, ok := v.CwdValue(ev.call.Cwd); ok {
+		ev.vars[v.Slot] = val
+		return val, true
+	}
 	out, err := ev.exec(v.Program)
 	if err != nil {
 		out = types.NewErr("variable %s: %v", name, err)
+	} else {
+		v.KeepCwdValue(ev.call.Cwd, out)
 	}
 	ev.vars[v.Slot] = out
 	return out, true

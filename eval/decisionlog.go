@@ -29,6 +29,10 @@ type DecisionEvent struct {
 	// LogMasks are the decision_log.mask entries of the trusted policies
 	// of the set that decided.
 	LogMasks []compile.LogMask
+	// Layer is the layer of the deciding rule's policy (policy.Layer's
+	// name: builtin, user, project, explicit, registered, admin); "" when
+	// no rule decided (the default verdict, a code the engine made).
+	Layer string
 	// Start is when the engine began deciding (the sink's clock, not the
 	// engine's WithClock); the decision took Now - Start. Zero when
 	// unknown.
@@ -86,6 +90,9 @@ func (s *Session) logDecision(ctx context.Context, set *compile.PolicySet, d Dec
 	}
 	if set != nil {
 		ev.LogMasks = set.LogMasks()
+		if r, ok := set.Rule(d.RuleID); ok && d.RuleID != "" {
+			ev.Layer = r.Policy.Layer.String()
+		}
 	}
 	err := sink.WriteDecision(ctx, ev)
 	if err == nil {

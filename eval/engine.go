@@ -53,8 +53,15 @@
 // store opens: memory, the signed state directory, Redis and Valkey), in
 // the store, the Session being a handle on it. Deciding, approving,
 // granting and turn code is the same for both; only the backend differs.
-// Hosts that run one process per event (the command hook) keep the state
-// between processes with State and RestoreSession.
+// The command hook, which runs one process per event, decides through a
+// store exactly as serve does: the file store of its signed state directory
+// (store.NewFileDir), holding the session's lock for the event
+// (store.File.Hold) and resuming the session with the event's metadata
+// (Engine.ResumeSession, resume.go); a session file changed outside
+// celguard is answered by the store's Commit as an entry with a fault, and
+// restored fail-closed here (storeadopt.go, rule 19). State and
+// RestoreSession remain for embedders that keep a session's state
+// themselves.
 //
 // With a store, engines sharing it share every session's counters, halts
 // and approvals, and the counters scoped to an agent, a repository or an
@@ -90,6 +97,7 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -183,6 +191,9 @@ type Session struct {
 	// tampered, when set, is why the handle was restored fail-closed
 	// (Engine.RestoreTampered): its decisions are marked (markTampered).
 	tampered string
+	// stream is a host's record of a streamed answer (SessionState.Stream),
+	// never changed in place: SetStream replaces it.
+	stream json.RawMessage
 	// be is where the session's state lives (backend.go), chosen when
 	// the session is made; st is the same backend with a store, nil
 	// without one (storesession.go).
@@ -327,9 +338,10 @@ func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res
 	}
 	s.mu.Lock()
 	note := s.tampered
-	if note != "" && s.st != nil && !s.st.overwrite {
+	if note != "" && s.st != nil && !s.st.overwrite && !s.st.oneEvent {
 		// A stored session's state that failed the store's check was
-		// written over: its later decisions are not made on it.
+		// written over: its later decisions are not made on it (a handle
+		// for one event, Engine.ResumeSession, marks all of its own).
 		s.tampered = ""
 	}
 	s.mu.Unlock()

@@ -383,7 +383,8 @@ func (s *Session) Approve(ctx context.Context, id string, scope GrantScope, by s
 	return g, r, err
 }
 
-// errNothingRevoked is changeBook's error of a revoke that found nothing.
+// errNothingRevoked is changeBook's error of a revoke (or a note) that
+// found nothing.
 var errNothingRevoked = errors.New("nothing to revoke")
 
 // Revoke forgets the grant, pending request or denial id; it reports
@@ -435,16 +436,4 @@ func (s *Session) RequestFor(c Call) (PendingRequest, bool) {
 		}
 	}
 	return PendingRequest{}, false
-}
-
-// NoteRequest keeps what the host said about the pending request id; it
-// reports whether there is one.
-func (s *Session) NoteRequest(id string, host json.RawMessage) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if i := s.book.find(id); i >= 0 {
-		s.book.requests[i].Host = host
-		return true
-	}
-	return false
 }

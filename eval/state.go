@@ -2,6 +2,7 @@ package eval
 
 import (
 	"container/list"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -49,6 +50,12 @@ type SessionState struct {
 	// at most MaxRecent (recent.go); RecentSeq is the number of the latest.
 	Recent    []RecentCall `json:"recent,omitempty"`
 	RecentSeq uint64       `json:"recent_seq,omitempty"`
+	// Stream is a host's record of the model's answer being streamed,
+	// which the host decides across its chunks (the Gemini CLI hook,
+	// hooks/geministream.go, whose name it keeps in the state files):
+	// opaque to the engine, kept and committed with the session's state
+	// (Session.Stream, SetStream).
+	Stream json.RawMessage `json:"gemini_stream,omitempty"`
 }
 
 // CounterCeiling is what a counter reads while it is saturated: above any
@@ -233,6 +240,7 @@ func (s *Session) State() SessionState {
 		st.Recent = append(st.Recent, r)
 	}
 	st.RecentSeq = s.facts.seq
+	st.Stream = s.stream
 	return st
 }
 
@@ -333,5 +341,6 @@ func (s *Session) restore(st SessionState) {
 	s.refused.restore(st.RefusedCalls)
 	s.facts.restore(st.Labels, st.LabelsLost)
 	s.facts.restoreRecent(st.Recent, st.RecentSeq)
+	s.stream = st.Stream
 	s.view = nil
 }

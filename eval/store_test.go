@@ -237,3 +237,44 @@ rules:
 		})
 	}
 }
+
+// TestResumeSession: a handle resumed for one event takes the stored
+// metadata under the event's (the latest wins, and the first commit writes
+// it); on an entry that failed the store's check, nothing of which could
+// be read, it starts fail-closed, says why (Tampered), and every decision
+// of the handle is marked, not only the first.
+func TestResumeSession(t *testing.T) {
+	ctx := context.Background()
+	set := mustSet(t, map[string]string{"m.yaml": `
+rules:
+  - id: both
+    condition: 'session.mode == "default" && "model" in session'
+    verdict: block
+`})
+	st := &tamperStore{fault: "the session state was changed outside celguard (not JSON)"}
+	eng, err := eval.New(set, eval.WithStore(st))
+	require.NoError(t, err)
+	s, err := eng.ResumeSession(ctx, "s", map[string]any{"mode": "plan"})
+	require.NoError(t, err)
+	assert.Contains(t, s.Tampered(), "not JSON")
+	for range 2 {
+		d, err := s.Before(ctx, eval.Call{Tool: "Bash"})
+		require.NoError(t, err)
+		assert.True(t, d.StateTampered, "every decision of a handle for one event is marked")
+	}
+	require.NotNil(t, st.written, "a state was written over the entry")
+
+	// The next event: the stored metadata with the event's over it.
+	s, err = eng.ResumeSession(ctx, "s", map[string]any{"model": "opus"})
+	require.NoError(t, err)
+	assert.Empty(t, s.Tampered())
+	d, err := s.Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Allow, d.Verdict, "mode plan kept from the first event")
+	s, err = eng.ResumeSession(ctx, "s", map[string]any{"mode": "default"})
+	require.NoError(t, err)
+	d, err = s.Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Block, d.Verdict, "model kept from the second event, mode from this one")
+	assert.Contains(t, string(st.written), `"model":"opus"`)
+}

@@ -36,7 +36,7 @@ func (sn *snapshot) same(js []byte) bool {
 
 // adopt takes the store's answer to a commit: new versions, or the current
 // state of every entry to decide on again.
-func (s *Session) adopt(ops []state.Op, writes []SessionState, cur []storedEntry, ok bool) {
+func (s *Session) adopt(ops []state.Op, writes *opStates, cur []storedEntry, ok bool) {
 	st := s.st
 	for i, op := range ops {
 		c := cur[i]

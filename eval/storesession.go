@@ -53,6 +53,10 @@ type storeSession struct {
 	// it, changed or not, and until then its decisions are marked (rule
 	// 19). Read and written under s.mu.
 	overwrite bool
+	// oneEvent says the handle decides one event (Engine.ResumeSession):
+	// every decision it makes on a state restored fail-closed is marked,
+	// not only the first.
+	oneEvent bool
 }
 
 // entry returns the shared entry of counter c's scope; the decision holds
@@ -186,7 +190,8 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 		if phase == policy.PhaseBefore {
 			s.rememberBefore(call, d)
 		}
-		ops, writes, serr := s.storeOps()
+		var writes opStates
+		ops, serr := s.storeOps(&writes)
 		var ok bool
 		var cur []storedEntry
 		if serr == nil {
@@ -204,7 +209,7 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 			s.rollback()
 			return s.storeFault(phase, call.Tool, CodeStoreUnavailable, "the state store could not be reached: "+serr.Error()), nil
 		}
-		s.adopt(ops, writes, cur, ok)
+		s.adopt(ops, &writes, cur, ok)
 		if ok {
 			return d, err
 		}
@@ -222,18 +227,21 @@ func (s *Session) storeFault(phase policy.Phase, tool, code, reason string) Deci
 	return refusal(phase, tool, code, reason, nil)
 }
 
+// opStates are the states a decision's ops write, by op (storeOps): on
+// the caller's stack, not allocated per decision.
+type opStates [1 + len(sharedScopes)]SessionState
+
 // storeOps are the entries a decision of the session checks and writes:
-// its own, then its shared ones; writes are the states the ops write, by
-// op.
-func (s *Session) storeOps() ([]state.Op, []SessionState, error) {
+// its own, then its shared ones; writes receives the states the ops
+// write, by op.
+func (s *Session) storeOps(writes *opStates) ([]state.Op, error) {
 	st := s.st
 	ops := make([]state.Op, 0, 1+len(st.entries))
-	writes := make([]SessionState, 0, 1+len(st.entries))
 	cur := s.State()
 	op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
 	js, err := json.Marshal(cur)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot encode the session state: %w", err)
+		return nil, fmt.Errorf("cannot encode the session state: %w", err)
 	}
 	s.mu.Lock()
 	overwrite := st.overwrite
@@ -241,26 +249,27 @@ func (s *Session) storeOps() ([]state.Op, []SessionState, error) {
 	if st.version == "" || overwrite || !st.committed.same(js) {
 		op.Write = js
 	}
-	ops, writes = append(ops, op), append(writes, cur)
+	writes[0] = cur
+	ops = append(ops, op)
 	for i, ent := range st.entries {
 		if !st.counted[i] {
 			// Only checked, for a fleet halt: the session's own view.
 			ops = append(ops, state.Op{Key: ent.key, Version: st.seen[i].version})
-			writes = append(writes, SessionState{})
 			continue
 		}
 		op := state.Op{Key: ent.key, Version: ent.version}
 		est := ent.state()
 		js, err := json.Marshal(est)
 		if err != nil {
-			return nil, nil, fmt.Errorf("cannot encode the %s state: %w", ent.key, err)
+			return nil, fmt.Errorf("cannot encode the %s state: %w", ent.key, err)
 		}
 		if !ent.committed.same(js) {
 			op.Write, op.Persistent = js, est.Halted != nil
 		}
-		ops, writes = append(ops, op), append(writes, est)
+		writes[len(ops)] = est
+		ops = append(ops, op)
 	}
-	return ops, writes, nil
+	return ops, nil
 }
 
 // fleetHalt implements backend: the fleet halt in force over the session,

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +12,10 @@ import (
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/atomicfile"
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
 	"github.com/celguard/celguard/stdlib"
+	"github.com/celguard/celguard/store"
 	"github.com/celguard/celguard/store/statedir"
 )
 
@@ -34,8 +38,8 @@ type SessionGrant struct {
 	eval.Grant
 }
 
-// eachSession calls fn with every session's authenticated state under its
-// lock; fn returns whether it changed the state (it is saved). A state that
+// eachSession calls fn with every session's authenticated state; fn
+// returns whether it changed the state (it is committed). A state that
 // fails its check is skipped, and said in the returned warnings.
 func eachSession(ctx context.Context, dir *statedir.Dir, fn func(st *eval.SessionState) bool) (warnings []string, err error) {
 	ids, err := dir.Sessions()
@@ -54,25 +58,39 @@ func eachSession(ctx context.Context, dir *statedir.Dir, fn func(st *eval.Sessio
 	return warnings, nil
 }
 
-// withSession runs fn on session id's state under its lock.
+// withSession runs fn on session id's state as the file store keeps it,
+// and commits it when fn changed it, through the store's commit, as the
+// hooks' decisions do: on a state a hook changed meanwhile fn runs again.
 func withSession(ctx context.Context, dir *statedir.Dir, id string, fn func(st *eval.SessionState) bool) (warning string, err error) {
-	ls, err := dir.Lock(ctx, id)
-	if err != nil {
-		return "", err
+	f := store.NewFileDir(dir)
+	key := state.Key{Scope: policy.ScopeSession, ID: id}
+	for range eval.DefaultStoreRetries {
+		// A read: version "" is an absent entry, which is left so.
+		ok, cur, err := f.Commit(ctx, []state.Op{{Key: key}})
+		switch {
+		case err != nil:
+			return "", err
+		case ok:
+			return "", nil
+		case cur[0].Fault != "":
+			return cur[0].Fault + "; its requests and approvals are not used", nil
+		}
+		st := eval.SessionState{ID: id}
+		if err := json.Unmarshal(cur[0].State, &st); err != nil {
+			return "", fmt.Errorf("the session state of %q is signed but not valid (%v); delete it to start the session afresh", id, err)
+		}
+		if !fn(&st) {
+			return "", nil
+		}
+		raw, err := json.Marshal(st)
+		if err != nil {
+			return "", fmt.Errorf("cannot encode the session state: %w", err)
+		}
+		if ok, _, err = f.Commit(ctx, []state.Op{{Key: key, Version: cur[0].Version, Write: raw}}); err != nil || ok {
+			return "", err
+		}
 	}
-	defer ls.Close()
-	st, found, err := loadState(ls, id)
-	var tampered *statedir.TamperedError
-	if errors.As(err, &tampered) {
-		return tampered.Error() + "; its requests and approvals are not used", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if !found || !fn(&st) {
-		return "", nil
-	}
-	return "", saveState(ls, st)
+	return "", fmt.Errorf("%w: the state of session %q kept changing", eval.ErrStoreConflict, id)
 }
 
 // Approvals lists the pending requests and the given approvals of every

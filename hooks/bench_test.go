@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os/exec"
 	"testing"
@@ -49,6 +50,27 @@ func BenchmarkProcessStart(b *testing.B) {
 	for b.Loop() {
 		if err := exec.Command(bin, "--version").Run(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRunnerEvents measures the hook's own work for one prompt, one
+// PreToolUse and one PostToolUse of a session, in process (no process
+// start, no compile): hold the session's lock, resume it from the state
+// directory through the file store, decide and commit. The policies are
+// the built-in ones; the engine is built once, as a daemon would.
+func BenchmarkRunnerEvents(b *testing.B) {
+	r := testRunner(b, "claude-code", Options{}, testEngine(b))
+	prompt := []byte(`{"session_id":"bench","cwd":"/srv/app","hook_event_name":"UserPromptSubmit","prompt":"hi"}`)
+	pre := []byte(`{"session_id":"bench","cwd":"/srv/app","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"npm test","description":"Run tests","timeout":120000}}`)
+	post := []byte(`{"session_id":"bench","cwd":"/srv/app","permission_mode":"default","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"npm test"},"tool_response":{"stdout":"ok","stderr":"","interrupted":false}}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, ev := range [][]byte{prompt, pre, post} {
+			if resp := r.Run(ctx, ev); resp.Exit != 0 {
+				b.Fatal(resp.Stderr)
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policy"
@@ -63,13 +64,15 @@ type CapabilityMatrix struct {
 //go:embed capabilities.json
 var capabilitiesJSON []byte
 
-var matrix = func() CapabilityMatrix {
+// matrix is the shipped matrix, decoded on first use (not at package
+// init: every hook process links this package).
+var matrix = sync.OnceValue(func() CapabilityMatrix {
 	var m CapabilityMatrix
 	if err := json.Unmarshal(capabilitiesJSON, &m); err != nil {
 		panic("hooks: capabilities.json: " + err.Error())
 	}
 	return m
-}()
+})
 
 // Capabilities returns the capability matrix shipped with celguard
 // (capabilities.json, written by `go test ./hooks/hostse2e -update` and
@@ -88,7 +91,7 @@ func CapabilitiesJSON() []byte { return slices.Clone(capabilitiesJSON) }
 // the matrix says (hosts not run against the real host, such as Cursor,
 // and verdicts the suite does not run, such as halt, are not in it).
 func HostCapability(host, phase, verdict string) (Capability, string, bool) {
-	for _, h := range matrix.Hosts {
+	for _, h := range matrix().Hosts {
 		if h.Host != host {
 			continue
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
-	"github.com/celguard/celguard/store/statedir"
 )
 
 // Gemini CLI streams the model's answer and sends each chunk to the
@@ -16,8 +15,9 @@ import (
 // chunk arrives. Deciding each chunk alone misses a secret split across
 // chunks, so the hook decides across them: it keeps a record of the answer
 // being streamed (the text so far and the text released so far) in the
-// session's signed state file, under the key streamStateKey, apart from the
-// engine's state. On each chunk it appends the chunk's text, decides the
+// session's signed state file, under the key gemini_stream
+// (eval.SessionState.Stream, committed with the session's state through the
+// engine's store, opaque to the engine). On each chunk it appends the chunk's text, decides the
 // output rules on the whole answer so far, and releases only the decided
 // text at least StreamHold bytes behind its end (the secret scanner's
 // longest match and one character), answering the chunk with the newly
@@ -57,9 +57,6 @@ const CodeStreamTooLong = "model_output_too_long"
 // the rest is refused.
 const CodeStreamRewritten = "model_output_rewritten_released"
 
-// streamStateKey is the key of the record in the session's state file.
-const streamStateKey = "gemini_stream"
-
 // streamRecord is the answer being streamed: Text, the model's text so
 // far; Released, the decided text already released.
 type streamRecord struct {
@@ -72,44 +69,35 @@ func (r *Runner) streams(ev Event) bool {
 	return ev.Kind == KindOutput && r.Host.Name() == Gemini
 }
 
-// loadStream reads the record from the session's state file; none when the
-// file has none or cannot be read (a tampered state restores fail-closed).
-func loadStream(ls *statedir.Locked) *streamRecord {
-	raw, found, err := ls.Load()
-	if err != nil || !found {
+// loadStream reads the record kept in the session's state
+// (eval.SessionState.Stream); none when there is none or it does not
+// decode (a tampered state restores without one).
+func loadStream(sess *eval.Session) *streamRecord {
+	raw := sess.Stream()
+	if raw == nil {
 		return nil
 	}
-	var st struct {
-		Stream *streamRecord `json:"gemini_stream"`
-	}
-	if json.Unmarshal(raw, &st) != nil {
+	var rec streamRecord
+	if json.Unmarshal(raw, &rec) != nil {
 		return nil
 	}
-	return st.Stream
+	return &rec
 }
 
-// saveStateStream writes a session's state under its lock with the record
-// rec (nil: none, which forgets a record kept before).
-func saveStateStream(ls *statedir.Locked, st eval.SessionState, rec *streamRecord) error {
-	if rec == nil {
-		return saveState(ls, st)
+// saveStream keeps the record rec in the session's state, committed with
+// it (nil: none, which forgets a record kept before).
+func saveStream(ctx context.Context, sess *eval.Session, rec *streamRecord) error {
+	var raw json.RawMessage
+	if rec != nil {
+		var err error
+		if raw, err = json.Marshal(rec); err != nil {
+			return fmt.Errorf("cannot encode the streamed answer's record: %w", err)
+		}
 	}
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("cannot encode the session state: %w", err)
+	if raw == nil && sess.Stream() == nil {
+		return nil
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return fmt.Errorf("cannot encode the session state: %w", err)
-	}
-	if m[streamStateKey], err = json.Marshal(rec); err != nil {
-		return fmt.Errorf("cannot encode the session state: %w", err)
-	}
-	if raw, err = json.Marshal(m); err != nil {
-		return fmt.Errorf("cannot encode the session state: %w", err)
-	}
-	_, err = ls.Save(raw)
-	return err
+	return sess.SetStream(ctx, raw)
 }
 
 // decideStream decides the chunk ev with the record rec (nil: a new

@@ -2,6 +2,9 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,6 +13,7 @@ import (
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store"
 	"github.com/celguard/celguard/store/statedir"
 )
 
@@ -37,10 +41,66 @@ func testEngine(t testing.TB, paths ...string) *eval.Engine {
 	return eng
 }
 
-// testRunner is a Runner for host over a fresh state directory.
+// testRunner is a Runner for host over a fresh state directory, deciding
+// with eng's policies and deferAsk (the approver of every engine the tests
+// pass it: testEngine's, builtinEngine's), its sessions kept in the state
+// directory through the file store, as `celguard hook` keeps them. A test
+// that needs other engine options passes a nil eng and sets Engine with
+// storedEngine.
 func testRunner(t testing.TB, host string, opts Options, eng *eval.Engine) *Runner {
 	t.Helper()
 	h, err := New(host, opts)
 	require.NoError(t, err)
-	return &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return eng, nil }}
+	r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}}
+	if eng != nil {
+		r.Engine = storedEngine(eng.PolicySet(), r, eval.WithApprover(deferAsk))
+	}
+	return r
+}
+
+// storedEngine is a Runner.Engine deciding with set and opts, its sessions
+// kept in r.Store through the file store (eval.WithStore of
+// store.NewFileDir, as celguard.Config.Store does for the hook): one
+// engine, made again when the test replaces r.Store (a new process, whose
+// state directory reads its key again).
+func storedEngine(set *compile.PolicySet, r *Runner, opts ...eval.Option) func() (*eval.Engine, error) {
+	var (
+		eng *eval.Engine
+		dir *statedir.Dir
+	)
+	return func() (*eval.Engine, error) {
+		if eng == nil || dir != r.Store {
+			e, err := eval.New(set, append(slices.Clone(opts), eval.WithStore(store.NewFileDir(r.Store)))...)
+			if err != nil {
+				return nil, err
+			}
+			eng, dir = e, r.Store
+		}
+		return eng, nil
+	}
+}
+
+// loadState reads session id's state under its lock, as a test (or an
+// attacker) reads the file: the state of a new session when there is none.
+func loadState(ls *statedir.Locked, id string) (eval.SessionState, bool, error) {
+	st := eval.SessionState{ID: id}
+	raw, found, err := ls.Load()
+	if err != nil || !found {
+		return st, found, err
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, false, fmt.Errorf("the session state %s is signed but not valid (%v)", ls.Path(), err)
+	}
+	return st, true, nil
+}
+
+// saveState writes a session's state under its lock, signed, as only
+// celguard can.
+func saveState(ls *statedir.Locked, st eval.SessionState) error {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	_, err = ls.Save(raw)
+	return err
 }

@@ -127,8 +127,9 @@ func TestFailClosedOnState(t *testing.T) {
 	in := []byte(beforeEvents["claude-code"])
 	newRunner := func(dir string) *Runner {
 		h, _ := New("claude-code", Options{})
-		return &Runner{Host: h, Store: &statedir.Dir{Dir: dir, MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,
-			Engine: func() (*eval.Engine, error) { return eng, nil }}
+		r := &Runner{Host: h, Store: &statedir.Dir{Dir: dir, MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond}
+		r.Engine = storedEngine(eng.PolicySet(), r, eval.WithApprover(deferAsk))
+		return r
 	}
 
 	dir := t.TempDir()
@@ -176,8 +177,8 @@ func TestFailClosedOnUnreadableState(t *testing.T) {
 	unprivileged.Run(t, func(t *testing.T) {
 		eng := testEngine(t)
 		h, _ := New("claude-code", Options{})
-		r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir(), MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond,
-			Engine: func() (*eval.Engine, error) { return eng, nil }}
+		r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir(), MaxBytes: 1 << 10}, Timeout: 200 * time.Millisecond}
+		r.Engine = storedEngine(eng.PolicySet(), r, eval.WithApprover(deferAsk))
 		in := []byte(beforeEvents["claude-code"])
 		got := r.Run(context.Background(), in)
 		require.Equal(t, 0, got.Exit, "%s", got.Stderr)

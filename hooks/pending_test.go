@@ -25,8 +25,8 @@ import (
 func TestAfterEventLockFailureKeepsCounts(t *testing.T) {
 	eng := testEngine(t)
 	h, _ := New("claude-code", Options{})
-	r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Timeout: 100 * time.Millisecond,
-		Engine: func() (*eval.Engine, error) { return eng, nil }}
+	r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Timeout: 100 * time.Millisecond}
+	r.Engine = storedEngine(eng.PolicySet(), r, eval.WithApprover(deferAsk))
 	event := func(name string, extra map[string]any) []byte {
 		ev := claudeEvent(name, extra)
 		ev["session_id"] = "s1"
@@ -71,7 +71,8 @@ func TestAfterEventLockFailureKeepsCounts(t *testing.T) {
 func TestPendingFileChangedOutsideCelguard(t *testing.T) {
 	eng := testEngine(t)
 	h, _ := New("claude-code", Options{})
-	r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return eng, nil }}
+	r := &Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}}
+	r.Engine = storedEngine(eng.PolicySet(), r, eval.WithApprover(deferAsk))
 	require.NoError(t, recordPending(r.Store, "s1", eval.Call{Tool: "Bash"}, eval.Result{IsError: true}))
 	pending, err := filepath.Glob(r.Store.PendingPrefix("s1") + "*")
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -45,11 +46,12 @@ type permissionNote struct {
 }
 
 // notePermission notes on the call's pending request that the host is
-// asking the user, with the rules its dialog offers.
-func notePermission(sess *eval.Session, ev Event) {
+// asking the user, with the rules its dialog offers; the note is
+// committed with the session's state.
+func notePermission(ctx context.Context, sess *eval.Session, ev Event) error {
 	r, ok := sess.RequestFor(ev.Call)
 	if !ok {
-		return
+		return nil
 	}
 	note := permissionNote{Asked: true}
 	for _, s := range ev.suggestions {
@@ -73,9 +75,14 @@ func notePermission(sess *eval.Session, ev Event) {
 			note.Offered = append(note.Offered, offeredRule{Rule: rule, Destination: dest, File: file, Present: file != "" && allowsRule(file, rule)})
 		}
 	}
-	if b, err := json.Marshal(note); err == nil {
-		sess.NoteRequest(r.ID, b)
+	b, err := json.Marshal(note)
+	if err != nil {
+		return nil // nothing the host said can be kept: the request stays as it was
 	}
+	if _, err := sess.NoteRequest(ctx, r.ID, b); err != nil {
+		return fmt.Errorf("what the permission dialog offered could not be kept: %w", err)
+	}
+	return nil
 }
 
 // learnApproval records what the user chose for a call that ran after the

@@ -39,9 +39,8 @@ func TestClaudePermissionRequest(t *testing.T) {
 			t.Setenv("CLAUDE_PROJECT_DIR", project)
 			set, err := compile.Compile([]policy.Source{{Name: "p.yaml", Data: []byte(permissionPolicy)}})
 			require.NoError(t, err)
-			eng, err := eval.New(set, eval.WithApprover(deferAsk), eval.WithApprovalRequests())
-			require.NoError(t, err)
-			r := testRunner(t, "claude-code", Options{}, eng)
+			r := testRunner(t, "claude-code", Options{}, nil)
+			r.Engine = storedEngine(set, r, eval.WithApprover(deferAsk), eval.WithApprovalRequests())
 			event := func(name, cmd, extra string) Response {
 				t.Helper()
 				in := fmt.Sprintf(`{"session_id":"c1","transcript_path":"/t.jsonl","cwd":%q,"permission_mode":"default","hook_event_name":%q,"tool_name":"Bash","tool_input":{"command":%q},"tool_use_id":"toolu_1"%s}`,
@@ -100,9 +99,8 @@ func TestPermissionRequestPlantedRule(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(project, ".claude", "settings.local.json"), []byte(`{"permissions":{"allow":["Bash(npm install:*)"]}}`), 0o644))
 	set, err := compile.Compile([]policy.Source{{Name: "p.yaml", Data: []byte(permissionPolicy)}})
 	require.NoError(t, err)
-	eng, err := eval.New(set, eval.WithApprover(deferAsk), eval.WithApprovalRequests())
-	require.NoError(t, err)
-	r := testRunner(t, "claude-code", Options{}, eng)
+	r := testRunner(t, "claude-code", Options{}, nil)
+	r.Engine = storedEngine(set, r, eval.WithApprover(deferAsk), eval.WithApprovalRequests())
 	for _, ev := range []string{
 		`"hook_event_name":"PreToolUse"`,
 		`"hook_event_name":"PermissionRequest","permission_suggestions":[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"npm install:*"}],"behavior":"allow","destination":"localSettings"}]`,

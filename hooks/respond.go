@@ -79,7 +79,7 @@ func Decide(ctx context.Context, sess *eval.Session, ev Event) (eval.Decision, e
 	case KindBefore:
 		d, err = sess.Before(ctx, ev.Call)
 	case KindPermission:
-		notePermission(sess, ev)
+		return d, notePermission(ctx, sess, ev)
 	case KindAfter:
 		learnApproval(ctx, sess, ev)
 		d, err = sess.After(ctx, ev.Call, ev.Result)

@@ -2,13 +2,12 @@ package hooks
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store"
 	"github.com/celguard/celguard/store/statedir"
 )
 
@@ -17,15 +16,22 @@ import (
 // times a hook out lets the call through).
 const DefaultTimeout = 10 * time.Second
 
-// Runner answers one hook event: it decodes the event, takes the session's
-// lock, restores the session from the Store, decides, saves the state and
-// encodes the decision. Whatever fails on the way is answered with
+// Runner answers one hook event: it decodes the event, holds the session
+// in the state directory for the event (store.File.Hold), resumes the
+// session from it through the engine's state store (eval.Store, as serve's
+// sessions are), applies the session's pending after-events, decides,
+// and encodes the decision; every change of the session's state is
+// committed by the engine. Whatever fails on the way is answered with
 // Host.Fail: a block, unless FailOpen.
 type Runner struct {
 	Host Host
-	// Engine returns the engine to decide with. It is called only for
-	// events that need one, so that events celguard ignores never pay for
-	// compiling policies; its error is answered as a failure.
+	// Engine returns the engine to decide with, which keeps its sessions
+	// in the file store of Store (eval.WithStore(store.NewFileDir(Store)),
+	// set as celguard.Config.Store): an engine with another store, or none,
+	// is a failure. It is called only for events that need one, so that
+	// events celguard ignores never pay for compiling policies; its error
+	// is answered as a failure. A process that answers many events (a
+	// daemon) returns the same engine each time.
 	Engine func() (*eval.Engine, error)
 	// Store is the state directory the sessions are kept in.
 	Store *statedir.Dir
@@ -75,6 +81,10 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	if eng == nil {
 		return Response{}, fmt.Errorf("no engine to decide with")
 	}
+	file, ok := eng.Store().(*store.File)
+	if !ok || file.Dir() != r.Store {
+		return Response{}, fmt.Errorf("the engine does not keep its sessions in the hook's state directory %s", r.Store.Dir)
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -85,42 +95,57 @@ func (r *Runner) handle(ctx context.Context, ev Event) (Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	locked, err := r.Store.Lock(ctx, ev.SessionID)
+	held, err := file.Hold(ctx, ev.SessionID)
 	if err != nil && ev.Kind == KindAfter {
 		return Response{}, r.recordPending(ev, err)
 	}
 	if err != nil {
 		return Response{}, err
 	}
-	defer locked.Close()
-	sess, tampered, err := restore(eng, locked, ev)
+	answered := false
+	defer func() { _ = held.Release(answered) }()
+	// The session as stored, with the event's metadata over its own.
+	sess, err := eng.ResumeSession(ctx, ev.SessionID, ev.Meta)
 	if err != nil {
 		return Response{}, err
 	}
-	replayed, badPending, err := replay(ctx, locked, sess)
+	tampered := sess.Tampered()
+	badPending, err := replay(ctx, held, sess)
 	if err != nil {
 		return Response{}, err
 	}
-	// A Gemini answer is decided across its chunks (geministream.go);
-	// every other event forgets the record.
-	var d eval.Decision
-	var stream *streamRecord
-	if r.streams(ev) {
-		d, stream, err = decideStream(ctx, sess, &ev, loadStream(locked))
-	} else {
-		d, err = Decide(ctx, sess, ev)
-	}
+	d, err := r.decide(ctx, sess, &ev)
 	if err != nil {
 		return Response{}, err
 	}
-	if err := saveStateStream(locked, sess.State(), stream); err != nil {
-		return Response{}, err
-	}
-	// Applied, and saved: a failure to remove them would apply them again.
-	if err := statedir.RemovePending(replayed); err != nil {
-		return Response{}, err
-	}
+	answered = true
 	return r.answer(ev, d, tampered, badPending), nil
+}
+
+// decide decides ev on the session. A Gemini answer is decided across its
+// chunks, with a record kept in the session's state (geministream.go);
+// every other event forgets the record.
+func (r *Runner) decide(ctx context.Context, sess *eval.Session, ev *Event) (eval.Decision, error) {
+	if ev.Kind == KindSessionStart {
+		// The session's state, its metadata with it, is written (or an
+		// existing session's metadata brought up to date), as serve opens
+		// a session at its start.
+		if err := sess.Open(ctx); err != nil {
+			return eval.Decision{}, fmt.Errorf("the session could not start: %w", err)
+		}
+	}
+	if !r.streams(*ev) {
+		d, err := Decide(ctx, sess, *ev)
+		if err == nil && sess.Stream() != nil {
+			err = sess.SetStream(ctx, nil)
+		}
+		return d, err
+	}
+	d, rec, err := decideStream(ctx, sess, ev, loadStream(sess))
+	if err != nil {
+		return d, err
+	}
+	return d, saveStream(ctx, sess, rec)
 }
 
 // promptThrough answers a new prompt (or session) when there is no engine to decide
@@ -144,13 +169,14 @@ func (r *Runner) promptThrough(ev Event, err error) Response {
 const CodePoliciesUnavailable = "policies_unavailable"
 
 // answer encodes the decision d of ev, saying on stderr that the state
-// failed its check (tampered) or that pending after-events did (badPending).
-func (r *Runner) answer(ev Event, d eval.Decision, tampered *statedir.TamperedError, badPending error) Response {
+// failed its check (tampered: why, Session.Tampered) or that pending
+// after-events did (badPending).
+func (r *Runner) answer(ev Event, d eval.Decision, tampered string, badPending error) Response {
 	// The decision of a call on a tampered state is marked by the engine
 	// (eval's decide.go, rule 19); the user is told on stderr too.
 	resp := r.Host.Encode(ev, d)
-	if tampered != nil {
-		resp.Stderr += clip("celguard: "+tampered.Error()+"; "+eval.TamperedConsequence) + "\n"
+	if tampered != "" {
+		resp.Stderr += clip("celguard: "+tampered) + "\n"
 	}
 	if badPending != nil {
 		resp.Stderr += clip("celguard: "+badPending.Error()) + "\n"
@@ -167,25 +193,4 @@ func (r *Runner) recordPending(ev Event, lockErr error) error {
 		return fmt.Errorf("%w; the call's counts are lost: %v", lockErr, err)
 	}
 	return fmt.Errorf("%w; the after-phase rules did not run on the result of %s, and its counts were recorded for the session's next event", lockErr, ev.Call.Tool)
-}
-
-// restore loads the session's state and rebuilds the session. A state that
-// fails its check restores fail-closed (eval.Engine.RestoreTampered), and
-// tampered says why.
-func restore(eng *eval.Engine, locked *statedir.Locked, ev Event) (sess *eval.Session, tampered *statedir.TamperedError, err error) {
-	st, _, err := loadState(locked, ev.SessionID)
-	if errors.As(err, &tampered) {
-		sess, err = eng.RestoreTampered(ev.SessionID, ev.Meta, untrusted(tampered), tampered)
-		return sess, tampered, err
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	// The latest metadata wins (the permission mode or model may change).
-	if st.Meta == nil {
-		st.Meta = map[string]any{}
-	}
-	maps.Copy(st.Meta, ev.Meta)
-	sess, err = eng.RestoreSession(st)
-	return sess, nil, err
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/store"
 	"github.com/celguard/celguard/store/statedir"
 )
 
@@ -253,7 +254,12 @@ func TestCorpus(t *testing.T) {
 	for _, d := range dialects[1:] {
 		h, err := hooks.New(d, hooks.Options{})
 		require.NoError(t, err)
-		runners[d] = &hooks.Runner{Host: h, Store: &statedir.Dir{Dir: t.TempDir()}, Engine: func() (*eval.Engine, error) { return guard.Engine(), nil }}
+		// The hook's engine keeps its sessions in the state directory
+		// through the file store, as `celguard hook` builds it.
+		sd := &statedir.Dir{Dir: t.TempDir()}
+		hg, err := celguard.Load(ctx, celguard.WithUserDir("-"), celguard.WithProjectDir("-"), celguard.WithApprover(deferAll), celguard.WithStore(store.NewFileDir(sd)))
+		require.NoError(t, err)
+		runners[d] = &hooks.Runner{Host: h, Store: sd, Engine: func() (*eval.Engine, error) { return hg.Engine(), nil }}
 	}
 	// Per family, on the eval dialect: calls and calls decided as wanted
 	// (printed with -corpus.v).

@@ -17,13 +17,16 @@ import (
 //   - Agent: the agents' token (Config.Token, `--token-file`; any request
 //     when the server has none, which it may only on loopback). The agent
 //     hosts and their clients decide calls with it: the session API, the
-//     hook endpoints, the status and metrics.
+//     hook endpoints, the status a host needs.
 //   - Operator: the operator token (Config.OperatorToken,
 //     `--operator-token-file`), which must differ from the agents' token
 //     and which the agents must not be able to read. The routes that
 //     govern agents take it and no other: a fleet halt and its lift, the
 //     deletion of a session (which resets its counters), the approvals of
-//     a session's asks, a reload. An agent's token gets 403 forbidden on
+//     a session's asks, a reload; and those that describe the deployment,
+//     the full status and the metrics (decisions by policy across every
+//     agent, reload and store faults, sessions held: nothing an agent
+//     needs, and what an agent probing its guard would want to know). An agent's token gets 403 forbidden on
 //     them, and without an operator token they answer 403 (approvals_disabled
 //     on the approval routes, operator_disabled on the others).
 //
@@ -88,7 +91,6 @@ var routeTable = []Route{
 	{Method: "POST", Path: "/v1/sessions/{id}/output", Principal: Agent, What: "decide the model's answer", handle: (*Server).output},
 	{Method: "POST", Path: "/v1/hooks/{host}", Principal: Agent, SelfAuth: true, What: "a host's hook event, answered as the command hook answers it", handle: (*Server).hook},
 	{Method: "GET", Path: "/v1/status", Principal: Agent, What: "whether the server is ready, its version and the digest of the policy set in force", handle: (*Server).status},
-	{Method: "GET", Path: "/metrics", Principal: Agent, What: "Prometheus metrics", handle: (*Server).metricsRoute},
 	{Method: "GET", Path: "/openapi.json", Principal: Agent, What: "the OpenAPI document of these routes", handle: (*Server).openapi},
 	{Method: "POST", Path: "/mcp", Principal: Agent, What: "the MCP gateway (streamable HTTP): a client's requests to the MCP servers it fronts", handle: (*Server).mcpRoute},
 	{Method: "GET", Path: "/mcp", Principal: Agent, What: "the MCP gateway: a session's stream of server messages", handle: (*Server).mcpRoute},
@@ -97,6 +99,7 @@ var routeTable = []Route{
 	{Method: "DELETE", Path: "/v1/sessions/{id}", Principal: Operator, What: "forget a session and its state (its counters start again)", handle: (*Server).deleteSession},
 	{Method: "POST", Path: "/v1/halt", Principal: Operator, What: "halt every session of an agent, repository or organisation", handle: (*Server).halt},
 	{Method: "DELETE", Path: "/v1/halt", Principal: Operator, What: "lift a fleet halt", handle: (*Server).halt},
+	{Method: "GET", Path: "/metrics", Principal: Operator, What: "Prometheus metrics: decisions by policy across every agent, faults, store errors, reloads, sessions held", handle: (*Server).metricsRoute},
 	{Method: "GET", Path: "/v1/status/details", Principal: Operator, What: "the status in full: reloads and the last reload error, the store, the sessions held, the bundles", handle: (*Server).statusDetails},
 	{Method: "POST", Path: "/v1/mcp/pins/accept", Principal: Operator, What: "accept the changed definition of a tool the MCP gateway refused (tool_changed)", handle: (*Server).acceptPin},
 	{Method: "POST", Path: "/v1/reload", Principal: Operator, What: "read and compile the policies again now", handle: (*Server).reload},

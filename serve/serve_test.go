@@ -297,7 +297,7 @@ func TestTokenAndLimits(t *testing.T) {
 		{"wrong token", "POST", "/v1/sessions/a/before", call, []string{"Authorization", "Bearer nope"}, 401, "unauthorized"},
 		{"not bearer", "POST", "/v1/sessions/a/before", call, []string{"Authorization", "Basic s3cret"}, 401, "unauthorized"},
 		{"status needs it", "GET", "/v1/status", nil, nil, 401, "unauthorized"},
-		{"metrics need it", "GET", "/metrics", nil, nil, 401, "unauthorized"},
+		{"metrics are the operator's", "GET", "/metrics", nil, []string{"Authorization", "Bearer s3cret"}, 403, "operator_disabled"},
 		{"unknown routes need it", "GET", "/v1/nothing", nil, nil, 401, "unauthorized"},
 		{"token", "POST", "/v1/sessions/a/before", call, []string{"Authorization", "Bearer s3cret"}, 200, ""},
 		{"any case of bearer", "POST", "/v1/sessions/a/before", call, []string{"Authorization", "bearer s3cret"}, 200, ""},
@@ -486,7 +486,7 @@ func TestReload(t *testing.T) {
 	if st := f.srv.Status(); st.LastReloadError != "" || st.Reloads != 2 {
 		t.Fatalf("status after the repair: %+v", st)
 	}
-	metrics := string(f.do("GET", "/metrics", nil).body)
+	metrics := string(f.op("GET", "/metrics", nil).body)
 	for _, want := range []string{`celguard_policy_reloads_total{result="ok"} 2`, `celguard_policy_reloads_total{result="error"} 2`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
@@ -542,7 +542,12 @@ func TestStatusHealthMetrics(t *testing.T) {
 	if st := f.do("GET", "/v1/status", nil, auth...).json(t); st["ready"] != false {
 		t.Errorf("agents' status while draining: %v, want ready false", st)
 	}
-	metrics := string(f.do("GET", "/metrics", nil, auth...).body)
+	// The metrics describe the deployment (decisions by policy across
+	// every agent, faults, reloads, sessions held): the operator's.
+	if a := f.do("GET", "/metrics", nil, auth...); a.status != 403 || a.json(t)["error"].(map[string]any)["code"] != serve.CodeForbidden {
+		t.Errorf("metrics with the agents' token: %d %s, want 403 forbidden", a.status, a.body)
+	}
+	metrics := string(f.op("GET", "/metrics", nil).body)
 	for _, want := range []string{
 		`celguard_decisions_total{host="claude-code",policy="test",verdict="block"} 1`,
 		`celguard_decisions_total{host="api",policy="",verdict="allow"} 1`,

@@ -126,21 +126,29 @@ func FuzzOpen(f *testing.F) {
 
 // TestFileHold: a session held for one event (a command hook's) is
 // committed under the held lock, while another process's store waits for
-// it; its pending after-events are handed to the holder and removed only
-// once applied.
+// it, and a second Hold in the same process waits for the first's
+// Release; its pending after-events are handed to the holder, each
+// removed once applied, and those that failed their check at Release.
 func TestFileHold(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	f := store.NewFileDir(&statedir.Dir{Dir: dir})
 	require.NoError(t, f.Dir().RecordPending("s1", []byte(`{"call":{"tool":"Bash"}}`)))
+	require.NoError(t, f.Dir().RecordPending("s1", []byte(`{"call":{"tool":"Read"}}`)))
+	pending, err := filepath.Glob(f.Dir().PendingPrefix("s1") + "*")
+	require.NoError(t, err)
+	require.Len(t, pending, 2)
+	require.NoError(t, os.WriteFile(pending[1], []byte(`{"format":"celguard-pending/1","mac":"00","state":{}}`), 0o600))
 
 	held, err := f.Hold(ctx, "s1")
 	require.NoError(t, err)
-	_, err = f.Hold(ctx, "s1")
-	require.Error(t, err, "a session is held once")
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = f.Hold(short, "s1")
+	cancel()
+	require.ErrorContains(t, err, "held in this process", "a second Hold waits for the first")
 	events, bad, err := held.Pending()
 	require.NoError(t, err)
-	require.NoError(t, bad)
+	require.ErrorContains(t, bad, "changed outside celguard")
 	require.Len(t, events, 1)
 	assert.JSONEq(t, `{"call":{"tool":"Bash"}}`, string(events[0].Event))
 
@@ -155,22 +163,60 @@ func TestFileHold(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, eval.CodeStoreUnavailable, d.Code, "another process waits for the held lock")
 
+	require.NoError(t, held.Applied(events[0]))
 	require.NoError(t, held.Release(false))
-	pending, err := filepath.Glob(f.Dir().PendingPrefix("s1") + "*")
-	require.NoError(t, err)
-	assert.Len(t, pending, 1, "not applied: kept")
-
-	held, err = f.Hold(ctx, "s1")
-	require.NoError(t, err)
-	events, _, err = held.Pending()
-	require.NoError(t, err)
-	require.Len(t, events, 1)
-	require.NoError(t, held.Release(true))
 	pending, err = filepath.Glob(f.Dir().PendingPrefix("s1") + "*")
 	require.NoError(t, err)
-	assert.Empty(t, pending, "applied: removed")
+	assert.Equal(t, []string{pending[0]}, pending, "the applied event removed, the one that failed its check kept: the event was not answered")
+
+	waited := make(chan error, 1)
+	held, err = f.Hold(ctx, "s1")
+	require.NoError(t, err)
+	go func() {
+		h, err := f.Hold(ctx, "s1")
+		if err == nil {
+			err = h.Release(true)
+		}
+		waited <- err
+	}()
+	events, _, err = held.Pending()
+	require.NoError(t, err)
+	require.Empty(t, events)
+	require.NoError(t, held.Release(true))
+	require.NoError(t, <-waited, "the waiting Hold gets the session once released")
+	pending, err = filepath.Glob(f.Dir().PendingPrefix("s1") + "*")
+	require.NoError(t, err)
+	assert.Empty(t, pending, "answered: the one that failed its check removed")
 
 	d, err = other.NewSession("s1", map[string]any{"user": "ana"}).Before(ctx, eval.Call{Tool: "Bash"})
 	require.NoError(t, err)
 	assert.Equal(t, policy.Allow, d.Verdict, "released")
+}
+
+// TestFileHoldReadsOnce: while a session is held, its file is read once:
+// later commits take the entry as the hold last read or wrote it (no other
+// process can change it meanwhile), so a decision costs one read and one
+// write, as the command hook's did before it went through the store.
+func TestFileHoldReadsOnce(t *testing.T) {
+	ctx := context.Background()
+	f := store.NewFileDir(&statedir.Dir{Dir: t.TempDir()})
+	eng := replica(t, capSet(t, "session", 2, ""), f)
+	_, err := eng.NewSession("s1", map[string]any{"user": "ana"}).Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+
+	held, err := f.Hold(ctx, "s1")
+	require.NoError(t, err)
+	s, err := eng.ResumeSession(ctx, "s1", nil)
+	require.NoError(t, err)
+	// Not celguard's from now on: a commit that read the file again would
+	// find it tampered.
+	require.NoError(t, os.WriteFile(f.Dir().Path("s1"), []byte("{not json"), 0o600))
+	d, err := s.Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Allow, d.Verdict, "decided on the state the hold read: %s", d.Reason)
+	assert.False(t, d.StateTampered, "the file was not read again")
+	d, err = s.Before(ctx, eval.Call{Tool: "Bash"})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Block, d.Verdict, "two calls counted: the cap")
+	require.NoError(t, held.Release(true))
 }

@@ -386,6 +386,11 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 	}
 	ctx = t.parentContext(ctx, rec.SessionID)
 	attrs := Attributes(rec)
+	if ev.Layer != "" && !rec.Untrusted {
+		// The deciding rule's layer (an untrusted project's is said by
+		// Attributes, from the record).
+		attrs = append(attrs, attribute.String("celguard.layer", ev.Layer))
+	}
 	ctx, span := t.tracer.Start(ctx, SpanName(rec), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 	t.spans.Add(1)

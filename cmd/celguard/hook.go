@@ -21,6 +21,7 @@ import (
 	"github.com/celguard/celguard/internal/atomicfile"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/stdlib/shell"
+	"github.com/celguard/celguard/store"
 	"github.com/celguard/celguard/store/statedir"
 )
 
@@ -256,11 +257,11 @@ func (p hookParams) respond(ctx context.Context, host hooks.Host, done *hookDone
 		}
 		return p.forward.run(ctx, host, input, p.failOpen)
 	}
-	store, err := p.stateStore()
+	sd, err := p.stateStore()
 	if err != nil {
 		return host.Fail(hooks.Event{}, err.Error(), p.failOpen)
 	}
-	if d := p.daemon(store); d != nil {
+	if d := p.daemon(sd); d != nil {
 		// The user's decision daemon, when one answers and proves itself;
 		// else this process decides, and starts one for the next call.
 		if resp, ok := d.ask(ctx, host, input); ok {
@@ -271,10 +272,10 @@ func (p hookParams) respond(ctx context.Context, host hooks.Host, done *hookDone
 	if onInProcess != nil {
 		onInProcess()
 	}
-	r := p.runner(host, store, func() (*eval.Engine, error) {
+	r := p.runner(host, sd, func() (*eval.Engine, error) {
 		dopts := p.decisions
 		dopts.agentHost = host.Name()
-		eng, closer, ws, err := hookEngine(p.policies, dopts, store)
+		eng, closer, ws, err := hookEngine(p.policies, dopts, sd)
 		done.warnings, done.closeGuard = ws, closer
 		return eng, err
 	})
@@ -290,18 +291,18 @@ func (p hookParams) stateStore() (*statedir.Dir, error) {
 			return nil, err
 		}
 	}
-	store := &statedir.Dir{Dir: dir, MaxBytes: p.maxStateBytes, MaxAge: time.Duration(p.keepDays) * 24 * time.Hour}
+	sd := &statedir.Dir{Dir: dir, MaxBytes: p.maxStateBytes, MaxAge: time.Duration(p.keepDays) * 24 * time.Hour}
 	if p.keepDays == 0 {
-		store.MaxAge = -1
+		sd.MaxAge = -1
 	}
-	return store, nil
+	return sd, nil
 }
 
 // runner is the hook's Runner for one event of host: the one way an event
 // is decided here, in this process or in the user's decision daemon
 // (daemon.go), so that both answer alike on the same state.
-func (p hookParams) runner(host hooks.Host, store *statedir.Dir, engine func() (*eval.Engine, error)) *hooks.Runner {
-	return &hooks.Runner{Host: host, Store: store, FailOpen: p.failOpen, Timeout: p.timeout, Engine: engine}
+func (p hookParams) runner(host hooks.Host, sd *statedir.Dir, engine func() (*eval.Engine, error)) *hooks.Runner {
+	return &hooks.Runner{Host: host, Store: sd, FailOpen: p.failOpen, Timeout: p.timeout, Engine: engine}
 }
 
 // hookEngine loads and compiles the policies.
@@ -312,9 +313,13 @@ func (p hookParams) runner(host hooks.Host, store *statedir.Dir, engine func() (
 // state key, one that fails its check is a miss, and a miss only costs time.
 // A state key that cannot be used fails the hook (closed, by default).
 //
+// Sessions are kept in the state directory through the file store
+// (store.NewFileDir as the Config's Store): the engine commits every
+// change of a session there, as serve's engine does to its store.
+//
 // The warnings are layerWarnings, for stderr.
-func hookEngine(sel selection, dopts decisionOptions, store *statedir.Dir) (*eval.Engine, func(), []string, error) {
-	cfg, cache, err := hookConfig(sel, dopts, store)
+func hookEngine(sel selection, dopts decisionOptions, sd *statedir.Dir) (*eval.Engine, func(), []string, error) {
+	cfg, cache, err := hookConfig(sel, dopts, sd)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -329,8 +334,8 @@ func hookEngine(sel selection, dopts decisionOptions, store *statedir.Dir) (*eva
 // hookConfig is the composition root's configuration of the hook's
 // engine, in this process or in the decision daemon, with the AST cache
 // of the state directory.
-func hookConfig(sel selection, dopts decisionOptions, store *statedir.Dir) (celguard.Config, *hooks.ASTCache, error) {
-	key, err := store.Key()
+func hookConfig(sel selection, dopts decisionOptions, sd *statedir.Dir) (celguard.Config, *hooks.ASTCache, error) {
+	key, err := sd.Key()
 	if err != nil {
 		return celguard.Config{}, nil, err
 	}
@@ -338,7 +343,8 @@ func hookConfig(sel selection, dopts decisionOptions, store *statedir.Dir) (celg
 	if err != nil {
 		return celguard.Config{}, nil, err
 	}
-	cache := hooks.LoadASTCache(store.Dir, key)
+	cfg.Store = store.NewFileDir(sd)
+	cache := hooks.LoadASTCache(sd.Dir, key)
 	cfg.ASTCache = cache
 	// Asks a host defers are recorded as requests a person can approve
 	// later (celguard approve), named in the refusal on hosts that cannot ask.

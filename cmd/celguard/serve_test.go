@@ -447,7 +447,7 @@ func TestServeOperatorToken(t *testing.T) {
 // TestServeOperatorRoutesRefuseTheAgentToken is issue 24's trust boundary,
 // through the real binary: the agents' token gets 403 forbidden on every
 // operator route of serve's route table (halt, lift, session delete,
-// reload, the approvals), and the operator token opens them.
+// reload, the approvals, the metrics), and the operator token opens them.
 func TestServeOperatorRoutesRefuseTheAgentToken(t *testing.T) {
 	dir := t.TempDir()
 	agentFile, operatorFile := filepath.Join(dir, "agent-token"), filepath.Join(dir, "operator-token")
@@ -492,7 +492,7 @@ func TestServeOperatorRoutesRefuseTheAgentToken(t *testing.T) {
 			t.Errorf("%s %s with the operator token: %d %s", rt.Method, path, status, code)
 		}
 	}
-	for _, want := range []string{"POST /v1/halt", "DELETE /v1/halt", "DELETE /v1/sessions/{id}", "GET /v1/sessions/{id}/approvals", "POST /v1/reload"} {
+	for _, want := range []string{"POST /v1/halt", "DELETE /v1/halt", "DELETE /v1/sessions/{id}", "GET /v1/sessions/{id}/approvals", "POST /v1/reload", "GET /metrics"} {
 		found := false
 		for _, rt := range serve.Routes() {
 			found = found || rt.Method+" "+rt.Path == want && rt.Principal == serve.Operator

@@ -190,8 +190,9 @@ func unseal(key *Key, data []byte, format, domain, session string) (json.RawMess
 // TamperedError says a session's state file failed its check: it was
 // changed, replaced or written outside celguard (or by a celguard from
 // before state files carried a MAC, or with another key). Its content is
-// not trusted: the hook restores the session fail-closed from it
-// (eval.Engine.RestoreTampered).
+// not trusted: the file store answers it as an entry with a fault
+// (state.Entry.Fault), and the engine restores the session fail-closed
+// from it (eval's decide.go, rule 19).
 type TamperedError struct {
 	// Path is the state file.
 	Path string
