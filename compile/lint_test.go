@@ -660,6 +660,11 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		// command inherits its parents' wrappers; a|a|a gives each stage
 		// every earlier one), so their loops keep their full bound.
 		// The shell analysis of a cloud CLI line given as an argument.
+		// URLs of every command's words, and the untrusted-content rule
+		// over them: per word of every command.
+		"exfiltration.yaml variable fetched_urls",
+		"exfiltration.yaml variable outside_urls",
+		"exfiltration.yaml rule exfiltration-after-untrusted-content-shell condition",
 		"mcp-effects.yaml rule mcp-cloud-cli condition",
 		"risky-commands.yaml rule risky-privilege condition",
 		"risky-commands.yaml rule risky-pipe-to-shell condition",
@@ -725,10 +730,14 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		// The reasons, references and commands of every written toolchain
 		// file, each command through the shell analysis; the write targets
 		// of every command of a shell line.
+		"workspace-executables.yaml variable shell_known_writes",
+		"workspace-executables.yaml variable analyses",
 		"workspace-executables.yaml variable unproven",
 		"workspace-executables.yaml variable untrusted_uses",
 		"workspace-executables.yaml variable unsafe_commands",
 		"workspace-executables.yaml variable shell_content_writes",
+		"workspace-executables.yaml rule toolchain-write-by-shell condition",
+		"workspace-executables.yaml rule toolchain-write-by-shell message",
 	}, suppressed)
 
 	cookbook, err := policy.LoadPaths("../docs/cookbook")

@@ -236,5 +236,5 @@ func consoleError(w http.ResponseWriter, r *http.Request, status int, code, msg 
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_ = consoleTemplates.ExecuteTemplate(w, "error.html", map[string]any{"Title": "Refused", "Code": code, "Message": msg, "Status": status})
+	_ = consoleTemplates().ExecuteTemplate(w, "error.html", map[string]any{"Title": "Refused", "Code": code, "Message": msg, "Status": status})
 }

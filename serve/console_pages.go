@@ -25,20 +25,24 @@ import (
 //go:embed ui
 var consoleFiles embed.FS
 
-// consoleTemplates are the console's pages (ui/*.html).
-var consoleTemplates = template.Must(template.New("").Funcs(template.FuncMap{
-	"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
-	"ago":   func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
-	"args":  formatArgs,
-	"json":  formatJSON,
-	"agent": formatAgent,
-	"short": func(s string) string {
-		if len(s) > 19 {
-			return s[:19] + "…"
-		}
-		return s
-	},
-}).ParseFS(consoleFiles, "ui/*.html"))
+// consoleTemplates are the console's pages (ui/*.html), parsed on first
+// use: parsing them at package init cost every hook process 3,600
+// allocations (TestInitBudget) for a console it never serves.
+var consoleTemplates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+		"ago":   func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+		"args":  formatArgs,
+		"json":  formatJSON,
+		"agent": formatAgent,
+		"short": func(s string) string {
+			if len(s) > 19 {
+				return s[:19] + "…"
+			}
+			return s
+		},
+	}).ParseFS(consoleFiles, "ui/*.html"))
+})
 
 // console is what the console keeps: its logged-in operators, the recent
 // decisions, and the playground's one slot.
@@ -133,7 +137,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		p.CSRF, p.Who = cs.csrf, cs.name
 	}
 	var b strings.Builder
-	if err := consoleTemplates.ExecuteTemplate(&b, name, p); err != nil {
+	if err := consoleTemplates().ExecuteTemplate(&b, name, p); err != nil {
 		s.log.Error("console page failed", "page", name, "error", err.Error())
 		consoleError(w, r, http.StatusInternalServerError, CodeInternalError, "the page could not be rendered")
 		return
