@@ -32,6 +32,7 @@ func BenchmarkHookProcess(b *testing.B) {
 			state := b.TempDir()
 			for b.Loop() {
 				cmd := exec.Command(bin, "hook", "claude-code", "--state-dir", state)
+				cmd.Env = noDaemon()
 				cmd.Stdin = bytes.NewReader(data)
 				var stderr bytes.Buffer
 				cmd.Stderr = &stderr

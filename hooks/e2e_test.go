@@ -64,6 +64,7 @@ func hookProc(t testing.TB, bin, host, stateDir string, event any) Response {
 		require.NoError(t, err)
 	}
 	cmd := exec.Command(bin, "hook", host, "--state-dir", stateDir)
+	cmd.Env = noDaemon()
 	cmd.Stdin = bytes.NewReader(data)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -216,6 +217,7 @@ func TestEndToEndFailClosed(t *testing.T) {
 		exit  int
 	}{{nil, 2}, {[]string{"--fail-open"}, 1}} {
 		cmd := exec.Command(bin, append([]string{"hook", "claude-code", "--state-dir", dir, "--policy", bad}, c.flags...)...)
+		cmd.Env = noDaemon()
 		cmd.Stdin = bytes.NewReader(ev)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -228,3 +230,9 @@ func TestEndToEndFailClosed(t *testing.T) {
 		assert.Contains(t, stderr.String(), "bad.yaml:6")
 	}
 }
+
+// noDaemon is the environment of a hook process these tests run: in
+// process, with no decision daemon started behind it (a daemon would
+// outlive the test and write into its temporary directory while it is
+// removed; cmd/celguard's daemon tests cover the daemon path).
+func noDaemon() []string { return append(os.Environ(), "CELGUARD_DAEMON=off") }

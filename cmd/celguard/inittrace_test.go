@@ -41,7 +41,7 @@ func TestInitBudget(t *testing.T) {
 			home := t.TempDir()
 			cmd := exec.Command(bin, "hook", "claude-code")
 			cmd.Dir = t.TempDir()
-			cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1", "HOME="+home, "XDG_STATE_HOME="+filepath.Join(home, "state"),
+			cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1", "CELGUARD_DAEMON=off", "HOME="+home, "XDG_STATE_HOME="+filepath.Join(home, "state"),
 				"XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"))
 			cmd.Stdin = bytes.NewReader(data)
 			var stderr bytes.Buffer

@@ -160,7 +160,7 @@ func TestServeEndToEnd(t *testing.T) {
 	hook := func(event string, args ...string) (stdout, stderr string, exit int) {
 		cmd := exec.Command(bin, append([]string{"hook", "claude-code"}, args...)...)
 		cmd.Stdin = strings.NewReader(event)
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "CELGUARD_DAEMON=off")
 		var o, e bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &o, &e
 		err := cmd.Run()
