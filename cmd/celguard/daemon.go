@@ -263,20 +263,7 @@ func runHookDaemon(ctx context.Context, p hookDaemonParams) int {
 		fmt.Fprintf(p.stderr, "celguard hook daemon: %v\n", err)
 		return exitUsage
 	}
-	if !daemonSupported {
-		return fail(errors.New("the decision daemon needs unix sockets and file owners"))
-	}
-	if _, err := p.host("claude-code"); err != nil { // checks the flags
-		return fail(err)
-	}
-	store, err := p.stateStore()
-	if err != nil {
-		return fail(err)
-	}
-	if err := hooks.CheckDaemonDir(filepath.Dir(p.socket), true); err != nil {
-		return fail(err)
-	}
-	lock, err := lockDaemon(p.socket + ".lock")
+	store, lock, err := p.open()
 	if err != nil {
 		return fail(err)
 	}
@@ -284,42 +271,75 @@ func runHookDaemon(ctx context.Context, p hookDaemonParams) int {
 		return exitOK // another daemon answers on this socket
 	}
 	defer lock.Close()
-	key, err := store.Key()
+	scfg, started, err := p.serveConfig(store)
 	if err != nil {
 		return fail(err)
 	}
-	cfg, _, err := hookConfig(p.policies, p.decisions, store)
+	ln, sockInfo, err := listenDaemon(p.socket)
 	if err != nil {
 		return fail(err)
+	}
+	defer removeDaemonSocket(p.socket, sockInfo)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	scfg.Started = func(srv *serve.Server) {
+		started(srv)
+		go stopWhenGone(ctx, srv, p.socket, sockInfo)
+	}
+	if err := serve.Run(ctx, []net.Listener{ln}, scfg); err != nil {
+		return fail(err)
+	}
+	return exitOK
+}
+
+// open checks the daemon's flags and directory, and takes the socket's
+// lock: a nil lock and no error mean another daemon answers on it.
+func (p hookDaemonParams) open() (*statedir.Dir, io.Closer, error) {
+	if !daemonSupported {
+		return nil, nil, errors.New("the decision daemon needs unix sockets and file owners")
+	}
+	if _, err := p.host("claude-code"); err != nil { // checks the flags
+		return nil, nil, err
+	}
+	store, err := p.stateStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := hooks.CheckDaemonDir(filepath.Dir(p.socket), true); err != nil {
+		return nil, nil, err
+	}
+	lock, err := lockDaemon(p.socket + ".lock")
+	if err != nil || lock == nil {
+		return nil, nil, err
+	}
+	return store, lock, nil
+}
+
+// serveConfig is the daemon's server: the hook's configuration with a
+// project per working directory, answers signed with the state key, and
+// stale once the celguard binary changes. started must be called with the
+// server before it answers.
+func (p hookDaemonParams) serveConfig(store *statedir.Dir) (serve.Config, func(*serve.Server), error) {
+	key, err := store.Key()
+	if err != nil {
+		return serve.Config{}, nil, err
+	}
+	cfg, _, err := hookConfig(p.policies, p.decisions, store)
+	if err != nil {
+		return serve.Config{}, nil, err
 	}
 	cfg.PerProject = true
 	exe, err := os.Executable()
 	if err != nil {
-		return fail(err)
+		return serve.Config{}, nil, err
 	}
 	exeInfo, err := os.Stat(exe)
 	if err != nil {
-		return fail(err)
+		return serve.Config{}, nil, err
 	}
-	_ = os.Remove(p.socket) // left by a daemon that died: the lock says none runs
-	ln, err := net.Listen("unix", p.socket)
-	if err != nil {
-		return fail(err)
-	}
-	if err := os.Chmod(p.socket, 0o600); err != nil {
-		ln.Close()
-		return fail(err)
-	}
-	sockInfo, err := os.Stat(p.socket)
-	if err != nil {
-		ln.Close()
-		return fail(err)
-	}
-	defer func() {
-		if fi, err := os.Stat(p.socket); err == nil && os.SameFile(fi, sockInfo) {
-			_ = os.Remove(p.socket)
-		}
-	}()
 	var guard *celguard.Guard
 	d := &serve.Daemon{Key: key, IdleExit: p.idle,
 		Decide: func(ctx context.Context, host hooks.Host, event []byte, workDir, want string) (hooks.Response, string) {
@@ -334,20 +354,37 @@ func runHookDaemon(ctx context.Context, p hookDaemonParams) int {
 		}}
 	log := slog.New(slog.NewTextHandler(p.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	scfg := serve.Config{Engine: cfg, Version: currentBuild().String(), Store: "file://" + store.Dir, Logger: log,
-		Timeout: p.timeout + time.Second, Daemon: d,
-		Started: func(srv *serve.Server) {
-			guard = srv.Guard()
-			go stopWhenGone(ctx, srv, p.socket, sockInfo)
-		}}
-	if ctx == nil {
-		ctx = context.Background()
+		Timeout: p.timeout + time.Second, Daemon: d}
+	return scfg, func(srv *serve.Server) { guard = srv.Guard() }, nil
+}
+
+// listenDaemon listens on the daemon's socket, readable and writable by
+// the user only, and returns what it is, so that only this socket is
+// removed at the end.
+func listenDaemon(socket string) (net.Listener, os.FileInfo, error) {
+	_ = os.Remove(socket) // left by a daemon that died: the lock says none runs
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		return nil, nil, err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := serve.Run(ctx, []net.Listener{ln}, scfg); err != nil {
-		return fail(err)
+	if err := os.Chmod(socket, 0o600); err != nil {
+		ln.Close()
+		return nil, nil, err
 	}
-	return exitOK
+	info, err := os.Stat(socket)
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	return ln, info, nil
+}
+
+// removeDaemonSocket removes socket if it is still the one this daemon
+// listened on.
+func removeDaemonSocket(socket string, info os.FileInfo) {
+	if fi, err := os.Stat(socket); err == nil && os.SameFile(fi, info) {
+		_ = os.Remove(socket)
+	}
 }
 
 // decide answers one event as `celguard hook` run in workDir decides it

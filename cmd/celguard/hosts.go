@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -70,7 +71,16 @@ func runHosts(names []string, format string, sio stdio) int {
 		fmt.Fprintf(sio.stderr, "celguard hosts: unknown --format %q: use text or json\n", format)
 		return exitUsage
 	}
-	w := tabwriter.NewWriter(sio.stdout, 0, 0, 2, ' ', 0)
+	if err := writeCapabilities(sio.stdout, m, names); err != nil {
+		return exitUsage
+	}
+	return exitOK
+}
+
+// writeCapabilities writes m as a table, and names the hosts of names
+// (all, when empty) that the real-host suite has not run.
+func writeCapabilities(out io.Writer, m hooks.CapabilityMatrix, names []string) error {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "HOST\tVERSION\tPHASE\tVERDICT\tSUPPORT\tBECOMES")
 	run := map[string]bool{}
 	for _, h := range m.Hosts {
@@ -84,7 +94,7 @@ func runHosts(names []string, format string, sio stdio) int {
 		}
 	}
 	if err := w.Flush(); err != nil {
-		return exitUsage
+		return err
 	}
 	var notRun []string
 	for _, h := range hooks.HostTable() {
@@ -93,7 +103,8 @@ func runHosts(names []string, format string, sio stdio) int {
 		}
 	}
 	if len(notRun) > 0 {
-		fmt.Fprintf(sio.stdout, "\nnot run against the real host: %s (their hooks follow the documented protocol; docs/hooks.md)\n", strings.Join(notRun, ", "))
+		_, err := fmt.Fprintf(out, "\nnot run against the real host: %s (their hooks follow the documented protocol; docs/hooks.md)\n", strings.Join(notRun, ", "))
+		return err
 	}
-	return exitOK
+	return nil
 }

@@ -138,12 +138,7 @@ func runLint(_ context.Context, p lintParams) int {
 		fmt.Fprintf(p.stderr, "celguard lint: %v\n", err)
 		return exitUsage
 	}
-	files := len(suites) // the built-in tool classes and bundle are not the user's
-	for _, src := range srcs {
-		if src.Layer != policy.LayerBuiltin {
-			files++
-		}
-	}
+	files := userFiles(srcs, suites)
 	opts := output.DiagnosticOptions{Lines: policy.LinesOf(append(srcs, suites...)), Color: colorable(p.stdout), Files: files, ToolVersion: currentBuild().Version}
 	if err := output.Diagnostics(p.stdout, p.format, ds, opts); err != nil {
 		fmt.Fprintf(p.stderr, "celguard lint: cannot write the diagnostics: %v\n", err)
@@ -156,6 +151,18 @@ func runLint(_ context.Context, p lintParams) int {
 		}
 	}
 	return exitOK
+}
+
+// userFiles counts the files lint read that are the user's: the suites and
+// the policies, not the built-in tool classes and bundle.
+func userFiles(srcs, suites []policy.Source) int {
+	files := len(suites)
+	for _, src := range srcs {
+		if src.Layer != policy.LayerBuiltin {
+			files++
+		}
+	}
+	return files
 }
 
 // findings lints the test suites and the policies p names, and returns
