@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -86,6 +87,12 @@ func keepRecords(t *testing.T, hostName, scenario, root, home, decisions string)
 			t.Fatal(err)
 		}
 		data = bytes.ReplaceAll(data, []byte(root), []byte("/e2e"))
+		// The hosts also name the test's directories in their own forms:
+		// Claude Code's project directory (every other character a dash)
+		// and Gemini CLI's temporary directory of the project (its base
+		// name). Neither may carry this machine's paths into the records.
+		data = bytes.ReplaceAll(data, []byte(claudeProjectName(filepath.Join(root, "work"))), []byte("-e2e-work"))
+		data = bytes.ReplaceAll(data, []byte("/.gemini/tmp/work"), []byte("/.gemini/e2e-project"))
 		if celguardDir != "" {
 			data = bytes.ReplaceAll(data, []byte(celguardDir), []byte("/celguard-bin"))
 		}
@@ -217,4 +224,11 @@ func readRecords(t *testing.T, hostName, home string) {
 		}
 		rf.Close()
 	}
+}
+
+// claudeProjectName is the name Claude Code gives a project's directory
+// under ~/.claude/projects: its path with every character that is not a
+// letter or a digit made a dash.
+func claudeProjectName(dir string) string {
+	return regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(dir, "-")
 }
