@@ -311,6 +311,9 @@ type Rule struct {
 	// Labels are the session labels the rule adds when it decides a call
 	// with allow, warn or ask (eval records them; policy.Rule.Labels).
 	Labels []string
+	// Writes, when set, computes the files the call writes, recorded in
+	// session.writes when the evaluation reaches the rule (policy.Rule.Writes).
+	Writes *Program
 	// Order is the rule's place in evaluation order (0 first).
 	Order int
 	// Source is the parsed rule.
