@@ -71,7 +71,7 @@ func TestTelemetryDocCommands(t *testing.T) {
 	if !strings.Contains(out.String(), `"verdict":"block"`) {
 		t.Fatalf("%s did not block: %s", pm[2], out.String())
 	}
-	spans := col.Spans()
+	spans := col.Decisions()
 	if len(spans) != 1 || spans[0].Attr("celguard.verdict") != "block" || spans[0].Attr("celguard.rule.id") == "" || spans[0].Attr("celguard.rule.file") == "" {
 		t.Fatalf("the collector received %d spans, want the block's naming its rule: %+v", len(spans), spans)
 	}
