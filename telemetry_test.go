@@ -512,6 +512,11 @@ func TestTelemetryStoreCommits(t *testing.T) {
 		if got := commitSpans(t, col, ds[1]); !slices.Equal(got, []string{"conflict", "committed"}) {
 			t.Errorf("second decision's commits %v, want [conflict committed]", got)
 		}
+		// The counter the rule read: 0 at first; on the state the other
+		// replica changed, 2 (the run before the conflict read 1).
+		if a, b := ds[0].Attr("celguard.counters.commits/calls"), ds[1].Attr("celguard.counters.commits/calls"); a != "0" || b != "2" {
+			t.Errorf("counters read %q and %q, want 0 and 2", a, b)
+		}
 		if got := commitCounts(col); got["committed"] != 2 || got["conflict"] != 1 || got["unavailable"] != 0 {
 			t.Errorf("celguard_store_commits_total %v, want committed 2, conflict 1", got)
 		}
