@@ -119,8 +119,12 @@ func (p *Proxy) getPrompt(up *upstream, name string) mcp.PromptHandler {
 // error refuses it (a JSON-RPC error: a read has no error result).
 func (p *Proxy) decideRead(ctx context.Context, ss *mcp.ServerSession, responses mcp.InputResponseMap, state string, r eval.Resource) (approval, error) {
 	cs := p.session(ss)
+	sess, err := p.evalSession(cs)
+	if err != nil {
+		return approval{}, fmt.Errorf("celguard: %v, so the %s was refused (code %s)", err, r.Kind, CodeNoSession)
+	}
 	r.Agent = cs.agent
-	d, err := cs.sess.Resource(ctx, r)
+	d, err := sess.Resource(ctx, r)
 	if err != nil {
 		return approval{}, errors.New("celguard: " + err.Error())
 	}
@@ -132,7 +136,7 @@ func (p *Proxy) decideRead(ctx context.Context, ss *mcp.ServerSession, responses
 	case policy.Allow, policy.Warn:
 		return approval{}, nil
 	case policy.Ask:
-		a := p.ask(ss, responses, state, what, r.Server+"\x00"+subject, r.Arguments, d)
+		a := p.ask(ctx, ss, sess, responses, state, what, r.Server+"\x00"+subject, r.Arguments, d)
 		if a.refused != "" {
 			return approval{}, fmt.Errorf("%s (code %s)", a.refused, CodeReadRefused)
 		}
