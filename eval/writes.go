@@ -47,8 +47,9 @@ const (
 
 // Names of the write facts in the session variable.
 const (
-	factWrites        = "writes"
-	factWritesEvicted = "unproven_writes_evicted"
+	factWrites         = "writes"
+	factUnprovenWrites = "unproven_writes"
+	factWritesEvicted  = "unproven_writes_evicted"
 )
 
 // WriteFact is a file of session.writes in a SessionState: the path, how
@@ -98,27 +99,35 @@ func (f *sessionFacts) noteWrite(w WriteFact) bool {
 		f.writes = f.writes[1:]
 	}
 	f.writes = append(f.writes, w)
+	f.writesVal = nil
 	return true
 }
 
 // restoreWrites takes the writes of a state, within the bounds: entries
 // past MaxWrites leave as they would have (oldest first).
 func (f *sessionFacts) restoreWrites(writes []WriteFact, evicted bool) {
-	f.writes, f.writesEvicted = nil, evicted
+	f.writes, f.writesEvicted, f.writesVal = nil, evicted, nil
 	for _, w := range writes {
 		w.How, w.CallID, w.Tool, w.Rule = clip(w.How, maxWriteHow), clip(w.CallID, maxWriteName), clip(w.Tool, maxWriteName), clip(w.Rule, maxWriteName)
 		f.noteWrite(w)
 	}
 }
 
-// writesValue is session.writes: the files, least recently written first,
-// each a map with path, how, proven, call, tool, rule and turn.
-func (f *sessionFacts) writesValue() []any {
-	out := make([]any, len(f.writes))
-	for i, w := range f.writes {
-		out[i] = w.value()
+// writesValue is session.writes, the files least recently written first,
+// each a map with path, how, proven, call, tool, rule and turn, and
+// session.unproven_writes, those of them whose content was not proven (a
+// rule that looks for marks reads it without walking every file).
+func (f *sessionFacts) writesValue() (all, unproven []any) {
+	if f.writesVal == nil || len(f.writesVal) != len(f.writes) {
+		f.writesVal, f.unprovenVal = make([]any, len(f.writes)), []any{}
+		for i, w := range f.writes {
+			f.writesVal[i] = w.value()
+			if !w.Proven {
+				f.unprovenVal = append(f.unprovenVal, f.writesVal[i])
+			}
+		}
 	}
-	return out
+	return f.writesVal, f.unprovenVal
 }
 
 // noteWrites evaluates, for a call decided d before it ran, the writes
@@ -142,14 +151,16 @@ func (ev *evaluation) noteWrites(d Decision) {
 	default:
 		return
 	}
+	all := ev.set.Writers()
+	if len(all) == 0 {
+		return
+	}
+	ev.toolClasses()
 	var writers []*compile.Rule
-	for _, r := range ev.candidates(false) {
-		if r.Writes != nil && !r.Policy.Untrusted {
+	for _, r := range all {
+		if r.AppliesTo(ev.call.Tool, ev.classes) {
 			writers = append(writers, r)
 		}
-	}
-	if len(writers) == 0 {
-		return
 	}
 	var facts []WriteFact
 	failed := false
