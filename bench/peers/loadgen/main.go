@@ -57,6 +57,7 @@ func main() {
 	levels := flag.String("c", "1,4,16,64", "the concurrencies, comma-separated")
 	targets := flag.String("targets", "celguard-api,celguard-hook,opa", "the targets, comma-separated")
 	storeURL := flag.String("store", "memory:", `celguard's state store, as celguard serve --store takes it (memory:, redis://HOST:PORT/DB), or "none" for sessions without a store`)
+	requests := flag.Int("requests", 0, "when positive, each worker sends this many requests per run, whatever -duration says (for counting instructions: valgrind --tool=callgrind)")
 	clientKind := flag.String("client", "lean", `the generator's HTTP client: "lean" (a connection per worker, written and read in the worker's goroutine with net/http's response parser) or "net/http" (net/http's Client and Transport)`)
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (generator and servers) to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file at the end")
@@ -75,7 +76,7 @@ func main() {
 	if *memProfile != "" {
 		runtime.MemProfileRate = 64 << 10
 	}
-	err := run(*duration, *levels, strings.Split(*targets, ","), *storeURL, *clientKind)
+	err := run(*duration, *levels, strings.Split(*targets, ","), *storeURL, *clientKind, *requests)
 	if err == nil && *memProfile != "" {
 		var f *os.File
 		if f, err = os.Create(*memProfile); err == nil {
@@ -100,7 +101,7 @@ type target struct {
 	verdict func([]byte) (string, error)
 }
 
-func run(duration time.Duration, levels string, names []string, storeURL, clientKind string) error {
+func run(duration time.Duration, levels string, names []string, storeURL, clientKind string, requests int) error {
 	if clientKind != "lean" && clientKind != "net/http" {
 		return fmt.Errorf(`-client: %q is neither "lean" nor "net/http"`, clientKind)
 	}
@@ -199,7 +200,7 @@ func run(duration time.Duration, levels string, names []string, storeURL, client
 			if !ok {
 				return fmt.Errorf("-targets: no target %q", name)
 			}
-			r := load(t, c, duration, want, clientKind)
+			r := load(t, c, duration, want, clientKind, requests)
 			fmt.Printf("%-14s %5d %10.0f %10s %10s %10s %10s %8d\n", t.name, c, r.rate, r.p50, r.p99, r.max, r.cpu, r.errors)
 			if r.firstErr != nil {
 				fmt.Printf("#   first error: %v\n", r.firstErr)
@@ -222,7 +223,7 @@ type result struct {
 }
 
 // load runs c workers against t for d.
-func load(t target, c int, d time.Duration, want []string, clientKind string) result {
+func load(t target, c int, d time.Duration, want []string, clientKind string, requests int) result {
 	tr := &http.Transport{MaxIdleConns: c, MaxIdleConnsPerHost: c, MaxConnsPerHost: c, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
@@ -254,7 +255,7 @@ func load(t target, c int, d time.Duration, want []string, clientKind string) re
 				post = lc
 			}
 			path := t.path(w)
-			for i := w * 97; time.Now().Before(deadline); i++ {
+			for i := w * 97; requests > 0 && i < w*97+requests || requests <= 0 && time.Now().Before(deadline); i++ {
 				k := i % len(want)
 				t0 := time.Now()
 				status, b, err := post.post(path, t.body(w, k))
