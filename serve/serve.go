@@ -326,26 +326,27 @@ func New(cfg Config) (*Server, error) {
 	if ecfg.Approver == nil {
 		ecfg.Approver = celguard.DeferAsks
 	}
-	var con *console
+	s := &Server{cfg: cfg, log: log, sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}}
+	s.metrics = newMetrics(s)
+	// The metrics a decision's event carries (its store commits, its
+	// judge's answer) are counted as the engine records the decision.
+	sinks := teeSinks{s.metrics.sink()}
+	if ecfg.DecisionSink != nil {
+		sinks = append(teeSinks{ecfg.DecisionSink}, sinks...)
+	}
 	if cfg.OperatorToken != "" {
 		ecfg.ApprovalRequests = true
 		// The console keeps the recent decisions, masked as the
 		// decision log masks them.
-		con = newConsole()
-		if ecfg.DecisionSink != nil {
-			ecfg.DecisionSink = teeSinks{ecfg.DecisionSink, con.feed}
-		} else {
-			ecfg.DecisionSink = con.feed
-		}
+		s.console = newConsole()
+		sinks = append(sinks, s.console.feed)
 	}
+	ecfg.DecisionSink = sinks
 	guard, err := ecfg.Load(context.Background())
 	if err != nil {
 		return nil, err
 	}
-	eng := guard.Engine()
-	s := &Server{cfg: cfg, guard: guard, eng: eng, log: log, loadedAt: time.Now().UTC(),
-		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}, console: con}
-	s.metrics = newMetrics(s)
+	s.guard, s.eng, s.loadedAt = guard, guard.Engine(), time.Now().UTC()
 	hopts := cfg.HookOptions
 	if cfg.OperatorToken == "" {
 		// No request is recorded, and no one can approve one here.
@@ -423,7 +424,7 @@ func (s *Server) Reload(force bool) (changed bool, err error) {
 	s.reloads++
 	s.loadedAt = time.Now().UTC()
 	s.lastErr, s.lastErrAt = "", time.Time{}
-	s.metrics.reloads.WithLabelValues("ok").Inc()
+	s.metrics.reloaded(s.guard, true)
 	s.log.Info("policies reloaded", "policy_digest", s.guard.Digest(), "reloads", s.reloads)
 	return true, nil
 }
@@ -436,7 +437,7 @@ func (s *Server) reloadFailed(err error) {
 		msg = "the policies do not compile: " + ds.Errors().Error()
 	}
 	s.lastErr, s.lastErrAt = msg, time.Now().UTC()
-	s.metrics.reloads.WithLabelValues("error").Inc()
+	s.metrics.reloaded(s.guard, false)
 	s.log.Error("policy reload failed; the last good set stays in force", "error", msg, "policy_digest", s.eng.PolicySet().Digest())
 }
 
