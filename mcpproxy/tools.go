@@ -26,9 +26,9 @@ func (p *Proxy) addTool(up *upstream, t *mcp.Tool) (err error) {
 	}
 	name := p.clientName(up, t.Name)
 	p.mu.Lock()
-	_, dup := p.tools[name]
+	et, dup := p.tools[name]
 	p.mu.Unlock()
-	if dup {
+	if dup && et.up != up {
 		return fmt.Errorf("another upstream offers a tool named %s", name)
 	}
 	offered := *t
