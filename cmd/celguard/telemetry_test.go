@@ -20,7 +20,7 @@ import (
 
 // telemetryEnv turns telemetry on through the environment, as a user
 // does, towards endpoint over proto.
-func telemetryEnv(t *testing.T, endpoint, proto string) {
+func telemetryEnv(t testing.TB, endpoint, proto string) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("XDG_CONFIG_HOME", "")
 	t.Setenv("XDG_STATE_HOME", "")
@@ -126,6 +126,48 @@ func TestServeTelemetry(t *testing.T) {
 			require.Equal(t, "s", spans[0].Attr("gen_ai.conversation.id"))
 			require.Len(t, col.Logs(), 1)
 			require.NotNil(t, col.Metrics()["celguard_decisions_total"])
+		})
+	}
+}
+
+// BenchmarkHookTelemetry is what telemetry costs one hook call (in
+// process, the daemon off; its package init aside): the export off; on,
+// to a collector that reads and discards; to an endpoint where nothing
+// listens (dead); and to a collector that never answers (hanging), which
+// the flush's bound (telemetry.DefaultFlushTimeout) cuts off. Each call
+// opens the export, decides, writes its answer and flushes, as a hook
+// process does:
+//
+//	go test -run '^$' -bench BenchmarkHookTelemetry -benchmem ./cmd/celguard
+func BenchmarkHookTelemetry(b *testing.B) {
+	event := `{"session_id":"s","cwd":"/home/user/p","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"}}`
+	dead := "http://127.0.0.1:1"
+	for _, v := range []struct {
+		name string
+		mode otlptest.Mode
+	}{{"off", -1}, {"discard", otlptest.Discard}, {"dead", -2}, {"hanging", otlptest.Hang}} {
+		b.Run(v.name, func(b *testing.B) {
+			switch v.mode {
+			case -1:
+				telemetryEnv(b, "", "")
+				b.Setenv("CELGUARD_TELEMETRY", "")
+			case -2:
+				telemetryEnv(b, dead, telemetry.ProtocolHTTP)
+			default:
+				telemetryEnv(b, otlptest.Start(b, telemetry.ProtocolHTTP, v.mode).Endpoint, telemetry.ProtocolHTTP)
+			}
+			b.Setenv("CELGUARD_DAEMON", "off")
+			stateDir := b.TempDir()
+			b.ReportAllocs()
+			for b.Loop() {
+				var out, errb bytes.Buffer
+				p := hookParams{hookOptions: hookOptions{stateDir: stateDir, approve: true}, timeout: 10 * time.Second,
+					keepDays: 7, maxStateBytes: statedir.DefaultMaxStateBytes,
+					stdio: stdio{stdin: strings.NewReader(event), stdout: &out, stderr: &errb}}
+				if code := runHook(context.Background(), "claude-code", p); code != 0 || !strings.Contains(out.String(), `"permissionDecision":"deny"`) {
+					b.Fatalf("exit %d: %s%s", code, out.String(), errb.String())
+				}
+			}
 		})
 	}
 }
