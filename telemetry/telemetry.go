@@ -410,8 +410,9 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 		ctx = context.Background()
 	}
 	rec := decisionlog.NewRecord(ev)
-	if w := t.cfg.Who; w != (Who{}) {
-		rec.Who = &w
+	who, perCall := t.whoOf(ctx)
+	if who != (Who{}) {
+		rec.Who = &who
 	}
 	end := time.Now()
 	start := ev.Start
@@ -424,6 +425,9 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 		// The deciding rule's layer (an untrusted project's is said by
 		// Attributes, from the record).
 		attrs = append(attrs, attribute.String("celguard.layer", ev.Layer))
+	}
+	if perCall {
+		attrs = append(attrs, whoAttributes(who)...)
 	}
 	ctx, span := t.tracer.Start(ctx, SpanName(rec), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
@@ -460,8 +464,8 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 		t.logs.Add(1)
 	}
 	t.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("verdict", rec.Verdict.String()),
-		attribute.String("policy", rec.Policy), attribute.String("host", t.cfg.Who.AgentHost)))
-	t.latency.Record(ctx, end.Sub(start).Seconds(), metric.WithAttributes(attribute.String("host", t.cfg.Who.AgentHost),
+		attribute.String("policy", rec.Policy), attribute.String("host", who.AgentHost)))
+	t.latency.Record(ctx, end.Sub(start).Seconds(), metric.WithAttributes(attribute.String("host", who.AgentHost),
 		attribute.String("phase", rec.Phase.String())))
 	if rec.Error != "" {
 		t.faults.Add(ctx, 1, metric.WithAttributes(attribute.String("code", rec.Code)))
