@@ -431,7 +431,7 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 	}
 	ctx, span := t.tracer.Start(ctx, SpanName(rec), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
-	t.spans.Add(1)
+	t.countSpan(span)
 	if ev.Decision.Judge != nil {
 		t.judgeSpan(ctx, ev, rec, start, end)
 	}
@@ -443,7 +443,7 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 			cs.SetStatus(codes.Error, c.Outcome)
 		}
 		cs.End(trace.WithTimestamp(c.End))
-		t.spans.Add(1)
+		t.countSpan(cs)
 	}
 	if rec.Verdict == policy.Block || rec.Verdict == policy.Halt || rec.Error != "" {
 		span.SetStatus(codes.Error, rec.Code) // the call was refused, or the decision failed
@@ -483,6 +483,15 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 	return nil
 }
 
+// countSpan counts a span handed to the export queue: a sampled one (the
+// sampler, OTEL_TRACES_SAMPLER, drops the others before the queue, and
+// they are not lost).
+func (t *Telemetry) countSpan(sp trace.Span) {
+	if sp.SpanContext().IsSampled() {
+		t.spans.Add(1)
+	}
+}
+
 // judgeSpan is the child span of the deciding rule's judge: from when it
 // was asked to its answer, or (its answer cached in the session, or no
 // time noted) the decision's span.
@@ -495,7 +504,7 @@ func (t *Telemetry) judgeSpan(ctx context.Context, ev *eval.DecisionEvent, rec *
 		attribute.String("celguard.judge.name", j.Name), attribute.String("celguard.judge.verdict", j.Verdict.String()),
 		attribute.Bool("celguard.judge.cached", j.Cached), attribute.String("celguard.judge.error", rec.Error)))
 	js.End(trace.WithTimestamp(end))
-	t.spans.Add(1)
+	t.countSpan(js)
 }
 
 // parentContext is ctx with the span a decision's span is a child of:
