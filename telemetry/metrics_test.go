@@ -112,6 +112,11 @@ func TestMetricsBeyondDecisions(t *testing.T) {
 	if len(js) != 3 {
 		t.Fatalf("%d judge spans, want 3", len(js))
 	}
+	for _, sp := range js {
+		if e := sp.Attr("celguard.judge.error"); sp.Attr("celguard.judge.verdict") == "ask" && e != "timed out" || sp.Attr("celguard.judge.verdict") != "ask" && e != "" {
+			t.Errorf("judge span (%s): celguard.judge.error %q, want the judge's own error", sp.Attr("celguard.judge.verdict"), e)
+		}
+	}
 	if js[0].StartTimeUnixNano != uint64(asked.UnixNano()) || js[0].EndTimeUnixNano != uint64(answered.UnixNano()) {
 		t.Errorf("the judge's span runs %d..%d, want %d..%d", js[0].StartTimeUnixNano, js[0].EndTimeUnixNano, asked.UnixNano(), answered.UnixNano())
 	}

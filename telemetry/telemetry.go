@@ -47,6 +47,7 @@ import (
 
 	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/mask"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -483,6 +484,14 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 	return nil
 }
 
+// judgeError is why a judge gave no answer, with its credentials redacted
+// and bounded as the decision log's strings are (a judge's error may quote
+// what it was sent).
+func judgeError(e string) string {
+	m := &mask.Masker{MaxString: decisionlog.MaxString}
+	return m.Free(e)
+}
+
 // countSpan counts a span handed to the export queue: a sampled one (the
 // sampler, OTEL_TRACES_SAMPLER, drops the others before the queue, and
 // they are not lost).
@@ -502,7 +511,7 @@ func (t *Telemetry) judgeSpan(ctx context.Context, ev *eval.DecisionEvent, rec *
 	}
 	_, js := t.tracer.Start(ctx, "celguard.judge "+j.Name, trace.WithTimestamp(start), trace.WithAttributes(
 		attribute.String("celguard.judge.name", j.Name), attribute.String("celguard.judge.verdict", j.Verdict.String()),
-		attribute.Bool("celguard.judge.cached", j.Cached), attribute.String("celguard.judge.error", rec.Error)))
+		attribute.Bool("celguard.judge.cached", j.Cached), attribute.String("celguard.judge.error", judgeError(j.Error))))
 	js.End(trace.WithTimestamp(end))
 	t.countSpan(js)
 }
