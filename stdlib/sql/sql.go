@@ -13,7 +13,10 @@
 // that MySQL's grammar does not have (PostgreSQL's COPY or :: casts,
 // SQLite's ATTACH, T-SQL's EXEC) are unparsed, so a policy asks. A
 // lexical scan of the unparsed text still names the effects it mentions,
-// for the message.
+// for the message. PostgreSQL's common read-only syntax (casts, JSON and
+// regular expression operators, ILIKE, DISTINCT ON) is read when it can be
+// proven a plain read (postgres.go); any other PostgreSQL text stays
+// unparsed.
 package sql
 
 import (
@@ -96,6 +99,9 @@ func Classify(text string) Result {
 	stmts, _, err := parse(p, text)
 	pool.Put(p)
 	if err != nil {
+		if r, ok := postgresRead(text); ok {
+			return r
+		}
 		msg, _, _ := strings.Cut(err.Error(), "\n")
 		return Result{OK: false, Error: msg, Statements: []Statement{}, Effects: lexical(text)}
 	}
