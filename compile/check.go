@@ -81,6 +81,9 @@ var builtinIndex = func() map[string]int {
 // compileExpr type-checks an expression and builds its program; nil on
 // error (already reported).
 func (c *compiler) compileExpr(sc scope, e policy.Expr, info map[string]exprInfo) *Program {
+	if c.replay != nil {
+		return c.replayProgram(e) // setcache.go
+	}
 	ast, _, ok := c.typeCheck(sc, e, info)
 	if !ok {
 		return nil

@@ -56,7 +56,14 @@ type PolicySet struct {
 	bundles []string
 	// masks are the decision log's masks, of the trusted policies.
 	masks []LogMask
+	// fromCache says the set was replayed from a SetCache record.
+	fromCache bool
 }
+
+// FromCache reports whether the set was replayed from the record of a
+// SetCache (WithSetCache): its programs are made from their recorded
+// checked expressions at their first use.
+func (s *PolicySet) FromCache() bool { return s.fromCache }
 
 // LogMask is one decision_log.mask entry of a trusted policy: the argument
 // paths the decision log never writes, for the tools named (every tool when
@@ -293,10 +300,6 @@ type Rule struct {
 	Judge string
 	// Condition is nil for a rule without a condition (always true).
 	Condition *Program
-	// ConditionAST is the checked AST Condition was built from (nil when
-	// Condition is), kept so that eval can build a state-tracking program
-	// on demand to explain a decision.
-	ConditionAST *cel.Ast
 	// Message, when set, computes the text that overrides Reason.
 	Message *Program
 	Modify  *Modify
@@ -317,6 +320,16 @@ type Rule struct {
 	Source *policy.Rule
 
 	set *PolicySet
+}
+
+// ConditionAST returns the checked AST Condition was built from (nil when
+// Condition is), so that eval can build a state-tracking program on demand
+// to explain a decision.
+func (r *Rule) ConditionAST() *cel.Ast {
+	if r.Condition == nil {
+		return nil
+	}
+	return r.Condition.AST()
 }
 
 // Ref returns the rule's identity: its id, its policy's name and where its
