@@ -37,8 +37,8 @@ import (
 // environment's Identity (no record for an environment without one), its
 // cost limit, the sizes cost proofs are tried at, and the default verdict
 // and rule limit options. It holds the set's warnings, and for each
-// program, in the order the compiler makes them, the SHA-256 of its text
-// and its position, its checked and planned expressions (cel-go's
+// program, in the order the compiler makes them, its text and its
+// position, its checked and planned expressions (cel-go's
 // CheckedExpr protobuf), its cost proof and, for a variable, its type.
 //
 // The record decides verdicts as the AST cache's entries do: whoever can
@@ -125,8 +125,8 @@ type setIndex struct {
 
 // setProgram is the record of one program.
 type setProgram struct {
-	// Text is the SHA-256 of the expression's text, Pos its place.
-	Text [32]byte
+	// Text is the expression's text, Pos its place.
+	Text string
 	Pos  policy.Pos
 	// Checked is the blob of the checked expression; Planned the one of
 	// the expression planned (inlinePatterns), -1 when it is Checked.
@@ -192,7 +192,7 @@ func (c *compiler) record(key string) {
 	}
 	for _, m := range c.made {
 		p := m.prg
-		sp := setProgram{Text: sha256.Sum256([]byte(m.expr.Text)), Pos: m.expr.Pos, Planned: -1,
+		sp := setProgram{Text: m.expr.Text, Pos: m.expr.Pos, Planned: -1,
 			Needs: p.accounts(), FastUpTo: p.fastUpTo, Bound: p.bound}
 		var ok bool
 		if sp.Checked, sp.CheckedSum, ok = add(p.ast); !ok {
@@ -275,7 +275,7 @@ func (c *compiler) take(e policy.Expr) (int, *setProgram, bool) {
 	sp := &r.idx.Programs[i]
 	limit := c.cfg.env.CostLimit()
 	switch {
-	case sp.Text != sha256.Sum256([]byte(e.Text)) || sp.Pos != e.Pos,
+	case sp.Text != e.Text || sp.Pos != e.Pos,
 		!sp.Needs && (sp.FastUpTo != math.MaxUint64 || sp.Bound != 0),
 		sp.Needs && sp.FastUpTo == 0 && sp.Bound != 0,
 		sp.Needs && sp.FastUpTo != 0 && (!slices.Contains(boundSizes, sp.FastUpTo) || sp.Bound > limit):

@@ -222,7 +222,7 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 		Version, Key string
 		Warnings     policy.Diagnostics
 		Programs     []struct {
-			Text                   [32]byte
+			Text                   string
 			Pos                    policy.Pos
 			Checked, Planned       int
 			CheckedSum, PlannedSum [32]byte
