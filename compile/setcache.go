@@ -173,19 +173,32 @@ func setKey(cfg config, digest string) string {
 	return "set:" + hex.EncodeToString(h.Sum(nil))
 }
 
+// encoded keeps the serialized form of a checked expression the AST cache
+// gave or was given, for the set's record (a set compiled with a set cache
+// only): the record reuses it rather than encoding the expression again.
+func (c *compiler) encoded(ast *cel.Ast, b []byte) {
+	if c.cfg.sets == nil {
+		return
+	}
+	if c.encodedASTs == nil {
+		c.encodedASTs = map[*cel.Ast][]byte{}
+	}
+	c.encodedASTs[ast] = b
+}
+
 // record stores the record of a set compiled in full without errors. A
-// program whose expression does not encode and decode again leaves the
-// set unrecorded.
+// program whose expression does not encode leaves the set unrecorded; one
+// that does not decode when replayed is compiled again then (make).
 func (c *compiler) record(key string) {
 	idx := setIndex{Version: setCacheVersion, Key: key, Warnings: c.set.warnings}
 	var blobs [][]byte
 	add := func(ast *cel.Ast) (int, [32]byte, bool) {
-		b, err := encodeAST(ast)
-		if err != nil {
-			return 0, [32]byte{}, false
-		}
-		if back, err := decodeAST(b); err != nil || !back.IsChecked() {
-			return 0, [32]byte{}, false
+		b, ok := c.encodedASTs[ast]
+		if !ok {
+			var err error
+			if b, err = encodeAST(ast); err != nil {
+				return 0, [32]byte{}, false
+			}
 		}
 		blobs = append(blobs, b)
 		return len(blobs) - 1, sha256.Sum256(b), true
