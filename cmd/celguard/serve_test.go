@@ -39,6 +39,10 @@ var builtBinary = struct {
 	err  error
 }{}
 
+// buildHome is HOME as the test binary started, before any test changed
+// it: the go tool finds its caches there.
+var buildHome = os.Getenv("HOME")
+
 // celguardBinary builds the command (go build) into a temporary directory
 // that outlives the test, once per test binary.
 func celguardBinary(t *testing.T) string {
@@ -50,7 +54,11 @@ func celguardBinary(t *testing.T) string {
 			return
 		}
 		builtBinary.path = filepath.Join(dir, "celguard")
-		out, err := exec.Command("go", "build", "-o", builtBinary.path, ".").CombinedOutput()
+		build := exec.Command("go", "build", "-o", builtBinary.path, ".")
+		// The go tool's module and build caches are under HOME, which the
+		// test that builds first may have pointed at a temporary directory.
+		build.Env = append(os.Environ(), "HOME="+buildHome)
+		out, err := build.CombinedOutput()
 		if err != nil {
 			builtBinary.err = errors.New("go build: " + err.Error() + "\n" + string(out))
 		}
