@@ -223,4 +223,5 @@ func (s *Server) daemonHook(w http.ResponseWriter, r *http.Request, host hooks.H
 	w.Header().Set(hooks.DaemonMAC, hex.EncodeToString(mac))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(answer)
+	s.answered.Add(1)
 }

@@ -39,6 +39,10 @@ var builtBinary = struct {
 	err  error
 }{}
 
+// buildEnv is the environment the test binary started with, before any
+// test's t.Setenv.
+var buildEnv = os.Environ()
+
 // celguardBinary builds the command (go build) into a temporary directory
 // that outlives the test, once per test binary.
 func celguardBinary(t *testing.T) string {
@@ -50,7 +54,12 @@ func celguardBinary(t *testing.T) string {
 			return
 		}
 		builtBinary.path = filepath.Join(dir, "celguard")
-		out, err := exec.Command("go", "build", "-o", builtBinary.path, ".").CombinedOutput()
+		build := exec.Command("go", "build", "-o", builtBinary.path, ".")
+		// The environment the tests started with: a test that set HOME
+		// first (the daemon tests) would otherwise build with an empty
+		// module and build cache, from scratch.
+		build.Env = buildEnv
+		out, err := build.CombinedOutput()
 		if err != nil {
 			builtBinary.err = errors.New("go build: " + err.Error() + "\n" + string(out))
 		}
