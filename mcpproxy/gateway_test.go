@@ -70,6 +70,26 @@ rules:
     condition: 'resource.kind == "prompt" && resource.name == "simple-prompt"'
     verdict: ask
     reason: the simple prompt needs approval
+  - id: redact-created-at
+    phase: after
+    match: {tools: ["mcp__everything__resources/read", "mcp__everything__prompts/get"]}
+    condition: 'result.content.contains(" created at ")'
+    verdict: modify
+    modify:
+      content: 'regex.replace(result.content, " created at .*", " created at [REDACTED]")'
+  - id: redact-city
+    phase: after
+    match: {tools: ["mcp__everything__prompts/get"]}
+    condition: 'args.name == "args-prompt" && result.content.contains("Paris")'
+    verdict: modify
+    modify:
+      content: 'result.content.replace("Paris", "[CITY]")'
+  - id: withhold-13
+    phase: after
+    match: {tools: ["mcp__everything__resources/read"]}
+    condition: 'result.content.startsWith("Resource 13:")'
+    verdict: block
+    code: read_withheld
   - id: no-echo-after-untrusted
     match: {tools: [mcp__everything__echo]}
     condition: '"untrusted_content" in session.labels'
@@ -263,6 +283,42 @@ func TestGateway(t *testing.T) {
 		other := client(t, url, "lead", nil)
 		if res := call(t, other, "everything__echo", map[string]any{"message": "hi"}); res.IsError {
 			t.Fatalf("echo in a fresh session: %q", text(res))
+		}
+	})
+
+	t.Run("what a resource or a prompt returns is redacted or withheld by rules of phase after", func(t *testing.T) {
+		reader := client(t, url, "lead", nil)
+		res, err := reader.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "demo://resource/dynamic/text/3"})
+		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "Resource 3: This is a plaintext resource created at [REDACTED]" || res.Contents[0].URI != "demo://resource/dynamic/text/3" {
+			t.Fatalf("a redacted read: %v %+v", err, res)
+		}
+		// A read the rule does not match passes as the server sent it.
+		if res, err := reader.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "demo://resource/static/document/features.md"}); err != nil || !strings.Contains(res.Contents[0].Text, "get-env") || res.Contents[0].MIMEType == "text/plain" {
+			t.Fatalf("an untouched read: %v %+v", err, res)
+		}
+		// A blob has no text: nothing to redact, and it passes.
+		if res, err := reader.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "demo://resource/dynamic/blob/3"}); err != nil || len(res.Contents) != 1 || len(res.Contents[0].Blob) == 0 {
+			t.Fatalf("a blob: %v %+v", err, res)
+		}
+		if _, err := reader.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "demo://resource/dynamic/text/13"}); err == nil || !strings.Contains(err.Error(), "read_withheld") {
+			t.Fatalf("a withheld read: %v", err)
+		}
+		pr, err := reader.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "everything__args-prompt", Arguments: map[string]string{"city": "Paris"}})
+		if err != nil || len(pr.Messages) != 1 || pr.Messages[0].Role != "user" {
+			t.Fatalf("a redacted prompt: %v %+v", err, pr)
+		}
+		if tc, ok := pr.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "What's weather in [CITY]?" {
+			t.Fatalf("the redacted prompt's message: %+v", pr.Messages[0].Content)
+		}
+		// A prompt that embeds a resource: the resource's text is read and
+		// redacted too, and the embedded resource is not passed on.
+		pr, err = reader.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "everything__resource-prompt", Arguments: map[string]string{"resourceType": "Text", "resourceId": "2"}})
+		if err != nil || len(pr.Messages) != 1 {
+			t.Fatalf("a redacted prompt with a resource: %v %+v", err, pr)
+		}
+		tc, ok := pr.Messages[0].Content.(*mcp.TextContent)
+		if !ok || !strings.Contains(tc.Text, "Resource 2: This is a plaintext resource created at [REDACTED]") || !strings.Contains(tc.Text, "Please analyze") {
+			t.Fatalf("the redacted prompt with a resource: %+v", pr.Messages[0].Content)
 		}
 	})
 

@@ -65,6 +65,11 @@ const (
 	// CodeToolHidden: a rule of phase tools hides the tool from this
 	// session; a client that calls it anyway is refused.
 	CodeToolHidden = "tool_hidden"
+	// CodeNoSession: the client connection's session could not be had
+	// (Config.Sessions refused it: an id it does not accept, or as many
+	// sessions as it may keep), so nothing was decided and the request is
+	// refused.
+	CodeNoSession = "no_session"
 )
 
 // Keys of the initialize request's _meta a client may send.
@@ -119,6 +124,22 @@ type Config struct {
 	Version string
 	// Logger receives the proxy's own events; none when nil.
 	Logger *slog.Logger
+	// Sessions, when set, gives the proxy the celguard session of each
+	// client connection instead of sessions of the proxy's own: `celguard
+	// serve` passes its session table, so that a gateway's client is one of
+	// its sessions (its status, console, approval routes). It is asked on
+	// every request, so that a session the table forgot is made again.
+	Sessions Sessions
+	// ApproveCommand is the command a person runs to answer an approval
+	// request of session, named (with the request's id after it) in the
+	// refusal of an ask the client cannot put to its user; "celguard
+	// approve" when nil. Requests are recorded when the engine records
+	// them (celguard.Config.ApprovalRequests).
+	ApproveCommand func(session string) string
+	// NoApprovals, when not empty, says why no approval can be given here
+	// (the proxy keeps its sessions where `celguard approve` cannot reach
+	// them), in the refusal of such an ask.
+	NoApprovals string
 	// Pins, when set, is the pins file: the digest of each upstream tool's
 	// definition is recorded there on first use, and a tool whose
 	// definition changed since (checked at start and whenever an upstream
@@ -153,10 +174,36 @@ type exposedTool struct {
 	tool *mcp.Tool // the upstream's definition, under the upstream's name
 }
 
-// clientSession is what the proxy keeps of a client connection.
+// Sessions gives the proxy the celguard session of a client connection
+// (Config.Sessions).
+type Sessions interface {
+	// Session returns session id, made for agent with meta when there is
+	// none. An error (the id is not one the sessions accept, there are as
+	// many sessions as may be) refuses the request.
+	Session(id string, agent eval.Agent, meta map[string]any) (*eval.Session, error)
+}
+
+// clientSession is what the proxy keeps of a client connection: its
+// celguard session's id, agent and metadata, and the session itself
+// unless Config.Sessions keeps it.
 type clientSession struct {
-	sess  *eval.Session
+	id    string
 	agent eval.Agent
+	meta  map[string]any
+	own   *eval.Session
+}
+
+// evalSession is cs's celguard session: the proxy's own, or the one
+// Config.Sessions keeps under its id.
+func (p *Proxy) evalSession(cs *clientSession) (*eval.Session, error) {
+	if cs.own != nil {
+		return cs.own, nil
+	}
+	sess, err := p.cfg.Sessions.Session(cs.id, cs.agent, cs.meta)
+	if err != nil {
+		return nil, fmt.Errorf("no session %q: %w", cs.id, err)
+	}
+	return sess, nil
 }
 
 // New builds the engine (or takes Config.Guard), connects to every
@@ -322,11 +369,11 @@ func (p *Proxy) Close() error {
 // ToolName is the name the policy sees for tool of server: mcp__SERVER__TOOL.
 func ToolName(server, tool string) string { return "mcp__" + server + "__" + tool }
 
-// session is what the proxy keeps of a client connection: the eval
-// session its initialize _meta names, else one of its own, and its agent.
+// session is what the proxy keeps of a client connection: the session
+// its initialize _meta names, else one of its own, and its agent.
 func (p *Proxy) session(ss *mcp.ServerSession) *clientSession {
 	if ss == nil {
-		return &clientSession{sess: p.guard.NewSession("mcp-"+randomID(), nil)}
+		return p.newClientSession("mcp-"+randomID(), eval.Agent{}, map[string]any{"frontend": "mcp"})
 	}
 	if s, ok := p.sessions.Load(ss); ok {
 		return s.(*clientSession)
@@ -349,7 +396,7 @@ func (p *Proxy) session(ss *mcp.ServerSession) *clientSession {
 	if id == "" {
 		id = "mcp-" + randomID()
 	}
-	s, loaded := p.sessions.LoadOrStore(ss, &clientSession{sess: p.guard.NewSession(id, meta), agent: agent})
+	s, loaded := p.sessions.LoadOrStore(ss, p.newClientSession(id, agent, meta))
 	if !loaded {
 		go func() {
 			ss.Wait()
@@ -357,6 +404,16 @@ func (p *Proxy) session(ss *mcp.ServerSession) *clientSession {
 		}()
 	}
 	return s.(*clientSession)
+}
+
+// newClientSession is a client connection's session: one of the proxy's
+// own, or a name for the one Config.Sessions keeps.
+func (p *Proxy) newClientSession(id string, agent eval.Agent, meta map[string]any) *clientSession {
+	cs := &clientSession{id: id, agent: agent, meta: meta}
+	if p.cfg.Sessions == nil {
+		cs.own = p.guard.NewSession(id, meta)
+	}
+	return cs
 }
 
 // refusal is a tool result the model reads as the call's failure.
