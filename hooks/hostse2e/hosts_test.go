@@ -17,6 +17,12 @@ import (
 	"github.com/celguard/celguard/internal/npmhost"
 )
 
+// hostRunTimeout bounds one headless run of a host. A run takes seconds on
+// an idle machine; OpenCode's, whose plugin starts the hook command for
+// every event (about eight a run), took over four minutes at a load of 30
+// on two cores.
+const hostRunTimeout = 10 * time.Minute
+
 // e2ePolicy decides the scenarios by the marker names in the command.
 const e2ePolicy = `apiVersion: celguard.dev/v1
 kind: Policy
@@ -463,26 +469,30 @@ func TestHosts(t *testing.T) {
 						}
 						t.Run(modeName(daemon), func(t *testing.T) {
 							r := runScenario(t, celguard, bin, h, sc, daemon)
-							if !t.Failed() {
-								runs = append(runs, r)
+							if t.Failed() || sc.observe == nil {
+								return
 							}
+							// Observed here: the run's directories go with
+							// this subtest.
+							r.cell, r.answer = sc.observe(r.work, r.m, r.out), r.answers()
+							runs = append(runs, r)
 						})
 					}
-					if t.Failed() || len(runs) == 0 || sc.observe == nil {
+					if t.Failed() || len(runs) == 0 {
 						return
 					}
-					cell := sc.observe(runs[0].work, runs[0].m, runs[0].out)
 					for _, r := range runs[1:] {
 						// The same answers with and without the daemon: what
 						// the host did, and what the model read of celguard.
-						if got := sc.observe(r.work, r.m, r.out); got != cell {
-							t.Errorf("%s %s: %s did %+v, %s did %+v", h.name, sc.name, modeName(runs[0].daemon), cell, modeName(r.daemon), got)
+						if r.cell != runs[0].cell {
+							t.Errorf("%s %s: %s did %+v, %s did %+v", h.name, sc.name, modeName(runs[0].daemon), runs[0].cell, modeName(r.daemon), r.cell)
 						}
-						if a, b := runs[0].answer(), r.answer(); a != b {
-							t.Errorf("%s %s: the answers differ:\n%s: %s\n%s: %s", h.name, sc.name, modeName(runs[0].daemon), a, modeName(r.daemon), b)
+						if r.answer != runs[0].answer {
+							t.Errorf("%s %s: the answers differ:\n%s: %s\n%s: %s", h.name, sc.name, modeName(runs[0].daemon), runs[0].answer, modeName(r.daemon), r.answer)
 						}
 					}
-					rec.add(h.name, h.pkg.Version, sc.phase, sc.verdict, cell)
+					t.Logf("%s %s, %d runs: %s", h.name, sc.name, len(runs), runs[0].answer)
+					rec.add(h.name, h.pkg.Version, sc.phase, sc.verdict, runs[0].cell)
 				})
 			}
 		})
@@ -524,15 +534,19 @@ type scenarioRun struct {
 	work   string
 	m      *fakeModel
 	out    string
+	// cell and answer are what was observed (observe, answers) while the
+	// run's directories existed.
+	cell   hooks.Capability
+	answer string
 }
 
 // markers are what the model may read of celguard in a scenario.
 var markers = []string{"E2E-BLOCK-REASON", "E2E-ASK-REASON", "E2E-HALT-REASON", "E2E-WARN-REASON",
 	"REDACTED-BY-CELGUARD-42", "E2ESECRET", "broken.yaml:6", "approval request", "halted"}
 
-// answer is the run's outcome in comparable form: the marker files the
+// answers is the run's outcome in comparable form: the marker files the
 // calls created and what of celguard's answers reached the model.
-func (r scenarioRun) answer() string {
+func (r scenarioRun) answers() string {
 	var got []string
 	entries, _ := os.ReadDir(r.work)
 	for _, e := range entries {
@@ -612,7 +626,7 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario, daemon
 		waitDaemon(t, state)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), hostRunTimeout)
 	defer cancel()
 	argv := h.run(bin, "Run this shell command in the current directory: "+sc.command)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)

@@ -87,7 +87,7 @@ func TestCopilotManaged(t *testing.T) {
 		t.Errorf("celguard doctor copilot does not report the managed scope (%s):\n%s", managed, dout)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), hostRunTimeout)
 	defer cancel()
 	argv := h.run(bin, "Run this shell command in the current directory: touch celguard-blocked")
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
