@@ -149,6 +149,10 @@ func TestImportErrors(t *testing.T) {
 		{importer.Gemini, "p.toml", "[[rule]]\ntoolName = \n", "p.toml:2:12: import_syntax"},
 		{importer.Cursor, "cli.json", "{\"permissions\": {\"ask\": [\"Shell(ls)\"]}}", "cli.json:1:26: import_invalid"},
 		{importer.Cursor, "cli.json", "{\"permissions\": {\"deny\": [\"Read([a)\"]}}", "cli.json:1:27: import_invalid"},
+		{importer.Cursor, "permissions.json", "// c\n{\"terminalAllowlist\": \"git\"}", "permissions.json:2:23: import_invalid"},
+		{importer.Cursor, "permissions.json", "{\n  \"autoRun\": [1]}", "permissions.json:2:14: import_invalid"},
+		{importer.Cursor, "permissions.json", "[\"git\"]", "permissions.json:1:1: import_invalid"},
+		{importer.Cursor, "permissions.json", "{\n  \"terminalAllowlist\": [\"git\" \"ls\"]}", "permissions.json:2:31: import_syntax"},
 		{importer.BitCode, "g.yaml", "id: g\npatterns:\n  - match: \"(\"\n    verdict: deny\n", "g.yaml:3:12: import_invalid"},
 		{importer.BitCode, "g.yaml", "id: g\npatterns:\n  - file_match: \"[a\"\n    verdict: deny\n", "g.yaml:3:17: import_invalid"},
 		{importer.BitCode, "g.yaml", "id: g\npatterns:\n  - match: x\n    verdict: block\n", "g.yaml:4:14: import_invalid"},
@@ -206,21 +210,28 @@ func FuzzImport(f *testing.F) {
 		default:
 			return
 		}
-		files := []importer.File{{Name: "f" + ext, Data: data}}
-		res, err := importer.Import(fm, files, importer.Options{PolicyFile: "imported.yaml"})
+		name := "f" + ext
+		opts := importer.Options{PolicyFile: "imported.yaml"}
+		if fm == importer.Gemini {
+			// Every approval mode and tier, chosen by the input.
+			opts.GeminiMode = []string{"default", "autoEdit", "yolo", "plan"}[len(data)%4]
+			name = []string{"f.toml", ".gemini/policies/f.toml", "/etc/gemini-cli/policies/f.toml", ".gemini/extensions/x/policies/f.toml"}[len(data)/4%4]
+		}
+		files := []importer.File{{Name: name, Data: data}}
+		res, err := importer.Import(fm, files, opts)
 		if err != nil {
 			ds, ok := err.(policy.Diagnostics)
 			if !ok || len(ds) == 0 {
 				t.Fatalf("error without diagnostics: %v", err)
 			}
 			for _, d := range ds {
-				if d.Pos.File != "f"+ext || d.Pos.Line < 1 {
+				if d.Pos.File != name || d.Pos.Line < 1 {
 					t.Fatalf("diagnostic without a source position: %v", d)
 				}
 			}
 			return
 		}
-		again, err := importer.Import(fm, files, importer.Options{PolicyFile: "imported.yaml"})
+		again, err := importer.Import(fm, files, opts)
 		if err != nil || !bytes.Equal(res.Policy, again.Policy) || !bytes.Equal(res.Suite, again.Suite) {
 			t.Fatal("not deterministic")
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -319,6 +320,59 @@ func TestGateway(t *testing.T) {
 		tc, ok := pr.Messages[0].Content.(*mcp.TextContent)
 		if !ok || !strings.Contains(tc.Text, "Resource 2: This is a plaintext resource created at [REDACTED]") || !strings.Contains(tc.Text, "Please analyze") {
 			t.Fatalf("the redacted prompt with a resource: %+v", pr.Messages[0].Content)
+		}
+	})
+
+	t.Run("subscriptions and completions pass through, decided as reads", func(t *testing.T) {
+		updates := make(chan string, 8)
+		c := mcp.NewClient(&mcp.Implementation{Name: "lead", Version: "1"}, &mcp.ClientOptions{
+			ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updates <- req.Params.URI },
+		})
+		// 2025-11-25: resources/subscribe answers (on 2026-07-28 the SDK's
+		// client subscribes in the background and sees no refusal).
+		sub, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		if err := sub.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "demo://resource/static/document/extension.md"}); err == nil || !strings.Contains(err.Error(), "doc_blocked") {
+			t.Fatalf("a subscription to a refused resource: %v", err)
+		}
+		const doc = "demo://resource/static/document/architecture.md"
+		if err := sub.Subscribe(context.Background(), &mcp.SubscribeParams{URI: doc}); err != nil {
+			t.Fatal(err)
+		}
+		// The everything server sends its subscribers an update at once
+		// when this tool turns its simulated updates on.
+		if res := call(t, sub, "everything__toggle-subscriber-updates", nil); res.IsError {
+			t.Fatalf("toggle-subscriber-updates: %q", text(res))
+		}
+		if got := wait(t, updates, "resources/updated from the everything server"); got != doc {
+			t.Fatalf("an update of %s", got)
+		}
+		call(t, sub, "everything__toggle-subscriber-updates", nil)
+		if err := sub.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: doc}); err != nil {
+			t.Fatal(err)
+		}
+
+		res, err := sub.Complete(context.Background(), &mcp.CompleteParams{
+			Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "everything__resource-prompt"},
+			Argument: mcp.CompleteParamsArgument{Name: "resourceType", Value: "T"},
+		})
+		if err != nil || !slices.Contains(res.Completion.Values, "Text") {
+			t.Fatalf("a completion of a prompt's argument: %v %+v", err, res)
+		}
+		if _, err := sub.Complete(context.Background(), &mcp.CompleteParams{
+			Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "everything__simple-prompt"},
+			Argument: mcp.CompleteParamsArgument{Name: "x", Value: "y"},
+		}); err == nil || !strings.Contains(err.Error(), "needs a person's approval") {
+			t.Fatalf("a completion of an asked prompt: %v", err)
+		}
+		if _, err := sub.Complete(context.Background(), &mcp.CompleteParams{
+			Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "no-such-prompt"},
+			Argument: mcp.CompleteParamsArgument{Name: "x", Value: "y"},
+		}); err == nil || !strings.Contains(err.Error(), mcpproxy.CodeReadRefused) {
+			t.Fatalf("a completion of an unknown prompt: %v", err)
 		}
 	})
 

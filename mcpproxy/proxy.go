@@ -13,7 +13,11 @@
 // (a hidden tool is refused if called) and may rewrite a description;
 // rules of phase resource decide resources/read and prompts/get. An
 // upstream that dies, hangs or answers garbage fails that call closed, and
-// the proxy keeps serving: the next call starts the upstream again.
+// the proxy keeps serving: the next call starts the upstream again. What an
+// upstream changes while the proxy runs (its list_changed notifications)
+// is offered again, tools checked against the pins (sync.go); resource
+// subscriptions and completions pass through decided as reads
+// (subscribe.go).
 //
 // The proxy is served over stdio (Run, for a client's mcpServers entry)
 // or streamable HTTP (Handler: alone, or inside `celguard serve` with its
@@ -161,6 +165,8 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	tools map[string]*exposedTool // by the name the client sees
+	reads map[string]offered      // resources, templates, prompts (resourceKey, ...)
+	subs  map[string]int          // client subscriptions by resource URI (subscribe.go)
 
 	sessions sync.Map // *mcp.ServerSession -> *clientSession
 
@@ -236,7 +242,7 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{cfg: cfg, log: log, tools: map[string]*exposedTool{}, prefixed: len(cfg.Upstreams) > 1}
+	p := &Proxy{cfg: cfg, log: log, tools: map[string]*exposedTool{}, reads: map[string]offered{}, subs: map[string]int{}, prefixed: len(cfg.Upstreams) > 1}
 	if cfg.Guard != nil {
 		p.guard = cfg.Guard
 	} else {
@@ -262,7 +268,9 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 			return nil, err
 		}
 	}
-	p.server = mcp.NewServer(&mcp.Implementation{Name: "celguard-mcp-proxy", Version: cfg.Version}, nil)
+	p.server = mcp.NewServer(&mcp.Implementation{Name: "celguard-mcp-proxy", Version: cfg.Version}, &mcp.ServerOptions{
+		SubscribeHandler: p.subscribe, UnsubscribeHandler: p.unsubscribe, CompletionHandler: p.complete,
+	})
 	p.server.AddReceivingMiddleware(p.visibility)
 	for _, u := range cfg.Upstreams {
 		up := &upstream{p: p, name: u.Name, transport: u.Transport}
@@ -282,27 +290,13 @@ func (p *Proxy) offer(ctx context.Context, up *upstream) error {
 		return err
 	}
 	up.session = cs
-	tools, err := listTools(ctx, cs)
-	if err != nil {
-		return fmt.Errorf("mcpproxy: listing %s's tools: %w", up.name, err)
+	if err := p.syncTools(ctx, up, cs); err != nil {
+		return err
 	}
-	if p.pins != nil {
-		changed, err := p.pins.check(up.name, tools)
-		if err != nil {
-			return err
-		}
-		for name := range changed {
-			p.log.Warn("tool definition changed since it was pinned: not offered until an operator accepts it", "server", up.name, "tool", name, "code", CodeToolChanged)
-		}
+	if err := p.syncResources(ctx, up, cs); err != nil {
+		return err
 	}
-	for _, t := range tools {
-		if err := p.addTool(up, t); err != nil {
-			// A tool the SDK cannot offer is not offered: it cannot be
-			// called through the proxy either.
-			p.log.Warn("tool not offered", "server", up.name, "tool", t.Name, "error", err)
-		}
-	}
-	return p.offerReads(ctx, up, cs)
+	return p.syncPrompts(ctx, up, cs)
 }
 
 // clientName is the name the client sees for an upstream's tool or prompt.

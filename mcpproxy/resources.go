@@ -16,43 +16,6 @@ import (
 // (the decision's own code, when it has one, comes first in the message).
 const CodeReadRefused = "read_refused"
 
-// offerReads offers up's resources, resource templates and prompts, each
-// read decided by the rules of phase resource before it reaches up.
-func (p *Proxy) offerReads(ctx context.Context, up *upstream, cs *mcp.ClientSession) error {
-	caps := cs.InitializeResult().Capabilities
-	if caps == nil {
-		return nil
-	}
-	if caps.Resources != nil {
-		for r, err := range cs.Resources(ctx, nil) {
-			if err != nil {
-				return fmt.Errorf("mcpproxy: listing %s's resources: %w", up.name, err)
-			}
-			offer := *r
-			p.safely(up, "resource "+r.URI, func() { p.server.AddResource(&offer, p.readResource(up)) })
-		}
-		for t, err := range cs.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				return fmt.Errorf("mcpproxy: listing %s's resource templates: %w", up.name, err)
-			}
-			offer := *t
-			p.safely(up, "resource template "+t.URITemplate, func() { p.server.AddResourceTemplate(&offer, p.readResource(up)) })
-		}
-	}
-	if caps.Prompts != nil {
-		for pr, err := range cs.Prompts(ctx, nil) {
-			if err != nil {
-				return fmt.Errorf("mcpproxy: listing %s's prompts: %w", up.name, err)
-			}
-			offer := *pr
-			offer.Name = p.clientName(up, pr.Name)
-			name := pr.Name
-			p.safely(up, "prompt "+pr.Name, func() { p.server.AddPrompt(&offer, p.getPrompt(up, name)) })
-		}
-	}
-	return nil
-}
-
 // safely runs add, logging instead of failing when the SDK refuses what an
 // upstream offers (it panics on an invalid URI or template): what is not
 // offered cannot be read through the proxy.
@@ -69,7 +32,7 @@ func (p *Proxy) safely(up *upstream, what string, add func()) {
 func (p *Proxy) readResource(up *upstream) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		r := eval.Resource{Server: up.name, Kind: eval.KindResource, URI: req.Params.URI}
-		a, sess, err := p.decideRead(ctx, req.Session, req.Params.InputResponses, req.Params.RequestState, &r)
+		a, sess, err := p.decideRead(ctx, req.Session, req.Params.InputResponses, req.Params.RequestState, &r, true)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +63,7 @@ func (p *Proxy) readResource(up *upstream) mcp.ResourceHandler {
 func (p *Proxy) getPrompt(up *upstream, name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		r := eval.Resource{Server: up.name, Kind: eval.KindPrompt, Name: name, Arguments: req.Params.Arguments}
-		a, sess, err := p.decideRead(ctx, req.Session, req.Params.InputResponses, req.Params.RequestState, &r)
+		a, sess, err := p.decideRead(ctx, req.Session, req.Params.InputResponses, req.Params.RequestState, &r, true)
 		if err != nil {
 			return nil, err
 		}
@@ -135,8 +98,10 @@ func (p *Proxy) getPrompt(up *upstream, name string) mcp.PromptHandler {
 // decideRead decides a read (phase resource): nil error and a zero
 // approval let it through; input requests put an ask to the user; an
 // error refuses it (a JSON-RPC error: a read has no error result). It
-// returns the client's session, and sets r's agent.
-func (p *Proxy) decideRead(ctx context.Context, ss *mcp.ServerSession, responses mcp.InputResponseMap, state string, r *eval.Resource) (approval, *eval.Session, error) {
+// returns the client's session, and sets r's agent. Without elicit (a
+// request that cannot carry the question) an ask is refused with its
+// approval request, whatever the client declares.
+func (p *Proxy) decideRead(ctx context.Context, ss *mcp.ServerSession, responses mcp.InputResponseMap, state string, r *eval.Resource, elicit bool) (approval, *eval.Session, error) {
 	cs := p.session(ss)
 	sess, err := p.evalSession(cs)
 	if err != nil {
@@ -155,7 +120,11 @@ func (p *Proxy) decideRead(ctx context.Context, ss *mcp.ServerSession, responses
 	case policy.Allow, policy.Warn:
 		return approval{}, sess, nil
 	case policy.Ask:
-		a := p.ask(ctx, ss, sess, responses, state, what, r.Server+"\x00"+subject, r.Arguments, d)
+		asker := ss
+		if !elicit {
+			asker = nil
+		}
+		a := p.ask(ctx, asker, sess, responses, state, what, r.Server+"\x00"+subject, r.Arguments, d)
 		if a.refused != "" {
 			return approval{}, nil, fmt.Errorf("%s (code %s)", a.refused, CodeReadRefused)
 		}
