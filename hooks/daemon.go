@@ -38,6 +38,13 @@ const (
 	DaemonVersion = "Celguard-Daemon-Version"
 	// DaemonMAC is the answer's HMAC (hex): DaemonSum.
 	DaemonMAC = "Celguard-Daemon-Mac"
+	// DaemonAgentVersion is, on the request, the hook's
+	// CELGUARD_AGENT_VERSION, for the daemon's telemetry; the W3C trace
+	// context of the hook's TRACEPARENT and TRACESTATE travels in the
+	// standard traceparent and tracestate headers. Neither is under the
+	// MAC, which authenticates the answer: they change what a decision's
+	// telemetry says, never the decision (docs/telemetry.md).
+	DaemonAgentVersion = "Celguard-Agent-Version"
 )
 
 // DaemonNonceBytes is the length of a nonce.

@@ -39,9 +39,9 @@ var builtBinary = struct {
 	err  error
 }{}
 
-// buildEnv is the environment the test binary started with, before any
-// test's t.Setenv.
-var buildEnv = os.Environ()
+// buildHome is HOME as the test binary started, before any test changed
+// it: the go tool finds its caches there.
+var buildHome = os.Getenv("HOME")
 
 // celguardBinary builds the command (go build) into a temporary directory
 // that outlives the test, once per test binary.
@@ -55,10 +55,9 @@ func celguardBinary(t *testing.T) string {
 		}
 		builtBinary.path = filepath.Join(dir, "celguard")
 		build := exec.Command("go", "build", "-o", builtBinary.path, ".")
-		// The environment the tests started with: a test that set HOME
-		// first (the daemon tests) would otherwise build with an empty
-		// module and build cache, from scratch.
-		build.Env = buildEnv
+		// The go tool's module and build caches are under HOME, which the
+		// test that builds first may have pointed at a temporary directory.
+		build.Env = append(os.Environ(), "HOME="+buildHome)
 		out, err := build.CombinedOutput()
 		if err != nil {
 			builtBinary.err = errors.New("go build: " + err.Error() + "\n" + string(out))
