@@ -33,6 +33,22 @@ type Request struct {
 	Getenv func(string) string
 }
 
+// Socket is the socket of the daemon `celguard hook` with a's flags asks
+// (and starts), the celguard binary being exe (symbolic links resolved),
+// and its state directory: the flag's, or statedir.DefaultStateDir.
+func (a HookArgs) Socket(exe string, getenv func(string) string) (socket, stateDir string, err error) {
+	stateDir = a.StateDir
+	if stateDir == "" {
+		if stateDir, err = statedir.DefaultStateDir(); err != nil {
+			return "", "", err
+		}
+	}
+	args := a.DaemonArgs(stateDir)
+	id := ID(append([]string{exe, getenv("HOME"), getenv("XDG_CONFIG_HOME"), getenv("XDG_STATE_HOME")}, args...)...)
+	socket, err = Socket(stateDir, id)
+	return socket, stateDir, err
+}
+
 // Ask asks the user's decision daemon for the answer to r's event, as the
 // lean client does (cmd/celguard-hook), and returns it only when it proves
 // itself; any error says why it does not, and the caller answers another
@@ -62,16 +78,7 @@ func Ask(ctx context.Context, r Request) (CommandAnswer, error) {
 	if !filepath.IsAbs(r.WorkDir) || !filepath.IsAbs(r.Exe) {
 		return CommandAnswer{}, errors.New("no absolute work directory or binary")
 	}
-	stateDir := r.Args.StateDir
-	if stateDir == "" {
-		var err error
-		if stateDir, err = statedir.DefaultStateDir(); err != nil {
-			return CommandAnswer{}, err
-		}
-	}
-	args := r.Args.DaemonArgs(stateDir)
-	id := ID(append([]string{r.Exe, getenv("HOME"), getenv("XDG_CONFIG_HOME"), getenv("XDG_STATE_HOME")}, args...)...)
-	socket, err := Socket(stateDir, id)
+	socket, stateDir, err := r.Args.Socket(r.Exe, getenv)
 	if err != nil {
 		return CommandAnswer{}, err
 	}
