@@ -60,7 +60,9 @@ func leanBinary(t *testing.T) string {
 	full := celguardBinary(t)
 	leanBuilt.once.Do(func() {
 		leanBuilt.path = filepath.Join(filepath.Dir(full), "celguard-hook")
-		out, err := exec.Command("go", "build", "-o", leanBuilt.path, "../celguard-hook").CombinedOutput()
+		cmd := exec.Command("go", "build", "-o", leanBuilt.path, "../celguard-hook")
+		cmd.Env = buildEnv
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			leanBuilt.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}

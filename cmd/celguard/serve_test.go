@@ -39,6 +39,12 @@ var builtBinary = struct {
 	err  error
 }{}
 
+// buildEnv is the environment the test binary started with: go build runs
+// in it, not in a test's (a fixture that set HOME to a temporary directory
+// would otherwise make go build start from an empty build and module
+// cache).
+var buildEnv = os.Environ()
+
 // celguardBinary builds the command (go build) into a temporary directory
 // that outlives the test, once per test binary.
 func celguardBinary(t *testing.T) string {
@@ -50,7 +56,9 @@ func celguardBinary(t *testing.T) string {
 			return
 		}
 		builtBinary.path = filepath.Join(dir, "celguard")
-		out, err := exec.Command("go", "build", "-o", builtBinary.path, ".").CombinedOutput()
+		cmd := exec.Command("go", "build", "-o", builtBinary.path, ".")
+		cmd.Env = buildEnv
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			builtBinary.err = errors.New("go build: " + err.Error() + "\n" + string(out))
 		}
