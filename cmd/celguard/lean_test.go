@@ -118,7 +118,9 @@ func (f *leanFixture) hook(host string, ev []byte) answer {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	a := answer{stdout: stdout.String(), stderr: stderr.String()}
+	// The state directory is named in an approval's command: the two
+	// sides' differ.
+	a := answer{stdout: strings.ReplaceAll(stdout.String(), f.state, "STATE"), stderr: strings.ReplaceAll(stderr.String(), f.state, "STATE")}
 	if ee, ok := err.(*exec.ExitError); ok {
 		a.exit = ee.ExitCode()
 	} else {
@@ -145,7 +147,7 @@ func (f *leanFixture) inProcess(host string, ev []byte, state string) answer {
 	args[3] = state // --state-dir's value
 	var stdout, stderr bytes.Buffer
 	code := run(args, bytes.NewReader(ev), &stdout, &stderr)
-	return answer{stdout: stdout.String(), stderr: stderr.String(), exit: code}
+	return answer{stdout: strings.ReplaceAll(stdout.String(), state, "STATE"), stderr: strings.ReplaceAll(stderr.String(), state, "STATE"), exit: code}
 }
 
 // socket is the daemon's socket.
@@ -153,8 +155,8 @@ func (f *leanFixture) socket() string {
 	ha, err := daemonwire.ParseHookArgs(append([]string{"claude-code"}, f.args...))
 	require.NoError(f.t, err)
 	sock, _, err := ha.Socket(f.full, func(k string) string {
-		for _, kv := range f.env {
-			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+		for i := len(f.env) - 1; i >= 0; i-- { // the last value counts, as for exec
+			if v, ok := strings.CutPrefix(f.env[i], k+"="); ok {
 				return v
 			}
 		}
@@ -231,7 +233,7 @@ func TestLeanClientAnswersAsTheHook(t *testing.T) {
 		require.True(t, before.daemon, before.why)
 		require.NotContains(t, before.stdout, "deny")
 		require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".celguard", "npm.yaml"), []byte(strings.NewReplacer(
-			"deploy", "npm", "make npm", "npm test").Replace(deployPolicy)), 0o644))
+			"make deploy", "npm test", "deploy", "npm").Replace(deployPolicy)), 0o644))
 		after := f.hook("claude-code", ev)
 		assert.False(t, after.daemon, "the daemon's manifest is stale")
 		assert.Contains(t, after.why, "the policies changed")
