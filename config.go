@@ -524,6 +524,10 @@ func (g *Guard) Reload(force bool) (changed bool, err error) {
 	return true, nil
 }
 
+// Telemetry is the Guard's OpenTelemetry export (Config.Telemetry), nil
+// when telemetry is off (its methods do nothing on nil).
+func (g *Guard) Telemetry() *telemetry.Telemetry { return g.tel }
+
 // TelemetryStats is what the Guard's telemetry export (Config.Telemetry)
 // has queued, exported and dropped so far; false when telemetry is off.
 func (g *Guard) TelemetryStats() (telemetry.Stats, bool) {

@@ -7,15 +7,21 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
 	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/otlptest"
+	"github.com/celguard/celguard/internal/redistest"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
+	"github.com/celguard/celguard/store"
 	"github.com/celguard/celguard/telemetry"
 )
 
@@ -49,6 +55,16 @@ rules:
     condition: 'true'
     verdict: warn
     reason: turn over
+  - id: many-writes
+    match: {tools: [Write]}
+    condition: 'counters.writes > 100'
+    verdict: block
+counters:
+  - name: writes
+    phase: before
+    scope: session
+    key: 'has(args.content) ? string(args.content) : ""'
+    increment_when: 'tool == "Write"'
 `
 
 // hostile are credentials of the secret patterns' kinds, and a value a
@@ -177,6 +193,19 @@ func TestTelemetryOTLP(t *testing.T) {
 			}
 			if spans[2].Attr("celguard.approval.outcome") != "approved" {
 				t.Errorf("span 2: approval outcome %q", spans[2].Attr("celguard.approval.outcome"))
+			}
+			// The Write read its policy's counter: its value, and its key
+			// (the content, which the policy masks) masked.
+			if got := spans[3].Attr("celguard.counters.tel/writes"); got != "0" {
+				t.Errorf("span 3: celguard.counters.tel/writes = %q, want 0 (attributes %v)", got, spans[3].Attributes)
+			}
+			if got := spans[3].Attr("celguard.counters.tel/writes.key"); got != "[MASKED]" {
+				t.Errorf("span 3: celguard.counters.tel/writes.key = %q, want the masked key", got)
+			}
+			for i, sp := range spans {
+				if i != 3 && sp.Attr("celguard.counters.tel/writes") != "" {
+					t.Errorf("span %d read no counter, yet says %q", i, sp.Attr("celguard.counters.tel/writes"))
+				}
 			}
 			if spans[5].Name != "celguard.decision turn_end" {
 				t.Errorf("span 5: name %q", spans[5].Name)
@@ -382,4 +411,154 @@ func BenchmarkTelemetryCloseDead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// commitPolicy counts every call in the session's stored state, so that
+// every decision commits.
+const commitPolicy = `apiVersion: celguard.dev/v1
+kind: Policy
+name: commits
+counters:
+  - name: calls
+    phase: before
+    scope: session
+    increment_when: 'true'
+rules:
+  - id: at-most-100
+    condition: 'counters.calls >= 100'
+    verdict: block
+`
+
+// storeGuard loads commitPolicy with state store st and telemetry tc (nil:
+// off).
+func storeGuard(t *testing.T, st state.Store, tc *telemetry.Config) *celguard.Guard {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "commits.yaml"), []byte(commitPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g, err := celguard.Config{Policies: policies.Options{Explicit: []string{filepath.Join(dir, "commits.yaml")}}, JudgeFiles: []string{}, BundleFiles: []string{},
+		DecisionMetadata: true, Store: st, Telemetry: tc}.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// commitSpans are the store-commit child spans of decision span d, in
+// order, as their outcomes.
+func commitSpans(t *testing.T, col *otlptest.Collector, d otlptest.Span) []string {
+	t.Helper()
+	var out []string
+	for _, sp := range col.SpansNamed("celguard.store.commit") {
+		if bytes.Equal(sp.ParentSpanId, d.SpanId) {
+			if !bytes.Equal(sp.TraceId, d.TraceId) || sp.StartTimeUnixNano < d.StartTimeUnixNano || sp.EndTimeUnixNano > d.EndTimeUnixNano {
+				t.Errorf("commit span %s is not within its decision's span", sp.Attr("celguard.store.try"))
+			}
+			out = append(out, sp.Attr("celguard.store.outcome"))
+		}
+	}
+	return out
+}
+
+// commitCounts are celguard_store_commits_total's values by outcome.
+func commitCounts(col *otlptest.Collector) map[string]int64 {
+	got := map[string]int64{}
+	for _, dp := range col.Metrics()["celguard_store_commits_total"].GetSum().GetDataPoints() {
+		for _, kv := range dp.Attributes {
+			if kv.Key == "outcome" {
+				got[kv.Value.GetStringValue()] = dp.GetAsInt()
+			}
+		}
+	}
+	return got
+}
+
+// TestTelemetryStoreCommits: each commit of a decision's state is a child
+// span of the decision's span with its outcome, and a count in
+// celguard_store_commits_total: in memory, a commit another replica got to
+// first (conflict) and the commit of the decision run again; in Redis, a
+// commit, and one the server is down for (unavailable, the call refused).
+func TestTelemetryStoreCommits(t *testing.T) {
+	call := eval.Call{Tool: "Bash", Args: map[string]any{"command": "ls"}}
+	ctx := context.Background()
+	t.Run("memory", func(t *testing.T) {
+		col := otlptest.Start(t, telemetry.ProtocolHTTP, otlptest.Accept)
+		mem := store.NewMemory(store.DefaultTTL)
+		a := storeGuard(t, mem, &telemetry.Config{Endpoint: col.Endpoint, Protocol: telemetry.ProtocolHTTP, FlushTimeout: 30 * time.Second})
+		b := storeGuard(t, mem, nil) // another replica
+		defer b.Close()
+		sa := a.NewSession("s", nil)
+		if _, err := sa.Before(ctx, call); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.NewSession("s", nil).Before(ctx, call); err != nil {
+			t.Fatal(err)
+		}
+		d, err := sa.Before(ctx, call) // on the state b changed since
+		if err != nil || d.Verdict != policy.Allow {
+			t.Fatalf("%v %v", d, err)
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ds := col.Decisions()
+		if len(ds) != 2 {
+			t.Fatalf("%d decision spans, want 2", len(ds))
+		}
+		if got := commitSpans(t, col, ds[0]); !slices.Equal(got, []string{"committed"}) {
+			t.Errorf("first decision's commits %v, want [committed]", got)
+		}
+		if got := commitSpans(t, col, ds[1]); !slices.Equal(got, []string{"conflict", "committed"}) {
+			t.Errorf("second decision's commits %v, want [conflict committed]", got)
+		}
+		// The counter the rule read: 0 at first; on the state the other
+		// replica changed, 2 (the run before the conflict read 1).
+		if a, b := ds[0].Attr("celguard.counters.commits/calls"), ds[1].Attr("celguard.counters.commits/calls"); a != "0" || b != "2" {
+			t.Errorf("counters read %q and %q, want 0 and 2", a, b)
+		}
+		if got := commitCounts(col); got["committed"] != 2 || got["conflict"] != 1 || got["unavailable"] != 0 {
+			t.Errorf("celguard_store_commits_total %v, want committed 2, conflict 1", got)
+		}
+	})
+	t.Run("redis", func(t *testing.T) {
+		col := otlptest.Start(t, telemetry.ProtocolGRPC, otlptest.Accept)
+		srv := redistest.Start(t)
+		st, err := store.Open(ctx, srv.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.(interface{ Close() error }).Close()
+		g := storeGuard(t, st, &telemetry.Config{Endpoint: col.Endpoint, Protocol: telemetry.ProtocolGRPC, FlushTimeout: 30 * time.Second})
+		s := g.NewSession("s", nil)
+		if d, err := s.Before(ctx, call); err != nil || d.Verdict != policy.Allow {
+			t.Fatalf("%v %v", d, err)
+		}
+		srv.Stop()
+		d, _ := s.Before(ctx, call)
+		if d.Code != eval.CodeStoreUnavailable {
+			t.Fatalf("with Redis down: %s %s, want store_unavailable", d.Verdict, d.Code)
+		}
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ds := col.Decisions()
+		if len(ds) != 2 {
+			t.Fatalf("%d decision spans, want 2", len(ds))
+		}
+		if got := commitSpans(t, col, ds[0]); !slices.Equal(got, []string{"committed"}) {
+			t.Errorf("first decision's commits %v, want [committed]", got)
+		}
+		if got := commitSpans(t, col, ds[1]); !slices.Equal(got, []string{"unavailable"}) {
+			t.Errorf("decision with Redis down: commits %v, want [unavailable]", got)
+		}
+		for _, sp := range col.SpansNamed("celguard.store.commit") {
+			if (sp.Attr("celguard.store.outcome") == "unavailable") != (sp.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR) {
+				t.Errorf("commit %s: status %v", sp.Attr("celguard.store.outcome"), sp.Status)
+			}
+		}
+		if got := commitCounts(col); got["committed"] != 1 || got["unavailable"] != 1 {
+			t.Errorf("celguard_store_commits_total %v, want committed 1, unavailable 1", got)
+		}
+	})
 }

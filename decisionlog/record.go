@@ -69,6 +69,13 @@ type Record struct {
 	// Monitored is the would-be decision of a monitored rule (monitor
 	// mode), as in the Decision.
 	Monitored *eval.Monitored `json:"monitored,omitempty"`
+	// Counters are the counters the decision's rules read and the values
+	// they read (eval.DecisionEvent.Counters, at most
+	// eval.MaxCountersRead), each key masked as the reason is (a key is
+	// computed from the call's arguments); CountersOmitted counts those
+	// read past the bound.
+	Counters        []eval.CounterRead `json:"counters,omitempty"`
+	CountersOmitted int                `json:"counters_omitted,omitempty"`
 	// Masked lists the paths masked (args.env.TOKEN, messages.0.content),
 	// each with why: "policy" (a declared mask) or "secret".
 	Masked []mask.Path `json:"masked,omitempty"`
@@ -178,6 +185,14 @@ func NewRecord(ev *eval.DecisionEvent) *Record {
 		}
 		rec.Monitored = &mo
 	}
+	if len(ev.Counters) > 0 {
+		rec.Counters = make([]eval.CounterRead, len(ev.Counters))
+		for i, c := range ev.Counters {
+			c.Key = m.Free(c.Key)
+			rec.Counters[i] = c
+		}
+	}
+	rec.CountersOmitted = ev.CountersOmitted
 	rec.Masked = m.Paths
 	return rec
 }

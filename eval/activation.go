@@ -38,6 +38,9 @@ type evaluation struct {
 	monitored *Monitored
 	// labelled are the rules with labels that decided a track (facts.go).
 	labelled []*compile.Rule
+	// notes are the decision's notes for its DecisionEvent (notes.go),
+	// nil when the engine has no sink.
+	notes *decisionNotes
 
 	cur      *compile.Policy
 	vars     []ref.Val

@@ -122,7 +122,8 @@ func (ev *evaluation) ask(d Decision, r *compile.Rule) (out Decision, err error)
 			out.Judge = judged
 		}
 	}()
-	digest, err := CallDigest(ev.call)
+	ac := ev.approvalCall()
+	digest, err := CallDigest(ac)
 	if err != nil {
 		return ev.policyError(r, err, nil), nil
 	}
@@ -221,7 +222,7 @@ func (ev *evaluation) remembered(d Decision, r *compile.Rule, callKey, ruleKey, 
 	}
 	s := ev.s
 	s.mu.Lock()
-	g, remembered := s.book.covering(r.ID, ev.call.Tool, callKey, ruleKey, digest)
+	g, remembered := s.book.covering(r.ID, ev.approvalCall().Tool, callKey, ruleKey, digest)
 	s.mu.Unlock()
 	if !remembered {
 		return d, false
@@ -242,7 +243,48 @@ func (ev *evaluation) request(d Decision, r *compile.Rule, digest string) string
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.book.request(r.ID, r.Policy.Name, d.Reason, ev.call, digest, s.eng.cfg.now()).ID
+	c := ev.approvalCall()
+	req := s.book.request(r.ID, r.Policy.Name, d.Reason, c, digest, s.eng.cfg.now())
+	if ev.io != nil && ev.io.resource != nil && !req.Read {
+		// The request was made just now (a retried read finds its own).
+		s.book.markRead(req.ID)
+		req.Read = true
+	}
+	return req.ID
+}
+
+// markRead marks request id as a read's (PendingRequest.Read).
+func (b *approvalBook) markRead(id string) {
+	if i := b.find(id); i >= 0 {
+		b.requests[i].Read = true
+	}
+}
+
+// approvalCall is the call an approval of this evaluation is bound to: the
+// call itself, or for a read of phase resource (which has no call) the
+// read as a call of its own (ReadCall), so that approving one read never
+// lets another through.
+func (ev *evaluation) approvalCall() Call {
+	if ev.io != nil && ev.io.resource != nil {
+		return ReadCall(*ev.io.resource)
+	}
+	return ev.call
+}
+
+// ReadCall is the call an approval of a read of phase resource is bound
+// to: the tool mcp__SERVER__resources/read with the URI, or
+// mcp__SERVER__prompts/get with the prompt's name and arguments (names no
+// MCP tool can have, so no tool call's approval covers a read). Its
+// digest (CallDigest) is what a grant of the read binds.
+func ReadCall(r Resource) Call {
+	if r.Kind == KindPrompt {
+		args := map[string]any{}
+		for k, v := range r.Arguments {
+			args[k] = v
+		}
+		return Call{Tool: "mcp__" + r.Server + "__prompts/get", Args: map[string]any{"name": r.Name, "arguments": args}, Agent: r.Agent}
+	}
+	return Call{Tool: "mcp__" + r.Server + "__resources/read", Args: map[string]any{"uri": r.URI}, Agent: r.Agent}
 }
 
 // refuseAsk is the refusal of ask rule r's call, with how it was settled.

@@ -78,6 +78,7 @@ func (ev *evaluation) counterValues(p *compile.Policy) map[string]int64 {
 		if !ev.phase.HasCall() {
 			// At turn end, input and output: the total over every key.
 			m[c.Name] = ev.s.counterTotal(c)
+			ev.notes.readCounter(c, AllCallsKey, m[c.Name])
 			continue
 		}
 		key, err := ev.counterKey(c)
@@ -85,6 +86,7 @@ func (ev *evaluation) counterValues(p *compile.Policy) map[string]int64 {
 			continue
 		}
 		m[c.Name] = ev.s.counterValue(c, key)
+		ev.notes.readCounter(c, key, m[c.Name])
 	}
 	if ev.counters == nil {
 		ev.counters = map[*compile.Policy]map[string]int64{}

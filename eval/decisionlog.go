@@ -37,6 +37,22 @@ type DecisionEvent struct {
 	// engine's WithClock); the decision took Now - Start. Zero when
 	// unknown.
 	Start time.Time
+	// Counters are the counters the decision's rules read and the values
+	// they read, in the order first read: every counter of each policy
+	// whose rules read counters (a rule reads its policy's counters as
+	// one map), at most MaxCountersRead; CountersOmitted counts the
+	// others. Nil when no rule read a counter. Keys are unmasked (the
+	// decision log masks them).
+	Counters        []CounterRead
+	CountersOmitted int
+	// Commits are the decision's commits to the state store (WithStore),
+	// in order: one, or more when another replica changed the state
+	// (conflict) and the decision ran again. Nil without a store.
+	Commits []StoreCommit
+	// JudgeStart and JudgeEnd are when the deciding rule's judge was
+	// asked and answered (Decision.Judge); zero when it was not asked
+	// (no judge, or its answer was cached in the session).
+	JudgeStart, JudgeEnd time.Time
 }
 
 // DecisionSink receives every decision of an engine built with
@@ -85,6 +101,7 @@ func (s *Session) logDecision(ctx context.Context, set *compile.PolicySet, d Dec
 		ctx = context.Background()
 	}
 	ev := &DecisionEvent{Decision: d, Call: call, Start: start}
+	notesOf(ctx).fill(ev)
 	if io != nil {
 		ev.Messages, ev.Output, ev.Resource = io.messages, io.output, io.resource
 	}

@@ -330,6 +330,7 @@ func (s *Session) EndTurn(ctx context.Context, opts ...CallOption) (Decision, er
 
 func (s *Session) decide(ctx context.Context, phase policy.Phase, call Call, res *Result, opts []CallOption) (Decision, error) {
 	start := s.sinkStart()
+	ctx, _ = s.withNotes(ctx)
 	set := s.eng.set.Load()
 	d, err := s.be.decide(ctx, s, set, phase, call, res, nil, opts)
 	d, err = s.finish(ctx, set, d, err, call, nil, start)
@@ -386,6 +387,9 @@ func (s *Session) decideLocal(ctx context.Context, set *compile.PolicySet, phase
 	// The verdict rules are in decide.go.
 	ev := newEvaluation(ctx, s, set, phase, call, res)
 	ev.io = io
+	if ev.notes = notesOf(ctx); ev.notes != nil {
+		ev.notes.restart()
+	}
 	defer ev.release()
 	ev.obs = newObserver(ev, cc.trace, cc.explain)
 	d, err := ev.run()

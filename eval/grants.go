@@ -106,6 +106,11 @@ type PendingRequest struct {
 	// Host is what the host said about the request, opaque to eval (the
 	// rules Claude Code's permission dialog offered, hooks/permission.go).
 	Host json.RawMessage `json:"host,omitempty"`
+	// Read says the request is for a read of phase resource (an MCP
+	// resource or prompt; Tool and Args are its ReadCall), not a tool
+	// call: it is approved once or for the session, never written as a
+	// rule (AlwaysRule refuses it).
+	Read bool `json:"read,omitempty"`
 }
 
 // Grant is an approval a person gave.

@@ -257,3 +257,64 @@ func TestApprovalDenials(t *testing.T) {
 	assert.Empty(t, s.Denials())
 	assert.Equal(t, policy.Allow, before("git push").Verdict)
 }
+
+// readsAsked asks before every read of phase resource.
+const readsAsked = `rules:
+  - id: ask-reads
+    phase: resource
+    verdict: ask
+    reason: reads are asked
+`
+
+// TestReadApprovals: a read of phase resource has no call, so its request
+// is bound to the read itself (eval.ReadCall): approving one resource
+// once lets that read run once, and never another resource, a prompt or a
+// tool call; a session grant covers the rule's reads of that server.
+func TestReadApprovals(t *testing.T) {
+	set := mustSet(t, map[string]string{"r.yaml": readsAsked})
+	eng, err := eval.New(set, eval.WithApprover(deferAll), eval.WithApprovalRequests())
+	require.NoError(t, err)
+	s := eng.NewSession("s", nil)
+	ctx := context.Background()
+	read := func(r eval.Resource) eval.Decision {
+		t.Helper()
+		d, err := s.Resource(ctx, r)
+		require.NoError(t, err)
+		return d
+	}
+	doc := eval.Resource{Server: "docs", Kind: eval.KindResource, URI: "docs://a"}
+	other := eval.Resource{Server: "docs", Kind: eval.KindResource, URI: "docs://secret"}
+	prompt := eval.Resource{Server: "docs", Kind: eval.KindPrompt, Name: "summarize", Arguments: map[string]string{"topic": "a"}}
+
+	d := read(doc)
+	require.Equal(t, policy.Ask, d.Verdict)
+	require.NotEmpty(t, d.Approval.Request)
+	id := d.Approval.Request
+	assert.Equal(t, id, read(doc).Approval.Request, "a retried read finds its own request")
+	otherID := read(other).Approval.Request
+	assert.NotEqual(t, id, otherID, "two reads share no request")
+	promptID := read(prompt).Approval.Request
+	assert.NotEqual(t, id, promptID)
+
+	reqs := s.Requests()
+	require.Len(t, reqs, 3)
+	assert.True(t, reqs[0].Read)
+	assert.Equal(t, "mcp__docs__resources/read", reqs[0].Tool)
+	assert.Equal(t, map[string]any{"uri": "docs://a"}, reqs[0].Args)
+	assert.Equal(t, "mcp__docs__prompts/get", reqs[2].Tool)
+
+	_, _, err = s.Approve(ctx, id, eval.GrantOnce, "test")
+	require.NoError(t, err)
+	assert.Equal(t, policy.Ask, read(other).Verdict, "approving one read lets no other through")
+	assert.Equal(t, policy.Ask, read(prompt).Verdict)
+	d = read(doc)
+	assert.Equal(t, policy.Allow, d.Verdict)
+	assert.Equal(t, eval.ApprovalRemembered, d.Approval.Outcome)
+	assert.Equal(t, policy.Ask, read(doc).Verdict, "once is once")
+
+	_, _, err = s.Approve(ctx, otherID, eval.GrantSession, "test")
+	require.NoError(t, err)
+	assert.Equal(t, policy.Allow, read(other).Verdict)
+	assert.Equal(t, policy.Allow, read(eval.Resource{Server: "docs", Kind: eval.KindResource, URI: "docs://b"}).Verdict, "a session grant covers the rule's reads of that server")
+	assert.Equal(t, policy.Ask, read(eval.Resource{Server: "wiki", Kind: eval.KindResource, URI: "wiki://a"}).Verdict, "and not another server's")
+}

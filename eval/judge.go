@@ -139,7 +139,12 @@ func (ev *evaluation) judge(d Decision, r *compile.Rule, digest string) JudgeRec
 	ctx, cancel := context.WithTimeout(ev.ctx, timeout)
 	defer cancel()
 	call, reason := ev.maskedForJudge(d.Reason)
+	var asked time.Time
+	if ev.notes != nil {
+		asked = time.Now()
+	}
 	ans, err := j.Judge(ctx, JudgeRequest{Judge: r.Judge, SessionID: s.id, Rule: r.ID, Policy: r.Policy.Name, Reason: reason, Call: call})
+	ev.notes.judged(asked)
 	switch {
 	case err != nil && errors.Is(err, context.DeadlineExceeded):
 		rec.Error = fmt.Sprintf("judge %s did not answer within %s", r.Judge, timeout)

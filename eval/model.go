@@ -114,6 +114,7 @@ func (m *modelIO) clone() modelIO {
 // decideModel decides an input or output.
 func (s *Session) decideModel(ctx context.Context, phase policy.Phase, call Call, io *modelIO, opts []CallOption) (Decision, error) {
 	start := s.sinkStart()
+	ctx, _ = s.withNotes(ctx)
 	set := s.eng.set.Load()
 	orig := io.clone()
 	d, err := s.be.decide(ctx, s, set, phase, call, nil, io, opts)

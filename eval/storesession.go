@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policy"
@@ -195,7 +196,7 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 		var ok bool
 		var cur []storedEntry
 		if serr == nil {
-			ok, cur, serr = s.eng.stored.commit(ctx, ops)
+			ok, cur, serr = s.commitNoted(ctx, ops)
 		}
 		if serr != nil {
 			if st.touched && !st.strict {
@@ -220,6 +221,34 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 			return refusal(phase, call.Tool, CodeCanceled, "the decision was not finished: "+err.Error(), nil), err
 		}
 	}
+}
+
+// commitNoted commits a decision's ops, noting the commit and its outcome
+// for the decision's event (DecisionEvent.Commits).
+func (s *Session) commitNoted(ctx context.Context, ops []state.Op) (bool, []storedEntry, error) {
+	n := notesOf(ctx)
+	var start time.Time
+	if n != nil {
+		start = time.Now()
+	}
+	ok, cur, err := s.eng.stored.commit(ctx, ops)
+	if n != nil {
+		outcome := StoreCommitted
+		switch {
+		case err != nil:
+			outcome = StoreUnavailable
+		case !ok:
+			outcome = StoreConflict
+		}
+		writes := 0
+		for _, op := range ops {
+			if op.Write != nil {
+				writes++
+			}
+		}
+		n.commit(start, outcome, len(ops), writes)
+	}
+	return ok, cur, err
 }
 
 // storeFault is the block of a decision the store could not settle.

@@ -188,6 +188,9 @@ func AlwaysRule(r eval.PendingRequest, by string, now time.Time) (name string, p
 	if r.Mandatory {
 		return "", nil, nil, fmt.Errorf("request %q is for the mandatory rule %s, which no approval lifts", r.ID, r.Rule)
 	}
+	if r.Read {
+		return "", nil, nil, fmt.Errorf("request %q is for a read of an MCP resource or prompt (%s), which no allow rule of a tool call covers; approve it once or --session", r.ID, r.Summary)
+	}
 	if r.ArgsOmitted {
 		return "", nil, nil, fmt.Errorf("request %q: the call's arguments are larger than %d bytes and were not kept, so no rule can be written for it; approve it --session or once", r.ID, eval.MaxRequestArgs)
 	}

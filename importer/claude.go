@@ -358,7 +358,9 @@ func importClaude(files []File) (*doc, policy.Diagnostics) {
 			if err != nil {
 				if strict {
 					ds = append(ds, diag(CodeApproximated, policy.SeverityWarning, r.pos, "%v: the %s applies to every use of %s (stricter)", err, r.list, r.tool))
-					cr.tools = map[bool][]string{true: claudeEditTools, false: []string{"Read", "Grep", "Glob", "LS", "NotebookRead"}}[r.tool == "Edit"]
+					// Claude Code refuses a write to a path a Read deny
+					// covers, too.
+					cr.tools = map[bool][]string{true: claudeEditTools, false: append([]string{"Read", "Grep", "Glob", "LS", "NotebookRead"}, claudeEditTools...)}[r.tool == "Edit"]
 					break
 				}
 				ds = append(ds, diag(CodeApproximated, policy.SeverityWarning, r.pos, "%v: the allow is left out (stricter)", err))
@@ -368,7 +370,11 @@ func importClaude(files []File) (*doc, policy.Diagnostics) {
 				if r.tool == "Edit" {
 					cr.classes = []string{"file_write"}
 				} else {
-					cr.classes = []string{"file_read", "search"}
+					// A Read deny or ask also holds for writes: Claude
+					// Code refuses to write a file a Read deny covers
+					// ("covered by a Read deny rule"), seen by the
+					// differential test.
+					cr.classes = []string{"file_read", "search", "file_write"}
 				}
 				if base == "" {
 					ds = append(ds, diag(CodeApproximated, policy.SeverityWarning, r.pos,

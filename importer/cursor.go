@@ -35,7 +35,14 @@ import (
 func importCursor(files []File) (*doc, policy.Diagnostics) {
 	var ds policy.Diagnostics
 	var rules []claudeRule
+	var entries []cursorEntry
 	for _, f := range files {
+		if isCursorEditor(f) {
+			es, eds := cursorEditorEntries(f)
+			ds = append(ds, eds...)
+			entries = append(entries, es...)
+			continue
+		}
 		settings, sds := claudeSettings(f)
 		for _, d := range sds {
 			// The Claude Code reader's note on defaultMode does not apply.
@@ -61,12 +68,48 @@ func importCursor(files []File) (*doc, policy.Diagnostics) {
 		return nil, ds
 	}
 	d := &doc{name: "cursor-cli-permissions", description: "Cursor CLI permission tokens, imported: deny, then allow."}
+	if len(rules) == 0 && len(entries) > 0 {
+		d.name, d.description = "cursor-permissions", "Cursor's permissions.json allowlists, imported: what they name runs without approval."
+	}
 	var allowShell []string
 	for _, r := range rules {
 		if r.tool == "Shell" && r.list == "allow" {
 			if re, ok := cursorShellAllow(r.spec); ok {
 				allowShell = append(allowShell, fmt.Sprintf("c.argv[0].matches(%q)", re))
 			}
+		}
+	}
+	var terminal []rule
+	for i, e := range entries {
+		switch e.list {
+		case "terminalAllowlist":
+			test, ok := cursorTerminalTest(e.text)
+			if !ok {
+				ds = append(ds, diag(CodeApproximated, policy.SeverityWarning, e.pos,
+					"terminalAllowlist entry %q: only plain words have a documented reading (no quotes, expansions, operators or globs); left out (stricter)", e.text))
+				continue
+			}
+			allowShell = append(allowShell, test)
+			terminal = append(terminal, rule{
+				id:        sanitizeID(fmt.Sprintf("cursor-terminal-%d", i+1)),
+				priority:  priorityOf("allow"),
+				classes:   []string{"shell"},
+				condition: fmt.Sprintf("cursor_all_allowed && shell.commands(command).exists(c, %s)", test),
+				verdict:   "allow",
+				reason:    fmt.Sprintf("Cursor terminalAllowlist entry %q", e.text),
+				code:      "cursor_permission",
+				src:       e.pos,
+				comment:   fmt.Sprintf("terminalAllowlist: %s", e.text),
+			})
+		case "mcpAllowlist":
+			ds = append(ds, diag(CodeApproximated, policy.SeverityWarning, e.pos,
+				"mcpAllowlist entry %q: Cursor's hooks name an MCP tool without its server, so the allow has no exact form; left out (stricter)", e.text))
+		case "autoRun.allow_instructions":
+			ds = append(ds, diag(CodeIgnored, policy.SeverityInfo, e.pos,
+				"autoRun.allow_instructions steer Cursor's Auto-review classifier in plain language; left out (stricter)"))
+		case "autoRun.block_instructions":
+			ds = append(ds, diag(CodeApproximated, policy.SeverityWarning, e.pos,
+				"autoRun.block_instructions steer Cursor's Auto-review classifier in plain language and have no rule form: not imported; the calls they would hold for review get no decision from the import (write them as ask rules)"))
 		}
 	}
 	if len(allowShell) > 0 {
@@ -168,10 +211,11 @@ func importCursor(files []File) (*doc, policy.Diagnostics) {
 		}
 		d.rules = append(d.rules, cr)
 	}
+	d.rules = append(d.rules, terminal...)
 	if ds.HasErrors() {
 		return nil, ds
 	}
-	d.cases = cursorCases(rules, d.rules)
+	d.cases = append(cursorCases(rules, d.rules), cursorTerminalCases(rules, entries, d.rules)...)
 	return d, ds
 }
 
@@ -230,4 +274,52 @@ func cursorCases(rules []claudeRule, imported []rule) []testCase {
 		out = append(out, testCase{name: fmt.Sprintf("%s: %s", r.text, cmd), tool: "Shell", args: map[string]any{"command": cmd}, verdict: verdict, rule: id, src: r.pos})
 	}
 	return out
+}
+
+// cursorTerminalCases makes a call per terminal allowlist entry: the entry
+// with one more argument, allowed by it unless a Shell deny names its
+// program.
+func cursorTerminalCases(rules []claudeRule, entries []cursorEntry, imported []rule) []testCase {
+	ids := map[policy.Pos]string{}
+	for _, r := range imported {
+		ids[r.src] = r.id
+	}
+	var out []testCase
+	for _, e := range entries {
+		if e.list != "terminalAllowlist" || ids[e.pos] == "" {
+			continue
+		}
+		cmd := strings.Join(strings.Fields(e.text), " ") + " x"
+		verdict, id := "allow", ids[e.pos]
+		for _, o := range rules {
+			base, _, _ := strings.Cut(o.spec, ":")
+			if m, _ := doublestar.Match(base, strings.Fields(e.text)[0]); o.list == "deny" && o.tool == "Shell" && ids[o.pos] != "" && m {
+				verdict, id = "block", ids[o.pos]
+				break
+			}
+		}
+		if verdict == "allow" {
+			id = cursorFirstAllow(rules, entries, ids, cmd)
+		}
+		out = append(out, testCase{name: fmt.Sprintf("terminalAllowlist %q: %s", e.text, cmd), tool: "Shell", args: map[string]any{"command": cmd}, verdict: verdict, rule: id, src: e.pos})
+	}
+	return out
+}
+
+// cursorFirstAllow is the id of the first imported allow that matches a
+// plain command (same priority: document order, the CLI's tokens first).
+func cursorFirstAllow(rules []claudeRule, entries []cursorEntry, ids map[policy.Pos]string, cmd string) string {
+	cw := strings.Fields(cmd)
+	for _, o := range rules {
+		if re, ok := cursorShellAllow(o.spec); ok && o.list == "allow" && o.tool == "Shell" && ids[o.pos] != "" && regexp.MustCompile(re).MatchString(cw[0]) {
+			return ids[o.pos]
+		}
+	}
+	for _, o := range entries {
+		ow := strings.Fields(o.text)
+		if o.list == "terminalAllowlist" && ids[o.pos] != "" && len(ow) <= len(cw) && strings.Join(cw[:len(ow)], " ") == strings.Join(ow, " ") {
+			return ids[o.pos]
+		}
+	}
+	return "none"
 }

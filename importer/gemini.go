@@ -3,7 +3,9 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,6 +70,45 @@ type geminiRule struct {
 	pos         policy.Pos
 	index       int
 	shell       bool // the rule names only shell tools
+	tier        int  // Gemini CLI's tier of the rule's file (1 default .. 5 admin)
+	order       int  // the rule's place among every file's rules, for ties
+}
+
+// The approval modes of Gemini CLI (ApprovalMode in packages/core/src/
+// policy/types.ts), and its tiers (packages/core/src/policy/config.ts):
+// a rule's final priority is tier + priority/1000, so every rule of a
+// higher tier comes before every rule of a lower one.
+var (
+	geminiModes = []string{"default", "autoEdit", "yolo", "plan"}
+	geminiTiers = map[string]int{"default": 1, "extension": 2, "workspace": 3, "user": 4, "admin": 5}
+)
+
+// geminiTierNames are the tiers by number.
+var geminiTierNames = []string{"", "default", "extension", "workspace", "user", "admin"}
+
+// geminiFileTier is the tier Gemini CLI gives a file in its place: the
+// system policies directory (/etc/gemini-cli/policies on Linux, the
+// macOS and Windows equivalents) is admin, an extension's policies
+// directory extension, the user's ~/.gemini/policies user, a project's
+// .gemini/policies workspace; any other file is one the user names in the
+// policyPaths setting or with --policy, which Gemini CLI reads in the user
+// tier. home is the user's home directory ("" when unknown).
+func geminiFileTier(name, home string) int {
+	n := strings.ReplaceAll(name, "\\", "/")
+	home = strings.TrimSuffix(strings.ReplaceAll(home, "\\", "/"), "/")
+	switch {
+	case strings.HasPrefix(n, "/etc/gemini-cli/policies/"),
+		strings.HasPrefix(n, "/Library/Application Support/GeminiCli/policies/"),
+		strings.HasPrefix(strings.ToLower(n), "c:/programdata/gemini-cli/policies/"):
+		return 5
+	case regexp.MustCompile(`(^|/)\.gemini/extensions/[^/]+/policies/`).MatchString(n):
+		return 2
+	case strings.HasPrefix(n, "~/.gemini/policies/"), home != "" && strings.HasPrefix(n, home+"/.gemini/policies/"):
+		return 4
+	case strings.HasPrefix(n, ".gemini/policies/"), strings.Contains(n, "/.gemini/policies/"):
+		return 3
+	}
+	return 4
 }
 
 // geminiPlainTool is a tool name celguard's tool matcher reads literally.
@@ -75,7 +116,7 @@ var geminiPlainTool = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
 
 var geminiHeader = regexp.MustCompile(`(?m)^[ \t]*\[\[[ \t]*rule[ \t]*\]\]`)
 
-func parseGemini(f File) ([]geminiRule, policy.Diagnostics) {
+func parseGemini(f File, mode string, tier int) ([]geminiRule, policy.Diagnostics) {
 	var ds policy.Diagnostics
 	at := func(line int) policy.Pos { return policy.Pos{File: f.Name, Line: line, Col: 1} }
 	var doc map[string]any
@@ -114,9 +155,9 @@ func parseGemini(f File) ([]geminiRule, policy.Diagnostics) {
 		bad := func(format string, args ...any) {
 			ds = append(ds, diag(CodeInvalid, policy.SeverityError, pos, "rule #%d: "+format, append([]any{i + 1}, args...)...))
 		}
-		r := geminiRule{pos: pos, index: i}
+		r := geminiRule{pos: pos, index: i, tier: tier}
 		var toolNames []string
-		skipMode := false
+		skipMode, yolo := false, false
 		for _, k := range sortedKeys(m) {
 			v := m[k]
 			switch k {
@@ -184,18 +225,16 @@ func parseGemini(f File) ([]geminiRule, policy.Diagnostics) {
 					bad("modes must be a list")
 					continue
 				}
-				inDefault := false
+				holds := len(l) == 0
 				for _, x := range l {
 					s, _ := x.(string)
-					switch s {
-					case "default":
-						inDefault = true
-					case "autoEdit", "yolo", "plan":
-					default:
-						bad("unknown approval mode %v", x)
+					if !slices.Contains(geminiModes, s) {
+						bad("unknown approval mode %v (Gemini CLI's are %s)", x, strings.Join(geminiModes, ", "))
 					}
+					holds = holds || s == mode
+					yolo = yolo || s == "yolo"
 				}
-				skipMode = !inDefault
+				skipMode = !holds
 			case "toolAnnotations":
 				r.args, r.argsWhat = true, "toolAnnotations"
 			case "allow_redirection", "allowRedirection":
@@ -219,7 +258,11 @@ func parseGemini(f File) ([]geminiRule, policy.Diagnostics) {
 			bad("toolName is required (\"*\" for every tool; with mcpName, every tool of the server)")
 		}
 		if skipMode {
-			ds = append(ds, diag(CodeIgnored, policy.SeverityInfo, pos, "rule #%d does not hold in the default approval mode: the import decides as that mode does", i+1))
+			ds = append(ds, diag(CodeIgnored, policy.SeverityInfo, pos, "rule #%d does not hold in the %s approval mode: the import decides as that mode does", i+1, mode))
+			continue
+		}
+		if tier == geminiTiers["extension"] && (r.decision == "allow" || yolo) {
+			ds = append(ds, diag(CodeIgnored, policy.SeverityInfo, pos, "rule #%d: Gemini CLI ignores an extension's allow rules and its rules for the yolo mode", i+1))
 			continue
 		}
 		switch r.decision {
@@ -366,21 +409,47 @@ func geminiRE2(js string) (string, error) {
 	return b.String(), nil
 }
 
-func importGemini(files []File) (*doc, policy.Diagnostics) {
+func importGemini(files []File, o Options) (*doc, policy.Diagnostics) {
 	var ds policy.Diagnostics
+	mode := o.GeminiMode
+	if mode == "" {
+		mode = "default"
+	}
+	if !slices.Contains(geminiModes, mode) {
+		return nil, policy.Diagnostics{diag(CodeInvalid, policy.SeverityError, policy.Pos{File: files[0].Name, Line: 1, Col: 1},
+			"approval mode %q: Gemini CLI's are %s", mode, strings.Join(geminiModes, ", "))}
+	}
+	forced := 0
+	if o.GeminiTier != "" {
+		if forced = geminiTiers[o.GeminiTier]; forced == 0 {
+			return nil, policy.Diagnostics{diag(CodeInvalid, policy.SeverityError, policy.Pos{File: files[0].Name, Line: 1, Col: 1},
+				"tier %q: Gemini CLI's are default, extension, workspace, user and admin", o.GeminiTier)}
+		}
+	}
 	var rules []geminiRule
+	var tiers []string
 	for _, f := range files {
-		rs, fds := parseGemini(f)
+		tier := forced
+		if tier == 0 {
+			tier = geminiFileTier(f.Name, o.HomeDir)
+		}
+		tiers = append(tiers, f.Name+": "+geminiTierNames[tier])
+		rs, fds := parseGemini(f, mode, tier)
 		ds = append(ds, fds...)
+		for i := range rs {
+			rs[i].order = len(rules) + i
+		}
 		rules = append(rules, rs...)
 	}
 	if ds.HasErrors() {
 		return nil, ds
 	}
-	// Gemini CLI's order: priority, highest first; a stable sort keeps
-	// the files' order among equals.
-	sort.SliceStable(rules, func(i, j int) bool { return rules[i].priority > rules[j].priority })
-	d := &doc{name: "gemini-cli-policy", description: "Gemini CLI policy rules, imported for the default approval mode: every deny, then every ask, then every allow."}
+	// Gemini CLI's order: tier + priority/1000, highest first (a stable
+	// sort keeps the files' order among equals).
+	sort.SliceStable(rules, func(i, j int) bool { return rules[i].final() > rules[j].final() })
+	note := fmt.Sprintf("approval mode %s; tiers: %s", mode, strings.Join(tiers, ", "))
+	d := &doc{name: "gemini-cli-policy", note: note,
+		description: "Gemini CLI policy rules, imported for the " + mode + " approval mode: for a shell command every deny, then every ask, then every allow; for another tool Gemini CLI's order."}
 	var allowREs []string
 	for _, r := range rules {
 		if r.decision == "allow" && r.shell && !r.args {
@@ -404,13 +473,13 @@ func importGemini(files []File) (*doc, policy.Diagnostics) {
 		strict := verdict != "allow"
 		cr := rule{
 			id:       sanitizeID(fmt.Sprintf("gemini-%s-%d", r.decision, n+1)),
-			priority: severity(verdict)*10000 + 4000 + r.priority,
+			priority: severity(verdict)*10000 + r.final(),
 			tools:    r.tools,
 			verdict:  verdict,
 			reason:   r.denyMessage,
 			code:     "gemini_policy",
 			src:      r.pos,
-			comment:  fmt.Sprintf("rule #%d: decision %s, priority %d", r.index+1, r.decision, r.priority),
+			comment:  fmt.Sprintf("rule #%d: decision %s, priority %d, tier %s", r.index+1, r.decision, r.priority, geminiTierNames[r.tier]),
 		}
 		if cr.reason == "" {
 			cr.reason = fmt.Sprintf("Gemini CLI policy rule #%d of %s (%s)", r.index+1, r.pos.File, r.decision)
@@ -460,10 +529,88 @@ func importGemini(files []File) (*doc, policy.Diagnostics) {
 				"rule #%d allows shell commands without a command pattern; Gemini CLI still asks for those its heuristics find dangerous, which celguard cannot reproduce: left out (stricter)", r.index+1))
 			continue
 		}
+		if strict && len(r.prefixes) == 0 && r.cmdRegex == "" {
+			// For a call of another tool than the shell, Gemini CLI's
+			// first matching rule decides: a rule of a milder decision
+			// that comes first and matches by the tool's name alone
+			// shadows this one.
+			var by []string
+			for _, h := range rules[:n] {
+				if severity(map[string]string{"deny": "block", "ask_user": "ask", "allow": "allow"}[h.decision]) < severity(verdict) &&
+					!h.args && len(h.prefixes) == 0 && h.cmdRegex == "" && geminiToolsOverlap(r, h) {
+					by = append(by, geminiToolExpr(h))
+				}
+			}
+			if len(by) > 0 {
+				and(fmt.Sprintf("tool in %s || !(%s)", celList(geminiShellTools), strings.Join(by, " || ")))
+			}
+		}
 		d.rules = append(d.rules, cr)
 	}
 	d.cases = geminiCases(rules, d.rules)
 	return d, ds
+}
+
+// final is the rule's place in Gemini CLI's order as an integer: tier ×
+// 1000 + priority (Gemini CLI's tier + priority/1000).
+func (r geminiRule) final() int { return r.tier*1000 + r.priority }
+
+// geminiToolExpr is a CEL expression true when a call's tool is one the
+// rule names (by its name alone).
+func geminiToolExpr(r geminiRule) string {
+	var alts []string
+	if r.tools == nil && r.exactTool == "" && len(r.exactTools) == 0 {
+		return "true"
+	}
+	for _, t := range r.tools {
+		if strings.Contains(t, "*") {
+			alts = append(alts, fmt.Sprintf("glob.match(tool, %q)", t))
+		} else {
+			alts = append(alts, fmt.Sprintf("tool == %q", t))
+		}
+	}
+	if r.exactTool != "" {
+		alts = append(alts, fmt.Sprintf("tool == %q", r.exactTool))
+	}
+	if len(r.exactTools) > 0 {
+		alts = append(alts, fmt.Sprintf("tool in %s", celList(r.exactTools)))
+	}
+	return "(" + strings.Join(alts, " || ") + ")"
+}
+
+// geminiToolsOverlap says whether two rules may name a tool in common
+// (true when unsure: a shadowing test too many is only longer).
+func geminiToolsOverlap(a, b geminiRule) bool {
+	names := func(r geminiRule) []string {
+		l := append(append([]string{}, r.tools...), r.exactTools...)
+		if r.exactTool != "" {
+			l = append(l, r.exactTool)
+		}
+		return l
+	}
+	la, lb := names(a), names(b)
+	if len(la) == 0 || len(lb) == 0 {
+		return true
+	}
+	for _, x := range la {
+		for _, y := range lb {
+			switch {
+			case x == y:
+				return true
+			case strings.Contains(x, "*") && strings.Contains(y, "*"):
+				return true
+			case strings.Contains(x, "*"):
+				if m, _ := path.Match(x, y); m {
+					return true
+				}
+			case strings.Contains(y, "*"):
+				if m, _ := path.Match(y, x); m {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func containsAny(l, of []string) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -19,29 +20,42 @@ import (
 )
 
 // geminiCheck runs Gemini CLI's own policy engine (PolicyEngine and
-// loadPoliciesFromToml from its bundle, the pinned version) in node on a
-// policy file and calls, in the default approval mode, and prints for each
-// call its decision and whether a rule made it.
+// loadPoliciesFromToml from its bundle, the pinned version) in node on
+// policy files, each in its tier, and calls, in an approval mode, and
+// writes for each call its decision and whether a rule made it.
 const geminiCheck = `
-const [,, chunk, policyFile, callsFile] = process.argv;
+const [,, chunk, tiersJSON, mode, callsFile] = process.argv;
 const fs = await import('node:fs');
 const m = await import(chunk);
-const res = await m.loadPoliciesFromToml([policyFile], () => 4);
+const tiers = JSON.parse(tiersJSON);
+const res = await m.loadPoliciesFromToml(Object.keys(tiers), (p) => tiers[p]);
 const errs = res.errors.filter(e => e.severity !== 'warning');
 if (errs.length) { console.error(JSON.stringify(errs)); process.exit(2); }
-const engine = new m.PolicyEngine({ rules: res.rules, checkers: res.checkers, approvalMode: m.ApprovalMode.DEFAULT, defaultDecision: 'ask_user' });
+const engine = new m.PolicyEngine({ rules: res.rules, checkers: res.checkers, approvalMode: mode, defaultDecision: 'ask_user' });
 const out = [];
 for (const call of JSON.parse(fs.readFileSync(callsFile, 'utf8'))) {
   const r = await engine.check({ name: call.tool, args: call.args }, undefined);
   out.push([r.decision, r.rule !== undefined]);
 }
-fs.writeFileSync(callsFile + '.out', JSON.stringify(out));
+fs.writeFileSync(callsFile + '.' + mode, JSON.stringify(out));
 `
 
+// geminiDiffFiles are the differential test's policy files, the name
+// each is imported under (which gives its tier, as Gemini CLI's place
+// would), and that tier's number.
+var geminiDiffFiles = []struct {
+	file, name string
+	tier       int
+}{
+	{"gemini-diff-admin.toml", "/etc/gemini-cli/policies/admin.toml", 5},
+	{"gemini-diff.toml", "team.toml", 4},
+	{"gemini-diff-workspace.toml", ".gemini/policies/workspace.toml", 3},
+}
+
 // TestGeminiDifferential asks Gemini CLI's policy engine and the imported
-// policy about the same generated calls: every decision must be Gemini
-// CLI's or stricter (allow < no rule < ask < deny), each stricter one
-// listed with why.
+// policy about the same generated calls, in each approval mode, with rules
+// in three tiers: every decision must be Gemini CLI's or stricter (allow <
+// no rule < ask < deny), each stricter one listed with why.
 func TestGeminiDifferential(t *testing.T) {
 	bin, err := npmhost.Install(npmhost.Gemini)
 	if err != nil {
@@ -52,19 +66,16 @@ func TestGeminiDifferential(t *testing.T) {
 	if err != nil {
 		t.Fatal("node is not on PATH (npmhost installs it with npm)")
 	}
-	policyPath, _ := filepath.Abs(filepath.Join("testdata", "gemini-diff.toml"))
-	data, err := os.ReadFile(policyPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := importer.Import(importer.Gemini, []importer.File{{Name: "gemini-diff.toml", Data: data}}, importer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := celguard.Load(context.Background(), celguard.WithSources(policy.Source{Name: "imported.yaml", Data: res.Policy}),
-		celguard.WithBundle("none"), celguard.WithUserDir("-"), celguard.WithProjectDir("-"))
-	if err != nil {
-		t.Fatal(err)
+	var files []importer.File
+	tiers := map[string]int{}
+	for _, f := range geminiDiffFiles {
+		p, _ := filepath.Abs(filepath.Join("testdata", f.file))
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, importer.File{Name: f.name, Data: data})
+		tiers[p] = f.tier
 	}
 	calls := geminiDiffCalls()
 	if len(calls) < 200 {
@@ -80,22 +91,58 @@ func TestGeminiDifferential(t *testing.T) {
 	if err := os.WriteFile(callsPath, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(node, script, chunk, policyPath, callsPath)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "GEMINI_CLI_HOME="+dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if out, err := cmd.Output(); err != nil {
-		t.Fatalf("node: %v\n%s%s", err, out, stderr.String())
+	tiersJSON, _ := json.Marshal(tiers)
+	var report strings.Builder
+	report.WriteString("# Calls on which the imported Gemini CLI policy is stricter than Gemini CLI's\n# own policy engine, per approval mode, with why (TestGeminiDifferential).\n")
+	for _, mode := range []string{"default", "autoEdit", "yolo", "plan"} {
+		t.Run(mode, func(t *testing.T) {
+			res, err := importer.Import(importer.Gemini, files, importer.Options{GeminiMode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := celguard.Load(context.Background(), celguard.WithSources(policy.Source{Name: "imported.yaml", Data: res.Policy}),
+				celguard.WithBundle("none"), celguard.WithUserDir("-"), celguard.WithProjectDir("-"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(node, script, chunk, string(tiersJSON), mode, callsPath)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "HOME="+dir, "GEMINI_CLI_HOME="+dir)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if out, err := cmd.Output(); err != nil {
+				t.Fatalf("node: %v\n%s%s", err, out, stderr.String())
+			}
+			raw, err := os.ReadFile(callsPath + "." + mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gem [][2]any
+			if err := json.Unmarshal(raw, &gem); err != nil {
+				t.Fatal(err)
+			}
+			report.WriteString(compareGemini(t, mode, g, calls, gem))
+		})
 	}
-	raw, err := os.ReadFile(callsPath + ".out")
+	golden := filepath.Join("testdata", "gemini-diff.stricter.golden.txt")
+	if *update {
+		if err := os.WriteFile(golden, []byte(report.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var gem [][2]any
-	if err := json.Unmarshal(raw, &gem); err != nil {
-		t.Fatal(err)
+	if string(want) != report.String() {
+		t.Errorf("%s differs from the stricter cases found (run go test -update and review the diff):\n%s", golden, report.String())
 	}
+}
+
+// compareGemini compares Gemini CLI's decisions with the imported
+// policy's on the same calls.
+func compareGemini(t *testing.T, mode string, g *celguard.Guard, calls []diffCall, gem [][2]any) string {
+	var out strings.Builder
 	rank := map[string]int{"allow": 0, "none": 1, "ask_user": 2, "deny": 3}
 	equal, stricter := 0, 0
 	for i, c := range calls {
@@ -123,17 +170,21 @@ func TestGeminiDifferential(t *testing.T) {
 			equal++
 		case rank[got] > rank[want]:
 			stricter++
-			t.Logf("stricter: %s %v: gemini %s (by a rule: %v), celguard %s (%s): %s", c.Tool, c.Args, want, byRule, got, d.RuleID, geminiWhy(c, want, byRule, got))
+			args, _ := json.Marshal(c.Args)
+			fmt.Fprintf(&out, "%s: %s %s: gemini %s, celguard %s (%s): %s\n", mode, c.Tool, args, want, got, d.RuleID, geminiWhy(mode, c, want, byRule, got))
 		default:
 			t.Errorf("LOOSER: %s %v: gemini %s (by a rule: %v), celguard %s (%s)", c.Tool, c.Args, want, byRule, got, d.RuleID)
 		}
 	}
-	t.Logf("%d calls: %d equal, %d stricter", len(calls), equal, stricter)
+	t.Logf("%s mode: %d calls: %d equal, %d stricter, none looser", mode, len(calls), equal, stricter)
+	return fmt.Sprintf("## %s: %d calls, %d equal, %d stricter\n", mode, len(calls), equal, stricter) + out.String()
 }
 
-func geminiWhy(c diffCall, want string, byRule bool, got string) string {
+func geminiWhy(mode string, c diffCall, want string, byRule bool, got string) string {
 	cmd, _ := c.Args["command"].(string)
 	switch {
+	case want == "allow" && !byRule && mode == "yolo":
+		return "the yolo mode allows what no rule names; the import leaves it to the rest of the policy set"
 	case want == "allow" && !byRule:
 		return "Gemini CLI's heuristics allow a command no rule names; the import leaves it to the rest of the policy set"
 	case want == "allow" && got == "none":

@@ -90,6 +90,17 @@ type Options struct {
 	PolicyFile string
 	// Name is the policy's name; empty means one derived from the format.
 	Name string
+	// GeminiMode is the Gemini CLI approval mode the import decides as
+	// (default, autoEdit, yolo or plan); empty means default.
+	GeminiMode string
+	// GeminiTier is the tier every Gemini CLI file is read in (default,
+	// extension, workspace, user or admin); empty means the tier Gemini CLI
+	// gives the file's place (see HomeDir).
+	GeminiTier string
+	// HomeDir is the user's home directory, which tells a Gemini CLI user
+	// policy (~/.gemini/policies) from a project's; empty: only a name
+	// starting with ~/ is the user's.
+	HomeDir string
 }
 
 // Result is what an import writes.
@@ -122,7 +133,7 @@ func Import(f Format, files []File, o Options) (*Result, error) {
 	case Claude:
 		d, ds = importClaude(files)
 	case Gemini:
-		d, ds = importGemini(files)
+		d, ds = importGemini(files, o)
 	case Codex:
 		d, ds = importCodex(files)
 	case Cursor:
@@ -165,6 +176,9 @@ type doc struct {
 	variables   []variable
 	rules       []rule
 	cases       []testCase
+	// note is one more header line: how the import was asked to read
+	// the sources (Gemini CLI's approval mode and tiers).
+	note string
 }
 
 type variable struct{ name, expr string }
@@ -204,6 +218,9 @@ func (d *doc) header(what string) string {
 	for _, f := range d.files {
 		sum := sha256.Sum256(f.Data)
 		fmt.Fprintf(&b, "#   %s sha256:%s\n", comment(f.Name), hex.EncodeToString(sum[:]))
+	}
+	if d.note != "" {
+		fmt.Fprintf(&b, "# Read as: %s\n", comment(d.note))
 	}
 	b.WriteString("# Regenerate it rather than editing it: the same sources give the same bytes.\n")
 	return b.String()

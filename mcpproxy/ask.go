@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -33,19 +34,26 @@ type approval struct {
 // 2026-07-28) whose request state binds it to this request; the client's
 // retry carries the user's answer (responses, state), and the request
 // runs only if the user accepted and the state matches the request
-// decided again. Without elicitation the request is refused.
-func (p *Proxy) ask(ss *mcp.ServerSession, responses mcp.InputResponseMap, gotState, what, subject string, payload any, d eval.Decision) approval {
+// decided again. Without elicitation the request is refused as the hooks
+// refuse an ask on a host that cannot ask: with the approval request the
+// engine recorded in sess (celguard.Config.ApprovalRequests) and the
+// command that approves it (Config.ApproveCommand); the identical request
+// made again after the approval runs.
+func (p *Proxy) ask(ctx context.Context, ss *mcp.ServerSession, sess *eval.Session, responses mcp.InputResponseMap, gotState, what, subject string, payload any, d eval.Decision) approval {
 	if ss == nil || ss.InitializeParams() == nil || ss.InitializeParams().Capabilities == nil || ss.InitializeParams().Capabilities.Elicitation == nil {
-		why := message(d) + ". This " + what + " needs a person's approval and this MCP client cannot be asked (it declares no elicitation), so celguard refused it"
-		if d.Approval != nil && d.Approval.Request != "" {
-			why += " as approval request " + d.Approval.Request
-		}
-		return approval{refused: why}
+		return approval{refused: p.approvalRefusal(sess.ID(), what, d)}
 	}
 	state := p.bind(ss, subject, d.RuleID, payload)
 	if resp, ok := responses[approvalInput]; ok {
 		if gotState != state {
 			return approval{refused: message(d) + ". The approval answered was for another request, so celguard refused this " + what}
+		}
+		// The user answered here: the request recorded for a person to
+		// answer later is answered too, and leaves the inbox.
+		if d.Approval != nil && d.Approval.Request != "" {
+			if _, err := sess.Revoke(ctx, d.Approval.Request); err != nil {
+				p.log.Warn("the answered approval request could not be removed", "request", d.Approval.Request, "error", err)
+			}
 		}
 		if er, ok := resp.(*mcp.ElicitResult); ok && er.Action == "accept" && er.Content["approve"] == true {
 			return approval{}
@@ -60,6 +68,33 @@ func (p *Proxy) ask(ss *mcp.ServerSession, responses mcp.InputResponseMap, gotSt
 		}},
 		state: state,
 	}
+}
+
+// approvalRefusal is the refusal of an ask the client cannot put to its
+// user: with a pending request, it names the request and the command a
+// person runs to approve it, and says what the agent should tell the user.
+func (p *Proxy) approvalRefusal(session, what string, d eval.Decision) string {
+	head := message(d) + ". This " + what + " needs a person's approval and this MCP client cannot ask for it (it declares no elicitation), so celguard refused it"
+	if d.Approval == nil || d.Approval.Request == "" {
+		if p.cfg.NoApprovals != "" {
+			return head + ", and " + p.cfg.NoApprovals
+		}
+		return head + ", and no approval can let it run from inside this session (the rule is mandatory, or this proxy keeps no requests for approval): do not make it again; tell the user that celguard needs a person for it."
+	}
+	cmd := "celguard approve"
+	if p.cfg.ApproveCommand != nil {
+		cmd = p.cfg.ApproveCommand(session)
+	}
+	id := d.Approval.Request
+	every := "every " + what + " of this server"
+	if what == "call" && d.Tool != "" {
+		every = "every call of " + d.Tool
+	}
+	return fmt.Sprintf("%s as approval request %s. Tell the user: \"celguard asks your approval for this %s. To approve this exact %s once, run in your own terminal: %s %s "+
+		"(or with --session to approve %s that rule %s asks about, for the rest of this session).\" "+
+		"When the user says it is approved, make the identical %s again; a different one is asked again. "+
+		"Do not run %s yourself: it refuses inside an agent's tool call.",
+		head, id, what, what, cmd, id, every, d.RuleID, what, cmd)
 }
 
 // bind is the request state of an approval: an HMAC, under the proxy's

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,6 +71,26 @@ rules:
     condition: 'resource.kind == "prompt" && resource.name == "simple-prompt"'
     verdict: ask
     reason: the simple prompt needs approval
+  - id: redact-created-at
+    phase: after
+    match: {tools: ["mcp__everything__resources/read", "mcp__everything__prompts/get"]}
+    condition: 'result.content.contains(" created at ")'
+    verdict: modify
+    modify:
+      content: 'regex.replace(result.content, " created at .*", " created at [REDACTED]")'
+  - id: redact-city
+    phase: after
+    match: {tools: ["mcp__everything__prompts/get"]}
+    condition: 'args.name == "args-prompt" && result.content.contains("Paris")'
+    verdict: modify
+    modify:
+      content: 'result.content.replace("Paris", "[CITY]")'
+  - id: withhold-13
+    phase: after
+    match: {tools: ["mcp__everything__resources/read"]}
+    condition: 'result.content.startsWith("Resource 13:")'
+    verdict: block
+    code: read_withheld
   - id: no-echo-after-untrusted
     match: {tools: [mcp__everything__echo]}
     condition: '"untrusted_content" in session.labels'
@@ -263,6 +284,95 @@ func TestGateway(t *testing.T) {
 		other := client(t, url, "lead", nil)
 		if res := call(t, other, "everything__echo", map[string]any{"message": "hi"}); res.IsError {
 			t.Fatalf("echo in a fresh session: %q", text(res))
+		}
+	})
+
+	t.Run("what a resource or a prompt returns is redacted or withheld by rules of phase after", func(t *testing.T) {
+		reader := client(t, url, "lead", nil)
+		res, err := reader.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "demo://resource/dynamic/text/3"})
+		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "Resource 3: This is a plaintext resource created at [REDACTED]" || res.Contents[0].URI != "demo://resource/dynamic/text/3" {
+			t.Fatalf("a redacted read: %v %+v", err, res)
+		}
+		// A read the rule does not match passes as the server sent it.
+		if res, err := reader.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "demo://resource/static/document/features.md"}); err != nil || !strings.Contains(res.Contents[0].Text, "get-env") || res.Contents[0].MIMEType == "text/plain" {
+			t.Fatalf("an untouched read: %v %+v", err, res)
+		}
+		// A blob has no text: nothing to redact, and it passes.
+		if res, err := reader.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "demo://resource/dynamic/blob/3"}); err != nil || len(res.Contents) != 1 || len(res.Contents[0].Blob) == 0 {
+			t.Fatalf("a blob: %v %+v", err, res)
+		}
+		if _, err := reader.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "demo://resource/dynamic/text/13"}); err == nil || !strings.Contains(err.Error(), "read_withheld") {
+			t.Fatalf("a withheld read: %v", err)
+		}
+		pr, err := reader.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "everything__args-prompt", Arguments: map[string]string{"city": "Paris"}})
+		if err != nil || len(pr.Messages) != 1 || pr.Messages[0].Role != "user" {
+			t.Fatalf("a redacted prompt: %v %+v", err, pr)
+		}
+		if tc, ok := pr.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "What's weather in [CITY]?" {
+			t.Fatalf("the redacted prompt's message: %+v", pr.Messages[0].Content)
+		}
+		// A prompt that embeds a resource: the resource's text is read and
+		// redacted too, and the embedded resource is not passed on.
+		pr, err = reader.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "everything__resource-prompt", Arguments: map[string]string{"resourceType": "Text", "resourceId": "2"}})
+		if err != nil || len(pr.Messages) != 1 {
+			t.Fatalf("a redacted prompt with a resource: %v %+v", err, pr)
+		}
+		tc, ok := pr.Messages[0].Content.(*mcp.TextContent)
+		if !ok || !strings.Contains(tc.Text, "Resource 2: This is a plaintext resource created at [REDACTED]") || !strings.Contains(tc.Text, "Please analyze") {
+			t.Fatalf("the redacted prompt with a resource: %+v", pr.Messages[0].Content)
+		}
+	})
+
+	t.Run("subscriptions and completions pass through, decided as reads", func(t *testing.T) {
+		updates := make(chan string, 8)
+		c := mcp.NewClient(&mcp.Implementation{Name: "lead", Version: "1"}, &mcp.ClientOptions{
+			ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updates <- req.Params.URI },
+		})
+		// 2025-11-25: resources/subscribe answers (on 2026-07-28 the SDK's
+		// client subscribes in the background and sees no refusal).
+		sub, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		if err := sub.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "demo://resource/static/document/extension.md"}); err == nil || !strings.Contains(err.Error(), "doc_blocked") {
+			t.Fatalf("a subscription to a refused resource: %v", err)
+		}
+		const doc = "demo://resource/static/document/architecture.md"
+		if err := sub.Subscribe(context.Background(), &mcp.SubscribeParams{URI: doc}); err != nil {
+			t.Fatal(err)
+		}
+		// The everything server sends its subscribers an update at once
+		// when this tool turns its simulated updates on.
+		if res := call(t, sub, "everything__toggle-subscriber-updates", nil); res.IsError {
+			t.Fatalf("toggle-subscriber-updates: %q", text(res))
+		}
+		if got := wait(t, updates, "resources/updated from the everything server"); got != doc {
+			t.Fatalf("an update of %s", got)
+		}
+		call(t, sub, "everything__toggle-subscriber-updates", nil)
+		if err := sub.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: doc}); err != nil {
+			t.Fatal(err)
+		}
+
+		res, err := sub.Complete(context.Background(), &mcp.CompleteParams{
+			Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "everything__resource-prompt"},
+			Argument: mcp.CompleteParamsArgument{Name: "resourceType", Value: "T"},
+		})
+		if err != nil || !slices.Contains(res.Completion.Values, "Text") {
+			t.Fatalf("a completion of a prompt's argument: %v %+v", err, res)
+		}
+		if _, err := sub.Complete(context.Background(), &mcp.CompleteParams{
+			Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "everything__simple-prompt"},
+			Argument: mcp.CompleteParamsArgument{Name: "x", Value: "y"},
+		}); err == nil || !strings.Contains(err.Error(), "needs a person's approval") {
+			t.Fatalf("a completion of an asked prompt: %v", err)
+		}
+		if _, err := sub.Complete(context.Background(), &mcp.CompleteParams{
+			Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "no-such-prompt"},
+			Argument: mcp.CompleteParamsArgument{Name: "x", Value: "y"},
+		}); err == nil || !strings.Contains(err.Error(), mcpproxy.CodeReadRefused) {
+			t.Fatalf("a completion of an unknown prompt: %v", err)
 		}
 	})
 

@@ -13,7 +13,11 @@
 // (a hidden tool is refused if called) and may rewrite a description;
 // rules of phase resource decide resources/read and prompts/get. An
 // upstream that dies, hangs or answers garbage fails that call closed, and
-// the proxy keeps serving: the next call starts the upstream again.
+// the proxy keeps serving: the next call starts the upstream again. What an
+// upstream changes while the proxy runs (its list_changed notifications)
+// is offered again, tools checked against the pins (sync.go); resource
+// subscriptions and completions pass through decided as reads
+// (subscribe.go).
 //
 // The proxy is served over stdio (Run, for a client's mcpServers entry)
 // or streamable HTTP (Handler: alone, or inside `celguard serve` with its
@@ -65,6 +69,11 @@ const (
 	// CodeToolHidden: a rule of phase tools hides the tool from this
 	// session; a client that calls it anyway is refused.
 	CodeToolHidden = "tool_hidden"
+	// CodeNoSession: the client connection's session could not be had
+	// (Config.Sessions refused it: an id it does not accept, or as many
+	// sessions as it may keep), so nothing was decided and the request is
+	// refused.
+	CodeNoSession = "no_session"
 )
 
 // Keys of the initialize request's _meta a client may send.
@@ -119,6 +128,22 @@ type Config struct {
 	Version string
 	// Logger receives the proxy's own events; none when nil.
 	Logger *slog.Logger
+	// Sessions, when set, gives the proxy the celguard session of each
+	// client connection instead of sessions of the proxy's own: `celguard
+	// serve` passes its session table, so that a gateway's client is one of
+	// its sessions (its status, console, approval routes). It is asked on
+	// every request, so that a session the table forgot is made again.
+	Sessions Sessions
+	// ApproveCommand is the command a person runs to answer an approval
+	// request of session, named (with the request's id after it) in the
+	// refusal of an ask the client cannot put to its user; "celguard
+	// approve" when nil. Requests are recorded when the engine records
+	// them (celguard.Config.ApprovalRequests).
+	ApproveCommand func(session string) string
+	// NoApprovals, when not empty, says why no approval can be given here
+	// (the proxy keeps its sessions where `celguard approve` cannot reach
+	// them), in the refusal of such an ask.
+	NoApprovals string
 	// Pins, when set, is the pins file: the digest of each upstream tool's
 	// definition is recorded there on first use, and a tool whose
 	// definition changed since (checked at start and whenever an upstream
@@ -140,6 +165,8 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	tools map[string]*exposedTool // by the name the client sees
+	reads map[string]offered      // resources, templates, prompts (resourceKey, ...)
+	subs  map[string]int          // client subscriptions by resource URI (subscribe.go)
 
 	sessions sync.Map // *mcp.ServerSession -> *clientSession
 
@@ -153,10 +180,36 @@ type exposedTool struct {
 	tool *mcp.Tool // the upstream's definition, under the upstream's name
 }
 
-// clientSession is what the proxy keeps of a client connection.
+// Sessions gives the proxy the celguard session of a client connection
+// (Config.Sessions).
+type Sessions interface {
+	// Session returns session id, made for agent with meta when there is
+	// none. An error (the id is not one the sessions accept, there are as
+	// many sessions as may be) refuses the request.
+	Session(id string, agent eval.Agent, meta map[string]any) (*eval.Session, error)
+}
+
+// clientSession is what the proxy keeps of a client connection: its
+// celguard session's id, agent and metadata, and the session itself
+// unless Config.Sessions keeps it.
 type clientSession struct {
-	sess  *eval.Session
+	id    string
 	agent eval.Agent
+	meta  map[string]any
+	own   *eval.Session
+}
+
+// evalSession is cs's celguard session: the proxy's own, or the one
+// Config.Sessions keeps under its id.
+func (p *Proxy) evalSession(cs *clientSession) (*eval.Session, error) {
+	if cs.own != nil {
+		return cs.own, nil
+	}
+	sess, err := p.cfg.Sessions.Session(cs.id, cs.agent, cs.meta)
+	if err != nil {
+		return nil, fmt.Errorf("no session %q: %w", cs.id, err)
+	}
+	return sess, nil
 }
 
 // New builds the engine (or takes Config.Guard), connects to every
@@ -189,7 +242,7 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{cfg: cfg, log: log, tools: map[string]*exposedTool{}, prefixed: len(cfg.Upstreams) > 1}
+	p := &Proxy{cfg: cfg, log: log, tools: map[string]*exposedTool{}, reads: map[string]offered{}, subs: map[string]int{}, prefixed: len(cfg.Upstreams) > 1}
 	if cfg.Guard != nil {
 		p.guard = cfg.Guard
 	} else {
@@ -215,7 +268,9 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 			return nil, err
 		}
 	}
-	p.server = mcp.NewServer(&mcp.Implementation{Name: "celguard-mcp-proxy", Version: cfg.Version}, nil)
+	p.server = mcp.NewServer(&mcp.Implementation{Name: "celguard-mcp-proxy", Version: cfg.Version}, &mcp.ServerOptions{
+		SubscribeHandler: p.subscribe, UnsubscribeHandler: p.unsubscribe, CompletionHandler: p.complete,
+	})
 	p.server.AddReceivingMiddleware(p.visibility)
 	for _, u := range cfg.Upstreams {
 		up := &upstream{p: p, name: u.Name, transport: u.Transport}
@@ -235,27 +290,13 @@ func (p *Proxy) offer(ctx context.Context, up *upstream) error {
 		return err
 	}
 	up.session = cs
-	tools, err := listTools(ctx, cs)
-	if err != nil {
-		return fmt.Errorf("mcpproxy: listing %s's tools: %w", up.name, err)
+	if err := p.syncTools(ctx, up, cs); err != nil {
+		return err
 	}
-	if p.pins != nil {
-		changed, err := p.pins.check(up.name, tools)
-		if err != nil {
-			return err
-		}
-		for name := range changed {
-			p.log.Warn("tool definition changed since it was pinned: not offered until an operator accepts it", "server", up.name, "tool", name, "code", CodeToolChanged)
-		}
+	if err := p.syncResources(ctx, up, cs); err != nil {
+		return err
 	}
-	for _, t := range tools {
-		if err := p.addTool(up, t); err != nil {
-			// A tool the SDK cannot offer is not offered: it cannot be
-			// called through the proxy either.
-			p.log.Warn("tool not offered", "server", up.name, "tool", t.Name, "error", err)
-		}
-	}
-	return p.offerReads(ctx, up, cs)
+	return p.syncPrompts(ctx, up, cs)
 }
 
 // clientName is the name the client sees for an upstream's tool or prompt.
@@ -322,11 +363,11 @@ func (p *Proxy) Close() error {
 // ToolName is the name the policy sees for tool of server: mcp__SERVER__TOOL.
 func ToolName(server, tool string) string { return "mcp__" + server + "__" + tool }
 
-// session is what the proxy keeps of a client connection: the eval
-// session its initialize _meta names, else one of its own, and its agent.
+// session is what the proxy keeps of a client connection: the session
+// its initialize _meta names, else one of its own, and its agent.
 func (p *Proxy) session(ss *mcp.ServerSession) *clientSession {
 	if ss == nil {
-		return &clientSession{sess: p.guard.NewSession("mcp-"+randomID(), nil)}
+		return p.newClientSession("mcp-"+randomID(), eval.Agent{}, map[string]any{"frontend": "mcp"})
 	}
 	if s, ok := p.sessions.Load(ss); ok {
 		return s.(*clientSession)
@@ -349,7 +390,7 @@ func (p *Proxy) session(ss *mcp.ServerSession) *clientSession {
 	if id == "" {
 		id = "mcp-" + randomID()
 	}
-	s, loaded := p.sessions.LoadOrStore(ss, &clientSession{sess: p.guard.NewSession(id, meta), agent: agent})
+	s, loaded := p.sessions.LoadOrStore(ss, p.newClientSession(id, agent, meta))
 	if !loaded {
 		go func() {
 			ss.Wait()
@@ -357,6 +398,16 @@ func (p *Proxy) session(ss *mcp.ServerSession) *clientSession {
 		}()
 	}
 	return s.(*clientSession)
+}
+
+// newClientSession is a client connection's session: one of the proxy's
+// own, or a name for the one Config.Sessions keeps.
+func (p *Proxy) newClientSession(id string, agent eval.Agent, meta map[string]any) *clientSession {
+	cs := &clientSession{id: id, agent: agent, meta: meta}
+	if p.cfg.Sessions == nil {
+		cs.own = p.guard.NewSession(id, meta)
+	}
+	return cs
 }
 
 // refusal is a tool result the model reads as the call's failure.

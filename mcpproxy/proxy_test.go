@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -13,9 +14,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/celguard/celguard"
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/internal/npmhost"
 	"github.com/celguard/celguard/mcpproxy"
 	"github.com/celguard/celguard/policies"
+	"github.com/celguard/celguard/store"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // filesystemServer is the reference MCP filesystem server the tests run
@@ -208,7 +213,7 @@ func TestFilesystemServer(t *testing.T) {
 	t.Run("an ask without elicitation is refused with the way to approve it", func(t *testing.T) {
 		p := filepath.Join(up.root, "ask.txt")
 		res := call(t, cs, "write_file", map[string]any{"path": p, "content": "x"})
-		if !res.IsError || !strings.Contains(text(res), "needs approval") || !strings.Contains(text(res), "declares no elicitation") {
+		if !res.IsError || !strings.Contains(text(res), "needs approval") || !strings.Contains(text(res), "declares no elicitation") || !strings.Contains(text(res), "no approval can let it run") {
 			t.Fatalf("want an approval refusal, got %v %q", res.IsError, text(res))
 		}
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
@@ -325,5 +330,96 @@ func TestElicitation(t *testing.T) {
 	}
 	if len(asked) != 2 || !strings.Contains(asked[0], "rule ask-for-approved") {
 		t.Fatalf("elicitations: %q", asked)
+	}
+}
+
+// requestID is the approval request a refusal names.
+var requestID = regexp.MustCompile(`approval request ([0-9a-f]{8})`)
+
+// TestApprovalWithoutElicitation: a client that declares no elicitation
+// gets, for an ask, a refusal that names an approval request recorded in
+// the proxy's state directory and the command that approves it; once a
+// person approves it there (as `celguard approve ID` does), the identical
+// call reaches the server, once; a different call is still asked; a
+// session approval covers the rule's calls of that tool.
+func TestApprovalWithoutElicitation(t *testing.T) {
+	up := filesystemUpstream(t)
+	dir := t.TempDir()
+	sd := &statedir.Dir{Dir: dir}
+	ecfg := engineConfig(t)
+	ecfg.Store, ecfg.ApprovalRequests = store.NewFileDir(sd), true
+	approveCmd := "celguard approve --state-dir " + dir
+	_, cs := connect(t, mcpproxy.Config{Name: "fs", Upstream: up.transport, Engine: ecfg,
+		ApproveCommand: func(string) string { return approveCmd }}, nil)
+	ctx := context.Background()
+
+	asked := func(path string) string {
+		t.Helper()
+		res := call(t, cs, "write_file", map[string]any{"path": path, "content": "x"})
+		m := requestID.FindStringSubmatch(text(res))
+		if !res.IsError || m == nil || !strings.Contains(text(res), approveCmd+" "+m[1]) || !strings.Contains(text(res), "rule ask-for-approved") {
+			t.Fatalf("want a refusal naming the request and %q, got %v %q", approveCmd, res.IsError, text(res))
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Fatalf("%s exists after the refusal: %v", path, err)
+		}
+		return m[1]
+	}
+	approve := func(id string, scope eval.GrantScope) {
+		t.Helper()
+		req, _, err := hooks.FindRequest(ctx, sd, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.Tool != "mcp__fs__write_file" {
+			t.Fatalf("request %s is for %s", id, req.Tool)
+		}
+		if _, err := hooks.Approve(ctx, sd, req, scope, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(path, content string) *mcp.CallToolResult {
+		return call(t, cs, "write_file", map[string]any{"path": path, "content": content})
+	}
+
+	p := filepath.Join(up.root, "ask.txt")
+	id := asked(p)
+	if again := asked(p); again != id {
+		t.Fatalf("the retried call made request %s, not %s", again, id)
+	}
+	approve(id, eval.GrantOnce)
+	other := filepath.Join(up.root, "other-ask.txt")
+	otherID := asked(other)
+	if otherID == id {
+		t.Fatal("a different call shares the approved request")
+	}
+	if res := write(p, "x"); res.IsError {
+		t.Fatalf("the approved call was refused: %s", text(res))
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != "x" {
+		t.Fatalf("ask.txt = %q, %v", b, err)
+	}
+	if res := write(p, "x"); !res.IsError {
+		t.Fatal("an approval once let the call run twice")
+	}
+
+	approve(otherID, eval.GrantSession)
+	third := filepath.Join(up.root, "third-ask.txt")
+	if res := write(third, "3"); res.IsError {
+		t.Fatalf("a session approval did not cover another call of the rule: %s", text(res))
+	}
+	if b, err := os.ReadFile(third); err != nil || string(b) != "3" {
+		t.Fatalf("third-ask.txt = %q, %v", b, err)
+	}
+}
+
+// TestNoApprovalsHere: an engine that records no requests refuses an ask
+// with what the proxy was told (Config.NoApprovals) and names no command.
+func TestNoApprovalsHere(t *testing.T) {
+	up := filesystemUpstream(t)
+	_, cs := connect(t, mcpproxy.Config{Name: "fs", Upstream: up.transport, Engine: engineConfig(t), NoApprovals: "this proxy keeps its sessions in memory"}, nil)
+	res := call(t, cs, "write_file", map[string]any{"path": filepath.Join(up.root, "ask.txt"), "content": "x"})
+	if !res.IsError || !strings.HasSuffix(text(res), ", and this proxy keeps its sessions in memory") || strings.Contains(text(res), "celguard approve") {
+		t.Fatalf("got %v %q", res.IsError, text(res))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,43 +15,6 @@ import (
 // CodeReadRefused: a resources/read or prompts/get the policy refused
 // (the decision's own code, when it has one, comes first in the message).
 const CodeReadRefused = "read_refused"
-
-// offerReads offers up's resources, resource templates and prompts, each
-// read decided by the rules of phase resource before it reaches up.
-func (p *Proxy) offerReads(ctx context.Context, up *upstream, cs *mcp.ClientSession) error {
-	caps := cs.InitializeResult().Capabilities
-	if caps == nil {
-		return nil
-	}
-	if caps.Resources != nil {
-		for r, err := range cs.Resources(ctx, nil) {
-			if err != nil {
-				return fmt.Errorf("mcpproxy: listing %s's resources: %w", up.name, err)
-			}
-			offer := *r
-			p.safely(up, "resource "+r.URI, func() { p.server.AddResource(&offer, p.readResource(up)) })
-		}
-		for t, err := range cs.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				return fmt.Errorf("mcpproxy: listing %s's resource templates: %w", up.name, err)
-			}
-			offer := *t
-			p.safely(up, "resource template "+t.URITemplate, func() { p.server.AddResourceTemplate(&offer, p.readResource(up)) })
-		}
-	}
-	if caps.Prompts != nil {
-		for pr, err := range cs.Prompts(ctx, nil) {
-			if err != nil {
-				return fmt.Errorf("mcpproxy: listing %s's prompts: %w", up.name, err)
-			}
-			offer := *pr
-			offer.Name = p.clientName(up, pr.Name)
-			name := pr.Name
-			p.safely(up, "prompt "+pr.Name, func() { p.server.AddPrompt(&offer, p.getPrompt(up, name)) })
-		}
-	}
-	return nil
-}
 
 // safely runs add, logging instead of failing when the SDK refuses what an
 // upstream offers (it panics on an invalid URI or template): what is not
@@ -68,7 +32,7 @@ func (p *Proxy) safely(up *upstream, what string, add func()) {
 func (p *Proxy) readResource(up *upstream) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		r := eval.Resource{Server: up.name, Kind: eval.KindResource, URI: req.Params.URI}
-		a, err := p.decideRead(ctx, req.Session, req.Params.InputResponses, req.Params.RequestState, r)
+		a, sess, err := p.decideRead(ctx, req.Session, req.Params.InputResponses, req.Params.RequestState, &r, true)
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +49,13 @@ func (p *Proxy) readResource(up *upstream) mcp.ResourceHandler {
 		if res.InputRequests != nil || res.RequestState != "" {
 			return nil, fmt.Errorf("celguard: the %s server asked the client for input, which the proxy does not forward, so the read was refused (code %s)", up.name, CodeUpstreamFailed)
 		}
-		return res, nil
+		rewritten, err := p.afterRead(ctx, sess, r, resourceText(res))
+		if err != nil || rewritten == nil {
+			return res, err
+		}
+		// A rewritten read replaces every part of the original: a blob,
+		// or another part, may hold what was redacted.
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: *rewritten}}}, nil
 	}
 }
 
@@ -93,7 +63,7 @@ func (p *Proxy) readResource(up *upstream) mcp.ResourceHandler {
 func (p *Proxy) getPrompt(up *upstream, name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		r := eval.Resource{Server: up.name, Kind: eval.KindPrompt, Name: name, Arguments: req.Params.Arguments}
-		a, err := p.decideRead(ctx, req.Session, req.Params.InputResponses, req.Params.RequestState, r)
+		a, sess, err := p.decideRead(ctx, req.Session, req.Params.InputResponses, req.Params.RequestState, &r, true)
 		if err != nil {
 			return nil, err
 		}
@@ -110,19 +80,37 @@ func (p *Proxy) getPrompt(up *upstream, name string) mcp.PromptHandler {
 		if res.InputRequests != nil || res.RequestState != "" {
 			return nil, fmt.Errorf("celguard: the %s server asked the client for input, which the proxy does not forward, so the prompt was refused (code %s)", up.name, CodeUpstreamFailed)
 		}
-		return res, nil
+		rewritten, err := p.afterRead(ctx, sess, r, promptText(res))
+		if err != nil || rewritten == nil {
+			return res, err
+		}
+		// A rewritten prompt is one message of the rewritten text, in the
+		// role of the first: every part of the original may hold what was
+		// redacted.
+		role := mcp.Role("user")
+		if len(res.Messages) > 0 && res.Messages[0] != nil && res.Messages[0].Role != "" {
+			role = res.Messages[0].Role
+		}
+		return &mcp.GetPromptResult{Description: res.Description, Messages: []*mcp.PromptMessage{{Role: role, Content: &mcp.TextContent{Text: *rewritten}}}}, nil
 	}
 }
 
 // decideRead decides a read (phase resource): nil error and a zero
 // approval let it through; input requests put an ask to the user; an
-// error refuses it (a JSON-RPC error: a read has no error result).
-func (p *Proxy) decideRead(ctx context.Context, ss *mcp.ServerSession, responses mcp.InputResponseMap, state string, r eval.Resource) (approval, error) {
+// error refuses it (a JSON-RPC error: a read has no error result). It
+// returns the client's session, and sets r's agent. Without elicit (a
+// request that cannot carry the question) an ask is refused with its
+// approval request, whatever the client declares.
+func (p *Proxy) decideRead(ctx context.Context, ss *mcp.ServerSession, responses mcp.InputResponseMap, state string, r *eval.Resource, elicit bool) (approval, *eval.Session, error) {
 	cs := p.session(ss)
-	r.Agent = cs.agent
-	d, err := cs.sess.Resource(ctx, r)
+	sess, err := p.evalSession(cs)
 	if err != nil {
-		return approval{}, errors.New("celguard: " + err.Error())
+		return approval{}, nil, fmt.Errorf("celguard: %v, so the %s was refused (code %s)", err, r.Kind, CodeNoSession)
+	}
+	r.Agent = cs.agent
+	d, err := sess.Resource(ctx, *r)
+	if err != nil {
+		return approval{}, nil, errors.New("celguard: " + err.Error())
 	}
 	what, subject := "read", r.URI
 	if r.Kind == eval.KindPrompt {
@@ -130,13 +118,68 @@ func (p *Proxy) decideRead(ctx context.Context, ss *mcp.ServerSession, responses
 	}
 	switch d.Verdict {
 	case policy.Allow, policy.Warn:
-		return approval{}, nil
+		return approval{}, sess, nil
 	case policy.Ask:
-		a := p.ask(ss, responses, state, what, r.Server+"\x00"+subject, r.Arguments, d)
-		if a.refused != "" {
-			return approval{}, fmt.Errorf("%s (code %s)", a.refused, CodeReadRefused)
+		asker := ss
+		if !elicit {
+			asker = nil
 		}
-		return a, nil
+		a := p.ask(ctx, asker, sess, responses, state, what, r.Server+"\x00"+subject, r.Arguments, d)
+		if a.refused != "" {
+			return approval{}, nil, fmt.Errorf("%s (code %s)", a.refused, CodeReadRefused)
+		}
+		return a, sess, nil
 	}
-	return approval{}, fmt.Errorf("%s (code %s)", message(d), CodeReadRefused)
+	return approval{}, nil, fmt.Errorf("%s (code %s)", message(d), CodeReadRefused)
+}
+
+// afterRead decides what a read returned, as a tool's result is decided:
+// the rules of phase after whose tools match the read's call
+// (eval.ReadCall: mcp__SERVER__resources/read with args.uri,
+// mcp__SERVER__prompts/get with args.name and args.arguments) read its text
+// as result.content, and may let it through (nil), rewrite it (modify
+// content: the text the client gets instead) or withhold it (an error).
+func (p *Proxy) afterRead(ctx context.Context, sess *eval.Session, r eval.Resource, content string) (*string, error) {
+	call := eval.ReadCall(r)
+	call.Cwd = p.cfg.Cwd
+	d, err := sess.After(ctx, call, eval.Result{Content: content})
+	if err != nil {
+		return nil, errors.New("celguard: " + err.Error())
+	}
+	if !d.Allowed() {
+		return nil, fmt.Errorf("%s (code %s)", message(d), CodeReadRefused)
+	}
+	return d.Content, nil
+}
+
+// resourceText is what rules read as result.content of a resource read:
+// its text parts, one after the other (blobs are not text).
+func resourceText(res *mcp.ReadResourceResult) string {
+	var b strings.Builder
+	for _, c := range res.Contents {
+		if c != nil {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
+// promptText is what rules read as result.content of a prompt: the text
+// of its messages (and of the resources they embed), a blank line apart.
+func promptText(res *mcp.GetPromptResult) string {
+	var parts []string
+	for _, m := range res.Messages {
+		if m == nil {
+			continue
+		}
+		switch c := m.Content.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, c.Text)
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				parts = append(parts, c.Resource.Text)
+			}
+		}
+	}
+	return strings.Join(parts, "\n\n")
 }

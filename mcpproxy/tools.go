@@ -26,9 +26,9 @@ func (p *Proxy) addTool(up *upstream, t *mcp.Tool) (err error) {
 	}
 	name := p.clientName(up, t.Name)
 	p.mu.Lock()
-	_, dup := p.tools[name]
+	et, dup := p.tools[name]
 	p.mu.Unlock()
-	if dup {
+	if dup && et.up != up {
 		return fmt.Errorf("another upstream offers a tool named %s", name)
 	}
 	offered := *t
@@ -58,6 +58,12 @@ func (p *Proxy) visibility(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		ss, _ := req.GetSession().(*mcp.ServerSession)
 		cs := p.session(ss)
+		sess, err := p.evalSession(cs)
+		if err != nil {
+			// No session, no decision: nothing is shown.
+			p.log.Warn("tools/list refused", "error", err)
+			return nil, fmt.Errorf("celguard: %v (code %s)", err, CodeNoSession)
+		}
 		shown := make([]*mcp.Tool, 0, len(list.Tools))
 		for _, t := range list.Tools {
 			p.mu.Lock()
@@ -66,7 +72,7 @@ func (p *Proxy) visibility(next mcp.MethodHandler) mcp.MethodHandler {
 			if et == nil || p.pins.isChanged(et.up.name, et.tool.Name) {
 				continue
 			}
-			d, err := p.decideVisibility(ctx, cs, et)
+			d, err := p.decideVisibility(ctx, sess, cs.agent, et)
 			if err != nil || !d.Allowed() {
 				continue
 			}
@@ -106,15 +112,16 @@ func (p *Proxy) mayRewriteResult(tool string) bool {
 	return false
 }
 
-// decideVisibility decides whether cs is shown et (the tools phase).
-func (p *Proxy) decideVisibility(ctx context.Context, cs *clientSession, et *exposedTool) (eval.Decision, error) {
+// decideVisibility decides whether sess (of agent) is shown et (the tools
+// phase).
+func (p *Proxy) decideVisibility(ctx context.Context, sess *eval.Session, agent eval.Agent, et *exposedTool) (eval.Decision, error) {
 	var schema any
 	if raw, err := json.Marshal(et.tool.InputSchema); err == nil {
 		_ = json.Unmarshal(raw, &schema)
 	}
-	return cs.sess.Tools(ctx, eval.ToolDefinition{
+	return sess.Tools(ctx, eval.ToolDefinition{
 		Tool: ToolName(et.up.name, et.tool.Name), Name: et.tool.Name, Title: et.tool.Title,
-		Description: et.tool.Description, InputSchema: schema, Agent: cs.agent,
+		Description: et.tool.Description, InputSchema: schema, Agent: agent,
 	})
 }
 
@@ -131,12 +138,16 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest, up *upstream
 		return p.changedRefusal(up, tool), nil
 	}
 	cs := p.session(req.Session)
-	vd, err := p.decideVisibility(ctx, cs, &exposedTool{up: up, tool: t})
+	sess, err := p.evalSession(cs)
+	if err != nil {
+		return refusal(fmt.Sprintf("celguard: %v, so the call was refused (code %s)", err, CodeNoSession)), nil
+	}
+	vd, err := p.decideVisibility(ctx, sess, cs.agent, &exposedTool{up: up, tool: t})
 	if err != nil || !vd.Allowed() {
 		return refusal(fmt.Sprintf("celguard: %s is not offered to this session, so celguard refused the call (code %s; %s)", tool, CodeToolHidden, strings.TrimPrefix(message(vd), "celguard: "))), nil
 	}
 	call := eval.Call{Tool: ToolName(up.name, tool), Args: args, Cwd: p.cfg.Cwd, Agent: cs.agent}
-	d, err := cs.sess.Before(ctx, call)
+	d, err := sess.Before(ctx, call)
 	if err != nil {
 		return refusal("celguard: " + err.Error()), nil
 	}
@@ -147,7 +158,7 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest, up *upstream
 			args = d.Args
 		}
 	case policy.Ask:
-		a := p.ask(req.Session, req.Params.InputResponses, req.Params.RequestState, "call", call.Tool, call.Args, d)
+		a := p.ask(ctx, req.Session, sess, req.Params.InputResponses, req.Params.RequestState, "call", call.Tool, call.Args, d)
 		if a.refused != "" {
 			return refusal(a.refused), nil
 		}
@@ -168,7 +179,7 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest, up *upstream
 		return refusal(fmt.Sprintf("celguard: the %s server failed this call, so it was refused: %v (code %s)", up.name, err, CodeUpstreamFailed)), nil
 	}
 	content, fields := resultText(res)
-	ad, err := cs.sess.After(ctx, call, eval.Result{IsError: res.IsError, Content: content, Fields: fields})
+	ad, err := sess.After(ctx, call, eval.Result{IsError: res.IsError, Content: content, Fields: fields})
 	if err != nil {
 		return refusal("celguard: " + err.Error()), nil
 	}

@@ -18,13 +18,25 @@ type upstream struct {
 
 	mu      sync.Mutex
 	session *mcp.ClientSession // nil after a failure, until the next request
+
+	refresh sync.Mutex // held while what up offers is listed again (sync.go)
 }
 
 // errToolChanged: the restarted upstream changed the called tool.
 var errToolChanged = errors.New(CodeToolChanged)
 
 func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, error) {
-	c := mcp.NewClient(&mcp.Implementation{Name: "celguard-mcp-proxy", Version: u.p.cfg.Version}, nil)
+	// The handlers run in the session's reading loop: the work goes apart.
+	c := mcp.NewClient(&mcp.Implementation{Name: "celguard-mcp-proxy", Version: u.p.cfg.Version}, &mcp.ClientOptions{
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { go u.p.changed(u, kindTools) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { go u.p.changed(u, kindResources) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { go u.p.changed(u, kindPrompts) },
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if req.Params != nil {
+				go u.p.updated(u, req.Params)
+			}
+		},
+	})
 	cctx, cancel := context.WithTimeout(ctx, u.p.cfg.CallTimeout)
 	defer cancel()
 	cs, err := c.Connect(cctx, u.transport(), nil)
@@ -73,6 +85,7 @@ func (u *upstream) live(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 	}
 	u.session = cs
+	go u.p.resubscribe(u, cs)
 	return cs, nil
 }
 

@@ -3,14 +3,15 @@ package serve_test
 import (
 	"context"
 	"net/http"
+	neturl "net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/mcpproxy"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
@@ -20,6 +21,11 @@ import (
 const mcpPolicy = `apiVersion: celguard.dev/v1
 kind: Policy
 name: mcp-gateway
+counters:
+  - name: searches
+    scope: session
+    phase: before
+    increment_when: 'tool == "mcp__docs__search"'
 rules:
   - id: no-secret-search
     match: {tools: [mcp__docs__search]}
@@ -29,6 +35,15 @@ rules:
   - id: hide-drop
     phase: tools
     match: {tools: [mcp__docs__drop]}
+    verdict: block
+  - id: ask-deep-search
+    match: {tools: [mcp__docs__search]}
+    condition: 'args.q.startsWith("deep")'
+    verdict: ask
+    reason: a deep search needs a person
+  - id: search-cap
+    match: {tools: [mcp__docs__search]}
+    condition: 'counters.searches > 100'
     verdict: block
 `
 
@@ -73,8 +88,9 @@ func withMCP(t *testing.T, up *docsServer, pins string) func(*serve.Config) {
 			s, err := srcs()
 			return append(s, policy.Source{Name: "mcp.yaml", Data: []byte(mcpPolicy)}), err
 		}
-		c.MCP = func(ctx context.Context, g *celguard.Guard) (serve.MCPGateway, error) {
-			p, err := mcpproxy.New(ctx, mcpproxy.Config{Guard: g, Name: "docs", Upstream: up.transport, Pins: pins})
+		c.MCP = func(ctx context.Context, h serve.MCPHost) (serve.MCPGateway, error) {
+			p, err := mcpproxy.New(ctx, mcpproxy.Config{Guard: h.Guard, Sessions: h.Sessions, ApproveCommand: h.ApproveCommand, NoApprovals: h.NoApprovals,
+				Name: "docs", Upstream: up.transport, Pins: pins})
 			if err != nil {
 				return nil, err
 			}
@@ -196,5 +212,152 @@ func TestMCPGateway(t *testing.T) {
 	}
 	if isErr, got := callText("y"); isErr || got != "found y" {
 		t.Fatalf("after the acceptance: %v %q", isErr, got)
+	}
+}
+
+// TestMCPGatewaySessions: a gateway client's connection is one of the
+// server's sessions (unless the client names one): counted in the status,
+// shown by the console with its counters and calls, and its asks, which
+// the client cannot put to its user, are approval requests the server's
+// approval routes and console answer. An approved call runs once; a
+// different call is still asked; a denied call stays refused.
+func TestMCPGatewaySessions(t *testing.T) {
+	up := &docsServer{description: "Searches the docs."}
+	var url string
+	f := newFixture(t, func(c *serve.Config) {
+		withMCP(t, up, "")(c)
+		c.OperatorToken = approverToken
+		c.HookOptions.ApproveCommandFor = func(session string) string {
+			return "celguard approve --server " + url + " --session-id " + session + " --approver-token-file TOKEN"
+		}
+	})
+	url = f.url
+	status := func() float64 {
+		t.Helper()
+		a := f.do("GET", "/v1/status/details", nil, "Authorization", "Bearer "+approverToken)
+		n, ok := a.json(t)["sessions"].(float64)
+		if a.status != 200 || !ok {
+			t.Fatalf("status: %d %s", a.status, a.body)
+		}
+		return n
+	}
+	if n := status(); n != 0 {
+		t.Fatalf("sessions before any client: %v", n)
+	}
+
+	connect := func(name, session string) *mcp.ClientSession {
+		t.Helper()
+		c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
+		if session != "" {
+			c.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					if ir, ok := req.(*mcp.InitializeRequest); ok {
+						ir.Params.Meta = mcp.Meta{mcpproxy.SessionMetaKey: session}
+					}
+					return next(ctx, method, req)
+				}
+			})
+		}
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url + "/mcp", HTTPClient: bearer(agentToken)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	search := func(cs *mcp.ClientSession, q string) (bool, string) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"q": q}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return res.IsError, b.String()
+	}
+	requestIn := func(msg string) string {
+		t.Helper()
+		m := regexp.MustCompile(`approval request ([0-9a-f]{8})`).FindStringSubmatch(msg)
+		if m == nil {
+			t.Fatalf("no approval request in %q", msg)
+		}
+		return m[1]
+	}
+
+	cs := connect("agent", "")
+	for _, q := range []string{"a", "b"} {
+		if isErr, got := search(cs, q); isErr || got != "found "+q {
+			t.Fatalf("search %s: %v %q", q, isErr, got)
+		}
+	}
+	if n := status(); n != 1 {
+		t.Fatalf("sessions after one client: %v, want 1", n)
+	}
+
+	// The ask: a request of the client's session, named with its command.
+	isErr, msg := search(cs, "deep one")
+	id := requestIn(msg)
+	all := f.do("GET", "/v1/approvals", nil, "Authorization", "Bearer "+approverToken).json(t)["sessions"].([]any)
+	if len(all) != 1 {
+		t.Fatalf("approvals: %v", all)
+	}
+	sid := all[0].(map[string]any)["session_id"].(string)
+	if !isErr || !strings.HasPrefix(sid, "mcp-") || !strings.Contains(msg, "celguard approve --server "+url+" --session-id "+sid+" --approver-token-file TOKEN "+id) {
+		t.Fatalf("the ask's refusal: %v %q (session %s)", isErr, msg, sid)
+	}
+
+	// The console shows the session, its counter and its calls.
+	b := newBrowserless(t, f.url)
+	b.login("ana")
+	resp, page := b.req("GET", "/ui/sessions/"+sid, nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, "searches") || !strings.Contains(page, "mcp__docs__search") || !strings.Contains(page, "ask-deep-search") {
+		t.Fatalf("the console's session page: %d\n%s", resp.StatusCode, page)
+	}
+	if resp, inbox := b.req("GET", "/ui/", nil); resp.StatusCode != 200 || !strings.Contains(inbox, id) {
+		t.Fatalf("the inbox lacks request %s: %d", id, resp.StatusCode)
+	}
+
+	// Approved once through the approval route: the identical call runs,
+	// once; a different call is still asked.
+	if a := f.do("POST", "/v1/sessions/"+sid+"/approvals", map[string]string{"request_id": id, "scope": "once"}, "Authorization", "Bearer "+approverToken); a.status != 200 {
+		t.Fatalf("approve: %d %s", a.status, a.body)
+	}
+	if isErr, got := search(cs, "deep two"); !isErr || requestIn(got) == id {
+		t.Fatalf("a different call after the approval: %v %q", isErr, got)
+	}
+	if isErr, got := search(cs, "deep one"); isErr || got != "found deep one" {
+		t.Fatalf("the approved call: %v %q", isErr, got)
+	}
+	_, again := search(cs, "deep one")
+	id2 := requestIn(again)
+
+	// Denied in the console: the call stays refused, and asks no more.
+	digest := pendingDigest(t, f, sid, id2)
+	if resp, body := b.req("POST", "/ui/answer", neturl.Values{"csrf": {b.csrf}, "session": {sid}, "request": {id2}, "digest": {digest}, "answer": {"deny"}, "note": {"not now"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("deny: %d %s", resp.StatusCode, body)
+	}
+	for range 2 {
+		if isErr, got := search(cs, "deep one"); !isErr || !strings.Contains(got, "approval_denied") || !strings.Contains(got, "not now") || strings.Contains(got, "approval request") {
+			t.Fatalf("the denied call: %v %q", isErr, got)
+		}
+	}
+
+	// A client that names a session joins it: no new session.
+	named := connect("other", sid)
+	if isErr, got := search(named, "deep one"); !isErr || !strings.Contains(got, "approval_denied") {
+		t.Fatalf("the named session's denied call: %v %q", isErr, got)
+	}
+	if n := status(); n != 1 {
+		t.Fatalf("sessions after a client named the first one's: %v, want 1", n)
+	}
+	if isErr, _ := search(connect("third", ""), "d"); isErr {
+		t.Fatal("a third client's search was refused")
+	}
+	if n := status(); n != 2 {
+		t.Fatalf("sessions after another client's call: %v, want 2", n)
 	}
 }

@@ -1,15 +1,19 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/telemetry"
 )
 
 // metrics are the server's Prometheus metrics, in a registry of its own.
@@ -22,8 +26,13 @@ type metrics struct {
 	faults       *prometheus.CounterVec   // server faults by code
 	storeErrors  prometheus.Counter
 	reloads      *prometheus.CounterVec // by result: ok, error
+	commits      *prometheus.CounterVec // store commits by outcome
+	judges       *prometheus.CounterVec // judge outcomes by judge, verdict, cached, failed
 	sessions     prometheus.Gauge
 	requests     *prometheus.CounterVec // by route pattern and status
+	// own are celguard's metrics (the registry has the Go runtime's and
+	// the process's too).
+	own []prometheus.Collector
 }
 
 // latencyBuckets are in seconds, from 50µs to 5s: a decision takes tens
@@ -47,6 +56,24 @@ func newMetrics(s *Server) *metrics {
 		Help: "Decisions that could not reach the state store (blocked with code store_unavailable)."})
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "celguard_policy_reloads_total",
 		Help: "Policy reloads, by result: ok (a new set in force) or error (the last good set stays)."}, []string{"result"})
+	m.commits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "celguard_store_commits_total",
+		Help: "Commits of decisions' state to the state store, by outcome: committed, conflict (another process changed it; the decision ran again), unavailable."},
+		[]string{"outcome"})
+	m.judges = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "celguard_judge_outcomes_total",
+		Help: "What a rule's judge answered, by judge, verdict (ask also when it could not answer), cached, and failed (it gave no answer)."},
+		[]string{"judge", "verdict", "cached", "failed"})
+	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: telemetry.DroppedMetric,
+		Help: "Spans and log records the OpenTelemetry export could not deliver, spans and logs together (0 when telemetry is off; by signal in the export itself)."},
+		func() float64 {
+			s.mu.Lock()
+			g := s.guard
+			s.mu.Unlock()
+			if g == nil {
+				return 0
+			}
+			st, _ := g.TelemetryStats()
+			return float64(st.SpansDropped + st.LogsDropped)
+		})
 	m.sessions = prometheus.NewGauge(prometheus.GaugeOpts{Name: "celguard_sessions", Help: "Sessions kept in memory."})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "celguard_http_requests_total",
 		Help: "HTTP requests, by route and status."}, []string{"route", "status"})
@@ -56,11 +83,15 @@ func newMetrics(s *Server) *metrics {
 		defer s.mu.Unlock()
 		return float64(s.loadedAt.UnixNano()) / 1e9
 	})
-	m.reg.MustRegister(m.decisions, m.latency, m.hookLatency, m.hookFailures, m.faults, m.storeErrors, m.reloads, m.sessions, m.requests, info,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.own = []prometheus.Collector{m.decisions, m.latency, m.hookLatency, m.hookFailures, m.faults, m.storeErrors, m.reloads, m.commits, m.judges, dropped, m.sessions, m.requests, info}
+	m.reg.MustRegister(m.own...)
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The labels with a known, small set of values exist from the start.
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("error")
+	for _, o := range []string{eval.StoreCommitted, eval.StoreConflict, eval.StoreUnavailable} {
+		m.commits.WithLabelValues(o)
+	}
 	return m
 }
 
@@ -71,6 +102,38 @@ func (m *metrics) decided(host string, d eval.Decision, took time.Duration) {
 	if d.Code == CodeStoreUnavailable {
 		m.storeErrors.Inc()
 	}
+}
+
+// reloaded counts a policy reload, here and in the guard's OpenTelemetry
+// export (when it has one): the same counter under the same name.
+func (m *metrics) reloaded(g *celguard.Guard, ok bool) {
+	result := "ok"
+	if !ok {
+		result = "error"
+	}
+	m.reloads.WithLabelValues(result).Inc()
+	if g != nil {
+		g.Telemetry().Reloaded(ok)
+	}
+}
+
+// sink counts what a decision's event carries beyond the decision: its
+// store commits and its judge's answer (as telemetry counts them). It never
+// fails.
+func (m *metrics) sink() eval.DecisionSink { return eventMetrics{m} }
+
+// eventMetrics is metrics' decision sink.
+type eventMetrics struct{ m *metrics }
+
+// WriteDecision implements eval.DecisionSink.
+func (e eventMetrics) WriteDecision(_ context.Context, ev *eval.DecisionEvent) error {
+	for _, c := range ev.Commits {
+		e.m.commits.WithLabelValues(c.Outcome).Inc()
+	}
+	if j := ev.Decision.Judge; j != nil {
+		e.m.judges.WithLabelValues(j.Name, j.Verdict.String(), strconv.FormatBool(j.Cached), strconv.FormatBool(j.Error != "")).Inc()
+	}
+	return nil
 }
 
 // statusWriter records the status a handler answers.

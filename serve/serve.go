@@ -169,10 +169,60 @@ type Config struct {
 	Daemon *Daemon
 	// MCP, when set, builds the MCP gateway the server answers at /mcp
 	// (MCP's streamable HTTP transport, the agents' token) over the
-	// server's own engine: the composition (cmd/celguard) passes
-	// mcpproxy's constructor, which serve cannot import. The operator
-	// accepts a changed tool definition at /v1/mcp/pins/accept.
-	MCP func(context.Context, *celguard.Guard) (MCPGateway, error)
+	// server's own engine and sessions (MCPHost): the composition
+	// (cmd/celguard) passes mcpproxy's constructor, which serve cannot
+	// import. The operator accepts a changed tool definition at
+	// /v1/mcp/pins/accept.
+	MCP func(context.Context, MCPHost) (MCPGateway, error)
+}
+
+// MCPHost is what the server gives its MCP gateway, so that a gateway's
+// client is decided as a hook event is: the server's engine, its
+// sessions, and how its approval requests are approved.
+type MCPHost struct {
+	// Guard is the server's engine.
+	Guard *celguard.Guard
+	// Sessions are the server's sessions (mcpproxy.Sessions): each client
+	// connection is one of them, shown in status and the console, with
+	// the server's store and decision log, and answered by its approval
+	// routes.
+	Sessions MCPSessions
+	// ApproveCommand is the command that approves a request of a session
+	// (`celguard approve --server URL --session-id ID ...`), the request's
+	// id after it; nil when NoApprovals is set.
+	ApproveCommand func(session string) string
+	// NoApprovals, when not empty, says why no request is recorded (the
+	// server has no operator token).
+	NoApprovals string
+}
+
+// MCPSessions gives an MCP gateway the server's sessions.
+type MCPSessions interface {
+	// Session returns session id, made for agent with meta when there is
+	// none: an error when the id is not one the server accepts or it keeps
+	// as many sessions as it may.
+	Session(id string, agent eval.Agent, meta map[string]any) (*eval.Session, error)
+}
+
+// mcpSessions is the server's session table as an MCP gateway's.
+type mcpSessions struct{ s *Server }
+
+func (m mcpSessions) Session(id string, agent eval.Agent, meta map[string]any) (*eval.Session, error) {
+	s := m.s
+	if err := checkSessionID(id); err != nil {
+		return nil, err
+	}
+	sess, created, err := s.sessions.get(id, s.cfg.Now(), func() *session {
+		return &session{Session: s.eng.NewSession(id, meta), agent: agent}
+	})
+	if err != nil {
+		s.metrics.faults.WithLabelValues(CodeTooManySessions).Inc()
+		return nil, err
+	}
+	if created {
+		s.metrics.sessions.Set(float64(s.sessions.len()))
+	}
+	return sess.Session, nil
 }
 
 // Daemon is what makes a server the command hook's per-user decision
@@ -279,26 +329,27 @@ func New(cfg Config) (*Server, error) {
 	if ecfg.Approver == nil {
 		ecfg.Approver = celguard.DeferAsks
 	}
-	var con *console
+	s := &Server{cfg: cfg, log: log, sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}}
+	s.metrics = newMetrics(s)
+	// The metrics a decision's event carries (its store commits, its
+	// judge's answer) are counted as the engine records the decision.
+	sinks := teeSinks{s.metrics.sink()}
+	if ecfg.DecisionSink != nil {
+		sinks = append(teeSinks{ecfg.DecisionSink}, sinks...)
+	}
 	if cfg.OperatorToken != "" {
 		ecfg.ApprovalRequests = true
 		// The console keeps the recent decisions, masked as the
 		// decision log masks them.
-		con = newConsole()
-		if ecfg.DecisionSink != nil {
-			ecfg.DecisionSink = teeSinks{ecfg.DecisionSink, con.feed}
-		} else {
-			ecfg.DecisionSink = con.feed
-		}
+		s.console = newConsole()
+		sinks = append(sinks, s.console.feed)
 	}
+	ecfg.DecisionSink = sinks
 	guard, err := ecfg.Load(context.Background())
 	if err != nil {
 		return nil, err
 	}
-	eng := guard.Engine()
-	s := &Server{cfg: cfg, guard: guard, eng: eng, log: log, loadedAt: time.Now().UTC(),
-		sessions: newSessionTable(cfg.MaxSessions, cfg.SessionIdle), workers: newWorkers(), hosts: map[string]hooks.Host{}, console: con}
-	s.metrics = newMetrics(s)
+	s.guard, s.eng, s.loadedAt = guard, guard.Engine(), time.Now().UTC()
 	hopts := cfg.HookOptions
 	if cfg.OperatorToken == "" {
 		// No request is recorded, and no one can approve one here.
@@ -312,7 +363,18 @@ func New(cfg Config) (*Server, error) {
 		s.hosts[name] = h
 	}
 	if cfg.MCP != nil {
-		if s.mcp, err = cfg.MCP(context.Background(), guard); err != nil {
+		host := MCPHost{Guard: guard, Sessions: mcpSessions{s}, NoApprovals: hopts.NoApprovals}
+		if hopts.NoApprovals == "" {
+			host.ApproveCommand = hopts.ApproveCommandFor
+			if host.ApproveCommand == nil {
+				cmd := hopts.ApproveCommand
+				if cmd == "" {
+					cmd = "celguard approve"
+				}
+				host.ApproveCommand = func(string) string { return cmd }
+			}
+		}
+		if s.mcp, err = cfg.MCP(context.Background(), host); err != nil {
 			guard.Close()
 			return nil, fmt.Errorf("serve: the MCP gateway: %w", err)
 		}
@@ -365,7 +427,7 @@ func (s *Server) Reload(force bool) (changed bool, err error) {
 	s.reloads++
 	s.loadedAt = time.Now().UTC()
 	s.lastErr, s.lastErrAt = "", time.Time{}
-	s.metrics.reloads.WithLabelValues("ok").Inc()
+	s.metrics.reloaded(s.guard, true)
 	s.log.Info("policies reloaded", "policy_digest", s.guard.Digest(), "reloads", s.reloads)
 	return true, nil
 }
@@ -378,7 +440,7 @@ func (s *Server) reloadFailed(err error) {
 		msg = "the policies do not compile: " + ds.Errors().Error()
 	}
 	s.lastErr, s.lastErrAt = msg, time.Now().UTC()
-	s.metrics.reloads.WithLabelValues("error").Inc()
+	s.metrics.reloaded(s.guard, false)
 	s.log.Error("policy reload failed; the last good set stays in force", "error", msg, "policy_digest", s.eng.PolicySet().Digest())
 }
 

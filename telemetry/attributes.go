@@ -8,6 +8,13 @@ import (
 	"github.com/celguard/celguard/decisionlog"
 )
 
+// CountersPrefix begins the attributes of the counters a decision read:
+// celguard.counters.POLICY/NAME (the value read) and
+// celguard.counters.POLICY/NAME.key (its key, masked), and
+// celguard.counters.omitted (how many were read past the bound). A
+// counter's id always holds a slash, so no counter is named "omitted".
+const CountersPrefix = "celguard.counters."
+
 // Attributes are a decision's span and log attributes, from its masked
 // record (so every string in them is masked as the decision log masks it,
 // and bounded by decisionlog.MaxString). GenAI semantic-convention names
@@ -67,6 +74,16 @@ func Attributes(rec *decisionlog.Record) []attribute.KeyValue {
 		if b, err := json.Marshal(rec.Rewrite); err == nil {
 			str("celguard.rewrite", string(b))
 		}
+	}
+	// The counters the rules read: celguard.counters.POLICY/NAME is the
+	// value, .key the key when the counter has one (masked as the
+	// decision log masks it); at most eval.MaxCountersRead of them.
+	for _, c := range rec.Counters {
+		a = append(a, attribute.Int64(CountersPrefix+c.ID, c.Value))
+		str(CountersPrefix+c.ID+".key", c.Key)
+	}
+	if rec.CountersOmitted > 0 {
+		a = append(a, attribute.Int(CountersPrefix+"omitted", rec.CountersOmitted))
 	}
 	if len(rec.Masked) > 0 {
 		paths := make([]string, len(rec.Masked))

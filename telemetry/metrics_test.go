@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,11 +30,26 @@ func TestMetricsBeyondDecisions(t *testing.T) {
 		{Phase: policy.PhaseBefore, Tool: "Bash", Verdict: policy.Block, Code: "policy_error", Error: "no such key: x"},
 		{Phase: policy.PhaseBefore, Tool: "Bash", Verdict: policy.Block, Code: "destructive"},
 	}
-	for _, d := range evs {
-		if err := tel.WriteDecision(context.Background(), &eval.DecisionEvent{Decision: d, Call: eval.Call{Tool: d.Tool}}); err != nil {
+	asked := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
+	answered := asked.Add(250 * time.Millisecond)
+	for i, d := range evs {
+		ev := &eval.DecisionEvent{Decision: d, Call: eval.Call{Tool: d.Tool}}
+		if i == 0 {
+			// The judge was asked (its answer not cached), and the
+			// decision committed after a conflict.
+			ev.JudgeStart, ev.JudgeEnd = asked, answered
+			ev.Commits = []eval.StoreCommit{{Outcome: eval.StoreConflict, Entries: 1, Writes: 1}, {Outcome: eval.StoreCommitted, Entries: 1, Writes: 1}}
+		}
+		if d.Code == eval.CodeStoreUnavailable {
+			ev.Commits = []eval.StoreCommit{{Outcome: eval.StoreUnavailable, Entries: 1}}
+		}
+		if err := tel.WriteDecision(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
 	}
+	tel.Reloaded(true)
+	tel.Reloaded(true)
+	tel.Reloaded(false)
 	if err := tel.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,4 +96,26 @@ func TestMetricsBeyondDecisions(t *testing.T) {
 	})
 	check("celguard_faults_total", map[string]int64{"code=store_unavailable ": 1, "code=policy_error ": 1})
 	check("celguard_store_errors_total", map[string]int64{"": 1})
+	check("celguard_store_commits_total", map[string]int64{"outcome=committed ": 1, "outcome=conflict ": 1, "outcome=unavailable ": 1})
+	check("celguard_policy_reloads_total", map[string]int64{"result=ok ": 2, "result=error ": 1})
+	// Every metric is exported under the names telemetry.MetricNames
+	// lists (serve's Prometheus endpoint checks the same list).
+	var names []string
+	for name := range m {
+		names = append(names, name)
+	}
+	if want := slices.Sorted(slices.Values(telemetry.MetricNames)); !slices.Equal(slices.Sorted(slices.Values(names)), want) {
+		t.Errorf("exported metrics %v, want telemetry.MetricNames %v", slices.Sorted(slices.Values(names)), want)
+	}
+	// The judge's span is the time it took to answer, when it was asked.
+	js := col.SpansNamed("celguard.judge")
+	if len(js) != 3 {
+		t.Fatalf("%d judge spans, want 3", len(js))
+	}
+	if js[0].StartTimeUnixNano != uint64(asked.UnixNano()) || js[0].EndTimeUnixNano != uint64(answered.UnixNano()) {
+		t.Errorf("the judge's span runs %d..%d, want %d..%d", js[0].StartTimeUnixNano, js[0].EndTimeUnixNano, asked.UnixNano(), answered.UnixNano())
+	}
+	if got := len(col.SpansNamed("celguard.store.commit")); got != 3 {
+		t.Errorf("%d store-commit spans, want 3", got)
+	}
 }

@@ -165,6 +165,8 @@ type Telemetry struct {
 	faults      metric.Int64Counter
 	storeErrors metric.Int64Counter
 	judges      metric.Int64Counter
+	commits     metric.Int64Counter
+	reloads     metric.Int64Counter
 
 	spans, logs                 atomic.Int64
 	spansExported, logsExported atomic.Int64
@@ -252,6 +254,14 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 		metric.WithDescription("What a rule's judge answered, by judge, verdict (ask also when it could not answer), cached, and failed (it gave no answer).")); err != nil {
 		return nil, errors.Join(fmt.Errorf("telemetry: %w", err), t.Close())
 	}
+	if t.commits, err = meter.Int64Counter("celguard_store_commits_total",
+		metric.WithDescription("Commits of decisions' state to the state store, by outcome: committed, conflict (another process changed it; the decision ran again), unavailable.")); err != nil {
+		return nil, errors.Join(fmt.Errorf("telemetry: %w", err), t.Close())
+	}
+	if t.reloads, err = meter.Int64Counter("celguard_policy_reloads_total",
+		metric.WithDescription("Policy reloads, by result: ok (a new set in force) or error (the last good set stays).")); err != nil {
+		return nil, errors.Join(fmt.Errorf("telemetry: %w", err), t.Close())
+	}
 	if _, err = meter.Int64ObservableCounter(DroppedMetric,
 		metric.WithDescription("Spans and log records the export could not deliver (refused, failed, or still queued when the flush bound ran out), by signal."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
@@ -267,6 +277,30 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 		t.parent = trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
 	}
 	return t, nil
+}
+
+// MetricNames are the names of the metrics Telemetry exports, which are
+// also the names of the same metrics on `celguard serve`'s Prometheus
+// endpoint (a test asserts both sets agree).
+var MetricNames = []string{
+	"celguard_decisions_total", "celguard_decision_duration_seconds", "celguard_faults_total",
+	"celguard_store_errors_total", "celguard_judge_outcomes_total", "celguard_store_commits_total",
+	"celguard_policy_reloads_total", DroppedMetric,
+}
+
+// Reloaded counts a policy reload in celguard_policy_reloads_total: ok (a
+// new set in force) or not (the set did not compile or could not be read;
+// the last good one stays). The host that reloads calls it (celguard
+// serve, beside its Prometheus count).
+func (t *Telemetry) Reloaded(ok bool) {
+	if t == nil || t.closed.Load() {
+		return
+	}
+	result := "ok"
+	if !ok {
+		result = "error"
+	}
+	t.reloads.Add(context.Background(), 1, metric.WithAttributes(attribute.String("result", result)))
 }
 
 // DroppedMetric is the counter of spans and log records the export lost
@@ -395,11 +429,16 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 	t.spans.Add(1)
 	if ev.Decision.Judge != nil {
-		j := ev.Decision.Judge
-		_, js := t.tracer.Start(ctx, "celguard.judge "+j.Name, trace.WithTimestamp(start), trace.WithAttributes(
-			attribute.String("celguard.judge.name", j.Name), attribute.String("celguard.judge.verdict", j.Verdict.String()),
-			attribute.Bool("celguard.judge.cached", j.Cached), attribute.String("celguard.judge.error", rec.Error)))
-		js.End(trace.WithTimestamp(end))
+		t.judgeSpan(ctx, ev, rec, start, end)
+	}
+	for i, c := range ev.Commits {
+		_, cs := t.tracer.Start(ctx, "celguard.store.commit", trace.WithTimestamp(c.Start), trace.WithAttributes(
+			attribute.String("celguard.store.outcome", c.Outcome), attribute.Int("celguard.store.try", i+1),
+			attribute.Int("celguard.store.entries", c.Entries), attribute.Int("celguard.store.writes", c.Writes)))
+		if c.Outcome == eval.StoreUnavailable {
+			cs.SetStatus(codes.Error, c.Outcome)
+		}
+		cs.End(trace.WithTimestamp(c.End))
 		t.spans.Add(1)
 	}
 	if rec.Verdict == policy.Block || rec.Verdict == policy.Halt || rec.Error != "" {
@@ -430,11 +469,29 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 	if rec.Code == eval.CodeStoreUnavailable {
 		t.storeErrors.Add(ctx, 1)
 	}
+	for _, c := range ev.Commits {
+		t.commits.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", c.Outcome)))
+	}
 	if j := ev.Decision.Judge; j != nil {
 		t.judges.Add(ctx, 1, metric.WithAttributes(attribute.String("judge", j.Name), attribute.String("verdict", j.Verdict.String()),
 			attribute.Bool("cached", j.Cached), attribute.Bool("failed", j.Error != "")))
 	}
 	return nil
+}
+
+// judgeSpan is the child span of the deciding rule's judge: from when it
+// was asked to its answer, or (its answer cached in the session, or no
+// time noted) the decision's span.
+func (t *Telemetry) judgeSpan(ctx context.Context, ev *eval.DecisionEvent, rec *decisionlog.Record, start, end time.Time) {
+	j := ev.Decision.Judge
+	if !ev.JudgeStart.IsZero() && !ev.JudgeEnd.Before(ev.JudgeStart) {
+		start, end = ev.JudgeStart, ev.JudgeEnd
+	}
+	_, js := t.tracer.Start(ctx, "celguard.judge "+j.Name, trace.WithTimestamp(start), trace.WithAttributes(
+		attribute.String("celguard.judge.name", j.Name), attribute.String("celguard.judge.verdict", j.Verdict.String()),
+		attribute.Bool("celguard.judge.cached", j.Cached), attribute.String("celguard.judge.error", rec.Error)))
+	js.End(trace.WithTimestamp(end))
+	t.spans.Add(1)
 }
 
 // parentContext is ctx with the span a decision's span is a child of:

@@ -204,6 +204,9 @@ func approveLocal(ctx context.Context, p approveParams, fail func(string, ...any
 	case p.session:
 		scope, what = eval.GrantSession, fmt.Sprintf("every %s call rule %s asks about, for the rest of session %s", req.Tool, req.Rule, req.Session)
 	case p.always:
+		if req.Read {
+			return fail("request %s is for a read of an MCP resource or prompt, which no allow rule of a tool call covers: approve it once or --session", req.ID)
+		}
 		if req.ArgsOmitted {
 			return fail("the call's arguments are larger than %d bytes and were not kept, so no rule can be written for it: approve it once or --session", eval.MaxRequestArgs)
 		}

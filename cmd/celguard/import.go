@@ -15,7 +15,7 @@ import (
 )
 
 func newImportCmd(sio stdio) *cobra.Command {
-	var out string
+	var out, geminiMode, geminiTier string
 	var formats []string
 	for _, f := range importer.Formats() {
 		formats = append(formats, string(f))
@@ -41,6 +41,9 @@ every source file with its SHA-256.`,
   celguard import codex ~/.codex/rules/default.rules -o codex.yaml
   celguard test codex_test.yaml
 
+  # Gemini CLI's user and admin policies, as its autoEdit mode decides
+  celguard import gemini --gemini-mode autoEdit ~/.gemini/policies/*.toml /etc/gemini-cli/policies/*.toml
+
   # BitCode guards (later files override earlier ones of the same id)
   celguard import bitcode ~/.bitcode/guards/*.yaml .bitcode/guards/*.md`,
 		Args:      cobra.MinimumNArgs(2),
@@ -55,7 +58,14 @@ every source file with its SHA-256.`,
 				}
 				files = append(files, importer.File{Name: filepath.ToSlash(p), Data: b})
 			}
-			opts := importer.Options{}
+			opts := importer.Options{GeminiMode: geminiMode, GeminiTier: geminiTier}
+			if args[0] != string(importer.Gemini) && (geminiMode != "" || geminiTier != "") {
+				fmt.Fprintf(sio.stderr, "celguard import: --gemini-mode and --gemini-tier are for the gemini format\n")
+				return status(exitUsage)
+			}
+			if home, err := os.UserHomeDir(); err == nil {
+				opts.HomeDir = filepath.ToSlash(home)
+			}
 			suitePath := ""
 			if out != "" {
 				ext := filepath.Ext(out)
@@ -97,6 +107,8 @@ every source file with its SHA-256.`,
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the policy to this .yaml file and its suite to the _test.yaml beside it")
+	cmd.Flags().StringVar(&geminiMode, "gemini-mode", "", "gemini: the approval mode to decide as (default, autoEdit, yolo, plan; default: default)")
+	cmd.Flags().StringVar(&geminiTier, "gemini-tier", "", "gemini: read every file in this tier (default, extension, workspace, user, admin) instead of the tier of its place")
 	return cmd
 }
 

@@ -18,12 +18,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/cmd/celguard/internal/output"
 	"github.com/celguard/celguard/mcpproxy"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/serve"
+	"github.com/celguard/celguard/state"
+	"github.com/celguard/celguard/stdlib/shell"
 	"github.com/celguard/celguard/store"
+	"github.com/celguard/celguard/store/statedir"
 )
 
 // mcpProxyParams is what `celguard mcp proxy` was asked to do.
@@ -32,6 +34,7 @@ type mcpProxyParams struct {
 	decisions decisionOptions
 	name      string
 	store     string
+	stateDir  string
 	timeout   time.Duration
 	logLevel  string
 	pins      string
@@ -79,9 +82,12 @@ A blocked, halted or unapproved call, and a call the server fails to
 answer (it died, hung past --timeout or answered garbage: code
 upstream_failed), is answered with an error result the model reads; the
 proxy keeps serving, and starts the server again on the next call. An ask
-is put to the user through MCP elicitation when the client declares it.
-One client connection is one session (counters, halts); --store shares
-the state with other processes. --listen beyond loopback needs
+is put to the user through MCP elicitation when the client declares it;
+otherwise it is refused as approval request ID, and once a person runs
+celguard approve ID the identical call made again runs (as on the hosts
+whose hooks cannot ask). One client connection is one session (counters,
+halts, approvals), kept in the hooks' state directory (--state-dir), or
+in --store. --listen beyond loopback needs
 --token-file (the bearer token every request must carry). See
 docs/mcp.md.`,
 		Example: `  celguard mcp proxy --name fs -- npx -y @modelcontextprotocol/server-filesystem ~/project
@@ -109,7 +115,8 @@ docs/mcp.md.`,
 	f.StringVar(&p.config, "config", "", "a JSON file whose mcpServers (or servers) name the servers, as a client's configuration does: command, args, env, cwd, or url and headers")
 	f.StringVar(&p.listen, "listen", "", "serve over MCP's streamable HTTP at ADDR/mcp instead of stdio; beyond loopback it needs --token-file")
 	f.StringVar(&p.tokenFile, "token-file", "", "with --listen: a file whose content is the bearer token every request must carry")
-	f.StringVar(&p.store, "store", "memory:", "the state store: memory: (in this process), redis://HOST:PORT/DB, valkey://HOST:PORT/DB or file:///DIR (docs/store.md)")
+	f.StringVar(&p.store, "store", "", "the state store instead of the state directory: memory: (in this process), redis://HOST:PORT/DB, valkey://HOST:PORT/DB or file:///DIR (docs/store.md); celguard approve reaches the requests of a state directory (file:///DIR) alone")
+	f.StringVar(&p.stateDir, "state-dir", "", "the state directory the sessions and their approval requests are kept in, as the hooks keep theirs (default: $XDG_STATE_HOME/celguard or ~/.local/state/celguard)")
 	f.DurationVar(&p.timeout, "timeout", mcpproxy.DefaultCallTimeout, "the longest the server may take to answer one call; past it the call is refused (upstream_failed)")
 	f.StringVar(&p.pins, "pins", "", "a pins file: each tool's definition is pinned there on first use, and a tool whose definition changed since is not offered and refused (tool_changed) until an operator accepts it (celguard mcp pins accept)")
 	f.StringVar(&p.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
@@ -174,11 +181,14 @@ func mcpProxyConfig(ctx context.Context, p mcpProxyParams) (mcpproxy.Config, fun
 	if err != nil {
 		return mcpproxy.Config{}, nil, err
 	}
-	st, err := store.Open(ctx, p.store)
+	st, approveCmd, noApprovals, err := p.openStore(ctx)
 	if err != nil {
-		return mcpproxy.Config{}, nil, fmt.Errorf("--store: %w", err)
+		return mcpproxy.Config{}, nil, err
 	}
 	ecfg.Store = st
+	// An ask the client cannot put to its user is recorded as a request a
+	// person approves with celguard approve, which reads a state directory.
+	ecfg.ApprovalRequests = noApprovals == ""
 	// The pins file and the servers' configuration are the proxy's own:
 	// self-protection blocks a tool call that reads or writes one (an
 	// agent that rewrote a pin or a server's command would undo them).
@@ -200,14 +210,50 @@ func mcpProxyConfig(ctx context.Context, p mcpProxyParams) (mcpproxy.Config, fun
 		return mcpproxy.Config{}, nil, err
 	}
 	return mcpproxy.Config{
-		Upstreams:   ups,
-		Engine:      ecfg,
-		Cwd:         cwd,
-		CallTimeout: p.timeout,
-		Pins:        p.pins,
-		Version:     currentBuild().String(),
-		Logger:      slog.New(slog.NewTextHandler(p.stderr, &slog.HandlerOptions{Level: level})),
+		Upstreams:      ups,
+		Engine:         ecfg,
+		Cwd:            cwd,
+		CallTimeout:    p.timeout,
+		Pins:           p.pins,
+		Version:        currentBuild().String(),
+		Logger:         slog.New(slog.NewTextHandler(p.stderr, &slog.HandlerOptions{Level: level})),
+		ApproveCommand: func(string) string { return approveCmd },
+		NoApprovals:    noApprovals,
 	}, func() { st.Close() }, nil
+}
+
+// openStore opens the sessions' store: the state directory (--state-dir,
+// the hooks' by default), or --store. It returns the command that
+// approves a request recorded there, or why none can be approved (a
+// store celguard approve cannot read).
+func (p mcpProxyParams) openStore(ctx context.Context) (st state.Store, approveCmd, noApprovals string, err error) {
+	if p.store != "" && p.stateDir != "" {
+		return nil, "", "", errors.New("give --state-dir or --store, not both")
+	}
+	if p.store == "" {
+		dir := p.stateDir
+		if dir == "" {
+			if dir, err = statedir.DefaultStateDir(); err != nil {
+				return nil, "", "", err
+			}
+		}
+		sd := &statedir.Dir{Dir: dir}
+		if _, err := sd.Key(); err != nil {
+			return nil, "", "", fmt.Errorf("the state directory: %w", err)
+		}
+		approveCmd = "celguard approve"
+		if p.stateDir != "" {
+			approveCmd += " --state-dir " + shell.Quote(dir)
+		}
+		return store.NewFileDir(sd), approveCmd, "", nil
+	}
+	if st, err = store.Open(ctx, p.store); err != nil {
+		return nil, "", "", fmt.Errorf("--store: %w", err)
+	}
+	if f, ok := st.(*store.File); ok {
+		return st, "celguard approve --state-dir " + shell.Quote(f.Dir().Dir), "", nil
+	}
+	return st, "", "this proxy keeps its sessions in " + store.Redact(p.store) + " (--store), which celguard approve cannot reach: tell the user, who can start the proxy with its state directory (the default) to approve asks there", nil
 }
 
 // upstreamList is the servers the flags name: the command after --, each
@@ -328,7 +374,7 @@ accepted: a server that changes the tool once more is refused again.`,
 // mcpGateway is serve's MCP gateway over the servers the --mcp-config
 // file names: the proxy built on the server's own engine (one composition
 // root, one set of sessions' store, decision log and telemetry).
-func mcpGateway(config, pins string, timeout time.Duration, stderr io.Writer, log *slog.Logger) (func(context.Context, *celguard.Guard) (serve.MCPGateway, error), error) {
+func mcpGateway(config, pins string, timeout time.Duration, stderr io.Writer, log *slog.Logger) (func(context.Context, serve.MCPHost) (serve.MCPGateway, error), error) {
 	servers, err := mcpproxy.ReadServers(config)
 	if err != nil {
 		return nil, fmt.Errorf("--mcp-config: %w", err)
@@ -338,9 +384,9 @@ func mcpGateway(config, pins string, timeout time.Duration, stderr io.Writer, lo
 		ups = append(ups, servers[name].Upstream(name, stderr))
 	}
 	cwd, _ := os.Getwd()
-	return func(ctx context.Context, g *celguard.Guard) (serve.MCPGateway, error) {
-		px, err := mcpproxy.New(ctx, mcpproxy.Config{Upstreams: ups, Guard: g, Cwd: cwd, CallTimeout: timeout, Pins: pins,
-			Version: currentBuild().String(), Logger: log})
+	return func(ctx context.Context, h serve.MCPHost) (serve.MCPGateway, error) {
+		px, err := mcpproxy.New(ctx, mcpproxy.Config{Upstreams: ups, Guard: h.Guard, Sessions: h.Sessions, ApproveCommand: h.ApproveCommand,
+			NoApprovals: h.NoApprovals, Cwd: cwd, CallTimeout: timeout, Pins: pins, Version: currentBuild().String(), Logger: log})
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -120,5 +121,128 @@ func TestMCPProxyCommand(t *testing.T) {
 	}
 	if out.HSO.Decision != "deny" || !strings.Contains(out.HSO.Reason, "rule no-blocked-file") {
 		t.Fatalf("hook: want deny by rule no-blocked-file, got %s", stdout.String())
+	}
+}
+
+// mcpAskPolicy asks before the filesystem server writes ask.txt.
+const mcpAskPolicy = `apiVersion: celguard.dev/v1
+kind: Policy
+name: mcp-ask
+rules:
+  - id: ask-for-it
+    match: {tools: [mcp__fs__write_file]}
+    condition: 'args.path.endsWith("ask.txt")'
+    verdict: ask
+    reason: writing ask.txt needs a person
+`
+
+// startMCPProxy runs `celguard mcp proxy` with args over pipes and
+// connects a Go SDK client (no elicitation) to it; stop ends both and
+// returns the proxy's exit code and stderr.
+func startMCPProxy(t *testing.T, args ...string) (cs *mcp.ClientSession, stop func() (int, string)) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- runContext(ctx, append([]string{"mcp", "proxy"}, args...), inR, outW, &stderr)
+		outW.Close()
+	}()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	return cs, func() (int, string) {
+		cs.Close()
+		inW.Close()
+		code := <-done
+		cancel()
+		return code, stderr.String()
+	}
+}
+
+// TestMCPProxyApprove: an ask the client cannot put to its user is refused
+// as an approval request of the proxy's state directory, naming the
+// command; `celguard approve ID --state-dir DIR` from a terminal approves
+// it, and the identical call then reaches the server. With a --store that
+// celguard approve cannot read, the refusal says so and names no command.
+func TestMCPProxyApprove(t *testing.T) {
+	for _, m := range agentMarkers {
+		t.Setenv(m.name, "")
+	}
+	oldTerm, oldAnc := stdinIsTerminal, agentAncestor
+	stdinIsTerminal = func(io.Reader) bool { return true }
+	agentAncestor = func() (string, int, bool) { return "", 0, false }
+	t.Cleanup(func() { stdinIsTerminal, agentAncestor = oldTerm, oldAnc })
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(home, ".state"))
+	bin, err := npmhost.Install(npmhost.Host{Pkg: "@modelcontextprotocol/server-filesystem", Version: "2026.8.31", Bin: "mcp-server-filesystem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := filepath.Join(home, "ask.yaml")
+	if err := os.WriteFile(pol, []byte(mcpAskPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := filepath.Join(home, "mcp-state")
+	target := filepath.Join(root, "ask.txt")
+	write := func(cs *mcp.ClientSession) (bool, string) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": target, "content": "approved"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return res.IsError, b.String()
+	}
+
+	cs, stop := startMCPProxy(t, "--name", "fs", "--policy", pol, "--state-dir", stateDir, "--", bin, root)
+	isErr, msg := write(cs)
+	m := regexp.MustCompile(`approval request ([0-9a-f]{8})`).FindStringSubmatch(msg)
+	want := "celguard approve --state-dir " + stateDir + " "
+	if !isErr || m == nil || !strings.Contains(msg, want+m[1]) {
+		t.Fatalf("the ask's refusal: %v %q, want a request and %q", isErr, msg, want)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("ask.txt was written before the approval: %v", err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"approve", m[1], "--state-dir", stateDir}, strings.NewReader("y\n"), &out, &errb); code != exitOK ||
+		!strings.Contains(out.String(), "mcp__fs__write_file") || !strings.Contains(out.String(), "Approved "+m[1]) {
+		t.Fatalf("celguard approve: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	if isErr, msg := write(cs); isErr {
+		t.Fatalf("the identical call after the approval: %s", msg)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "approved" {
+		t.Fatalf("ask.txt = %q, %v", b, err)
+	}
+	if code, stderr := stop(); code != exitOK {
+		t.Fatalf("celguard mcp proxy exited %d: %s", code, stderr)
+	}
+
+	os.Remove(target)
+	cs, stop = startMCPProxy(t, "--name", "fs", "--policy", pol, "--store", "memory:", "--", bin, root)
+	isErr, msg = write(cs)
+	stop()
+	if !isErr || strings.Contains(msg, "approval request") || !strings.Contains(msg, "memory: (--store), which celguard approve cannot reach") {
+		t.Fatalf("with --store memory:: %v %q", isErr, msg)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("ask.txt was written: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -214,6 +215,24 @@ func (c *Collector) Spans() []Span {
 					out = append(out, Span{Span: sp, Resource: res})
 				}
 			}
+		}
+	}
+	return out
+}
+
+// Decisions are the decisions' spans received (named "celguard.decision
+// ..."), in order, without their child spans (judge, store commits).
+func (c *Collector) Decisions() []Span {
+	return c.SpansNamed("celguard.decision")
+}
+
+// SpansNamed are the spans received whose name begins with prefix, in
+// order.
+func (c *Collector) SpansNamed(prefix string) []Span {
+	var out []Span
+	for _, sp := range c.Spans() {
+		if strings.HasPrefix(sp.Name, prefix) {
+			out = append(out, sp)
 		}
 	}
 	return out

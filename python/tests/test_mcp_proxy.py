@@ -71,7 +71,7 @@ async def test_stdio_proxy(celguard_bin: str, tmp_path: Path) -> None:
     pins.write_text(json.dumps({"fs": {"read_file": "sha256:" + "0" * 64}}))
     params = StdioServerParameters(
         command=celguard_bin,
-        args=["mcp", "proxy", "--name", "fs", "-p", str(POLICY), "--pins", str(pins), "--",
+        args=["mcp", "proxy", "--name", "fs", "-p", str(POLICY), "--pins", str(pins), "--state-dir", str(tmp_path / "state"), "--",
               server_bin("CELGUARD_MCP_FILESYSTEM"), str(root)],
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
@@ -83,9 +83,13 @@ async def test_stdio_proxy(celguard_bin: str, tmp_path: Path) -> None:
         res = await s.call_tool("read_file", {"path": str(root / "creds.txt")})
         assert res.is_error and "tool_changed" in text(res), text(res)
 
-        # Without elicitation an ask is refused, and nothing is written.
+        # Without elicitation an ask is refused as an approval request of
+        # the proxy's state directory, with the command that approves it;
+        # nothing is written.
         res = await s.call_tool("write_file", {"path": str(root / "ask.txt"), "content": "x"})
         assert res.is_error and "declares no elicitation" in text(res), text(res)
+        assert f"celguard approve --state-dir {tmp_path / 'state'} " in text(res), text(res)
+        assert "as approval request " in text(res), text(res)
         assert not (root / "ask.txt").exists()
     pending = json.loads(pins.read_text())["pending"]
     assert pending["fs"]["read_file"].startswith("sha256:")
@@ -102,7 +106,8 @@ async def test_stdio_proxy_elicitation(celguard_bin: str, tmp_path: Path) -> Non
 
     params = StdioServerParameters(
         command=celguard_bin,
-        args=["mcp", "proxy", "--name", "fs", "-p", str(POLICY), "--", server_bin("CELGUARD_MCP_FILESYSTEM"), str(root)],
+        args=["mcp", "proxy", "--name", "fs", "-p", str(POLICY), "--state-dir", str(tmp_path / "state"), "--",
+              server_bin("CELGUARD_MCP_FILESYSTEM"), str(root)],
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write, elicitation_callback=approve) as s:
         await s.initialize()
