@@ -1,6 +1,7 @@
 package daemonwire
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -102,12 +103,24 @@ func Ask(ctx context.Context, r Request) (CommandAnswer, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HeaderNonce, nonce)
 	req.Header.Set(HeaderWorkDir, r.WorkDir)
-	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			d := net.Dialer{Timeout: ConnectTimeout}
-			return d.DialContext(ctx, "unix", socket)
-		}}}
-	res, err := hc.Do(req)
+	// One request on one connection, written and read in this goroutine
+	// with net/http's own wire format (Request.Write, ReadResponse): a
+	// Transport's pool and its goroutines cost a one-shot client more
+	// than the request does.
+	d := net.Dialer{Timeout: ConnectTimeout}
+	conn, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return CommandAnswer{}, fmt.Errorf("no answer: %w", err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	req.Close = true
+	if err := req.Write(conn); err != nil {
+		return CommandAnswer{}, fmt.Errorf("no answer: %w", err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), req)
 	if err != nil {
 		return CommandAnswer{}, fmt.Errorf("no answer: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/celguard/celguard/internal/fileowner"
@@ -35,25 +36,31 @@ import (
 // A file added to .celguard/ changes a listing, an edited trust store a
 // hash, a directory made or removed above the work directory an entry:
 // each makes Check fail, and the client decide another way.
+//
+// On the wire (Encode) a manifest is its roots and the SHA-256 of its
+// entries (Sum): the client compares its own snapshot's sum, so the
+// entries need not travel, nor be decoded (decoding them cost the lean
+// client more than everything else it does).
 type Manifest struct {
-	Roots   []Root  `json:"roots"`
-	Entries []Entry `json:"entries"`
+	Roots []Root
+	// Entries are the snapshot's; nil in a decoded manifest, whose sum
+	// stands for them.
+	Entries []Entry
+	sum     string
 }
 
 // Root is a path a Manifest snapshots: with Tree, everything below it and
 // the content of every file; without, only what the path itself is.
 type Root struct {
-	Path string `json:"path"`
-	Tree bool   `json:"tree,omitempty"`
+	Path string
+	Tree bool
 }
 
 // Entry is one thing a snapshot saw: Kind (resolve, absent, link, dir,
 // file, other) of Path, and Value (what it resolves to; mode, owner, and
 // a listing's or a file's SHA-256; a link's target).
 type Entry struct {
-	Kind  string `json:"k"`
-	Path  string `json:"p"`
-	Value string `json:"v,omitempty"`
+	Kind, Path, Value string
 }
 
 // Bounds of a snapshot: past them there is no manifest (ErrTooLarge) and
@@ -85,7 +92,7 @@ func Snapshot(roots []Root) (*Manifest, error) {
 			return nil, err
 		}
 	}
-	return &Manifest{Roots: slices.Clone(roots), Entries: s.out}, nil
+	return &Manifest{Roots: slices.Clone(roots), Entries: s.out, sum: sumOf(s.out)}, nil
 }
 
 type snapshot struct {
@@ -198,26 +205,55 @@ func (s *snapshot) hash(p string) (string, error) {
 }
 
 // Join is a manifest of a's roots and then b's, as one Snapshot of both
-// would be; nil when either is nil.
+// would be; nil when either is nil or was decoded (has no entries).
 func Join(a, b *Manifest) *Manifest {
-	if a == nil || b == nil {
+	if a == nil || b == nil || a.Entries == nil || b.Entries == nil {
 		return nil
 	}
-	return &Manifest{Roots: slices.Concat(a.Roots, b.Roots), Entries: slices.Concat(a.Entries, b.Entries)}
+	entries := slices.Concat(a.Entries, b.Entries)
+	return &Manifest{Roots: slices.Concat(a.Roots, b.Roots), Entries: entries, sum: sumOf(entries)}
 }
 
-// Equal reports whether m and o hold the same roots and entries.
+// Sum is the SHA-256 (hex) of m's entries, each field length-prefixed. A
+// manifest is never changed once made: many decisions read one at once.
+func (m *Manifest) Sum() string { return m.sum }
+
+// sumOf is the SHA-256 (hex) of entries, each field length-prefixed.
+func sumOf(entries []Entry) string {
+	h := sha256.New()
+	for _, e := range entries {
+		fmt.Fprintf(h, "%d:%s%d:%s%d:%s", len(e.Kind), e.Kind, len(e.Path), e.Path, len(e.Value), e.Value)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Equal reports whether m and o hold the same roots and entries (their
+// sums, for a decoded manifest).
 func (m *Manifest) Equal(o *Manifest) bool {
-	return m != nil && o != nil && slices.Equal(m.Roots, o.Roots) && slices.Equal(m.Entries, o.Entries)
+	return m != nil && o != nil && slices.Equal(m.Roots, o.Roots) && m.Sum() == o.Sum()
 }
 
-// Encode is m as a header value: base64url of its JSON; NoManifest when
-// m is nil or larger than MaxEncoded.
+// wireManifest is a manifest as it travels: each root as "t:PATH" (a
+// tree) or "n:PATH", and the sum.
+type wireManifest struct {
+	R []string `json:"r"`
+	S string   `json:"s"`
+}
+
+// Encode is m as a header value: base64url of its JSON (roots and sum);
+// NoManifest when m is nil or larger than MaxEncoded.
 func (m *Manifest) Encode() string {
 	if m == nil {
 		return NoManifest
 	}
-	b, err := json.Marshal(m)
+	w := wireManifest{R: make([]string, len(m.Roots)), S: m.Sum()}
+	for i, r := range m.Roots {
+		w.R[i] = "n:" + r.Path
+		if r.Tree {
+			w.R[i] = "t:" + r.Path
+		}
+	}
+	b, err := json.Marshal(w)
 	if err != nil || base64.RawURLEncoding.EncodedLen(len(b)) > MaxEncoded {
 		return NoManifest
 	}
@@ -225,7 +261,7 @@ func (m *Manifest) Encode() string {
 }
 
 // DecodeManifest reads an encoded manifest (Encode) strictly: no unknown
-// field, no trailing data, at least one root, absolute paths, known kinds.
+// field, no trailing data, at least one root, absolute paths, a SHA-256.
 func DecodeManifest(s string) (*Manifest, error) {
 	if len(s) > MaxEncoded {
 		return nil, fmt.Errorf("a manifest larger than %d bytes", MaxEncoded)
@@ -236,49 +272,39 @@ func DecodeManifest(s string) (*Manifest, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var m Manifest
-	if err := dec.Decode(&m); err != nil {
+	var w wireManifest
+	if err := dec.Decode(&w); err != nil {
 		return nil, fmt.Errorf("a manifest that does not decode: %w", err)
 	}
 	if dec.More() {
 		return nil, errors.New("a manifest with trailing data")
 	}
-	if len(m.Roots) == 0 || len(m.Entries) > MaxEntries {
-		return nil, errors.New("a manifest with no root or too many entries")
+	if len(w.R) == 0 || len(w.R) > MaxEntries {
+		return nil, errors.New("a manifest with no root or too many")
 	}
-	for _, r := range m.Roots {
-		if !filepath.IsAbs(r.Path) {
-			return nil, fmt.Errorf("a manifest root %q that is not absolute", r.Path)
+	if sum, err := hex.DecodeString(w.S); err != nil || len(sum) != sha256.Size || hex.EncodeToString(sum) != w.S {
+		return nil, errors.New("a manifest without a SHA-256")
+	}
+	m := &Manifest{Roots: make([]Root, len(w.R)), sum: w.S}
+	for i, r := range w.R {
+		kind, path, _ := strings.Cut(r, ":")
+		if kind != "t" && kind != "n" || !filepath.IsAbs(path) {
+			return nil, fmt.Errorf("a manifest root %q that is not t: or n: and an absolute path", r)
 		}
+		m.Roots[i] = Root{Path: path, Tree: kind == "t"}
 	}
-	for _, e := range m.Entries {
-		switch e.Kind {
-		case "resolve", "absent", "link", "dir", "file", "other":
-		default:
-			return nil, fmt.Errorf("a manifest entry of kind %q", e.Kind)
-		}
-	}
-	return &m, nil
+	return m, nil
 }
 
 // Check takes the snapshot of m's roots again and reports, as an error,
-// the first thing that differs from m.
+// that it differs from m (or cannot be taken).
 func (m *Manifest) Check() error {
 	now, err := Snapshot(m.Roots)
 	if err != nil {
 		return err
 	}
-	for i, e := range m.Entries {
-		if i >= len(now.Entries) {
-			return fmt.Errorf("%s %s is gone", e.Kind, e.Path)
-		}
-		if n := now.Entries[i]; n != e {
-			return fmt.Errorf("%s %s changed (now %s %s)", e.Kind, e.Path, n.Kind, n.Path)
-		}
-	}
-	if len(now.Entries) > len(m.Entries) {
-		n := now.Entries[len(m.Entries)]
-		return fmt.Errorf("%s %s is new", n.Kind, n.Path)
+	if now.Sum() != m.Sum() {
+		return errors.New("a file or directory it was read from changed")
 	}
 	return nil
 }
