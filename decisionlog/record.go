@@ -69,6 +69,9 @@ type Record struct {
 	// Monitored is the would-be decision of a monitored rule (monitor
 	// mode), as in the Decision.
 	Monitored *eval.Monitored `json:"monitored,omitempty"`
+	// Listing is what one tools/list showed, on its one record
+	// (eval.Session.ToolList), as in the Decision.
+	Listing *eval.ToolListing `json:"listing,omitempty"`
 	// Counters are the counters the decision's rules read and the values
 	// they read (eval.DecisionEvent.Counters, at most
 	// eval.MaxCountersRead), each key masked as the reason is (a key is
@@ -131,7 +134,7 @@ func NewRecord(ev *eval.DecisionEvent) *Record {
 		DecisionID: d.DecisionID, Time: d.Time, PolicyDigest: d.PolicyDigest, SessionID: d.SessionID, Bundles: slices.Clone(d.Bundles),
 		Agent: d.Agent, CallID: d.CallID, Phase: d.Phase, Tool: d.Tool,
 		Verdict: d.Verdict, RuleRef: d.RuleRef, Code: d.Code,
-		Modified: slices.Clone(d.Modified), Untrusted: d.Untrusted, Approval: d.Approval,
+		Modified: slices.Clone(d.Modified), Untrusted: d.Untrusted, Approval: d.Approval, Listing: d.Listing,
 	}
 	m := &mask.Masker{MaxString: MaxString}
 	masks := Masks(ev.LogMasks, ev.Call.Tool)

@@ -94,7 +94,7 @@ func WithDecisionSink(sink DecisionSink, onError func(error)) Option {
 // (call, and io in the input and output phases) by set.
 func (s *Session) logDecision(ctx context.Context, set *compile.PolicySet, d Decision, call Call, io *modelIO, start time.Time) (Decision, error) {
 	sink := s.eng.cfg.sink
-	if sink == nil {
+	if sink == nil || quietInListing(ctx, d) {
 		return d, nil
 	}
 	if ctx == nil {

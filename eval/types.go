@@ -182,6 +182,9 @@ type Decision struct {
 	// (compile.PolicySet.Bundles: NAME@VERSION/serial-N), with the audit
 	// record; empty when the set holds none.
 	Bundles []string `json:"bundles,omitempty"`
+	// Listing is what one tools/list showed, on the one decision that
+	// records the list (Session.ToolList); nil on every other decision.
+	Listing *ToolListing `json:"listing,omitempty"`
 	// Monitored is what a monitored rule (a rule of a policy in monitor
 	// mode, or any rule that is not mandatory under WithMonitor) would
 	// have decided: the first one that matched before the rule that did

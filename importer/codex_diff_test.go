@@ -3,6 +3,7 @@ package importer_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -48,6 +49,7 @@ func TestCodexDifferential(t *testing.T) {
 	}
 	home := t.TempDir()
 	equal, stricter := 0, 0
+	var report strings.Builder
 	for _, argv := range calls {
 		cmd := exec.Command(codex, append([]string{"execpolicy", "check", "--rules", rulesPath, "--"}, argv...)...)
 		cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
@@ -88,7 +90,7 @@ func TestCodexDifferential(t *testing.T) {
 		case rank(got) > rank(want):
 			stricter++
 			reason := why(argv)
-			t.Logf("stricter: %q: codex %s, celguard %s (%s): %s", argv, orNone(want), orNone(got), d.RuleID, reason)
+			fmt.Fprintf(&report, "%q: codex %s, celguard %s (%s): %s\n", argv, orNone(want), orNone(got), d.RuleID, reason)
 			if reason == "UNEXPLAINED" {
 				t.Errorf("%q: a stricter decision no documented approximation explains", argv)
 			}
@@ -97,6 +99,8 @@ func TestCodexDifferential(t *testing.T) {
 		}
 	}
 	t.Logf("%d calls: %d equal, %d stricter", len(calls), equal, stricter)
+	checkDiffGolden(t, filepath.Join("testdata", "codex-diff.stricter.golden.txt"),
+		fmt.Sprintf("# Argvs on which the imported Codex policy is stricter than `codex execpolicy check`,\n# with why (TestCodexDifferential).\n## %d calls, %d equal, %d stricter\n", len(calls), equal, stricter)+report.String())
 }
 
 // rank orders the decisions by strictness: "" (no rule matched) leaves the

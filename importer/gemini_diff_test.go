@@ -24,20 +24,23 @@ import (
 // policy files, each in its tier, and calls, in an approval mode, and
 // writes for each call its decision and whether a rule made it.
 const geminiCheck = `
-const [,, chunk, tiersJSON, mode, callsFile] = process.argv;
+const [,, chunk, tiersJSON, modes, callsFile] = process.argv;
 const fs = await import('node:fs');
 const m = await import(chunk);
 const tiers = JSON.parse(tiersJSON);
 const res = await m.loadPoliciesFromToml(Object.keys(tiers), (p) => tiers[p]);
 const errs = res.errors.filter(e => e.severity !== 'warning');
 if (errs.length) { console.error(JSON.stringify(errs)); process.exit(2); }
-const engine = new m.PolicyEngine({ rules: res.rules, checkers: res.checkers, approvalMode: mode, defaultDecision: 'ask_user' });
-const out = [];
-for (const call of JSON.parse(fs.readFileSync(callsFile, 'utf8'))) {
-  const r = await engine.check({ name: call.tool, args: call.args }, undefined);
-  out.push([r.decision, r.rule !== undefined]);
+const calls = JSON.parse(fs.readFileSync(callsFile, 'utf8'));
+for (const mode of modes.split(',')) {
+  const engine = new m.PolicyEngine({ rules: res.rules, checkers: res.checkers, approvalMode: mode, defaultDecision: 'ask_user' });
+  const out = [];
+  for (const call of calls) {
+    const r = await engine.check({ name: call.tool, args: call.args }, undefined);
+    out.push([r.decision, r.rule !== undefined]);
+  }
+  fs.writeFileSync(callsFile + '.' + mode, JSON.stringify(out));
 }
-fs.writeFileSync(callsFile + '.' + mode, JSON.stringify(out));
 `
 
 // geminiDiffFiles are the differential test's policy files, the name
@@ -94,7 +97,16 @@ func TestGeminiDifferential(t *testing.T) {
 	tiersJSON, _ := json.Marshal(tiers)
 	var report strings.Builder
 	report.WriteString("# Calls on which the imported Gemini CLI policy is stricter than Gemini CLI's\n# own policy engine, per approval mode, with why (TestGeminiDifferential).\n")
-	for _, mode := range []string{"default", "autoEdit", "yolo", "plan"} {
+	modes := []string{"default", "autoEdit", "yolo", "plan"}
+	cmd := exec.Command(node, script, chunk, string(tiersJSON), strings.Join(modes, ","), callsPath)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+dir, "GEMINI_CLI_HOME="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if out, err := cmd.Output(); err != nil {
+		t.Fatalf("node: %v\n%s%s", err, out, stderr.String())
+	}
+	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			res, err := importer.Import(importer.Gemini, files, importer.Options{GeminiMode: mode})
 			if err != nil {
@@ -104,14 +116,6 @@ func TestGeminiDifferential(t *testing.T) {
 				celguard.WithBundle("none"), celguard.WithUserDir("-"), celguard.WithProjectDir("-"))
 			if err != nil {
 				t.Fatal(err)
-			}
-			cmd := exec.Command(node, script, chunk, string(tiersJSON), mode, callsPath)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "HOME="+dir, "GEMINI_CLI_HOME="+dir)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if out, err := cmd.Output(); err != nil {
-				t.Fatalf("node: %v\n%s%s", err, out, stderr.String())
 			}
 			raw, err := os.ReadFile(callsPath + "." + mode)
 			if err != nil {
@@ -124,18 +128,24 @@ func TestGeminiDifferential(t *testing.T) {
 			report.WriteString(compareGemini(t, mode, g, calls, gem))
 		})
 	}
-	golden := filepath.Join("testdata", "gemini-diff.stricter.golden.txt")
+	checkDiffGolden(t, filepath.Join("testdata", "gemini-diff.stricter.golden.txt"), report.String())
+}
+
+// checkDiffGolden compares a differential test's list of stricter cases
+// with its golden file (-update rewrites it).
+func checkDiffGolden(t *testing.T, golden, got string) {
+	t.Helper()
 	if *update {
-		if err := os.WriteFile(golden, []byte(report.String()), 0o644); err != nil {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (run go test -update)", err)
 	}
-	if string(want) != report.String() {
-		t.Errorf("%s differs from the stricter cases found (run go test -update and review the diff):\n%s", golden, report.String())
+	if string(want) != got {
+		t.Errorf("%s differs from the stricter cases found (run go test -update and review the diff):\n%s", golden, got)
 	}
 }
 

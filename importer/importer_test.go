@@ -210,21 +210,28 @@ func FuzzImport(f *testing.F) {
 		default:
 			return
 		}
-		files := []importer.File{{Name: "f" + ext, Data: data}}
-		res, err := importer.Import(fm, files, importer.Options{PolicyFile: "imported.yaml"})
+		name := "f" + ext
+		opts := importer.Options{PolicyFile: "imported.yaml"}
+		if fm == importer.Gemini {
+			// Every approval mode and tier, chosen by the input.
+			opts.GeminiMode = []string{"default", "autoEdit", "yolo", "plan"}[len(data)%4]
+			name = []string{"f.toml", ".gemini/policies/f.toml", "/etc/gemini-cli/policies/f.toml", ".gemini/extensions/x/policies/f.toml"}[len(data)/4%4]
+		}
+		files := []importer.File{{Name: name, Data: data}}
+		res, err := importer.Import(fm, files, opts)
 		if err != nil {
 			ds, ok := err.(policy.Diagnostics)
 			if !ok || len(ds) == 0 {
 				t.Fatalf("error without diagnostics: %v", err)
 			}
 			for _, d := range ds {
-				if d.Pos.File != "f"+ext || d.Pos.Line < 1 {
+				if d.Pos.File != name || d.Pos.Line < 1 {
 					t.Fatalf("diagnostic without a source position: %v", d)
 				}
 			}
 			return
 		}
-		again, err := importer.Import(fm, files, importer.Options{PolicyFile: "imported.yaml"})
+		again, err := importer.Import(fm, files, opts)
 		if err != nil || !bytes.Equal(res.Policy, again.Policy) || !bytes.Equal(res.Suite, again.Suite) {
 			t.Fatal("not deterministic")
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/celguard/celguard/internal/npmhost"
 	"github.com/celguard/celguard/mcpproxy"
+	celstore "github.com/celguard/celguard/store"
 )
 
 // BenchmarkToolsCall measures one tools/call sent directly to an upstream
@@ -18,7 +19,8 @@ import (
 // testPolicy), side by side in one run: with an in-process SDK server
 // (the proxy's own cost) and with the real filesystem server over stdio.
 //
-//	go test -run '^$' -bench ToolsCall -benchtime 2000x ./mcpproxy
+//	go test -run '^$' -bench ToolsCall -benchtime 2000x -benchmem ./mcpproxy
+//	go test -c -o mcpproxy.test ./mcpproxy && scripts/instr.sh ./mcpproxy.test 'ToolsCall/in-process/' 100 600
 func BenchmarkToolsCall(b *testing.B) {
 	ctx := context.Background()
 	echo := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
@@ -61,22 +63,35 @@ func BenchmarkToolsCall(b *testing.B) {
 			defer cs.Close()
 			benchCalls(b, cs, args)
 		})
-		b.Run(up.name+"/proxy", func(b *testing.B) {
-			p, err := mcpproxy.New(ctx, mcpproxy.Config{Name: "fs", Upstream: up.transport, Engine: engineConfig(b)})
-			if err != nil {
-				b.Fatal(err)
+		// The proxy keeping its sessions in memory, and in a state
+		// directory (the file store `celguard mcp proxy` uses by default:
+		// every decision commits the session's signed state file).
+		for _, store := range []string{"memory", "state-dir"} {
+			name := up.name + "/proxy"
+			if store == "state-dir" {
+				name += "-state-dir"
 			}
-			defer p.Close()
-			st, ct := mcp.NewInMemoryTransports()
-			go func() { _ = p.Run(ctx, st) }()
-			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-			cs, err := c.Connect(ctx, ct, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cs.Close()
-			benchCalls(b, cs, args)
-		})
+			b.Run(name, func(b *testing.B) {
+				ecfg := engineConfig(b)
+				if store == "state-dir" {
+					ecfg.Store, ecfg.ApprovalRequests = celstore.NewFile(b.TempDir()), true
+				}
+				p, err := mcpproxy.New(ctx, mcpproxy.Config{Name: "fs", Upstream: up.transport, Engine: ecfg})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer p.Close()
+				st, ct := mcp.NewInMemoryTransports()
+				go func() { _ = p.Run(ctx, st) }()
+				c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+				cs, err := c.Connect(ctx, ct, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer cs.Close()
+				benchCalls(b, cs, args)
+			})
+		}
 	}
 }
 

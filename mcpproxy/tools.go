@@ -64,7 +64,11 @@ func (p *Proxy) visibility(next mcp.MethodHandler) mcp.MethodHandler {
 			p.log.Warn("tools/list refused", "error", err)
 			return nil, fmt.Errorf("celguard: %v (code %s)", err, CodeNoSession)
 		}
-		shown := make([]*mcp.Tool, 0, len(list.Tools))
+		// One decision per tool, one record per list (eval's ToolList): a
+		// tool no rule decided anything about is counted, not logged.
+		tools := make([]*mcp.Tool, 0, len(list.Tools))
+		defs := make([]eval.ToolDefinition, 0, len(list.Tools))
+		exposed := make([]*exposedTool, 0, len(list.Tools))
 		for _, t := range list.Tools {
 			p.mu.Lock()
 			et := p.tools[t.Name]
@@ -72,8 +76,18 @@ func (p *Proxy) visibility(next mcp.MethodHandler) mcp.MethodHandler {
 			if et == nil || p.pins.isChanged(et.up.name, et.tool.Name) {
 				continue
 			}
-			d, err := p.decideVisibility(ctx, sess, cs.agent, et)
-			if err != nil || !d.Allowed() {
+			tools, exposed = append(tools, t), append(exposed, et)
+			defs = append(defs, definition(et, cs.agent))
+		}
+		ds, ld, _ := sess.ToolList(ctx, defs)
+		if !ld.Allowed() {
+			// The list's record could not be written: nothing is shown.
+			return nil, fmt.Errorf("%s (code %s)", message(ld), ld.Code)
+		}
+		shown := make([]*mcp.Tool, 0, len(tools))
+		for i, t := range tools {
+			d, et := ds[i], exposed[i]
+			if !d.Allowed() {
 				continue
 			}
 			rewritable := t.OutputSchema != nil && p.mayRewriteResult(ToolName(et.up.name, et.tool.Name))
@@ -112,17 +126,22 @@ func (p *Proxy) mayRewriteResult(tool string) bool {
 	return false
 }
 
-// decideVisibility decides whether sess (of agent) is shown et (the tools
-// phase).
-func (p *Proxy) decideVisibility(ctx context.Context, sess *eval.Session, agent eval.Agent, et *exposedTool) (eval.Decision, error) {
+// definition is et as the tools phase reads it, for agent.
+func definition(et *exposedTool, agent eval.Agent) eval.ToolDefinition {
 	var schema any
 	if raw, err := json.Marshal(et.tool.InputSchema); err == nil {
 		_ = json.Unmarshal(raw, &schema)
 	}
-	return sess.Tools(ctx, eval.ToolDefinition{
+	return eval.ToolDefinition{
 		Tool: ToolName(et.up.name, et.tool.Name), Name: et.tool.Name, Title: et.tool.Title,
 		Description: et.tool.Description, InputSchema: schema, Agent: agent,
-	})
+	}
+}
+
+// decideVisibility decides whether sess (of agent) is shown et (the tools
+// phase), for a call of it: logged only when a rule decided about it.
+func (p *Proxy) decideVisibility(ctx context.Context, sess *eval.Session, agent eval.Agent, et *exposedTool) (eval.Decision, error) {
+	return sess.ToolVisible(ctx, definition(et, agent))
 }
 
 // call decides one tools/call before and after the upstream runs it.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -356,10 +357,17 @@ func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, ca
 		err      error
 		panicked any
 	)
-	ok := s.workers.run(ctx, func() {
-		defer func() { panicked = recover() }()
-		d, err = f(ctx)
-	})
+	j := decisionJobs.Get().(*decisionJob)
+	j.ctx, j.f = ctx, f
+	s.workers.start(j)
+	ok := wait(ctx, j.done)
+	if ok {
+		// The worker is done with j: its results are read, and j is
+		// reused. A job whose deadline passed is left to its worker.
+		d, err, panicked = j.d, j.err, j.panicked
+		*j = decisionJob{done: j.done}
+		decisionJobs.Put(j)
+	}
 	switch {
 	case !ok:
 		d = s.fault(phase, call, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
@@ -374,6 +382,29 @@ func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, ca
 	s.metrics.decided(host, d, time.Since(start))
 	s.noteHost(d, host)
 	return d
+}
+
+// decisionJob is a decision run on a worker (Server.decide): f under ctx,
+// and what it returned or the panic it raised. done is signalled last
+// (buffered: the worker never waits for a request that gave up).
+type decisionJob struct {
+	ctx      context.Context
+	f        decider
+	d        eval.Decision
+	err      error
+	panicked any
+	done     chan struct{}
+}
+
+// decisionJobs are the decision jobs free for reuse.
+var decisionJobs = sync.Pool{New: func() any { return &decisionJob{done: make(chan struct{}, 1)} }}
+
+func (j *decisionJob) run() {
+	defer func() {
+		j.panicked = recover()
+		j.done <- struct{}{}
+	}()
+	j.d, j.err = j.f(j.ctx)
 }
 
 // noteHost tells the console which host decision d came through.
@@ -413,10 +444,12 @@ func (s *Server) fault(phase policy.Phase, call eval.Call, code, reason string) 
 // field; an empty body is {} when empty is allowed. It answers 400 or 413
 // itself and returns false when the body is not what v takes.
 func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any, empty bool) bool {
-	body, ok := readBody(w, r, limit)
+	buf, ok := readBody(w, r, limit)
 	if !ok {
 		return false
 	}
+	defer putBuffer(buf)
+	body := buf.Bytes()
 	if len(bytes.TrimSpace(body)) == 0 {
 		if empty {
 			return true
@@ -424,6 +457,8 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any, empty 
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, "the body is empty: it must be a JSON object")
 		return false
 	}
+	// The decoder copies what it keeps (strings, numbers, raw messages):
+	// nothing decoded points into buf, which is reused.
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -442,31 +477,66 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any, empty 
 	return true
 }
 
-// readBody reads the body of r up to limit bytes; past it, it answers 413.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+// readBody reads the body of r up to limit bytes into a buffer of
+// buffers (the caller puts it back with putBuffer); past limit, it answers
+// 413.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*bytes.Buffer, bool) {
+	buf := buffers.Get().(*bytes.Buffer)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		buf.Grow(int(n) + bytes.MinRead) // one read, and the EOF, without growing
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
+		putBuffer(buf)
 		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", limit))
 		return nil, false
 	case err != nil:
+		putBuffer(buf)
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, "cannot read the body: "+err.Error())
 		return nil, false
 	}
-	return body, true
+	return buf, true
 }
 
-// writeJSON answers v as JSON with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b, _ = json.Marshal(errorAnswer{errorBody{CodeInternalError, "cannot encode the answer: " + err.Error()}})
+// buffers are the buffers request bodies are read into and answers
+// encoded into, reused across requests.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer bounds the buffers kept for reuse: a large body's buffer
+// is left to the garbage collector, so that the pool does not keep the
+// largest body ever seen once per processor.
+const maxPooledBuffer = 64 << 10
+
+// putBuffer gives buf back to buffers; its bytes must not be used after.
+func putBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledBuffer {
+		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	buf.Reset()
+	buffers.Put(buf)
+}
+
+// jsonContentType is the Content-Type header value of JSON answers, one
+// slice for every answer: net/http only reads it, and Header.Set and Add
+// replace or copy it.
+var jsonContentType = []string{"application/json"}
+
+// writeJSON answers v as JSON with status: json.Marshal's bytes and a
+// newline (json.Encoder writes the same), encoded into a reused buffer.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	buf := buffers.Get().(*bytes.Buffer)
+	defer putBuffer(buf)
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		b, _ := json.Marshal(errorAnswer{errorBody{CodeInternalError, "cannot encode the answer: " + err.Error()}})
+		buf.Write(append(b, '\n'))
+	}
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(buf.Bytes())
 }
 
 // writeError answers {"error": {"code", "message"}} with status.

@@ -1,14 +1,15 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/celguard/celguard/eval"
@@ -47,7 +48,10 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	form := r.URL.Query().Get("form")
+	var form string
+	if r.URL.RawQuery != "" {
+		form = r.URL.Query().Get("form")
+	}
 	var ev hooks.Event
 	var resp hooks.Response
 	switch body, ok := s.hookBody(w, r); {
@@ -57,15 +61,14 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		ev, resp = s.hookFail(host, nil, CodeTooLarge, fmt.Sprintf("the event is larger than %d bytes", s.cfg.MaxBodyBytes))
 	default:
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
-		var rev hooks.Event
-		var rresp hooks.Response
 		// Respond recovers a panic of its own; the deadline is kept here.
-		if s.workers.run(ctx, func() {
-			rev, rresp = hooks.Respond(ctx, host, body, false, func(ctx context.Context, ev hooks.Event) (hooks.Response, error) {
-				return s.hookEvent(ctx, host, ev, "")
-			})
-		}) {
-			ev, resp = rev, rresp
+		j := hookJobs.Get().(*hookJob)
+		j.s, j.ctx, j.host, j.body = s, ctx, host, body
+		s.workers.start(j)
+		if wait(ctx, j.done) {
+			ev, resp = j.ev, j.resp
+			*j = hookJob{done: j.done}
+			hookJobs.Put(j)
 		} else {
 			ev, resp = s.hookFail(host, body, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
 		}
@@ -75,7 +78,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		s.metrics.hookFailures.WithLabelValues(name).Inc()
 		s.log.Warn("hook event failed", "host", name, "event", ev.Name, "session_id", ev.SessionID, "exit", resp.Exit, "stderr", resp.Stderr)
 	}
-	s.metrics.hookLatency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	s.metrics.hookLatencyBy.of(name).Observe(time.Since(start).Seconds())
 	if form == FormCommand {
 		writeJSON(w, http.StatusOK, CommandAnswer{Stdout: string(resp.Stdout), Stderr: resp.Stderr, Exit: resp.Exit})
 		return
@@ -85,13 +88,43 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(hooks.HTTPBody(host, ev, resp))
 }
 
+// hookJob is a hook event answered on a worker (Server.hook): body
+// decided by hooks.Respond under ctx, and its event and answer. done is
+// signalled last (buffered: the worker never waits for a request that gave
+// up).
+type hookJob struct {
+	s    *Server
+	ctx  context.Context
+	host hooks.Host
+	body []byte
+	ev   hooks.Event
+	resp hooks.Response
+	done chan struct{}
+}
+
+// hookJobs are the hook jobs free for reuse.
+var hookJobs = sync.Pool{New: func() any { return &hookJob{done: make(chan struct{}, 1)} }}
+
+func (j *hookJob) run() {
+	j.ev, j.resp = hooks.Respond(j.ctx, j.host, j.body, false, j.handle)
+	j.done <- struct{}{}
+}
+
+func (j *hookJob) handle(ctx context.Context, ev hooks.Event) (hooks.Response, error) {
+	return j.s.hookEvent(ctx, j.host, ev, "")
+}
+
 // hookBody reads a hook's body; ok is false when it is too large (nothing
 // is answered: the caller answers with the host's deny). A body that could
 // not be read whole fails to decode.
 func (s *Server) hookBody(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
+		buf.Grow(int(n) + bytes.MinRead) // one read, and the EOF, without growing
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
-	return body, !errors.As(err, &tooLarge)
+	return buf.Bytes(), !errors.As(err, &tooLarge)
 }
 
 // hookFail answers an event that is not decided: the host's failure
@@ -212,7 +245,7 @@ func (s *Server) daemonHook(w http.ResponseWriter, r *http.Request, host hooks.H
 		writeError(w, http.StatusServiceUnavailable, CodeDeadlineExceeded, fmt.Sprintf("no decision within the daemon's deadline (%s)", s.cfg.Timeout))
 		return
 	}
-	s.metrics.hookLatency.WithLabelValues(host.Name()).Observe(time.Since(start).Seconds())
+	s.metrics.hookLatencyBy.of(host.Name()).Observe(time.Since(start).Seconds())
 	answer, err := json.Marshal(CommandAnswer{Stdout: string(resp.Stdout), Stderr: resp.Stderr, Exit: resp.Exit})
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, CodeInternalError, err.Error())

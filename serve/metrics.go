@@ -3,9 +3,13 @@ package serve
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,9 +34,74 @@ type metrics struct {
 	judges       *prometheus.CounterVec // judge outcomes by judge, verdict, cached, failed
 	sessions     prometheus.Gauge
 	requests     *prometheus.CounterVec // by route pattern and status
+
+	// The children of the vectors a request updates, by label values
+	// (see children).
+	decisionsBy   children[decisionLabels, prometheus.Counter]
+	latencyBy     children[[2]string, prometheus.Observer]
+	hookLatencyBy children[string, prometheus.Observer]
+	requestsBy    children[requestLabels, prometheus.Counter]
+	commitsBy     children[string, prometheus.Counter]
 	// own are celguard's metrics (the registry has the Go runtime's and
 	// the process's too).
 	own []prometheus.Collector
+}
+
+// decisionLabels are the label values of celguard_decisions_total.
+type decisionLabels struct{ verdict, policy, host string }
+
+// requestLabels are the label values of celguard_http_requests_total.
+type requestLabels struct {
+	route  string
+	status int
+}
+
+// maxChildren bounds each children cache: label values past it (policies
+// of many reloads) are looked up in their vector every time.
+const maxChildren = 4096
+
+// children caches the children of a metric vector by their label values,
+// so that a request finds a child it saw before with one map read, without
+// hashing and checking the label values again as the vector's
+// WithLabelValues does. The map is copied on write (a new child is rare:
+// the label values are verdicts, policies, hosts, routes and statuses).
+type children[K comparable, M any] struct {
+	m   atomic.Pointer[map[K]M]
+	mu  sync.Mutex
+	new func(K) M
+}
+
+// of returns the child of label values k.
+func (c *children[K, M]) of(k K) M {
+	if m := c.m.Load(); m != nil {
+		if v, ok := (*m)[k]; ok {
+			return v
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m.Load()
+	if old != nil {
+		if v, ok := (*old)[k]; ok {
+			return v
+		}
+		if len(*old) >= maxChildren {
+			return c.new(k)
+		}
+	}
+	v := c.new(k)
+	m := make(map[K]M, 1+len(deref(old)))
+	maps.Copy(m, deref(old))
+	m[k] = v
+	c.m.Store(&m)
+	return v
+}
+
+func deref[K comparable, M any](m *map[K]M) map[K]M {
+	if m == nil {
+		return nil
+	}
+	return *m
 }
 
 // latencyBuckets are in seconds, from 50µs to 5s: a decision takes tens
@@ -86,6 +155,15 @@ func newMetrics(s *Server) *metrics {
 	m.own = []prometheus.Collector{m.decisions, m.latency, m.hookLatency, m.hookFailures, m.faults, m.storeErrors, m.reloads, m.commits, m.judges, dropped, m.sessions, m.requests, info}
 	m.reg.MustRegister(m.own...)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.decisionsBy.new = func(k decisionLabels) prometheus.Counter {
+		return m.decisions.WithLabelValues(k.verdict, k.policy, k.host)
+	}
+	m.latencyBy.new = func(k [2]string) prometheus.Observer { return m.latency.WithLabelValues(k[0], k[1]) }
+	m.hookLatencyBy.new = func(host string) prometheus.Observer { return m.hookLatency.WithLabelValues(host) }
+	m.requestsBy.new = func(k requestLabels) prometheus.Counter {
+		return m.requests.WithLabelValues(k.route, strconv.Itoa(k.status))
+	}
+	m.commitsBy.new = func(outcome string) prometheus.Counter { return m.commits.WithLabelValues(outcome) }
 	// The labels with a known, small set of values exist from the start.
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("error")
@@ -97,8 +175,8 @@ func newMetrics(s *Server) *metrics {
 
 // decided counts one decision.
 func (m *metrics) decided(host string, d eval.Decision, took time.Duration) {
-	m.decisions.WithLabelValues(d.Verdict.String(), d.Policy, host).Inc()
-	m.latency.WithLabelValues(host, d.Phase.String()).Observe(took.Seconds())
+	m.decisionsBy.of(decisionLabels{d.Verdict.String(), d.Policy, host}).Inc()
+	m.latencyBy.of([2]string{host, d.Phase.String()}).Observe(took.Seconds())
 	if d.Code == CodeStoreUnavailable {
 		m.storeErrors.Inc()
 	}
@@ -128,7 +206,7 @@ type eventMetrics struct{ m *metrics }
 // WriteDecision implements eval.DecisionSink.
 func (e eventMetrics) WriteDecision(_ context.Context, ev *eval.DecisionEvent) error {
 	for _, c := range ev.Commits {
-		e.m.commits.WithLabelValues(c.Outcome).Inc()
+		e.m.commitsBy.of(c.Outcome).Inc()
 	}
 	if j := ev.Decision.Judge; j != nil {
 		e.m.judges.WithLabelValues(j.Name, j.Verdict.String(), strconv.FormatBool(j.Cached), strconv.FormatBool(j.Error != "")).Inc()
@@ -178,8 +256,10 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 			if route == "" || route == "/" {
 				route = "unknown"
 			}
-			s.metrics.requests.WithLabelValues(route, fmt.Sprint(sw.status)).Inc()
-			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+			s.metrics.requestsBy.of(requestLabels{route, sw.status}).Inc()
+			if s.log.Enabled(r.Context(), slog.LevelDebug) {
+				s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+			}
 		}()
 		if strings.HasPrefix(r.URL.Path, "/ui/") {
 			securityHeaders(sw) // the console's headers on the mux's own answers too (a redirect to a clean path)

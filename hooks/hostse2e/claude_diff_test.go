@@ -18,6 +18,7 @@ import (
 	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/importer"
+	"github.com/celguard/celguard/internal/npmhost"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -32,7 +33,6 @@ type batchModel struct {
 	mu      sync.Mutex
 	next    int
 	results map[string]batchResult
-	log     []string
 }
 
 type batchCall struct {
@@ -134,22 +134,23 @@ func (m *batchModel) serve(w http.ResponseWriter, r *http.Request) {
 
 // claudeDiffSettings are the permission rules of the Claude Code
 // differential test: Bash exact, prefix (:*) and wildcard forms, Read and
-// Edit paths relative to the project, absolute (//) and with globs, in all
-// three lists.
+// Edit paths relative to the project, absolute (//) and with globs, and MCP
+// tools of the reference filesystem server, in all three lists.
 const claudeDiffSettings = `{
   "permissions": {
     "allow": [
       "Bash(npm run test:*)", "Bash(git log *)", "Bash(git status)", "Bash(make build)", "Bash(docker ps:*)",
       "Bash(python3 scripts/*.py)", "Bash(yarn test)",
-      "Read(src/**)", "Read(//etc/hostname)", "Edit(docs/**)", "Edit(src/gen/**)"
+      "Read(src/**)", "Read(//etc/hostname)", "Edit(docs/**)", "Edit(src/gen/**)",
+      "mcp__fs__list_directory", "mcp__fs__get_file_info"
     ],
     "ask": [
       "Bash(git push:*)", "Bash(npm publish)", "Bash(docker run *)",
-      "Edit(src/**)", "Read(notes/*.md)"
+      "Edit(src/**)", "Read(notes/*.md)", "mcp__fs__write_file"
     ],
     "deny": [
       "Bash(rm -rf *)", "Bash(curl:*)", "Bash(git push --force:*)", "Bash(kubectl delete *)",
-      "Read(./.env)", "Read(secrets/**)", "Edit(**/*.pem)", "Edit(.github/**)"
+      "Read(./.env)", "Read(secrets/**)", "Edit(**/*.pem)", "Edit(.github/**)", "mcp__fs__move_file"
     ]
   }
 }
@@ -216,6 +217,17 @@ func claudeDiffCalls(work, outside string) []batchCall {
 		out = append(out, batchCall{"Write", map[string]any{"file_path": filepath.Join(work, p), "content": "x\n"}})
 	}
 	out = append(out, batchCall{"Write", map[string]any{"file_path": filepath.Join(outside, "w.txt"), "content": "x\n"}})
+	// The reference filesystem server's tools, as Claude Code names them.
+	for i, d := range []string{".", "src", "docs"} {
+		dir := filepath.Join(work, d)
+		out = append(out,
+			batchCall{"mcp__fs__list_directory", map[string]any{"path": dir}},
+			batchCall{"mcp__fs__get_file_info", map[string]any{"path": dir}},
+			batchCall{"mcp__fs__read_text_file", map[string]any{"path": filepath.Join(work, "README.md")}},
+			batchCall{"mcp__fs__write_file", map[string]any{"path": filepath.Join(dir, fmt.Sprintf("mcp-%d.txt", i)), "content": "x"}},
+			batchCall{"mcp__fs__create_directory", map[string]any{"path": filepath.Join(dir, fmt.Sprintf("mcp-dir-%d", i))}},
+			batchCall{"mcp__fs__move_file", map[string]any{"source": filepath.Join(work, "k.pem"), "destination": filepath.Join(dir, fmt.Sprintf("moved-%d.pem", i))}})
+	}
 	return out
 }
 
@@ -223,7 +235,7 @@ func claudeDiffCalls(work, outside string) []batchCall {
 // permission rules and returns what it did with each call: "allow" (it
 // ran), "deny" (a deny rule refused it) or "prompt" (it asked; headless,
 // nobody answered).
-func claudeRun(t *testing.T, root, bin, settings string, calls []batchCall) ([]string, []string, error) {
+func claudeRun(t *testing.T, root, bin, fsBin, settings string, calls []batchCall) ([]string, []string, error) {
 	home, work, stub, outside := filepath.Join(root, "home"), filepath.Join(root, "work"), filepath.Join(root, "stub"), filepath.Join(root, "outside")
 	if err := claudeTree(work, outside); err != nil {
 		return nil, nil, err
@@ -233,7 +245,26 @@ func claudeRun(t *testing.T, root, bin, settings string, calls []batchCall) ([]s
 			return nil, nil, err
 		}
 	}
-	if err := put(filepath.Join(work, ".claude", "settings.json"), settings, 0o644); err != nil {
+	// The project's MCP server, approved by the project's settings.
+	var sm map[string]any
+	if err := json.Unmarshal([]byte(settings), &sm); err != nil {
+		return nil, nil, err
+	}
+	sm["enableAllProjectMcpServers"] = true
+	// A tool a deny rule names bare is not offered at all: a call of it
+	// is refused as unknown.
+	hidden := map[string]bool{}
+	if perms, ok := sm["permissions"].(map[string]any); ok {
+		for _, d := range list(perms["deny"]) {
+			hidden[str(d)] = true
+		}
+	}
+	sb, _ := json.Marshal(sm)
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"fs": map[string]any{"command": fsBin, "args": []string{work}}}})
+	if err := put(filepath.Join(work, ".claude", "settings.json"), string(sb), 0o644); err != nil {
+		return nil, nil, err
+	}
+	if err := put(filepath.Join(work, ".mcp.json"), string(cfg), 0o644); err != nil {
 		return nil, nil, err
 	}
 	// Claude Code reads a project's permission rules only in a workspace
@@ -246,7 +277,10 @@ func claudeRun(t *testing.T, root, bin, settings string, calls []batchCall) ([]s
 	m, url := startBatchModel(t, calls, 100)
 	env := append(baseEnv(home, root), "ANTHROPIC_BASE_URL="+url, "ANTHROPIC_API_KEY=sk-ant-e2e-dummy",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
-		"CLAUDE_CONFIG_DIR="+filepath.Join(home, ".claude"))
+		"CLAUDE_CONFIG_DIR="+filepath.Join(home, ".claude"),
+		// The MCP tools in the request itself, not behind ToolSearch; a
+		// loaded machine starts the server slowly.
+		"ENABLE_TOOL_SEARCH=false", "MCP_TIMEOUT=120000")
 	for i, e := range env {
 		if strings.HasPrefix(e, "PATH=") {
 			env[i] = "PATH=" + stub + string(os.PathListSeparator) + os.Getenv("PATH")
@@ -275,7 +309,8 @@ func claudeRun(t *testing.T, root, bin, settings string, calls []batchCall) ([]s
 		case !r.IsError:
 			got[i] = "allow"
 		case strings.Contains(r.Text, "has been denied"), strings.Contains(r.Text, "denied by your permission settings"),
-			strings.Contains(r.Text, "covered by a Read deny rule"):
+			strings.Contains(r.Text, "covered by a Read deny rule"),
+			strings.Contains(r.Text, "No such tool available") && hidden[calls[i].Tool]:
 			got[i] = "deny"
 		case strings.Contains(r.Text, "requested permissions"), strings.Contains(r.Text, "requires approval"), strings.Contains(r.Text, "require approval"),
 			strings.Contains(r.Text, "needs approval"), strings.Contains(r.Text, "Approving runs"):
@@ -358,6 +393,7 @@ func claudeRebase(calls []batchCall, work, outside string) []batchCall {
 func TestClaudeDifferential(t *testing.T) {
 	t.Parallel()
 	bin := hostBinary(t, claudePkg)
+	fsBin := hostBinary(t, npmhost.Host{Pkg: "@modelcontextprotocol/server-filesystem", Version: "2026.8.31", Bin: "mcp-server-filesystem"})
 	calls := claudeDiffCalls("/WORK", "/OUTSIDE")
 	if len(calls) < 200 {
 		t.Fatalf("%d calls, want at least 200", len(calls))
@@ -381,7 +417,7 @@ func TestClaudeDifferential(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runs[i], texts[i], errs[i] = claudeRun(t, root, bin, s, calls)
+			runs[i], texts[i], errs[i] = claudeRun(t, root, bin, fsBin, s, calls)
 		}()
 	}
 	wg.Wait()
@@ -451,6 +487,8 @@ func claudeWhy(c batchCall, want, got, noRules string) string {
 	switch {
 	case want == "allow" && noRules == "allow":
 		return "Claude Code allows it with no rule (a read-only command, or a read in the working directory); the import leaves it to the rest of the policy set"
+	case strings.HasPrefix(c.Tool, "mcp__"):
+		return "celguard's tool classes count the filesystem server's tools among the file tools, so a path rule (Edit(src/**)) covers them too"
 	case want == "allow":
 		return "an allow holds only for a plain line of top-level commands without wrappers, assignments or redirections, each matched by an allow rule"
 	case c.Tool != "Bash":

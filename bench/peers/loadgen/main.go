@@ -19,10 +19,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,10 +33,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	opart "github.com/open-policy-agent/opa/v1/runtime"
@@ -53,8 +57,34 @@ func main() {
 	levels := flag.String("c", "1,4,16,64", "the concurrencies, comma-separated")
 	targets := flag.String("targets", "celguard-api,celguard-hook,opa", "the targets, comma-separated")
 	storeURL := flag.String("store", "memory:", `celguard's state store, as celguard serve --store takes it (memory:, redis://HOST:PORT/DB), or "none" for sessions without a store`)
+	requests := flag.Int("requests", 0, "when positive, each worker sends this many requests per run, whatever -duration says (for counting instructions: valgrind --tool=callgrind)")
+	clientKind := flag.String("client", "lean", `the generator's HTTP client: "lean" (a connection per worker, written and read in the worker's goroutine with net/http's response parser) or "net/http" (net/http's Client and Transport)`)
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (generator and servers) to this file")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file at the end")
 	flag.Parse()
-	if err := run(*duration, *levels, strings.Split(*targets, ","), *storeURL); err != nil {
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+	}
+	err := run(*duration, *levels, strings.Split(*targets, ","), *storeURL, *clientKind, *requests)
+	if err == nil && *memProfile != "" {
+		var f *os.File
+		if f, err = os.Create(*memProfile); err == nil {
+			err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+		}
+	}
+	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
@@ -71,7 +101,10 @@ type target struct {
 	verdict func([]byte) (string, error)
 }
 
-func run(duration time.Duration, levels string, names []string, storeURL string) error {
+func run(duration time.Duration, levels string, names []string, storeURL, clientKind string, requests int) error {
+	if clientKind != "lean" && clientKind != "net/http" {
+		return fmt.Errorf(`-client: %q is neither "lean" nor "net/http"`, clientKind)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls := benchdata.Stream(1000)
@@ -154,9 +187,9 @@ func run(duration time.Duration, levels string, names []string, storeURL string)
 				return v, nil
 			}},
 	}
-	fmt.Printf("# loadgen: %d calls (benchdata.Stream), the 20-rule policy, celguard store %s, %s per run, GOMAXPROCS %d, %s\n",
-		len(calls), store.Redact(storeURL), duration, runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
-	fmt.Printf("%-14s %5s %10s %10s %10s %10s %8s\n", "target", "conc", "req/s", "p50", "p99", "max", "errors")
+	fmt.Printf("# loadgen: %d calls (benchdata.Stream), the 20-rule policy, celguard store %s, %s per run, client %s, GOMAXPROCS %d, %s\n",
+		len(calls), store.Redact(storeURL), duration, clientKind, runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("%-14s %5s %10s %10s %10s %10s %10s %8s\n", "target", "conc", "req/s", "p50", "p99", "max", "cpu/req", "errors")
 	for _, lv := range strings.Split(levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(lv))
 		if err != nil || c <= 0 {
@@ -167,8 +200,8 @@ func run(duration time.Duration, levels string, names []string, storeURL string)
 			if !ok {
 				return fmt.Errorf("-targets: no target %q", name)
 			}
-			r := load(t, c, duration, want)
-			fmt.Printf("%-14s %5d %10.0f %10s %10s %10s %8d\n", t.name, c, r.rate, r.p50, r.p99, r.max, r.errors)
+			r := load(t, c, duration, want, clientKind, requests)
+			fmt.Printf("%-14s %5d %10.0f %10s %10s %10s %10s %8d\n", t.name, c, r.rate, r.p50, r.p99, r.max, r.cpu, r.errors)
 			if r.firstErr != nil {
 				fmt.Printf("#   first error: %v\n", r.firstErr)
 			}
@@ -181,12 +214,16 @@ func run(duration time.Duration, levels string, names []string, storeURL string)
 type result struct {
 	rate          float64
 	p50, p99, max time.Duration
-	errors        int
-	firstErr      error
+	// cpu is the process's CPU time (user and system) per request, the
+	// generator's and the server's: steadier than wall time on a loaded
+	// machine, where throughput and latency measure the queue.
+	cpu      time.Duration
+	errors   int
+	firstErr error
 }
 
 // load runs c workers against t for d.
-func load(t target, c int, d time.Duration, want []string) result {
+func load(t target, c int, d time.Duration, want []string, clientKind string, requests int) result {
 	tr := &http.Transport{MaxIdleConns: c, MaxIdleConnsPerHost: c, MaxConnsPerHost: c, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
@@ -194,6 +231,7 @@ func load(t target, c int, d time.Duration, want []string) result {
 	var lat []time.Duration
 	var errs int
 	var firstErr error
+	cpu0 := cpuTime()
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
@@ -210,20 +248,20 @@ func load(t target, c int, d time.Duration, want []string) result {
 					ferr = err
 				}
 			}
-			url := t.url + t.path(w)
-			for i := w * 97; time.Now().Before(deadline); i++ {
+			var post poster = &netHTTP{client: client, url: t.url}
+			if clientKind == "lean" {
+				lc := &leanConn{addr: strings.TrimPrefix(t.url, "http://")}
+				defer lc.close()
+				post = lc
+			}
+			path := t.path(w)
+			for i := w * 97; requests > 0 && i < w*97+requests || requests <= 0 && time.Now().Before(deadline); i++ {
 				k := i % len(want)
 				t0 := time.Now()
-				res, err := client.Post(url, "application/json", bytes.NewReader(t.body(w, k)))
-				if err != nil {
-					fail(err)
-					continue
-				}
-				b, err := io.ReadAll(res.Body)
-				res.Body.Close()
+				status, b, err := post.post(path, t.body(w, k))
 				local = append(local, time.Since(t0))
-				if err != nil || res.StatusCode != 200 {
-					fail(fmt.Errorf("HTTP %d %v: %s", res.StatusCode, err, b))
+				if err != nil || status != 200 {
+					fail(fmt.Errorf("HTTP %d %v: %s", status, err, b))
 					continue
 				}
 				v, err := t.verdict(b)
@@ -244,13 +282,104 @@ func load(t target, c int, d time.Duration, want []string) result {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
 	slices.Sort(lat)
 	r := result{errors: errs, firstErr: firstErr}
 	if n := len(lat); n > 0 {
 		r.rate = float64(n) / elapsed.Seconds()
 		r.p50, r.p99, r.max = lat[n/2], lat[min(n-1, n*99/100)], lat[n-1]
+		r.cpu = cpu / time.Duration(n)
 	}
 	return r
+}
+
+// poster sends one POST with a JSON body over a keep-alive connection and
+// returns the answer's status and body (valid until the next post).
+type poster interface {
+	post(path string, body []byte) (int, []byte, error)
+}
+
+// netHTTP posts with net/http's client (a Transport per load, a
+// connection per worker): two goroutines per connection, a request and a
+// response built per call.
+type netHTTP struct {
+	client *http.Client
+	url    string
+}
+
+func (c *netHTTP) post(path string, body []byte) (int, []byte, error) {
+	res, err := c.client.Post(c.url+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res.StatusCode, b, err
+}
+
+// leanConn posts over one TCP connection of its own: the request written
+// in one write from reused bytes, the answer read with net/http's own
+// parser (http.ReadResponse: Content-Length or chunked) in the worker's
+// goroutine. It sends what net/http's client sends for the same call, less
+// its User-Agent and Accept-Encoding headers, and costs the generator a
+// fraction of the client's CPU time, which on a small machine is taken
+// from the servers it measures.
+type leanConn struct {
+	addr string
+	conn net.Conn
+	br   *bufio.Reader
+	req  []byte
+	resp bytes.Buffer
+}
+
+func (c *leanConn) post(path string, body []byte) (int, []byte, error) {
+	if c.conn == nil {
+		conn, err := net.Dial("tcp", c.addr)
+		if err != nil {
+			return 0, nil, err
+		}
+		c.conn, c.br = conn, bufio.NewReaderSize(conn, 16<<10)
+	}
+	c.req = append(c.req[:0], "POST "...)
+	c.req = append(c.req, path...)
+	c.req = append(c.req, " HTTP/1.1\r\nHost: "...)
+	c.req = append(c.req, c.addr...)
+	c.req = append(c.req, "\r\nContent-Type: application/json\r\nContent-Length: "...)
+	c.req = strconv.AppendInt(c.req, int64(len(body)), 10)
+	c.req = append(c.req, "\r\n\r\n"...)
+	c.req = append(c.req, body...)
+	if _, err := c.conn.Write(c.req); err != nil {
+		c.close()
+		return 0, nil, err
+	}
+	res, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		c.close()
+		return 0, nil, err
+	}
+	c.resp.Reset()
+	_, err = c.resp.ReadFrom(res.Body)
+	res.Body.Close()
+	if err != nil || res.Close {
+		c.close()
+	}
+	return res.StatusCode, c.resp.Bytes(), err
+}
+
+func (c *leanConn) close() {
+	if c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+}
+
+// cpuTime is the process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // norm maps verdicts to what a hook answer can tell apart: refused or not.
