@@ -345,19 +345,26 @@ func TestTelemetryCollectorFailures(t *testing.T) {
 }
 
 // BenchmarkTelemetry is the cost of one decision (a block, masked record
-// and all) with the export off and on (to a collector that accepts, over
-// gRPC): go test -run '^$' -bench BenchmarkTelemetry -benchmem .
+// and all) with the export off and on: over HTTP to a collector that reads
+// and discards what it is sent (the sender's cost: span, masked record,
+// log, metrics, batching, encoding, sending), and over gRPC to one that
+// decodes and keeps everything (the gRPC server's decoding counted too).
+// The background export runs in the process, so allocations and
+// instructions (scripts/instr.sh) count it:
+//
+//	go test -run '^$' -bench BenchmarkTelemetry/ -benchmem .
 func BenchmarkTelemetry(b *testing.B) {
 	call := eval.Call{Tool: "Bash", ID: "c1", Args: map[string]any{"command": "rm -rf / now"}}
-	for _, on := range []bool{false, true} {
-		name := "off"
-		var tc *telemetry.Config
-		if on {
-			name = "on"
-			col := otlptest.Start(b, telemetry.ProtocolGRPC, otlptest.Accept)
-			tc = &telemetry.Config{Endpoint: col.Endpoint, Protocol: telemetry.ProtocolGRPC, QueueSize: 1 << 16}
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, v := range []struct {
+		name, proto string
+		mode        otlptest.Mode
+	}{{"off", "", 0}, {"otlp-http", telemetry.ProtocolHTTP, otlptest.Discard}, {"otlp-grpc", telemetry.ProtocolGRPC, otlptest.Accept}} {
+		b.Run(v.name, func(b *testing.B) {
+			var tc *telemetry.Config
+			if v.proto != "" {
+				col := otlptest.Start(b, v.proto, v.mode)
+				tc = &telemetry.Config{Endpoint: col.Endpoint, Protocol: v.proto, QueueSize: 1 << 16, FlushTimeout: time.Minute}
+			}
 			dir := b.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, "tel.yaml"), []byte(telemetryPolicy), 0o600); err != nil {
 				b.Fatal(err)
@@ -367,49 +374,70 @@ func BenchmarkTelemetry(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer g.Close()
 			s := g.NewSession("bench", nil)
 			ctx := context.Background()
 			b.ReportAllocs()
-			for b.Loop() {
+			b.ResetTimer()
+			for range b.N {
 				if _, err := s.Before(ctx, call); err != nil {
 					b.Fatal(err)
 				}
+			}
+			// Every span and record is sent inside the measurement.
+			if err := g.Close(); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if st, ok := g.TelemetryStats(); ok && (st.SpansDropped > 0 || st.LogsDropped > 0) {
+				b.Fatalf("the export dropped %d spans and %d records", st.SpansDropped, st.LogsDropped)
 			}
 		})
 	}
 }
 
-// BenchmarkTelemetryCloseDead is what a hook process pays at exit when the
-// collector is down (nothing listens): one decision, then Close's bounded
-// flush: go test -run '^$' -bench BenchmarkTelemetryCloseDead .
-func BenchmarkTelemetryCloseDead(b *testing.B) {
+// BenchmarkTelemetryHookExit is what the export adds to a short-lived
+// process such as a hook, beside its package init: open the export,
+// record one decision, and close it (the flush, bounded by
+// telemetry.DefaultFlushTimeout), for a collector that reads and discards
+// (HTTP; over gRPC one that decodes), for an endpoint where nothing
+// listens (dead), and for a collector that never answers (hanging: the
+// bound cuts the flush off):
+//
+//	go test -run '^$' -bench BenchmarkTelemetryHookExit -benchmem .
+func BenchmarkTelemetryHookExit(b *testing.B) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	dead := "http://" + ln.Addr().String()
-	_ = ln.Close()
-	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tel.yaml"), []byte(telemetryPolicy), 0o600); err != nil {
-		b.Fatal(err)
+	_ = ln.Close() // nothing listens there now
+	ev := &eval.DecisionEvent{
+		Decision: eval.Decision{Phase: policy.PhaseBefore, Tool: "Bash", Verdict: policy.Block, Code: "destructive", SessionID: "s",
+			DecisionID: "0123456789abcdef0123456789abcdef", Time: time.Now()},
+		Call: eval.Call{Tool: "Bash", Args: map[string]any{"command": "rm -rf /"}}, Start: time.Now(),
 	}
-	for _, proto := range []string{telemetry.ProtocolGRPC, telemetry.ProtocolHTTP} {
-		b.Run(proto, func(b *testing.B) {
-			for b.Loop() {
-				b.StopTimer()
-				g, err := celguard.Config{Policies: policies.Options{Explicit: []string{filepath.Join(dir, "tel.yaml")}}, JudgeFiles: []string{}, BundleFiles: []string{},
-					DecisionMetadata: true, Telemetry: &telemetry.Config{Endpoint: dead, Protocol: proto}}.Load(context.Background())
-				if err != nil {
-					b.Fatal(err)
+	for _, proto := range []string{telemetry.ProtocolHTTP, telemetry.ProtocolGRPC} {
+		for _, v := range []struct {
+			name string
+			mode otlptest.Mode
+		}{{"discard", otlptest.Discard}, {"dead", -1}, {"hanging", otlptest.Hang}} {
+			b.Run(proto+"/"+v.name, func(b *testing.B) {
+				endpoint := dead
+				if v.mode >= 0 {
+					endpoint = otlptest.Start(b, proto, v.mode).Endpoint
 				}
-				if _, err := g.NewSession("s", nil).Before(context.Background(), eval.Call{Tool: "Bash", Args: map[string]any{"command": "ls"}}); err != nil {
-					b.Fatal(err)
+				b.ReportAllocs()
+				for b.Loop() {
+					// The queues of celguard hook (cmd/celguard's hookTelemetryQueue).
+					tel, err := telemetry.New(context.Background(), telemetry.Config{Endpoint: endpoint, Protocol: proto, QueueSize: 32})
+					if err != nil {
+						b.Fatal(err)
+					}
+					_ = tel.WriteDecision(context.Background(), ev)
+					_ = tel.Close()
 				}
-				b.StartTimer()
-				_ = g.Close()
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -254,6 +254,9 @@ func (c *compiler) finish() {
 			c.set.hasUntrusted = true
 		}
 		byPhase[track][r.Phase] = append(byPhase[track][r.Phase], r)
+		if track == 0 && r.Writes != nil && r.Phase == policy.PhaseBefore {
+			c.set.writers = append(c.set.writers, r)
+		}
 	}
 	c.set.rules = rules
 	for ph := range byPhase[0] {

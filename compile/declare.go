@@ -194,6 +194,9 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 	if r.Message != nil {
 		cr.Message = c.compileExpr(at(what+" message", cel.StringType), *r.Message, info)
 	}
+	if r.Writes != nil {
+		cr.Writes = c.compileExpr(at(what+" writes", cel.ListType(cel.DynType)), *r.Writes, info)
+	}
 	if m := r.Modify; m != nil {
 		cm := &Modify{}
 		if m.Args != nil {

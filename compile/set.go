@@ -56,7 +56,16 @@ type PolicySet struct {
 	bundles []string
 	// masks are the decision log's masks, of the trusted policies.
 	masks []LogMask
+	// writers are the trusted rules with a writes expression, in
+	// evaluation order.
+	writers []*Rule
 }
+
+// Writers returns the trusted rules of phase before with a writes
+// expression (policy.Rule.Writes), in evaluation order; eval evaluates
+// those that apply to a call (AppliesTo) before it runs. The slice must
+// not be modified.
+func (s *PolicySet) Writers() []*Rule { return s.writers }
 
 // LogMask is one decision_log.mask entry of a trusted policy: the argument
 // paths the decision log never writes, for the tools named (every tool when
@@ -311,6 +320,9 @@ type Rule struct {
 	// Labels are the session labels the rule adds when it decides a call
 	// with allow, warn or ask (eval records them; policy.Rule.Labels).
 	Labels []string
+	// Writes, when set, computes the files the call writes, recorded in
+	// session.writes when the evaluation reaches the rule (policy.Rule.Writes).
+	Writes *Program
 	// Order is the rule's place in evaluation order (0 first).
 	Order int
 	// Source is the parsed rule.
@@ -347,6 +359,10 @@ type RuleRef struct {
 func (r *Rule) MatchesTool(tool string) bool {
 	return r.matches(tool, r.set.ClassesOf(tool))
 }
+
+// AppliesTo reports whether the rule's match admits a call of tool with
+// the given tool classes (those the call has, shape included).
+func (r *Rule) AppliesTo(tool string, classes []string) bool { return r.matches(tool, classes) }
 
 func (r *Rule) matches(tool string, classes []string) bool {
 	if len(r.Tools) == 0 && len(r.Classes) == 0 {

@@ -395,6 +395,7 @@ func (s *Session) decideLocal(ctx context.Context, set *compile.PolicySet, phase
 	d, err := ev.run()
 	s.haltTurn(d)
 	s.noteLabels(ev.labelled, phase, call, d)
+	ev.noteWrites(d)
 	s.noteCall(phase, call, res, d)
 	return d, err
 }

@@ -18,7 +18,10 @@ import (
 //   - session.label_calls, for each label the call that added it first:
 //     a map with call (the host's call id, "" if it sent none), tool, rule
 //     (the id of the rule that added it) and turn;
-//   - session.recent, the last MaxRecent calls, oldest first (recent.go).
+//   - session.recent, the last MaxRecent calls, oldest first (recent.go);
+//   - session.writes, per file written, how and whether its content was
+//     proven safe, session.unproven_writes (those not proven) and
+//     session.unproven_writes_evicted (writes.go).
 //
 // Facts are part of SessionState, so they are committed with the decision
 // that adds them, through every store, and read back identically by every
@@ -60,6 +63,13 @@ type sessionFacts struct {
 	seq    uint64
 	// recentVals are the CEL values of recent, made once each.
 	recentVals []any
+	// writes are the files written, least recently written first, and
+	// writesEvicted says an unproven one left or was never kept (writes.go).
+	writes        []WriteFact
+	writesEvicted bool
+	// writesVal is the CEL value of writes, and unprovenVal of its
+	// unproven entries, made once per change.
+	writesVal, unprovenVal []any
 }
 
 // addLabels records the labels rule r adds for call in turn; it reports
@@ -160,9 +170,11 @@ func (s *Session) sessionValue() map[string]any {
 	if s.view != nil {
 		return s.view
 	}
-	v := make(map[string]any, len(s.meta)+3)
+	v := make(map[string]any, len(s.meta)+6)
 	maps.Copy(v, s.meta)
 	v[factRecent] = s.facts.recentValue()
+	v[factWrites], v[factUnprovenWrites] = s.facts.writesValue()
+	v[factWritesEvicted] = s.facts.writesEvicted
 	if s.facts.over {
 		err := types.NewErr("the session added more than %d distinct labels, and its labels were lost (eval.MaxLabels)", MaxLabels)
 		v[factLabels], v[factLabelCalls] = err, err

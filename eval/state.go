@@ -50,6 +50,11 @@ type SessionState struct {
 	// at most MaxRecent (recent.go); RecentSeq is the number of the latest.
 	Recent    []RecentCall `json:"recent,omitempty"`
 	RecentSeq uint64       `json:"recent_seq,omitempty"`
+	// Writes are the files the session wrote (session.writes), least
+	// recently written first, at most MaxWrites (writes.go);
+	// WritesEvicted says an unproven one left or was never kept.
+	Writes        []WriteFact `json:"writes,omitempty"`
+	WritesEvicted bool        `json:"writes_evicted,omitempty"`
 	// Stream is a host's record of the model's answer being streamed,
 	// which the host decides across its chunks (the Gemini CLI hook,
 	// hooks/geministream.go, whose name it keeps in the state files):
@@ -188,8 +193,10 @@ func (s *Session) failClosed(untrusted *SessionState, fault string) {
 			Reason: "the turn was halted, and the session state was changed outside celguard since"}
 	}
 	s.sat = &saturation{since: s.eng.cfg.now(), turn: s.turn, cleared: map[string]map[string]bool{}}
-	// Its labels may have been removed: they read as lost (facts.go).
+	// Its labels may have been removed: they read as lost (facts.go); so
+	// may the marks of its unproven writes (writes.go).
 	s.facts.over = true
+	s.facts.writesEvicted = true
 }
 
 // CounterState is one counter's counts in a session, keyed by counter id
@@ -240,6 +247,7 @@ func (s *Session) State() SessionState {
 		st.Recent = append(st.Recent, r)
 	}
 	st.RecentSeq = s.facts.seq
+	st.Writes, st.WritesEvicted = slices.Clone(s.facts.writes), s.facts.writesEvicted
 	st.Stream = s.stream
 	return st
 }
@@ -341,6 +349,7 @@ func (s *Session) restore(st SessionState) {
 	s.refused.restore(st.RefusedCalls)
 	s.facts.restore(st.Labels, st.LabelsLost)
 	s.facts.restoreRecent(st.Recent, st.RecentSeq)
+	s.facts.restoreWrites(st.Writes, st.WritesEvicted)
 	s.stream = st.Stream
 	s.view = nil
 }

@@ -144,6 +144,11 @@ type Config struct {
 	// (the proxy keeps its sessions where `celguard approve` cannot reach
 	// them), in the refusal of such an ask.
 	NoApprovals string
+	// Decided, when set, is told of each decision the proxy makes and how
+	// long it took: before and after each call, each read and what it
+	// returned, each tools/list's decision and each tool a rule decided in
+	// it (serve counts them in its metrics, as host "mcp").
+	Decided func(d eval.Decision, took time.Duration)
 	// Pins, when set, is the pins file: the digest of each upstream tool's
 	// definition is recorded there on first use, and a tool whose
 	// definition changed since (checked at start and whenever an upstream
@@ -408,6 +413,13 @@ func (p *Proxy) newClientSession(id string, agent eval.Agent, meta map[string]an
 		cs.own = p.guard.NewSession(id, meta)
 	}
 	return cs
+}
+
+// decided tells Config.Decided of d, decided since start.
+func (p *Proxy) decided(d eval.Decision, start time.Time) {
+	if p.cfg.Decided != nil {
+		p.cfg.Decided(d, time.Since(start))
+	}
 }
 
 // refusal is a tool result the model reads as the call's failure.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -108,7 +109,9 @@ func (p *Proxy) decideRead(ctx context.Context, ss *mcp.ServerSession, responses
 		return approval{}, nil, fmt.Errorf("celguard: %v, so the %s was refused (code %s)", err, r.Kind, CodeNoSession)
 	}
 	r.Agent = cs.agent
+	start := time.Now()
 	d, err := sess.Resource(ctx, *r)
+	p.decided(d, start)
 	if err != nil {
 		return approval{}, nil, errors.New("celguard: " + err.Error())
 	}
@@ -142,7 +145,9 @@ func (p *Proxy) decideRead(ctx context.Context, ss *mcp.ServerSession, responses
 func (p *Proxy) afterRead(ctx context.Context, sess *eval.Session, r eval.Resource, content string) (*string, error) {
 	call := eval.ReadCall(r)
 	call.Cwd = p.cfg.Cwd
+	start := time.Now()
 	d, err := sess.After(ctx, call, eval.Result{Content: content})
+	p.decided(d, start)
 	if err != nil {
 		return nil, errors.New("celguard: " + err.Error())
 	}

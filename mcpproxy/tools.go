@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -79,7 +80,14 @@ func (p *Proxy) visibility(next mcp.MethodHandler) mcp.MethodHandler {
 			tools, exposed = append(tools, t), append(exposed, et)
 			defs = append(defs, definition(et, cs.agent))
 		}
+		start := time.Now()
 		ds, ld, _ := sess.ToolList(ctx, defs)
+		for _, d := range ds {
+			if d.RuleID != "" {
+				p.decided(d, start)
+			}
+		}
+		p.decided(ld, start)
 		if !ld.Allowed() {
 			// The list's record could not be written: nothing is shown.
 			return nil, fmt.Errorf("%s (code %s)", message(ld), ld.Code)
@@ -166,7 +174,9 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest, up *upstream
 		return refusal(fmt.Sprintf("celguard: %s is not offered to this session, so celguard refused the call (code %s; %s)", tool, CodeToolHidden, strings.TrimPrefix(message(vd), "celguard: "))), nil
 	}
 	call := eval.Call{Tool: ToolName(up.name, tool), Args: args, Cwd: p.cfg.Cwd, Agent: cs.agent}
+	start := time.Now()
 	d, err := sess.Before(ctx, call)
+	p.decided(d, start)
 	if err != nil {
 		return refusal("celguard: " + err.Error()), nil
 	}
@@ -198,7 +208,9 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest, up *upstream
 		return refusal(fmt.Sprintf("celguard: the %s server failed this call, so it was refused: %v (code %s)", up.name, err, CodeUpstreamFailed)), nil
 	}
 	content, fields := resultText(res)
+	start = time.Now()
 	ad, err := sess.After(ctx, call, eval.Result{IsError: res.IsError, Content: content, Fields: fields})
+	p.decided(ad, start)
 	if err != nil {
 		return refusal("celguard: " + err.Error()), nil
 	}

@@ -479,6 +479,16 @@ type Rule struct {
 	// labels is written.
 	Labels    []String
 	LabelsPos Pos
+	// Writes, when set, is a CEL list expression naming the files the call
+	// writes, each a map with path, how (how it writes them: "file tool",
+	// "redirect", "program", ...) and proven (whether their content was
+	// proven safe). Before every call the rule applies to (its tools and
+	// classes), whichever rule decides it, the engine evaluates it and, when
+	// the call is not refused, records each in session.writes: an unproven
+	// write marks its path, approved or not; a proven one clears the path's
+	// mark when the call is let through. An untrusted project's writes are
+	// not read (docs/policies.md, "Session facts").
+	Writes *Expr
 }
 
 // MaxLabelLen bounds the length of a label a rule adds.

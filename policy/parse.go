@@ -654,6 +654,7 @@ func (d *decoder) rule(n *yaml.Node) Rule {
 		"metadata":       func(_, v *yaml.Node) { r.Metadata = d.metadata(v) },
 		"judge":          func(_, v *yaml.Node) { r.Judge, r.JudgePos = d.text(v, "judge"), d.pos(v) },
 		"labels":         func(_, v *yaml.Node) { r.Labels, r.LabelsPos = d.labels(v), d.pos(v) },
+		"writes":         func(_, v *yaml.Node) { r.Writes = d.exprPtr(v, "writes") },
 	}) {
 		d.require(n, "a rule", "id", "verdict")
 	}
@@ -741,6 +742,9 @@ func (d *decoder) checkRule(r *Rule) {
 		case r.Verdict != Allow && r.Verdict != Warn && r.Verdict != Ask && r.Verdict != VerdictUnspecified:
 			d.ds.errorf(CodeInvalidValue, r.LabelsPos, "labels are added when the rule lets the call run or asks (allow, warn or ask), and this rule's verdict is %s: the call it refuses never runs", r.Verdict)
 		}
+	}
+	if r.Writes != nil && r.Phase != PhaseBefore {
+		d.ds.errorf(CodeInvalidValue, r.Writes.Pos, "writes names the files a call writes, so it is read before the call (phase before), not in phase %s", r.Phase)
 	}
 	if r.Verdict == Ask && r.Phase == PhaseAfter {
 		d.ds.errorf(CodeVerdictPhase, r.VerdictPos, "ask cannot be used in the after phase: the tool has already run; use block or warn")

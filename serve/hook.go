@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/hooks/daemonwire"
@@ -209,6 +211,16 @@ func (s *Server) endSession(id string) {
 	s.metrics.sessions.Set(float64(s.sessions.len()))
 }
 
+// agentVersionKey is the context key of DaemonAgentVersion.
+type agentVersionKey struct{}
+
+// DaemonAgentVersion is the agent version the hook sent with the event
+// Daemon.Decide decides in ctx (daemonwire.HeaderAgentVersion), "" when none.
+func DaemonAgentVersion(ctx context.Context) string {
+	v, _ := ctx.Value(agentVersionKey{}).(string)
+	return v
+}
+
 // daemonHook answers a hook event as the command hook's decision daemon
 // (Config.Daemon): decided by Daemon.Decide, answered as a command answer
 // with the digest, the version and the MAC over the client's nonce. A
@@ -235,6 +247,10 @@ func (s *Server) daemonHook(w http.ResponseWriter, r *http.Request, host hooks.H
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
+	// The hook's trace (its TRACEPARENT), which the decision's span joins,
+	// and its agent's version, for Decide's telemetry.
+	ctx = propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	ctx = context.WithValue(ctx, agentVersionKey{}, r.Header.Get(daemonwire.HeaderAgentVersion))
 	var resp hooks.Response
 	var digest, manifest string
 	workDir := r.Header.Get(daemonwire.HeaderWorkDir)

@@ -89,7 +89,7 @@ func withMCP(t *testing.T, up *docsServer, pins string) func(*serve.Config) {
 			return append(s, policy.Source{Name: "mcp.yaml", Data: []byte(mcpPolicy)}), err
 		}
 		c.MCP = func(ctx context.Context, h serve.MCPHost) (serve.MCPGateway, error) {
-			p, err := mcpproxy.New(ctx, mcpproxy.Config{Guard: h.Guard, Sessions: h.Sessions, ApproveCommand: h.ApproveCommand, NoApprovals: h.NoApprovals,
+			p, err := mcpproxy.New(ctx, mcpproxy.Config{Guard: h.Guard, Sessions: h.Sessions, ApproveCommand: h.ApproveCommand, NoApprovals: h.NoApprovals, Decided: h.Decided,
 				Name: "docs", Upstream: up.transport, Pins: pins})
 			if err != nil {
 				return nil, err
@@ -356,6 +356,20 @@ func TestMCPGatewaySessions(t *testing.T) {
 	}
 	if isErr, _ := search(connect("third", ""), "d"); isErr {
 		t.Fatal("a third client's search was refused")
+	}
+
+	// The gateway's decisions are in the server's metrics, as host mcp.
+	metrics := string(f.do("GET", "/metrics", nil, "Authorization", "Bearer "+approverToken).body)
+	for _, want := range []string{
+		`celguard_decisions_total{host="mcp",policy="mcp-gateway",verdict="ask"} 3`,
+		`celguard_decisions_total{host="mcp",policy="mcp-gateway",verdict="block"} 3`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
+		}
+	}
+	if !regexp.MustCompile(`celguard_decisions_total\{host="mcp",policy="",verdict="allow"\} [1-9]`).MatchString(metrics) {
+		t.Errorf("/metrics lacks the gateway's allowed calls")
 	}
 	if n := status(); n != 2 {
 		t.Fatalf("sessions after another client's call: %v, want 2", n)

@@ -194,7 +194,14 @@ type MCPHost struct {
 	// NoApprovals, when not empty, says why no request is recorded (the
 	// server has no operator token).
 	NoApprovals string
+	// Decided counts a gateway's decision in the server's metrics, as
+	// host "mcp" (mcpproxy.Config.Decided).
+	Decided func(d eval.Decision, took time.Duration)
 }
+
+// MCPHostLabel is the host label of the MCP gateway's decisions in the
+// server's metrics (celguard_decisions_total).
+const MCPHostLabel = "mcp"
 
 // MCPSessions gives an MCP gateway the server's sessions.
 type MCPSessions interface {
@@ -363,7 +370,8 @@ func New(cfg Config) (*Server, error) {
 		s.hosts[name] = h
 	}
 	if cfg.MCP != nil {
-		host := MCPHost{Guard: guard, Sessions: mcpSessions{s}, NoApprovals: hopts.NoApprovals}
+		host := MCPHost{Guard: guard, Sessions: mcpSessions{s}, NoApprovals: hopts.NoApprovals,
+			Decided: func(d eval.Decision, took time.Duration) { s.metrics.decided(MCPHostLabel, d, took) }}
 		if hopts.NoApprovals == "" {
 			host.ApproveCommand = hopts.ApproveCommandFor
 			if host.ApproveCommand == nil {

@@ -71,11 +71,12 @@ var pinnedSurface = map[string][]string{
 	"toolchain.analyze":     {"toolchain_analyze_string_string(string, string) -> celguard.toolchain.Analysis"},
 	"toolchain.analyzeEdit": {"toolchain_analyzeEdit_string_string(string, string) -> celguard.toolchain.Analysis"},
 	"toolchain.files":       {"toolchain_files_map(map(string, dyn)) -> list(celguard.toolchain.File)"},
+	"toolchain.runners":     {"toolchain_runners_string(string) -> list(string)"},
 	"toolchain.runs":        {"toolchain_runs_string(string) -> bool"},
 }
 
 // since is the stdlib version each function arrived in, when not 1.
-var since = map[string]uint32{"glob.couldMatch": 2, "glob.couldMatchShell": 2, "shell.writes": 2, "shell.hazard": 3, "shell.dirs": 3, "mcp.server": 3, "mcp.tool": 3, "toolchain.runs": 4, "toolchain.analyze": 4, "toolchain.analyzeEdit": 4, "toolchain.files": 4, "sql.classify": 4}
+var since = map[string]uint32{"glob.couldMatch": 2, "glob.couldMatchShell": 2, "shell.writes": 2, "shell.hazard": 3, "shell.dirs": 3, "mcp.server": 3, "mcp.tool": 3, "toolchain.runs": 4, "toolchain.analyze": 4, "toolchain.analyzeEdit": 4, "toolchain.files": 4, "toolchain.runners": 4, "sql.classify": 4}
 
 func sinceVersion(name string) uint32 {
 	if v, ok := since[name]; ok {

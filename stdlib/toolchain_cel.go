@@ -37,6 +37,27 @@ func (l *Lib) Toolchain() cel.EnvOption {
 //
 // Introduced in stdlib version 4.
 //
+// # toolchain.runners
+//
+// The commands that run or load the file at a path: a program ("make") or
+// a program and its subcommand ("go generate", "python -m pytest"), those
+// of the file's ecosystem in the table of docs/policies.md, then the task
+// and hook runners that may run any toolchain (make, just, pre-commit, git
+// commit, ...); an empty list when no toolchain runs or loads it. A
+// command c runs a runner r when c.program == r, or, for a runner of two
+// words or more, when shell.hasSubcommand(c, r) or shell.hasPrefix(c, r).
+//
+//	toolchain.runners(<string>) -> <list(string)>
+//
+// Examples:
+//
+//	"pytest" in toolchain.runners("tests/conftest.py") // true
+//	"cargo" in toolchain.runners("tests/conftest.py")  // false
+//	"make" in toolchain.runners("build.rs")            // true
+//	toolchain.runners("src/main.ts").size()            // 0
+//
+// Introduced in stdlib version 4.
+//
 // # toolchain.analyze
 //
 // What the content of the file at a path will run when its toolchain runs
@@ -109,6 +130,17 @@ func (l *Lib) toolchainFns() []*fnDef {
 					return types.MaybeNoSuchOverloadErr(v)
 				}
 				return types.Bool(toolchain.Runs(string(s)))
+			},
+		}}},
+		{ns: "toolchain", name: "toolchain.runners", version: 4, ovs: []*ovDef{{
+			id: "toolchain_runners_string", args: []*cel.Type{cel.StringType}, result: cel.ListType(cel.StringType),
+			cost: linearCost(5, 0, 0.2).withSize(func([]cost.SizeEstimate) cost.SizeEstimate { return cost.FixedSizeEstimate(64) }),
+			unary: func(v ref.Val) ref.Val {
+				s, ok := v.(types.String)
+				if !ok {
+					return types.MaybeNoSuchOverloadErr(v)
+				}
+				return types.NewStringList(adapter, toolchain.RunnersOf(string(s)))
 			},
 		}}},
 		{ns: "toolchain", name: "toolchain.analyze", version: 4, ovs: []*ovDef{{

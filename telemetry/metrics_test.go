@@ -112,10 +112,41 @@ func TestMetricsBeyondDecisions(t *testing.T) {
 	if len(js) != 3 {
 		t.Fatalf("%d judge spans, want 3", len(js))
 	}
+	for _, sp := range js {
+		if e := sp.Attr("celguard.judge.error"); sp.Attr("celguard.judge.verdict") == "ask" && e != "timed out" || sp.Attr("celguard.judge.verdict") != "ask" && e != "" {
+			t.Errorf("judge span (%s): celguard.judge.error %q, want the judge's own error", sp.Attr("celguard.judge.verdict"), e)
+		}
+	}
 	if js[0].StartTimeUnixNano != uint64(asked.UnixNano()) || js[0].EndTimeUnixNano != uint64(answered.UnixNano()) {
 		t.Errorf("the judge's span runs %d..%d, want %d..%d", js[0].StartTimeUnixNano, js[0].EndTimeUnixNano, asked.UnixNano(), answered.UnixNano())
 	}
 	if got := len(col.SpansNamed("celguard.store.commit")); got != 3 {
 		t.Errorf("%d store-commit spans, want 3", got)
+	}
+}
+
+// TestSampledOutIsNotDropped: spans the sampler drops (OTEL_TRACES_SAMPLER)
+// never reach the queue and are not counted as lost; the records still go.
+func TestSampledOutIsNotDropped(t *testing.T) {
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+	col := otlptest.Start(t, telemetry.ProtocolHTTP, otlptest.Accept)
+	tel, err := telemetry.New(context.Background(), telemetry.Config{Endpoint: col.Endpoint, Protocol: telemetry.ProtocolHTTP, FlushTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &eval.DecisionEvent{Decision: eval.Decision{Phase: policy.PhaseBefore, Tool: "Bash", Verdict: policy.Block, SessionID: "s"},
+		Commits: []eval.StoreCommit{{Outcome: eval.StoreCommitted, Entries: 1}}}
+	if err := tel.WriteDecision(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := tel.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := tel.Stats()
+	if st.Spans != 0 || st.SpansDropped != 0 || st.Logs != 1 || st.LogsExported != 1 {
+		t.Errorf("stats %+v, want no span queued or dropped, the record sent", st)
+	}
+	if n := len(col.Spans()); n != 0 {
+		t.Errorf("%d spans exported with the sampler always off", n)
 	}
 }

@@ -47,6 +47,7 @@ import (
 
 	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/mask"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -410,8 +411,9 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 		ctx = context.Background()
 	}
 	rec := decisionlog.NewRecord(ev)
-	if w := t.cfg.Who; w != (Who{}) {
-		rec.Who = &w
+	who, perCall := t.whoOf(ctx)
+	if who != (Who{}) {
+		rec.Who = &who
 	}
 	end := time.Now()
 	start := ev.Start
@@ -425,9 +427,12 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 		// Attributes, from the record).
 		attrs = append(attrs, attribute.String("celguard.layer", ev.Layer))
 	}
+	if perCall {
+		attrs = append(attrs, whoAttributes(who)...)
+	}
 	ctx, span := t.tracer.Start(ctx, SpanName(rec), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
-	t.spans.Add(1)
+	t.countSpan(span)
 	if ev.Decision.Judge != nil {
 		t.judgeSpan(ctx, ev, rec, start, end)
 	}
@@ -439,7 +444,7 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 			cs.SetStatus(codes.Error, c.Outcome)
 		}
 		cs.End(trace.WithTimestamp(c.End))
-		t.spans.Add(1)
+		t.countSpan(cs)
 	}
 	if rec.Verdict == policy.Block || rec.Verdict == policy.Halt || rec.Error != "" {
 		span.SetStatus(codes.Error, rec.Code) // the call was refused, or the decision failed
@@ -460,8 +465,8 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 		t.logs.Add(1)
 	}
 	t.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("verdict", rec.Verdict.String()),
-		attribute.String("policy", rec.Policy), attribute.String("host", t.cfg.Who.AgentHost)))
-	t.latency.Record(ctx, end.Sub(start).Seconds(), metric.WithAttributes(attribute.String("host", t.cfg.Who.AgentHost),
+		attribute.String("policy", rec.Policy), attribute.String("host", who.AgentHost)))
+	t.latency.Record(ctx, end.Sub(start).Seconds(), metric.WithAttributes(attribute.String("host", who.AgentHost),
 		attribute.String("phase", rec.Phase.String())))
 	if rec.Error != "" {
 		t.faults.Add(ctx, 1, metric.WithAttributes(attribute.String("code", rec.Code)))
@@ -479,6 +484,23 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 	return nil
 }
 
+// judgeError is why a judge gave no answer, with its credentials redacted
+// and bounded as the decision log's strings are (a judge's error may quote
+// what it was sent).
+func judgeError(e string) string {
+	m := &mask.Masker{MaxString: decisionlog.MaxString}
+	return m.Free(e)
+}
+
+// countSpan counts a span handed to the export queue: a sampled one (the
+// sampler, OTEL_TRACES_SAMPLER, drops the others before the queue, and
+// they are not lost).
+func (t *Telemetry) countSpan(sp trace.Span) {
+	if sp.SpanContext().IsSampled() {
+		t.spans.Add(1)
+	}
+}
+
 // judgeSpan is the child span of the deciding rule's judge: from when it
 // was asked to its answer, or (its answer cached in the session, or no
 // time noted) the decision's span.
@@ -489,9 +511,9 @@ func (t *Telemetry) judgeSpan(ctx context.Context, ev *eval.DecisionEvent, rec *
 	}
 	_, js := t.tracer.Start(ctx, "celguard.judge "+j.Name, trace.WithTimestamp(start), trace.WithAttributes(
 		attribute.String("celguard.judge.name", j.Name), attribute.String("celguard.judge.verdict", j.Verdict.String()),
-		attribute.Bool("celguard.judge.cached", j.Cached), attribute.String("celguard.judge.error", rec.Error)))
+		attribute.Bool("celguard.judge.cached", j.Cached), attribute.String("celguard.judge.error", judgeError(j.Error))))
 	js.End(trace.WithTimestamp(end))
-	t.spans.Add(1)
+	t.countSpan(js)
 }
 
 // parentContext is ctx with the span a decision's span is a child of:

@@ -122,3 +122,51 @@ func (t *Telemetry) resource(ctx context.Context) (*resource.Resource, error) {
 	}
 	return r, nil
 }
+
+// whoKey is the context key of WithWho.
+type whoKey struct{}
+
+// WithWho is ctx saying who decides where for the decisions made in it,
+// for a process that decides for several repositories and agent hosts (the
+// hook's decision daemon: each hook's working directory, host and
+// version). A decision made in it carries w's repository and agent host
+// and version as attributes of its span and log record (beside the
+// resource, which says the process's own: set Config.Who to the machine
+// and user alone), in its record's who (with Config.Who's machine and user
+// where w has none), and in its metrics' host.
+func WithWho(ctx context.Context, w Who) context.Context {
+	return context.WithValue(ctx, whoKey{}, w)
+}
+
+// whoOf is Config.Who, or the WithWho of ctx over it; perCall says ctx
+// had one.
+func (t *Telemetry) whoOf(ctx context.Context) (w Who, perCall bool) {
+	w = t.cfg.Who
+	c, ok := ctx.Value(whoKey{}).(Who)
+	if !ok {
+		return w, false
+	}
+	if c.Machine == "" {
+		c.Machine = w.Machine
+	}
+	if c.User == "" {
+		c.User = w.User
+	}
+	return c, true
+}
+
+// whoAttributes are the per-decision attributes of a WithWho: the
+// repository and the agent host, under the resource's names.
+func whoAttributes(w Who) []attribute.KeyValue {
+	var a []attribute.KeyValue
+	add := func(k, v string) {
+		if v != "" {
+			a = append(a, attribute.String(k, v))
+		}
+	}
+	add("vcs.repository.url.full", w.RepoRemote)
+	add("celguard.repository.root", w.RepoRoot)
+	add("celguard.agent.host", w.AgentHost)
+	add("celguard.agent.version", w.AgentVersion)
+	return a
+}

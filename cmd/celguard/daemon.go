@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,6 +61,26 @@ func refused(why string) (hooks.Response, bool) {
 	return hooks.Response{}, false
 }
 
+// daemonTelemetryEnv is the telemetry environment of this process, as
+// NAME=VALUE sorted: CELGUARD_TELEMETRY and every OTEL_* variable, none
+// when telemetry is off. It is part of the daemon's id, since the daemon
+// exports with the environment it was started with (its endpoint, headers,
+// protocol, service name, sampler); the per-call trace context and agent
+// version travel with each request instead.
+func daemonTelemetryEnv() []string {
+	if !telemetry.Enabled(nil) {
+		return nil
+	}
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "CELGUARD_TELEMETRY=") {
+			out = append(out, kv)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // daemonClient is the hook's side of the user's decision daemon: the one
 // for this state directory and these hook options.
 type daemonClient struct {
@@ -72,11 +93,13 @@ type daemonClient struct {
 
 // daemon returns the client of the daemon for p's options, or nil when the
 // hook decides in process: the daemon is off, the platform has no unix
-// sockets with owners, or the event's records name the hook process
-// itself (a decision log or telemetry: their who is this process's
-// repository, and telemetry's trace context its environment).
+// sockets with owners, or a decision log is asked for (its records name
+// the hook process itself: who is this process's repository). Telemetry
+// goes through the daemon: the daemon of a telemetry environment is one of
+// its own (daemonTelemetryEnv is in its id) and exports for the hook, each
+// decision with the hook's trace context, repository, host and version.
 func (p hookParams) daemon(store *statedir.Dir) *daemonClient {
-	if daemonwire.Off(p.noDaemon) || !daemonSupported || p.decisions.logPath != "" || telemetry.FromEnv(nil) != nil {
+	if daemonwire.Off(p.noDaemon) || !daemonSupported || p.decisions.logPath != "" {
 		return nil
 	}
 	exe, err := os.Executable()
@@ -95,7 +118,9 @@ func (p hookParams) daemon(store *statedir.Dir) *daemonClient {
 		"--max-state-bytes", strconv.FormatInt(p.maxStateBytes, 10))
 	// The environment the layers are found by: a hook run with another
 	// has another daemon.
-	id := daemonwire.ID(append([]string{exe, os.Getenv("HOME"), os.Getenv("XDG_CONFIG_HOME"), os.Getenv("XDG_STATE_HOME")}, args...)...)
+	// And the telemetry environment: a hook exporting elsewhere (or not
+	// at all) has another daemon.
+	id := daemonwire.ID(append(append([]string{exe, os.Getenv("HOME"), os.Getenv("XDG_CONFIG_HOME"), os.Getenv("XDG_STATE_HOME")}, args...), daemonTelemetryEnv()...)...)
 	socket, err := daemonwire.Socket(store.Dir, id)
 	if err != nil {
 		return nil
@@ -137,6 +162,19 @@ func (c *daemonClient) ask(ctx context.Context, host hooks.Host, input []byte) (
 	req.Header.Set(daemonwire.HeaderNonce, nonce)
 	req.Header.Set(daemonwire.HeaderWorkDir, wd)
 	req.Header.Set(daemonwire.HeaderDigest, want)
+	if telemetry.Enabled(nil) {
+		// The hook's trace and agent version, for the daemon's telemetry
+		// (daemonwire.HeaderAgentVersion).
+		if tp := os.Getenv("TRACEPARENT"); tp != "" {
+			req.Header.Set("traceparent", tp)
+			if ts := os.Getenv("TRACESTATE"); ts != "" {
+				req.Header.Set("tracestate", ts)
+			}
+		}
+		if v := os.Getenv("CELGUARD_AGENT_VERSION"); v != "" {
+			req.Header.Set(daemonwire.HeaderAgentVersion, v)
+		}
+	}
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			d := net.Dialer{Timeout: daemonConnectTimeout}
@@ -326,6 +364,17 @@ func (p hookDaemonParams) serveConfig(store *statedir.Dir) (serve.Config, func(*
 	}
 	cfg.PerProject = true
 	cfg.Manifests = true // for the lean client (cmd/celguard-hook)
+	if cfg.Telemetry != nil {
+		// The daemon exports for every hook that asks it: the resource says
+		// this machine and user, each decision its hook's repository, host,
+		// version and trace (decide); not the trace of the hook that
+		// started it. It flushes at exit as serve does.
+		tc := *cfg.Telemetry
+		tc.TraceParent, tc.TraceState = "", ""
+		tc.Who = telemetry.Who{Machine: tc.Who.Machine, User: tc.Who.User}
+		tc.FlushTimeout = 5 * time.Second
+		cfg.Telemetry = &tc
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return serve.Config{}, nil, err
@@ -393,6 +442,9 @@ func (p hookDaemonParams) decide(ctx context.Context, guard *celguard.Guard, sto
 	host, err := p.host(hostName)
 	if err != nil {
 		return hooks.Response{Stderr: err.Error(), Exit: 1}, "", ""
+	}
+	if guard.Telemetry() != nil {
+		ctx = telemetry.WithWho(ctx, telemetry.WhoAmI(workDir, hostName, serve.DaemonAgentVersion(ctx)))
 	}
 	g, gerr := guard.ForWorkDir(workDir, want)
 	var before *daemonwire.Manifest

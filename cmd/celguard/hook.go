@@ -323,6 +323,14 @@ func hookEngine(sel selection, dopts decisionOptions, sd *statedir.Dir) (*eval.E
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if cfg.Telemetry != nil {
+		// One event per process: small export queues, which the SDK
+		// allocates whole when it opens them (the default's 2048 log
+		// records are about 1.3 MB).
+		tc := *cfg.Telemetry
+		tc.QueueSize = hookTelemetryQueue
+		cfg.Telemetry = &tc
+	}
 	guard, err := cfg.Load(context.Background())
 	_ = cache.Save() // best effort: the next process compiles without it
 	if err != nil {
@@ -330,6 +338,10 @@ func hookEngine(sel selection, dopts decisionOptions, sd *statedir.Dir) (*eval.E
 	}
 	return guard.Engine(), func() { _ = guard.Close() }, hookWarnings(guard, dopts), nil
 }
+
+// hookTelemetryQueue bounds a hook process's telemetry queues: it decides
+// one event (a span, a judge's and its commits' child spans, one record).
+const hookTelemetryQueue = 32
 
 // hookConfig is the composition root's configuration of the hook's
 // engine, in this process or in the decision daemon, with the AST cache

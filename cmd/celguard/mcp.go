@@ -386,7 +386,7 @@ func mcpGateway(config, pins string, timeout time.Duration, stderr io.Writer, lo
 	cwd, _ := os.Getwd()
 	return func(ctx context.Context, h serve.MCPHost) (serve.MCPGateway, error) {
 		px, err := mcpproxy.New(ctx, mcpproxy.Config{Upstreams: ups, Guard: h.Guard, Sessions: h.Sessions, ApproveCommand: h.ApproveCommand,
-			NoApprovals: h.NoApprovals, Cwd: cwd, CallTimeout: timeout, Pins: pins, Version: currentBuild().String(), Logger: log})
+			NoApprovals: h.NoApprovals, Decided: h.Decided, Cwd: cwd, CallTimeout: timeout, Pins: pins, Version: currentBuild().String(), Logger: log})
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ import (
 
 // telemetryEnv turns telemetry on through the environment, as a user
 // does, towards endpoint over proto.
-func telemetryEnv(t *testing.T, endpoint, proto string) {
+func telemetryEnv(t testing.TB, endpoint, proto string) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("XDG_CONFIG_HOME", "")
 	t.Setenv("XDG_STATE_HOME", "")
@@ -29,6 +29,7 @@ func telemetryEnv(t *testing.T, endpoint, proto string) {
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
 	t.Setenv("OTEL_SDK_DISABLED", "")
 	t.Setenv("TRACEPARENT", "")
+	t.Setenv("CELGUARD_DAEMON", "off") // in process: TestDaemonExportsTelemetry has the daemon's export
 	t.Chdir(t.TempDir())
 }
 
@@ -128,4 +129,114 @@ func TestServeTelemetry(t *testing.T) {
 			require.NotNil(t, col.Metrics()["celguard_decisions_total"])
 		})
 	}
+}
+
+// BenchmarkHookTelemetry is what telemetry costs one hook call (in
+// process, the daemon off; its package init aside): the export off; on,
+// to a collector that reads and discards; to an endpoint where nothing
+// listens (dead); and to a collector that never answers (hanging), which
+// the flush's bound (telemetry.DefaultFlushTimeout) cuts off. Each call
+// opens the export, decides, writes its answer and flushes, as a hook
+// process does:
+//
+//	go test -run '^$' -bench BenchmarkHookTelemetry -benchmem ./cmd/celguard
+func BenchmarkHookTelemetry(b *testing.B) {
+	event := `{"session_id":"s","cwd":"/home/user/p","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"}}`
+	dead := "http://127.0.0.1:1"
+	for _, v := range []struct {
+		name string
+		mode otlptest.Mode
+	}{{"off", -1}, {"discard", otlptest.Discard}, {"dead", -2}, {"hanging", otlptest.Hang}} {
+		b.Run(v.name, func(b *testing.B) {
+			switch v.mode {
+			case -1:
+				telemetryEnv(b, "", "")
+				b.Setenv("CELGUARD_TELEMETRY", "")
+			case -2:
+				telemetryEnv(b, dead, telemetry.ProtocolHTTP)
+			default:
+				telemetryEnv(b, otlptest.Start(b, telemetry.ProtocolHTTP, v.mode).Endpoint, telemetry.ProtocolHTTP)
+			}
+			b.Setenv("CELGUARD_DAEMON", "off")
+			stateDir := b.TempDir()
+			b.ReportAllocs()
+			for b.Loop() {
+				var out, errb bytes.Buffer
+				p := hookParams{hookOptions: hookOptions{stateDir: stateDir, approve: true}, timeout: 10 * time.Second,
+					keepDays: 7, maxStateBytes: statedir.DefaultMaxStateBytes,
+					stdio: stdio{stdin: strings.NewReader(event), stdout: &out, stderr: &errb}}
+				if code := runHook(context.Background(), "claude-code", p); code != 0 || !strings.Contains(out.String(), `"permissionDecision":"deny"`) {
+					b.Fatalf("exit %d: %s%s", code, out.String(), errb.String())
+				}
+			}
+		})
+	}
+}
+
+// TestDaemonExportsTelemetry: with telemetry on, the hook still goes
+// through the decision daemon, which exports each decision it makes for
+// the hook: in the hook's trace (its TRACEPARENT, sent with the event),
+// with the hook's repository, host and agent version on the span and in
+// the record's who; never in the trace of the hook that started it. The
+// first call, decided in process, exports itself.
+func TestDaemonExportsTelemetry(t *testing.T) {
+	f := newDaemonFixture(t, 10, false)
+	col := otlptest.Start(t, telemetry.ProtocolHTTP, otlptest.Accept)
+	t.Setenv("CELGUARD_TELEMETRY", "otlp")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.Endpoint)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", telemetry.ProtocolHTTP)
+	t.Setenv("OTEL_SDK_DISABLED", "")
+	t.Setenv("CELGUARD_AGENT_VERSION", "2.0.1")
+	const first, second = "4bf92f3577b34da6a3ce929d0e0e4736", "0af7651916cd43dd8448eb211c80319c"
+	t.Setenv("TRACEPARENT", "00-"+first+"-00f067aa0ba902b7-01")
+	ok, out := f.hook("claude-code", f.event("claude-code", "s1", "ls"))
+	require.True(t, ok, out)
+	require.EqualValues(t, 1, f.inProc.Load(), "no daemon yet: decided in process")
+	f.waitDaemon()
+
+	t.Setenv("TRACEPARENT", "00-"+second+"-b7ad6b7169203331-01")
+	ok, out = f.hook("claude-code", f.event("claude-code", "s1", "rm -rf /tmp/x"))
+	require.False(t, ok, out)
+	require.EqualValues(t, 1, f.inProc.Load(), "the daemon decided the second call")
+
+	// The daemon's batch is exported within the SDK's schedule (5 s).
+	var theirs []otlptest.Span
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		theirs = nil
+		for _, sp := range col.Decisions() {
+			if hex.EncodeToString(sp.TraceId) == second {
+				theirs = append(theirs, sp)
+			}
+		}
+		if len(theirs) > 0 {
+			break
+		}
+	}
+	require.Len(t, theirs, 1, "the daemon's decision, in the second hook's trace")
+	sp := theirs[0]
+	require.Equal(t, "b7ad6b7169203331", hex.EncodeToString(sp.ParentSpanId))
+	require.Equal(t, "no-rm", sp.Attr("celguard.rule.id"))
+	require.Equal(t, "claude-code", sp.Attr("celguard.agent.host"))
+	require.Equal(t, "2.0.1", sp.Attr("celguard.agent.version"))
+	require.Equal(t, f.repo, sp.Attr("celguard.repository.root"))
+	require.Empty(t, sp.Resource["celguard.repository.root"], "the daemon's resource is its machine and user")
+	require.NotEmpty(t, sp.Resource["host.name"])
+
+	var mine int
+	for _, sp := range col.Decisions() {
+		if hex.EncodeToString(sp.TraceId) == first {
+			mine++
+			require.Equal(t, "claude-code", sp.Resource["celguard.agent.host"], "decided in process: the hook's resource")
+		}
+	}
+	require.Equal(t, 1, mine, "the first call's span, exported by the hook itself; none of the daemon's in its trace")
+	logs := col.Logs()
+	var who bool
+	for _, lr := range logs {
+		if hex.EncodeToString(lr.TraceId) == second {
+			who = strings.Contains(lr.Body.GetStringValue(), `"agent_host":"claude-code","agent_version":"2.0.1"`) &&
+				strings.Contains(lr.Body.GetStringValue(), `"repo_root":`)
+		}
+	}
+	require.True(t, who, "the daemon's record says the hook's repository, host and version: %v", logs)
 }

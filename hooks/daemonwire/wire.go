@@ -51,6 +51,13 @@ const (
 	HeaderManifest = "Celguard-Daemon-Manifest"
 	// HeaderMAC is the answer's HMAC (hex): Sum.
 	HeaderMAC = "Celguard-Daemon-Mac"
+	// HeaderAgentVersion is, on the request, the hook's
+	// CELGUARD_AGENT_VERSION, for the daemon's telemetry; the W3C trace
+	// context of the hook's TRACEPARENT and TRACESTATE travels in the
+	// standard traceparent and tracestate headers. Neither is under the
+	// MAC, which authenticates the answer: they change what a decision's
+	// telemetry says, never the decision (docs/telemetry.md).
+	HeaderAgentVersion = "Celguard-Agent-Version"
 )
 
 // NoManifest is HeaderManifest's value when a policy decided and the

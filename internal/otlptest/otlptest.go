@@ -43,6 +43,11 @@ const (
 	// RefuseSpansAndLogs refuses spans and log records but keeps metrics,
 	// so that a test can read the exporter's own account of what it lost.
 	RefuseSpansAndLogs
+	// Discard accepts every export over HTTP without decoding or keeping
+	// it (it counts the bytes: Received), so that a benchmark measures the
+	// sender, not the collector. Over gRPC it is Accept (the gRPC server
+	// decodes every request itself).
+	Discard
 )
 
 // Collector is a running test collector.
@@ -55,11 +60,12 @@ type Collector struct {
 	mode    Mode
 	release chan struct{}
 
-	mu      sync.Mutex
-	traces  []*coltrace.ExportTraceServiceRequest
-	logs    []*collogs.ExportLogsServiceRequest
-	metrics []*colmetrics.ExportMetricsServiceRequest
-	raw     [][]byte
+	mu       sync.Mutex
+	received int64
+	traces   []*coltrace.ExportTraceServiceRequest
+	logs     []*collogs.ExportLogsServiceRequest
+	metrics  []*colmetrics.ExportMetricsServiceRequest
+	raw      [][]byte
 }
 
 // Start starts a collector speaking protocol ("grpc" or "http/protobuf") on
@@ -136,6 +142,15 @@ func handle(c *Collector, newMsg func() proto.Message) http.HandlerFunc {
 		_, metrics := newMsg().(*colmetrics.ExportMetricsServiceRequest)
 		if err := c.answer(r.Context(), metrics); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if c.mode == Discard {
+			n, _ := io.Copy(io.Discard, r.Body)
+			c.mu.Lock()
+			c.received += n
+			c.mu.Unlock()
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			w.WriteHeader(http.StatusOK) // an empty body: the empty response message
 			return
 		}
 		body, err := io.ReadAll(r.Body)
@@ -280,6 +295,13 @@ func (c *Collector) Metrics() map[string]*metricspb.Metric {
 		}
 	}
 	return out
+}
+
+// Received is how many bytes a Discard collector was sent.
+func (c *Collector) Received() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.received
 }
 
 // Raw is every byte received (each request's encoded body).

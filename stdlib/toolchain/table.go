@@ -2,6 +2,7 @@ package toolchain
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -360,4 +361,56 @@ func clean(p string) string {
 		return ""
 	}
 	return path.Clean(p)
+}
+
+// Runners are, per ecosystem of Table, the commands that run or load its
+// files: a program ("make") or a program and its subcommand ("go
+// generate", "python -m pytest"). A session that wrote a file whose content
+// could not be proven safe asks before one of them runs (the policy
+// workspace-executables), and only before one of them: an unproven
+// conftest.py does not ask cargo test.
+var Runners = map[string][]string{
+	"make": {"make", "gmake", "just", "task", "mise"},
+	"node": {"npm", "pnpm", "yarn", "bun", "npx", "pnpx", "bunx", "deno", "nx", "node", "corepack",
+		"eslint", "jest", "vitest", "vite", "webpack", "rollup", "babel", "prettier", "next", "nuxt", "astro", "svelte-kit",
+		"postcss", "tailwindcss", "playwright", "cypress", "karma", "mocha", "gulp", "grunt", "tsup", "esbuild",
+		"stylelint", "commitlint", "lint-staged", "tsx", "ts-node"},
+	"rust": {"cargo", "rustup", "rustc", "cross"},
+	"python": {"pytest", "py.test", "tox", "nox", "pip", "pip3", "uv", "uvx", "poetry", "pdm", "hatch", "pipx",
+		"python -m pytest", "python3 -m pytest", "python -m pip", "python3 -m pip", "python -m build", "python3 -m build",
+		"python -m tox", "python3 -m tox", "python setup.py", "python3 setup.py"},
+	"go":           {"go generate"},
+	"jvm":          {"gradle", "gradlew", "./gradlew", "mvn", "mvnw", "./mvnw"},
+	"ruby":         {"bundle", "bundler", "rake", "rails", "gem"},
+	"php":          {"composer"},
+	"c":            {"cmake", "ctest"},
+	"dotnet":       {"dotnet", "msbuild"},
+	"git":          {"git", "pre-commit", "lefthook", "husky"},
+	"ci":           {"git push", "act", "gitlab-runner", "gh workflow run"},
+	"devcontainer": {"devcontainer", "direnv", "code"},
+	"agent":        {"claude", "codex", "gemini", "cursor-agent", "opencode", "copilot", "aider"},
+}
+
+// AnyRunners run or load files of every ecosystem: task runners and hook
+// runners whose recipes and hooks may call any toolchain (a Makefile's
+// test target runs pytest; a pre-commit hook runs lint-staged).
+var AnyRunners = []string{"make", "gmake", "just", "task", "mise", "act", "pre-commit", "lefthook", "husky", "tox", "nox",
+	"devcontainer", "git commit", "git merge", "git rebase", "git checkout", "git switch", "git pull", "git am",
+	"git push", "git cherry-pick", "git revert"}
+
+// RunnersOf returns the commands that run or load the file at p (Runners
+// of its family's ecosystem, then AnyRunners), or nil when no toolchain
+// runs or loads it.
+func RunnersOf(p string) []string {
+	f, ok := Lookup(p)
+	if !ok {
+		return nil
+	}
+	out := append([]string(nil), Runners[f.Ecosystem]...)
+	for _, r := range AnyRunners {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

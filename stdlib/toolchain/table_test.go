@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,7 +33,66 @@ func renderTable() string {
 		b.WriteString("| " + f.Ecosystem + " | " + f.Name + " | " + strings.Join(pats, ", ") + " | " + format + " | " +
 			strings.ReplaceAll(f.RunBy, "|", `\|`) + " |\n")
 	}
+	b.WriteString("\nThe commands that run or load each ecosystem's files (`toolchain.runners`; after an unproven\n" +
+		"write of a file, these are asked), and, for every ecosystem, the task and hook runners: " + code(AnyRunners) + ".\n\n")
+	b.WriteString("| ecosystem | runners |\n|---|---|\n")
+	var ecos []string
+	for _, f := range Table {
+		if !slices.Contains(ecos, f.Ecosystem) {
+			ecos = append(ecos, f.Ecosystem)
+		}
+	}
+	for _, e := range ecos {
+		b.WriteString("| " + e + " | " + code(Runners[e]) + " |\n")
+	}
 	return b.String()
+}
+
+func code(ws []string) string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = "`" + w + "`"
+	}
+	return strings.Join(out, ", ")
+}
+
+// TestRunners: every ecosystem of the table has runners, and a file's
+// runners are its ecosystem's and the task and hook runners.
+func TestRunners(t *testing.T) {
+	for _, f := range Table {
+		if len(Runners[f.Ecosystem]) == 0 {
+			t.Errorf("ecosystem %s (family %s) has no runners", f.Ecosystem, f.Name)
+		}
+	}
+	for e := range Runners {
+		if !slices.ContainsFunc(Table, func(f Family) bool { return f.Ecosystem == e }) {
+			t.Errorf("runners of %s, an ecosystem no family has", e)
+		}
+	}
+	for _, tc := range []struct {
+		path      string
+		runs, not []string
+	}{
+		{"tests/conftest.py", []string{"pytest", "python -m pytest", "make", "git commit", "tox"}, []string{"cargo", "npm", "go generate"}},
+		{"Makefile", []string{"make", "just", "pre-commit"}, []string{"cargo", "npm", "pytest"}},
+		{"build.rs", []string{"cargo", "make"}, []string{"npm", "pytest"}},
+		{"package.json", []string{"npm", "yarn", "pnpm", "make"}, []string{"cargo", "pytest"}},
+		{".git/hooks/pre-commit", []string{"git", "git commit"}, []string{"npm"}},
+		{".github/workflows/ci.yml", []string{"git push", "act"}, []string{"npm", "cargo"}},
+		{"src/main.rs", nil, []string{"cargo", "make"}},
+	} {
+		got := RunnersOf(tc.path)
+		for _, r := range tc.runs {
+			if !slices.Contains(got, r) {
+				t.Errorf("RunnersOf(%q) lacks %q: %v", tc.path, r, got)
+			}
+		}
+		for _, r := range tc.not {
+			if slices.Contains(got, r) {
+				t.Errorf("RunnersOf(%q) has %q: %v", tc.path, r, got)
+			}
+		}
+	}
 }
 
 // TestTableDocumented: docs/policies.md holds the table as Table renders it.
