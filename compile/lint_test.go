@@ -666,10 +666,14 @@ func TestLintCostBuiltinPolicies(t *testing.T) {
 		"exfiltration.yaml variable outside_urls",
 		"exfiltration.yaml rule exfiltration-after-untrusted-content-shell condition",
 		"mcp-effects.yaml rule mcp-cloud-cli condition",
+		"risky-commands.yaml variable container_host_access",
 		"risky-commands.yaml rule risky-privilege condition",
 		"risky-commands.yaml rule risky-pipe-to-shell condition",
 		// lowerAscii of every argument of every command.
 		"risky-commands.yaml rule risky-skip-hooks condition",
+		"risky-commands.yaml rule risky-container-remote-build condition",
+		"risky-commands.yaml rule risky-infra-destroy condition",
+		"risky-commands.yaml rule risky-infra-access condition",
 		// A loop over each command's unsafe_args inside the loop over its args.
 		"safe-defaults.yaml variable line_writes",
 		"safe-defaults.yaml variable unsafe_commands",

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/celguard/celguard"
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/hooks/setup"
@@ -358,10 +359,31 @@ func hookConfig(sel selection, dopts decisionOptions, sd *statedir.Dir) (celguar
 	cfg.Store = store.NewFileDir(sd)
 	cache := hooks.LoadASTCache(sd.Dir, key)
 	cfg.ASTCache = cache
+	if build := binaryIdentity(); build != "" {
+		// The compiled set, replayed: only the programs an event's
+		// decision evaluates are decoded and planned (docs/hooks.md).
+		cfg.CompileOptions = append(cfg.CompileOptions, compile.WithSetCache(hooks.NewSetCache(sd.Dir, key, build)))
+	}
 	// Asks a host defers are recorded as requests a person can approve
 	// later (celguard approve), named in the refusal on hosts that cannot ask.
 	cfg.ApprovalRequests = true
 	return cfg, cache, nil
+}
+
+// binaryIdentity identifies this celguard binary for the compiled-set
+// cache: its path, size and modification time, so that a set compiled by
+// another build is never replayed; "" when it cannot be found (then no set
+// is cached).
+func binaryIdentity() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s\x00%d\x00%d", exe, fi.Size(), fi.ModTime().UnixNano())
 }
 
 // hookLoadError is the error the hook answers with when its engine cannot
