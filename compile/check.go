@@ -81,6 +81,9 @@ var builtinIndex = func() map[string]int {
 // compileExpr type-checks an expression and builds its program; nil on
 // error (already reported).
 func (c *compiler) compileExpr(sc scope, e policy.Expr, info map[string]exprInfo) *Program {
+	if c.replay != nil {
+		return c.replayProgram(e) // setcache.go
+	}
 	ast, _, ok := c.typeCheck(sc, e, info)
 	if !ok {
 		return nil
@@ -118,6 +121,7 @@ func (c *compiler) checkedAST(sc scope, e policy.Expr) (*cel.Ast, bool) {
 		key = c.cacheKey(e.Text)
 		if b, hit := c.cfg.cache.Get(key); hit {
 			if ast, err := decodeAST(b); err == nil && ast.IsChecked() {
+				c.encoded(ast, b)
 				return ast, true
 			}
 		}
@@ -136,6 +140,7 @@ func (c *compiler) checkedAST(sc scope, e policy.Expr) (*cel.Ast, bool) {
 	if c.cfg.cache != nil {
 		if b, err := encodeAST(checked); err == nil {
 			c.cfg.cache.Put(key, b)
+			c.encoded(checked, b)
 		}
 	}
 	return checked, true

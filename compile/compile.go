@@ -23,6 +23,7 @@ type Option func(*config) error
 
 type config struct {
 	cache          ASTCache
+	sets           SetCache
 	env            *celenv.Env
 	defaultVerdict policy.Verdict
 	maxRules       int
@@ -125,12 +126,46 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 		}
 		cfg.env = def
 	}
-	classes := newClassTable()
-	c := &compiler{cfg: cfg, classes: classes, set: &PolicySet{env: cfg.env, byID: map[string]*Rule{}, classes: classes},
-		policyNames: map[string]policy.Pos{}, ruleIDs: map[string]policy.Pos{}}
 	srcs = slices.Clone(srcs)
 	slices.SortStableFunc(srcs, func(a, b policy.Source) int { return strings.Compare(a.Name, b.Name) })
-	c.set.digest = Digest(srcs)
+	digest := Digest(srcs)
+	var key string
+	if !lint {
+		// The linter runs every analysis; a compile replays the set's
+		// record when there is one (setcache.go).
+		key = setKey(cfg, digest)
+	}
+	if key != "" {
+		if set := replaySet(srcs, digest, cfg, key); set != nil {
+			return set, slices.Clone(set.warnings), nil
+		}
+	}
+	c := newCompiler(cfg)
+	c.compile(srcs, digest, lint)
+	if c.ds.HasErrors() {
+		return nil, c.ds, nil
+	}
+	if key != "" {
+		c.record(key)
+	}
+	return c.set, c.ds, nil
+}
+
+// newCompiler is a compiler of one set with cfg.
+func newCompiler(cfg config) *compiler {
+	classes := newClassTable()
+	return &compiler{cfg: cfg, classes: classes, set: &PolicySet{env: cfg.env, byID: map[string]*Rule{}, classes: classes},
+		policyNames: map[string]policy.Pos{}, ruleIDs: map[string]policy.Pos{}}
+}
+
+// compile compiles the sources, sorted by name, whose Digest is digest,
+// into c.set, every
+// diagnostic in c.ds; with lint it also runs the lint analyses (lint.go),
+// which only a linter needs: Compile, on every process start of a hook,
+// skips them. A replayed compile (c.replay) checks nothing: its
+// expressions' programs come from the record.
+func (c *compiler) compile(srcs []policy.Source, digest string, lint bool) {
+	c.set.digest = digest
 	for _, src := range srcs {
 		if src.Bundle != "" && !slices.Contains(c.set.bundles, src.Bundle) {
 			c.set.bundles = append(c.set.bundles, src.Bundle)
@@ -147,7 +182,12 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 	var ovs []layeredOverrides
 	var untrustedClasses []*policy.ToolClasses
 	for _, src := range srcs {
-		doc, ds := policy.ParseDocument(src.Name, src.Data)
+		parse := policy.ParseDocument
+		if c.replay != nil {
+			// The record is of these sources, which passed the schema.
+			parse = policy.ParseDocumentValidated
+		}
+		doc, ds := parse(src.Name, src.Data)
 		ds = append(ds, reservedNames(doc.Policy)...)
 		c.ds = append(c.ds, ds...)
 		switch {
@@ -167,10 +207,15 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 	for _, p := range c.resolveLayers(pols, ovs) {
 		c.parseDS = p.ds
 		c.policy(p)
+		if c.replay != nil && c.replay.failed {
+			return
+		}
 	}
-	c.checkClassReads()
+	if c.replay == nil {
+		c.checkClassReads()
+	}
 	c.finish()
-	if !c.ds.HasErrors() {
+	if !c.ds.HasErrors() && c.replay == nil {
 		c.proveBounds() // cost_proof.go: programs without cost accounting for small inputs
 		if lint {
 			c.lint() // lint.go: the analyses of a set that compiles
@@ -180,11 +225,9 @@ func compileSet(srcs []policy.Source, lint bool, opts []Option) (*PolicySet, pol
 		c.ds.Suppress(p.Source.Suppressions) // # celguard:ignore comments
 	}
 	c.ds.Sort()
-	if c.ds.HasErrors() {
-		return nil, c.ds, nil
+	if !c.ds.HasErrors() {
+		c.set.warnings = append(c.set.warnings, c.ds...)
 	}
-	c.set.warnings = append(c.set.warnings, c.ds...)
-	return c.set, c.ds, nil
 }
 
 type compiler struct {
@@ -214,6 +257,12 @@ type compiler struct {
 	checked []checkedExpr
 	// programs are the programs built, by checked expression.
 	programs map[*cel.Ast]*Program
+	// made are the programs built, in order, for the set cache's record
+	// (setcache.go); replay, when set, is the record this compile replays.
+	made   []madeProgram
+	replay *replayState
+	// encodedASTs are the serialized checked expressions, for the record.
+	encodedASTs map[*cel.Ast][]byte
 	// classReads are the reads of command, paths and classes, which only
 	// a tool-class table gives a value (checkClassReads).
 	classReads []classRead

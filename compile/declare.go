@@ -34,8 +34,18 @@ func (c *compiler) policy(lp layered) {
 			ast *cel.Ast
 			ei  exprInfo
 			ok  bool
+			// replayed is the variable's recorded program, type and
+			// cwd-only flag in a compile from the set cache.
+			replayed *Program
+			rtyp     *cel.Type
+			rcwd     bool
 		)
-		if v.Expr.Text != "" {
+		if c.replay != nil {
+			// From the set cache (setcache.go): nothing is checked.
+			if replayed, rtyp, rcwd, ok = c.replayVariable(v.Expr); !ok {
+				return // the replay failed: the caller compiles in full
+			}
+		} else if v.Expr.Text != "" {
 			ast, ei, ok = c.typeCheck(scope{env: env, pol: cp, what: "variable " + v.Name.Value}, v.Expr, info)
 		} else if !c.parseDS.HasErrors() {
 			// The parser reports a missing or empty expression; declare
@@ -48,7 +58,10 @@ func (c *compiler) policy(lp layered) {
 			continue
 		}
 		var prg *Program
-		if ok {
+		switch {
+		case replayed != nil:
+			prg = replayed
+		case ok:
 			prg = c.program(ast, v.Expr, info)
 		}
 		// A variable that failed (reported) is declared all the same, as
@@ -56,7 +69,10 @@ func (c *compiler) policy(lp layered) {
 		// it then report their own mistakes, not each an undeclared
 		// reference to it. The set has an error, so it never decides.
 		typ := cel.DynType
-		if ast != nil {
+		switch {
+		case replayed != nil:
+			typ = rtyp
+		case ast != nil:
 			typ = ast.OutputType()
 		}
 		env.declare(v.Name, typ)
@@ -66,9 +82,10 @@ func (c *compiler) policy(lp layered) {
 			continue
 		}
 		cv := &Variable{Name: v.Name.Value, Slot: c.set.varSlots, Type: typ, Program: prg, Expr: v.Expr}
-		if c.cwdOnly(ei) && plainType(typ) {
+		if (replayed != nil && rcwd) || (replayed == nil && c.cwdOnly(ei) && plainType(typ)) {
 			cv.cwd = &cwdValues{}
 		}
+		c.madeVariable(prg, cv)
 		c.set.varSlots++
 		cp.Variables = append(cp.Variables, cv)
 		cp.varByName[cv.Name] = cv
@@ -185,10 +202,10 @@ func (c *compiler) rule(env *lazyEnv, cp *Policy, r *policy.Rule, info map[strin
 	}
 	if r.Condition != nil {
 		sc := at(what+" condition", cel.BoolType)
-		if ast, _, ok := c.typeCheck(sc, *r.Condition, info); ok {
-			if cr.Condition = c.program(ast, *r.Condition, info); cr.Condition != nil {
-				cr.ConditionAST = ast
-			}
+		if c.replay != nil {
+			cr.Condition = c.replayProgram(*r.Condition)
+		} else if ast, _, ok := c.typeCheck(sc, *r.Condition, info); ok {
+			cr.Condition = c.program(ast, *r.Condition, info)
 		}
 	}
 	if r.Message != nil {

@@ -41,6 +41,22 @@ type Program struct {
 	// fast is nil and fastUpTo is not 0: a process (a hook) uses a few of
 	// the set's programs, and planning the others is wasted.
 	lazy *lazyProgram
+	// src, in a set compiled from a compiled-set cache (setcache.go),
+	// makes the program from its recorded checked expression at its first
+	// use: an event's decision evaluates a few of the set's programs, and
+	// decoding and planning the others is wasted. nil once made (or for a
+	// program compiled in full).
+	src  *programSource
+	once sync.Once
+}
+
+// made returns p ready to evaluate: made from its compiled-set cache
+// record on first use (setcache.go), p itself otherwise.
+func (p *Program) made() *Program {
+	if p.src != nil {
+		p.once.Do(p.make)
+	}
+	return p
 }
 
 // lazyProgram is a program without cost accounting, planned once when
@@ -76,6 +92,7 @@ func (p *Program) setFast(env *celenv.Env, n, bound uint64) {
 // phase, session, classes, command, paths, result and everything inside
 // it, counters). The caller must not understate n.
 func (p *Program) For(n uint64) cel.Program {
+	p.made()
 	if n <= p.fastUpTo {
 		if p.fast != nil {
 			return p.fast
@@ -91,18 +108,21 @@ func (p *Program) For(n uint64) cel.Program {
 
 // Tracked returns the program with runtime cost accounting (the only one
 // when the expression needs none: then it has no accounting either).
-func (p *Program) Tracked() cel.Program { return p.tracked }
+func (p *Program) Tracked() cel.Program { return p.made().tracked }
 
 // FastUpTo returns the largest input size for which For returns a program
 // without cost accounting (0: none; math.MaxUint64: the expression never
 // needs accounting) and the proven worst-case cost at that size.
-func (p *Program) FastUpTo() (n, bound uint64) { return p.fastUpTo, p.bound }
+func (p *Program) FastUpTo() (n, bound uint64) {
+	p.made()
+	return p.fastUpTo, p.bound
+}
 
 // accounts reports whether the tracked program carries the cost accounting.
 func (p *Program) accounts() bool { return p.fastUpTo != math.MaxUint64 }
 
 // AST returns the checked expression.
-func (p *Program) AST() *cel.Ast { return p.ast }
+func (p *Program) AST() *cel.Ast { return p.made().ast }
 
 // program plans a checked expression. Planning needs the functions, not the
 // policy's variable declarations (the checked AST already resolved every
@@ -127,5 +147,6 @@ func (c *compiler) program(ast *cel.Ast, e policy.Expr, info map[string]exprInfo
 		c.programs = map[*cel.Ast]*Program{}
 	}
 	c.programs[ast] = p
+	c.made = append(c.made, madeProgram{prg: p, expr: e})
 	return p
 }

@@ -59,6 +59,8 @@ type PolicySet struct {
 	// writers are the trusted rules with a writes expression, in
 	// evaluation order.
 	writers []*Rule
+	// fromCache says the set was replayed from a SetCache record.
+	fromCache bool
 }
 
 // Writers returns the trusted rules of phase before with a writes
@@ -66,6 +68,11 @@ type PolicySet struct {
 // those that apply to a call (AppliesTo) before it runs. The slice must
 // not be modified.
 func (s *PolicySet) Writers() []*Rule { return s.writers }
+
+// FromCache reports whether the set was replayed from the record of a
+// SetCache (WithSetCache): its programs are made from their recorded
+// checked expressions at their first use.
+func (s *PolicySet) FromCache() bool { return s.fromCache }
 
 // LogMask is one decision_log.mask entry of a trusted policy: the argument
 // paths the decision log never writes, for the tools named (every tool when
@@ -302,10 +309,6 @@ type Rule struct {
 	Judge string
 	// Condition is nil for a rule without a condition (always true).
 	Condition *Program
-	// ConditionAST is the checked AST Condition was built from (nil when
-	// Condition is), kept so that eval can build a state-tracking program
-	// on demand to explain a decision.
-	ConditionAST *cel.Ast
 	// Message, when set, computes the text that overrides Reason.
 	Message *Program
 	Modify  *Modify
@@ -329,6 +332,16 @@ type Rule struct {
 	Source *policy.Rule
 
 	set *PolicySet
+}
+
+// ConditionAST returns the checked AST Condition was built from (nil when
+// Condition is), so that eval can build a state-tracking program on demand
+// to explain a decision.
+func (r *Rule) ConditionAST() *cel.Ast {
+	if r.Condition == nil {
+		return nil
+	}
+	return r.Condition.AST()
 }
 
 // Ref returns the rule's identity: its id, its policy's name and where its

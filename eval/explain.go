@@ -205,12 +205,12 @@ func (e *explainer) finish(d Decision) Decision {
 // because evaluates r's condition again with state tracking and walks its
 // AST from the root down to the sub-expressions that decided its value.
 func (e *explainer) because(r *compile.Rule) []ExprValue {
-	if r.ConditionAST == nil || r.Source == nil || r.Source.Condition == nil {
+	if r.ConditionAST() == nil || r.Source == nil || r.Source.Condition == nil {
 		return nil
 	}
 	env := e.ev.set.Env()
 	opts := append(env.ProgramOptions(), cel.EvalOptions(cel.OptTrackState))
-	prg, err := env.CEL().Program(r.ConditionAST, opts...)
+	prg, err := env.CEL().Program(r.ConditionAST(), opts...)
 	if err != nil {
 		return []ExprValue{{Expr: r.Source.Condition.Text, Pos: r.Source.Condition.Pos, Error: "cannot explain: " + err.Error()}}
 	}
@@ -224,7 +224,7 @@ func (e *explainer) because(r *compile.Rule) []ExprValue {
 	if details == nil || details.State() == nil {
 		return nil
 	}
-	native := r.ConditionAST.NativeRep()
+	native := r.ConditionAST().NativeRep()
 	w := walker{state: details.State(), info: native.SourceInfo(), src: *r.Source.Condition, text: []rune(r.Source.Condition.Text)}
 	w.why(native.Expr(), 0)
 	return w.out

@@ -41,6 +41,8 @@ type ASTCache struct {
 	mu      sync.Mutex
 	entries map[string]*astCacheEntry
 	dirty   bool
+	// loaded says the file was read (load).
+	loaded bool
 }
 
 // astCacheFileData is the cache file.
@@ -57,35 +59,43 @@ type astCacheEntry struct {
 	checked bool
 }
 
-// LoadASTCache reads the cache file of a state directory; entries are
-// checked against key when first used. With a nil key (the state key could
-// not be loaded) the cache reads and writes nothing.
+// LoadASTCache is the cache of a state directory; its file is read at the
+// first Get or Put (a compile replayed from the compiled-set cache needs
+// none of it), entries checked against key when first used. With a nil
+// key (the state key could not be loaded) the cache reads and writes
+// nothing.
 func LoadASTCache(dir string, key *statedir.Key) *ASTCache {
-	c := &ASTCache{path: filepath.Join(dir, astCacheFile), key: key, entries: map[string]*astCacheEntry{}}
-	if key == nil {
-		return c
+	return &ASTCache{path: filepath.Join(dir, astCacheFile), key: key, entries: map[string]*astCacheEntry{}}
+}
+
+// load reads the file once; the caller holds c.mu.
+func (c *ASTCache) load() {
+	if c.loaded || c.key == nil {
+		return
 	}
+	c.loaded = true
 	f, err := os.Open(c.path)
 	if err != nil {
-		return c
+		return
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || st.Size() > astCacheMaxBytes {
-		return c
+		return
 	}
 	var data astCacheFileData
 	if err := json.NewDecoder(f).Decode(&data); err != nil || data.Version != astCacheVersion {
 		// Written by another version (earlier ones had no MACs) or not
 		// ours: start afresh, and replace it at the next save.
 		c.dirty = true
-		return c
+		return
 	}
 	for k, e := range data.Entries {
 		if e != nil && len(c.entries) < astCacheMaxEntries {
-			c.entries[k] = e
+			if _, put := c.entries[k]; !put {
+				c.entries[k] = e
+			}
 		}
 	}
-	return c
 }
 
 // valid checks e's MAC once per process; the caller holds c.mu.
@@ -101,6 +111,7 @@ func (c *ASTCache) valid(k string, e *astCacheEntry) bool {
 func (c *ASTCache) Get(key string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.load()
 	e, ok := c.entries[key]
 	if !ok {
 		return nil, false
@@ -120,6 +131,7 @@ func (c *ASTCache) Put(key string, value []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.load()
 	if _, ok := c.entries[key]; !ok && len(c.entries) >= astCacheMaxEntries {
 		return
 	}

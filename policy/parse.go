@@ -53,6 +53,19 @@ type Document struct {
 // every problem found, each at its file:line:col. Both fields are nil only
 // when the file is not YAML at all.
 func ParseDocument(file string, src []byte) (Document, Diagnostics) {
+	return parseDocument(file, src, true)
+}
+
+// ParseDocumentValidated is ParseDocument without the validation against
+// the JSON Schema of its kind, which only adds diagnostics: the Document
+// is the same. It is for a file whose full parse is known to have passed
+// (a compile replayed from the compiled-set cache, whose record is of
+// these exact bytes); anything else calls ParseDocument.
+func ParseDocumentValidated(file string, src []byte) (Document, Diagnostics) {
+	return parseDocument(file, src, false)
+}
+
+func parseDocument(file string, src []byte, schema bool) (Document, Diagnostics) {
 	var ds Diagnostics
 	if len(src) > MaxFileSize {
 		ds.errorf(CodeInvalidValue, Pos{File: file, Line: 1, Col: 1}, "file is %d bytes; policy files are limited to %d", len(src), MaxFileSize)
@@ -86,7 +99,9 @@ func ParseDocument(file string, src []byte) (Document, Diagnostics) {
 	default:
 		out.Policy = d.policy(root)
 	}
-	d.ds = append(d.ds, validateSchema(file, kind, root, d.ds)...)
+	if schema {
+		d.ds = append(d.ds, validateSchema(file, kind, root, d.ds)...)
+	}
 	d.ds.Sort()
 	return out, d.ds
 }

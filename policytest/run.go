@@ -32,6 +32,10 @@ type Options struct {
 	Run *regexp.Regexp
 	// Compile are extra options for compiling each suite's policies.
 	Compile []compile.Option
+	// Check, when set, compiles each suite's policies instead of
+	// compile.Check, with Compile's options (a test deciding with sets
+	// compiled another way: replayed from a compiled-set cache).
+	Check func(srcs []policy.Source, opts ...compile.Option) (*compile.PolicySet, policy.Diagnostics, error)
 	// Extra are sources added to every suite's policies, such as the
 	// built-in tool classes.
 	Extra []policy.Source
@@ -280,7 +284,11 @@ func RunSuite(ctx context.Context, fsys fs.FS, s *Suite, opts Options) SuiteResu
 		return sr
 	}
 	srcs = dedupe(append(srcs, opts.Extra...))
-	set, ds, err := compile.Check(srcs, opts.Compile...)
+	check := compile.Check
+	if opts.Check != nil {
+		check = opts.Check
+	}
+	set, ds, err := check(srcs, opts.Compile...)
 	if err != nil {
 		sr.Error = err.Error()
 		return sr

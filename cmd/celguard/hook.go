@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/celguard/celguard"
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/hooks/setup"
@@ -358,10 +359,31 @@ func hookConfig(sel selection, dopts decisionOptions, sd *statedir.Dir) (celguar
 	cfg.Store = store.NewFileDir(sd)
 	cache := hooks.LoadASTCache(sd.Dir, key)
 	cfg.ASTCache = cache
+	if build := binaryIdentity(); build != "" {
+		// The compiled set, replayed: only the programs an event's
+		// decision evaluates are decoded and planned (docs/hooks.md).
+		cfg.CompileOptions = append(cfg.CompileOptions, compile.WithSetCache(hooks.NewSetCache(sd.Dir, key, build)))
+	}
 	// Asks a host defers are recorded as requests a person can approve
 	// later (celguard approve), named in the refusal on hosts that cannot ask.
 	cfg.ApprovalRequests = true
 	return cfg, cache, nil
+}
+
+// binaryIdentity identifies this celguard binary for the compiled-set
+// cache: its path, size and modification time, so that a set compiled by
+// another build is never replayed; "" when it cannot be found (then no set
+// is cached).
+func binaryIdentity() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s\x00%d\x00%d", exe, fi.Size(), fi.ModTime().UnixNano())
 }
 
 // hookLoadError is the error the hook answers with when its engine cannot
@@ -446,7 +468,15 @@ resolved, so the host runs this file and not whatever is first on PATH when
 the hook runs; --command names another. The agent runs as you: if you can
 write the binary or a directory above it, so can the agent, and install
 warns. Install celguard where only an administrator can write (for example
-/usr/local/bin) before installing the hooks.`,
+/usr/local/bin) before installing the hooks.
+
+When celguard-hook, the lean hook client, sits beside that binary (go
+install ./cmd/... or the release archive installs both), the command is
+'celguard-hook HOST [flags]' instead: it answers exactly as 'celguard hook
+HOST' does, from the user's decision daemon when the daemon proves its
+answer, and by running 'celguard hook HOST' beside it otherwise
+(docs/hooks.md, "The lean client"). With --server, --decision-log or
+--no-daemon the command stays 'celguard hook HOST'.`,
 		Example: `  # See what would change in this project's Claude Code settings
   celguard hook install claude-code --dry-run
 
@@ -560,7 +590,23 @@ func (p *hookInstallParams) target(host string) (installTarget, error) {
 	for _, w := range setup.BinaryWarnings(p.command) {
 		fmt.Fprintf(p.stderr, "celguard hook install: warning: %s\n", w)
 	}
+	if lean, ok := p.lean(); ok {
+		for _, w := range setup.BinaryWarnings(lean) {
+			fmt.Fprintf(p.stderr, "celguard hook install: warning: %s\n", w)
+		}
+	}
 	return t, p.hookOptions.absolute()
+}
+
+// lean is the lean client to install, when there is one beside the
+// binary and the hook asks the daemon: not with --server (the forwarding
+// hook), --decision-log or --no-daemon, which the lean client would always
+// hand to celguard hook.
+func (p hookInstallParams) lean() (string, bool) {
+	if p.forward.server != "" || p.decisions.logPath != "" || p.noDaemon {
+		return "", false
+	}
+	return setup.LeanBeside(p.command)
 }
 
 // codexProjectTrusted refuses a project install where Codex would not run
@@ -628,9 +674,14 @@ func installNotes(host, path string, old, settings []byte, scope setup.InstallSc
 	return exitOK
 }
 
-// installCommand is the hook command line the host runs.
+// installCommand is the hook command line the host runs: the lean client
+// (celguard-hook HOST, cmd/celguard-hook) when it sits beside the binary
+// and the hook may ask the decision daemon, else celguard hook HOST.
 func installCommand(host string, p hookInstallParams) string {
 	parts := []string{shell.Quote(p.command), "hook", host}
+	if lean, ok := p.lean(); ok {
+		parts = []string{shell.Quote(lean), host}
+	}
 	for _, a := range p.args() {
 		parts = append(parts, shell.Quote(a))
 	}

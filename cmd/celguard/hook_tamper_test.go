@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/gob"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/store/statedir"
 )
@@ -81,6 +84,9 @@ func TestHookIgnoresForgedASTCache(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, policy.Ask, d.Verdict, "the forgery must be one that would change the verdict: %+v", d)
 
+	// Without the compiled-set cache, whose record the hook would replay
+	// instead (TestHookIgnoresForgedSetCache), so the AST cache is read.
+	require.NoError(t, os.RemoveAll(filepath.Join(state, hooks.SetCacheDir)))
 	out, code = hook()
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, `"permissionDecision":"deny"`, "a forged cache entry changed the verdict")
@@ -174,7 +180,94 @@ func TestHookIgnoresForgedCostProofs(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(cachePath, data, 0o600))
 
+	require.NoError(t, os.RemoveAll(filepath.Join(state, hooks.SetCacheDir))) // so the AST cache is read
 	require.Contains(t, hook(), `"permissionDecision":"deny"`)
 	_, entries, _ = read()
 	assert.Equal(t, good, entries[key]["v"], "the forged proofs were dropped and the true ones computed again")
+}
+
+// TestHookIgnoresForgedSetCache is TestHookIgnoresForgedASTCache's attack
+// on the compiled-set cache: every boolean expression of the set's record
+// rewritten to `false`, first with the index left as it was (its MAC
+// checks, the expressions' SHA-256 do not), then with an index naming the
+// forged expressions (its MAC does not check). The hook blocks `rm -rf /`
+// all the same, and writes the true record again.
+func TestHookIgnoresForgedSetCache(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Chdir(t.TempDir())
+	state := t.TempDir()
+	hook := func() string {
+		var out, errb bytes.Buffer
+		p := hookParams{hookOptions: hookOptions{stateDir: state}, timeout: 10 * time.Second,
+			keepDays: 7, maxStateBytes: statedir.DefaultMaxStateBytes,
+			stdio: stdio{stdin: strings.NewReader(`{"session_id":"s","cwd":"/srv/app","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"}}`), stdout: &out, stderr: &errb}}
+		require.Equal(t, 0, runHook(context.Background(), "claude-code", p), errb.String())
+		return out.String()
+	}
+	require.Contains(t, hook(), `"permissionDecision":"deny"`)
+	files, err := filepath.Glob(filepath.Join(state, hooks.SetCacheDir, "*.gob"))
+	require.NoError(t, err)
+	require.Len(t, files, 1, "the hook recorded the compiled set")
+	// The file and its index, as an attacker decodes them (gob matches
+	// fields by name).
+	var file struct {
+		Version    int
+		Build, Key string
+		MAC, Index []byte
+		Blobs      [][]byte
+	}
+	var index struct {
+		Version, Key string
+		Warnings     policy.Diagnostics
+		Programs     []struct {
+			Text                   string
+			Pos                    policy.Pos
+			Checked, Planned       int
+			CheckedSum, PlannedSum [32]byte
+			Needs                  bool
+			FastUpTo, Bound        uint64
+			Variable               bool
+			Type                   []byte
+			CwdOnly                bool
+		}
+	}
+	good, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.NoError(t, gob.NewDecoder(bytes.NewReader(good)).Decode(&file))
+	require.NoError(t, gob.NewDecoder(bytes.NewReader(file.Index)).Decode(&index))
+	n := 0
+	for i, b := range file.Blobs {
+		if v, ok := forgeFalse(t, b); ok {
+			file.Blobs[i] = v
+			n++
+		}
+	}
+	require.Greater(t, n, 10, "boolean expressions forged")
+	write := func() []byte {
+		var buf bytes.Buffer
+		require.NoError(t, gob.NewEncoder(&buf).Encode(&file))
+		require.NoError(t, os.WriteFile(files[0], buf.Bytes(), 0o600))
+		return buf.Bytes()
+	}
+	forged := write()
+	assert.Contains(t, hook(), `"permissionDecision":"deny"`, "forged expressions under the true index")
+
+	for i := range index.Programs {
+		p := &index.Programs[i]
+		p.CheckedSum = sha256.Sum256(file.Blobs[p.Checked])
+		if p.Planned >= 0 {
+			p.PlannedSum = sha256.Sum256(file.Blobs[p.Planned])
+		}
+	}
+	var ib bytes.Buffer
+	require.NoError(t, gob.NewEncoder(&ib).Encode(&index))
+	file.Index = ib.Bytes() // the MAC is left as it was: the attacker has no key
+	forged = write()
+	assert.Contains(t, hook(), `"permissionDecision":"deny"`, "forged expressions under a forged index")
+	again, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	assert.NotEqual(t, forged, again, "the hook wrote the true record again")
+	assert.Contains(t, hook(), `"permissionDecision":"deny"`)
 }

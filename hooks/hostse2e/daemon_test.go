@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/hooks/daemonwire"
 	"github.com/celguard/celguard/serve"
 )
 
@@ -48,7 +48,7 @@ func waitDaemon(t *testing.T, state string) {
 	t.Helper()
 	deadline := time.Now().Add(daemonWait)
 	for time.Now().Before(deadline) {
-		socks, _ := filepath.Glob(filepath.Join(state, hooks.DaemonDirName, "*.sock"))
+		socks, _ := filepath.Glob(filepath.Join(state, daemonwire.DirName, "*.sock"))
 		for _, s := range socks {
 			if st, err := daemonStatus(s); err == nil && st.Ready {
 				return
@@ -66,7 +66,7 @@ func waitDaemon(t *testing.T, state string) {
 // stopped too.
 func stopDaemons(t *testing.T, state string) (answered int64) {
 	t.Helper()
-	dir := filepath.Join(state, hooks.DaemonDirName)
+	dir := filepath.Join(state, daemonwire.DirName)
 	deadline := time.Now().Add(daemonWait)
 	for {
 		socks, _ := filepath.Glob(filepath.Join(dir, "*.sock"))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/hooks/daemonwire"
 	"github.com/celguard/celguard/internal/npmhost"
 )
 
@@ -656,10 +657,10 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario, daemon
 		if answered := stopDaemons(t, state); answered < 1 {
 			t.Errorf("no hook event of %s went through the decision daemon", h.name)
 		}
-		if socks, _ := filepath.Glob(filepath.Join(home, ".local", "state", "celguard", hooks.DaemonDirName, "*")); len(socks) > 0 {
+		if socks, _ := filepath.Glob(filepath.Join(home, ".local", "state", "celguard", daemonwire.DirName, "*")); len(socks) > 0 {
 			t.Errorf("a daemon ran in the default state directory, not the test's: %q", socks)
 		}
-	} else if socks, _ := filepath.Glob(filepath.Join(state, hooks.DaemonDirName, "*.sock")); len(socks) > 0 {
+	} else if socks, _ := filepath.Glob(filepath.Join(state, daemonwire.DirName, "*.sock")); len(socks) > 0 {
 		t.Errorf("CELGUARD_DAEMON=off, and a daemon started: %q", socks)
 	}
 	sc.check(t, h.name, work, m, out)
