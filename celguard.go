@@ -58,6 +58,7 @@ import (
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/hooks/daemonwire"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/state"
@@ -169,6 +170,9 @@ type Guard struct {
 	discovery *policies.Discovery
 	digest    string // of the set in force
 	tried     string // of the sources last compiled, good or not
+	// manifest is what the set in force was read from (Config.Manifests);
+	// nil when there is none.
+	manifest *daemonwire.Manifest
 }
 
 // Load builds the Guard the options configure: Config.Load of the Config
@@ -224,6 +228,18 @@ func (g *Guard) Digest() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.digest
+}
+
+// SourcesManifest is what the set in force was read from, and that set's
+// digest, read together (Config.Manifests): nil when there is none (not
+// asked for, the files changed while they were read, a bundle in force,
+// the last read failed). A manifest is never changed once made: a caller
+// that gets the same pointer before and after a decision knows that no
+// Reload put another set in force in between.
+func (g *Guard) SourcesManifest() (*daemonwire.Manifest, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.manifest, g.digest
 }
 
 // Digest is compile.Digest, the digest a compiled set carries: a SHA-256

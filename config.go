@@ -13,6 +13,7 @@ import (
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/decisionlog"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/hooks/daemonwire"
 	"github.com/celguard/celguard/judge"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
@@ -132,6 +133,11 @@ type Config struct {
 	// bounds the projects kept compiled (DefaultMaxProjects when zero).
 	PerProject  bool
 	MaxProjects int
+	// Manifests records, each time the sources are read, what they were
+	// read from (Guard.SourcesManifest): the decision daemon sends it with
+	// every answer so that the lean hook client, which reads no policy,
+	// can check that the daemon decided with what it would read now.
+	Manifests bool
 
 	// ASTCache caches checked expressions across processes
 	// (compile.WithASTCache); the hook keeps one in its state directory.
@@ -188,7 +194,7 @@ func (c Config) Load(ctx context.Context) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := c.Select()
+	d, man, err := c.selectManifest()
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +224,7 @@ func (c Config) Load(ctx context.Context) (*Guard, error) {
 		return nil, fmt.Errorf("celguard: %w", err)
 	}
 	g := &Guard{cfg: c, compile: copts, eopts: eopts, engine: eng, closers: closers, sink: sink,
-		discovery: d, digest: set.Digest(), tried: set.Digest()}
+		discovery: d, digest: set.Digest(), tried: set.Digest(), manifest: man}
 	if c.perProject() {
 		g.projects = newProjects(c)
 	}
@@ -265,6 +271,68 @@ func (c Config) Select() (*policies.Discovery, error) {
 		return nil, fmt.Errorf("celguard: %w", err)
 	}
 	return d, nil
+}
+
+// selectManifest is Select and, with Manifests, the manifest of what it
+// read: a snapshot of the paths it consults taken before and after it
+// reads them, kept only when both agree (nothing changed while it read)
+// and no bundle is in force (a bundle's sources come from the state
+// directory's store, verified against keys and times: not a manifest's
+// business). Without a manifest a client that reads no policy decides
+// another way.
+func (c Config) selectManifest() (*policies.Discovery, *daemonwire.Manifest, error) {
+	if !c.Manifests {
+		d, err := c.Select()
+		return d, nil, err
+	}
+	roots, rerr := c.watchRoots()
+	var before *daemonwire.Manifest
+	if rerr == nil {
+		before, rerr = daemonwire.Snapshot(roots)
+	}
+	d, err := c.Select()
+	if err != nil || rerr != nil {
+		return d, nil, err
+	}
+	if bcs, err := c.BundleConfigs(); err != nil || len(bcs) > 0 {
+		return d, nil, nil
+	}
+	after, err := daemonwire.Snapshot(roots)
+	if err != nil || !after.Equal(before) {
+		return d, nil, nil
+	}
+	return d, after, nil
+}
+
+// watchRoots are the paths Select consults (policies.WatchRoots), with the
+// bundle configuration files.
+func (c Config) watchRoots() ([]daemonwire.Root, error) {
+	if c.Sources != nil {
+		return nil, errors.New("sources of the embedding program")
+	}
+	ws, err := policies.WatchRoots(c.Policies)
+	if err != nil {
+		return nil, err
+	}
+	if c.layersRead() {
+		files := c.BundleFiles
+		if files == nil {
+			dir, _ := trust.ConfigDir()
+			files = bundle.DefaultFiles(c.Policies.UserDir, dir)
+		}
+		for _, f := range files {
+			abs, err := filepath.Abs(f)
+			if err != nil {
+				return nil, err
+			}
+			ws = append(ws, policies.Watch{Path: abs, Tree: true})
+		}
+	}
+	out := make([]daemonwire.Root, len(ws))
+	for i, w := range ws {
+		out[i] = daemonwire.Root{Path: w.Path, Tree: w.Tree}
+	}
+	return out, nil
 }
 
 // layersRead reports whether policies.Select reads the layers for c (not
@@ -428,15 +496,23 @@ func closeAll(cs []io.Closer) {
 func (g *Guard) Reload(force bool) (changed bool, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	d, err := g.cfg.Select()
+	d, man, err := g.cfg.selectManifest()
 	if err != nil {
+		g.manifest = nil
 		return false, err
 	}
 	digest := compile.Digest(d.Sources)
 	if digest == g.tried && !force {
+		// The same sources: the manifest is of the set in force only when
+		// that set was compiled from them (the last attempt succeeded).
+		g.manifest = nil
+		if digest == g.digest {
+			g.manifest = man
+		}
 		return false, nil
 	}
 	g.tried = digest
+	g.manifest = nil // the set in force no longer matches what is on disk
 	set, err := compile.Compile(d.Sources, g.compile...)
 	if err != nil {
 		return false, err
@@ -444,7 +520,7 @@ func (g *Guard) Reload(force bool) (changed bool, err error) {
 	if err := g.engine.Swap(set); err != nil {
 		return false, err
 	}
-	g.discovery, g.digest = d, set.Digest()
+	g.discovery, g.digest, g.manifest = d, set.Digest(), man
 	return true, nil
 }
 

@@ -28,7 +28,7 @@ const (
 )
 
 // projects are the guards of the projects a per-project Guard has decided
-// calls in, by project root (trust.Root: symbolic links resolved),
+// calls in, by project root (policies.ProjectWalk: symbolic links kept),
 // least recently used last.
 type projects struct {
 	own   string // the project root of the guard's own work directory ("" when unknown)
@@ -66,7 +66,7 @@ func newProjects(c Config) *projects {
 		work, _ = os.Getwd()
 	}
 	if work != "" {
-		p.own, _ = policies.ProjectRoot(work)
+		p.own, _, _ = policies.ProjectWalk(work)
 	}
 	return p
 }
@@ -98,7 +98,10 @@ func (g *Guard) ForWorkDir(dir, want string) (*Guard, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return g.fresh(want)
 	}
-	root, err := policies.ProjectRoot(dir)
+	// Keyed by the root as the path names it, symbolic links kept: a hook
+	// run in dir names the project's sources (and its digest and answers)
+	// by that path, and the trust store resolves the links itself.
+	root, _, err := policies.ProjectWalk(dir)
 	if err != nil {
 		return nil, fmt.Errorf("celguard: the project of %s: %w", dir, err)
 	}
@@ -173,7 +176,7 @@ func (g *Guard) project(root string) (*projectGuard, error) {
 func (g *Guard) loadProject(root string) (*projectGuard, error) {
 	cfg := g.cfg
 	cfg.Policies.WorkDir = root
-	d, err := cfg.Select()
+	d, man, err := cfg.selectManifest()
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +189,7 @@ func (g *Guard) loadProject(root string) (*projectGuard, error) {
 		return nil, fmt.Errorf("celguard: %w", err)
 	}
 	pg := &projectGuard{root: root, guard: &Guard{cfg: cfg, compile: g.compile, eopts: g.eopts, engine: eng, tel: g.tel,
-		discovery: d, digest: set.Digest(), tried: set.Digest()}}
+		discovery: d, digest: set.Digest(), tried: set.Digest(), manifest: man}}
 	pg.checked.Store(time.Now().UnixNano())
 	return pg, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -93,4 +94,64 @@ func mustRoot(t *testing.T, dir string) string {
 	r, err := policies.ProjectRoot(dir)
 	require.NoError(t, err)
 	return r
+}
+
+// TestSourcesManifestFollowsTheFiles: with Config.Manifests each read of
+// the sources records what they were read from; a file dropped into the
+// project's .celguard/ or an edited trust store makes it stale, a Reload
+// records the new state, and a project reached through a symbolic link is
+// its own project, named by that path.
+func TestSourcesManifestFollowsTheFiles(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	base := t.TempDir()
+	dir := filepath.Join(base, "repo")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".git"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".celguard"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".celguard", "local.yaml"), []byte(projectBlock), 0o644))
+	link := filepath.Join(base, "link")
+	require.NoError(t, os.Symlink(dir, link))
+	cfg := celguard.Config{PerProject: true, Manifests: true, Policies: policies.Options{WorkDir: t.TempDir()}}
+	g, err := cfg.Load(context.Background())
+	require.NoError(t, err)
+	defer g.Close()
+
+	p, err := g.ForWorkDir(dir, "")
+	require.NoError(t, err)
+	m, digest := p.SourcesManifest()
+	require.NotNil(t, m, "a manifest of the project's sources")
+	assert.Equal(t, p.Digest(), digest)
+	require.NoError(t, m.Check())
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".celguard", "new.yaml"), []byte(projectBlock), 0o644))
+	assert.Error(t, m.Check(), "a new file in .celguard/")
+	_, err = p.Reload(false)
+	require.Error(t, err, "a duplicate policy does not compile")
+	broken, _ := p.SourcesManifest()
+	assert.Nil(t, broken, "the set in force is not what is on disk: no manifest")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".celguard", "new.yaml"), []byte(strings.NewReplacer("name: local", "name: other", "id: no-deploy", "id: other").Replace(projectBlock)), 0o644))
+	_, err = p.Reload(false)
+	require.NoError(t, err)
+	m2, _ := p.SourcesManifest()
+	require.NotNil(t, m2)
+	assert.NotSame(t, m, m2)
+	require.NoError(t, m2.Check())
+
+	trust := filepath.Join(home, ".config", "celguard", "trust.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(trust), 0o700))
+	require.NoError(t, os.WriteFile(trust, []byte(`{"version":1,"projects":[]}`), 0o600))
+	assert.Error(t, m2.Check(), "a trust store written")
+
+	viaLink, err := g.ForWorkDir(filepath.Join(link), "")
+	require.NoError(t, err)
+	assert.NotSame(t, p, viaLink, "the linked path is its own project")
+	src := viaLink.Discovery().Sources
+	var names []string
+	for _, s := range src {
+		if s.Layer == policy.LayerProject {
+			names = append(names, s.Name)
+		}
+	}
+	assert.Contains(t, names, filepath.ToSlash(filepath.Join(link, ".celguard", "local.yaml")), "named by the path the hook names them by")
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/hooks/daemonwire"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/store"
 	"github.com/celguard/celguard/store/statedir"
@@ -14,7 +15,7 @@ import (
 // DefaultTimeout bounds one hook invocation's wait for the session lock and
 // its decision. It is well below the hosts' own hook timeouts (a host that
 // times a hook out lets the call through).
-const DefaultTimeout = 10 * time.Second
+const DefaultTimeout = daemonwire.DefaultTimeout
 
 // Runner answers one hook event: it decodes the event, holds the session
 // in the state directory for the event (store.File.Hold), resumes the

@@ -533,24 +533,9 @@ func projectDir(dir, work string) (string, error) {
 	default:
 		return dir, nil
 	}
-	if work == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", fmt.Errorf("project policies: %w", err)
-		}
-		work = wd
-	}
-	abs, err := filepath.Abs(work)
+	root, _, err := ProjectWalk(work)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("project policies: %w", err)
 	}
-	for d := abs; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
-			return filepath.Join(d, ".celguard"), nil
-		}
-		if parent := filepath.Dir(d); parent == d {
-			break
-		}
-	}
-	return filepath.Join(abs, ".celguard"), nil
+	return filepath.Join(root, ".celguard"), nil
 }

@@ -158,7 +158,13 @@ func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
 func (s *Server) before(w http.ResponseWriter, r *http.Request) {
 	answerDecision(s, w, r, policy.PhaseBefore, checkCall, func(call *eval.Call, sess *session) (eval.Call, decider) {
 		call.Agent = sess.agentOr(call.Agent)
-		return *call, func(ctx context.Context) (eval.Decision, error) { return sess.Before(ctx, *call) }
+		return *call, func(ctx context.Context) (eval.Decision, error) {
+			h, err := s.inProject(sess, call.Cwd)
+			if err != nil {
+				return eval.Decision{}, err
+			}
+			return h.Before(ctx, *call)
+		}
 	})
 }
 
@@ -174,7 +180,13 @@ func (s *Server) after(w http.ResponseWriter, r *http.Request) {
 	}
 	answerDecision(s, w, r, policy.PhaseAfter, check, func(req *afterRequest, sess *session) (eval.Call, decider) {
 		req.Agent = sess.agentOr(req.Agent)
-		return req.Call, func(ctx context.Context) (eval.Decision, error) { return sess.After(ctx, req.Call, *req.Result) }
+		return req.Call, func(ctx context.Context) (eval.Decision, error) {
+			h, err := s.inProject(sess, req.Cwd)
+			if err != nil {
+				return eval.Decision{}, err
+			}
+			return h.After(ctx, req.Call, *req.Result)
+		}
 	})
 }
 
@@ -259,6 +271,22 @@ func (s *Server) halt(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, haltAnswer{Scope: scope.String(), Key: req.Key, Halted: halted})
 }
 
+// inProject is sess's handle on the engine of the project of the call's
+// working directory (celguard.Guard.ForWorkDir), as the hook endpoints
+// decide: a call made in a repository is decided with its .celguard/, not
+// with the server's own directory's. A working directory that is empty,
+// relative or not on this machine is decided with the server's own
+// engine. A project whose policies do not compile is an error: the call
+// is refused.
+func (s *Server) inProject(sess *session, cwd string) (*eval.Session, error) {
+	g, err := s.guard.ForWorkDir(cwd, "")
+	if err != nil {
+		return nil, err
+	}
+	h, _ := sess.on(g.Engine(), s.eng, sess.meta)
+	return h, nil
+}
+
 // checkCall says what is wrong with a call: no tool name.
 func checkCall(call *eval.Call) string {
 	if strings.TrimSpace(call.Tool) == "" {
@@ -277,7 +305,7 @@ func (s *Server) session(w http.ResponseWriter, id string, agent eval.Agent, met
 		return nil, false, false
 	}
 	sess, created, err := s.sessions.get(id, s.cfg.Now(), func() *session {
-		return &session{Session: s.eng.NewSession(id, meta), agent: agent}
+		return &session{Session: s.eng.NewSession(id, meta), agent: agent, meta: meta}
 	})
 	if err != nil {
 		s.metrics.faults.WithLabelValues(CodeTooManySessions).Inc()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/hooks/daemonwire"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -214,7 +215,7 @@ func (s *Server) endSession(id string) {
 type agentVersionKey struct{}
 
 // DaemonAgentVersion is the agent version the hook sent with the event
-// Daemon.Decide decides in ctx (hooks.DaemonAgentVersion), "" when none.
+// Daemon.Decide decides in ctx (daemonwire.HeaderAgentVersion), "" when none.
 func DaemonAgentVersion(ctx context.Context) string {
 	v, _ := ctx.Value(agentVersionKey{}).(string)
 	return v
@@ -229,9 +230,9 @@ func DaemonAgentVersion(ctx context.Context) string {
 func (s *Server) daemonHook(w http.ResponseWriter, r *http.Request, host hooks.Host) {
 	d := s.cfg.Daemon
 	s.used.Store(time.Now().UnixNano())
-	nonce := r.Header.Get(hooks.DaemonNonce)
+	nonce := r.Header.Get(daemonwire.HeaderNonce)
 	body, ok := s.hookBody(w, r)
-	if !ok || len(nonce) != 2*hooks.DaemonNonceBytes {
+	if !ok || len(nonce) != 2*daemonwire.NonceBytes {
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, "a daemon request carries a nonce and an event within the bound")
 		return
 	}
@@ -249,11 +250,12 @@ func (s *Server) daemonHook(w http.ResponseWriter, r *http.Request, host hooks.H
 	// The hook's trace (its TRACEPARENT), which the decision's span joins,
 	// and its agent's version, for Decide's telemetry.
 	ctx = propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header))
-	ctx = context.WithValue(ctx, agentVersionKey{}, r.Header.Get(hooks.DaemonAgentVersion))
+	ctx = context.WithValue(ctx, agentVersionKey{}, r.Header.Get(daemonwire.HeaderAgentVersion))
 	var resp hooks.Response
-	var digest string
+	var digest, manifest string
+	workDir := r.Header.Get(daemonwire.HeaderWorkDir)
 	if !s.workers.run(ctx, func() {
-		resp, digest = d.Decide(ctx, host, body, r.Header.Get(hooks.DaemonWorkDir), r.Header.Get(hooks.DaemonDigest))
+		resp, digest, manifest = d.Decide(ctx, host, body, workDir, r.Header.Get(daemonwire.HeaderDigest))
 	}) {
 		// No signed answer: the hook decides in process.
 		writeError(w, http.StatusServiceUnavailable, CodeDeadlineExceeded, fmt.Sprintf("no decision within the daemon's deadline (%s)", s.cfg.Timeout))
@@ -265,11 +267,14 @@ func (s *Server) daemonHook(w http.ResponseWriter, r *http.Request, host hooks.H
 		writeError(w, http.StatusInternalServerError, CodeInternalError, err.Error())
 		return
 	}
-	mac := hooks.DaemonSum(d.Key, nonce, host.Name(), body, digest, s.cfg.Version, answer)
+	mac := daemonwire.Sum(d.Key, daemonwire.Answer{Nonce: nonce, Host: host.Name(), Event: body, WorkDir: workDir,
+		Digest: digest, Version: s.cfg.Version, Manifest: manifest, Body: answer})
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set(hooks.DaemonDigest, digest)
-	w.Header().Set(hooks.DaemonVersion, s.cfg.Version)
-	w.Header().Set(hooks.DaemonMAC, hex.EncodeToString(mac))
+	w.Header().Set(daemonwire.HeaderDigest, digest)
+	w.Header().Set(daemonwire.HeaderVersion, s.cfg.Version)
+	w.Header().Set(daemonwire.HeaderManifest, manifest)
+	w.Header().Set(daemonwire.HeaderMAC, hex.EncodeToString(mac))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(answer)
+	s.answered.Add(1)
 }

@@ -236,15 +236,18 @@ func (m mcpSessions) Session(id string, agent eval.Agent, meta map[string]any) (
 // daemon: on a unix socket in the user's state directory, it answers each
 // hook event as `celguard hook` decides it in process (Decide: the same
 // code, on the same state files), signed with the state directory's key
-// over the hook's nonce (hooks.DaemonSum), so that the hook can tell it
+// over the hook's nonce (daemonwire.Sum), so that the hook can tell it
 // from a process that took its socket.
 type Daemon struct {
 	// Key is the state directory's key (statedir.Key).
 	Key *statedir.Key
 	// Decide answers one event of host: event is the body as the host
 	// sent it, workDir the hook's working directory, want the digest the
-	// hook expects. digest names the set that decided ("" when none did).
-	Decide func(ctx context.Context, host hooks.Host, event []byte, workDir, want string) (resp hooks.Response, digest string)
+	// hook expects ("" when the client does not compute it). digest names
+	// the set that decided ("" when none did); manifest is what that set
+	// was read from (daemonwire.HeaderManifest: "" when no policy decided,
+	// daemonwire.NoManifest when it cannot be said).
+	Decide func(ctx context.Context, host hooks.Host, event []byte, workDir, want string) (resp hooks.Response, digest, manifest string)
 	// Stale, when set, is asked before each event: an error (the binary
 	// was replaced) makes the daemon refuse the event (HTTP 503: the hook
 	// decides in process and starts a new daemon) and stop.
@@ -290,6 +293,8 @@ type Server struct {
 	// daemon's idle exit; stop ends Run (set by Run).
 	used atomic.Int64
 	stop atomic.Pointer[context.CancelFunc]
+	// answered counts the daemon's signed answers (AgentStatus.DaemonAnswers).
+	answered atomic.Int64
 
 	// mu guards the reload state.
 	mu        sync.Mutex
@@ -489,6 +494,11 @@ type AgentStatus struct {
 	Ready        bool   `json:"ready"`
 	Version      string `json:"version"`
 	PolicyDigest string `json:"policy_digest"`
+	// DaemonAnswers is, on the hook's decision daemon (Config.Daemon), how
+	// many hook events it answered with a signed answer since it started:
+	// what tells doctor, and the real-host suite, that the hooks went
+	// through it rather than deciding in process. Absent on other servers.
+	DaemonAnswers int64 `json:"daemon_answers,omitempty"`
 }
 
 // Status is the answer of the operator's GET /v1/status/details.

@@ -28,6 +28,9 @@ type session struct {
 	// agent is the agent the session was started for: the agent of a
 	// call that names none.
 	agent eval.Agent
+	// meta is the metadata the session was started with (the session
+	// API's), for its handles on other projects' engines.
+	meta map[string]any
 	// last is when the session was last used (guarded by the table's mu).
 	last time.Time
 

@@ -25,6 +25,8 @@ import (
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/hooks/daemonwire"
+	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/serve"
 	"github.com/celguard/celguard/serve/client"
 	"github.com/celguard/celguard/store/statedir"
@@ -89,16 +91,6 @@ type daemonClient struct {
 	args   []string // the daemon's command line after the binary
 }
 
-// daemonOff reports whether the daemon is turned off: --no-daemon or
-// CELGUARD_DAEMON=off (or 0, false, no).
-func daemonOff(flag bool) bool {
-	switch strings.ToLower(os.Getenv("CELGUARD_DAEMON")) {
-	case "off", "0", "false", "no":
-		return true
-	}
-	return flag
-}
-
 // daemon returns the client of the daemon for p's options, or nil when the
 // hook decides in process: the daemon is off, the platform has no unix
 // sockets with owners, or a decision log is asked for (its records name
@@ -107,7 +99,7 @@ func daemonOff(flag bool) bool {
 // its own (daemonTelemetryEnv is in its id) and exports for the hook, each
 // decision with the hook's trace context, repository, host and version.
 func (p hookParams) daemon(store *statedir.Dir) *daemonClient {
-	if daemonOff(p.noDaemon) || !daemonSupported || p.decisions.logPath != "" {
+	if daemonwire.Off(p.noDaemon) || !daemonSupported || p.decisions.logPath != "" {
 		return nil
 	}
 	exe, err := os.Executable()
@@ -128,8 +120,8 @@ func (p hookParams) daemon(store *statedir.Dir) *daemonClient {
 	// has another daemon.
 	// And the telemetry environment: a hook exporting elsewhere (or not
 	// at all) has another daemon.
-	id := hooks.DaemonID(append(append([]string{exe, os.Getenv("HOME"), os.Getenv("XDG_CONFIG_HOME"), os.Getenv("XDG_STATE_HOME")}, args...), daemonTelemetryEnv()...)...)
-	socket, err := hooks.DaemonSocket(store.Dir, id)
+	id := daemonwire.ID(append(append([]string{exe, os.Getenv("HOME"), os.Getenv("XDG_CONFIG_HOME"), os.Getenv("XDG_STATE_HOME")}, args...), daemonTelemetryEnv()...)...)
+	socket, err := daemonwire.Socket(store.Dir, id)
 	if err != nil {
 		return nil
 	}
@@ -144,14 +136,14 @@ func (p hookParams) daemon(store *statedir.Dir) *daemonClient {
 // socket), or it was decided with another policy digest than this process
 // would decide with.
 func (c *daemonClient) ask(ctx context.Context, host hooks.Host, input []byte) (hooks.Response, bool) {
-	if err := hooks.CheckDaemonDir(filepath.Dir(c.socket), false); err != nil {
+	if err := daemonwire.CheckDir(filepath.Dir(c.socket), false); err != nil {
 		return refused("directory: " + err.Error())
 	}
 	key, err := c.store.Key()
 	if err != nil {
 		return refused("key: " + err.Error())
 	}
-	nonce, err := hooks.NewNonce()
+	nonce, err := daemonwire.NewNonce()
 	if err != nil {
 		return hooks.Response{}, false
 	}
@@ -167,12 +159,12 @@ func (c *daemonClient) ask(ctx context.Context, host hooks.Host, input []byte) (
 		return hooks.Response{}, false
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(hooks.DaemonNonce, nonce)
-	req.Header.Set(hooks.DaemonWorkDir, wd)
-	req.Header.Set(hooks.DaemonDigest, want)
+	req.Header.Set(daemonwire.HeaderNonce, nonce)
+	req.Header.Set(daemonwire.HeaderWorkDir, wd)
+	req.Header.Set(daemonwire.HeaderDigest, want)
 	if telemetry.Enabled(nil) {
 		// The hook's trace and agent version, for the daemon's telemetry
-		// (hooks.DaemonAgentVersion).
+		// (daemonwire.HeaderAgentVersion).
 		if tp := os.Getenv("TRACEPARENT"); tp != "" {
 			req.Header.Set("traceparent", tp)
 			if ts := os.Getenv("TRACESTATE"); ts != "" {
@@ -180,7 +172,7 @@ func (c *daemonClient) ask(ctx context.Context, host hooks.Host, input []byte) (
 			}
 		}
 		if v := os.Getenv("CELGUARD_AGENT_VERSION"); v != "" {
-			req.Header.Set(hooks.DaemonAgentVersion, v)
+			req.Header.Set(daemonwire.HeaderAgentVersion, v)
 		}
 	}
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
@@ -197,8 +189,9 @@ func (c *daemonClient) ask(ctx context.Context, host hooks.Host, input []byte) (
 	if err != nil || res.StatusCode != http.StatusOK || len(body) > client.MaxHookAnswer {
 		return refused(fmt.Sprintf("answer: HTTP %d: %s", res.StatusCode, firstLineOf(body)))
 	}
-	digest, version := res.Header.Get(hooks.DaemonDigest), res.Header.Get(hooks.DaemonVersion)
-	if !hooks.VerifyDaemon(key, res.Header.Get(hooks.DaemonMAC), nonce, host.Name(), input, digest, version, body) {
+	digest, version := res.Header.Get(daemonwire.HeaderDigest), res.Header.Get(daemonwire.HeaderVersion)
+	if !daemonwire.Verify(key, res.Header.Get(daemonwire.HeaderMAC), daemonwire.Answer{Nonce: nonce, Host: host.Name(), Event: input,
+		WorkDir: wd, Digest: digest, Version: version, Manifest: res.Header.Get(daemonwire.HeaderManifest), Body: body}) {
 		return refused("the answer's MAC does not check")
 	}
 	if want != "" && digest != want {
@@ -235,7 +228,7 @@ func (c *daemonClient) want(host hooks.Host, input []byte) (string, error) {
 // socket's directory (0700) and leaves the rest to the daemon, which
 // exits at once when another one holds the socket.
 func (c *daemonClient) start() {
-	if err := hooks.CheckDaemonDir(filepath.Dir(c.socket), true); err != nil {
+	if err := daemonwire.CheckDir(filepath.Dir(c.socket), true); err != nil {
 		return
 	}
 	if _, err := os.Stat(c.socket); err == nil {
@@ -346,7 +339,7 @@ func (p hookDaemonParams) open() (*statedir.Dir, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := hooks.CheckDaemonDir(filepath.Dir(p.socket), true); err != nil {
+	if err := daemonwire.CheckDir(filepath.Dir(p.socket), true); err != nil {
 		return nil, nil, err
 	}
 	lock, err := lockDaemon(p.socket + ".lock")
@@ -370,6 +363,7 @@ func (p hookDaemonParams) serveConfig(store *statedir.Dir) (serve.Config, func(*
 		return serve.Config{}, nil, err
 	}
 	cfg.PerProject = true
+	cfg.Manifests = true // for the lean client (cmd/celguard-hook)
 	if cfg.Telemetry != nil {
 		// The daemon exports for every hook that asks it: the resource says
 		// this machine and user, each decision its hook's repository, host,
@@ -391,7 +385,7 @@ func (p hookDaemonParams) serveConfig(store *statedir.Dir) (serve.Config, func(*
 	}
 	var guard *celguard.Guard
 	d := &serve.Daemon{Key: key, IdleExit: p.idle,
-		Decide: func(ctx context.Context, host hooks.Host, event []byte, workDir, want string) (hooks.Response, string) {
+		Decide: func(ctx context.Context, host hooks.Host, event []byte, workDir, want string) (hooks.Response, string, string) {
 			return p.decide(ctx, guard, store, host.Name(), event, workDir, want)
 		},
 		Stale: func() error {
@@ -440,16 +434,26 @@ func removeDaemonSocket(socket string, info os.FileInfo) {
 // in process: the same Runner on the same state directory, with the
 // engine of workDir's project, and the same warnings on stderr. digest
 // names the set that decided; "" when it could not be made (the hook then
-// decides in process, and answers with the error itself).
-func (p hookDaemonParams) decide(ctx context.Context, guard *celguard.Guard, store *statedir.Dir, hostName string, event []byte, workDir, want string) (hooks.Response, string) {
+// decides in process, and answers with the error itself). manifest is
+// what that set was read from (daemonwire.HeaderManifest): "" when no
+// policy was used, daemonwire.NoManifest when the daemon cannot say (no
+// manifest, or another set was put in force while the event was decided).
+func (p hookDaemonParams) decide(ctx context.Context, guard *celguard.Guard, store *statedir.Dir, hostName string, event []byte, workDir, want string) (resp hooks.Response, digest, manifest string) {
 	host, err := p.host(hostName)
 	if err != nil {
-		return hooks.Response{Stderr: err.Error(), Exit: 1}, ""
+		return hooks.Response{Stderr: err.Error(), Exit: 1}, "", ""
 	}
 	if guard.Telemetry() != nil {
 		ctx = telemetry.WithWho(ctx, telemetry.WhoAmI(workDir, hostName, serve.DaemonAgentVersion(ctx)))
 	}
 	g, gerr := guard.ForWorkDir(workDir, want)
+	var before *daemonwire.Manifest
+	var beforeDigest string
+	var call *daemonwire.Manifest
+	if gerr == nil {
+		before, beforeDigest = g.SourcesManifest()
+		call = callManifest(workDir)
+	}
 	used := false
 	r := p.runner(host, store, func() (*eval.Engine, error) {
 		used = true
@@ -458,16 +462,45 @@ func (p hookDaemonParams) decide(ctx context.Context, guard *celguard.Guard, sto
 		}
 		return g.Engine(), nil
 	})
-	resp := r.Run(ctx, event)
+	resp = r.Run(ctx, event)
+	manifest = daemonwire.NoManifest
+	if !used {
+		manifest = ""
+	}
 	if gerr != nil {
-		return resp, ""
+		return resp, "", manifest
 	}
 	if used {
 		var b strings.Builder
 		printWarnings(&b, "celguard hook", hookWarnings(g, p.decisions))
 		resp.Stderr += b.String()
+		if after, afterDigest := g.SourcesManifest(); before != nil && after == before && afterDigest == beforeDigest {
+			manifest = daemonwire.Join(before, call).Encode()
+		}
 	}
-	return resp, g.Digest()
+	return resp, g.Digest(), manifest
+}
+
+// callManifest is the snapshot of what finds workDir's project: where
+// workDir resolves, and the .git entries from it up to the project root
+// (policies.ProjectWalk); nil when workDir is not an absolute path.
+func callManifest(workDir string) *daemonwire.Manifest {
+	if workDir == "" || !filepath.IsAbs(workDir) {
+		return nil
+	}
+	_, checked, err := policies.ProjectWalk(workDir)
+	if err != nil {
+		return nil
+	}
+	roots := []daemonwire.Root{{Path: workDir}}
+	for _, c := range checked {
+		roots = append(roots, daemonwire.Root{Path: c})
+	}
+	m, err := daemonwire.Snapshot(roots)
+	if err != nil {
+		return nil
+	}
+	return m
 }
 
 // stopWhenGone stops the daemon once its socket is removed or replaced.
@@ -502,7 +535,7 @@ func firstLineOf(b []byte) string {
 // the doctor: without a daemon every event is decided in process.
 func doctorDaemon(sio stdio) {
 	fmt.Fprintln(sio.stdout, "decision daemon")
-	if daemonOff(false) {
+	if daemonwire.Off(false) {
 		fmt.Fprintln(sio.stdout, "  ok    off (CELGUARD_DAEMON): every event is decided in process")
 		return
 	}
@@ -515,13 +548,13 @@ func doctorDaemon(sio stdio) {
 		fmt.Fprintf(sio.stdout, "  warn  %v\n", err)
 		return
 	}
-	dir := filepath.Join(state, hooks.DaemonDirName)
+	dir := filepath.Join(state, daemonwire.DirName)
 	socks, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
 	if len(socks) == 0 {
 		fmt.Fprintln(sio.stdout, "  ok    not running: the next hook call starts it (docs/hooks.md, \"The decision daemon\")")
 		return
 	}
-	if err := hooks.CheckDaemonDir(dir, false); err != nil {
+	if err := daemonwire.CheckDir(dir, false); err != nil {
 		fmt.Fprintf(sio.stdout, "  warn  %v: the hooks decide every event in process\n        fix: remove %s; the next hook call makes it again (0700)\n", err, dir)
 		return
 	}
@@ -531,7 +564,7 @@ func doctorDaemon(sio stdio) {
 			fmt.Fprintf(sio.stdout, "  ok    %s: not running (%v); the next hook call starts it\n", sock, err)
 			continue
 		}
-		fmt.Fprintf(sio.stdout, "  ok    running on %s: celguard %s, policy digest %s\n", sock, st.Version, st.PolicyDigest)
+		fmt.Fprintf(sio.stdout, "  ok    running on %s: celguard %s, policy digest %s, %d hook events answered\n", sock, st.Version, st.PolicyDigest, st.DaemonAnswers)
 	}
 }
 

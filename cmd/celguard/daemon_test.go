@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/hooks/daemonwire"
 )
 
 // capPolicy lets through at most three Bash calls a session, counted
@@ -154,7 +154,7 @@ func (f *daemonFixture) hook(host string, ev []byte) (allowed bool, out string) 
 
 // socket is the daemon's socket, found in the state directory.
 func (f *daemonFixture) socket() string {
-	socks, _ := filepath.Glob(filepath.Join(f.state, hooks.DaemonDirName, "*.sock"))
+	socks, _ := filepath.Glob(filepath.Join(f.state, daemonwire.DirName, "*.sock"))
 	if len(socks) != 1 {
 		return ""
 	}
@@ -206,6 +206,9 @@ func TestDaemonDecidesAsTheHookAndLosesNoCountWhenKilled(t *testing.T) {
 	ok, out = f.hook("claude-code", f.event("claude-code", "s1", "rm -rf /"))
 	assert.False(t, ok, "the daemon blocks what the hook blocks: %s", out)
 	assert.Contains(t, out, "no_rm")
+	st, err := daemonStatus(f.socket())
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, st.DaemonAnswers, "the daemon's status counts the two events it answered")
 
 	f.killDaemons()
 	f.noSpawn.Store(true)
@@ -273,9 +276,9 @@ func TestFakeDaemonNeverDecides(t *testing.T) {
 	var asked atomic.Int64
 	fake := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked.Add(1)
-		w.Header().Set(hooks.DaemonDigest, r.Header.Get(hooks.DaemonDigest))
-		w.Header().Set(hooks.DaemonVersion, "v9")
-		w.Header().Set(hooks.DaemonMAC, strings.Repeat("00", 32))
+		w.Header().Set(daemonwire.HeaderDigest, r.Header.Get(daemonwire.HeaderDigest))
+		w.Header().Set(daemonwire.HeaderVersion, "v9")
+		w.Header().Set(daemonwire.HeaderMAC, strings.Repeat("00", 32))
 		_, _ = w.Write([]byte(`{"stdout":"","stderr":"","exit":0}`))
 	})}
 	go func() { _ = fake.Serve(ln) }()

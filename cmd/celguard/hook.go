@@ -468,7 +468,15 @@ resolved, so the host runs this file and not whatever is first on PATH when
 the hook runs; --command names another. The agent runs as you: if you can
 write the binary or a directory above it, so can the agent, and install
 warns. Install celguard where only an administrator can write (for example
-/usr/local/bin) before installing the hooks.`,
+/usr/local/bin) before installing the hooks.
+
+When celguard-hook, the lean hook client, sits beside that binary (go
+install ./cmd/... or the release archive installs both), the command is
+'celguard-hook HOST [flags]' instead: it answers exactly as 'celguard hook
+HOST' does, from the user's decision daemon when the daemon proves its
+answer, and by running 'celguard hook HOST' beside it otherwise
+(docs/hooks.md, "The lean client"). With --server, --decision-log or
+--no-daemon the command stays 'celguard hook HOST'.`,
 		Example: `  # See what would change in this project's Claude Code settings
   celguard hook install claude-code --dry-run
 
@@ -582,7 +590,23 @@ func (p *hookInstallParams) target(host string) (installTarget, error) {
 	for _, w := range setup.BinaryWarnings(p.command) {
 		fmt.Fprintf(p.stderr, "celguard hook install: warning: %s\n", w)
 	}
+	if lean, ok := p.lean(); ok {
+		for _, w := range setup.BinaryWarnings(lean) {
+			fmt.Fprintf(p.stderr, "celguard hook install: warning: %s\n", w)
+		}
+	}
 	return t, p.hookOptions.absolute()
+}
+
+// lean is the lean client to install, when there is one beside the
+// binary and the hook asks the daemon: not with --server (the forwarding
+// hook), --decision-log or --no-daemon, which the lean client would always
+// hand to celguard hook.
+func (p hookInstallParams) lean() (string, bool) {
+	if p.forward.server != "" || p.decisions.logPath != "" || p.noDaemon {
+		return "", false
+	}
+	return setup.LeanBeside(p.command)
 }
 
 // codexProjectTrusted refuses a project install where Codex would not run
@@ -650,9 +674,14 @@ func installNotes(host, path string, old, settings []byte, scope setup.InstallSc
 	return exitOK
 }
 
-// installCommand is the hook command line the host runs.
+// installCommand is the hook command line the host runs: the lean client
+// (celguard-hook HOST, cmd/celguard-hook) when it sits beside the binary
+// and the hook may ask the decision daemon, else celguard hook HOST.
 func installCommand(host string, p hookInstallParams) string {
 	parts := []string{shell.Quote(p.command), "hook", host}
+	if lean, ok := p.lean(); ok {
+		parts = []string{shell.Quote(lean), host}
+	}
 	for _, a := range p.args() {
 		parts = append(parts, shell.Quote(a))
 	}

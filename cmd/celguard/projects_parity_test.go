@@ -211,3 +211,43 @@ func orNull(s string) string {
 	}
 	return s
 }
+
+// TestServeSessionAPIDecidesInTheCallsProject: a session API call is
+// decided with the project layer of its own working directory, as the
+// hook endpoints decide, not with the server's directory's: make deploy,
+// which only the repositories' policy blocks, is blocked from the trusted
+// and the untrusted repository, allowed from the plain one and from a
+// directory that is not on this machine, in one session.
+func TestServeSessionAPIDecidesInTheCallsProject(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(home, ".state"))
+	repos := parityRepos(t, t.TempDir())
+	t.Chdir(t.TempDir())
+	var sp serveParams
+	sp.policies.bundle = "recommended"
+	sp.listen = "127.0.0.1:0"
+	cfg, err := sp.config(nil)
+	require.NoError(t, err)
+	cfg.Engine.HostFS = true
+	srv, err := serve.New(cfg)
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	for _, c := range []struct {
+		cwd     string
+		blocked bool
+	}{{repos["trusted"], true}, {repos["plain"], false}, {repos["untrusted"], true}, {"/nonexistent/elsewhere", false}, {"", false}} {
+		body, _ := json.Marshal(map[string]any{"tool": "Bash", "args": map[string]any{"command": "make deploy"}, "cwd": c.cwd})
+		res, err := http.Post(ts.URL+"/v1/sessions/api-projects/before", "application/json", bytes.NewReader(body))
+		require.NoError(t, err)
+		var d struct {
+			Verdict string `json:"verdict"`
+			Code    string `json:"code"`
+		}
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&d))
+		res.Body.Close()
+		assert.Equal(t, c.blocked, d.Code == "deploy_refused", "make deploy in %q: %+v", c.cwd, d)
+	}
+}

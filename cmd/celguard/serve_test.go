@@ -39,9 +39,11 @@ var builtBinary = struct {
 	err  error
 }{}
 
-// buildHome is HOME as the test binary started, before any test changed
-// it: the go tool finds its caches there.
-var buildHome = os.Getenv("HOME")
+// buildEnv is the environment the test binary started with: go build runs
+// in it, not in a test's (a fixture that set HOME to a temporary directory
+// would otherwise make go build start from an empty build and module
+// cache).
+var buildEnv = os.Environ()
 
 // celguardBinary builds the command (go build) into a temporary directory
 // that outlives the test, once per test binary.
@@ -54,11 +56,9 @@ func celguardBinary(t *testing.T) string {
 			return
 		}
 		builtBinary.path = filepath.Join(dir, "celguard")
-		build := exec.Command("go", "build", "-o", builtBinary.path, ".")
-		// The go tool's module and build caches are under HOME, which the
-		// test that builds first may have pointed at a temporary directory.
-		build.Env = append(os.Environ(), "HOME="+buildHome)
-		out, err := build.CombinedOutput()
+		cmd := exec.Command("go", "build", "-o", builtBinary.path, ".")
+		cmd.Env = buildEnv
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			builtBinary.err = errors.New("go build: " + err.Error() + "\n" + string(out))
 		}

@@ -59,7 +59,10 @@ var (
 	celguardDir  string
 )
 
-// celguardBinary builds cmd/celguard once per run.
+// celguardBinary builds cmd/celguard once per run, with the lean hook
+// client (cmd/celguard-hook) beside it, as `go install ./cmd/...` does.
+// The suite installs its hooks with --decision-log, which install writes
+// as celguard hook HOST: the hosts run the full binary.
 func celguardBinary(t *testing.T) string {
 	t.Helper()
 	celguardOnce.Do(func() {
@@ -70,7 +73,7 @@ func celguardBinary(t *testing.T) string {
 		// Readable and runnable by everyone: the hosts run it as the test's user.
 		_ = os.Chmod(celguardDir, 0o755)
 		celguardBin = filepath.Join(celguardDir, "celguard")
-		out, err := exec.Command("go", "build", "-o", celguardBin, "github.com/celguard/celguard/cmd/celguard").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", celguardDir+string(filepath.Separator), "github.com/celguard/celguard/cmd/...").CombinedOutput()
 		if err != nil {
 			celguardErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // Executable is the absolute path of the running celguard binary, with
@@ -49,4 +50,35 @@ func BinaryWarnings(path string) []string {
 			return nil
 		}
 	}
+}
+
+// LeanName is the lean hook client's file name (cmd/celguard-hook): the
+// command `celguard hook install` writes when it sits beside celguard.
+const LeanName = "celguard-hook"
+
+// LeanBeside is the lean hook client beside the celguard binary at
+// celguard, when there is one: an executable regular file named LeanName
+// in the same directory. Its command line is `celguard-hook HOST FLAGS`,
+// which answers as `celguard hook HOST FLAGS` does (it asks the decision
+// daemon, and runs that command beside it on any doubt).
+func LeanBeside(celguard string) (string, bool) {
+	if !filepath.IsAbs(celguard) {
+		return "", false
+	}
+	p := filepath.Join(filepath.Dir(celguard), LeanName)
+	if runtime.GOOS == "windows" {
+		p += ".exe"
+	}
+	fi, err := os.Stat(p)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 && runtime.GOOS != "windows" {
+		return "", false
+	}
+	return p, true
+}
+
+// isLean reports whether word, a command's first word as sh reads it,
+// runs the lean hook client.
+func isLean(word string) bool {
+	base := filepath.Base(word)
+	return base == LeanName || base == LeanName+".exe"
 }

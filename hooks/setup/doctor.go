@@ -430,9 +430,15 @@ func noHook(host string) string {
 	return info.NoHook
 }
 
-// binaryChecks checks the binary a hook command runs.
+// binaryChecks checks the binary a hook command runs, and says whether it
+// is the lean client (which runs the celguard beside it: checked too) or
+// celguard hook.
 func binaryChecks(host, path, command, reinstall string) []Check {
-	bin := commandBinary(command)
+	return checkBinary(host, path, commandBinary(command), reinstall)
+}
+
+// checkBinary is binaryChecks of the binary bin.
+func checkBinary(host, path, bin, reinstall string) []Check {
 	fail := func(msg, fix string) []Check {
 		return []Check{{Host: host, Settings: path, Level: LevelFail, Message: msg, Fix: fix}}
 	}
@@ -463,7 +469,28 @@ func binaryChecks(host, path, command, reinstall string) []Check {
 		msg, _, _ := strings.Cut(ws[0], "; install celguard")
 		return fail(msg, safe)
 	}
-	return []Check{{Host: host, Settings: path, Level: LevelOK, Message: bin + " exists, and neither it nor a directory above it can be changed by you (or the agent)"}}
+	msg := bin + " exists, and neither it nor a directory above it can be changed by you (or the agent)"
+	if !isLean(bin) {
+		how := "; it is the whole celguard for every event"
+		if _, lean := LeanBeside(bin); lean {
+			how += " (" + LeanName + " is beside it: 'celguard hook install' again runs the lean client instead)"
+		}
+		return []Check{{Host: host, Settings: path, Level: LevelOK, Message: msg + how}}
+	}
+	// The lean client runs the celguard beside it on any doubt: that one
+	// must be as safe.
+	full := filepath.Join(filepath.Dir(bin), "celguard")
+	if runtime.GOOS == "windows" {
+		full += ".exe"
+	}
+	for _, c := range checkBinary(host, path, full, reinstall) {
+		if c.Level != LevelOK {
+			c.Message = "beside the lean client: " + c.Message
+			return []Check{c}
+		}
+	}
+	return []Check{{Host: host, Settings: path, Level: LevelOK, Message: msg + "; it is the lean client: it asks the decision daemon, checks its answer, and runs " +
+		full + " hook otherwise (docs/hooks.md)"}}
 }
 
 // codexTrustChecks checks that Codex trusts celguard's hooks in path, as

@@ -293,7 +293,7 @@ func installEvent(hc hostConfig, host string, hooks *object, event, command stri
 
 // isOurs reports whether a handler runs celguard's hook for host: its
 // command (its hostConfig's key) has "hook HOST" after a word that names
-// celguard.
+// celguard, or is the lean client (LeanName) followed by HOST.
 func isOurs(h *object, host string) bool {
 	c, _ := h.get(hostConfigs[host].key())
 	s, ok := c.(string)
@@ -301,6 +301,11 @@ func isOurs(h *object, host string) bool {
 		return false
 	}
 	f := strings.Fields(s)
+	for i := 0; i+1 < len(f); i++ {
+		if isLean(strings.Trim(f[i], `"'`)) && strings.Trim(f[i+1], `"'`) == host {
+			return true
+		}
+	}
 	for i := 1; i+1 < len(f); i++ {
 		if f[i] == "hook" && strings.Trim(f[i+1], `"'`) == host && strings.Contains(strings.Join(f[:i], " "), "celguard") {
 			return true

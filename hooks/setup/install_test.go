@@ -2,6 +2,8 @@ package setup
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -182,4 +184,42 @@ func TestEveryHostInstalls(t *testing.T) {
 		assert.True(t, ok, "no hostConfig for %s", h)
 		assert.NotEmpty(t, HookEvents(h), h)
 	}
+}
+
+// TestInstallReplacesTheLeanClientInPlace: the lean client's command
+// (celguard-hook HOST) is celguard's hook too: installing either form
+// over the other updates it in place, and another host's stays.
+func TestInstallReplacesTheLeanClientInPlace(t *testing.T) {
+	in := `{"version": 1, "hooks": {"beforeShellExecution": [{"command": "'/opt/x y/celguard-hook' cursor --fail-open"}, {"command": "./other"}, {"command": "/opt/bin/celguard-hook codex"}]}}`
+	for _, command := range []string{"/opt/bin/celguard hook cursor", "/opt/bin/celguard-hook cursor"} {
+		out, changed, err := Install("cursor", []byte(in), command)
+		require.NoError(t, err)
+		assert.True(t, changed)
+		var doc struct {
+			Hooks map[string][]struct{ Command string }
+		}
+		require.NoError(t, json.Unmarshal(out, &doc))
+		var cmds []string
+		for _, h := range doc.Hooks["beforeShellExecution"] {
+			cmds = append(cmds, h.Command)
+		}
+		assert.Equal(t, []string{command, "./other", "/opt/bin/celguard-hook codex"}, cmds)
+	}
+}
+
+func TestLeanBeside(t *testing.T) {
+	dir := t.TempDir()
+	full := filepath.Join(dir, "celguard")
+	_, ok := LeanBeside(full)
+	assert.False(t, ok, "none")
+	lean := filepath.Join(dir, LeanName)
+	require.NoError(t, os.WriteFile(lean, []byte("#!/bin/sh\n"), 0o644))
+	_, ok = LeanBeside(full)
+	assert.False(t, ok, "not executable")
+	require.NoError(t, os.Chmod(lean, 0o755))
+	got, ok := LeanBeside(full)
+	assert.True(t, ok)
+	assert.Equal(t, lean, got)
+	_, ok = LeanBeside("celguard")
+	assert.False(t, ok, "a name looked up on PATH")
 }

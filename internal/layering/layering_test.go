@@ -31,7 +31,10 @@ var layers = []struct {
 	// them.
 	// internal/mask masks a call's arguments for every output, the judge's
 	// prompt among them, so it sits below eval.
-	{2, []string{"celenv", "policies", "store", "internal/mask"}},
+	// hooks/daemonwire is the decision daemon's wire protocol (socket,
+	// MAC, manifest), on the standard library and store/statedir alone:
+	// the lean hook client (cmd/celguard-hook) links nothing else.
+	{2, []string{"celenv", "policies", "store", "internal/mask", "hooks/daemonwire"}},
 	{3, []string{"compile"}},
 	{4, []string{"eval"}},
 	{5, []string{"hooks", "serve/client", "hooks/hostse2e", "judge", "decisionlog", "policytest", "conformance", "internal/benchdata", "internal/layering", "python",
@@ -60,7 +63,7 @@ var layers = []struct {
 	// suites, checked against the built-in policies and their corpus.
 	{9, []string{"learn"}},
 	// bench/barehook is the bare Go binary hook latency is measured against.
-	{10, []string{"cmd/celguard", "bench/barehook"}},
+	{10, []string{"cmd/celguard", "cmd/celguard-hook", "bench/barehook"}},
 }
 
 // rankOf returns the rank of a package path relative to the module.

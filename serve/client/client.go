@@ -31,12 +31,13 @@ import (
 	"strings"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/hooks/daemonwire"
 )
 
 // Bounds of what is read from a server.
 const (
 	// MaxHookAnswer bounds a hook endpoint's answer.
-	MaxHookAnswer = 4 << 20
+	MaxHookAnswer = daemonwire.MaxAnswer
 	// MaxAnswer bounds every other answer.
 	MaxAnswer = 8 << 20
 )
@@ -170,12 +171,8 @@ func sessionPath(id, rest string) string { return "/v1/sessions/" + url.PathEsca
 
 // CommandAnswer is a command hook's answer, as the hook endpoints give it
 // with ?form=command: what to write on stdout and stderr, and the exit
-// code.
-type CommandAnswer struct {
-	Stdout string `json:"stdout"`
-	Stderr string `json:"stderr"`
-	Exit   int    `json:"exit"`
-}
+// code (daemonwire.CommandAnswer, which the lean hook client links alone).
+type CommandAnswer = daemonwire.CommandAnswer
 
 // Hook posts a host's hook event (host: claude-code, codex, gemini,
 // cursor) and returns the command hook's answer the server decided. Any
@@ -198,33 +195,9 @@ func (c *Client) Hook(ctx context.Context, host string, event []byte) (CommandAn
 
 // ParseCommandAnswer decodes a command answer strictly: the three fields
 // and no other, an exit code a hook may have (0, 1 or 2), and stdout empty
-// or one JSON value.
+// or one JSON value (daemonwire.ParseAnswer).
 func ParseCommandAnswer(body []byte) (CommandAnswer, error) {
-	if len(body) > MaxHookAnswer {
-		return CommandAnswer{}, fmt.Errorf("larger than %d bytes", MaxHookAnswer)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return CommandAnswer{}, err
-	}
-	for _, k := range []string{"stdout", "stderr", "exit"} {
-		if _, ok := raw[k]; !ok {
-			return CommandAnswer{}, fmt.Errorf("no %q", k)
-		}
-	}
-	var a CommandAnswer
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return CommandAnswer{}, err
-	}
-	if a.Exit < 0 || a.Exit > 2 {
-		return CommandAnswer{}, fmt.Errorf("exit code %d", a.Exit)
-	}
-	if s := strings.TrimSpace(a.Stdout); s != "" && !json.Valid([]byte(s)) {
-		return CommandAnswer{}, errors.New("stdout is not JSON")
-	}
-	return a, nil
+	return daemonwire.ParseAnswer(body)
 }
 
 // Session is the answer of StartSession.

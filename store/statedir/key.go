@@ -107,6 +107,17 @@ func LoadKey(dir string) (*Key, error) {
 	return createKey(path)
 }
 
+// ReadKey reads the key of a state directory without making one: an error
+// that is fs.ErrNotExist when there is none yet. The lean hook client
+// (cmd/celguard-hook) uses it: it never writes the state directory, and
+// leaves making the key to the full hook it runs when there is none.
+func ReadKey(dir string) (*Key, error) {
+	if dir == "" {
+		return nil, errors.New("no state directory for the state key")
+	}
+	return readKey(filepath.Join(dir, KeyFile))
+}
+
 // readKey reads and checks an existing key file.
 func readKey(path string) (*Key, error) {
 	f, err := os.Open(path)

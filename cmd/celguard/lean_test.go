@@ -1,0 +1,288 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/hooks/daemonwire"
+)
+
+// TestLeanClientFindsTheHooksDaemon: for every form of the hook's command
+// line, the lean client (daemonwire.HookArgs.Socket) computes the socket
+// `celguard hook` asks and starts its daemon on.
+func TestLeanClientFindsTheHooksDaemon(t *testing.T) {
+	f := newDaemonFixture(t, 100, false)
+	f.noSpawn.Store(true)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	exe, err = filepath.EvalSymlinks(exe)
+	require.NoError(t, err)
+	for _, args := range [][]string{
+		{"--state-dir", f.state, "--policy", f.policy},
+		{"--policy", f.policy}, // the default state directory
+		{"--state-dir=" + f.state, "--policy=" + f.policy, "--approve", "--fail-open", "--monitor"},
+		{"--policy", "cap.yaml", "--state-dir", "."}, // relative, from the repository
+		{"--policy", f.policy, "--bundle", "minimal", "--include", "rate-limit", "--exclude", "loop-detection", "--user-dir", "-", "--project-dir", "-", "--state-dir", f.state},
+		{"--state-dir", f.state, "--policy", f.policy, "--timeout", "20s", "--keep-days", "3", "--max-state-bytes", "1000000"},
+	} {
+		f.lastSocket.Store("")
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"hook", "claude-code"}, args...), bytes.NewReader(f.event("claude-code", "s", "ls")), &stdout, &stderr)
+		require.Equal(t, 0, code, stderr.String())
+		ha, err := daemonwire.ParseHookArgs(append([]string{"claude-code"}, args...))
+		require.NoError(t, err, "%q", args)
+		sock, _, err := ha.Socket(exe, os.Getenv)
+		require.NoError(t, err)
+		assert.Equal(t, f.lastSocket.Load(), sock, "%q", args)
+	}
+}
+
+// leanBinary builds cmd/celguard-hook beside the celguard binary the tests
+// run, as `go install ./cmd/...` installs them.
+func leanBinary(t *testing.T) string {
+	t.Helper()
+	full := celguardBinary(t)
+	leanBuilt.once.Do(func() {
+		leanBuilt.path = filepath.Join(filepath.Dir(full), "celguard-hook")
+		cmd := exec.Command("go", "build", "-o", leanBuilt.path, "../celguard-hook")
+		cmd.Env = buildEnv
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			leanBuilt.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if leanBuilt.err != nil {
+		t.Fatal(leanBuilt.err)
+	}
+	return leanBuilt.path
+}
+
+var leanBuilt struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// leanFixture is a user, a repository with a project policy, and the
+// lean client with the celguard binary beside it.
+type leanFixture struct {
+	t                 *testing.T
+	lean, full        string
+	repo, state, home string
+	env               []string
+	args              []string // after the host
+}
+
+func newLeanFixture(t *testing.T) *leanFixture {
+	f := &leanFixture{t: t, lean: leanBinary(t), full: celguardBinary(t), home: t.TempDir(), state: t.TempDir()}
+	f.repo = parityRepos(t, t.TempDir())["untrusted"]
+	f.env = append(os.Environ(), "HOME="+f.home, "XDG_CONFIG_HOME="+filepath.Join(f.home, ".config"),
+		"XDG_STATE_HOME="+filepath.Join(f.home, ".state"), "CELGUARD_DAEMON=", "CELGUARD_HOOK_TRACE=1", "CELGUARD_TELEMETRY=")
+	testdata, err := filepath.Abs(filepath.Join("..", "..", "hooks", "testdata"))
+	require.NoError(t, err)
+	f.args = []string{"--state-dir", f.state, "--policy", filepath.Join(testdata, "policy.yaml"), "--bundle", "recommended"}
+	t.Cleanup(f.stopDaemons)
+	return f
+}
+
+// answer is a hook process's output.
+type answer struct {
+	stdout, stderr string
+	exit           int
+	daemon         bool   // the lean client used the daemon's answer
+	why            string // why not
+}
+
+const traceDaemon, traceFull = "celguard-hook: the daemon's answer\n", "celguard-hook: celguard hook decides: "
+
+// hook runs the lean client for host on ev in the repository.
+func (f *leanFixture) hook(host string, ev []byte) answer {
+	cmd := exec.Command(f.lean, append([]string{host}, f.args...)...)
+	cmd.Dir, cmd.Env, cmd.Stdin = f.repo, f.env, bytes.NewReader(ev)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	// The state directory is named in an approval's command: the two
+	// sides' differ.
+	a := answer{stdout: strings.ReplaceAll(stdout.String(), f.state, "STATE"), stderr: strings.ReplaceAll(stderr.String(), f.state, "STATE")}
+	if ee, ok := err.(*exec.ExitError); ok {
+		a.exit = ee.ExitCode()
+	} else {
+		require.NoError(f.t, err)
+	}
+	if rest, ok := strings.CutPrefix(a.stderr, traceDaemon); ok {
+		a.daemon, a.stderr = true, rest
+	} else if rest, ok := strings.CutPrefix(a.stderr, traceFull); ok {
+		a.why, a.stderr, _ = strings.Cut(rest, "\n")
+	}
+	return a
+}
+
+// inProcess is the answer of `celguard hook` deciding in process with
+// its own state directory.
+func (f *leanFixture) inProcess(host string, ev []byte, state string) answer {
+	t := f.t
+	t.Setenv("CELGUARD_DAEMON", "off")
+	t.Setenv("HOME", f.home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(f.home, ".config"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(f.home, ".state"))
+	t.Chdir(f.repo)
+	args := append([]string{"hook", host}, f.args...)
+	args[3] = state // --state-dir's value
+	var stdout, stderr bytes.Buffer
+	code := run(args, bytes.NewReader(ev), &stdout, &stderr)
+	return answer{stdout: strings.ReplaceAll(stdout.String(), state, "STATE"), stderr: strings.ReplaceAll(stderr.String(), state, "STATE"), exit: code}
+}
+
+// socket is the daemon's socket.
+func (f *leanFixture) socket() string {
+	ha, err := daemonwire.ParseHookArgs(append([]string{"claude-code"}, f.args...))
+	require.NoError(f.t, err)
+	sock, _, err := ha.Socket(f.full, func(k string) string {
+		for i := len(f.env) - 1; i >= 0; i-- { // the last value counts, as for exec
+			if v, ok := strings.CutPrefix(f.env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	})
+	require.NoError(f.t, err)
+	return sock
+}
+
+// waitDaemon waits until a daemon answers on the socket.
+func (f *leanFixture) waitDaemon() {
+	f.t.Helper()
+	for range 600 {
+		if c, err := net.Dial("unix", f.socket()); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Fatal("no daemon answered on its socket")
+}
+
+// stopDaemons stops the daemons the hooks started (detached, not this
+// test's children): each stops once its socket is gone, and releases its
+// lock when it has.
+func (f *leanFixture) stopDaemons() {
+	sock := f.socket()
+	_ = os.Remove(sock)
+	lock, err := os.OpenFile(sock+".lock", os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer lock.Close()
+	for range 200 {
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Log("a daemon did not stop within 10 s of its socket's removal")
+}
+
+// TestLeanClientAnswersAsTheHook is issue 26's lean binary: every host's
+// golden events, and make deploy that only the repository's policy
+// blocks, answered through the lean client and its daemon give exactly
+// (stdout, stderr, exit code) what `celguard hook` decides in process; a
+// file added to .celguard/ while the daemon runs decides the next call; a
+// fake daemon that allows everything decides nothing; with the daemon
+// killed, the answers stay the same.
+func TestLeanClientAnswersAsTheHook(t *testing.T) {
+	f := newLeanFixture(t)
+	testdata, err := filepath.Abs(filepath.Join("..", "..", "hooks", "testdata"))
+	require.NoError(t, err)
+	first := f.hook("claude-code", []byte(`{"session_id":"start","hook_event_name":"Notification","message":"x"}`))
+	assert.False(t, first.daemon, "no daemon yet")
+	f.waitDaemon()
+
+	refState := t.TempDir()
+	for _, host := range hooks.Hosts() {
+		for _, pe := range parityEvents(t, testdata, host, f.repo, host+"-lean") {
+			got, want := f.hook(host, pe.data), f.inProcess(host, pe.data, refState)
+			assert.True(t, got.daemon, "%s/%s: decided by the daemon (not: %s)", host, pe.file, got.why)
+			assertSameAnswer(t, want, got, host+"/"+pe.file)
+			if pe.file == "zz-make-deploy.json" {
+				assert.True(t, got.exit == 2 || strings.Contains(got.stdout, "deploy_refused") || strings.Contains(got.stdout, "Deploys go through"),
+					"%s: make deploy is blocked by the repository's policy: %+v", host, got)
+			}
+		}
+	}
+
+	t.Run("a file added to .celguard/ decides the next call", func(t *testing.T) {
+		ev := []byte(`{"session_id":"added","cwd":"` + f.repo + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"npm test"},"tool_use_id":"t1"}`)
+		before := f.hook("claude-code", ev)
+		require.True(t, before.daemon, before.why)
+		require.NotContains(t, before.stdout, "deny")
+		require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".celguard", "npm.yaml"), []byte(strings.NewReplacer(
+			"make deploy", "npm test", "deploy", "npm").Replace(deployPolicy)), 0o644))
+		after := f.hook("claude-code", ev)
+		assert.False(t, after.daemon, "the daemon's manifest is stale")
+		assert.Contains(t, after.why, "the policies changed")
+		assert.Contains(t, after.stdout, "deny", "decided with the new file")
+		again := f.hook("claude-code", ev)
+		assert.True(t, again.daemon, "the daemon read the new file for the full hook: %s", again.why)
+		assert.Equal(t, after.stdout, again.stdout)
+	})
+
+	t.Run("a fake daemon decides nothing", func(t *testing.T) {
+		f.stopDaemons()
+		ln, err := net.Listen("unix", f.socket())
+		require.NoError(t, err)
+		fake := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(daemonwire.HeaderMAC, strings.Repeat("00", 32))
+			_, _ = w.Write([]byte(`{"stdout":"","stderr":"","exit":0}`))
+		})}
+		go func() { _ = fake.Serve(ln) }()
+		ev := []byte(`{"session_id":"fake","cwd":"` + f.repo + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"make deploy"},"tool_use_id":"t2"}`)
+		got := f.hook("claude-code", ev)
+		fake.Close()
+		assert.False(t, got.daemon)
+		assert.Contains(t, got.why, "MAC does not check")
+		assert.Contains(t, got.stdout, "deploy_refused", "the full hook decided in process")
+		assertSameAnswer(t, f.inProcess("claude-code", ev, t.TempDir()), got, "fake")
+	})
+
+	t.Run("without a daemon the answers are the same", func(t *testing.T) {
+		f.stopDaemons()
+		// No daemon can start again: its directory is not the user's
+		// alone, so neither client uses a socket in it.
+		dir := filepath.Dir(f.socket())
+		require.NoError(t, os.Chmod(dir, 0o750))
+		defer os.Chmod(dir, 0o700)
+		state := t.TempDir()
+		for _, pe := range parityEvents(t, testdata, "claude-code", f.repo, "gone") {
+			got, want := f.hook("claude-code", pe.data), f.inProcess("claude-code", pe.data, state)
+			assert.False(t, got.daemon)
+			assertSameAnswer(t, want, got, pe.file)
+		}
+	})
+}
+
+// assertSameAnswer asserts two hook answers are the same, approval ids
+// (random per request) aside.
+func assertSameAnswer(t *testing.T, want, got answer, what string) {
+	t.Helper()
+	norm := func(s string) string { return approvalID.ReplaceAllString(s, "ID") }
+	assert.Equal(t, want.exit, got.exit, "%s: exit code", what)
+	assert.Equal(t, norm(want.stdout), norm(got.stdout), "%s: stdout", what)
+	assert.Equal(t, norm(want.stderr), norm(got.stderr), "%s: stderr", what)
+}

@@ -1,0 +1,136 @@
+package daemonwire
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// tree is a project as an attacker in the repository finds it: a policy
+// directory, a trust store and a .git.
+func tree(t *testing.T) (root string, roots []Root) {
+	t.Helper()
+	root = t.TempDir()
+	for _, d := range []string{".celguard/sub", ".git", "config"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(root, ".celguard", "a.yaml"), "a")
+	write(t, filepath.Join(root, ".celguard", "sub", "b.yaml"), "b")
+	write(t, filepath.Join(root, "config", "trust.json"), "{}")
+	return root, []Root{
+		{Path: filepath.Join(root, "work", ".git")},
+		{Path: filepath.Join(root, ".git")},
+		{Path: filepath.Join(root, ".celguard"), Tree: true},
+		{Path: filepath.Join(root, ".agents", "guards"), Tree: true},
+		{Path: filepath.Join(root, "config", "trust.json"), Tree: true},
+	}
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestManifestCheck: a snapshot checks against the same files, and every
+// change an attacker in the repository can make to what discovery reads
+// makes it fail; a change outside the roots does not.
+func TestManifestCheck(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(t *testing.T, root string)
+		stale  bool
+	}{
+		{"nothing", func(*testing.T, string) {}, false},
+		{"a file outside the roots", func(t *testing.T, root string) { write(t, filepath.Join(root, "README"), "x") }, false},
+		{"a new policy file", func(t *testing.T, root string) { write(t, filepath.Join(root, ".celguard", "new.yaml"), "n") }, true},
+		{"a new file in a subdirectory", func(t *testing.T, root string) { write(t, filepath.Join(root, ".celguard", "sub", "c.yml"), "c") }, true},
+		{"an edited policy file", func(t *testing.T, root string) { write(t, filepath.Join(root, ".celguard", "a.yaml"), "A") }, true},
+		{"a removed policy file", func(t *testing.T, root string) { must(t, os.Remove(filepath.Join(root, ".celguard", "sub", "b.yaml"))) }, true},
+		{"an edited trust store", func(t *testing.T, root string) { write(t, filepath.Join(root, "config", "trust.json"), `{"x":1}`) }, true},
+		{"a new guard directory", func(t *testing.T, root string) {
+			must(t, os.MkdirAll(filepath.Join(root, ".agents", "guards"), 0o755))
+		}, true},
+		{"a .git below the root (another project)", func(t *testing.T, root string) {
+			must(t, os.MkdirAll(filepath.Join(root, "work", ".git"), 0o755))
+		}, true},
+		{"the policy directory swapped for a link", func(t *testing.T, root string) {
+			must(t, os.Rename(filepath.Join(root, ".celguard"), filepath.Join(root, "elsewhere")))
+			must(t, os.Symlink(filepath.Join(root, "elsewhere"), filepath.Join(root, ".celguard")))
+		}, true},
+		{"a mode changed", func(t *testing.T, root string) { must(t, os.Chmod(filepath.Join(root, ".celguard", "a.yaml"), 0o600)) }, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root, roots := tree(t)
+			m, err := Snapshot(roots)
+			must(t, err)
+			back, err := DecodeManifest(m.Encode())
+			must(t, err)
+			if !back.Equal(m) {
+				t.Fatal("the manifest does not survive its encoding")
+			}
+			c.change(t, root)
+			err = back.Check()
+			if c.stale && err == nil {
+				t.Fatal("the change was not seen")
+			}
+			if !c.stale && err != nil {
+				t.Fatalf("no change, and Check says %v", err)
+			}
+		})
+	}
+}
+
+// TestManifestLinks: a link is followed, and retargeting it is a change
+// even when the new target holds the same files.
+func TestManifestLinks(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"a", "b"} {
+		must(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+		write(t, filepath.Join(root, d, "p.yaml"), "same")
+	}
+	link := filepath.Join(root, "link")
+	must(t, os.Symlink(filepath.Join(root, "a"), link))
+	m, err := Snapshot([]Root{{Path: link, Tree: true}})
+	must(t, err)
+	must(t, m.Check())
+	must(t, os.Remove(link))
+	must(t, os.Symlink(filepath.Join(root, "b"), link))
+	if m.Check() == nil {
+		t.Fatal("a retargeted link was not seen")
+	}
+}
+
+func TestSnapshotBounds(t *testing.T) {
+	if _, err := Snapshot([]Root{{Path: "relative"}}); err == nil {
+		t.Fatal("a relative root was accepted")
+	}
+	root := t.TempDir()
+	for i := range MaxEntries + 1 {
+		write(t, filepath.Join(root, "f"+itoa(i)), "")
+	}
+	if _, err := Snapshot([]Root{{Path: root, Tree: true}}); err != ErrTooLarge {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+}
+
+func itoa(i int) string {
+	b := []byte{}
+	for {
+		b = append([]byte{byte('0' + i%10)}, b...)
+		if i /= 10; i == 0 {
+			return string(b)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,175 @@
+package daemonwire
+
+import (
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/celguard/celguard/store/statedir"
+)
+
+func TestParseHookArgs(t *testing.T) {
+	abs, _ := filepath.Abs("p.yaml")
+	cases := []struct {
+		args []string
+		want []string // DaemonArgs("/s"); nil: ErrNotLean
+	}{
+		{[]string{"claude-code"}, []string{"--state-dir", "/s", "--timeout", "10s", "--keep-days", "7", "--max-state-bytes", "4194304"}},
+		{[]string{"codex", "--approve", "--state-dir", "/x", "--policy", "p.yaml", "--fail-open", "--include=a", "--bundle", "minimal", "--monitor"},
+			[]string{"--policy", abs, "--bundle", "minimal", "--include", "a", "--state-dir", "/s", "--fail-open", "--approve", "--monitor",
+				"--timeout", "10s", "--keep-days", "7", "--max-state-bytes", "4194304"}},
+		{[]string{"gemini", "--timeout", "1m30s", "--keep-days", "0", "--user-dir", "-"},
+			[]string{"--user-dir", "-", "--state-dir", "/s", "--timeout", "1m30s", "--keep-days", "0", "--max-state-bytes", "4194304"}},
+		{[]string{"claude-code", "--server", "http://x"}, nil},
+		{[]string{"claude-code", "--decision-log", "/l"}, nil},
+		{[]string{"claude-code", "--no-daemon"}, nil},
+		{[]string{"claude-code", "-p", "x"}, nil},
+		{[]string{"claude-code", "--include", "a,b"}, nil},
+		{[]string{"claude-code", "--fail-open=false"}, nil},
+		{[]string{"claude-code", "--timeout", "0s"}, nil},
+		{[]string{"claude-code", "--policy"}, nil},
+		{[]string{"claude-code", "extra"}, nil},
+		{[]string{"../x"}, nil},
+		{nil, nil},
+	}
+	for _, c := range cases {
+		a, err := ParseHookArgs(c.args)
+		if c.want == nil {
+			if !errors.Is(err, ErrNotLean) {
+				t.Errorf("%q: err = %v, want ErrNotLean", c.args, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.args, err)
+			continue
+		}
+		if got := a.DaemonArgs("/s"); !slices.Equal(got, c.want) {
+			t.Errorf("%q:\n got %q\nwant %q", c.args, got, c.want)
+		}
+	}
+}
+
+// answerFixture is a signed answer as the daemon makes it.
+func answerFixture(t testing.TB, manifest string) (*statedir.Key, string, http.Header, []byte) {
+	dir := t.TempDir()
+	key, err := statedir.LoadKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce, _ := NewNonce()
+	body := []byte(`{"stdout":"{\"decision\":\"block\"}","stderr":"","exit":0}`)
+	a := Answer{Nonce: nonce, Host: "claude-code", Event: []byte(`{}`), WorkDir: "/w", Digest: "d", Version: "v", Manifest: manifest, Body: body}
+	h := http.Header{}
+	h.Set(HeaderDigest, "d")
+	h.Set(HeaderVersion, "v")
+	h.Set(HeaderManifest, manifest)
+	h.Set(HeaderMAC, hex.EncodeToString(Sum(key, a)))
+	return key, nonce, h, body
+}
+
+// TestAccept: a signed answer made without policies is accepted; any
+// change to what the MAC covers, an answer without a manifest, and a
+// stale manifest are not.
+func TestAccept(t *testing.T) {
+	key, nonce, h, body := answerFixture(t, "")
+	if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, body); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func() error{
+		"another nonce": func() error {
+			other, _ := NewNonce()
+			_, err := Accept(key, other, "claude-code", []byte(`{}`), "/w", h, body)
+			return err
+		},
+		"another host":     func() error { _, err := Accept(key, nonce, "codex", []byte(`{}`), "/w", h, body); return err },
+		"another event":    func() error { _, err := Accept(key, nonce, "claude-code", []byte(`{ }`), "/w", h, body); return err },
+		"another work dir": func() error { _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/v", h, body); return err },
+		"another body": func() error {
+			_, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, []byte(`{"stdout":"","stderr":"","exit":0}`))
+			return err
+		},
+		"a manifest added": func() error {
+			h2 := h.Clone()
+			h2.Set(HeaderManifest, NoManifest)
+			_, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h2, body)
+			return err
+		},
+	} {
+		if f() == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	key, nonce, h, body = answerFixture(t, NoManifest)
+	if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, body); err == nil {
+		t.Error("an answer without a manifest was accepted")
+	}
+	root, roots := tree(t)
+	m, err := Snapshot(roots)
+	must(t, err)
+	key, nonce, h, body = answerFixture(t, m.Encode())
+	if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, body); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, ".celguard", "new.yaml"), "x")
+	if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, body); err == nil {
+		t.Error("a stale manifest was accepted")
+	}
+}
+
+// FuzzAccept: whatever a process on the socket answers, Accept never
+// panics, and accepts nothing without the key's MAC.
+func FuzzAccept(f *testing.F) {
+	key, nonce, h, body := answerFixture(f, "")
+	f.Add(h.Get(HeaderMAC), "", string(body))
+	f.Add("00", NoManifest, `{"stdout":"","stderr":"","exit":0}`)
+	f.Add("zz", "eyJyb290cyI6W119", `{"stdout":"x"}`)
+	f.Fuzz(func(t *testing.T, mac, manifest, b string) {
+		hh := http.Header{}
+		hh.Set(HeaderMAC, mac)
+		hh.Set(HeaderManifest, manifest)
+		hh.Set(HeaderDigest, "d")
+		hh.Set(HeaderVersion, "v")
+		_, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", hh, []byte(b))
+		if err == nil && (mac != h.Get(HeaderMAC) || manifest != "" || b != string(body)) {
+			t.Fatalf("accepted a forged answer: mac %q manifest %q body %q", mac, manifest, b)
+		}
+	})
+}
+
+// FuzzDecodeManifest: a manifest decodes strictly or not at all, never
+// panics, and one that decodes encodes back to itself.
+func FuzzDecodeManifest(f *testing.F) {
+	m, _ := Snapshot([]Root{{Path: "/nonexistent/celguard"}})
+	f.Add(m.Encode())
+	f.Add("")
+	f.Add(NoManifest)
+	f.Add("eyJyb290cyI6W3sicGF0aCI6Ii8ifV0sImVudHJpZXMiOltdfQ")
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := DecodeManifest(s)
+		if err != nil {
+			return
+		}
+		back, err := DecodeManifest(m.Encode())
+		if err != nil || !back.Equal(m) {
+			t.Fatalf("%q: does not survive its encoding: %v", s, err)
+		}
+	})
+}
+
+// FuzzParseAnswer: the command answer parser never panics and accepts
+// only the three fields with a hook's exit code.
+func FuzzParseAnswer(f *testing.F) {
+	f.Add([]byte(`{"stdout":"","stderr":"","exit":0}`))
+	f.Add([]byte(`{"stdout":"{}","stderr":"x","exit":2,"more":1}`))
+	f.Add([]byte(`{"stdout":"not json","stderr":"","exit":0}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := ParseAnswer(b)
+		if err == nil && (a.Exit < 0 || a.Exit > 2) {
+			t.Fatalf("exit %d accepted", a.Exit)
+		}
+	})
+}
