@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"maps"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -132,4 +133,28 @@ func programsByPos(set *PolicySet) map[policy.Pos]*Program {
 		}
 	}
 	return out
+}
+
+// A replayed set's programs are made at first use by whichever decision
+// needs them first: concurrent decisions (the daemon's) make each once and
+// see it whole (run with -race).
+func TestSetCacheConcurrentFirstUse(t *testing.T) {
+	srcs := someBuiltins(t)
+	c := &MemorySetCache{}
+	_, err := Compile(srcs, WithSetCache(c))
+	require.NoError(t, err)
+	set, err := Compile(srcs, WithSetCache(c))
+	require.NoError(t, err)
+	require.True(t, set.FromCache())
+	progs := programsByPos(set)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for _, p := range progs {
+				assert.NotNil(t, p.For(16))
+				assert.NotNil(t, p.AST())
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -48,10 +48,22 @@ type Capability struct {
 // HostCapabilities is one host's row of the matrix.
 type HostCapabilities struct {
 	Host string `json:"host"`
-	// Version is the host version the suite ran.
-	Version      string       `json:"version"`
+	// Version is the host version the suite ran ("" for a row that was
+	// not run).
+	Version string `json:"version"`
+	// Source is how the row was made: "" when the real-host suite ran the
+	// host, SourceDocumented when it could not.
+	Source       string       `json:"source,omitempty"`
 	Capabilities []Capability `json:"capabilities"`
 }
+
+// SourceDocumented marks a row that is documented, not run: the host
+// cannot be installed where the suite runs (Cursor's CLI is downloaded
+// from its vendor, not a package registry), so the suite drives celguard's
+// installed hook with the events of the host's published hook
+// documentation, and each cell says what that documentation says the host
+// does with celguard's answer. Never a measurement of the host itself.
+const SourceDocumented = "documented"
 
 // CapabilityMatrix is the host capability matrix: per host and version,
 // which verdicts and phases it honours exactly and which degrade, to what.
@@ -87,20 +99,24 @@ func Capabilities() CapabilityMatrix {
 // back.
 func CapabilitiesJSON() []byte { return slices.Clone(capabilitiesJSON) }
 
-// HostCapability returns what host does with verdict in phase, and whether
-// the matrix says (hosts not run against the real host, such as Cursor,
-// and verdicts the suite does not run, such as halt, are not in it).
+// HostCapability returns what host does with verdict in phase, the
+// version it was observed at (for a row documented, not run, "documented,
+// not run"), and whether the matrix says.
 func HostCapability(host, phase, verdict string) (Capability, string, bool) {
 	for _, h := range matrix().Hosts {
 		if h.Host != host {
 			continue
 		}
+		version := h.Version
+		if h.Source == SourceDocumented {
+			version = "(documented, not run)"
+		}
 		for _, c := range h.Capabilities {
 			if c.Phase == phase && c.Verdict == verdict {
-				return c, h.Version, true
+				return c, version, true
 			}
 		}
-		return Capability{}, h.Version, false
+		return Capability{}, version, false
 	}
 	return Capability{}, "", false
 }
@@ -109,7 +125,8 @@ func HostCapability(host, phase, verdict string) (Capability, string, bool) {
 // verdict degrades, or has no effect, on one of hosts (names from the host
 // table), per the capability matrix: an ask on Codex is a deny, a
 // redaction on Gemini CLI reaches the model as a tool error, an output
-// rule never runs on a host that sends no model output. Code
+// rule never runs on a host that sends no model output; on a host whose
+// row is documented, not run (Cursor), the warning says so. Code
 // host_degrades (docs/diagnostics.md).
 func DegradedRules(set *compile.PolicySet, hosts []string) (policy.Diagnostics, error) {
 	for _, h := range hosts {

@@ -128,7 +128,7 @@ func checkWire(t *testing.T, host string, r Response) {
 	case "opencode":
 		// celguard's plugin (hooks/setup/opencode_plugin.js) reads these.
 		for k := range out {
-			assert.Contains(t, []string{"decision", "reason", "args", "output", "context"}, k)
+			assert.Contains(t, []string{"decision", "reason", "args", "output", "context", "text"}, k)
 		}
 		if d, ok := out["decision"]; ok {
 			assert.Contains(t, []any{"allow", "deny"}, d)

@@ -334,6 +334,10 @@ type eventProtocol struct {
 	// prompt, when set, is the field of the turn-start event that holds
 	// the user's prompt, which the input rules then decide.
 	prompt string
+	// output, when set, is the string field of the output event that holds
+	// the model's whole answer (OpenCode's text); without it the output
+	// event is Gemini CLI's AfterModel, read from llm_response.
+	output string
 }
 
 // exitCodeLine reads Bash's "Exit code N" first error line.

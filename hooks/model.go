@@ -27,6 +27,16 @@ func decodeModel(ev *Event, m map[string]any, p eventProtocol) error {
 	case KindInput:
 		ev.Messages, err = geminiMessages(m)
 	case KindOutput:
+		if p.output != "" {
+			if _, ok := m[p.output]; !ok {
+				return fmt.Errorf("the %s event has no %s", ev.Name, p.output)
+			}
+			var text string
+			if text, err = str(m, p.output); err == nil {
+				ev.Output = &eval.Output{Text: text}
+			}
+			return err
+		}
 		ev.response = m["llm_response"]
 		var text string
 		if text, err = geminiResponseText(ev.response); err == nil {

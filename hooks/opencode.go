@@ -29,6 +29,12 @@ import (
 //   - "chat.message": prompt, the user's message; a new turn. The answer
 //     {"context"} is appended to the message (the warning of policies that
 //     do not compile); a prompt cannot be refused.
+//   - "experimental.text.complete" (input {sessionID, messageID, partID},
+//     output {text}): text, the model's whole answer once its text part
+//     has streamed (the output phase). The answer {"text"} replaces it
+//     before OpenCode stores it and before opencode run prints it (a
+//     redaction, exactly; a block withholds it). OpenCode's interactive
+//     view draws the streamed text as it arrives, before this hook runs.
 //   - the event hook's session.created, session.idle and session.deleted:
 //     a session starting, the turn ending, the session ending.
 //
@@ -44,19 +50,21 @@ type opencode struct {
 // opencodeEvents are the events celguard's OpenCode plugin sends.
 var opencodeEvents = eventProtocol{
 	kinds: map[string]Kind{
-		"tool.execute.before": KindBefore,
-		"tool.execute.after":  KindAfter,
-		"chat.message":        KindTurnStart,
-		"session.created":     KindSessionStart,
-		"session.idle":        KindTurnEnd,
-		"session.deleted":     KindSessionEnd,
+		"tool.execute.before":        KindBefore,
+		"tool.execute.after":         KindAfter,
+		"chat.message":               KindTurnStart,
+		"experimental.text.complete": KindOutput,
+		"session.created":            KindSessionStart,
+		"session.idle":               KindTurnEnd,
+		"session.deleted":            KindSessionEnd,
 	},
 	prompt: "prompt",
+	output: "text",
 }
 
 // OpencodeEvents are the events the plugin sends, the plugin's hooks and
 // session events, for install and doctor.
-var OpencodeEvents = []string{"tool.execute.before", "tool.execute.after", "chat.message", "session.created", "session.idle", "session.deleted"}
+var OpencodeEvents = []string{"tool.execute.before", "tool.execute.after", "chat.message", "experimental.text.complete", "session.created", "session.idle", "session.deleted"}
 
 type opencodeOut struct {
 	Decision string         `json:"decision,omitempty"`
@@ -65,6 +73,8 @@ type opencodeOut struct {
 	// Output replaces the tool's output; Context is appended to it.
 	Output  *string `json:"output,omitempty"`
 	Context string  `json:"context,omitempty"`
+	// Text replaces the model's answer (experimental.text.complete).
+	Text *string `json:"text,omitempty"`
 }
 
 // Name implements Host.
@@ -83,6 +93,8 @@ func (h *opencode) Encode(ev Event, d eval.Decision) Response {
 		return jsonResponse(h.before(ev, d, msg))
 	case KindAfter:
 		return jsonResponse(h.after(d, msg))
+	case KindOutput:
+		return jsonResponse(h.output(d, msg))
 	case KindTurnStart, KindSessionStart:
 		if d.Verdict == policy.Warn && d.Code == CodePoliciesUnavailable {
 			// The plugin appends it to the user's message: the model
@@ -130,6 +142,27 @@ func (h *opencode) after(d eval.Decision, msg string) opencodeOut {
 		return opencodeOut{Output: text(msg + ". celguard withheld this output; the turn is halted: every further call in it is refused")}
 	}
 	return opencodeOut{Output: text("celguard: unknown verdict " + d.Verdict.String())}
+}
+
+// output answers the model's whole answer: a rewrite replaces it, a
+// block or a halt withholds it; a warn has no channel there (OpenCode
+// shows nothing beside the answer), so it is an allow.
+func (h *opencode) output(d eval.Decision, msg string) opencodeOut {
+	text := func(s string) *string { return &s }
+	switch d.Verdict {
+	case policy.Allow, policy.Warn:
+		return opencodeOut{}
+	case policy.Modify:
+		if d.Output == nil {
+			return opencodeOut{Text: text(msg + ": the rewritten answer is missing, so it is withheld")}
+		}
+		return opencodeOut{Text: text(d.Output.Text)}
+	case policy.Block:
+		return opencodeOut{Text: text(msg + ". celguard withheld this answer")}
+	case policy.Halt:
+		return opencodeOut{Text: text(msg + ". celguard withheld this answer; the turn is halted: every further call in it is refused")}
+	}
+	return opencodeOut{Text: text("celguard: unknown verdict " + d.Verdict.String())}
 }
 
 // Fail implements Host: exit 2 with the reason on stderr, on which the

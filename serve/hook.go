@@ -276,4 +276,5 @@ func (s *Server) daemonHook(w http.ResponseWriter, r *http.Request, host hooks.H
 	w.Header().Set(daemonwire.HeaderMAC, hex.EncodeToString(mac))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(answer)
+	s.answered.Add(1)
 }

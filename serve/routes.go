@@ -223,7 +223,11 @@ func (s *Server) readiness(ctx context.Context) (string, error) {
 // the operator's).
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	ready, _ := s.readiness(r.Context())
-	writeJSON(w, http.StatusOK, AgentStatus{Ready: ready == "ready", Version: s.cfg.Version, PolicyDigest: s.eng.PolicySet().Digest()})
+	st := AgentStatus{Ready: ready == "ready", Version: s.cfg.Version, PolicyDigest: s.eng.PolicySet().Digest()}
+	if s.cfg.Daemon != nil {
+		st.DaemonAnswers = s.answered.Load()
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) statusDetails(w http.ResponseWriter, _ *http.Request) {

@@ -293,6 +293,8 @@ type Server struct {
 	// daemon's idle exit; stop ends Run (set by Run).
 	used atomic.Int64
 	stop atomic.Pointer[context.CancelFunc]
+	// answered counts the daemon's signed answers (AgentStatus.DaemonAnswers).
+	answered atomic.Int64
 
 	// mu guards the reload state.
 	mu        sync.Mutex
@@ -492,6 +494,11 @@ type AgentStatus struct {
 	Ready        bool   `json:"ready"`
 	Version      string `json:"version"`
 	PolicyDigest string `json:"policy_digest"`
+	// DaemonAnswers is, on the hook's decision daemon (Config.Daemon), how
+	// many hook events it answered with a signed answer since it started:
+	// what tells doctor, and the real-host suite, that the hooks went
+	// through it rather than deciding in process. Absent on other servers.
+	DaemonAnswers int64 `json:"daemon_answers,omitempty"`
 }
 
 // Status is the answer of the operator's GET /v1/status/details.

@@ -564,7 +564,7 @@ func doctorDaemon(sio stdio) {
 			fmt.Fprintf(sio.stdout, "  ok    %s: not running (%v); the next hook call starts it\n", sock, err)
 			continue
 		}
-		fmt.Fprintf(sio.stdout, "  ok    running on %s: celguard %s, policy digest %s\n", sock, st.Version, st.PolicyDigest)
+		fmt.Fprintf(sio.stdout, "  ok    running on %s: celguard %s, policy digest %s, %d hook events answered\n", sock, st.Version, st.PolicyDigest, st.DaemonAnswers)
 	}
 }
 

@@ -206,6 +206,9 @@ func TestDaemonDecidesAsTheHookAndLosesNoCountWhenKilled(t *testing.T) {
 	ok, out = f.hook("claude-code", f.event("claude-code", "s1", "rm -rf /"))
 	assert.False(t, ok, "the daemon blocks what the hook blocks: %s", out)
 	assert.Contains(t, out, "no_rm")
+	st, err := daemonStatus(f.socket())
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, st.DaemonAnswers, "the daemon's status counts the two events it answered")
 
 	f.killDaemons()
 	f.noSpawn.Store(true)

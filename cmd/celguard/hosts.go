@@ -31,9 +31,13 @@ against a fake model server:
 
 The failure phase is what the host does when celguard cannot decide: a
 policy that does not compile, a hook binary that is missing. A host the
-suite does not run (Cursor) has no row. 'celguard lint --hosts' warns at
-each rule whose verdict degrades on a host you name; 'celguard doctor'
-warns for the hosts installed.`,
+suite cannot run (Cursor: its CLI is not on a package registry) has a row
+whose VERSION says "documented": the suite drove celguard's installed hook
+with the events of the host's published hook documentation, and each cell
+says what that documentation says the host does with the answer; it is not
+a measurement. 'celguard lint --hosts' warns at each rule whose verdict
+degrades on a host you name; 'celguard doctor' warns for the hosts
+installed.`,
 		Example: `  celguard hosts
   celguard hosts codex --format json`,
 		ValidArgs: hooks.Hosts(),
@@ -83,14 +87,21 @@ func writeCapabilities(out io.Writer, m hooks.CapabilityMatrix, names []string) 
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "HOST\tVERSION\tPHASE\tVERDICT\tSUPPORT\tBECOMES")
 	run := map[string]bool{}
+	var documented []string
 	for _, h := range m.Hosts {
-		run[h.Host] = true
+		version := h.Version
+		if h.Source == hooks.SourceDocumented {
+			version = "documented"
+			documented = append(documented, h.Host)
+		} else {
+			run[h.Host] = true
+		}
 		for _, c := range h.Capabilities {
 			becomes := c.Becomes
 			if becomes == "" {
 				becomes = "-"
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Host, h.Version, c.Phase, c.Verdict, c.Support, becomes)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Host, version, c.Phase, c.Verdict, c.Support, becomes)
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -103,7 +114,11 @@ func writeCapabilities(out io.Writer, m hooks.CapabilityMatrix, names []string) 
 		}
 	}
 	if len(notRun) > 0 {
-		_, err := fmt.Fprintf(out, "\nnot run against the real host: %s (their hooks follow the documented protocol; docs/hooks.md)\n", strings.Join(notRun, ", "))
+		note := "their hooks follow the documented protocol"
+		if len(documented) > 0 {
+			note = "documented: what the host's hook documentation says it does with celguard's answers to its documented events, never a measurement"
+		}
+		_, err := fmt.Fprintf(out, "\nnot run against the real host: %s (%s; docs/hooks.md)\n", strings.Join(notRun, ", "), note)
 		return err
 	}
 	return nil

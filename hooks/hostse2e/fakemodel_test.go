@@ -13,13 +13,13 @@ import (
 )
 
 // fakeModel is a model server on 127.0.0.1 that speaks one host's API: to
-// the first request that offers the shell tool it answers with one call of
-// it running command, and to every later request it ends the turn with a
-// short text. It records the tool results the host sends back, which is
-// what the model reads.
+// the first requests that offer the shell tool it answers with one call of
+// it each, running its commands in order, and to every later request it
+// ends the turn with a short text. It records the tool results the host
+// sends back, which is what the model reads.
 type fakeModel struct {
-	t       *testing.T
-	command string
+	t        *testing.T
+	commands []string
 	// shellTools are the names of the host's shell tool, first match used.
 	shellTools []string
 
@@ -30,7 +30,7 @@ type fakeModel struct {
 	// final is the closing answer's text, streamed one chunk per element
 	// (Gemini); nil means finalText in one chunk.
 	final    []string
-	asked    bool
+	issued   int // the calls made so far
 	requests int
 	results  []string // the tool results received, as JSON or text
 	log      []string // method, path and body of every request (for failures)
@@ -38,9 +38,10 @@ type fakeModel struct {
 
 // startFakeModel starts the server for api ("anthropic", "gemini" or
 // "openai") and returns its base URL; it is stopped at the end of the test.
-func startFakeModel(t *testing.T, api, command string) (*fakeModel, string) {
+// The model calls the shell tool once per command, one call per answer.
+func startFakeModel(t *testing.T, api string, commands ...string) (*fakeModel, string) {
 	t.Helper()
-	m := &fakeModel{t: t, command: command}
+	m := &fakeModel{t: t, commands: commands}
 	var h http.HandlerFunc
 	switch api {
 	case "anthropic":
@@ -125,16 +126,25 @@ func (m *fakeModel) shellTool(names []string) string {
 	return ""
 }
 
-// ask reports whether this request is the one answered with the call: the
-// first that offers the shell tool.
-func (m *fakeModel) ask(tool string) bool {
+// ask returns the command this request is answered with and the call's
+// number (1, 2, ...): the next one not yet called, while the request
+// offers the shell tool; ok is false when the model ends the turn.
+func (m *fakeModel) ask(tool string) (command string, n int, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if tool == "" || m.asked {
-		return false
+	if tool == "" || m.issued >= len(m.commands) {
+		return "", 0, false
 	}
-	m.asked = true
-	return true
+	m.issued++
+	return m.commands[m.issued-1], m.issued, true
+}
+
+// Issued is the number of calls the model made: fewer than its commands
+// when the host ended the turn before asking the model again.
+func (m *fakeModel) Issued() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.issued
 }
 
 func (m *fakeModel) record(result string) {
@@ -197,14 +207,15 @@ func (m *fakeModel) anthropic(w http.ResponseWriter, r *http.Request) {
 	model := str(req["model"])
 	var block map[string]any
 	stop := "end_turn"
-	if tool := m.shellTool(names); m.ask(tool) {
-		input := map[string]any{"command": m.command, "description": "Run the e2e command"}
+	tool := m.shellTool(names)
+	if command, n, ok := m.ask(tool); ok {
+		input := map[string]any{"command": command, "description": "Run the e2e command"}
 		m.mu.Lock()
 		if m.input != nil {
 			input = m.input
 		}
 		m.mu.Unlock()
-		block = map[string]any{"type": "tool_use", "id": "toolu_e2e_1", "name": tool, "input": input}
+		block = map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_e2e_%d", n), "name": tool, "input": input}
 		stop = "tool_use"
 	} else {
 		block = map[string]any{"type": "text", "text": finalText}
@@ -228,8 +239,17 @@ func (m *fakeModel) anthropic(w http.ResponseWriter, r *http.Request) {
 	} else {
 		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 			"content_block": map[string]any{"type": "text", "text": ""}})
-		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-			"delta": map[string]any{"type": "text_delta", "text": finalText}})
+		m.mu.Lock()
+		chunks := m.final
+		m.mu.Unlock()
+		if len(chunks) == 0 {
+			chunks = []string{finalText}
+		}
+		// The closing answer in several deltas (Stream).
+		for _, text := range chunks {
+			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+				"delta": map[string]any{"type": "text_delta", "text": text}})
+		}
 	}
 	sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	sse(w, "message_delta", map[string]any{"type": "message_delta",
@@ -265,9 +285,10 @@ func (m *fakeModel) gemini(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var part map[string]any
-	if tool := m.shellTool(names); m.ask(tool) {
-		args := map[string]any{"command": m.command, "description": "Run the e2e command"}
-		if strings.Contains(m.command, "celguard-before") {
+	tool := m.shellTool(names)
+	if command, _, ok := m.ask(tool); ok {
+		args := map[string]any{"command": command, "description": "Run the e2e command"}
+		if strings.Contains(command, "celguard-before") {
 			// Only a rewrite that replaces the arguments drops it.
 			args["dir_path"] = "sub"
 		}
@@ -303,7 +324,8 @@ func (m *fakeModel) gemini(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Stream makes the closing answer stream as chunks (Gemini).
+// Stream makes the closing answer stream as chunks (Gemini, and the
+// Anthropic API's text deltas).
 func (m *fakeModel) Stream(chunks []string) {
 	m.mu.Lock()
 	m.final = chunks
@@ -339,18 +361,19 @@ func (m *fakeModel) openai(w http.ResponseWriter, r *http.Request) {
 		names = append(names, str(dict(tl)["name"]))
 	}
 	var item map[string]any
-	if tool := m.shellTool(names); m.ask(tool) {
+	tool := m.shellTool(names)
+	if command, n, ok := m.ask(tool); ok {
 		var args any
 		switch tool {
 		case "exec_command":
-			args = map[string]any{"cmd": m.command}
+			args = map[string]any{"cmd": command}
 		case "shell":
-			args = map[string]any{"command": []string{"bash", "-lc", m.command}}
+			args = map[string]any{"command": []string{"bash", "-lc", command}}
 		default:
-			args = map[string]any{"command": m.command}
+			args = map[string]any{"command": command}
 		}
 		a, _ := json.Marshal(args)
-		item = map[string]any{"type": "function_call", "id": "fc_e2e_1", "call_id": "call_e2e_1", "name": tool,
+		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_e2e_%d", n), "call_id": fmt.Sprintf("call_e2e_%d", n), "name": tool,
 			"arguments": string(a), "status": "completed"}
 	} else {
 		item = map[string]any{"type": "message", "id": "msg_e2e", "role": "assistant", "status": "completed",

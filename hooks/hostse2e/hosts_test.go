@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +14,15 @@ import (
 	"time"
 
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/hooks/daemonwire"
 	"github.com/celguard/celguard/internal/npmhost"
 )
+
+// hostRunTimeout bounds one headless run of a host. A run takes seconds on
+// an idle machine; OpenCode's, whose plugin starts the hook command for
+// every event (about eight a run), took over four minutes at a load of 30
+// on two cores.
+const hostRunTimeout = 10 * time.Minute
 
 // e2ePolicy decides the scenarios by the marker names in the command.
 const e2ePolicy = `apiVersion: celguard.dev/v1
@@ -29,6 +37,14 @@ rules:
     condition: 'has(args.command) && string(args.command).contains("celguard-ask")'
     verdict: ask
     reason: E2E-ASK-REASON a person must approve the marker
+  - id: e2e-halt
+    condition: 'has(args.command) && string(args.command).contains("celguard-halt")'
+    verdict: halt
+    reason: E2E-HALT-REASON the session must stop here
+  - id: e2e-warn
+    condition: 'has(args.command) && string(args.command).contains("celguard-warn")'
+    verdict: warn
+    reason: E2E-WARN-REASON the marker is fine but noted
   # The rewrite keeps only the command: on Gemini CLI it drops the dir_path
   # the model gave, so the call runs in the working directory only if the
   # host replaces the arguments rather than merging them.
@@ -168,11 +184,14 @@ stream_max_retries = 0
 type scenario struct {
 	name    string
 	command string
-	broken  bool // install a policy that does not compile
+	// then is a second call the model makes if the host asks it again
+	// after the first.
+	then   string
+	broken bool // install a policy that does not compile
 	// missing installs a hook command whose binary does not exist.
 	missing bool
-	// only names the one host the scenario runs on ("": every host).
-	only string
+	// only names the hosts the scenario runs on (nil: every host).
+	only []string
 	// stream is the closing answer, streamed in these chunks.
 	stream []string
 	// check asserts what must hold on every host (a refused call never
@@ -236,6 +255,65 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		// A halt stops the session: the call does not run, nor does any
+		// later call of the session. What the host does with the rest of
+		// the turn is the measure: it ends it (the model is not asked
+		// again), or the turn goes on and celguard refuses the next call.
+		name: "halt", command: "touch celguard-halt", then: "touch celguard-next",
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
+			mustExist(t, filepath.Join(work, "celguard-halt"), false)
+			mustExist(t, filepath.Join(work, "celguard-next"), false)
+			if m.Issued() > 1 {
+				// The turn went on: the model read why.
+				mustReceive(t, m, "E2E-HALT-REASON", "")
+			}
+		},
+		phase: "before", verdict: "halt",
+		observe: func(work string, m *fakeModel, out string) hooks.Capability {
+			shown := ""
+			if strings.Contains(out, "E2E-HALT-REASON") {
+				shown = "; the user was shown the reason"
+			}
+			switch {
+			case exists(work, "celguard-halt"):
+				return hooks.Capability{Support: hooks.SupportNone, Becomes: "an allow", Observed: "the call ran"}
+			case m.Issued() == 1:
+				return exact("the call did not run; the host ended the turn, the model was not asked again" + shown)
+			case received(m, "E2E-HALT-REASON"):
+				return hooks.Capability{Support: hooks.SupportDegraded, Becomes: "a block that ends nothing: the turn goes on and celguard refuses every later call of the session",
+					Observed: "the call did not run; the model received the reason, the turn went on and its next call was refused" + shown}
+			}
+			return hooks.Capability{Support: hooks.SupportDegraded, Becomes: "a block whose reason the model does not see; the turn goes on and celguard refuses every later call",
+				Observed: "the call did not run; the turn went on and its next call was refused" + shown}
+		},
+	},
+	{
+		// A warn lets the call run with a message: who reads it (the model,
+		// the user, nobody) is the measure.
+		name: "warn", command: "touch celguard-warn",
+		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
+			mustExist(t, filepath.Join(work, "celguard-warn"), true)
+		},
+		phase: "before", verdict: "warn",
+		observe: func(work string, m *fakeModel, out string) hooks.Capability {
+			model := strings.Contains(m.Log(), "E2E-WARN-REASON")
+			user := strings.Contains(out, "E2E-WARN-REASON")
+			switch {
+			case !exists(work, "celguard-warn"):
+				return hooks.Capability{Support: hooks.SupportNone, Becomes: "a refusal", Observed: "the call did not run"}
+			case model && user:
+				return exact("the call ran; the model received the warning and the user was shown it")
+			case model:
+				return exact("the call ran; the model received the warning")
+			case user:
+				return hooks.Capability{Support: hooks.SupportDegraded, Becomes: "an allow whose warning only the user sees",
+					Observed: "the call ran; the user was shown the warning, the model did not receive it"}
+			}
+			return hooks.Capability{Support: hooks.SupportNone, Becomes: "an allow: the warning reaches neither the model nor the user",
+				Observed: "the call ran; neither the model nor the user received the warning"}
+		},
+	},
+	{
 		name: "modify", command: "touch celguard-before",
 		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
 			mustExist(t, filepath.Join(work, "celguard-before"), false)
@@ -296,13 +374,11 @@ var scenarios = []scenario{
 		},
 	},
 	{
-		// What docs/hooks.md says of a missing binary: Claude Code and Codex
-		// take the hook's failure to start as a non-blocking error and run
-		// the call; Gemini CLI refuses it.
 		// A secret in the model's answer split across streamed chunks
-		// (Gemini's AfterModel sees one chunk at a time) is redacted before
-		// any part of it is shown (issue 33).
-		name: "stream-secret", command: "touch celguard-stream", only: "gemini",
+		// (Gemini's AfterModel sees one chunk at a time; OpenCode's
+		// experimental.text.complete the whole text once it has streamed)
+		// is redacted before any part of it is shown (issue 33).
+		name: "stream-secret", command: "touch celguard-stream", only: []string{"gemini", "opencode"},
 		stream: []string{"The key is AK", "IAIOSFOD", "NN7EXAMPLE, and that", " is all."},
 		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
 			mustExist(t, filepath.Join(work, "celguard-stream"), true)
@@ -328,6 +404,9 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		// What docs/hooks.md says of a missing binary: Claude Code and Codex
+		// take the hook's failure to start as a non-blocking error and run
+		// the call; Gemini CLI refuses it.
 		name: "missing-binary", command: "touch celguard-unguarded", missing: true,
 		check: func(t *testing.T, host, work string, m *fakeModel, out string) {
 			// Gemini CLI and Copilot CLI (a PreToolUse hook that exits
@@ -358,7 +437,11 @@ func received(m *fakeModel, s string) bool {
 	return strings.Contains(strings.Join(m.Results(), "\n"), s)
 }
 
-// TestHosts runs every scenario on every host, in parallel.
+// TestHosts runs every scenario on every host, in parallel, through the
+// hook command `celguard hook install` wrote: with the user's decision
+// daemon (the hook starts it, and the host's calls go through it), and for
+// a representative subset (runsInProcess) again deciding every event in
+// the hook's own process (CELGUARD_DAEMON=off), with identical answers.
 func TestHosts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real hosts")
@@ -371,7 +454,7 @@ func TestHosts(t *testing.T) {
 			t.Parallel()
 			bin := hostBinary(t, h.pkg)
 			for _, sc := range scenarios {
-				if sc.only != "" && sc.only != h.name {
+				if sc.only != nil && !slices.Contains(sc.only, h.name) {
 					// The other hosts have no such event: the verdict
 					// never reaches celguard there.
 					rec.add(h.name, h.pkg.Version, sc.phase, sc.verdict, hooks.Capability{Support: hooks.SupportNone,
@@ -380,20 +463,116 @@ func TestHosts(t *testing.T) {
 				}
 				t.Run(sc.name, func(t *testing.T) {
 					t.Parallel()
-					work, m, out := runScenario(t, celguard, bin, h, sc)
-					if sc.observe != nil && !t.Failed() {
-						rec.add(h.name, h.pkg.Version, sc.phase, sc.verdict, sc.observe(work, m, out))
+					var runs []scenarioRun
+					for _, daemon := range []bool{true, false} {
+						if daemon && !sc.daemonRuns() || !daemon && !runsInProcess(h.name, sc) {
+							continue
+						}
+						t.Run(modeName(daemon), func(t *testing.T) {
+							r := runScenario(t, celguard, bin, h, sc, daemon)
+							if t.Failed() || sc.observe == nil {
+								return
+							}
+							// Observed here: the run's directories go with
+							// this subtest.
+							r.cell, r.answer = sc.observe(r.work, r.m, r.out), r.answers()
+							runs = append(runs, r)
+						})
 					}
+					if t.Failed() || len(runs) == 0 {
+						return
+					}
+					for _, r := range runs[1:] {
+						// The same answers with and without the daemon: what
+						// the host did, and what the model read of celguard.
+						if r.cell != runs[0].cell {
+							t.Errorf("%s %s: %s did %+v, %s did %+v", h.name, sc.name, modeName(runs[0].daemon), runs[0].cell, modeName(r.daemon), r.cell)
+						}
+						if r.answer != runs[0].answer {
+							t.Errorf("%s %s: the answers differ:\n%s: %s\n%s: %s", h.name, sc.name, modeName(runs[0].daemon), runs[0].answer, modeName(r.daemon), r.answer)
+						}
+					}
+					t.Logf("%s %s, %d runs: %s", h.name, sc.name, len(runs), runs[0].answer)
+					rec.add(h.name, h.pkg.Version, sc.phase, sc.verdict, runs[0].cell)
 				})
 			}
 		})
 	}
 }
 
-func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) (work string, m *fakeModel, out string) {
+// daemonRuns reports whether the scenario runs with the decision daemon:
+// not when there is no daemon to run (the hook's binary is missing, or
+// the policy does not compile, on which the daemon does not start and
+// every event is decided, and refused, in process).
+func (sc scenario) daemonRuns() bool { return !sc.missing && !sc.broken }
+
+// runsInProcess reports whether the scenario also runs with the daemon
+// off: those with no daemon, the scenarios whose records package replay
+// reads (their decision log: a hook with a decision log decides in
+// process), and a block, a redaction and a halt on every host; the rest
+// run with the daemon only, to keep the suite's time.
+func runsInProcess(host string, sc scenario) bool {
+	switch {
+	case !sc.daemonRuns():
+		return true
+	case slices.Contains(replayHosts, host) && slices.Contains(recordScenarios, sc.name):
+		return true
+	}
+	return slices.Contains([]string{"block", "redact", "halt"}, sc.name)
+}
+
+func modeName(daemon bool) string {
+	if daemon {
+		return "daemon"
+	}
+	return "in-process"
+}
+
+// scenarioRun is what one run of a scenario left: the work directory, the
+// fake model and the host's output.
+type scenarioRun struct {
+	daemon bool
+	work   string
+	m      *fakeModel
+	out    string
+	// cell and answer are what was observed (observe, answers) while the
+	// run's directories existed.
+	cell   hooks.Capability
+	answer string
+}
+
+// markers are what the model may read of celguard in a scenario.
+var markers = []string{"E2E-BLOCK-REASON", "E2E-ASK-REASON", "E2E-HALT-REASON", "E2E-WARN-REASON",
+	"REDACTED-BY-CELGUARD-42", "E2ESECRET", "broken.yaml:6", "approval request", "halted"}
+
+// answers is the run's outcome in comparable form: the marker files the
+// calls created and what of celguard's answers reached the model.
+func (r scenarioRun) answers() string {
+	var got []string
+	entries, _ := os.ReadDir(r.work)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "celguard-") {
+			got = append(got, "file "+e.Name())
+		}
+	}
+	log := r.m.Log()
+	for _, mk := range markers {
+		if received(r.m, mk) {
+			got = append(got, "result "+mk)
+		} else if strings.Contains(log, mk) {
+			got = append(got, "request "+mk)
+		}
+	}
+	got = append(got, fmt.Sprintf("calls %d", r.m.Issued()))
+	return strings.Join(got, ", ")
+}
+
+// runScenario runs sc on host h once, with the user's decision daemon or
+// deciding in process.
+func runScenario(t *testing.T, celguard, bin string, h host, sc scenario, daemon bool) scenarioRun {
 	root := t.TempDir()
 	home, state := filepath.Join(root, "home"), filepath.Join(root, "state")
-	work = filepath.Join(root, "work")
+	work := filepath.Join(root, "work")
 	for _, d := range []string{home, work, filepath.Join(work, "sub")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -406,12 +585,23 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) (work 
 	} else {
 		writeFile(t, policyFile, e2ePolicy)
 	}
-	m, url := startFakeModel(t, h.api, sc.command)
+	commands := []string{sc.command}
+	if sc.then != "" {
+		commands = append(commands, sc.then)
+	}
+	m, url := startFakeModel(t, h.api, commands...)
 	m.Stream(sc.stream)
 	env := append(baseEnv(home, root), h.setup(t, home, url)...)
 
 	decisions := filepath.Join(root, "decisions.jsonl")
-	args := []string{"hook", "install", h.name, "--user", "--policy", policyFile, "--state-dir", state, "--decision-log", decisions}
+	args := []string{"hook", "install", h.name, "--user", "--policy", policyFile, "--state-dir", state}
+	if daemon {
+		// A hook with a decision log decides in process: no log here.
+		t.Cleanup(func() { stopDaemons(t, state) })
+	} else {
+		args = append(args, "--decision-log", decisions)
+		env = append(env, "CELGUARD_DAEMON=off")
+	}
 	if sc.missing {
 		args = append(args, "--command", filepath.Join(root, "gone", "celguard"))
 	}
@@ -424,14 +614,20 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) (work 
 	if h.afterInstall != nil {
 		h.afterInstall(t, home, installOut)
 	}
-	if sc.stream != nil {
+	if sc.stream != nil && h.name == "gemini" {
 		addAfterModel(t, home)
 	}
-	if sc.name == "allow" {
-		checkDoctor(t, celguard, bin, h, work, env)
+	if sc.name == "allow" || daemon {
+		// Doctor runs one decision through the installed hook command: with
+		// the daemon on, that call starts it, and the host's calls go
+		// through it once it answers.
+		checkDoctor(t, celguard, bin, h, work, env, sc.name == "allow")
+	}
+	if daemon {
+		waitDaemon(t, state)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), hostRunTimeout)
 	defer cancel()
 	argv := h.run(bin, "Run this shell command in the current directory: "+sc.command)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -439,7 +635,7 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) (work 
 	cmd.Stdin = bytes.NewReader(nil)
 	cmd.WaitDelay = 10 * time.Second
 	outb, err := cmd.CombinedOutput()
-	out = string(outb)
+	out := string(outb)
 	if ctx.Err() != nil {
 		t.Fatalf("%s did not finish: %v\noutput:\n%s\nmodel requests:\n%s", h.name, ctx.Err(), out, m.Log())
 	}
@@ -455,11 +651,23 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) (work 
 			t.Logf("%s output:\n%s\nmodel requests:\n%s", h.name, out, log)
 		}
 	})
+	if daemon {
+		// The daemon answered the host's hooks, in this test's state
+		// directory, and it is stopped now.
+		if answered := stopDaemons(t, state); answered < 1 {
+			t.Errorf("no hook event of %s went through the decision daemon", h.name)
+		}
+		if socks, _ := filepath.Glob(filepath.Join(home, ".local", "state", "celguard", daemonwire.DirName, "*")); len(socks) > 0 {
+			t.Errorf("a daemon ran in the default state directory, not the test's: %q", socks)
+		}
+	} else if socks, _ := filepath.Glob(filepath.Join(state, daemonwire.DirName, "*.sock")); len(socks) > 0 {
+		t.Errorf("CELGUARD_DAEMON=off, and a daemon started: %q", socks)
+	}
 	sc.check(t, h.name, work, m, out)
 	switch {
 	case t.Failed() || !slices.Contains(replayHosts, h.name):
 		// Package replay reads no record of this host.
-	case slices.Contains(recordScenarios, sc.name):
+	case slices.Contains(recordScenarios, sc.name) && !daemon:
 		compareReplay(t, h.name, sc.name, home, policyFile, decisions)
 		if *updateRecords {
 			keepRecords(t, h.name, sc.name, root, home, decisions)
@@ -467,7 +675,7 @@ func runScenario(t *testing.T, celguard, bin string, h host, sc scenario) (work 
 	default:
 		readRecords(t, h.name, home)
 	}
-	return work, m, out
+	return scenarioRun{daemon: daemon, work: work, m: m, out: out}
 }
 
 // addAfterModel registers celguard's Gemini hook for AfterModel too, as
@@ -579,12 +787,12 @@ func trustCodexHooks(t *testing.T, home string, installOut []byte) {
 }
 
 // checkDoctor runs `celguard doctor HOST` on the installed hooks, with the
-// host's command on PATH: the hooks are registered, the installed command
+// host's command on PATH, and with check that it says: the hooks are registered, the installed command
 // answers a real decision, the host's version is the one tested and
 // (Codex) the hooks are trusted. The binary check fails
 // (the test's celguard is in a temporary directory the user can write),
 // so the exit code is not checked.
-func checkDoctor(t *testing.T, celguard, bin string, h host, work string, env []string) {
+func checkDoctor(t *testing.T, celguard, bin string, h host, work string, env []string, check bool) {
 	t.Helper()
 	cmd := exec.Command(celguard, "doctor", h.name)
 	cmd.Dir = work
@@ -596,6 +804,9 @@ func checkDoctor(t *testing.T, celguard, bin string, h host, work string, env []
 	}
 	outb, _ := cmd.CombinedOutput()
 	out := string(outb)
+	if !check {
+		return
+	}
 	want := []string{"ok    a celguard hook for every event it needs", "ok    " + h.pkg.Bin + " " + h.pkg.Version + " (hooks tested with " + h.pkg.Version + ")",
 		// The installed command, run on one ordinary call, decided it.
 		"ok    the hook ran a real decision on an ordinary call"}

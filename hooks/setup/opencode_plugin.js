@@ -70,6 +70,18 @@ export const CelguardPlugin = async ({ directory }) => ({
     if (typeof a.output === "string") output.output = a.output
     if (a.context) output.output = output.output + "\n\n" + a.context
   },
+  "experimental.text.complete": async (input, output) => {
+    // The model's whole answer, before OpenCode stores and prints it.
+    let a
+    try {
+      a = await answer({ hook_event_name: "experimental.text.complete", session_id: input.sessionID, cwd: directory,
+        text: output.text })
+    } catch (e) {
+      output.text = e.message + ". celguard withheld this answer"
+      return
+    }
+    if (a && typeof a.text === "string") output.text = a.text
+  },
   "chat.message": async (input, output) => {
     const texts = (output.parts || []).filter((p) => p.type === "text")
     let a
