@@ -69,6 +69,35 @@ def test_sync_approve_once(approver_server: Server) -> None:
         assert e.value.code == "no_such_request"
 
 
+def test_sync_deny(approver_server: Server) -> None:
+    with Client(approver_server.url, token=DECIDER, approver_token=APPROVER) as c:
+        s = c.session()
+        rid = s.before("pay", {"amount": 7}).request_id
+        assert rid
+        with Client(approver_server.url, token=DECIDER, approver_token=DECIDER) as agent:
+            with pytest.raises(ApprovalError) as e:
+                agent.deny(s.session_id, rid, note="mine")
+            assert (e.value.code, e.value.status) == ("forbidden", 403)
+        with pytest.raises(ApprovalError) as e:
+            c.deny(s.session_id, "00000000")
+        assert (e.value.code, e.value.status) == ("no_such_request", 404)
+
+        got = c.deny(s.session_id, rid, note="over the limit", operator="ana")
+        assert (got.denial.id, got.denial.note, got.denial.by, got.request.id) == (
+            rid, "over the limit", "ana (operator token)", rid)
+        # retried: refused with the note, no new request; denied twice: stale
+        for _ in range(2):
+            d = s.before("pay", {"amount": 7})
+            # the refusal names the denied request, not a new one
+            assert d.verdict == "block" and "over the limit" in d.reason and d.request_id == rid
+        assert c.approvals(s.session_id).requests == []
+        with pytest.raises(ApprovalError) as e:
+            c.deny(s.session_id, rid)
+        assert (e.value.code, e.value.status) == ("stale_request", 409)
+        # another call is still asked
+        assert s.before("pay", {"amount": 8}).verdict == "ask"
+
+
 def test_sync_wrong_or_missing_token(approver_server: Server) -> None:
     sid = "wrong-token"
     with Client(approver_server.url, token=DECIDER) as agent:

@@ -4,7 +4,7 @@ The client (``Client``, ``AsyncClient``) speaks the serve session API and
 fails closed: when it cannot get a decision (service down, slow, an answer
 other than HTTP 200, a body that is not a Decision) it returns a block
 Decision with a code and never raises. Its approval methods (``approvals``,
-``approve``, ``revoke``, with the separate ``approver_token``) are not
+``approve``, ``deny``, ``revoke``, with the separate ``approver_token``) are not
 decisions and raise ``ApprovalError`` with the server's code instead.
 
 Adapters, each implementing its host's own interface (import them from their
@@ -20,7 +20,7 @@ modules; each needs its host's package installed):
 docs/python.md maps every verdict per host.
 """
 
-from ._approvals import ApprovalError, ApprovalRequest, Approvals, Approved, Grant, Scope
+from ._approvals import ApprovalError, ApprovalRequest, Approvals, Approved, Denial, Denied, Grant, Scope
 from ._async.client import AsyncClient, AsyncOutputStream, AsyncSession
 from ._base import DEFAULT_TIMEOUT, DEFAULT_URL, SECRET_WINDOW, Agent
 from ._sync.client import Client, OutputStream, Session
@@ -59,6 +59,8 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "DEFAULT_URL",
     "Decision",
+    "Denial",
+    "Denied",
     "Grant",
     "OutputStream",
     "Phase",

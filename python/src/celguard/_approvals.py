@@ -131,6 +131,46 @@ class Approved:
         return cls(grant=Grant.from_json(b.get("grant")), request=ApprovalRequest.from_json(b.get("request")))
 
 
+@dataclass(frozen=True)
+class Denial:
+    """A person's refusal of a pending request: the exact call is refused for
+    the rest of the session with ``note``, and asks no more. ``id`` is the
+    request it answered."""
+
+    id: str
+    rule_id: str
+    tool: str
+    digest: str
+    at: str
+    summary: str = ""
+    note: str = ""
+    by: str = ""
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, body: Any) -> Denial:
+        """Parse a Denial object; raises ApprovalError if malformed."""
+        b = _object(body, "denial")
+        return cls(
+            id=_req(b, "id"), rule_id=_req(b, "rule_id"), tool=_req(b, "tool"), digest=_req(b, "digest"),
+            at=_req(b, "at"), summary=_opt(b, "summary"), note=_opt(b, "note"), by=_opt(b, "by"), raw=b,
+        )
+
+
+@dataclass(frozen=True)
+class Denied:
+    """What POST .../denials recorded: the denial and the request it answered."""
+
+    denial: Denial
+    request: ApprovalRequest
+
+    @classmethod
+    def from_json(cls, body: Any) -> Denied:
+        """Parse a Denied body; raises ApprovalError if malformed."""
+        b = _object(body, "denied")
+        return cls(denial=Denial.from_json(b.get("denial")), request=ApprovalRequest.from_json(b.get("request")))
+
+
 def raise_for(resp: httpx.Response, what: str, ok: int = 200) -> Any:
     """The JSON body of a successful answer (None for 204), else ApprovalError
     with the server's code."""

@@ -90,6 +90,10 @@ def _approvals_path(session_id: str, tail: str = "") -> str:
     return f"{path}/{quote(tail, safe='')}" if tail else path
 
 
+def _denials_path(session_id: str) -> str:
+    return f"/v1/sessions/{quote(session_id, safe='')}/denials"
+
+
 def _approver_request(http: httpx.Client | httpx.AsyncClient, token: str | None, method: str, path: str,
                       body: dict[str, Any] | None = None) -> httpx.Request:
     req = http.build_request(method, path, json=body)

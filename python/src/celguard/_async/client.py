@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import httpx
 
-from .._approvals import Approvals, Approved, Scope, raise_for, transport_error
+from .._approvals import Approvals, Approved, Denied, Scope, raise_for, transport_error
 from .._base import (
     DEFAULT_TIMEOUT,
     SECRET_WINDOW,
@@ -24,6 +24,7 @@ from .._base import (
     _AsyncPool,
     _call_body,
     _decode,
+    _denials_path,
     _extra,
     _failure,
     _messages,
@@ -230,6 +231,20 @@ class AsyncClient:
         body = {"request_id": request_id, "scope": scope}
         return Approved.from_json(await self._approver("POST", _approvals_path(session_id), body, "the approval",
                                                        200))
+
+    async def deny(self, session_id: str, request_id: str, note: str = "", operator: str = "",
+                   digest: str = "") -> Denied:
+        """Deny a pending request: its exact call is refused for the rest of
+        the session with ``note`` (what the agent reads) and asks no more.
+        ``operator`` names the person for the server's decision log;
+        ``digest``, when given, is the digest of the call they were shown. A
+        request answered already raises ApprovalError ``stale_request`` (409),
+        an unknown one ``no_such_request`` (404)."""
+        body: dict[str, Any] = {"request_id": request_id}
+        for key, value in (("note", note), ("operator", operator), ("digest", digest)):
+            if value:
+                body[key] = value
+        return Denied.from_json(await self._approver("POST", _denials_path(session_id), body, "the denial", 200))
 
     async def revoke(self, session_id: str, approval_id: str) -> None:
         """Revoke a grant or drop a pending request: the call is asked again."""
