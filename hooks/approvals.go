@@ -158,6 +158,29 @@ func Approve(ctx context.Context, dir *statedir.Dir, req SessionRequest, scope e
 	return g, aerr
 }
 
+// Deny answers the pending request req (FindRequest) of its session with
+// a denial (eval.Session.Deny): its exact call is refused for the rest of
+// the session with note, and asks no more. by says who denied it.
+func Deny(ctx context.Context, dir *statedir.Dir, req SessionRequest, by, note string) (eval.Denial, error) {
+	var dn eval.Denial
+	var derr error
+	warning, err := withSession(ctx, dir, req.Session, func(st *eval.SessionState) bool {
+		var r eval.PendingRequest
+		dn, r, derr = st.Deny(req.ID, by, note, dir.Clock())
+		if derr == nil && r.Digest != req.Digest {
+			derr = fmt.Errorf("request %q changed while it was being denied; run celguard approve --deny again", req.ID)
+		}
+		return derr == nil
+	})
+	switch {
+	case err != nil:
+		return dn, err
+	case warning != "":
+		return dn, errors.New(warning)
+	}
+	return dn, derr
+}
+
 // Revoke forgets the approvals and pending requests with id in every
 // session of the state directory; it returns how many sessions had one.
 func Revoke(ctx context.Context, dir *statedir.Dir, id string) (int, []string, error) {

@@ -2,10 +2,12 @@ package serve_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/celguard/celguard"
+	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/internal/redistest"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
@@ -259,5 +261,92 @@ func TestApprovalAcrossReplicas(t *testing.T) {
 				t.Fatalf("list with the store down: %d %s, want 503", l.status, l.body)
 			}
 		})
+	}
+}
+
+// TestDenyRoute: POST /v1/sessions/{id}/denials takes the operator token
+// and no other; a denial refuses the identical call for the rest of the
+// session with the note and asks no more; a request answered already or
+// shown with another call's digest is stale (409), an unknown one 404; the
+// denial is recorded in the decision log with the operator's name, as the
+// console's.
+func TestDenyRoute(t *testing.T) {
+	f, sink := consoleServer(t)
+	const sid = "s1"
+	push := "git push origin main"
+	req := requestOf(t, f.before(sid, push))
+	digest := pendingDigest(t, f, sid, req)
+	approved := requestOf(t, f.before("s2", push))
+	if a := f.do("POST", "/v1/sessions/s2/approvals", map[string]any{"request_id": approved, "scope": "once"}, "Authorization", "Bearer "+approverToken); a.status != 200 {
+		t.Fatalf("approve: %d %s", a.status, a.body)
+	}
+	operator := []string{"Authorization", "Bearer " + approverToken}
+	deny := "/v1/sessions/" + sid + "/denials"
+	for _, st := range []struct {
+		name   string
+		path   string
+		body   any
+		header []string
+		status int
+		code   string
+	}{
+		{"no token", deny, map[string]any{"request_id": req}, nil, 401, serve.CodeUnauthorized},
+		{"the agents' token", deny, map[string]any{"request_id": req, "note": "mine"}, []string{"Authorization", "Bearer " + decisionToken}, 403, serve.CodeForbidden},
+		{"no request id", deny, map[string]any{"note": "x"}, operator, 400, serve.CodeInvalidInput},
+		{"unknown field", deny, map[string]any{"request_id": req, "scope": "once"}, operator, 400, serve.CodeInvalidInput},
+		{"a note too long", deny, map[string]any{"request_id": req, "note": strings.Repeat("n", 1001)}, operator, 400, serve.CodeInvalidInput},
+		{"an operator name with a newline", deny, map[string]any{"request_id": req, "operator": "bob\nroot"}, operator, 400, serve.CodeInvalidInput},
+		{"unknown request", deny, map[string]any{"request_id": "00000000"}, operator, 404, serve.CodeNoSuchRequest},
+		{"another session's request", "/v1/sessions/s3/denials", map[string]any{"request_id": req}, operator, 404, serve.CodeNoSuchRequest},
+		{"another call's digest", deny, map[string]any{"request_id": req, "digest": strings.Repeat("a", 64)}, operator, 409, serve.CodeStaleAnswer},
+		{"a request approved already", "/v1/sessions/s2/denials", map[string]any{"request_id": approved}, operator, 409, serve.CodeStaleAnswer},
+	} {
+		a := f.do("POST", st.path, st.body, st.header...)
+		if a.status != st.status || code(t, a) != st.code {
+			t.Errorf("%s: %d %s, want %d %s", st.name, a.status, a.body, st.status, st.code)
+		}
+	}
+	if d := f.before(sid, push); d["verdict"] != "ask" {
+		t.Fatalf("refused denials changed the call: %v", d)
+	}
+
+	a := f.do("POST", deny, map[string]any{"request_id": req, "note": "not on main", "operator": "bob", "digest": digest}, operator...)
+	if a.status != 200 {
+		t.Fatalf("deny: %d %s", a.status, a.body)
+	}
+	if dn := a.json(t)["denial"].(map[string]any); dn["id"] != req || dn["note"] != "not on main" || dn["by"] != "bob (operator token)" || dn["rule_id"] != "confirm-push" {
+		t.Fatalf("denial: %v", dn)
+	}
+	if a := f.do("POST", deny, map[string]any{"request_id": req}, operator...); a.status != 409 || code(t, a) != serve.CodeStaleAnswer {
+		t.Fatalf("denied twice: %d %s, want 409 stale_request", a.status, a.body)
+	}
+	if a := f.do("POST", "/v1/sessions/"+sid+"/approvals", map[string]any{"request_id": req, "scope": "session"}, operator...); a.status != 404 {
+		t.Fatalf("approving a denied request: %d %s, want 404", a.status, a.body)
+	}
+	// The call retried, again and again: refused with the note, no new request.
+	for range 2 {
+		d := f.before(sid, push)
+		if d["verdict"] != "block" || d["code"] != eval.CodeApprovalDenied || !strings.Contains(d["reason"].(string), "not on main") {
+			t.Fatalf("the denied call: %v, want a block approval_denied with the note", d)
+		}
+	}
+	if n := len(f.do("GET", "/v1/sessions/"+sid+"/approvals", nil, operator...).json(t)["requests"].([]any)); n != 0 {
+		t.Fatalf("the denied call made %d new requests", n)
+	}
+	// Another call is still asked.
+	requestOf(t, f.before(sid, "git push origin other"))
+
+	var recorded []eval.DecisionEvent
+	for _, ev := range sink.events() {
+		if ev.Decision.Metadata["answered_in"] == "api" {
+			recorded = append(recorded, ev)
+		}
+	}
+	if len(recorded) != 1 {
+		t.Fatalf("want the denial recorded once, got %d", len(recorded))
+	}
+	if d := recorded[0].Decision; d.Code != serve.CodeOperatorDenied || d.Metadata["operator"] != "bob (operator token)" || d.Metadata["call_digest"] != digest ||
+		d.Approval == nil || d.Approval.Outcome != eval.ApprovalDenied || d.Approval.Reason != "not on main" || d.Approval.Request != req || d.SessionID != sid {
+		t.Errorf("the denial's record: %+v %+v", d, d.Approval)
 	}
 }

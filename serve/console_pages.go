@@ -410,7 +410,7 @@ func (s *Server) consoleAnswer(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, err)
 		return
 	}
-	id, err := s.recordAnswer(ctx, sess, rq, outcome, scope, f.Note, cs)
+	id, err := s.recordAnswer(ctx, sess, rq, outcome, scope, f.Note, cs.operator(), "console")
 	if err != nil {
 		if f.Answer != "deny" { // a denial unrecorded stays: it only refuses
 			_, _ = sess.Revoke(context.WithoutCancel(ctx), g.ID)
@@ -433,19 +433,24 @@ func (s *Server) consoleAnswer(w http.ResponseWriter, r *http.Request) {
 // Codes of the decision log's records of an operator's answers.
 const (
 	CodeOperatorApproved = "operator_approved" // an operator approved a request in the console
-	CodeOperatorDenied   = "operator_denied"   // an operator denied a request in the console
+	CodeOperatorDenied   = "operator_denied"   // an operator denied a request, in the console or through POST /v1/sessions/{id}/denials
 )
 
 // recordAnswer writes an operator's answer to the decision log and
 // telemetry: a record of the ask (verdict ask, the rule that asked, the
 // call masked as every record's) whose approval says how it was settled
 // (approved or denied, the scope, the note) and whose metadata names the
-// operator. It returns the record's decision id.
-func (s *Server) recordAnswer(ctx context.Context, sess *session, rq eval.PendingRequest, outcome eval.ApprovalOutcome, scope eval.GrantScope, note string, cs *consoleSession) (string, error) {
+// operator and where they answered (via: "console" or "api"). It returns
+// the record's decision id.
+func (s *Server) recordAnswer(ctx context.Context, sess *session, rq eval.PendingRequest, outcome eval.ApprovalOutcome, scope eval.GrantScope, note, operator, via string) (string, error) {
 	set := s.eng.PolicySet()
-	code, reason := CodeOperatorApproved, "approved in the console by "+cs.operator()
+	where := "in the console"
+	if via != "console" {
+		where = "through the " + via
+	}
+	code, reason := CodeOperatorApproved, "approved "+where+" by "+operator
 	if outcome == eval.ApprovalDenied {
-		code, reason = CodeOperatorDenied, "denied in the console by "+cs.operator()
+		code, reason = CodeOperatorDenied, "denied "+where+" by "+operator
 	}
 	if note != "" {
 		reason += ": " + note
@@ -456,7 +461,7 @@ func (s *Server) recordAnswer(ctx context.Context, sess *session, rq eval.Pendin
 	}
 	d := eval.Decision{Verdict: policy.Ask, Phase: policy.PhaseBefore, Tool: rq.Tool, Agent: sess.agent, RuleRef: ref, Code: code, Reason: reason,
 		Approval:   &eval.ApprovalRecord{Rule: rq.Rule, Outcome: outcome, Remember: string(scope), Reason: note, Request: rq.ID},
-		Metadata:   map[string]string{"operator": cs.operator(), "answered_in": "console", "call_digest": rq.Digest},
+		Metadata:   map[string]string{"operator": operator, "answered_in": via, "call_digest": rq.Digest},
 		DecisionID: randomHex(16), Time: s.cfg.Now().UTC(), PolicyDigest: set.Digest(), SessionID: sess.ID(), Bundles: set.Bundles()}
 	return d.DecisionID, s.guard.RecordEvent(ctx, &eval.DecisionEvent{Decision: d, Call: eval.Call{Tool: rq.Tool, Args: rq.Args, Cwd: rq.Cwd}, LogMasks: set.LogMasks()})
 }

@@ -106,6 +106,7 @@ var routeTable = []Route{
 	{Method: "GET", Path: "/v1/approvals", Principal: Operator, What: "the pending requests and grants of every session this server holds", handle: (*Server).listAllApprovals, disabled: CodeApprovalsDisabled},
 	{Method: "GET", Path: "/v1/sessions/{id}/approvals", Principal: Operator, What: "a session's pending requests and grants", handle: (*Server).listApprovals, disabled: CodeApprovalsDisabled},
 	{Method: "POST", Path: "/v1/sessions/{id}/approvals", Principal: Operator, What: "approve a request, once or for the session", handle: (*Server).approve, disabled: CodeApprovalsDisabled},
+	{Method: "POST", Path: "/v1/sessions/{id}/denials", Principal: Operator, What: "deny a request: its exact call is refused for the rest of the session, with the note", handle: (*Server).deny, disabled: CodeApprovalsDisabled},
 	{Method: "DELETE", Path: "/v1/sessions/{id}/approvals/{approval}", Principal: Operator, What: "revoke a grant or drop a request", handle: (*Server).revoke, disabled: CodeApprovalsDisabled},
 
 	// The web console (console.go, docs/console.md).

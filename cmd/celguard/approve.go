@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -28,9 +29,12 @@ import (
 type approveParams struct {
 	id              string
 	session, always bool
-	stateDir        string
-	userDir         string
-	format          string
+	// deny, note: `celguard approve ID --deny [--note TEXT]` (runDeny).
+	deny     bool
+	note     string
+	stateDir string
+	userDir  string
+	format   string
 	// server, sessionID, tokenFile: approve a request celguard serve
 	// recorded, through its approval routes (approveServer).
 	server, sessionID, tokenFile string
@@ -88,8 +92,8 @@ func (p *approveParams) policyDir() (string, error) {
 func newApproveCmd(sio stdio) *cobra.Command {
 	var p approveParams
 	cmd := &cobra.Command{
-		Use:   "approve ID [--session | --always]",
-		Short: "Approve a call celguard refused on a host that cannot ask (Codex, Gemini CLI)",
+		Use:   "approve ID [--session | --always | --deny [--note TEXT]]",
+		Short: "Approve (or deny) a call celguard refused on a host that cannot ask (Codex, Gemini CLI)",
 		Long: `Approve answers an approval request. On Codex and Gemini CLI, whose hooks cannot
 ask you, celguard refuses a call that needs your approval and names a request
 id in the refusal; the agent tells you the id. Approve shows you the call the
@@ -103,12 +107,21 @@ again and it runs. A different call is asked again.
                                  session: also writes an ordinary allow rule
                                  and its test into your policies
                                  (~/.config/celguard/approved/approved-ID.yaml)
+  celguard approve ID --deny [--note TEXT]
+                                 refuse this exact call for the rest of the
+                                 agent's session: the agent reads your note
+                                 with every refusal, and the call asks no more
 
 With --server URL --session-id ID --approver-token-file FILE it answers a
 request celguard serve recorded (its hook endpoints' refusal names this form):
 the call is read from the server, shown and confirmed the same way, and the
 approval is posted to the server's approval routes with the approver token.
 Over HTTP an approval is once or --session; --always is refused by the server.
+
+--deny grants nothing, so it asks no question and runs anywhere (as
+'celguard approvals revoke' does); with --server it goes to the server's
+denial route and the server's decision log records it with your user name.
+A request answered already, or unknown, is refused as approve refuses it.
 
 No approval lifts a mandatory rule (the built-in dangerous-commands and
 self-protection policies, the admin's policies): their asks make no request.
@@ -125,12 +138,15 @@ directory, whose files carry an HMAC an agent cannot forge without the key.
 Requests expire after 24 hours. 'celguard approvals list' shows the pending
 requests and the approvals given; 'celguard approvals revoke ID' takes one back.
 
-Exit codes: 0 approved; 1 you answered no; 2 refused, or no such request.`,
+Exit codes: 0 approved or denied; 1 you answered no; 2 refused, or no such request.`,
 		Example: `  # The agent said: run celguard approve 7f3c2a1b
   celguard approve 7f3c2a1b
 
   # Approve that rule for that tool for the rest of the session
-  celguard approve 7f3c2a1b --session`,
+  celguard approve 7f3c2a1b --session
+
+  # Refuse it for the rest of the session, telling the agent why
+  celguard approve 7f3c2a1b --deny --note "not on main: open a pull request"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p.stdio = sio
@@ -140,7 +156,9 @@ Exit codes: 0 approved; 1 you answered no; 2 refused, or no such request.`,
 	}
 	cmd.Flags().BoolVar(&p.session, "session", false, "approve every call of the tool the rule asks about, for the rest of the session")
 	cmd.Flags().BoolVar(&p.always, "always", false, "approve this exact call for good: write an allow rule and its test into your policies")
-	cmd.MarkFlagsMutuallyExclusive("session", "always")
+	cmd.Flags().BoolVar(&p.deny, "deny", false, "deny the request: its exact call is refused for the rest of the session, and asks no more")
+	cmd.Flags().StringVar(&p.note, "note", "", "with --deny: what the agent reads with every refusal of the call")
+	cmd.MarkFlagsMutuallyExclusive("session", "always", "deny")
 	cmd.Flags().StringVar(&p.server, "server", "", "approve a request celguard serve recorded, on this server (http://HOST:PORT, https://..., unix:/path.sock), with --session-id and --approver-token-file")
 	cmd.Flags().StringVar(&p.sessionID, "session-id", "", "with --server: the session the refusal names")
 	cmd.Flags().StringVar(&p.tokenFile, "approver-token-file", "", "with --server: a file holding the server's approver token")
@@ -169,6 +187,12 @@ func runApprove(ctx context.Context, p approveParams) int {
 		fmt.Fprintf(p.stderr, "celguard approve: "+format+"\n", args...)
 		return exitUsage
 	}
+	if p.note != "" && !p.deny {
+		return fail("--note goes with --deny (an approval has no note)")
+	}
+	if p.deny {
+		return runDeny(ctx, p, fail)
+	}
 	if why := refuseInsideAgent("approve a request", p.stdin); why != "" {
 		return fail("%s", why)
 	}
@@ -181,6 +205,66 @@ func runApprove(ctx context.Context, p approveParams) int {
 		return approveServer(ctx, p, fail)
 	}
 	return approveLocal(ctx, p, fail)
+}
+
+// runDeny is `celguard approve ID --deny [--note TEXT]`: it answers the
+// request with a denial (eval.Session.Deny), in the hooks' state directory
+// or with --server on that celguard serve. A denial grants nothing, so it
+// needs no terminal and asks no question: the refusals of runApprove guard
+// what an agent could grant itself, and a denial only refuses.
+func runDeny(ctx context.Context, p approveParams, fail func(string, ...any) int) int {
+	ctx, cancel, err := p.begin(ctx, true)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer cancel()
+	if p.server != "" {
+		return denyServer(ctx, p, fail)
+	}
+	store, err := p.store()
+	if err != nil {
+		return fail("%v", err)
+	}
+	req, warnings, err := hooks.FindRequest(ctx, store, p.id)
+	for _, w := range warnings {
+		fmt.Fprintf(p.stderr, "celguard approve: warning: %s\n", w)
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	dn, err := hooks.Deny(ctx, store, req, "celguard approve --deny"+byUser(), p.note)
+	if err != nil {
+		return fail("%v", err)
+	}
+	fmt.Fprintf(p.stdout, "Denied %s: %s is refused for the rest of session %s%s.\n", dn.ID, decisionlog.MaskRequest(req.PendingRequest, nil).Summary, req.Session, noteSaid(dn.Note))
+	return exitOK
+}
+
+// byUser is " (NAME)" for the user running celguard, or "".
+func byUser() string {
+	if name := userName(); name != "" {
+		return " (" + name + ")"
+	}
+	return ""
+}
+
+// userName is the name of the user running celguard, or "" when it has
+// none fit for a record (empty, over 64 characters, not printable).
+func userName() string {
+	u, err := user.Current()
+	if err != nil || u.Username == "" || len(u.Username) > 64 ||
+		strings.ContainsFunc(u.Username, func(c rune) bool { return c < ' ' || c == 0x7f }) {
+		return ""
+	}
+	return u.Username
+}
+
+// noteSaid is how a denial's confirmation mentions its note.
+func noteSaid(note string) string {
+	if note == "" {
+		return " (no note: the agent is told only that you denied it)"
+	}
+	return ", and the agent reads your note: " + note
 }
 
 // approveLocal answers a request recorded in the hooks' state directory,

@@ -75,3 +75,25 @@ func approveServer(ctx context.Context, p approveParams, fail func(string, ...an
 		p.id, p.server, got.Grant.Scope, got.Grant.Rule, got.Grant.Summary)
 	return exitOK
 }
+
+// denyServer is `celguard approve ID --deny --server URL --session-id ID`:
+// the denial goes to the server's denial route (POST
+// /v1/sessions/{id}/denials) with the operator token, naming the user for
+// the server's decision log. The server answers a request answered already
+// 409 stale_request and an unknown one 404 no_such_request.
+func denyServer(ctx context.Context, p approveParams, fail func(string, ...any) int) int {
+	if p.sessionID == "" || p.tokenFile == "" {
+		return fail("--server needs --session-id (the session the refusal names) and --approver-token-file (the server's operator token)")
+	}
+	c, err := operatorClient(p.server, p.tokenFile)
+	if err != nil {
+		return fail("%v", err)
+	}
+	got, err := c.Deny(ctx, p.sessionID, p.id, p.note, userName(), "")
+	if err != nil {
+		return fail("%v", err)
+	}
+	fmt.Fprintf(p.stdout, "Denied %s on %s: %s is refused for the rest of session %s%s.\n",
+		p.id, p.server, decisionlog.MaskRequest(got.Request, nil).Summary, p.sessionID, noteSaid(got.Denial.Note))
+	return exitOK
+}

@@ -175,3 +175,63 @@ func TestServeApprovalsDisabled(t *testing.T) {
 		t.Fatalf("%s %q, want a deny saying approvals are disabled", d, r)
 	}
 }
+
+// TestDenyServer: `celguard approve ID --deny --server URL --session-id ID`
+// records a denial in the server's session (no terminal needed: it only
+// refuses); the identical call is then refused with the note every time and
+// makes no new request; the same denial again is stale_request, an unknown
+// id no_such_request, a wrong token unauthorized.
+func TestDenyServer(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "approver-token")
+	if err := os.WriteFile(tokenFile, []byte("approver-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad-token")
+	if err := os.WriteFile(bad, []byte("guess\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := serve.New(serve.Config{
+		Engine: celguard.Config{Sources: func() ([]policy.Source, error) {
+			return []policy.Source{policies.ToolClasses(), {Name: "asks.yaml", Data: []byte(serveAsk)}}, nil
+		}},
+		OperatorToken: "approver-secret",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	_, reason := codexPush(t, ts.URL)
+	m := regexp.MustCompile(`approval request ([0-9a-f]{8})`).FindStringSubmatch(reason)
+	if m == nil {
+		t.Fatalf("the ask's refusal names no request: %q", reason)
+	}
+	deny := func(id, token string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"approve", id, "--deny", "--server", ts.URL, "--session-id", "codex-1", "--approver-token-file", token}, args...), strings.NewReader(""), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	for _, tc := range []struct {
+		name, id, token, want string
+	}{
+		{"wrong token", m[1], bad, "unauthorized"},
+		{"unknown request", "00000000", tokenFile, "no_such_request"},
+	} {
+		if code, _, stderr := deny(tc.id, tc.token); code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, %q, want exit %d naming %s", tc.name, code, stderr, exitUsage, tc.want)
+		}
+	}
+	code, stdout, stderr := deny(m[1], tokenFile, "--note", "open a pull request instead")
+	if code != exitOK || !strings.Contains(stdout, "Denied "+m[1]) || !strings.Contains(stdout, "Bash: git push origin main") {
+		t.Fatalf("deny: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	for range 2 {
+		if d, r := codexPush(t, ts.URL); d != "deny" || !strings.Contains(r, "open a pull request instead") || strings.Contains(r, "approval request") {
+			t.Fatalf("the denied call retried: %s %q, want a deny with the note and no new request", d, r)
+		}
+	}
+	if code, _, stderr := deny(m[1], tokenFile); code != exitUsage || !strings.Contains(stderr, "stale_request") {
+		t.Fatalf("denied twice: exit %d, %q, want stale_request", code, stderr)
+	}
+}

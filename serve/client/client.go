@@ -276,6 +276,29 @@ func (c *Client) Approve(ctx context.Context, session, request string, scope eva
 		map[string]string{"request_id": request, "scope": string(scope)}, &a, MaxAnswer)
 }
 
+// Denied is the answer of Deny.
+type Denied struct {
+	Denial  eval.Denial         `json:"denial"`
+	Request eval.PendingRequest `json:"request"`
+}
+
+// Deny denies request of session (operator): its exact call is refused for
+// the rest of the session with note, and asks no more. operator names the
+// person for the decision log ("" for none); digest, when not "", is the
+// digest of the call the person was shown (another call answers 409
+// stale_request). A request answered already answers 409 stale_request, an
+// unknown one 404 no_such_request.
+func (c *Client) Deny(ctx context.Context, session, request, note, operator, digest string) (Denied, error) {
+	var d Denied
+	body := map[string]string{"request_id": request}
+	for k, v := range map[string]string{"note": note, "operator": operator, "digest": digest} {
+		if v != "" {
+			body[k] = v
+		}
+	}
+	return d, c.do(ctx, http.MethodPost, sessionPath(session, "/denials"), body, &d, MaxAnswer)
+}
+
 // Revoke takes back grant (or drops pending request) id of session
 // (operator).
 func (c *Client) Revoke(ctx context.Context, session, id string) error {

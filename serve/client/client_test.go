@@ -124,6 +124,22 @@ func TestClientAgainstServe(t *testing.T) {
 	if d, err := agent.Before(ctx, "s1", push); err != nil || d.Verdict != policy.Allow {
 		t.Fatalf("the approved call: %+v %v", d, err)
 	}
+	// A denial: the identical call is refused with the note, and asks no more.
+	d, err = agent.Before(ctx, "s1", push)
+	if err != nil || d.Approval == nil || d.Approval.Request == "" {
+		t.Fatalf("asked again: %+v %v", d, err)
+	}
+	var stale *client.Error
+	if _, err := op.Deny(ctx, "s1", d.Approval.Request, "", "", "another-digest"); !errors.As(err, &stale) || stale.Status != http.StatusConflict || stale.Code != serve.CodeStaleAnswer {
+		t.Fatalf("Deny of another call: %v, want 409 stale_request", err)
+	}
+	dn, err := op.Deny(ctx, "s1", d.Approval.Request, "not on main", "alice", "")
+	if err != nil || dn.Denial.ID != d.Approval.Request || dn.Denial.Note != "not on main" || dn.Denial.By != "alice (operator token)" {
+		t.Fatalf("Deny: %+v %v", dn, err)
+	}
+	if d, err := agent.Before(ctx, "s1", push); err != nil || d.Verdict != policy.Block || !strings.Contains(d.Reason, "not on main") {
+		t.Fatalf("the denied call: %+v %v", d, err)
+	}
 	_, err = op.Approve(ctx, "s1", "00000000", eval.GrantAlways)
 	var e *client.Error
 	if !errors.As(err, &e) || e.Status != http.StatusForbidden || e.Code != serve.CodeAlwaysRefused {
