@@ -259,9 +259,14 @@ func shellMatcher(f func(*shell.Command, string) bool) func(ref.Val, ref.Val) re
 		if s, ok := arg.(types.String); ok {
 			return types.Bool(f(c, string(s)))
 		}
-		list, lerr := stringList(arg)
-		if lerr != nil {
-			return lerr
+		// A list of Go strings (toolchain.runners, a variable's list
+		// literal converted once) is read in place, not copied.
+		list, native := arg.Value().([]string)
+		if !native {
+			var lerr ref.Val
+			if list, lerr = stringList(arg); lerr != nil {
+				return lerr
+			}
 		}
 		for _, s := range list {
 			if f(c, s) {

@@ -2,6 +2,7 @@ package stdlib
 
 import (
 	"strings"
+	"sync"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/cost"
@@ -140,7 +141,7 @@ func (l *Lib) toolchainFns() []*fnDef {
 				if !ok {
 					return types.MaybeNoSuchOverloadErr(v)
 				}
-				return types.NewStringList(adapter, toolchain.RunnersOf(string(s)))
+				return runnersVal(string(s))
 			},
 		}}},
 		{ns: "toolchain", name: "toolchain.analyze", version: 4, ovs: []*ovDef{{
@@ -316,4 +317,25 @@ func forEach(l traits.Lister, fn func(ref.Val)) {
 	for i := types.Int(0); i < n && i < 4096; i++ {
 		fn(l.Get(i))
 	}
+}
+
+// runnerLists holds the CEL list of toolchain.runners per ecosystem, built
+// on first use: a rule asks for the runners of every remembered write
+// before every shell call (workspace-executables' unproven_runs), and the
+// list of an ecosystem never changes.
+var runnerLists sync.Map // ecosystem -> ref.Val
+
+// runnersVal is toolchain.runners(p): toolchain.RunnersOf as a CEL list,
+// shared by every call for the files of one ecosystem.
+func runnersVal(p string) ref.Val {
+	f, ok := toolchain.Lookup(p)
+	if !ok {
+		return types.NewStringList(adapter, nil)
+	}
+	if v, ok := runnerLists.Load(f.Ecosystem); ok {
+		return v.(ref.Val)
+	}
+	v := types.NewStringList(adapter, toolchain.RunnersOf(p))
+	runnerLists.Store(f.Ecosystem, v)
+	return v
 }

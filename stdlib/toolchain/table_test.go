@@ -3,6 +3,7 @@ package toolchain
 import (
 	"flag"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -90,6 +91,29 @@ func TestRunners(t *testing.T) {
 		for _, r := range tc.not {
 			if slices.Contains(got, r) {
 				t.Errorf("RunnersOf(%q) has %q: %v", tc.path, r, got)
+			}
+		}
+	}
+}
+
+// TestRunnerWords: every runner is either one word, compared with a
+// command's program, or words separated by single spaces; one with a "/"
+// (./gradlew) has its program name in the same list. workspace-executables
+// passes a file's runners whole to shell.hasSubcommand and shell.hasPrefix,
+// which compare a one-word runner with the program, or with the path when
+// it has a "/": the program name in the list makes that the same decision.
+func TestRunnerWords(t *testing.T) {
+	lists := map[string][]string{"any": AnyRunners}
+	for e, l := range Runners {
+		lists[e] = append(slices.Clone(l), AnyRunners...)
+	}
+	for e, l := range lists {
+		for _, r := range l {
+			if r == "" || strings.Join(strings.Fields(r), " ") != r {
+				t.Errorf("runner %q of %s: not words separated by single spaces", r, e)
+			}
+			if !strings.Contains(r, " ") && strings.Contains(r, "/") && !slices.Contains(l, path.Base(r)) {
+				t.Errorf("runner %q of %s: %q is not in the same list", r, e, path.Base(r))
 			}
 		}
 	}
