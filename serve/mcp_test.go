@@ -361,14 +361,14 @@ func TestMCPGatewaySessions(t *testing.T) {
 	// The gateway's decisions are in the server's metrics, as host mcp.
 	metrics := string(f.do("GET", "/metrics", nil, "Authorization", "Bearer "+approverToken).body)
 	for _, want := range []string{
-		`celguard_decisions_total{host="mcp",policy="mcp-gateway",verdict="ask"} 3`,
-		`celguard_decisions_total{host="mcp",policy="mcp-gateway",verdict="block"} 3`,
+		`celguard_decisions_total{host="mcp",policy="mcp-gateway",rule="ask-deep-search",verdict="ask"} 3`,
+		`celguard_decisions_total{host="mcp",policy="mcp-gateway",rule="ask-deep-search",verdict="block"} 3`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
 		}
 	}
-	if !regexp.MustCompile(`celguard_decisions_total\{host="mcp",policy="",verdict="allow"\} [1-9]`).MatchString(metrics) {
+	if !regexp.MustCompile(`celguard_decisions_total\{host="mcp",policy="",rule="",verdict="allow"\} [1-9]`).MatchString(metrics) {
 		t.Errorf("/metrics lacks the gateway's allowed calls")
 	}
 	if n := status(); n != 2 {

@@ -48,7 +48,7 @@ type metrics struct {
 }
 
 // decisionLabels are the label values of celguard_decisions_total.
-type decisionLabels struct{ verdict, policy, host string }
+type decisionLabels struct{ verdict, policy, rule, host string }
 
 // requestLabels are the label values of celguard_http_requests_total.
 type requestLabels struct {
@@ -111,8 +111,8 @@ var latencyBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 
 func newMetrics(s *Server) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "celguard_decisions_total",
-		Help: "Decisions made, by verdict, deciding policy (empty: the default verdict or a fault) and host (api: the session API)."},
-		[]string{"verdict", "policy", "host"})
+		Help: "Decisions made, by verdict, deciding policy and rule (empty: the default verdict or a fault) and host (api: the session API)."},
+		[]string{"verdict", "policy", "rule", "host"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "celguard_decision_duration_seconds",
 		Help: "Time to decide one call, by host and phase.", Buckets: latencyBuckets}, []string{"host", "phase"})
 	m.hookLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "celguard_hook_request_duration_seconds",
@@ -156,7 +156,7 @@ func newMetrics(s *Server) *metrics {
 	m.reg.MustRegister(m.own...)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.decisionsBy.new = func(k decisionLabels) prometheus.Counter {
-		return m.decisions.WithLabelValues(k.verdict, k.policy, k.host)
+		return m.decisions.WithLabelValues(k.verdict, k.policy, k.rule, k.host)
 	}
 	m.latencyBy.new = func(k [2]string) prometheus.Observer { return m.latency.WithLabelValues(k[0], k[1]) }
 	m.hookLatencyBy.new = func(host string) prometheus.Observer { return m.hookLatency.WithLabelValues(host) }
@@ -175,7 +175,7 @@ func newMetrics(s *Server) *metrics {
 
 // decided counts one decision.
 func (m *metrics) decided(host string, d eval.Decision, took time.Duration) {
-	m.decisionsBy.of(decisionLabels{d.Verdict.String(), d.Policy, host}).Inc()
+	m.decisionsBy.of(decisionLabels{d.Verdict.String(), d.Policy, d.RuleID, host}).Inc()
 	m.latencyBy.of([2]string{host, d.Phase.String()}).Observe(took.Seconds())
 	if d.Code == CodeStoreUnavailable {
 		m.storeErrors.Inc()

@@ -549,8 +549,8 @@ func TestStatusHealthMetrics(t *testing.T) {
 	}
 	metrics := string(f.op("GET", "/metrics", nil).body)
 	for _, want := range []string{
-		`celguard_decisions_total{host="claude-code",policy="test",verdict="block"} 1`,
-		`celguard_decisions_total{host="api",policy="",verdict="allow"} 1`,
+		`celguard_decisions_total{host="claude-code",policy="test",rule="no-rm",verdict="block"} 1`,
+		`celguard_decisions_total{host="api",policy="",rule="",verdict="allow"} 1`,
 		`celguard_decision_duration_seconds_bucket{host="api",phase="before"`,
 		`celguard_hook_request_duration_seconds_count{host="claude-code"} 1`,
 		`celguard_store_errors_total 0`,

@@ -465,7 +465,7 @@ func (t *Telemetry) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) e
 		t.logs.Add(1)
 	}
 	t.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("verdict", rec.Verdict.String()),
-		attribute.String("policy", rec.Policy), attribute.String("host", who.AgentHost)))
+		attribute.String("policy", rec.Policy), attribute.String("rule", rec.RuleID), attribute.String("host", who.AgentHost)))
 	t.latency.Record(ctx, end.Sub(start).Seconds(), metric.WithAttributes(attribute.String("host", who.AgentHost),
 		attribute.String("phase", rec.Phase.String())))
 	if rec.Error != "" {
