@@ -160,6 +160,12 @@ func TestServeDecidesEachRepositoryAsItsHook(t *testing.T) {
 	var sp serveParams
 	sp.policies.paths, sp.policies.bundle = []string{pol}, "recommended"
 	sp.listen = "127.0.0.1:0"
+	// The test compares answers, not speed: under the race detector on a
+	// loaded CI machine a decision that first reaches a phase's rules (their
+	// expressions are decoded then) can pass serve's 5 s default and be
+	// answered deadline_exceeded while the in-process hook, with its own
+	// clock, decides (the CI run at c2516d2 saw it twice).
+	sp.timeout = time.Minute
 	cfg, err := sp.config(nil)
 	require.NoError(t, err)
 	cfg.Engine.HostFS = true // one machine: the hook's file system is the server's
@@ -228,6 +234,7 @@ func TestServeSessionAPIDecidesInTheCallsProject(t *testing.T) {
 	var sp serveParams
 	sp.policies.bundle = "recommended"
 	sp.listen = "127.0.0.1:0"
+	sp.timeout = time.Minute // answers, not speed (TestServeDecidesEachRepositoryAsItsHook)
 	cfg, err := sp.config(nil)
 	require.NoError(t, err)
 	cfg.Engine.HostFS = true
