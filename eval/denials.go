@@ -85,3 +85,15 @@ func (s *Session) Deny(ctx context.Context, id, by, note string) (Denial, Pendin
 	})
 	return dn, r, err
 }
+
+// Deny answers the pending request id with a denial in the state, as
+// Session.Deny does, for a program that holds a session's state but no
+// engine (the approve command). by says who denied it.
+func (st *SessionState) Deny(id, by, note string, now time.Time) (Denial, PendingRequest, error) {
+	b := st.book()
+	dn, r, err := b.deny(id, by, note, now)
+	if err == nil {
+		st.put(b)
+	}
+	return dn, r, err
+}

@@ -343,18 +343,6 @@ func (st *SessionState) Approve(id string, scope GrantScope, by string, now time
 	return g, r, err
 }
 
-// Deny answers the pending request id with a denial in the state, as
-// Session.Deny does, for a program that holds a session's state but no
-// engine (the approve command). by says who denied it.
-func (st *SessionState) Deny(id, by, note string, now time.Time) (Denial, PendingRequest, error) {
-	b := st.book()
-	dn, r, err := b.deny(id, by, note, now)
-	if err == nil {
-		st.put(b)
-	}
-	return dn, r, err
-}
-
 // Revoke forgets the grant, pending request or denial id in the state; it
 // reports whether there was one.
 func (st *SessionState) Revoke(id string) bool {
