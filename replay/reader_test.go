@@ -203,7 +203,7 @@ func TestHostTranscripts(t *testing.T) {
 					if ev.Call.Args["command"] != tc.command || ev.Call.ID == "" || ev.Session == "" || ev.Time.IsZero() {
 						t.Errorf("call %+v at %s", ev.Call, ev.Pos)
 					}
-					if !strings.HasPrefix(tc.glob, "gemini") && ev.Call.Cwd != "/e2e/work" {
+					if !strings.HasPrefix(tc.glob, "gemini") && ev.Call.Cwd != "/e2e/project" {
 						t.Errorf("cwd %q", ev.Call.Cwd)
 					}
 				}

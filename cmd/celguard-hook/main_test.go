@@ -67,8 +67,8 @@ func TestFallbackRelaysTheFullHook(t *testing.T) {
 	lean := besideFake(t, `echo "args: $*"; cat; echo "to stderr" >&2; exit 3`)
 	event := strings.Repeat(`{"hook_event_name":"Notification"}`, 5000) // more than a pipe holds
 	for _, env := range [][]string{
-		{"CELGUARD_DAEMON=off"},                       // the daemon is off
-		{"CELGUARD_TELEMETRY=otlp"},                   // the process is named in telemetry
+		{"CELGUARD_DAEMON=off"},                      // the daemon is off
+		{"CELGUARD_TELEMETRY=otlp"},                  // the process is named in telemetry
 		{"XDG_STATE_HOME=" + t.TempDir(), "HOME=/x"}, // no daemon
 	} {
 		for _, args := range [][]string{{"claude-code", "--policy", "/p.yaml"}, {"claude-code", "--server", "http://127.0.0.1:1"}, {"Bad/host"}} {

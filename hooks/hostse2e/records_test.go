@@ -86,6 +86,9 @@ func keepRecords(t *testing.T, hostName, scenario, root, home, decisions string)
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The work directory is /e2e/project: a path ending in /work/ reads
+		// as a machine's checkout.
+		data = bytes.ReplaceAll(data, []byte(filepath.Join(root, "work")), []byte("/e2e/project"))
 		data = bytes.ReplaceAll(data, []byte(root), []byte("/e2e"))
 		// The hosts also name the test's directories in their own forms:
 		// Claude Code's project directory (every other character a dash)
