@@ -86,7 +86,7 @@ func keepRecords(t *testing.T, hostName, scenario, root, home, decisions string)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The work directory is /e2e/project: a path ending in /work/ reads
+		// The work directory is /e2e/project: a "work" directory under the root reads
 		// as a machine's checkout.
 		data = bytes.ReplaceAll(data, []byte(filepath.Join(root, "work")), []byte("/e2e/project"))
 		data = bytes.ReplaceAll(data, []byte(root), []byte("/e2e"))
