@@ -2,7 +2,6 @@ package eval
 
 import (
 	"bytes"
-	"encoding/json"
 
 	"github.com/celguard/celguard/state"
 )
@@ -22,7 +21,7 @@ type snapshot struct {
 
 func (sn *snapshot) set(st SessionState) {
 	sn.st = st
-	sn.js, _ = json.Marshal(st)
+	sn.js, _ = encodeState(&st, nil)
 }
 
 // setJSON is set with the state's JSON already made.

@@ -2,7 +2,6 @@ package eval
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"time"
@@ -58,6 +57,9 @@ type storeSession struct {
 	// every decision it makes on a state restored fail-closed is marked,
 	// not only the first.
 	oneEvent bool
+	// memo keeps the encodings of the session state's parts that did not
+	// change from one commit to the next (stateenc.go).
+	memo stateMemo
 }
 
 // entry returns the shared entry of counter c's scope; the decision holds
@@ -268,7 +270,7 @@ func (s *Session) storeOps(writes *opStates) ([]state.Op, error) {
 	ops := make([]state.Op, 0, 1+len(st.entries))
 	cur := s.State()
 	op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-	js, err := json.Marshal(cur)
+	js, err := encodeState(&cur, &st.memo)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode the session state: %w", err)
 	}
@@ -288,7 +290,7 @@ func (s *Session) storeOps(writes *opStates) ([]state.Op, error) {
 		}
 		op := state.Op{Key: ent.key, Version: ent.version}
 		est := ent.state()
-		js, err := json.Marshal(est)
+		js, err := encodeState(&est, nil)
 		if err != nil {
 			return nil, fmt.Errorf("cannot encode the %s state: %w", ent.key, err)
 		}
@@ -347,7 +349,7 @@ func (s *Session) changeStored(ctx context.Context, change func() error) (uint64
 		cerr := change()
 		cur := s.State()
 		op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-		js, err := json.Marshal(cur)
+		js, err := encodeState(&cur, &st.memo)
 		if err != nil {
 			s.rollback()
 			return s.Turn(), fmt.Errorf("cannot encode the session state: %w", err)
