@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"strconv"
@@ -31,10 +32,9 @@ type stateMemo struct {
 	idJS []byte
 	// recent are the recent calls of the last encoding with their JSON,
 	// spare the slice the next encoding builds its own in.
-	recent, spare []recentMemo
-	// size is the length of the last encoding, the next one's first
-	// capacity.
-	size int
+	recent, spare []*recentMemo
+	// scratch is where the last encoding was made, kept for the next.
+	scratch []byte
 }
 
 // recentMemo is a recent call and its JSON.
@@ -55,11 +55,10 @@ func equalRecent(a, b *RecentCall) bool {
 // change since its last use (memo may be nil). The result is a new slice,
 // which the caller may hand to a store.
 func encodeState(st *SessionState, memo *stateMemo) ([]byte, error) {
-	size := 256
-	if memo != nil && memo.size > 0 {
-		size = memo.size + memo.size/8
+	var b []byte
+	if memo != nil {
+		b = memo.scratch[:0]
 	}
-	b := make([]byte, 0, size)
 	var err error
 	b = append(b, `{"id":`...)
 	if memo != nil && memo.idJS != nil && memo.id == st.ID {
@@ -80,10 +79,13 @@ func encodeState(st *SessionState, memo *stateMemo) ([]byte, error) {
 		return nil, err
 	}
 	b = append(b, '}')
-	if memo != nil {
-		memo.size = len(b)
+	if memo == nil {
+		return b, nil
 	}
-	return b, nil
+	// The encoding is made in the memo's scratch space and handed out in
+	// a slice of its own size, which a store keeps.
+	memo.scratch = b
+	return bytes.Clone(b), nil
 }
 
 // appendMembers appends the members of st from meta to labels.
@@ -194,11 +196,37 @@ func appendMember(b []byte, name string, v any) ([]byte, error) {
 	return appendJSON(append(b, name...), v)
 }
 
+// find is the memo's entry for r, the i-th recent call to encode, if it
+// has one that did not change. Calls keep their order from one encoding to
+// the next, the oldest leaving, so the search starts where r's is likely.
+func (memo *stateMemo) find(r *RecentCall, i int) *recentMemo {
+	if memo == nil {
+		return nil
+	}
+	n := len(memo.recent)
+	if n == 0 {
+		return nil
+	}
+	start := 0
+	if d := r.Seq - memo.recent[0].r.Seq; d < uint64(n) {
+		start = int(d)
+	} else if i < n {
+		start = i
+	}
+	for k := range n {
+		m := memo.recent[(start+k)%n]
+		if m.r.Seq == r.Seq && equalRecent(&m.r, r) {
+			return m
+		}
+	}
+	return nil
+}
+
 // appendRecent appends the recent calls' member, each call's JSON taken
 // from memo when the call did not change since memo's last encoding.
 func appendRecent(b []byte, rs []RecentCall, memo *stateMemo) ([]byte, error) {
 	b = append(b, `,"recent":[`...)
-	var next []recentMemo
+	var next []*recentMemo
 	if memo != nil {
 		next = memo.spare[:0]
 	}
@@ -207,17 +235,7 @@ func appendRecent(b []byte, rs []RecentCall, memo *stateMemo) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		hit := -1
-		if memo != nil {
-			for j := range memo.recent {
-				if m := &memo.recent[j]; m.r.Seq == r.Seq && equalRecent(&m.r, r) {
-					hit = j
-					break
-				}
-			}
-		}
-		if hit >= 0 {
-			m := memo.recent[hit]
+		if m := memo.find(r, i); m != nil {
 			b = append(b, m.js...)
 			next = append(next, m)
 			continue
@@ -230,7 +248,7 @@ func appendRecent(b []byte, rs []RecentCall, memo *stateMemo) ([]byte, error) {
 		if memo != nil {
 			kept := *r
 			kept.IDs = maps.Clone(r.IDs) // the memo's own: a later change of r's is a miss
-			next = append(next, recentMemo{r: kept, js: js})
+			next = append(next, &recentMemo{r: kept, js: js})
 		}
 	}
 	if memo != nil {

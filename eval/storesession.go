@@ -258,29 +258,31 @@ func (s *Session) storeFault(phase policy.Phase, tool, code, reason string) Deci
 	return refusal(phase, tool, code, reason, nil)
 }
 
-// opStates are the states a decision's ops write, by op (storeOps): on
+// opStates are the states a decision's shared ops write, by op
+// (storeOps; the session's own op, the first, keeps only its bytes): on
 // the caller's stack, not allocated per decision.
 type opStates [1 + len(sharedScopes)]SessionState
 
 // storeOps are the entries a decision of the session checks and writes:
-// its own, then its shared ones; writes receives the states the ops
-// write, by op.
+// its own, then its shared ones; writes receives the states the shared
+// ops write, by op.
 func (s *Session) storeOps(writes *opStates) ([]state.Op, error) {
 	st := s.st
 	ops := make([]state.Op, 0, 1+len(st.entries))
-	cur := s.State()
 	op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-	js, err := encodeState(&cur, &st.memo)
+	// Encoded from the session's own state, not a copy of it: the bytes
+	// are the snapshot the commit keeps (adopt), not the view.
+	s.mu.Lock()
+	view := s.stateLocked()
+	js, err := encodeState(&view, &st.memo)
+	overwrite := st.overwrite
+	s.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode the session state: %w", err)
 	}
-	s.mu.Lock()
-	overwrite := st.overwrite
-	s.mu.Unlock()
 	if st.version == "" || overwrite || !st.committed.same(js) {
 		op.Write = js
 	}
-	writes[0] = cur
 	ops = append(ops, op)
 	for i, ent := range st.entries {
 		if !st.counted[i] {
