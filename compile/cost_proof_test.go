@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -36,6 +38,15 @@ func TestProvenBounds(t *testing.T) {
 			require.True(t, ok)
 			upTo, bound := r.Condition.FastUpTo()
 			assert.Equal(t, tc.upTo, upTo)
+			// Linear programs run with Eval, not ContextEval (eval's exec):
+			// only a comprehension checks a context, and they have none.
+			assert.Equal(t, upTo == math.MaxUint64, r.Condition.Linear())
+			if r.Condition.Linear() {
+				assert.False(t, hasComprehension(r.Condition.AST()), "a linear program holds no comprehension")
+				for _, n := range []uint64{0, 1, compile.MaxProvenInput, math.MaxUint64} {
+					assert.True(t, r.Condition.Tracked() == r.Condition.For(n), "a linear program is the same program at every size")
+				}
+			}
 			if upTo > 0 && upTo < math.MaxUint64 {
 				assert.LessOrEqual(t, bound, set.Env().CostLimit())
 				assert.True(t, r.Condition.Tracked() != r.Condition.For(upTo), "a proven program has a second program without accounting")
@@ -46,4 +57,16 @@ func TestProvenBounds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hasComprehension reports whether a checked expression holds a
+// comprehension (a macro such as exists, all, map or filter, or cel.bind).
+func hasComprehension(ast *cel.Ast) bool {
+	found := false
+	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() == celast.ComprehensionKind {
+			found = true
+		}
+	}))
+	return found
 }

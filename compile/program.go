@@ -118,6 +118,15 @@ func (p *Program) FastUpTo() (n, bound uint64) {
 	return p.fastUpTo, p.bound
 }
 
+// Linear reports whether the expression can never run away: it holds no
+// comprehension and calls only functions linear in their input
+// (celenv.NeedsCostTracking is false). Such a program is evaluated without
+// cost accounting at every input size (For returns Tracked whatever n is),
+// and has nothing a context could interrupt: cel-go checks for
+// cancellation only between a comprehension's iterations, so evaluating it
+// under a context that can end is the same as evaluating it without one.
+func (p *Program) Linear() bool { return p.made().fastUpTo == math.MaxUint64 }
+
 // accounts reports whether the tracked program carries the cost accounting.
 func (p *Program) accounts() bool { return p.fastUpTo != math.MaxUint64 }
 

@@ -317,7 +317,17 @@ func (ev *evaluation) ResolveFunction(name string) (functions.LateBoundOp, bool)
 // exec evaluates a program against this call. With a context that can end,
 // evaluation is interruptible (comprehensions check it); with one that
 // cannot, the cheaper Eval is used (the cost limit still bounds the work).
+//
+// A linear program (compile.Program.Linear: no comprehension, only linear
+// functions) is the same program at every input size and has nothing to
+// interrupt, so it runs with Eval and without measuring the input: cel-go's
+// ContextEval would only add a cancellable child context per evaluation,
+// and the size walk builds the session's value.
 func (ev *evaluation) exec(p *compile.Program) (ref.Val, error) {
+	if p.Linear() {
+		out, _, err := p.Tracked().Eval(ev)
+		return out, err
+	}
 	prg := p.For(ev.inputSize())
 	var out ref.Val
 	var err error

@@ -60,6 +60,15 @@ type HostInfo struct {
 	ManagedNone string
 	// Events are the hook events celguard registers for.
 	Events []string
+	// Ignored are events of the host's protocol that celguard answers
+	// without deciding (KindIgnore: no policy, no session, no state but
+	// the state directory's periodic cleanup): the host's documented
+	// events it does not act on. The lean hook client answers these
+	// itself, from a table generated from this field
+	// (daemonwire.IgnoredAnswer, `go generate ./hooks/daemonwire`); any
+	// other event, ignored or not, it leaves to the daemon or to
+	// `celguard hook`.
+	Ignored []string
 	// NoHook says what the host does when a hook's command cannot start.
 	NoHook string
 
@@ -78,9 +87,10 @@ var hostTable = [...]HostInfo{
 			"darwin":  "/Library/Application Support/ClaudeCode/managed-settings.json",
 			"windows": `C:\Program Files\ClaudeCode\managed-settings.json`,
 		},
-		Events: []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd", "PermissionRequest"},
-		NoHook: "Claude Code then runs every call unguarded (a hook that cannot start is a non-blocking error)",
-		new:    func(opts Options) Host { return &hookSpecificHost{name: ClaudeCode, dialect: &claude{opts: opts}} },
+		Events:  []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd", "PermissionRequest"},
+		Ignored: []string{"Notification", "PreCompact", "SubagentStart", "SubagentStop"},
+		NoHook:  "Claude Code then runs every call unguarded (a hook that cannot start is a non-blocking error)",
+		new:     func(opts Options) Host { return &hookSpecificHost{name: ClaudeCode, dialect: &claude{opts: opts}} },
 	},
 	{
 		Name: Codex, Title: "Codex", Command: "codex", TestedVersion: "0.169.0",
@@ -103,18 +113,20 @@ var hostTable = [...]HostInfo{
 			"darwin":  "/Library/Application Support/GeminiCli/settings.json",
 			"windows": `C:\ProgramData\gemini-cli\settings.json`,
 		},
-		Events: []string{"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "SessionStart", "SessionEnd"},
-		NoHook: "Gemini CLI then refuses every call",
-		new:    func(opts Options) Host { return &gemini{opts: opts} },
+		Events:  []string{"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "SessionStart", "SessionEnd"},
+		Ignored: []string{"BeforeToolSelection", "Notification", "PreCompress"},
+		NoHook:  "Gemini CLI then refuses every call",
+		new:     func(opts Options) Host { return &gemini{opts: opts} },
 	},
 	{
 		Name: Cursor, Title: "Cursor", Command: "cursor-agent",
 		SettingsDir: ".cursor", SettingsFile: "hooks.json",
 		ManagedNone: "Cursor's enterprise hooks are deployed by its MDM or team dashboard; " +
 			"their file location is not verified against a Cursor binary, so celguard does not write it",
-		Events: []string{"beforeShellExecution", "beforeMCPExecution", "beforeReadFile", "afterShellExecution", "afterMCPExecution", "beforeSubmitPrompt", "stop"},
-		NoHook: "what Cursor then does is not verified",
-		new:    func(opts Options) Host { return &cursor{opts: opts} },
+		Events:  []string{"beforeShellExecution", "beforeMCPExecution", "beforeReadFile", "afterShellExecution", "afterMCPExecution", "beforeSubmitPrompt", "stop"},
+		Ignored: []string{"afterAgentResponse", "afterAgentThought", "afterFileEdit"},
+		NoHook:  "what Cursor then does is not verified",
+		new:     func(opts Options) Host { return &cursor{opts: opts} },
 	},
 	{
 		Name: Copilot, Title: "GitHub Copilot CLI", Command: "copilot", TestedVersion: "1.0.102",
@@ -130,9 +142,10 @@ var hostTable = [...]HostInfo{
 			"darwin":  "/etc/github-copilot/policy.d/celguard.json",
 			"windows": `C:\ProgramData\GitHub\Copilot\policy.d\celguard.json`,
 		},
-		Events: []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd"},
-		NoHook: "Copilot CLI then refuses every call (a PreToolUse command hook that exits non-zero denies it)",
-		new:    func(opts Options) Host { return &copilot{opts: opts} },
+		Events:  []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd"},
+		Ignored: []string{"Notification"},
+		NoHook:  "Copilot CLI then refuses every call (a PreToolUse command hook that exits non-zero denies it)",
+		new:     func(opts Options) Host { return &copilot{opts: opts} },
 	},
 	{
 		Name: OpenCode, Title: "OpenCode", Command: "opencode", TestedVersion: "1.18.33",
@@ -163,6 +176,7 @@ func HostTable() []HostInfo {
 	out := make([]HostInfo, len(hostTable))
 	for i, h := range hostTable {
 		h.Events = append([]string(nil), h.Events...)
+		h.Ignored = append([]string(nil), h.Ignored...)
 		h.Managed = maps.Clone(h.Managed)
 		out[i] = h
 	}
@@ -179,6 +193,7 @@ func LookupHost(name string) (HostInfo, error) {
 	for _, h := range hostTable {
 		if h.Name == name {
 			h.Events = append([]string(nil), h.Events...)
+			h.Ignored = append([]string(nil), h.Ignored...)
 			h.Managed = maps.Clone(h.Managed)
 			return h, nil
 		}

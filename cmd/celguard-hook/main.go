@@ -7,6 +7,11 @@
 // decision daemon, which `celguard hook` starts (docs/hooks.md, "The
 // decision daemon").
 //
+// An event celguard ignores (Claude Code's Notification, say) it answers
+// itself, without the daemon or celguard beside it, when it can prove
+// that answer is the full hook's (daemonwire.IgnoredAnswer, a table
+// generated from the host table).
+//
 // It uses the daemon's answer only when the daemon proves itself: the
 // answer carries an HMAC under the state directory's key over this call's
 // fresh nonce, and the manifest of the policy files it decided with is
@@ -42,6 +47,14 @@ var onFallback func(why string)
 // run answers one event; its result is the exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	input, rerr := io.ReadAll(io.LimitReader(stdin, daemonwire.MaxEvent+1))
+	if rerr == nil && len(input) <= daemonwire.MaxEvent {
+		if a, ok := ignored(args, input); ok {
+			trace(stderr, "answered here: an event celguard ignores")
+			_, _ = io.WriteString(stdout, a.Stdout)
+			_, _ = io.WriteString(stderr, a.Stderr)
+			return a.Exit
+		}
+	}
 	full, err := fullBinary()
 	if err != nil {
 		// No celguard to decide with: a broken installation, which
@@ -76,6 +89,31 @@ func trace(stderr io.Writer, what string) {
 	if os.Getenv("CELGUARD_HOOK_TRACE") == "1" {
 		fmt.Fprintf(stderr, "celguard-hook: %s\n", what)
 	}
+}
+
+// ignored is the answer to an event celguard ignores, given here: the
+// whole of what `celguard hook ARGS` does for it is to answer
+// (daemonwire.IgnoredAnswer) and to run the state directory's periodic
+// cleanup, which this process runs too. ok is false for anything it
+// cannot prove: a command line the lean client leaves to the full hook,
+// an event the generated table does not list, no state directory (on
+// which the full hook fails).
+func ignored(args []string, input []byte) (daemonwire.CommandAnswer, bool) {
+	ha, err := daemonwire.ParseHookArgs(args)
+	if err != nil {
+		return daemonwire.CommandAnswer{}, false
+	}
+	a, ok := daemonwire.IgnoredAnswer(ha.Host, input)
+	if !ok {
+		return daemonwire.CommandAnswer{}, false
+	}
+	sd, err := ha.StateStore()
+	if err != nil {
+		return daemonwire.CommandAnswer{}, false
+	}
+	// Its errors do not change the answer, in the full hook either.
+	_, _ = sd.MaybeCleanup()
+	return a, true
 }
 
 // ask asks the daemon of full for the answer.

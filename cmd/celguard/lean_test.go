@@ -4,6 +4,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/celguard/celguard/bundle"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/hooks/daemonwire"
 )
@@ -106,10 +109,14 @@ type answer struct {
 	stdout, stderr string
 	exit           int
 	daemon         bool   // the lean client used the daemon's answer
+	local          bool   // the lean client answered itself (an ignored event)
 	why            string // why not
 }
 
-const traceDaemon, traceFull = "celguard-hook: the daemon's answer\n", "celguard-hook: celguard hook decides: "
+const (
+	traceDaemon, traceFull = "celguard-hook: the daemon's answer\n", "celguard-hook: celguard hook decides: "
+	traceLocal             = "celguard-hook: answered here: an event celguard ignores\n"
+)
 
 // hook runs the lean client for host on ev in the repository.
 func (f *leanFixture) hook(host string, ev []byte) answer {
@@ -128,6 +135,8 @@ func (f *leanFixture) hook(host string, ev []byte) answer {
 	}
 	if rest, ok := strings.CutPrefix(a.stderr, traceDaemon); ok {
 		a.daemon, a.stderr = true, rest
+	} else if rest, ok := strings.CutPrefix(a.stderr, traceLocal); ok {
+		a.local, a.stderr = true, rest
 	} else if rest, ok := strings.CutPrefix(a.stderr, traceFull); ok {
 		a.why, a.stderr, _ = strings.Cut(rest, "\n")
 	}
@@ -210,7 +219,7 @@ func TestLeanClientAnswersAsTheHook(t *testing.T) {
 	f := newLeanFixture(t)
 	testdata, err := filepath.Abs(filepath.Join("..", "..", "hooks", "testdata"))
 	require.NoError(t, err)
-	first := f.hook("claude-code", []byte(`{"session_id":"start","hook_event_name":"Notification","message":"x"}`))
+	first := f.hook("claude-code", []byte(`{"session_id":"start","hook_event_name":"SessionEnd"}`))
 	assert.False(t, first.daemon, "no daemon yet")
 	f.waitDaemon()
 
@@ -218,7 +227,11 @@ func TestLeanClientAnswersAsTheHook(t *testing.T) {
 	for _, host := range hooks.Hosts() {
 		for _, pe := range parityEvents(t, testdata, host, f.repo, host+"-lean") {
 			got, want := f.hook(host, pe.data), f.inProcess(host, pe.data, refState)
-			assert.True(t, got.daemon, "%s/%s: decided by the daemon (not: %s)", host, pe.file, got.why)
+			if _, ignored := daemonwire.IgnoredAnswer(host, pe.data); ignored {
+				assert.True(t, got.local, "%s/%s: an ignored event is answered by the lean client itself (not: %s)", host, pe.file, got.why)
+			} else {
+				assert.True(t, got.daemon, "%s/%s: decided by the daemon (not: %s)", host, pe.file, got.why)
+			}
 			assertSameAnswer(t, want, got, host+"/"+pe.file)
 			if pe.file == "zz-make-deploy.json" {
 				assert.True(t, got.exit == 2 || strings.Contains(got.stdout, "deploy_refused") || strings.Contains(got.stdout, "Deploys go through"),
@@ -272,6 +285,9 @@ func TestLeanClientAnswersAsTheHook(t *testing.T) {
 		for _, pe := range parityEvents(t, testdata, "claude-code", f.repo, "gone") {
 			got, want := f.hook("claude-code", pe.data), f.inProcess("claude-code", pe.data, state)
 			assert.False(t, got.daemon)
+			if _, ignored := daemonwire.IgnoredAnswer("claude-code", pe.data); !ignored {
+				assert.False(t, got.local, pe.file)
+			}
 			assertSameAnswer(t, want, got, pe.file)
 		}
 	})
@@ -285,4 +301,215 @@ func assertSameAnswer(t *testing.T, want, got answer, what string) {
 	assert.Equal(t, want.exit, got.exit, "%s: exit code", what)
 	assert.Equal(t, norm(want.stdout), norm(got.stdout), "%s: stdout", what)
 	assert.Equal(t, norm(want.stderr), norm(got.stderr), "%s: stderr", what)
+}
+
+// TestLeanClientAnswersIgnoredEventsItself: every host's golden events
+// that celguard ignores are answered by the lean client alone (no daemon,
+// no celguard beside it) exactly as `celguard hook` answers them: stdout,
+// stderr and exit code, and the state directory's cleanup, which is the
+// full hook's only other effect. Whatever it cannot prove it leaves to
+// the full hook: without one beside it, that is the broken-installation
+// block.
+func TestLeanClientAnswersIgnoredEventsItself(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(leanBinary(t))
+	require.NoError(t, err)
+	lean := filepath.Join(dir, "celguard-hook")
+	require.NoError(t, os.WriteFile(lean, data, 0o755))
+	home := t.TempDir()
+	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"XDG_STATE_HOME="+filepath.Join(home, ".state"), "CELGUARD_DAEMON=", "CELGUARD_HOOK_TRACE=1")
+	runLean := func(args []string, ev []byte) answer {
+		cmd := exec.Command(lean, args...)
+		cmd.Env, cmd.Stdin = env, bytes.NewReader(ev)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		a := answer{}
+		if err := cmd.Run(); err != nil {
+			ee, ok := err.(*exec.ExitError)
+			require.True(t, ok, "%v", err)
+			a.exit = ee.ExitCode()
+		}
+		a.stdout, a.stderr = stdout.String(), stderr.String()
+		if rest, ok := strings.CutPrefix(a.stderr, traceLocal); ok {
+			a.local, a.stderr = true, rest
+		}
+		return a
+	}
+	runFull := func(args []string, ev []byte) answer {
+		t.Setenv("CELGUARD_DAEMON", "off")
+		t.Setenv("HOME", home)
+		t.Setenv("XDG_STATE_HOME", filepath.Join(home, ".state"))
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"hook"}, args...), bytes.NewReader(ev), &stdout, &stderr)
+		return answer{stdout: stdout.String(), stderr: stderr.String(), exit: code}
+	}
+	// A state directory with a session untouched for a month: the cleanup
+	// removes it.
+	oldSession := func(state string) string {
+		require.NoError(t, os.MkdirAll(state, 0o700))
+		p := filepath.Join(state, "s-old.json")
+		require.NoError(t, os.WriteFile(p, []byte("{}"), 0o600))
+		old := time.Now().Add(-30 * 24 * time.Hour)
+		require.NoError(t, os.Chtimes(p, old, old))
+		return p
+	}
+	testdata, err := filepath.Abs(filepath.Join("..", "..", "hooks", "testdata"))
+	require.NoError(t, err)
+	answered := 0
+	for _, host := range hooks.Hosts() {
+		h, err := hooks.New(host, hooks.Options{})
+		require.NoError(t, err)
+		files, err := filepath.Glob(filepath.Join(testdata, host, "*.json"))
+		require.NoError(t, err)
+		for _, file := range files {
+			ev, err := os.ReadFile(file)
+			require.NoError(t, err)
+			if dec, err := h.Decode(ev); err != nil || dec.Kind != hooks.KindIgnore {
+				continue
+			}
+			what := host + "/" + filepath.Base(file)
+			leanState, fullState := filepath.Join(t.TempDir(), "st"), filepath.Join(t.TempDir(), "st")
+			leanOld, fullOld := oldSession(leanState), oldSession(fullState)
+			got := runLean([]string{host, "--state-dir", leanState, "--approve"}, ev)
+			want := runFull([]string{host, "--state-dir", fullState, "--approve"}, ev)
+			assert.True(t, got.local, "%s: answered by the lean client alone: %+v", what, got)
+			assertSameAnswer(t, want, got, what)
+			for _, p := range []string{leanOld, fullOld} {
+				_, err := os.Stat(p)
+				assert.ErrorIs(t, err, os.ErrNotExist, "%s: the state directory's cleanup removed %s", what, p)
+				_, err = os.Stat(filepath.Join(filepath.Dir(p), ".last-cleanup"))
+				assert.NoError(t, err, "%s: the cleanup's marker", what)
+			}
+			answered++
+		}
+	}
+	assert.GreaterOrEqual(t, answered, 3, "golden ignored events (Claude Code's and Copilot CLI's Notification, Gemini CLI's PreCompress)")
+
+	notification := []byte(`{"session_id":"s","hook_event_name":"Notification","message":"m"}`)
+	t.Run("--keep-days 0 keeps every session, as the full hook does", func(t *testing.T) {
+		state := filepath.Join(t.TempDir(), "st")
+		old := oldSession(state)
+		got := runLean([]string{"claude-code", "--state-dir", state, "--keep-days", "0"}, notification)
+		assert.True(t, got.local)
+		assert.Equal(t, answer{local: true}, got)
+		assert.FileExists(t, old)
+	})
+	t.Run("what it cannot prove goes to the full hook", func(t *testing.T) {
+		state := t.TempDir()
+		for _, c := range []struct {
+			what string
+			args []string
+			ev   string
+		}{
+			{"a call", []string{"claude-code"}, `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`},
+			{"not JSON", []string{"claude-code"}, `{"hook_event_name":"Notification"`},
+			{"a field of another type", []string{"claude-code"}, `{"hook_event_name":"Notification","session_id":7}`},
+			{"an event the table does not list", []string{"claude-code"}, `{"session_id":"s","hook_event_name":"FutureEvent"}`},
+			{"a host the table does not know", []string{"vim"}, string(notification)},
+			{"a forwarding flag", []string{"claude-code", "--server", "http://127.0.0.1:1"}, string(notification)},
+			{"a decision log", []string{"claude-code", "--decision-log", filepath.Join(state, "log")}, string(notification)},
+			{"a flag it does not know", []string{"claude-code", "--verbose"}, string(notification)},
+			{"a bad flag value", []string{"claude-code", "--timeout", "0s"}, string(notification)},
+		} {
+			got := runLean(append(c.args, "--state-dir", state), []byte(c.ev))
+			assert.False(t, got.local, c.what)
+			assert.Equal(t, 2, got.exit, c.what)
+			assert.Contains(t, got.stderr, "no celguard beside", c.what)
+		}
+	})
+}
+
+// heldSource is a bundle source that serves one signed archive.
+type heldSource struct{ archive, envelope []byte }
+
+func (s heldSource) Fetch(context.Context, string, bundle.Limits) (*bundle.Fetched, error) {
+	return &bundle.Fetched{Archive: s.archive, Envelope: s.envelope, Tag: "t"}, nil
+}
+
+func (heldSource) String() string { return "held" }
+
+// TestLeanClientFollowsTheBundle is issue 26's bundle cliff: with a signed
+// bundle in force the daemon's answers carry a manifest of what the bundle
+// configuration consults, so the lean client uses them; another bundle put
+// in force, or the bundles file edited, decides the next call through the
+// lean client exactly as `celguard hook` decides it in process, and the
+// daemon answers again once it has read them.
+func TestLeanClientFollowsTheBundle(t *testing.T) {
+	f := newLeanFixture(t)
+	f.args = []string{"--state-dir", f.state} // every layer, the bundles with them
+	cfgDir := filepath.Join(f.home, ".config", "celguard")
+	require.NoError(t, os.MkdirAll(cfgDir, 0o700))
+	priv, pub, err := bundle.GenerateKey()
+	require.NoError(t, err)
+	key, err := bundle.ParseKey(priv)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "team.pub"), pub, 0o644))
+	_, other, err := bundle.GenerateKey()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "other.pub"), other, 0o644))
+	store := filepath.Join(f.home, "bundles")
+	conf := func(keyFile string) []byte {
+		return []byte(`{"bundles":[{"name":"team","source":"https://127.0.0.1:1/team","keys":["` + keyFile +
+			`"],"mandatory":true,"interval":"1h","state_dir":"` + store + `"}]}`)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "bundles.json"), conf("team.pub"), 0o644))
+	put := func(serial uint64, command string) {
+		t.Helper()
+		dir := t.TempDir()
+		policy := strings.NewReplacer("make deploy", command, "no-deploy", "team-rule", "deploy_refused", fmt.Sprintf("team_v%d", serial)).Replace(deployPolicy)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "team.yaml"), []byte(policy), 0o644))
+		b, err := bundle.Build(context.Background(), dir, bundle.BuildOptions{Name: "team", Version: fmt.Sprintf("v%d", serial), Serial: serial, Layer: "user"})
+		require.NoError(t, err)
+		env, err := bundle.Sign(context.Background(), b, nil, key)
+		require.NoError(t, err)
+		envJSON, err := json.Marshal(env)
+		require.NoError(t, err)
+		bcs, err := bundle.LoadConfig(filepath.Join(cfgDir, "bundles.json"))
+		require.NoError(t, err)
+		st, err := bcs[0].Store()
+		require.NoError(t, err)
+		_, err = st.Update(context.Background(), heldSource{b.Archive, envJSON})
+		require.NoError(t, err)
+	}
+	put(1, "make v1-only")
+
+	ev := []byte(`{"session_id":"bundle","cwd":"` + f.repo + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"npm test"},"tool_use_id":"t1"}`)
+	refState := t.TempDir()
+	// The daemon's first pull (its source is down) rewrites the store's
+	// file after its first read: the next read of the project's sources,
+	// two seconds on, records it.
+	untilDaemon := func() answer {
+		t.Helper()
+		for range 60 {
+			if a := f.hook("claude-code", ev); a.daemon {
+				return a
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		t.Fatal("the daemon's answers were never used with the bundle in force")
+		return answer{}
+	}
+	f.hook("claude-code", ev)
+	f.waitDaemon()
+	v1 := untilDaemon()
+	assertSameAnswer(t, f.inProcess("claude-code", ev, refState), v1, "bundle v1")
+	require.NotContains(t, v1.stdout, "deny")
+
+	put(2, "npm test")
+	v2 := f.hook("claude-code", ev)
+	assert.False(t, v2.daemon, "another bundle in force: the manifest is stale")
+	assert.Contains(t, v2.why, "the policies changed")
+	assert.Contains(t, v2.stdout, "team_v2", "decided with bundle v2")
+	assertSameAnswer(t, f.inProcess("claude-code", ev, refState), v2, "bundle v2")
+	again := untilDaemon()
+	assert.Contains(t, again.stdout, "team_v2")
+
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "bundles.json"), conf("other.pub"), 0o644))
+	edited := f.hook("claude-code", ev)
+	assert.False(t, edited.daemon, "the bundles file edited: the manifest is stale")
+	assert.Contains(t, edited.stdout, "bundle_unavailable", "no bundle verifies with the key now named, and it is mandatory")
+	assertSameAnswer(t, f.inProcess("claude-code", ev, refState), edited, "bundles file edited")
+	again = untilDaemon()
+	assert.Contains(t, again.stdout, "bundle_unavailable")
 }

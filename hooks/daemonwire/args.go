@@ -186,3 +186,21 @@ func (a HookArgs) DaemonArgs(stateDir string) []string {
 	return append(out, "--timeout", a.Timeout.String(), "--keep-days", strconv.Itoa(a.KeepDays),
 		"--max-state-bytes", strconv.FormatInt(a.MaxStateBytes, 10))
 }
+
+// StateStore is the state directory `celguard hook` with a's flags keeps
+// its sessions in: --state-dir or statedir.DefaultStateDir, its files
+// capped at --max-state-bytes, kept --keep-days (0: never removed).
+func (a HookArgs) StateStore() (*statedir.Dir, error) {
+	dir := a.StateDir
+	if dir == "" {
+		var err error
+		if dir, err = statedir.DefaultStateDir(); err != nil {
+			return nil, err
+		}
+	}
+	sd := &statedir.Dir{Dir: dir, MaxBytes: a.MaxStateBytes, MaxAge: time.Duration(a.KeepDays) * 24 * time.Hour}
+	if a.KeepDays == 0 {
+		sd.MaxAge = -1
+	}
+	return sd, nil
+}

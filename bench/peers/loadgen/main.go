@@ -15,6 +15,17 @@
 //	celguard-hook  POST /v1/hooks/claude-code (Claude Code's PreToolUse)
 //	opa            POST /v1/data/celguard/bench/decision
 //
+// Two more targets, not in the default list, calibrate the account of a
+// request (BENCHMARKS.md): what the generator and the transport cost
+// without any decision. Both answer every request with the same fixed
+// allow, read the whole body first, and are not checked against the
+// engine (they decide nothing):
+//
+//	raw            a TCP server that parses the request by hand (the
+//	               generator's own cost, with loopback's syscalls)
+//	null           net/http's server with a handler that reads the body
+//	               and writes the fixed answer (net/http's floor)
+//
 //	go run ./loadgen -duration 5s -c 1,4,16,64
 package main
 
@@ -121,6 +132,14 @@ func run(duration time.Duration, levels string, names []string, storeURL, client
 		want[i] = v
 	}
 
+	rawURL, err := startRaw()
+	if err != nil {
+		return err
+	}
+	nullURL, err := startNull()
+	if err != nil {
+		return err
+	}
 	celURL, err := startCelguard(ctx, storeURL)
 	if err != nil {
 		return err
@@ -152,6 +171,8 @@ func run(duration time.Duration, levels string, names []string, storeURL, client
 		}
 	}
 	all := map[string]target{
+		"raw":  {name: "raw", url: rawURL, path: func(int) string { return "/" }, body: func(_, i int) []byte { return apiBodies[i] }},
+		"null": {name: "null", url: nullURL, path: func(int) string { return "/" }, body: func(_, i int) []byte { return apiBodies[i] }},
 		"celguard-api": {name: "celguard-api", url: celURL,
 			path: func(w int) string { return "/v1/sessions/w" + strconv.Itoa(w) + "/before" },
 			body: func(_, i int) []byte { return apiBodies[i] },
@@ -263,6 +284,9 @@ func load(t target, c int, d time.Duration, want []string, clientKind string, re
 				if err != nil || status != 200 {
 					fail(fmt.Errorf("HTTP %d %v: %s", status, err, b))
 					continue
+				}
+				if t.verdict == nil {
+					continue // a calibration target: it decides nothing
 				}
 				v, err := t.verdict(b)
 				if err != nil {
@@ -458,4 +482,75 @@ func startOPA(ctx context.Context) (string, error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return "", fmt.Errorf("OPA did not listen within a minute")
+}
+
+// fixedAnswer is the answer of the calibration targets raw and null.
+const fixedAnswer = `{"verdict":"allow"}` + "\n"
+
+// startNull serves fixedAnswer with net/http's server: the handler reads
+// the whole body and writes the answer, as a handler that decided nothing
+// would. It measures net/http's server with no decision.
+func startNull() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header()["Content-Type"] = []string{"application/json"}
+		_, _ = io.WriteString(w, fixedAnswer)
+	})
+	go func() { _ = (&http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}).Serve(ln) }()
+	return "http://" + ln.Addr().String(), nil
+}
+
+// startRaw serves fixedAnswer over TCP with no HTTP library: a goroutine
+// per connection reads the request line and headers up to the blank line,
+// the Content-Length bytes of the body, and writes a fixed response. It
+// measures the generator and loopback's system calls with (almost) no
+// server.
+func startRaw() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+		strconv.Itoa(len(fixedAnswer)) + "\r\n\r\n" + fixedAnswer)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				br := bufio.NewReaderSize(conn, 16<<10)
+				for {
+					n := -1
+					for {
+						line, err := br.ReadSlice('\n')
+						if err != nil {
+							return
+						}
+						if len(line) <= 2 {
+							break
+						}
+						if k, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
+							n, _ = strconv.Atoi(string(bytes.TrimSpace(k)))
+						}
+					}
+					if n < 0 {
+						return
+					}
+					if _, err := br.Discard(n); err != nil {
+						return
+					}
+					if _, err := conn.Write(resp); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), nil
 }
