@@ -232,8 +232,8 @@ func (g *Guard) Digest() string {
 
 // SourcesManifest is what the set in force was read from, and that set's
 // digest, read together (Config.Manifests): nil when there is none (not
-// asked for, the files changed while they were read, a bundle in force,
-// the last read failed). A manifest is never changed once made: a caller
+// asked for, the files or the bundle configuration changed while they
+// were read, the last read failed). A manifest is never changed once made: a caller
 // that gets the same pointer before and after a decision knows that no
 // Reload put another set in force in between.
 func (g *Guard) SourcesManifest() (*daemonwire.Manifest, string) {

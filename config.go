@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 
 	"github.com/celguard/celguard/bundle"
 	"github.com/celguard/celguard/celenv"
@@ -275,17 +276,24 @@ func (c Config) Select() (*policies.Discovery, error) {
 
 // selectManifest is Select and, with Manifests, the manifest of what it
 // read: a snapshot of the paths it consults taken before and after it
-// reads them, kept only when both agree (nothing changed while it read)
-// and no bundle is in force (a bundle's sources come from the state
-// directory's store, verified against keys and times: not a manifest's
-// business). Without a manifest a client that reads no policy decides
-// another way.
+// reads them, kept only when both agree (nothing changed while it read).
+// With bundles configured the paths include each bundle's key files and
+// store file (bundle.LayerConfig.Paths: the bundle in force is verified
+// from them and nothing else), the bundles files being there already;
+// the bundles are read again after the second snapshot, and a
+// configuration that names other files by then leaves no manifest.
+// Without a manifest a client that reads no policy decides another way.
 func (c Config) selectManifest() (*policies.Discovery, *daemonwire.Manifest, error) {
 	if !c.Manifests {
 		d, err := c.Select()
 		return d, nil, err
 	}
 	roots, rerr := c.watchRoots()
+	var bundleRoots []daemonwire.Root
+	if rerr == nil {
+		bundleRoots, rerr = c.bundleRoots()
+	}
+	roots = append(roots, bundleRoots...)
 	var before *daemonwire.Manifest
 	if rerr == nil {
 		before, rerr = daemonwire.Snapshot(roots)
@@ -294,14 +302,34 @@ func (c Config) selectManifest() (*policies.Discovery, *daemonwire.Manifest, err
 	if err != nil || rerr != nil {
 		return d, nil, err
 	}
-	if bcs, err := c.BundleConfigs(); err != nil || len(bcs) > 0 {
-		return d, nil, nil
-	}
 	after, err := daemonwire.Snapshot(roots)
 	if err != nil || !after.Equal(before) {
 		return d, nil, nil
 	}
+	if again, err := c.bundleRoots(); err != nil || !slices.Equal(again, bundleRoots) {
+		return d, nil, nil
+	}
 	return d, after, nil
+}
+
+// bundleRoots are the files the bundles configured read from, besides
+// the bundles files (bundle.LayerConfig.Paths), each with its content.
+func (c Config) bundleRoots() ([]daemonwire.Root, error) {
+	bcs, err := c.BundleConfigs()
+	if err != nil {
+		return nil, err
+	}
+	var out []daemonwire.Root
+	for i := range bcs {
+		paths, err := bcs[i].Paths()
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range paths {
+			out = append(out, daemonwire.Root{Path: p, Tree: true})
+		}
+	}
+	return out, nil
 }
 
 // watchRoots are the paths Select consults (policies.WatchRoots), with the

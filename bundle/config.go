@@ -234,16 +234,45 @@ func (c *LayerConfig) Store() (*Store, error) {
 	if err := tp.check(); err != nil {
 		return nil, err
 	}
-	dir := c.StateDir
-	if dir == "" {
-		var err error
-		if dir, err = DefaultStateDir(c.Layer); err != nil {
-			return nil, err
-		}
-	} else {
-		dir = c.path(dir)
+	dir, err := c.stateDir()
+	if err != nil {
+		return nil, err
 	}
 	return &Store{Dir: dir, Name: c.Name, Layer: c.Layer, Trust: tp, RootOwned: c.admin()}, nil
+}
+
+// stateDir is the directory of c's store.
+func (c *LayerConfig) stateDir() (string, error) {
+	if c.StateDir == "" {
+		return DefaultStateDir(c.Layer)
+	}
+	return c.path(c.StateDir), nil
+}
+
+// Paths are the files, besides the bundles file c came from, that what c
+// contributes to its layer (Decide) is read from: its key files and its
+// store's file, absolute. Decide reads nothing else: no clock, no network
+// (pulls write the store's file; Decide verifies what is in it again on
+// every read), so the same bytes, owners and modes in these files and the
+// bundles file give the same Decider. A snapshot of them tells a reader
+// that does not verify bundles itself (the lean hook client) whether the
+// bundle in force changed.
+func (c *LayerConfig) Paths() ([]string, error) {
+	var out []string
+	for _, k := range c.Keys {
+		out = append(out, c.path(k))
+	}
+	dir, err := c.stateDir()
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, (&Store{Dir: dir, Name: c.Name}).file())
+	for i, p := range out {
+		if out[i], err = filepath.Abs(p); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // OpenSource returns c's source, with an HTTP client that trusts CAFile too.

@@ -61,7 +61,8 @@ type sessionFacts struct {
 	// number of the latest call (recent.go).
 	recent []RecentCall
 	seq    uint64
-	// recentVals are the CEL values of recent, made once each.
+	// recentVals are the CEL values of recent, made once each when first
+	// read (nil until then).
 	recentVals []any
 	// writes are the files written, least recently written first, and
 	// writesEvicted says an unproven one left or was never kept (writes.go).

@@ -184,7 +184,7 @@ func (e *Engine) setHalt(ctx context.Context, scope policy.Scope, id string, h *
 	for try := 0; try < se.retries; try++ {
 		w := ent.state()
 		w.Halted = h
-		js, err := json.Marshal(w)
+		js, err := encodeState(&w, nil)
 		if err != nil {
 			return err
 		}

@@ -174,7 +174,7 @@ func (f *sessionFacts) noteRecent(phase policy.Phase, call Call, res *Result, d 
 				call.ID == "" && waiting && r.Tool == clip(call.Tool, maxRecentName) && r.Digest == digest {
 				r.Status = status
 				if i < len(f.recentVals) {
-					f.recentVals[i] = r.value()
+					f.recentVals[i] = nil // made again when next read
 				}
 				return true
 			}
@@ -213,7 +213,7 @@ func (f *sessionFacts) pushRecent(r RecentCall) {
 	}
 	f.recent = append(f.recent, r)
 	if len(f.recentVals) == len(f.recent)-1 {
-		f.recentVals = append(f.recentVals, r.value())
+		f.recentVals = append(f.recentVals, nil) // made when first read
 	} else {
 		f.recentVals = nil
 	}
@@ -234,13 +234,16 @@ func (f *sessionFacts) restoreRecent(rs []RecentCall, seq uint64) {
 }
 
 // recentValue is session.recent: a list of maps, oldest first. Each
-// entry's map is made once (recentVals) and again only when its status
-// changes, so a decision does not rebuild the list.
+// entry's map is made when first read (recentVals, nil until then) and
+// again only after its status changes, so a decision does not rebuild the
+// list, and a set that never reads session.recent never makes one.
 func (f *sessionFacts) recentValue() []any {
 	if len(f.recentVals) != len(f.recent) {
 		f.recentVals = make([]any, len(f.recent))
-		for i, r := range f.recent {
-			f.recentVals[i] = r.value()
+	}
+	for i, v := range f.recentVals {
+		if v == nil {
+			f.recentVals[i] = f.recent[i].value()
 		}
 	}
 	return slices.Clone(f.recentVals)

@@ -222,18 +222,46 @@ type KeyCount struct {
 func (s *Session) State() SessionState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := SessionState{ID: s.id, Meta: maps.Clone(s.meta), Turn: s.turn}
+	st := s.stateLocked()
+	st.Meta = maps.Clone(s.meta)
 	delete(st.Meta, "id")
-	if s.halt != nil {
-		h := *s.halt
+	if st.Halted != nil {
+		h := *st.Halted
 		st.Halted = &h
 	}
-	st.Counters = exportCounters(s.counters)
-	for k := range s.book.remembered {
-		st.Approvals = append(st.Approvals, k)
+	st.Requests, st.Grants, st.Denials = slices.Clone(st.Requests), slices.Clone(st.Grants), slices.Clone(st.Denials)
+	st.Labels, st.Writes = slices.Clone(st.Labels), slices.Clone(st.Writes)
+	if len(st.Recent) > 0 {
+		rs := make([]RecentCall, len(st.Recent))
+		for i, r := range st.Recent {
+			r.IDs = maps.Clone(r.IDs)
+			rs[i] = r
+		}
+		st.Recent = rs
 	}
-	slices.Sort(st.Approvals)
-	st.Requests, st.Grants, st.Denials = slices.Clone(s.book.requests), slices.Clone(s.book.grants), slices.Clone(s.book.denials)
+	return st
+}
+
+// stateLocked is the session's state as State returns it, except that it
+// shares the session's own halt, approval book, labels, recent calls and
+// writes, and has no metadata but the session's own (nil when it has only
+// its id): a view to encode at once (storeOps), never to keep. The caller
+// holds s.mu.
+func (s *Session) stateLocked() SessionState {
+	st := SessionState{ID: s.id, Turn: s.turn, Halted: s.halt}
+	if _, id := s.meta["id"]; len(s.meta) > 1 || len(s.meta) == 1 && !id {
+		st.Meta = maps.Clone(s.meta)
+		delete(st.Meta, "id")
+	}
+	st.Counters = exportCounters(s.counters)
+	if len(s.book.remembered) > 0 {
+		st.Approvals = make([]string, 0, len(s.book.remembered))
+		for k := range s.book.remembered {
+			st.Approvals = append(st.Approvals, k)
+		}
+		slices.Sort(st.Approvals)
+	}
+	st.Requests, st.Grants, st.Denials = s.book.requests, s.book.grants, s.book.denials
 	for _, k := range s.judgedOrder {
 		st.Judgments = append(st.Judgments, s.judged[k])
 	}
@@ -241,13 +269,9 @@ func (s *Session) State() SessionState {
 		st.Saturated = s.sat.export()
 	}
 	st.RefusedCalls = s.refused.export()
-	st.Labels, st.LabelsLost = slices.Clone(s.facts.labels), s.facts.over
-	for _, r := range s.facts.recent {
-		r.IDs = maps.Clone(r.IDs)
-		st.Recent = append(st.Recent, r)
-	}
-	st.RecentSeq = s.facts.seq
-	st.Writes, st.WritesEvicted = slices.Clone(s.facts.writes), s.facts.writesEvicted
+	st.Labels, st.LabelsLost = s.facts.labels, s.facts.over
+	st.Recent, st.RecentSeq = s.facts.recent, s.facts.seq
+	st.Writes, st.WritesEvicted = s.facts.writes, s.facts.writesEvicted
 	st.Stream = s.stream
 	return st
 }

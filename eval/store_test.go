@@ -1,8 +1,11 @@
 package eval_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -277,4 +280,118 @@ rules:
 	require.NoError(t, err)
 	assert.Equal(t, policy.Block, d.Verdict, "model kept from the second event, mode from this one")
 	assert.Contains(t, string(st.written), `"model":"opus"`)
+}
+
+// recordStore is a store in memory that keeps, beside every state it was
+// given, a copy of it as it was given, and fails every commit while err
+// is set.
+type recordStore struct {
+	err      error
+	entries  map[state.Key]state.Entry
+	given    [][]byte // the bytes of every write, as the store holds them
+	asGiven  [][]byte // their copies when they were given
+	versions int
+}
+
+func (f *recordStore) Commit(_ context.Context, ops []state.Op) (bool, []state.Entry, error) {
+	if f.err != nil {
+		return false, nil, f.err
+	}
+	if f.entries == nil {
+		f.entries = map[state.Key]state.Entry{}
+	}
+	cur := make([]state.Entry, len(ops))
+	for _, op := range ops {
+		if e := f.entries[op.Key]; e.Version != op.Version {
+			for j, op := range ops {
+				cur[j] = f.entries[op.Key]
+			}
+			return false, cur, nil
+		}
+	}
+	for i, op := range ops {
+		e := f.entries[op.Key]
+		if op.Write != nil {
+			f.versions++
+			e = state.Entry{Version: fmt.Sprint("v", f.versions), State: op.Write}
+			f.entries[op.Key] = e
+			f.given, f.asGiven = append(f.given, op.Write), append(f.asGiven, bytes.Clone(op.Write))
+		}
+		cur[i].Version = e.Version
+	}
+	return true, cur, nil
+}
+
+func (f *recordStore) Delete(context.Context, state.Key) error { return nil }
+func (f *recordStore) Close() error                            { return nil }
+
+// TestStoreRollbackToCommitted: a decision the store cannot settle rolls
+// the session back to the state last committed, which a decision keeps as
+// the bytes it gave the store: counters, recent calls and labels are what
+// they were after the last commit, and the next commit goes on from there.
+// No state a store was given changes afterwards.
+func TestStoreRollbackToCommitted(t *testing.T) {
+	ctx := context.Background()
+	set := mustSet(t, map[string]string{"c.yaml": `
+counters:
+  - name: calls
+    phase: before
+    scope: session
+    key: 'tool'
+    increment_when: 'true'
+rules:
+  - id: tag
+    match: {tools: [Write]}
+    condition: 'true'
+    verdict: allow
+    labels: {add: [wrote]}
+  - id: cap
+    condition: 'counters.calls >= 100'
+    verdict: block
+`})
+	rs := &recordStore{}
+	eng, err := eval.New(set, eval.WithStore(rs))
+	require.NoError(t, err)
+	s := eng.NewSession("s", map[string]any{"repository": "r"})
+	calls := []eval.Call{
+		{Tool: "Bash", Args: map[string]any{"command": "ls", "issue_id": 7}},
+		{Tool: "Write", Args: map[string]any{"file_path": "a.go", "content": "x"}},
+		{Tool: "Bash", Args: map[string]any{"command": "<b>&amp;</b>"}},
+	}
+	for _, c := range calls {
+		d, err := s.Before(ctx, c)
+		require.NoError(t, err)
+		require.True(t, d.Allowed(), "%+v", d)
+	}
+	_, err = s.After(ctx, calls[0], eval.Result{Content: "ok"})
+	require.NoError(t, err)
+	committed, err := json.Marshal(s.State())
+	require.NoError(t, err)
+	for _, part := range []string{`"wrote"`, `"issue_id":"7"`, `"status":"ok"`, `"count":2`} {
+		require.Contains(t, string(committed), part)
+	}
+
+	rs.err = errors.New("connection refused")
+	for _, c := range calls {
+		d, err := s.Before(ctx, c)
+		require.NoError(t, err)
+		assert.Equal(t, eval.CodeStoreUnavailable, d.Code)
+		got, _ := json.Marshal(s.State())
+		assert.JSONEq(t, string(committed), string(got), "rolled back to the committed state")
+	}
+
+	rs.err = nil
+	d, err := s.Before(ctx, calls[1])
+	require.NoError(t, err)
+	require.True(t, d.Allowed())
+	st := s.State()
+	assert.EqualValues(t, 4, st.RecentSeq, "one call recorded after the rollback")
+	assert.Equal(t, "Write", st.Recent[len(st.Recent)-1].Tool)
+	assert.EqualValues(t, 2, st.Counters["c/calls"].Keys[0].Count, "Write counted once more")
+	for i := range rs.given {
+		assert.Equal(t, rs.asGiven[i], rs.given[i], "write %d changed after it was given", i)
+	}
+	last := rs.entries[state.Key{Scope: policy.ScopeSession, ID: "s"}].State
+	want, _ := json.Marshal(st)
+	assert.Equal(t, string(want), string(last), "the store holds json.Marshal's bytes")
 }

@@ -14,19 +14,42 @@ import (
 // storesession.go runs and commits the decisions.
 
 // snapshot is a state as committed, with its JSON, which a decision's
-// state is compared with to know whether it changed.
+// state is compared with to know whether it changed. A decision's commit
+// keeps only the JSON (setEncoded), the bytes the store was given: the
+// state is decoded from them when a decision rolls back to it (state),
+// as another replica reading the entry would decode it, so that no
+// decision copies the session's state to commit it.
 type snapshot struct {
 	st SessionState
-	js []byte
+	// encoded says st is not decoded yet from js.
+	encoded bool
+	js      []byte
 }
 
 func (sn *snapshot) set(st SessionState) {
-	sn.st = st
-	sn.js, _ = json.Marshal(st)
+	sn.st, sn.encoded = st, false
+	sn.js, _ = encodeState(&st, nil)
 }
 
 // setJSON is set with the state's JSON already made.
-func (sn *snapshot) setJSON(st SessionState, js []byte) { sn.st, sn.js = st, js }
+func (sn *snapshot) setJSON(st SessionState, js []byte) { sn.st, sn.encoded, sn.js = st, false, js }
+
+// setEncoded is the state js encodes, decoded only when state asks.
+func (sn *snapshot) setEncoded(js []byte) { sn.st, sn.encoded, sn.js = SessionState{}, true, js }
+
+// state is the snapshot's state, decoded from its JSON if need be; ok is
+// false when it does not decode (it always does: it was encoded from a
+// state), and the state is then empty.
+func (sn *snapshot) state() (st *SessionState, ok bool) {
+	if sn.encoded {
+		var dec SessionState
+		if err := json.Unmarshal(sn.js, &dec); err != nil {
+			return &SessionState{}, false
+		}
+		sn.st, sn.encoded = dec, false
+	}
+	return &sn.st, true
+}
 
 // same reports whether js, a state's JSON, is the snapshot's state, as a
 // store keeps it.
@@ -45,7 +68,7 @@ func (s *Session) adopt(ops []state.Op, writes *opStates, cur []storedEntry, ok 
 			if ok {
 				st.version = c.Version
 				if op.Write != nil {
-					st.committed.setJSON(writes[i], op.Write)
+					st.committed.setEncoded(op.Write)
 					s.mu.Lock()
 					st.overwrite = false
 					s.mu.Unlock()
@@ -105,12 +128,17 @@ func (s *Session) adoptSession(c storedEntry) {
 // the states last committed (or kept locally).
 func (s *Session) rollback() {
 	st := s.st
-	base := &st.committed.st
-	if st.local != nil {
-		base = st.local
+	base, ok := st.local, true
+	if base == nil {
+		base, ok = st.committed.state()
 	}
 	s.mu.Lock()
 	s.restore(*base)
+	if !ok {
+		// Not reached: the snapshot was encoded from a state. Were it
+		// not to decode, the session would go on fail-closed.
+		s.failClosed(nil, "the committed session state does not decode")
+	}
 	s.mu.Unlock()
 	for i, ent := range st.entries {
 		if st.counted[i] {

@@ -2,7 +2,6 @@ package eval
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"time"
@@ -58,6 +57,9 @@ type storeSession struct {
 	// every decision it makes on a state restored fail-closed is marked,
 	// not only the first.
 	oneEvent bool
+	// memo keeps the encodings of the session state's parts that did not
+	// change from one commit to the next (stateenc.go).
+	memo stateMemo
 }
 
 // entry returns the shared entry of counter c's scope; the decision holds
@@ -256,29 +258,31 @@ func (s *Session) storeFault(phase policy.Phase, tool, code, reason string) Deci
 	return refusal(phase, tool, code, reason, nil)
 }
 
-// opStates are the states a decision's ops write, by op (storeOps): on
+// opStates are the states a decision's shared ops write, by op
+// (storeOps; the session's own op, the first, keeps only its bytes): on
 // the caller's stack, not allocated per decision.
 type opStates [1 + len(sharedScopes)]SessionState
 
 // storeOps are the entries a decision of the session checks and writes:
-// its own, then its shared ones; writes receives the states the ops
-// write, by op.
+// its own, then its shared ones; writes receives the states the shared
+// ops write, by op.
 func (s *Session) storeOps(writes *opStates) ([]state.Op, error) {
 	st := s.st
 	ops := make([]state.Op, 0, 1+len(st.entries))
-	cur := s.State()
 	op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-	js, err := json.Marshal(cur)
+	// Encoded from the session's own state, not a copy of it: the bytes
+	// are the snapshot the commit keeps (adopt), not the view.
+	s.mu.Lock()
+	view := s.stateLocked()
+	js, err := encodeState(&view, &st.memo)
+	overwrite := st.overwrite
+	s.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode the session state: %w", err)
 	}
-	s.mu.Lock()
-	overwrite := st.overwrite
-	s.mu.Unlock()
 	if st.version == "" || overwrite || !st.committed.same(js) {
 		op.Write = js
 	}
-	writes[0] = cur
 	ops = append(ops, op)
 	for i, ent := range st.entries {
 		if !st.counted[i] {
@@ -288,7 +292,7 @@ func (s *Session) storeOps(writes *opStates) ([]state.Op, error) {
 		}
 		op := state.Op{Key: ent.key, Version: ent.version}
 		est := ent.state()
-		js, err := json.Marshal(est)
+		js, err := encodeState(&est, nil)
 		if err != nil {
 			return nil, fmt.Errorf("cannot encode the %s state: %w", ent.key, err)
 		}
@@ -347,7 +351,7 @@ func (s *Session) changeStored(ctx context.Context, change func() error) (uint64
 		cerr := change()
 		cur := s.State()
 		op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-		js, err := json.Marshal(cur)
+		js, err := encodeState(&cur, &st.memo)
 		if err != nil {
 			s.rollback()
 			return s.Turn(), fmt.Errorf("cannot encode the session state: %w", err)

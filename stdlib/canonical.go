@@ -47,7 +47,25 @@ func Canonical(v ref.Val) (string, error) {
 
 // CanonicalNative is Canonical for a Go value (for example tool-call arguments
 // decoded from JSON), converted with cel-go's default type adapter.
+//
+// A value made only of what a JSON decoder produces (nil, bool, float64,
+// string, []any and map[string]any: tool-call arguments) is written
+// directly, without converting it to CEL values first; the bytes are the
+// same (TestCanonicalNativeDifferential, FuzzCanonicalNative).
 func CanonicalNative(v any) (string, error) {
+	var b strings.Builder
+	if ok, err := writeNative(&b, v, 0); ok {
+		if err != nil {
+			return "", err
+		}
+		return b.String(), nil
+	}
+	return canonicalAdapted(v)
+}
+
+// canonicalAdapted is CanonicalNative through cel-go's default type
+// adapter, for every Go value it converts.
+func canonicalAdapted(v any) (string, error) {
 	val := types.DefaultTypeAdapter.NativeToValue(v)
 	if types.IsError(val) {
 		return "", fmt.Errorf("canonical: %v", val)
@@ -105,6 +123,60 @@ func writeCanonical(b *strings.Builder, v ref.Val, depth int) error {
 		return fmt.Errorf("canonical: unsupported value of type %s", v.Type())
 	}
 	return nil
+}
+
+// writeNative writes the canonical form of v as writeCanonical writes the
+// CEL value cel-go's default type adapter makes of it, when v holds only
+// nil, bool, float64, string, []any and map[string]any; ok is false, and
+// what b holds is to be discarded, when it holds anything else. err is
+// writeCanonical's error for the same value (only nesting can fail).
+func writeNative(b *strings.Builder, v any, depth int) (ok bool, err error) {
+	if depth > maxCanonicalDepth {
+		return true, errors.New("canonical: value nested more than 64 levels deep")
+	}
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case float64:
+		writeDouble(b, x)
+	case string:
+		writeString(b, x)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if ok, err := writeNative(b, e, depth+1); !ok || err != nil {
+				return ok, err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		var small [8]string
+		keys := small[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, k)
+			b.WriteByte(':')
+			if ok, err := writeNative(b, x[k], depth+1); !ok || err != nil {
+				return ok, err
+			}
+		}
+		b.WriteByte('}')
+	default:
+		return false, nil
+	}
+	return true, nil
 }
 
 func writeMap(b *strings.Builder, m traits.Mapper, depth int) error {

@@ -6,8 +6,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/benchdata"
 	"github.com/celguard/celguard/internal/redistest"
+	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/state"
 	"github.com/celguard/celguard/store"
 )
@@ -80,3 +83,48 @@ func BenchmarkDecision(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStream is the decision of celguard serve's session API on the
+// peers workload (bench/peers/loadgen's celguard-api target) without the
+// network: the 20-rule policy over benchdata.Stream, one session, before
+// each call, on the engine's own state and on a memory store (serve's
+// default). The difference is the store path's cost per decision: the
+// session state's encoding, the commit and the adoption of its answer.
+//
+//	go test -c -o store.test ./store && scripts/instr.sh ./store.test 'Stream/memory'
+func BenchmarkStream(b *testing.B) {
+	set, err := compile.Compile([]policy.Source{benchdata.Source20()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	calls := benchdata.Stream(1000)
+	for _, sc := range []struct {
+		name string
+		opts []eval.Option
+	}{
+		{"none", nil},
+		{"memory", []eval.Option{eval.WithStore(store.NewMemory(store.DefaultTTL))}},
+	} {
+		b.Run(sc.name, func(b *testing.B) {
+			eng, err := eval.New(set, append(sc.opts, eval.WithApprover(approveAll))...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := eng.NewSession("w0", nil)
+			ctx := context.Background()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := s.Before(ctx, calls[i%len(calls)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// approveAll answers every ask with an approval, as loadgen's server does.
+var approveAll = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
+	return eval.Approval{Answer: eval.Approve}, nil
+})

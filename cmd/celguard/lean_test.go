@@ -4,6 +4,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/celguard/celguard/bundle"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/hooks/daemonwire"
 )
@@ -415,4 +418,98 @@ func TestLeanClientAnswersIgnoredEventsItself(t *testing.T) {
 			assert.Contains(t, got.stderr, "no celguard beside", c.what)
 		}
 	})
+}
+
+// heldSource is a bundle source that serves one signed archive.
+type heldSource struct{ archive, envelope []byte }
+
+func (s heldSource) Fetch(context.Context, string, bundle.Limits) (*bundle.Fetched, error) {
+	return &bundle.Fetched{Archive: s.archive, Envelope: s.envelope, Tag: "t"}, nil
+}
+
+func (heldSource) String() string { return "held" }
+
+// TestLeanClientFollowsTheBundle is issue 26's bundle cliff: with a signed
+// bundle in force the daemon's answers carry a manifest of what the bundle
+// configuration consults, so the lean client uses them; another bundle put
+// in force, or the bundles file edited, decides the next call through the
+// lean client exactly as `celguard hook` decides it in process, and the
+// daemon answers again once it has read them.
+func TestLeanClientFollowsTheBundle(t *testing.T) {
+	f := newLeanFixture(t)
+	f.args = []string{"--state-dir", f.state} // every layer, the bundles with them
+	cfgDir := filepath.Join(f.home, ".config", "celguard")
+	require.NoError(t, os.MkdirAll(cfgDir, 0o700))
+	priv, pub, err := bundle.GenerateKey()
+	require.NoError(t, err)
+	key, err := bundle.ParseKey(priv)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "team.pub"), pub, 0o644))
+	_, other, err := bundle.GenerateKey()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "other.pub"), other, 0o644))
+	store := filepath.Join(f.home, "bundles")
+	conf := func(keyFile string) []byte {
+		return []byte(`{"bundles":[{"name":"team","source":"https://127.0.0.1:1/team","keys":["` + keyFile +
+			`"],"mandatory":true,"interval":"1h","state_dir":"` + store + `"}]}`)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "bundles.json"), conf("team.pub"), 0o644))
+	put := func(serial uint64, command string) {
+		t.Helper()
+		dir := t.TempDir()
+		policy := strings.NewReplacer("make deploy", command, "no-deploy", "team-rule", "deploy_refused", fmt.Sprintf("team_v%d", serial)).Replace(deployPolicy)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "team.yaml"), []byte(policy), 0o644))
+		b, err := bundle.Build(context.Background(), dir, bundle.BuildOptions{Name: "team", Version: fmt.Sprintf("v%d", serial), Serial: serial, Layer: "user"})
+		require.NoError(t, err)
+		env, err := bundle.Sign(context.Background(), b, nil, key)
+		require.NoError(t, err)
+		envJSON, err := json.Marshal(env)
+		require.NoError(t, err)
+		bcs, err := bundle.LoadConfig(filepath.Join(cfgDir, "bundles.json"))
+		require.NoError(t, err)
+		st, err := bcs[0].Store()
+		require.NoError(t, err)
+		_, err = st.Update(context.Background(), heldSource{b.Archive, envJSON})
+		require.NoError(t, err)
+	}
+	put(1, "make v1-only")
+
+	ev := []byte(`{"session_id":"bundle","cwd":"` + f.repo + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"npm test"},"tool_use_id":"t1"}`)
+	refState := t.TempDir()
+	// The daemon's first pull (its source is down) rewrites the store's
+	// file after its first read: the next read of the project's sources,
+	// two seconds on, records it.
+	untilDaemon := func() answer {
+		t.Helper()
+		for range 60 {
+			if a := f.hook("claude-code", ev); a.daemon {
+				return a
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		t.Fatal("the daemon's answers were never used with the bundle in force")
+		return answer{}
+	}
+	f.hook("claude-code", ev)
+	f.waitDaemon()
+	v1 := untilDaemon()
+	assertSameAnswer(t, f.inProcess("claude-code", ev, refState), v1, "bundle v1")
+	require.NotContains(t, v1.stdout, "deny")
+
+	put(2, "npm test")
+	v2 := f.hook("claude-code", ev)
+	assert.False(t, v2.daemon, "another bundle in force: the manifest is stale")
+	assert.Contains(t, v2.why, "the policies changed")
+	assert.Contains(t, v2.stdout, "team_v2", "decided with bundle v2")
+	assertSameAnswer(t, f.inProcess("claude-code", ev, refState), v2, "bundle v2")
+	again := untilDaemon()
+	assert.Contains(t, again.stdout, "team_v2")
+
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "bundles.json"), conf("other.pub"), 0o644))
+	edited := f.hook("claude-code", ev)
+	assert.False(t, edited.daemon, "the bundles file edited: the manifest is stale")
+	assert.Contains(t, edited.stdout, "bundle_unavailable", "no bundle verifies with the key now named, and it is mandatory")
+	assertSameAnswer(t, f.inProcess("claude-code", ev, refState), edited, "bundles file edited")
+	again = untilDaemon()
+	assert.Contains(t, again.stdout, "bundle_unavailable")
 }

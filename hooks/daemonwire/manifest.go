@@ -28,7 +28,9 @@ import (
 // call (policies.WatchRoots: the user's and the project's policy
 // directories, the guard directories, the trust store, the admin layer
 // and the directories above it, the .git entries that find the project
-// root, the bundle configuration files, the call's work directory). For
+// root, the bundle configuration files and, for each bundle configured,
+// its key files and its store's file (bundle.LayerConfig.Paths), the
+// call's work directory). For
 // each root the snapshot records where it resolves (symbolic links), and
 // what it is: absent, a symbolic link and its target (followed), a
 // directory with its mode and owner and, for a tree, the listing and every

@@ -62,8 +62,8 @@ const (
 
 // NoManifest is HeaderManifest's value when a policy decided and the
 // daemon has no manifest of its sources (they changed while they were
-// read, a bundle is in force, the files are too many): a client that
-// cannot compute the digest itself must decide elsewhere.
+// read, the files are too many): a client that cannot compute the digest
+// itself must decide elsewhere.
 const NoManifest = "-"
 
 // NonceBytes is the length of a nonce.

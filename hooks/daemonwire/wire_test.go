@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/celguard/celguard/store/statedir"
@@ -172,4 +173,40 @@ func FuzzParseAnswer(f *testing.F) {
 			t.Fatalf("exit %d accepted", a.Exit)
 		}
 	})
+}
+
+// TestAcceptForgedBundleManifest: the manifest of a set with a bundle in
+// force names the bundle's store file; once another bundle is in force
+// there, an answer whose manifest was rewritten to leave the store out
+// (so that its snapshot would still check) or to carry the new store's
+// sum is refused: the MAC covers the manifest.
+func TestAcceptForgedBundleManifest(t *testing.T) {
+	root, roots := tree(t)
+	storeFile := filepath.Join(root, "team.bundle.json")
+	write(t, storeFile, `{"serial":1}`)
+	withStore := append(roots, Root{Path: storeFile, Tree: true})
+	m, err := Snapshot(withStore)
+	must(t, err)
+	key, nonce, h, body := answerFixture(t, m.Encode())
+	if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, body); err != nil {
+		t.Fatal(err)
+	}
+	write(t, storeFile, `{"serial":2}`)
+	if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, body); err == nil {
+		t.Fatal("a manifest of another bundle was accepted")
+	}
+	without, err := Snapshot(roots)
+	must(t, err)
+	now, err := Snapshot(withStore)
+	must(t, err)
+	for name, forged := range map[string]*Manifest{"the store left out": without, "the new store's sum": now} {
+		if forged.Check() != nil {
+			t.Fatalf("%s: the forgery does not even check", name)
+		}
+		h2 := h.Clone()
+		h2.Set(HeaderManifest, forged.Encode())
+		if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h2, body); err == nil || !strings.Contains(err.Error(), "MAC") {
+			t.Errorf("%s: accepted (%v)", name, err)
+		}
+	}
 }
