@@ -408,7 +408,7 @@ dur() { awk -v d="$1" 'BEGIN {
   else if (d ~ /ns$/) { sub(/ns$/, "", d); print d / 1e6 } else if (d ~ /^[0-9.]+s$/) { sub(/s$/, "", d); print d * 1000 } else print "nan" }'; }
 lg() { awk -v t="$1" -v c="$2" -v f="$3" '$1 == t && $2 == c {print $f}' "$O/loadgen.txt"; }
 
-echo "# Issue 26, the hook's cost: scripts/bench-hook.sh$( ((quick)) && echo " --quick")"
+echo "**Issue 26, the hook's cost: \`scripts/bench-hook.sh$( ((quick)) && echo " --quick")\`**, $(date -u +%Y-%m-%d)"
 echo
 echo "- commit: $commit"
 echo "- $gover; $(nproc) CPUs; $(uname -sr)"
