@@ -6,12 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/gob"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/celguard/celguard/internal/atomicfile"
+	"github.com/celguard/celguard/internal/gobuildid"
 	"github.com/celguard/celguard/store/statedir"
 )
 
@@ -48,9 +50,27 @@ const (
 type SetCache struct {
 	dir string
 	key *statedir.Key
-	// build identifies the binary (its path, size and modification
-	// time): a file written by another build is never read.
+	// build identifies the binary (BinaryIdentity): a file written by
+	// another build is never read.
 	build string
+}
+
+// BinaryIdentity identifies the executable at exe for the compiled-set
+// cache: its Go build ID (internal/gobuildid), which names the build by
+// the hash of its inputs and output, so that the cache survives a copy, a
+// reinstall or a touch of the same build and never serves another; for an
+// executable without one (not ELF, or built with an empty -buildid), its
+// path, size and modification time. "" when exe cannot be read (then no set
+// is cached).
+func BinaryIdentity(exe string) string {
+	if id, err := gobuildid.Read(exe); err == nil {
+		return "go-build-id\x00" + id
+	}
+	fi, err := os.Stat(exe)
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	return fmt.Sprintf("file\x00%s\x00%d\x00%d", exe, fi.Size(), fi.ModTime().UnixNano())
 }
 
 // setCacheFile is one file of the cache.

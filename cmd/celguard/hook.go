@@ -371,19 +371,15 @@ func hookConfig(sel selection, dopts decisionOptions, sd *statedir.Dir) (celguar
 }
 
 // binaryIdentity identifies this celguard binary for the compiled-set
-// cache: its path, size and modification time, so that a set compiled by
-// another build is never replayed; "" when it cannot be found (then no set
-// is cached).
+// cache (hooks.BinaryIdentity: its Go build ID, else its path, size and
+// modification time), so that a set compiled by another build is never
+// replayed; "" when it cannot be found (then no set is cached).
 func binaryIdentity() string {
 	exe, err := os.Executable()
 	if err != nil {
 		return ""
 	}
-	fi, err := os.Stat(exe)
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf("%s\x00%d\x00%d", exe, fi.Size(), fi.ModTime().UnixNano())
+	return hooks.BinaryIdentity(exe)
 }
 
 // hookLoadError is the error the hook answers with when its engine cannot
