@@ -5,6 +5,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/common/overloads"
 	"cel.dev/cel-go/common/types"
@@ -205,7 +206,7 @@ func longest(lits []string) string {
 func required(re *syntax.Regexp) []string {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 {
+		if !exactLiteral(re) {
 			return nil
 		}
 		return []string{string(re.Rune)}
@@ -225,7 +226,7 @@ func required(re *syntax.Regexp) []string {
 			}
 		}
 		for _, sub := range re.Sub {
-			if sub.Op == syntax.OpLiteral && sub.Flags&syntax.FoldCase == 0 {
+			if sub.Op == syntax.OpLiteral && exactLiteral(sub) {
 				run.WriteString(string(sub.Rune))
 				continue
 			}
@@ -236,4 +237,13 @@ func required(re *syntax.Regexp) []string {
 		return out
 	}
 	return nil
+}
+
+// exactLiteral reports whether a literal node matches exactly the bytes of
+// its UTF-8 encoding, so that strings.Contains may stand in for it: not when
+// it folds case, and not when it holds U+FFFD, which the regexp engine also
+// matches against any byte that is not valid UTF-8 (an input the encoded
+// literal's bytes do not appear in).
+func exactLiteral(re *syntax.Regexp) bool {
+	return re.Flags&syntax.FoldCase == 0 && !slices.Contains(re.Rune, utf8.RuneError)
 }

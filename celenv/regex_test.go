@@ -51,10 +51,13 @@ func TestRequiredLiterals(t *testing.T) {
 // The prefilter must never change an answer.
 func FuzzPrefilterAgreesWithRegexp(f *testing.F) {
 	for _, p := range []string{`rm\s+-[a-zA-Z]*r[a-zA-Z]*\s+/(\s|$)`, `git\s+push\s+.*(--force|-f)\b`, `(?i)SeCrEt`, `a+b{2,3}c`, `(ab)+|cd`, `^(ls|cat)\b`, `\.env(\.[a-z]+)?$`, `foo|bar`, `\b(?:sk-a[0-9]+|hf_[a-z]{3})`} {
-		for _, in := range []string{"", "rm -rf /", "git push --force", "secret", "aabbbc", "ababcd", "ls -la", "x/.env.local"} {
+		for _, in := range []string{"", "rm -rf /", "git push --force", "secret", "aabbbc", "ababcd", "ls -la", "x/.env.local", "a\xffb"} {
 			f.Add(p, in)
 		}
 	}
+	// U+FFFD in a pattern also matches a byte that is not valid UTF-8.
+	f.Add("\uFFFDab", "\xffab")
+	f.Add(`x\x{FFFD}+y`, "x\xff\xfey")
 	f.Fuzz(func(t *testing.T, pattern, in string) {
 		re, err := regexp.Compile(pattern)
 		if err != nil {

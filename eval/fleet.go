@@ -214,6 +214,11 @@ type storedEntry struct {
 // commit commits ops to the store within the store timeout, checking the
 // store answered for every op, and decodes the states it answered with.
 func (se *storedEngine) commit(ctx context.Context, ops []state.Op) (bool, []storedEntry, error) {
+	return se.commitInto(ctx, ops, nil)
+}
+
+// commitInto is commit, answering in out's array when it has room.
+func (se *storedEngine) commitInto(ctx context.Context, ops []state.Op, out []storedEntry) (bool, []storedEntry, error) {
 	cctx, cancel := context.WithTimeout(ctx, se.timeout)
 	defer cancel()
 	ok, cur, err := se.store.Commit(cctx, ops)
@@ -223,7 +228,11 @@ func (se *storedEngine) commit(ctx context.Context, ops []state.Op) (bool, []sto
 	if len(cur) != len(ops) {
 		return false, nil, fmt.Errorf("the store answered %d entries for %d", len(cur), len(ops))
 	}
-	out := make([]storedEntry, len(cur))
+	if cap(out) < len(cur) {
+		out = make([]storedEntry, len(cur))
+	}
+	out = out[:len(cur)]
+	clear(out)
 	for i, c := range cur {
 		out[i].Version, out[i].Fault = c.Version, c.Fault
 		if ok || c.State == nil {

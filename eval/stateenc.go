@@ -48,7 +48,7 @@ func equalRecent(a, b *RecentCall) bool {
 	return a.Seq == b.Seq && a.Turn == b.Turn && a.CallID == b.CallID && a.Tool == b.Tool &&
 		a.Verdict == b.Verdict && a.RuleID == b.RuleID && a.Code == b.Code && a.Digest == b.Digest &&
 		a.Summary == b.Summary && a.Status == b.Status && (a.IDs == nil) == (b.IDs == nil) &&
-		maps.Equal(a.IDs, b.IDs)
+		(len(a.IDs) == 0 && len(b.IDs) == 0 || maps.Equal(a.IDs, b.IDs))
 }
 
 // encodeState is json.Marshal(st), with memo's encodings of what did not

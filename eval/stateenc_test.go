@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -310,4 +311,34 @@ func FuzzEncodeState(f *testing.F) {
 			mutate(r, &st)
 		}
 	})
+}
+
+// TestEncodeStateAllocs: with its memo, encoding a session's state after
+// one call was recorded encodes that call alone: its JSON, its memo entry
+// and the encoding handed out (json.Marshal's reflection over the whole
+// state made 20 and more).
+func TestEncodeStateAllocs(t *testing.T) {
+	st := SessionState{ID: "s", Turn: 1}
+	for i := range MaxRecent {
+		st.RecentSeq++
+		st.Recent = append(st.Recent, RecentCall{Seq: st.RecentSeq, Turn: 1, Tool: "Bash", Verdict: "allow",
+			Digest: "0123456789abcdef", Summary: fmt.Sprint("ls ", i), Status: RecentPending})
+	}
+	memo := &stateMemo{}
+	if _, err := encodeState(&st, memo); err != nil {
+		t.Fatal(err)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		st.RecentSeq++
+		next := st.Recent[len(st.Recent)-1]
+		next.Seq = st.RecentSeq
+		copy(st.Recent, st.Recent[1:])
+		st.Recent[len(st.Recent)-1] = next
+		if _, err := encodeState(&st, memo); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 3 {
+		t.Errorf("%.1f allocations to encode a state with one new recent call, want at most 3", n)
+	}
 }

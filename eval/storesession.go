@@ -60,6 +60,11 @@ type storeSession struct {
 	// memo keeps the encodings of the session state's parts that did not
 	// change from one commit to the next (stateenc.go).
 	memo stateMemo
+	// ops and cur are a decision's ops and the store's answer (storeOps,
+	// decideStored), reused from one decision to the next: a store keeps
+	// nothing of its ops but their bytes (state.Store).
+	ops [1 + len(sharedScopes)]state.Op
+	cur [1 + len(sharedScopes)]storedEntry
 }
 
 // entry returns the shared entry of counter c's scope; the decision holds
@@ -185,8 +190,8 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 			defer ent.mu.Unlock()
 		}
 	}
-	st.answers = nil
-	defer func() { st.answers = nil }()
+	clear(st.answers) // the map is kept for the next decision
+	defer clear(st.answers)
 	for try := 0; ; try++ {
 		st.touched, st.strict = false, false
 		d, err := s.decideLocal(ctx, set, phase, call, res, io, opts)
@@ -198,7 +203,7 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 		var ok bool
 		var cur []storedEntry
 		if serr == nil {
-			ok, cur, serr = s.commitNoted(ctx, ops)
+			ok, cur, serr = s.commitNoted(ctx, ops, st.cur[:0])
 		}
 		if serr != nil {
 			if st.touched && !st.strict {
@@ -227,13 +232,13 @@ func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phas
 
 // commitNoted commits a decision's ops, noting the commit and its outcome
 // for the decision's event (DecisionEvent.Commits).
-func (s *Session) commitNoted(ctx context.Context, ops []state.Op) (bool, []storedEntry, error) {
+func (s *Session) commitNoted(ctx context.Context, ops []state.Op, out []storedEntry) (bool, []storedEntry, error) {
 	n := notesOf(ctx)
 	var start time.Time
 	if n != nil {
 		start = time.Now()
 	}
-	ok, cur, err := s.eng.stored.commit(ctx, ops)
+	ok, cur, err := s.eng.stored.commitInto(ctx, ops, out)
 	if n != nil {
 		outcome := StoreCommitted
 		switch {
@@ -268,7 +273,7 @@ type opStates [1 + len(sharedScopes)]SessionState
 // ops write, by op.
 func (s *Session) storeOps(writes *opStates) ([]state.Op, error) {
 	st := s.st
-	ops := make([]state.Op, 0, 1+len(st.entries))
+	ops := st.ops[:0]
 	op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
 	// Encoded from the session's own state, not a copy of it: the bytes
 	// are the snapshot the commit keeps (adopt), not the view.

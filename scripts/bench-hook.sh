@@ -62,6 +62,7 @@ loads=()
 say() {
   echo "bench-hook: $*" >&2
   loads+=("$(date -u +%H:%M:%S) $(cut -d' ' -f1-3 /proc/loadavg): $*")
+  maxload=$(awk -v m="${maxload:-0}" '{print ($1 > m) ? $1 : m}' /proc/loadavg)
 }
 die() { echo "bench-hook: FAIL: $*" >&2; exit 1; }
 
@@ -261,11 +262,19 @@ hf() {
     [ -n "$prep" ] && args+=(--prepare "$prep")
     dcalls=$((dcalls + d * (warm + n)))
   done
-  a0=$(answers)
-  hyperfine -N --style basic --warmup "$warm" --runs "$n" --export-json "$O/$out.json" "${args[@]}" >"$O/$out.txt" 2>&1 ||
-    die "hyperfine failed: $(tail -5 "$O/$out.txt")"
-  a1=$(answers)
-  (((a1 - a0) == dcalls)) || die "during $out the daemon answered $((a1 - a0)) events, expected $dcalls: some calls fell back to deciding in process"
+  # A group in which some call was not answered the way its row says
+  # (a lean client that could not reach the daemon in time and handed the
+  # event on) is run once more, and the report says so; twice fails.
+  for try in 1 2; do
+    a0=$(answers)
+    hyperfine -N --style basic --warmup "$warm" --runs "$n" --export-json "$O/$out.json" "${args[@]}" >"$O/$out.txt" 2>&1 ||
+      die "hyperfine failed: $(tail -5 "$O/$out.txt")"
+    a1=$(answers)
+    (((a1 - a0) == dcalls)) && return 0
+    echo "wall clock, $out: the daemon answered $((a1 - a0)) events, expected $dcalls; the group was run again" >>"$O/discarded.txt"
+    say "during $out the daemon answered $((a1 - a0)) events, expected $dcalls (try $try)"
+  done
+  die "during $out the daemon answered $((a1 - a0)) events, expected $dcalls, twice: some calls were not answered through the daemon"
 }
 say "wall clock: the daemon path ($runs runs each)"
 hf daemon "$runs" "${rows[@]}"
@@ -330,35 +339,50 @@ cgrows=(
 )
 say "instructions (callgrind, min of $cgruns)"
 : >"$O/instr.tsv"
+# cgrun NAME EVENT ENV CMD CHECK: one callgrind run; prints the count, or
+# fails (status 1) with why on stderr when the run is not the row's.
+cgrun() {
+  local name=$1 ev=$2 envs=$3 cmd=$4 chk=$5 a0 a1 n
+  case $chk in prep:*) sh -c "${chk#prep:}" ;; esac
+  a0=$(answers)
+  rm -f "$O"/cg.*.log
+  # shellcheck disable=SC2086 # envs and cmd are lists of words
+  if ! env $envs CELGUARD_HOOK_TRACE=1 GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+    --trace-children=yes --log-file="$O/cg.%p.log" $cmd <"$EV/$ev.json" >"$O/cg.out" 2>"$O/cg.err"; then
+    echo "valgrind failed: $(tail -2 "$O/cg.err" | tr '\n' ' ')" >&2
+    return 1
+  fi
+  a1=$(answers)
+  # Every process of the call, summed; one without a count is a lost run.
+  n=$(cat "$O"/cg.*.log | awk '/Command:/ {p++} /refs:/ {gsub(",", "", $4); n += $4; k++} END {if (k && k == p) print n}')
+  [ -n "$n" ] || { echo "a process without a count" >&2; return 1; }
+  case $name in bare*) ;; *) cmp -s "$O/cg.out" "$O/ref-$ev.out" || { echo "not the in-process answer: $(head -c 200 "$O/cg.out")" >&2; return 1; } ;; esac
+  case $chk in
+  trace1) grep -q "$viadaemon" "$O/cg.err" && (((a1 - a0) == 1)) ||
+    { echo "not answered through the daemon ($((a1 - a0)) daemon answers): $(tr '\n' ' ' <"$O/cg.err")" >&2; return 1; } ;;
+  trace0) grep -q "$viaself" "$O/cg.err" && (((a1 - a0) == 0)) ||
+    { echo "not answered by the lean client itself ($((a1 - a0)) daemon answers): $(tr '\n' ' ' <"$O/cg.err")" >&2; return 1; } ;;
+  daemon) (((a1 - a0) == 1)) || { echo "the daemon answered $((a1 - a0)) events, not 1" >&2; return 1; } ;;
+  *) (((a1 - a0) == 0)) || { echo "the daemon answered" >&2; return 1; } ;;
+  esac
+  echo "$n"
+}
+# Each row takes the minimum of $cgruns runs that are the row's; a run that
+# is not (under valgrind a lean client can miss the daemon's 200 ms connect
+# bound and hand the event on) is left out and listed in the report, with
+# at most 3 such runs per row.
 for r in "${cgrows[@]}"; do
   IFS='|' read -r name ev envs cmd chk <<<"$r"
-  best=
-  for _ in $(seq "$cgruns"); do
-    case $chk in prep:*) sh -c "${chk#prep:}" ;; esac
-    a0=$(answers)
-    # shellcheck disable=SC2086 # cmd is a command line
-    rm -f "$O"/cg.*.log
-    env $envs CELGUARD_HOOK_TRACE=1 GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-      --trace-children=yes --log-file="$O/cg.%p.log" $cmd <"$EV/$ev.json" >"$O/cg.out" 2>"$O/cg.err" ||
-      die "callgrind $name failed: $(tail -3 "$O/cg.err")"
-    a1=$(answers)
-    # Every process of the call (a fallback's too), summed.
-    n=$(cat "$O"/cg.*.log | awk '/refs:/ {gsub(",", "", $4); n += $4; k++} END {if (k) print n}')
-    [ -n "$n" ] || die "callgrind $name: no count in $(tail -3 "$O"/cg.*.log)"
-    case $name in bare*) ;; *) cmp -s "$O/cg.out" "$O/ref-$ev.out" || die "callgrind $name: not the in-process answer: $(head -c 300 "$O/cg.out")" ;; esac
-    case $chk in
-    trace1)
-      grep -q "$viadaemon" "$O/cg.err" || die "callgrind $name: not answered through the daemon: $(cat "$O/cg.err")"
-      (((a1 - a0) == 1)) || die "callgrind $name: the daemon answered $((a1 - a0)) events"
-      ;;
-    trace0)
-      grep -q "$viaself" "$O/cg.err" || die "callgrind $name: not answered by the lean client itself: $(cat "$O/cg.err")"
-      (((a1 - a0) == 0)) || die "callgrind $name: the daemon answered $((a1 - a0)) events"
-      ;;
-    daemon) (((a1 - a0) == 1)) || die "callgrind $name: the daemon answered $((a1 - a0)) events, not 1" ;;
-    *) (((a1 - a0) == 0)) || die "callgrind $name: the daemon answered" ;;
-    esac
-    if [ -z "$best" ] || ((n < best)); then best=$n; fi
+  best= ok=0 bad=0
+  while ((ok < cgruns)); do
+    if n=$(cgrun "$name" "$ev" "$envs" "$cmd" "$chk" 2>"$O/cg.why"); then
+      ok=$((ok + 1))
+      if [ -z "$best" ] || ((n < best)); then best=$n; fi
+    else
+      bad=$((bad + 1))
+      echo "instructions, $name: a run left out: $(cat "$O/cg.why")" >>"$O/discarded.txt"
+      ((bad <= 3)) || die "callgrind $name: $bad runs were not the row's; the last: $(cat "$O/cg.why")"
+    fi
   done
   printf '%s\t%s\n' "$name" "$best" >>"$O/instr.tsv"
 done
@@ -384,7 +408,7 @@ dur() { awk -v d="$1" 'BEGIN {
   else if (d ~ /ns$/) { sub(/ns$/, "", d); print d / 1e6 } else if (d ~ /^[0-9.]+s$/) { sub(/s$/, "", d); print d * 1000 } else print "nan" }'; }
 lg() { awk -v t="$1" -v c="$2" -v f="$3" '$1 == t && $2 == c {print $f}' "$O/loadgen.txt"; }
 
-echo "# Issue 26, the hook's cost: scripts/bench-hook.sh$( ((quick)) && echo " --quick")"
+echo "**Issue 26, the hook's cost: \`scripts/bench-hook.sh$( ((quick)) && echo " --quick")\`**, $(date -u +%Y-%m-%d)"
 echo
 echo "- commit: $commit"
 echo "- $gover; $(nproc) CPUs; $(uname -sr)"
@@ -399,14 +423,20 @@ lp=$(mean daemon "lean, PreToolUse, daemon") ln_=$(mean daemon "lean, Notificati
 bi=$(mean inproc "bare, PreToolUse (in-process run)") ii=$(mean inproc "in process, caches warm, new session")
 bc=$(mean cold "bare, PreToolUse (cold run)") ic=$(mean cold "in process, caches cold")
 lcpu=$(cpu "lean, PreToolUse, daemon" 2)
+# ir ROW BARE: the instruction ratio of two rows.
+ir() { ratio "$(instr "$1")" "$(instr "$2")"; }
+if awk -v l="$maxload" -v n="$(nproc)" 'BEGIN { exit !(l > n / 4) }'; then
+  echo "**The machine was not quiet** (1-minute load average up to $maxload on $(nproc) CPUs): the wall-clock ratios below are not the issue's quiet-machine figures; the instruction ratios do not depend on load."
+  echo
+fi
 echo "| what | measured | target | met? |"
 echo "|---|---|---|---|"
 r=$(ratio "$lp" "$bp")
-echo "| warm PreToolUse through the daemon (lean client), wall clock, vs the bare binary | ${r}x ($(printf %.1f "$lp") vs $(printf %.1f "$bp") ms) | ≤ 2.5x | $(le "$r" 2.5) |"
+echo "| warm PreToolUse through the daemon (lean client), wall clock, vs the bare binary | ${r}x ($(printf %.1f "$lp") vs $(printf %.1f "$bp") ms); instructions $(ir "lean, PreToolUse, daemon" "bare, PreToolUse")x | ≤ 2.5x | $(le "$r" 2.5) |"
 r=$(ratio "$ln_" "$bn")
-echo "| an ignored event (Notification), lean client ($lnpath), wall clock, vs the bare binary | ${r}x ($(printf %.1f "$ln_") vs $(printf %.1f "$bn") ms) | ≤ 1.5x | $(le "$r" 1.5) |"
+echo "| an ignored event (Notification), lean client ($lnpath), wall clock, vs the bare binary | ${r}x ($(printf %.1f "$ln_") vs $(printf %.1f "$bn") ms); instructions $(ir "lean, Notification" "bare, Notification")x | ≤ 1.5x | $(le "$r" 1.5) |"
 r=$(ratio "$ii" "$bi")
-echo "| first call with no daemon (in process, caches warm), wall clock, vs the bare binary | ${r}x ($(printf %.1f "$ii") vs $(printf %.1f "$bi") ms); caches cold $(ratio "$ic" "$bc")x | ≤ 12x | $(le "$r" 12) |"
+echo "| first call with no daemon (in process, caches warm), wall clock, vs the bare binary | ${r}x ($(printf %.1f "$ii") vs $(printf %.1f "$bi") ms); caches cold $(ratio "$ic" "$bc")x; instructions $(ir "in process, caches warm, new session" "bare, PreToolUse")x | ≤ 12x | $(le "$r" 12) |"
 echo "| \`celguard hook\` CPU per call, user+sys, daemon path (lean client) | $(printf %.2f "$lcpu") ms; static build $(printf %.2f "$(cpu "lean static, PreToolUse, daemon" 2)") ms | ≤ 5 ms | $(le "$lcpu" 5) |"
 for c in 1 4 16; do
   for t in celguard-api celguard-hook; do
@@ -439,6 +469,14 @@ for set in daemon inproc cold; do
       "$(cpu "$base" 2)" "$(cpu "$base" 4)" "${i:+$(awk -v i="$i" 'BEGIN { printf "%.2fM", i / 1e6 }')}" "${i:+$(ratio "$i" "$ib")x}"
   done
 done
+echo
+if [ -s "$O/discarded.txt" ]; then
+  echo "Left out and run again (not counted):"
+  echo
+  sed 's/^/- /' "$O/discarded.txt" | sed "s|$T|\$T|g"
+else
+  echo "No run was left out: every call was answered the way its row says."
+fi
 echo
 echo "serve against OPA (bench/peers/loadgen, \`loadgen -duration $loaddur -c 1,4,16\`):"
 echo

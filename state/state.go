@@ -77,7 +77,8 @@ type Store interface {
 	// ok and, in current, each entry's version after the commit (State
 	// nil); or not ok and, in current, each entry's current version and
 	// state, having written nothing. An error means the store could not
-	// be asked or could not answer.
+	// be asked or could not answer. A store keeps nothing of ops after
+	// Commit returns but the Write bytes (the caller reuses the slice).
 	Commit(ctx context.Context, ops []Op) (ok bool, current []Entry, err error)
 	// Delete removes an entry (a session that ended).
 	Delete(ctx context.Context, key Key) error

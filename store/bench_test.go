@@ -128,3 +128,46 @@ func BenchmarkStream(b *testing.B) {
 var approveAll = eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
 	return eval.Approval{Answer: eval.Approve}, nil
 })
+
+// storeAllocBudget is what a memory store may add to a decision's
+// allocations on the peers workload (serve's session API, BenchmarkStream):
+// encoding the session's state, the commit and adopting its answer. It was
+// 19 (53 against 34) when a commit encoded a copy of the whole state by
+// reflection; allocation counts do not depend on the machine's load.
+const storeAllocBudget = 11
+
+// TestStoreAllocs holds the allocations a memory store adds to a decision
+// to storeAllocBudget.
+func TestStoreAllocs(t *testing.T) {
+	set, err := compile.Compile([]policy.Source{benchdata.Source20()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := benchdata.Stream(1000)
+	allocs := func(opts ...eval.Option) float64 {
+		eng, err := eval.New(set, append(opts, eval.WithApprover(approveAll))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := eng.NewSession("w0", nil)
+		ctx := context.Background()
+		for _, c := range calls[:100] { // a session with its 16 recent calls
+			if _, err := s.Before(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		i := 100
+		return testing.AllocsPerRun(400, func() {
+			if _, err := s.Before(ctx, calls[i%len(calls)]); err != nil {
+				t.Fatal(err)
+			}
+			i++
+		})
+	}
+	none := allocs()
+	memory := allocs(eval.WithStore(store.NewMemory(store.DefaultTTL)))
+	t.Logf("allocations per decision: %.1f without a store, %.1f with memory:", none, memory)
+	if extra := memory - none; extra > storeAllocBudget {
+		t.Errorf("a memory store adds %.1f allocations to a decision, more than %d", extra, storeAllocBudget)
+	}
+}
