@@ -121,7 +121,6 @@ func (c *compiler) checkedAST(sc scope, e policy.Expr) (*cel.Ast, bool) {
 		key = c.cacheKey(e.Text)
 		if b, hit := c.cfg.cache.Get(key); hit {
 			if ast, err := decodeAST(b); err == nil && ast.IsChecked() {
-				c.encoded(ast, b)
 				return ast, true
 			}
 		}
@@ -140,7 +139,6 @@ func (c *compiler) checkedAST(sc scope, e policy.Expr) (*cel.Ast, bool) {
 	if c.cfg.cache != nil {
 		if b, err := encodeAST(checked); err == nil {
 			c.cfg.cache.Put(key, b)
-			c.encoded(checked, b)
 		}
 	}
 	return checked, true

@@ -261,8 +261,6 @@ type compiler struct {
 	// (setcache.go); replay, when set, is the record this compile replays.
 	made   []madeProgram
 	replay *replayState
-	// encodedASTs are the serialized checked expressions, for the record.
-	encodedASTs map[*cel.Ast][]byte
 	// classReads are the reads of command, paths and classes, which only
 	// a tool-class table gives a value (checkClassReads).
 	classReads []classRead

@@ -8,11 +8,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
@@ -111,7 +114,7 @@ func (c *MemorySetCache) Len() int {
 }
 
 // setCacheVersion is the version of the record's format and meaning.
-const setCacheVersion = "celguard-set-1"
+const setCacheVersion = "celguard-set-2"
 
 // setIndex is a record's index.
 type setIndex struct {
@@ -121,6 +124,33 @@ type setIndex struct {
 	Warnings policy.Diagnostics
 	// Programs are the set's programs in the order the compiler makes them.
 	Programs []setProgram
+	// Types are the distinct types of the programs' type maps
+	// (v1alpha1.Type protobuf), each converted once per process
+	// (replayState.typ): a blob's CheckedExpr carries no type map, which
+	// was most of the cost of decoding one (every type went through a
+	// protobuf round trip in cel-go's conversion).
+	Types [][]byte
+	// Refs are the distinct references of the programs' reference maps
+	// that name no value; one that names a value (an enum constant) stays
+	// in its blob.
+	Refs []setRef
+}
+
+// setRef is a reference: an identifier's name or a call's overloads.
+type setRef struct {
+	Name      string
+	Overloads []string
+}
+
+// setTypeMap is the type map of a recorded checked expression: the
+// expression with id IDs[i] has type Types[Of[i]] of the index; and its
+// reference map but for references to values: the expression with id
+// RefIDs[i] refers to Refs[RefOf[i]].
+type setTypeMap struct {
+	IDs    []int64
+	Of     []uint32
+	RefIDs []int64
+	RefOf  []uint32
 }
 
 // setProgram is the record of one program.
@@ -132,6 +162,8 @@ type setProgram struct {
 	// the expression planned (inlinePatterns), -1 when it is Checked.
 	Checked, Planned       int
 	CheckedSum, PlannedSum [32]byte
+	// CheckedTypes and PlannedTypes are their type maps.
+	CheckedTypes, PlannedTypes setTypeMap
 	// Needs says the expression needs cost accounting
 	// (celenv.NeedsCostTracking); FastUpTo and Bound are its proof
 	// (Program.FastUpTo) when it does.
@@ -173,46 +205,65 @@ func setKey(cfg config, digest string) string {
 	return "set:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// encoded keeps the serialized form of a checked expression the AST cache
-// gave or was given, for the set's record (a set compiled with a set cache
-// only): the record reuses it rather than encoding the expression again.
-func (c *compiler) encoded(ast *cel.Ast, b []byte) {
-	if c.cfg.sets == nil {
-		return
-	}
-	if c.encodedASTs == nil {
-		c.encodedASTs = map[*cel.Ast][]byte{}
-	}
-	c.encodedASTs[ast] = b
-}
-
 // record stores the record of a set compiled in full without errors. A
 // program whose expression does not encode leaves the set unrecorded; one
 // that does not decode when replayed is compiled again then (make).
 func (c *compiler) record(key string) {
 	idx := setIndex{Version: setCacheVersion, Key: key, Warnings: c.set.warnings}
 	var blobs [][]byte
-	add := func(ast *cel.Ast) (int, [32]byte, bool) {
-		b, ok := c.encodedASTs[ast]
-		if !ok {
-			var err error
-			if b, err = encodeAST(ast); err != nil {
-				return 0, [32]byte{}, false
+	typeOf, refOf := map[string]uint32{}, map[string]uint32{}
+	add := func(ast *cel.Ast) (int, [32]byte, setTypeMap, bool) {
+		var tm setTypeMap
+		pb, err := cel.AstToCheckedExpr(ast)
+		if err != nil {
+			return 0, [32]byte{}, tm, false
+		}
+		for _, id := range slices.Sorted(maps.Keys(pb.TypeMap)) {
+			tb, err := proto.MarshalOptions{Deterministic: true}.Marshal(pb.TypeMap[id])
+			if err != nil {
+				return 0, [32]byte{}, tm, false
 			}
+			n, ok := typeOf[string(tb)]
+			if !ok {
+				n = uint32(len(idx.Types))
+				typeOf[string(tb)] = n
+				idx.Types = append(idx.Types, tb)
+			}
+			tm.IDs, tm.Of = append(tm.IDs, id), append(tm.Of, n)
+		}
+		pb.TypeMap = nil
+		for _, id := range slices.Sorted(maps.Keys(pb.ReferenceMap)) {
+			ref := pb.ReferenceMap[id]
+			if ref.Value != nil {
+				continue
+			}
+			k := ref.Name + "\x00" + strings.Join(ref.OverloadId, "\x00")
+			n, ok := refOf[k]
+			if !ok {
+				n = uint32(len(idx.Refs))
+				refOf[k] = n
+				idx.Refs = append(idx.Refs, setRef{ref.Name, ref.OverloadId})
+			}
+			tm.RefIDs, tm.RefOf = append(tm.RefIDs, id), append(tm.RefOf, n)
+			delete(pb.ReferenceMap, id)
+		}
+		b, err := proto.Marshal(pb)
+		if err != nil {
+			return 0, [32]byte{}, tm, false
 		}
 		blobs = append(blobs, b)
-		return len(blobs) - 1, sha256.Sum256(b), true
+		return len(blobs) - 1, sha256.Sum256(b), tm, true
 	}
 	for _, m := range c.made {
 		p := m.prg
 		sp := setProgram{Text: m.expr.Text, Pos: m.expr.Pos, Planned: -1,
 			Needs: p.accounts(), FastUpTo: p.fastUpTo, Bound: p.bound}
 		var ok bool
-		if sp.Checked, sp.CheckedSum, ok = add(p.ast); !ok {
+		if sp.Checked, sp.CheckedSum, sp.CheckedTypes, ok = add(p.ast); !ok {
 			return
 		}
 		if p.planned != p.ast {
-			if sp.Planned, sp.PlannedSum, ok = add(p.planned); !ok {
+			if sp.Planned, sp.PlannedSum, sp.PlannedTypes, ok = add(p.planned); !ok {
 				return
 			}
 		}
@@ -250,6 +301,11 @@ type replayState struct {
 	full   struct {
 		once  sync.Once
 		progs []*Program
+	}
+	// types are the index's Types converted, made at first use.
+	types struct {
+		mu   sync.Mutex
+		made []*types.Type
 	}
 }
 
@@ -357,13 +413,13 @@ func (p *Program) make() {
 // fill makes p from its record.
 func (s *programSource) fill(p *Program) error {
 	sp := s.r.idx.Programs[s.i]
-	ast, err := s.r.ast(sp.Checked, sp.CheckedSum)
+	ast, err := s.r.ast(sp.Checked, sp.CheckedSum, sp.CheckedTypes)
 	if err != nil {
 		return err
 	}
 	planned := ast
 	if sp.Planned >= 0 {
-		if planned, err = s.r.ast(sp.Planned, sp.PlannedSum); err != nil {
+		if planned, err = s.r.ast(sp.Planned, sp.PlannedSum, sp.PlannedTypes); err != nil {
 			return err
 		}
 	}
@@ -385,16 +441,69 @@ func (s *programSource) fill(p *Program) error {
 	return nil
 }
 
-// ast decodes blob i, checking it is the one the index names.
-func (r *replayState) ast(i int, sum [32]byte) (*cel.Ast, error) {
+// ast decodes blob i with the type map tm, checking the blob is the one
+// the index names.
+func (r *replayState) ast(i int, sum [32]byte, tm setTypeMap) (*cel.Ast, error) {
 	if i < 0 || i >= len(r.blobs) || sha256.Sum256(r.blobs[i]) != sum {
 		return nil, errors.New("a recorded expression is missing or altered")
 	}
-	ast, err := decodeAST(r.blobs[i])
-	if err != nil || !ast.IsChecked() {
+	var pb exprpb.CheckedExpr
+	if err := proto.Unmarshal(r.blobs[i], &pb); err != nil || len(pb.TypeMap) != 0 ||
+		len(tm.IDs) != len(tm.Of) || len(tm.RefIDs) != len(tm.RefOf) {
 		return nil, errors.New("a recorded expression does not decode")
 	}
+	ast, err := cel.CheckedExprToAstWithSource(&pb, nil)
+	if err != nil {
+		return nil, errors.New("a recorded expression does not decode")
+	}
+	native := ast.NativeRep()
+	for k, id := range tm.IDs {
+		t, err := r.typ(tm.Of[k])
+		if err != nil {
+			return nil, err
+		}
+		native.SetType(id, t)
+	}
+	for k, id := range tm.RefIDs {
+		n := tm.RefOf[k]
+		if int64(n) >= int64(len(r.idx.Refs)) {
+			return nil, errors.New("a recorded reference is missing")
+		}
+		if _, dup := native.ReferenceMap()[id]; dup {
+			return nil, errors.New("a recorded reference is given twice")
+		}
+		ref := r.idx.Refs[n]
+		native.SetReference(id, &celast.ReferenceInfo{Name: ref.Name, OverloadIDs: slices.Clip(ref.Overloads)})
+	}
+	if !ast.IsChecked() {
+		return nil, errors.New("a recorded expression has no types")
+	}
 	return ast, nil
+}
+
+// typ is the index's type n, converted once.
+func (r *replayState) typ(n uint32) (*types.Type, error) {
+	r.types.mu.Lock()
+	defer r.types.mu.Unlock()
+	if int64(n) >= int64(len(r.idx.Types)) {
+		return nil, errors.New("a recorded type is missing")
+	}
+	if r.types.made == nil {
+		r.types.made = make([]*types.Type, len(r.idx.Types))
+	}
+	if t := r.types.made[n]; t != nil {
+		return t, nil
+	}
+	var pt exprpb.Type
+	if err := proto.Unmarshal(r.idx.Types[n], &pt); err != nil {
+		return nil, errors.New("a recorded type does not decode")
+	}
+	t, err := types.ExprTypeToType(&pt)
+	if err != nil {
+		return nil, errors.New("a recorded type does not decode")
+	}
+	r.types.made[n] = t
+	return t, nil
 }
 
 // fullProgram is program i of a full compile of the set, made once; nil

@@ -8,8 +8,11 @@ import (
 	"sync"
 	"testing"
 
+	"cel.dev/cel-go/cel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
@@ -157,4 +160,107 @@ func TestSetCacheConcurrentFirstUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// checkedProto is ast as cel-go's CheckedExpr, to compare two ASTs.
+func checkedProto(t *testing.T, ast *cel.Ast) *exprpb.CheckedExpr {
+	t.Helper()
+	pb, err := cel.AstToCheckedExpr(ast)
+	require.NoError(t, err)
+	return pb
+}
+
+// sameASTs asserts every program of got has the checked and planned
+// expressions of want's at the same place.
+func sameASTs(t *testing.T, want, got *PolicySet) {
+	t.Helper()
+	wantProgs, gotProgs := programsByPos(want), programsByPos(got)
+	require.Equal(t, len(wantProgs), len(gotProgs))
+	for pos, w := range wantProgs {
+		g := gotProgs[pos]
+		require.NotNil(t, g, "%v", pos)
+		wm, gm := w.made(), g.made()
+		assert.True(t, proto.Equal(checkedProto(t, wm.ast), checkedProto(t, gm.ast)), "checked %v", pos)
+		assert.True(t, proto.Equal(checkedProto(t, wm.planned), checkedProto(t, gm.planned)), "planned %v", pos)
+	}
+}
+
+// A replayed program's expressions, rebuilt from a blob without type map
+// and the index's tables of types and references, are the ones a full
+// compile checks, for every built-in policy.
+func TestSetCacheReplaysTheSameASTs(t *testing.T) {
+	srcs, err := policies.Sources()
+	require.NoError(t, err)
+	full, err := Compile(srcs)
+	require.NoError(t, err)
+	c := &MemorySetCache{}
+	_, err = Compile(srcs, WithSetCache(c))
+	require.NoError(t, err)
+	set, err := Compile(srcs, WithSetCache(c))
+	require.NoError(t, err)
+	require.True(t, set.FromCache())
+	sameASTs(t, full, set)
+
+	var idx setIndex
+	for _, s := range c.m {
+		require.NoError(t, gob.NewDecoder(bytes.NewReader(s.index)).Decode(&idx))
+	}
+	assert.Less(t, len(idx.Types), 100, "types are kept once")
+	assert.NotEmpty(t, idx.Refs)
+}
+
+// A type or reference table that does not fit a program's blob makes that
+// program the full compile's, found when it is first made.
+func TestSetCacheBrokenTypeTables(t *testing.T) {
+	srcs := someBuiltins(t)
+	full, err := Compile(srcs)
+	require.NoError(t, err)
+	recorded := &MemorySetCache{}
+	_, err = Compile(srcs, WithSetCache(recorded))
+	require.NoError(t, err)
+	withTypes := func(idx *setIndex) *setProgram {
+		for i := range idx.Programs {
+			if len(idx.Programs[i].CheckedTypes.IDs) > 0 && len(idx.Programs[i].CheckedTypes.RefIDs) > 0 {
+				return &idx.Programs[i]
+			}
+		}
+		t.Fatal("no program with types and references")
+		return nil
+	}
+	cases := map[string]func(*setIndex){
+		"a type index out of range": func(idx *setIndex) { withTypes(idx).CheckedTypes.Of[0] = uint32(len(idx.Types)) },
+		"a type that does not decode": func(idx *setIndex) {
+			idx.Types[withTypes(idx).CheckedTypes.Of[0]] = []byte{0xff}
+		},
+		"a reference index out of range": func(idx *setIndex) {
+			withTypes(idx).CheckedTypes.RefOf[0] = uint32(len(idx.Refs))
+		},
+		"types without ids": func(idx *setIndex) {
+			p := withTypes(idx)
+			p.CheckedTypes.Of = p.CheckedTypes.Of[1:]
+		},
+		"references without ids": func(idx *setIndex) {
+			p := withTypes(idx)
+			p.CheckedTypes.RefOf = p.CheckedTypes.RefOf[1:]
+		},
+		"no types": func(idx *setIndex) {
+			p := withTypes(idx)
+			p.CheckedTypes.IDs, p.CheckedTypes.Of = nil, nil
+		},
+		"a reference given twice": func(idx *setIndex) {
+			p := withTypes(idx)
+			p.CheckedTypes.RefIDs = append(p.CheckedTypes.RefIDs, p.CheckedTypes.RefIDs[0])
+			p.CheckedTypes.RefOf = append(p.CheckedTypes.RefOf, p.CheckedTypes.RefOf[0])
+		},
+	}
+	for name, change := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &MemorySetCache{m: maps.Clone(recorded.m)}
+			rewriteIndex(t, c, change)
+			set, err := Compile(srcs, WithSetCache(c))
+			require.NoError(t, err)
+			require.True(t, set.FromCache())
+			sameASTs(t, full, set)
+		})
+	}
 }

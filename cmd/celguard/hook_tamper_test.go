@@ -218,30 +218,70 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 		MAC, Index []byte
 		Blobs      [][]byte
 	}
+	type typeMap struct {
+		IDs, RefIDs []int64
+		Of, RefOf   []uint32
+	}
 	var index struct {
 		Version, Key string
 		Warnings     policy.Diagnostics
 		Programs     []struct {
-			Text                   string
-			Pos                    policy.Pos
-			Checked, Planned       int
-			CheckedSum, PlannedSum [32]byte
-			Needs                  bool
-			FastUpTo, Bound        uint64
-			Variable               bool
-			Type                   []byte
-			CwdOnly                bool
+			Text                       string
+			Pos                        policy.Pos
+			Checked, Planned           int
+			CheckedSum, PlannedSum     [32]byte
+			CheckedTypes, PlannedTypes typeMap
+			Needs                      bool
+			FastUpTo, Bound            uint64
+			Variable                   bool
+			Type                       []byte
+			CwdOnly                    bool
+		}
+		Types [][]byte
+		Refs  []struct {
+			Name      string
+			Overloads []string
 		}
 	}
 	good, err := os.ReadFile(files[0])
 	require.NoError(t, err)
 	require.NoError(t, gob.NewDecoder(bytes.NewReader(good)).Decode(&file))
 	require.NoError(t, gob.NewDecoder(bytes.NewReader(file.Index)).Decode(&index))
+	// A blob carries no type map: the index's tables say which
+	// expressions are booleans. Each is forged to the constant false, its
+	// type map with it (the type bool added to the index's types).
+	boolType, err := proto.Marshal(&exprpb.Type{TypeKind: &exprpb.Type_Primitive{Primitive: exprpb.Type_BOOL}})
+	require.NoError(t, err)
+	index.Types = append(index.Types, boolType)
+	falseExpr := mustFalse(t)
+	var falsePB exprpb.CheckedExpr
+	require.NoError(t, proto.Unmarshal(falseExpr, &falsePB))
+	falseTypes := typeMap{IDs: []int64{falsePB.GetExpr().GetId()}, Of: []uint32{uint32(len(index.Types) - 1)}}
+	falsePB.TypeMap = nil
+	falseBlob, err := proto.Marshal(&falsePB)
+	require.NoError(t, err)
+	isBool := func(blob []byte, tm typeMap) bool {
+		var pb exprpb.CheckedExpr
+		if proto.Unmarshal(blob, &pb) != nil || pb.GetExpr() == nil {
+			return false
+		}
+		for k, id := range tm.IDs {
+			var typ exprpb.Type
+			if id == pb.GetExpr().GetId() && proto.Unmarshal(index.Types[tm.Of[k]], &typ) == nil {
+				return typ.GetPrimitive() == exprpb.Type_BOOL
+			}
+		}
+		return false
+	}
 	n := 0
-	for i, b := range file.Blobs {
-		if v, ok := forgeFalse(t, b); ok {
-			file.Blobs[i] = v
+	for i := range index.Programs {
+		p := &index.Programs[i]
+		if isBool(file.Blobs[p.Checked], p.CheckedTypes) {
+			file.Blobs[p.Checked], p.CheckedTypes = falseBlob, falseTypes
 			n++
+		}
+		if p.Planned >= 0 && isBool(file.Blobs[p.Planned], p.PlannedTypes) {
+			file.Blobs[p.Planned], p.PlannedTypes = falseBlob, falseTypes
 		}
 	}
 	require.Greater(t, n, 10, "boolean expressions forged")
