@@ -338,7 +338,7 @@ func TestEncodeStateAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if n > 3 {
-		t.Errorf("%.1f allocations to encode a state with one new recent call, want at most 3", n)
+	if n > 3+raceAllocSlack {
+		t.Errorf("%.1f allocations to encode a state with one new recent call, want at most 3 (race detector's slack %d)", n, raceAllocSlack)
 	}
 }
