@@ -181,13 +181,23 @@ func (c *compiler) compile(srcs []policy.Source, digest string, lint bool) {
 	var pols []layered
 	var ovs []layeredOverrides
 	var untrustedClasses []*policy.ToolClasses
-	for _, src := range srcs {
-		parse := policy.ParseDocument
-		if c.replay != nil {
+	for i, src := range srcs {
+		var (
+			doc policy.Document
+			ds  policy.Diagnostics
+		)
+		switch {
+		case c.replay != nil && c.replay.docs != nil:
+			// The record keeps the sources' parsed documents (setcache.go):
+			// no YAML is read; the parser found no error in them.
+			doc = c.replay.docs[i]
+		case c.replay != nil:
 			// The record is of these sources, which passed the schema.
-			parse = policy.ParseDocumentValidated
+			doc, ds = policy.ParseDocumentValidated(src.Name, src.Data)
+		default:
+			doc, ds = policy.ParseDocument(src.Name, src.Data)
+			c.docs = append(c.docs, doc)
 		}
-		doc, ds := parse(src.Name, src.Data)
 		ds = append(ds, reservedNames(doc.Policy)...)
 		c.ds = append(c.ds, ds...)
 		switch {
@@ -257,6 +267,9 @@ type compiler struct {
 	checked []checkedExpr
 	// programs are the programs built, by checked expression.
 	programs map[*cel.Ast]*Program
+	// docs are the sources' parsed documents, in order, for the set
+	// cache's record (a compile that is not replayed).
+	docs []policy.Document
 	// made are the programs built, in order, for the set cache's record
 	// (setcache.go); replay, when set, is the record this compile replays.
 	made   []madeProgram

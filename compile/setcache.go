@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -116,7 +117,7 @@ func (c *MemorySetCache) Len() int {
 }
 
 // setCacheVersion is the version of the record's format and meaning.
-const setCacheVersion = "celguard-set-2"
+const setCacheVersion = "celguard-set-3"
 
 // setIndex is a record's index.
 type setIndex struct {
@@ -136,6 +137,26 @@ type setIndex struct {
 	// that name no value; one that names a value (an enum constant) stays
 	// in its blob.
 	Refs []setRef
+	// Sources are the sources' parsed documents, in the sources' order, so
+	// that a replay reads no YAML; nil when a document does not survive
+	// the encoding unchanged (recordSources), and the replay parses.
+	Sources []setSource
+}
+
+// setSource is the parsed document of one source (policy.ParseDocument),
+// which the index's key covers through the set's Digest: the document's
+// exported fields, and the layout of each expression written over several
+// lines (policy.Expr.Layout), which the encoding cannot reach.
+type setSource struct {
+	Doc     policy.Document
+	Layouts []setLayout
+}
+
+// setLayout is the layout of the expression Expr of the document, in the
+// order exprsOf visits them.
+type setLayout struct {
+	Expr int
+	Runs []policy.PosRun
 }
 
 // setRef is a reference: an identifier's name or a call's overloads.
@@ -281,11 +302,134 @@ func (c *compiler) record(key string) {
 		}
 		idx.Programs = append(idx.Programs, sp)
 	}
+	idx.Sources = recordSources(c.docs)
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(&idx); err != nil {
 		return
 	}
 	c.cfg.sets.PutSet(key, buf.Bytes(), blobs)
+}
+
+// recordSources is the record of the parsed documents docs; nil when one
+// does not come back from the record equal to itself (reflect.DeepEqual:
+// an unexported field the encoding drops, an empty list or map it makes
+// nil, an expression whose layout it cannot write), and the replay then
+// parses the sources.
+func recordSources(docs []policy.Document) []setSource {
+	out := make([]setSource, len(docs))
+	for i := range docs {
+		ok := true
+		n := 0
+		exprsOf(reflect.ValueOf(&docs[i]).Elem(), func(e *policy.Expr) {
+			runs, fine := e.Layout()
+			if !fine {
+				ok = false
+			} else if runs != nil {
+				out[i].Layouts = append(out[i].Layouts, setLayout{n, runs})
+			}
+			n++
+		})
+		if !ok {
+			return nil
+		}
+		out[i].Doc = docs[i]
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(out); err != nil {
+		return nil
+	}
+	var back []setSource
+	if err := gob.NewDecoder(&buf).Decode(&back); err != nil {
+		return nil
+	}
+	rebuilt, ok := replaySources(back, len(docs))
+	if !ok || !reflect.DeepEqual(rebuilt, docs) {
+		return nil
+	}
+	return out
+}
+
+// replaySources rebuilds n parsed documents from their record; ok is false
+// when the record is not of n documents or a layout does not fit.
+func replaySources(rec []setSource, n int) ([]policy.Document, bool) {
+	if len(rec) != n {
+		return nil, false
+	}
+	docs := make([]policy.Document, n)
+	for i := range rec {
+		docs[i] = rec[i].Doc
+		ls := rec[i].Layouts
+		k, ok := 0, true
+		exprsOf(reflect.ValueOf(&docs[i]).Elem(), func(e *policy.Expr) {
+			if ok && len(ls) > 0 && ls[0].Expr == k {
+				*e, ok = e.WithLayout(ls[0].Runs)
+				ls = ls[1:]
+			}
+			k++
+		})
+		if !ok || len(ls) != 0 {
+			return nil, false
+		}
+	}
+	return docs, true
+}
+
+// exprType is the type of an expression in the policy model.
+var exprType = reflect.TypeFor[policy.Expr]()
+
+// holding says, by type, whether a value of the type can hold an
+// expression that exprsOf reaches.
+var holding sync.Map
+
+// holdsExpr reports whether a value of type t can hold an expression
+// that exprsOf reaches (through exported fields, pointers, lists).
+func holdsExpr(t reflect.Type) bool {
+	if h, ok := holding.Load(t); ok {
+		return h.(bool)
+	}
+	holding.Store(t, true) // a type that holds itself is walked
+	h := false
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		h = holdsExpr(t.Elem())
+	case reflect.Struct:
+		h = t == exprType
+		for i := 0; i < t.NumField() && !h; i++ {
+			h = t.Field(i).IsExported() && holdsExpr(t.Field(i).Type)
+		}
+	}
+	holding.Store(t, h)
+	return h
+}
+
+// exprsOf calls f with every expression in v (addressable), in the order
+// of the model's fields and lists; maps hold none (recordSources's check
+// would find one).
+func exprsOf(v reflect.Value, f func(*policy.Expr)) {
+	if !holdsExpr(v.Type()) {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			exprsOf(v.Elem(), f)
+		}
+	case reflect.Struct:
+		if v.Type() == exprType {
+			f(v.Addr().Interface().(*policy.Expr))
+			return
+		}
+		t := v.Type()
+		for i := range v.NumField() {
+			if t.Field(i).IsExported() {
+				exprsOf(v.Field(i), f)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			exprsOf(v.Index(i), f)
+		}
+	}
 }
 
 // replayState is a compile from a record: the record, the next program,
@@ -295,6 +439,9 @@ type replayState struct {
 	blobs  [][]byte
 	next   int
 	failed bool
+	// docs are the sources' parsed documents from the record; nil when
+	// the record has none and the sources are parsed.
+	docs []policy.Document
 	// srcs and cfg compile the set in full, once, for a program whose
 	// record fails at its first use (fullProgram).
 	srcs   []policy.Source
@@ -322,6 +469,11 @@ func replaySet(srcs []policy.Source, digest string, cfg config, key string) *Pol
 	if err := gob.NewDecoder(bytes.NewReader(ib)).Decode(&r.idx); err != nil ||
 		r.idx.Version != setCacheVersion || r.idx.Key != key || r.idx.Warnings.HasErrors() {
 		return nil
+	}
+	if r.idx.Sources != nil {
+		if r.docs, ok = replaySources(r.idx.Sources, len(srcs)); !ok {
+			return nil
+		}
 	}
 	c := newCompiler(cfg)
 	c.replay = r

@@ -269,3 +269,60 @@ func escapeLen(s []rune) int {
 	}
 	return 2
 }
+
+// PosRun is a run of an expression's runes written one after another on
+// one line of its file: N runes at Line, from column Col on.
+type PosRun struct {
+	N, Line, Col int
+}
+
+// Layout returns where the runes of Text (and the place one past its end)
+// are in the file, as consecutive runs; nil when Text sits on one line
+// starting at Pos. ok is false when the positions cannot be written as
+// runs (one names another file), which the parser never makes.
+// WithLayout rebuilds the expression from it: a compiled form that keeps
+// Text, Pos and the layout gives back an Expr equal to the parsed one
+// without parsing the file again.
+func (e Expr) Layout() (runs []PosRun, ok bool) {
+	for _, p := range e.at {
+		if p.File != e.Pos.File {
+			return nil, false
+		}
+		if n := len(runs); n > 0 {
+			if r := &runs[n-1]; p.Line == r.Line && p.Col == r.Col+r.N {
+				r.N++
+				continue
+			}
+		}
+		runs = append(runs, PosRun{N: 1, Line: p.Line, Col: p.Col})
+	}
+	return runs, true
+}
+
+// WithLayout returns e with the layout runs (Expr.Layout); ok is false
+// when runs cannot be the layout of e: a run without runes, more places
+// than Text has bytes plus one, or a first place that is not Pos.
+func (e Expr) WithLayout(runs []PosRun) (Expr, bool) {
+	e.at = nil
+	if len(runs) == 0 {
+		return e, true
+	}
+	total := 0
+	for _, r := range runs {
+		if r.N <= 0 || r.N > len(e.Text)+1-total {
+			return Expr{}, false
+		}
+		total += r.N
+	}
+	if runs[0].Line != e.Pos.Line || runs[0].Col != e.Pos.Col {
+		return Expr{}, false
+	}
+	at := make([]Pos, 0, total)
+	for _, r := range runs {
+		for k := range r.N {
+			at = append(at, Pos{File: e.Pos.File, Line: r.Line, Col: r.Col + k})
+		}
+	}
+	e.at = at
+	return e, true
+}

@@ -223,3 +223,42 @@ func TestNewExpr(t *testing.T) {
 	assert.Equal(t, policy.Pos{File: "f", Line: 3, Col: 15}, e.PosOffset(5))
 	assert.Equal(t, policy.Pos{File: "f", Line: 3, Col: 10}, e.PosOffset(-1))
 }
+
+// An expression rebuilt from its Layout maps every rune to the same place
+// in the file; a layout that cannot be the expression's is refused.
+func TestExprLayout(t *testing.T) {
+	for name, cond := range map[string]string{
+		"plain":          "tool == 'a'\n",
+		"literal block":  "|\n      tool == 'a' &&\n        args.x == 'é'\n",
+		"folded block":   ">-\n      tool == 'a'\n      && args.x == 'b'\n",
+		"double-quoted":  "\"tool == \\\"a\\\" &&\n      args.x == 'b'\"\n",
+		"plain two-line": "tool == 'a' &&\n      args.x == 'b'\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			e, _ := conditionOf(t, cond)
+			runs, ok := e.Layout()
+			require.True(t, ok)
+			back, ok := policy.Expr{Text: e.Text, Pos: e.Pos}.WithLayout(runs)
+			require.True(t, ok)
+			assert.Equal(t, e, back)
+			for off := 0; off <= utf8.RuneCountInString(e.Text)+1; off++ {
+				assert.Equal(t, e.PosOffset(off), back.PosOffset(off))
+			}
+			if runs == nil {
+				return
+			}
+			bare := policy.Expr{Text: e.Text, Pos: e.Pos}
+			for what, bad := range map[string][]policy.PosRun{
+				"no runes":       {{N: 0, Line: e.Pos.Line, Col: e.Pos.Col}},
+				"past the text":  {{N: len(e.Text) + 2, Line: e.Pos.Line, Col: e.Pos.Col}},
+				"another start":  {{N: 1, Line: e.Pos.Line + 1, Col: e.Pos.Col}},
+				"a negative run": append([]policy.PosRun{{N: 1, Line: e.Pos.Line, Col: e.Pos.Col}}, policy.PosRun{N: -1}),
+			} {
+				_, ok := bare.WithLayout(bad)
+				assert.False(t, ok, what)
+			}
+		})
+	}
+	_, ok := policy.NewExpr("x", policy.Pos{File: "p.yaml", Line: 1, Col: 1}).Layout()
+	assert.True(t, ok)
+}

@@ -242,6 +242,15 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 			Name      string
 			Overloads []string
 		}
+		// Sources are the parsed documents, which a replay reads instead
+		// of the YAML.
+		Sources []struct {
+			Doc     policy.Document
+			Layouts []struct {
+				Expr int
+				Runs []policy.PosRun
+			}
+		}
 	}
 	good, err := os.ReadFile(files[0])
 	require.NoError(t, err)
@@ -310,4 +319,37 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, forged, again, "the hook wrote the true record again")
 	assert.Contains(t, hook(), `"permissionDecision":"deny"`)
+
+	// The parsed documents are in the index, under its MAC: every rule of
+	// the true record rewritten to allow every tool first, whatever the
+	// call (verdict, tools, priority, condition), is not used either.
+	file.Index, file.Blobs = nil, nil
+	index.Sources = nil
+	require.NoError(t, gob.NewDecoder(bytes.NewReader(again)).Decode(&file))
+	require.NoError(t, gob.NewDecoder(bytes.NewReader(file.Index)).Decode(&index))
+	require.NotEmpty(t, index.Sources, "the record keeps the parsed documents")
+	rules := 0
+	for i := range index.Sources {
+		p := index.Sources[i].Doc.Policy
+		if p == nil {
+			continue
+		}
+		for j := range p.Rules {
+			r := &p.Rules[j]
+			r.Verdict, r.Tools, r.Classes, r.Priority = policy.Allow, []policy.String{{Value: "*"}}, nil, 1<<20
+			if r.Condition != nil {
+				r.Condition.Text = "true"
+			}
+			rules++
+		}
+	}
+	require.Greater(t, rules, 10, "rules forged")
+	ib.Reset()
+	require.NoError(t, gob.NewEncoder(&ib).Encode(&index))
+	file.Index = ib.Bytes()
+	forged = write()
+	assert.Contains(t, hook(), `"permissionDecision":"deny"`, "forged rules in the recorded documents")
+	again, err = os.ReadFile(files[0])
+	require.NoError(t, err)
+	assert.NotEqual(t, forged, again, "the hook wrote the true record again")
 }
