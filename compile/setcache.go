@@ -343,10 +343,77 @@ func recordSources(docs []policy.Document) []setSource {
 		return nil
 	}
 	rebuilt, ok := replaySources(back, len(docs))
-	if !ok || !reflect.DeepEqual(rebuilt, docs) {
+	if !ok || !sameModel(reflect.ValueOf(rebuilt), reflect.ValueOf(docs)) {
 		return nil
 	}
 	return out
+}
+
+// sameModel is reflect.DeepEqual for the policy model, unexported fields
+// included, but for expressions, which it compares by their text, place
+// and layout (policy.Expr.Layout) rather than rune by rune; a kind the
+// model does not use (interface, func, channel) is never the same.
+func sameModel(a, b reflect.Value) bool {
+	if a.Type() != b.Type() {
+		return false
+	}
+	switch a.Kind() {
+	case reflect.Pointer:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return a.Pointer() == b.Pointer() || sameModel(a.Elem(), b.Elem())
+	case reflect.Struct:
+		if a.Type() == exprType && a.CanInterface() && b.CanInterface() {
+			ea, eb := a.Interface().(policy.Expr), b.Interface().(policy.Expr)
+			la, oka := ea.Layout()
+			lb, okb := eb.Layout()
+			// The place table itself: a layout says nothing of an empty one.
+			ta, tb := a.FieldByName("at"), b.FieldByName("at")
+			return oka && okb && ea.Text == eb.Text && ea.Pos == eb.Pos && slices.Equal(la, lb) &&
+				ta.IsValid() && tb.IsValid() && ta.Kind() == reflect.Slice && ta.IsNil() == tb.IsNil() && ta.Len() == tb.Len()
+		}
+		for i := range a.NumField() {
+			if !sameModel(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return false
+		}
+		fallthrough
+	case reflect.Array:
+		for i := range a.Len() {
+			if !sameModel(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return false
+		}
+		for it := a.MapRange(); it.Next(); {
+			w := b.MapIndex(it.Key())
+			if !w.IsValid() || !sameModel(it.Value(), w) {
+				return false
+			}
+		}
+		return true
+	case reflect.String:
+		return a.String() == b.String()
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == b.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return a.Uint() == b.Uint()
+	case reflect.Float32, reflect.Float64:
+		return a.Float() == b.Float()
+	}
+	return false
 }
 
 // replaySources rebuilds n parsed documents from their record; ok is false
