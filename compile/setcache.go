@@ -28,10 +28,11 @@ import (
 
 // SetCache keeps what a compile of a whole set found, so that a process
 // that compiles the same set again (a hook runs one process per event)
-// skips type-checking, analysing and planning it: the compile replays the
-// record instead, building the set's structure from the sources as usual
-// but giving every expression a program made from its recorded checked
-// expression at its first use. A decision evaluates the programs of the
+// skips parsing, type-checking, analysing and planning it: the compile
+// replays the record instead, building the set's structure from the
+// sources' parsed documents the record keeps (no YAML is read) and giving
+// every expression a program made from its recorded checked expression at
+// its first use. A decision evaluates the programs of the
 // rules its tool can reach (PolicySet.Candidates) and of the variables and
 // counters they read; the others are never decoded or planned.
 //
@@ -40,7 +41,10 @@ import (
 // Digest (every source's name, layer, trust and content), the
 // environment's Identity (no record for an environment without one), its
 // cost limit, the sizes cost proofs are tried at, and the default verdict
-// and rule limit options. It holds the set's warnings, and for each
+// and rule limit options. It holds the set's warnings, each source's
+// parsed document (policy.Document, with each expression's layout,
+// policy.Expr.Layout; kept only when every one comes back from the
+// encoding equal to the parser's), and for each
 // program, in the order the compiler makes them, its text and its
 // position, its checked and planned expressions (cel-go's
 // CheckedExpr protobuf without type map and value-free references, which
