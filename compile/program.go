@@ -125,7 +125,10 @@ func (p *Program) FastUpTo() (n, bound uint64) {
 // and has nothing a context could interrupt: cel-go checks for
 // cancellation only between a comprehension's iterations, so evaluating it
 // under a context that can end is the same as evaluating it without one.
-func (p *Program) Linear() bool { return p.made().fastUpTo == math.MaxUint64 }
+func (p *Program) Linear() bool {
+	p.made()
+	return p.fastUpTo == math.MaxUint64 && p.fast != nil && p.fast == p.tracked
+}
 
 // accounts reports whether the tracked program carries the cost accounting.
 func (p *Program) accounts() bool { return p.fastUpTo != math.MaxUint64 }

@@ -42,7 +42,9 @@ import (
 // and rule limit options. It holds the set's warnings, and for each
 // program, in the order the compiler makes them, its text and its
 // position, its checked and planned expressions (cel-go's
-// CheckedExpr protobuf), its cost proof and, for a variable, its type.
+// CheckedExpr protobuf without type map and value-free references, which
+// the index keeps as tables of distinct types and references), its cost
+// proof and, for a variable, its type.
 //
 // The record decides verdicts as the AST cache's entries do: whoever can
 // rewrite it can change what a rule evaluates, lift a cost limit or hide

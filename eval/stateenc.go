@@ -11,8 +11,8 @@ import (
 // (state.Op.Write), byte for byte what json.Marshal makes of it, at a
 // fraction of its cost: a decision commits its session's whole state, and
 // encoding it by reflection, its 16 recent calls included, was most of
-// what a store costs a decision (BENCHMARKS.md, "The state store's
-// encoding"). The object's members are written here in SessionState's
+// what a store costs a decision (BENCHMARKS.md, "the state store's cost
+// in serve's request"). The object's members are written here in SessionState's
 // order with its omitempty rules; every value is still encoded by
 // encoding/json, and a recent call's encoding is kept from one commit to
 // the next while the call is unchanged (stateMemo), so a decision encodes
@@ -43,7 +43,8 @@ type recentMemo struct {
 	js []byte
 }
 
-// equalRecent reports whether a and b encode the same.
+// equalRecent reports whether a and b encode the same: every field of
+// RecentCall is compared (TestEqualRecentFields).
 func equalRecent(a, b *RecentCall) bool {
 	return a.Seq == b.Seq && a.Turn == b.Turn && a.CallID == b.CallID && a.Tool == b.Tool &&
 		a.Verdict == b.Verdict && a.RuleID == b.RuleID && a.Code == b.Code && a.Digest == b.Digest &&

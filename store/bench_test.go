@@ -167,7 +167,7 @@ func TestStoreAllocs(t *testing.T) {
 	none := allocs()
 	memory := allocs(eval.WithStore(store.NewMemory(store.DefaultTTL)))
 	t.Logf("allocations per decision: %.1f without a store, %.1f with memory:", none, memory)
-	if extra := memory - none; extra > storeAllocBudget {
-		t.Errorf("a memory store adds %.1f allocations to a decision, more than %d", extra, storeAllocBudget)
+	if extra := memory - none; extra > storeAllocBudget+raceAllocSlack {
+		t.Errorf("a memory store adds %.1f allocations to a decision, more than %d (race detector's slack %d)", extra, storeAllocBudget, raceAllocSlack)
 	}
 }
