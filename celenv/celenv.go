@@ -87,7 +87,9 @@ func New(opts ...Option) (*Env, error) {
 			return nil, err
 		}
 	}
-	lib, err := stdlib.New(cfg.stdlibOpts...)
+	// ProgramOptions price the stdlib's calls through its
+	// ActualCostEstimator, so its libraries need no per-program trackers.
+	lib, err := stdlib.New(append(cfg.stdlibOpts, stdlib.WithEstimatorPrices())...)
 	if err != nil {
 		return nil, fmt.Errorf("celenv: %w", err)
 	}
@@ -133,7 +135,9 @@ func (e *Env) Identity() string { return e.identity }
 // Default is the environment with default options, built once on first use.
 var Default = sync.OnceValues(func() (*Env, error) { return New() })
 
-// CEL returns the underlying cel-go environment.
+// CEL returns the underlying cel-go environment. Make its programs with
+// ProgramOptions (or ProgramOptionsFor): the stdlib's runtime prices come
+// from the cost estimator those options install (stdlib.WithEstimatorPrices).
 func (e *Env) CEL() *cel.Env { return e.cel }
 
 // Stdlib returns the stdlib instance the environment was built with.

@@ -102,14 +102,17 @@ const maxAnyLiterals = 8
 // every match goes through (at most 8, none shorter than 2 bytes) when they
 // are longer than the single literal; nil when there is none.
 // Case-folded parts (?i) never contribute.
+//
+// The pattern is parsed once (a hook process plans every constant pattern
+// its call reaches, and a parse is most of this function's cost).
 func RequiredLiterals(pattern string) []string {
-	lit := RequiredLiteral(pattern)
-	if len(lit) >= 3 {
-		return []string{lit}
-	}
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return nil
+	}
+	lit := longest(required(re))
+	if len(lit) >= 3 {
+		return []string{lit}
 	}
 	if alts := requiredAny(re); shortest(alts) > len(lit) {
 		return alts

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -404,11 +405,11 @@ func resolveAliases(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)`) })
 
 func yamlDiag(file string, offset int, err error) policy.Diagnostic {
 	line := 1
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlLine().FindStringSubmatch(err.Error()); m != nil {
 		fmt.Sscanf(m[1], "%d", &line)
 	}
 	return diag(CodeSyntax, policy.SeverityError, policy.Pos{File: file, Line: line + offset, Col: 1}, "%s", strings.TrimPrefix(err.Error(), "yaml: "))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -182,19 +183,19 @@ type claudeRule struct {
 	has  bool   // a specifier was written
 }
 
-var claudeRuleRE = regexp.MustCompile(`^([^()]+?)(?:\((.*)\))?$`)
+var claudeRuleRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([^()]+?)(?:\((.*)\))?$`) })
 
 // claudeToolName is what the import takes for a tool name: Claude Code's
 // tools and MCP tools, and mcp__server__* (a glob celguard reads alike).
-var claudeToolName = regexp.MustCompile(`^(?:[A-Za-z0-9_-]+|mcp__[A-Za-z0-9_-]+__\*)$`)
+var claudeToolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[A-Za-z0-9_-]+|mcp__[A-Za-z0-9_-]+__\*)$`) })
 
 func parseClaudeRule(s claudeSetting) (claudeRule, error) {
-	m := claudeRuleRE.FindStringSubmatch(strings.TrimSpace(s.text))
+	m := claudeRuleRE().FindStringSubmatch(strings.TrimSpace(s.text))
 	if m == nil || strings.TrimSpace(m[1]) == "" {
 		return claudeRule{}, fmt.Errorf("%q is not Tool or Tool(specifier)", s.text)
 	}
 	r := claudeRule{claudeSetting: s, tool: strings.TrimSpace(m[1]), spec: m[2], has: strings.Contains(s.text, "(")}
-	if !claudeToolName.MatchString(r.tool) {
+	if !claudeToolName().MatchString(r.tool) {
 		return claudeRule{}, fmt.Errorf("%q is not a tool name (letters, digits, _ and -, or an mcp__server__* pattern)", r.tool)
 	}
 	if r.has && (r.spec == "" || r.spec == "*") {

@@ -9,6 +9,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/tailscale/hujson"
 
@@ -229,7 +230,7 @@ func cursorEditorEntries(f File) ([]cursorEntry, policy.Diagnostics) {
 // cursorTerminalWord is a word a terminal allowlist entry may hold: plain
 // characters only (no quotes, expansions, operators or glob characters,
 // whose meaning in an entry Cursor does not document).
-var cursorTerminalWord = regexp.MustCompile(`^[A-Za-z0-9_./,:=+@%^-]+$`)
+var cursorTerminalWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_./,:=+@%^-]+$`) })
 
 // cursorTerminalTest is the CEL test that command c starts with the
 // entry's words; ok is false when the entry has no exact reading.
@@ -241,7 +242,7 @@ func cursorTerminalTest(entry string) (string, bool) {
 	var parts []string
 	parts = append(parts, fmt.Sprintf("c.argv.size() >= %d", len(words)))
 	for i, w := range words {
-		if !cursorTerminalWord.MatchString(w) {
+		if !cursorTerminalWord().MatchString(w) {
 			return "", false
 		}
 		parts = append(parts, fmt.Sprintf("c.argv[%d] == %q", i, w))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 
@@ -112,9 +113,9 @@ func geminiFileTier(name, home string) int {
 }
 
 // geminiPlainTool is a tool name celguard's tool matcher reads literally.
-var geminiPlainTool = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
+var geminiPlainTool = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`) })
 
-var geminiHeader = regexp.MustCompile(`(?m)^[ \t]*\[\[[ \t]*rule[ \t]*\]\]`)
+var geminiHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^[ \t]*\[\[[ \t]*rule[ \t]*\]\]`) })
 
 func parseGemini(f File, mode string, tier int) ([]geminiRule, policy.Diagnostics) {
 	var ds policy.Diagnostics
@@ -127,7 +128,7 @@ func parseGemini(f File, mode string, tier int) ([]geminiRule, policy.Diagnostic
 		}
 		return nil, policy.Diagnostics{diag(CodeSyntax, policy.SeverityError, pos, "%s", firstLine(err.Error()))}
 	}
-	headers := geminiHeader.FindAllIndex(f.Data, -1)
+	headers := geminiHeader().FindAllIndex(f.Data, -1)
 	lines := lineStarts(f.Data)
 	rulePos := func(i int) policy.Pos {
 		if i < len(headers) {
@@ -319,7 +320,7 @@ func parseGemini(f File, mode string, tier int) ([]geminiRule, policy.Diagnostic
 					r.tools = append(r.tools, t)
 				case t == "":
 					bad("toolName cannot be empty (Gemini CLI refuses the rule)")
-				case !geminiPlainTool.MatchString(t):
+				case !geminiPlainTool().MatchString(t):
 					r.exactTools = append(r.exactTools, t) // compared as a string, never as a glob
 				default:
 					r.tools = append(r.tools, t)

@@ -83,3 +83,54 @@ func TestActualCost(t *testing.T) {
 	require.NotNil(t, c)
 	assert.Equal(t, uint64(40+3*2), *c)
 }
+
+// WithEstimatorPrices drops the libraries' per-overload trackers; a program
+// that tracks cost with the Lib's ActualCostEstimator must cost exactly what
+// it cost with them, call for call, and answer the same.
+func TestEstimatorPricesSameCost(t *testing.T) {
+	with, without := testLib(t), testLib(t, WithEstimatorPrices())
+	envWith, envWithout := testEnv(t, with), testEnv(t, without)
+	for _, expr := range []string{
+		`shell.commands(cmd).size() > 0`,
+		`shell.parse(cmd) == shell.parse(cmd)`,
+		`shell.programs(cmd).exists(p, p == "rm")`,
+		`path.normal(p, true) == "/home/me/x"`,
+		`glob.match(p, "**/*.go") || glob.match(p, "~/.ssh/**")`,
+		`url.host(text) == "example.com"`,
+		`hash.short([cmd, p]) != ""`,
+		`secrets.has(text)`,
+		`text.matches("^a+b$") && cmd.contains("rm")`,
+	} {
+		run := func(env *cel.Env, l *Lib, limit uint64) (ref.Val, uint64, error) {
+			t.Helper()
+			a, iss := env.Compile(expr)
+			require.NoError(t, iss.Err(), expr)
+			prg, err := env.Program(a, cel.CostTracking(l.ActualCostEstimator()), cel.CostLimit(limit))
+			require.NoError(t, err, expr)
+			s := l.NewCallScope()
+			act, err := s.Activation(map[string]any{
+				"cmd": "ls -la; rm -rf build && git push --force " + strings.Repeat("x ", 200), "p": "~/src/a/b.go",
+				"text": "https://example.com/a?token=ghp_" + strings.Repeat("a", 36), "cwd": "/home/me", "x": 1,
+			})
+			require.NoError(t, err)
+			v, det, err := prg.Eval(act)
+			var c uint64
+			if det != nil && det.ActualCost() != nil {
+				c = *det.ActualCost()
+			}
+			return v, c, err
+		}
+		v1, c1, err1 := run(envWith, with, 10_000_000)
+		v2, c2, err2 := run(envWithout, without, 10_000_000)
+		require.NoError(t, err1, expr)
+		require.NoError(t, err2, expr)
+		assert.Equal(t, v1, v2, expr)
+		assert.Equal(t, c1, c2, "%s: cost with the trackers %d, with the estimator alone %d", expr, c1, c2)
+		assert.Greater(t, c1, uint64(1), expr)
+		// The limit cuts both at the same cost.
+		_, _, err1 = run(envWith, with, c1-1)
+		_, _, err2 = run(envWithout, without, c1-1)
+		assert.Error(t, err1, expr)
+		assert.Error(t, err2, expr)
+	}
+}

@@ -153,6 +153,9 @@ func (b *library) CompileOptions() []cel.EnvOption {
 
 // ProgramOptions implements cel.Library.
 func (b *library) ProgramOptions() []cel.ProgramOption {
+	if b.l.cfg.estimatorPrices {
+		return nil // the host's ActualCostEstimator prices the calls (WithEstimatorPrices)
+	}
 	var costs []cost.TrackerOption
 	for _, d := range b.l.fnsFor(b.ns) {
 		for _, o := range d.ovs {

@@ -22,6 +22,8 @@ type Config struct {
 	home     string
 	symlinks bool
 	version  uint32
+	// estimatorPrices: see WithEstimatorPrices.
+	estimatorPrices bool
 }
 
 // Option configures a Lib. Options validate their arguments and New reports
@@ -57,6 +59,24 @@ func WithHome(dir string) Option {
 func WithSymlinks(on bool) Option {
 	return func(c *Config) error {
 		c.symlinks = on
+		return nil
+	}
+}
+
+// WithEstimatorPrices says that the host prices stdlib calls at run time
+// through the Lib's ActualCostEstimator, on every program that tracks cost
+// (cel.CostTracking(lib.ActualCostEstimator()), as celenv's
+// ProgramOptions do), so the libraries install no per-overload cost
+// trackers of their own. The prices are the same: the estimator answers
+// for every overload a tracker would, with the same model (CallCost), and
+// for the late-bound calls the trackers miss. What it saves: cel-go copies
+// the libraries' tracker options into every program and builds a table of
+// them for every program that tracks cost, which was about 1 MB of a hook
+// process's allocations. Without this option (the default) a Lib's
+// libraries price their calls in any environment, estimator or not.
+func WithEstimatorPrices() Option {
+	return func(c *Config) error {
+		c.estimatorPrices = true
 		return nil
 	}
 }

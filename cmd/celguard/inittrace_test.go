@@ -20,12 +20,15 @@ import (
 // 15,652 allocations, down from 5.28 MB and 45,286 (the JSON Schema
 // library's metaschema compilation was 1.7 MB and 21,291 of them; see
 // policy/schemacheck.go); 2.72 MB and 18,376 over 315 packages once the
-// OpenTelemetry SDK and the MCP SDK (google/jsonschema-go: 81 KB) landed.
+// OpenTelemetry SDK and the MCP SDK (google/jsonschema-go: 81 KB) landed;
+// 2.68 MB and 18,070 over 321 packages once the regexps of stdlib/sql,
+// hooks/setup and the importer compiled on first use (2.78 MB and 18,901
+// before; the rest is third-party: tidb's parser, oras-go, protobuf, ...).
 // Raise the budget only with a reason, and look at
 // `GODEBUG=inittrace=1 celguard hook claude-code` for the package that grew.
 const (
-	initBudgetBytes  = 3_000_000
-	initBudgetAllocs = 20_500
+	initBudgetBytes  = 2_850_000
+	initBudgetAllocs = 19_200
 )
 
 var initLine = regexp.MustCompile(`^init (\S+) @.* clock, (\d+) bytes, (\d+) allocs$`)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/celguard/celguard/hooks"
@@ -554,8 +555,8 @@ type codexHookState struct {
 }
 
 var (
-	tomlHeader = regexp.MustCompile(`^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$`)
-	tomlKV     = regexp.MustCompile(`^\s*([A-Za-z0-9_-]+)\s*=\s*(.+?)\s*(#.*)?$`)
+	tomlHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$`) })
+	tomlKV     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*([A-Za-z0-9_-]+)\s*=\s*(.+?)\s*(#.*)?$`) })
 )
 
 // parseCodexConfig reads the hook states ([hooks.state."KEY"] with
@@ -567,11 +568,11 @@ func parseCodexConfig(toml string) (map[string]codexHookState, map[string]string
 	projects := map[string]string{}
 	var table []string
 	for _, line := range strings.Split(toml, "\n") {
-		if m := tomlHeader.FindStringSubmatch(line); m != nil && !strings.HasPrefix(strings.TrimSpace(line), "[[") {
+		if m := tomlHeader().FindStringSubmatch(line); m != nil && !strings.HasPrefix(strings.TrimSpace(line), "[[") {
 			table = splitTOMLKey(m[1])
 			continue
 		}
-		m := tomlKV.FindStringSubmatch(line)
+		m := tomlKV().FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
@@ -647,7 +648,7 @@ func tomlString(v string) string {
 	return v
 }
 
-var versionRE = regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)`) })
 
 // versionCheck compares the host's version with the one tested.
 func versionCheck(host string, env DoctorEnv) Check {
@@ -664,7 +665,7 @@ func versionCheck(host string, env DoctorEnv) Check {
 		return c
 	}
 	out, err := env.Version(bin)
-	m := versionRE.FindStringSubmatch(out)
+	m := versionRE().FindStringSubmatch(out)
 	if err != nil || m == nil {
 		c.Message = fmt.Sprintf("%s --version did not say its version (%v)", bin, err)
 		return c
@@ -686,7 +687,7 @@ func versionCheck(host string, env DoctorEnv) Check {
 
 // compareVersions compares two x.y.z versions numerically.
 func compareVersions(a, b string) int {
-	am, bm := versionRE.FindStringSubmatch(a), versionRE.FindStringSubmatch(b)
+	am, bm := versionRE().FindStringSubmatch(a), versionRE().FindStringSubmatch(b)
 	if am == nil || bm == nil {
 		return strings.Compare(a, b)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/celguard/celguard/hooks"
 )
@@ -15,7 +16,7 @@ import (
 var opencodePluginJS string
 
 // opencodeCommandLine is the plugin's line that holds its command.
-var opencodeCommandLine = regexp.MustCompile(`(?m)^const COMMAND = (".*")$`)
+var opencodeCommandLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^const COMMAND = (".*")$`) })
 
 // OpencodePlugin is celguard's OpenCode plugin running command (what
 // `celguard hook install opencode` writes into OpenCode's plugins
@@ -33,7 +34,7 @@ func opencodeCommand(data []byte) (string, bool) {
 	if !bytes.Contains(data, []byte("// celguard:command")) {
 		return "", false
 	}
-	m := opencodeCommandLine.FindSubmatch(data)
+	m := opencodeCommandLine().FindSubmatch(data)
 	if m == nil {
 		return "", false
 	}

@@ -28,8 +28,8 @@ func postgresRead(text string) (Result, bool) {
 		return Result{}, false
 	}
 	p := pool.Get().(*parser.Parser)
+	defer pool.Put(p) // after the statements are read (see Classify)
 	stmts, _, err := parse(p, rewritten)
-	pool.Put(p)
 	if err != nil || len(stmts) == 0 {
 		return Result{}, false
 	}
@@ -95,10 +95,12 @@ var pgReadFuncs = sync.OnceValue(func() map[string]bool {
 })
 
 var (
-	pgCast       = regexp.MustCompile(`(?i)^::\s*(double\s+precision|character\s+varying|bit\s+varying|time(stamp)?\s+with(out)?\s+time\s+zone|"[^"]+"|[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?)(\s*\(\s*\d+(\s*,\s*\d+)?\s*\))?(\s*\[\s*\])*`)
-	pgOperator   = regexp.MustCompile(`^(->>|->|#>>|#>|@>|<@|\?\||\?&|!~\*|!~|~\*|~)`)
-	pgILike      = regexp.MustCompile(`(?i)^ilike\b`)
-	pgDistinctOn = regexp.MustCompile(`(?i)^distinct\s+on\s*\(`)
+	pgCast = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^::\s*(double\s+precision|character\s+varying|bit\s+varying|time(stamp)?\s+with(out)?\s+time\s+zone|"[^"]+"|[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?)(\s*\(\s*\d+(\s*,\s*\d+)?\s*\))?(\s*\[\s*\])*`)
+	})
+	pgOperator   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(->>|->|#>>|#>|@>|<@|\?\||\?&|!~\*|!~|~\*|~)`) })
+	pgILike      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^ilike\b`) })
+	pgDistinctOn = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^distinct\s+on\s*\(`) })
 )
 
 // rewritePostgres rewrites text's PostgreSQL-only tokens outside literals,
@@ -150,23 +152,23 @@ func rewritePostgres(text string) (string, bool) {
 			b.WriteString(text[i : i+2+j+2])
 			i += 2 + j + 2
 		case c == ':' && strings.HasPrefix(text[i:], "::"):
-			m := pgCast.FindString(text[i:])
+			m := pgCast().FindString(text[i:])
 			if m == "" {
 				return "", false
 			}
 			i += len(m)
 			changed = true
-		case pgOperator.MatchString(text[i:]):
-			m := pgOperator.FindString(text[i:])
+		case pgOperator().MatchString(text[i:]):
+			m := pgOperator().FindString(text[i:])
 			b.WriteString(" + ")
 			i += len(m)
 			changed = true
-		case word(i) && pgILike.MatchString(text[i:]):
+		case word(i) && pgILike().MatchString(text[i:]):
 			b.WriteString("LIKE")
 			i += len("ilike")
 			changed = true
-		case word(i) && pgDistinctOn.MatchString(text[i:]):
-			m := pgDistinctOn.FindString(text[i:])
+		case word(i) && pgDistinctOn().MatchString(text[i:]):
+			m := pgDistinctOn().FindString(text[i:])
 			j, depth := i+len(m), 1
 			for ; j < len(text) && depth > 0; j++ {
 				switch text[j] {

@@ -95,10 +95,13 @@ func Classify(text string) Result {
 	if len(text) > MaxSQL {
 		return Result{OK: false, Error: "the text is too long to parse", Statements: []Statement{}, Effects: lexical(text[:MaxSQL])}
 	}
+	// The statements belong to the parser until its next parse, so it goes
+	// back to the pool only once they are classified: another goroutine's
+	// parse would rewrite them under this one's feet.
 	p := pool.Get().(*parser.Parser)
 	stmts, _, err := parse(p, text)
-	pool.Put(p)
 	if err != nil {
+		pool.Put(p)
 		if r, ok := postgresRead(text); ok {
 			return r
 		}
@@ -114,6 +117,7 @@ func Classify(text string) Result {
 		}
 		res.Statements = append(res.Statements, st)
 	}
+	pool.Put(p)
 	res.Effects = keys(all)
 	if len(res.Statements) == 0 {
 		return Result{OK: false, Error: "no statement", Statements: []Statement{}, Effects: []string{}}
