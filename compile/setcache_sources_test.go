@@ -165,11 +165,7 @@ func TestSetCacheRecordsOnlyFaithfulDocuments(t *testing.T) {
 // alike; so is a record whose documents rewrite an expression's text.
 func TestSetCacheInconsistentDocuments(t *testing.T) {
 	srcs := someBuiltins(t)
-	full, err := Compile(srcs)
-	require.NoError(t, err)
-	recorded := &MemorySetCache{}
-	_, err = Compile(srcs, WithSetCache(recorded))
-	require.NoError(t, err)
+	full, recorded := compiledAndRecorded(t, srcs)
 	withLayout := func(idx *setIndex) *setLayout {
 		for i := range idx.Sources {
 			if len(idx.Sources[i].Layouts) > 0 {

@@ -38,11 +38,7 @@ func rewriteIndex(t *testing.T, c *MemorySetCache, change func(*setIndex)) {
 // one, and decides alike.
 func TestSetCacheInconsistentRecords(t *testing.T) {
 	srcs := someBuiltins(t)
-	full, err := Compile(srcs)
-	require.NoError(t, err)
-	recorded := &MemorySetCache{}
-	_, err = Compile(srcs, WithSetCache(recorded))
-	require.NoError(t, err)
+	full, recorded := compiledAndRecorded(t, srcs)
 	firstWith := func(idx *setIndex, pred func(sp setProgram) bool) *setProgram {
 		for i := range idx.Programs {
 			if pred(idx.Programs[i]) {
@@ -106,6 +102,18 @@ func TestSetCacheInconsistentRecords(t *testing.T) {
 
 // someBuiltins are a few built-in policies: tool classes, one with
 // counters, one with patterns kept in variables.
+// compiledAndRecorded compiles srcs in full twice: once with no cache, and
+// once recording into a fresh MemorySetCache, which it returns.
+func compiledAndRecorded(t *testing.T, srcs []policy.Source) (*PolicySet, *MemorySetCache) {
+	t.Helper()
+	full, err := Compile(srcs)
+	require.NoError(t, err)
+	recorded := &MemorySetCache{}
+	_, err = Compile(srcs, WithSetCache(recorded))
+	require.NoError(t, err)
+	return full, recorded
+}
+
 func someBuiltins(t *testing.T) []policy.Source {
 	t.Helper()
 	all, err := policies.Sources()
@@ -191,11 +199,7 @@ func sameASTs(t *testing.T, want, got *PolicySet) {
 func TestSetCacheReplaysTheSameASTs(t *testing.T) {
 	srcs, err := policies.Sources()
 	require.NoError(t, err)
-	full, err := Compile(srcs)
-	require.NoError(t, err)
-	c := &MemorySetCache{}
-	_, err = Compile(srcs, WithSetCache(c))
-	require.NoError(t, err)
+	full, c := compiledAndRecorded(t, srcs)
 	set, err := Compile(srcs, WithSetCache(c))
 	require.NoError(t, err)
 	require.True(t, set.FromCache())
@@ -213,11 +217,7 @@ func TestSetCacheReplaysTheSameASTs(t *testing.T) {
 // program the full compile's, found when it is first made.
 func TestSetCacheBrokenTypeTables(t *testing.T) {
 	srcs := someBuiltins(t)
-	full, err := Compile(srcs)
-	require.NoError(t, err)
-	recorded := &MemorySetCache{}
-	_, err = Compile(srcs, WithSetCache(recorded))
-	require.NoError(t, err)
+	full, recorded := compiledAndRecorded(t, srcs)
 	withTypes := func(idx *setIndex) *setProgram {
 		for i := range idx.Programs {
 			if len(idx.Programs[i].CheckedTypes.IDs) > 0 && len(idx.Programs[i].CheckedTypes.RefIDs) > 0 {
