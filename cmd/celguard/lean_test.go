@@ -420,6 +420,20 @@ func TestLeanClientAnswersIgnoredEventsItself(t *testing.T) {
 	})
 }
 
+// staleOrReloaded checks the first call after a bundle change: the lean
+// client finds the daemon's manifest stale and hands the call on, unless the
+// daemon, which watches the same files, has already read the change (under
+// load or -race it may have, before the call), in which case its answer,
+// which the caller checks against the in-process one, is the new one.
+func staleOrReloaded(t *testing.T, a answer, what string) {
+	t.Helper()
+	if a.daemon {
+		t.Logf("%s: the daemon had already read the change", what)
+		return
+	}
+	assert.Contains(t, a.why, "the policies changed", what+": the manifest is stale")
+}
+
 // heldSource is a bundle source that serves one signed archive.
 type heldSource struct{ archive, envelope []byte }
 
@@ -498,8 +512,7 @@ func TestLeanClientFollowsTheBundle(t *testing.T) {
 
 	put(2, "npm test")
 	v2 := f.hook("claude-code", ev)
-	assert.False(t, v2.daemon, "another bundle in force: the manifest is stale")
-	assert.Contains(t, v2.why, "the policies changed")
+	staleOrReloaded(t, v2, "another bundle in force")
 	assert.Contains(t, v2.stdout, "team_v2", "decided with bundle v2")
 	assertSameAnswer(t, f.inProcess("claude-code", ev, refState), v2, "bundle v2")
 	again := untilDaemon()
@@ -507,7 +520,7 @@ func TestLeanClientFollowsTheBundle(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "bundles.json"), conf("other.pub"), 0o644))
 	edited := f.hook("claude-code", ev)
-	assert.False(t, edited.daemon, "the bundles file edited: the manifest is stale")
+	staleOrReloaded(t, edited, "the bundles file edited")
 	assert.Contains(t, edited.stdout, "bundle_unavailable", "no bundle verifies with the key now named, and it is mandatory")
 	assertSameAnswer(t, f.inProcess("claude-code", ev, refState), edited, "bundles file edited")
 	again = untilDaemon()
