@@ -255,7 +255,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	b.load("/ui/decisions")
 	b.do(chromedp.Focus(chromedp.ID("q")), chromedp.KeyEvent("rm -rf\r"))
-	b.eventually(`location.search.includes("q=rm")`, 10*time.Second)
+	// The search loads a new page: wait until it is whole (a row the parser
+	// has not finished has no verdict cell yet).
+	b.eventually(`location.search.includes("q=rm") && document.readyState === "complete" && Array.from(document.querySelectorAll("table.decisions tbody tr")).every(function (r) { return !!r.querySelector(".verdict"); })`, 10*time.Second)
 	rows := evalIn[[]string](b, `Array.from(document.querySelectorAll("table.decisions tbody tr")).map(function (r) { return r.getAttribute("data-rule") + " " + r.querySelector(".verdict").textContent; })`)
 	if len(rows) != 1 || rows[0] != "no-rm block" {
 		t.Fatalf("the search for rm shows %v, want one block by no-rm", rows)
