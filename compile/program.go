@@ -44,8 +44,8 @@ type Program struct {
 	// src, in a set compiled from a compiled-set cache (setcache.go),
 	// makes the program from its recorded checked expression at its first
 	// use: an event's decision evaluates a few of the set's programs, and
-	// decoding and planning the others is wasted. nil once made (or for a
-	// program compiled in full).
+	// decoding and planning the others is wasted. nil for a program
+	// compiled in full; once makes it at most once (made).
 	src  *programSource
 	once sync.Once
 }

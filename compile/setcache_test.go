@@ -100,8 +100,6 @@ func TestSetCacheInconsistentRecords(t *testing.T) {
 	assert.NotEqual(t, uint64(math.MaxUint64), n)
 }
 
-// someBuiltins are a few built-in policies: tool classes, one with
-// counters, one with patterns kept in variables.
 // compiledAndRecorded compiles srcs in full twice: once with no cache, and
 // once recording into a fresh MemorySetCache, which it returns.
 func compiledAndRecorded(t *testing.T, srcs []policy.Source) (*PolicySet, *MemorySetCache) {
@@ -114,6 +112,8 @@ func compiledAndRecorded(t *testing.T, srcs []policy.Source) (*PolicySet, *Memor
 	return full, recorded
 }
 
+// someBuiltins are a few built-in policies: tool classes, one with
+// counters, one with patterns kept in variables.
 func someBuiltins(t *testing.T) []policy.Source {
 	t.Helper()
 	all, err := policies.Sources()

@@ -18,6 +18,7 @@ import (
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
+	"github.com/celguard/celguard/hooks/daemonwire"
 	"github.com/celguard/celguard/hooks/setup"
 	"github.com/celguard/celguard/internal/atomicfile"
 	"github.com/celguard/celguard/policy"
@@ -283,20 +284,11 @@ func (p hookParams) respond(ctx context.Context, host hooks.Host, done *hookDone
 	return r.Run(ctx, input)
 }
 
-// stateStore is the state directory the flags name.
+// stateStore is the state directory the flags name: the one the lean
+// client (cmd/celguard-hook) cleans up for the events it answers itself,
+// so both read the flags through daemonwire.HookArgs.StateStore.
 func (p hookParams) stateStore() (*statedir.Dir, error) {
-	dir := p.stateDir
-	if dir == "" {
-		var err error
-		if dir, err = statedir.DefaultStateDir(); err != nil {
-			return nil, err
-		}
-	}
-	sd := &statedir.Dir{Dir: dir, MaxBytes: p.maxStateBytes, MaxAge: time.Duration(p.keepDays) * 24 * time.Hour}
-	if p.keepDays == 0 {
-		sd.MaxAge = -1
-	}
-	return sd, nil
+	return daemonwire.HookArgs{StateDir: p.stateDir, MaxStateBytes: p.maxStateBytes, KeepDays: p.keepDays}.StateStore()
 }
 
 // runner is the hook's Runner for one event of host: the one way an event

@@ -129,17 +129,16 @@ func mustJSON(t *testing.T, v any) []byte {
 	return bytes.Trim(b, `"`)
 }
 
-// TestHookIgnoresForgedCostProofs: the cached cost proofs let programs run
-// without cost accounting, so a forged entry (every program proven at the
-// largest size) would lift the cost limit. Its MAC no longer checks: the
-// hook computes the proofs again and writes back the true ones.
-func TestHookIgnoresForgedCostProofs(t *testing.T) {
+// rmRootHook is the Claude Code hook in a fresh home and state directory
+// (returned), and a call that runs it on a `rm -rf /` event and returns
+// its answer.
+func rmRootHook(t *testing.T) (string, func() string) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("XDG_CONFIG_HOME", "")
 	t.Setenv("XDG_STATE_HOME", "")
 	t.Chdir(t.TempDir())
 	state := t.TempDir()
-	hook := func() string {
+	return state, func() string {
 		var out, errb bytes.Buffer
 		p := hookParams{hookOptions: hookOptions{stateDir: state}, timeout: 10 * time.Second,
 			keepDays: 7, maxStateBytes: statedir.DefaultMaxStateBytes,
@@ -147,6 +146,14 @@ func TestHookIgnoresForgedCostProofs(t *testing.T) {
 		require.Equal(t, 0, runHook(context.Background(), "claude-code", p), errb.String())
 		return out.String()
 	}
+}
+
+// TestHookIgnoresForgedCostProofs: the cached cost proofs let programs run
+// without cost accounting, so a forged entry (every program proven at the
+// largest size) would lift the cost limit. Its MAC no longer checks: the
+// hook computes the proofs again and writes back the true ones.
+func TestHookIgnoresForgedCostProofs(t *testing.T) {
+	state, hook := rmRootHook(t)
 	require.Contains(t, hook(), `"permissionDecision":"deny"`)
 	cachePath := filepath.Join(state, "ast-cache.json")
 	read := func() (map[string]any, map[string]map[string][]byte, string) {
@@ -193,19 +200,7 @@ func TestHookIgnoresForgedCostProofs(t *testing.T) {
 // forged expressions (its MAC does not check). The hook blocks `rm -rf /`
 // all the same, and writes the true record again.
 func TestHookIgnoresForgedSetCache(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", "")
-	t.Setenv("XDG_STATE_HOME", "")
-	t.Chdir(t.TempDir())
-	state := t.TempDir()
-	hook := func() string {
-		var out, errb bytes.Buffer
-		p := hookParams{hookOptions: hookOptions{stateDir: state}, timeout: 10 * time.Second,
-			keepDays: 7, maxStateBytes: statedir.DefaultMaxStateBytes,
-			stdio: stdio{stdin: strings.NewReader(`{"session_id":"s","cwd":"/srv/app","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"}}`), stdout: &out, stderr: &errb}}
-		require.Equal(t, 0, runHook(context.Background(), "claude-code", p), errb.String())
-		return out.String()
-	}
+	state, hook := rmRootHook(t)
 	require.Contains(t, hook(), `"permissionDecision":"deny"`)
 	files, err := filepath.Glob(filepath.Join(state, hooks.SetCacheDir, "*.gob"))
 	require.NoError(t, err)

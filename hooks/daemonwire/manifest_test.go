@@ -3,6 +3,7 @@ package daemonwire
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -111,20 +112,10 @@ func TestSnapshotBounds(t *testing.T) {
 	}
 	root := t.TempDir()
 	for i := range MaxEntries + 1 {
-		write(t, filepath.Join(root, "f"+itoa(i)), "")
+		write(t, filepath.Join(root, "f"+strconv.Itoa(i)), "")
 	}
 	if _, err := Snapshot([]Root{{Path: root, Tree: true}}); err != ErrTooLarge {
 		t.Fatalf("err = %v, want ErrTooLarge", err)
-	}
-}
-
-func itoa(i int) string {
-	b := []byte{}
-	for {
-		b = append([]byte{byte('0' + i%10)}, b...)
-		if i /= 10; i == 0 {
-			return string(b)
-		}
 	}
 }
 

@@ -19,7 +19,9 @@ import (
 // DISTINCT ON (...) becomes DISTINCT), parses the result with the TiDB
 // parser and accepts it only when every statement is a plain SELECT (or
 // UNION of them) with no INTO, no locking clause and no function outside
-// pgReadFuncs. Anything else, dollar-quoted text included, stays unparsed.
+// pgReadFuncs. Where the two grammars would read the text apart, it is
+// made to read alike (a comment becomes a space, a backslash in a standard
+// string is doubled) or stays unparsed (dollar quoting, #, `).
 
 // postgresRead returns the read-only classification of text, or false.
 func postgresRead(text string) (Result, bool) {
@@ -117,6 +119,11 @@ func rewritePostgres(text string) (string, bool) {
 		c := text[i]
 		switch {
 		case c == '\'' || c == '"':
+			// An escape string (E'...', E at a word boundary) is the only
+			// literal whose backslashes escape, in PostgreSQL as in the
+			// MySQL grammar; elsewhere a backslash is doubled so that the
+			// MySQL grammar ends the literal where PostgreSQL does.
+			escapes := c == '\'' && i > 0 && (text[i-1] == 'E' || text[i-1] == 'e') && word(i-1)
 			j := i + 1
 			for ; j < len(text); j++ {
 				if text[j] == c {
@@ -126,30 +133,38 @@ func rewritePostgres(text string) (string, bool) {
 					}
 					break
 				}
-				if c == '\'' && text[j] == '\\' && i > 0 && (text[i-1] == 'E' || text[i-1] == 'e') {
+				if text[j] == '\\' && escapes {
 					j++
 				}
 			}
-			if j >= len(text) {
+			if j >= len(text) || c == '"' && strings.ContainsRune(text[i:j], '\\') {
 				return "", false
 			}
-			b.WriteString(text[i : j+1])
+			if escapes {
+				b.WriteString(text[i : j+1])
+			} else {
+				b.WriteString(strings.ReplaceAll(text[i:j+1], `\`, `\\`))
+			}
 			i = j + 1
-		case c == '$':
+		case c == '$' || c == '#' || c == '`':
+			// Dollar quoting; # is an operator in PostgreSQL and starts a
+			// comment in the MySQL grammar; ` quotes nothing in PostgreSQL.
 			return "", false
 		case c == '-' && strings.HasPrefix(text[i:], "--"):
+			// A comment is a space for both grammars (the MySQL grammar's
+			// -- comment needs a space after it; PostgreSQL's does not).
 			j := strings.IndexByte(text[i:], '\n')
 			if j < 0 {
 				j = len(text) - i
 			}
-			b.WriteString(text[i : i+j])
+			b.WriteByte(' ')
 			i += j
 		case c == '/' && strings.HasPrefix(text[i:], "/*"):
 			j := strings.Index(text[i+2:], "*/")
 			if j < 0 || strings.Contains(text[i+2:i+2+j], "/*") || strings.HasPrefix(text[i+2:], "!") || strings.HasPrefix(text[i+2:], "+") {
 				return "", false
 			}
-			b.WriteString(text[i : i+2+j+2])
+			b.WriteByte(' ')
 			i += 2 + j + 2
 		case c == ':' && strings.HasPrefix(text[i:], "::"):
 			m := pgCast().FindString(text[i:])

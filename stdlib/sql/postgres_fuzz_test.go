@@ -24,6 +24,11 @@ func FuzzClassifyPostgres(f *testing.F) {
 		"WITH d AS (DELETE FROM t RETURNING *) SELECT id::text FROM d", "SELECT x::int FROM t FOR UPDATE",
 		"SELECT $$a$$::text", "SELECT /*! DROP TABLE t */ x::int FROM t", "SELECT a::numeric(10,2) FROM t",
 		"SELECT 'x'::text; SELECT 1::int", "select e'\\''::text",
+		// Where MySQL's lexing differs from PostgreSQL's: a backslash in a
+		// standard string, # and a -- comment with no space after it.
+		"SELECT x::int, 'a\\' ; DELETE FROM t; -- '", "SELECT x::int # 2; DELETE FROM t",
+		"SELECT x::int --'\n; DELETE FROM t; -- '", "SELECT x::int /*'*/; DELETE FROM t; -- '",
+		"SELECT namE'a\\' ; DELETE FROM t; -- '::text",
 	} {
 		f.Add(s)
 	}

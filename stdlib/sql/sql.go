@@ -95,6 +95,9 @@ func Classify(text string) Result {
 	if len(text) > MaxSQL {
 		return Result{OK: false, Error: "the text is too long to parse", Statements: []Statement{}, Effects: lexical(text[:MaxSQL])}
 	}
+	if why := dialectAmbiguous(text); why != "" {
+		return Result{OK: false, Error: why, Statements: []Statement{}, Effects: lexical(text)}
+	}
 	// The statements belong to the parser until its next parse, so it goes
 	// back to the pool only once they are classified: another goroutine's
 	// parse would rewrite them under this one's feet.
@@ -123,6 +126,33 @@ func Classify(text string) Result {
 		return Result{OK: false, Error: "no statement", Statements: []Statement{}, Effects: []string{}}
 	}
 	return res
+}
+
+// dialectAmbiguous says why text may split into other statements on another
+// server than the parser reads it, or "" when it cannot. MySQL and PostgreSQL
+// lex a backslash in a string, `#` and a `--` with no space after it
+// differently: `SELECT 1 # 2; DELETE FROM t` is one read to MySQL (a comment)
+// and a read then a DELETE to PostgreSQL (an operator), and `SELECT 'a\' ,
+// ' ; DELETE FROM t; ...'` the other way round. The text does not say which
+// server runs it, so such text is never proven harmless: a policy asks.
+func dialectAmbiguous(text string) string {
+	switch {
+	case strings.Contains(text, `\`):
+		return "a backslash: MySQL and PostgreSQL read it differently in a string, so the statements are not proven"
+	case strings.Contains(text, "#"):
+		return "#: a comment to MySQL, an operator to PostgreSQL, so the statements are not proven"
+	}
+	for i := strings.Index(text, "--"); i >= 0; {
+		if j := i + 2; j < len(text) && !strings.ContainsRune(" \t\r\n", rune(text[j])) {
+			return "-- with no space after it: a comment to PostgreSQL, not to MySQL, so the statements are not proven"
+		}
+		next := strings.Index(text[i+2:], "--")
+		if next < 0 {
+			break
+		}
+		i += 2 + next
+	}
+	return ""
 }
 
 // parse runs the parser, turning a panic of the parser into an error.

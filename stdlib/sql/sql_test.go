@@ -54,6 +54,7 @@ func TestClassify(t *testing.T) {
 		{"SELECT created_at::timestamp with time zone, amount::numeric(10,2) FROM payments", true, []string{Read}},
 		{"SELECT count(*) FROM t WHERE name ~* '^a' AND tags::text[] IS NOT NULL", true, []string{Read}},
 		{"SELECT 'a::b', x FROM t WHERE y ~ '::'", true, []string{Read}},
+		{"SELECT id::text FROM t WHERE name ~ '^[0-9]+$' -- a comment\n AND id > 0 /* it's */", true, []string{Read}},
 		// ... but nothing it cannot prove read-only: unparsed, asked.
 		{"SELECT setval('s', 1)::text", false, []string{}},
 		{"SELECT pg_terminate_backend(pid)::text FROM pg_stat_activity", false, []string{}},
@@ -64,6 +65,19 @@ func TestClassify(t *testing.T) {
 		{"SELECT $$a$$::text", false, []string{}},
 		{"SELECT x::int INTO t2 FROM t", false, []string{}},
 		{"SELECT /*! DROP TABLE t */ x::int FROM t", false, []string{Destroy}},
+		// Where the MySQL grammar's lexing differs from PostgreSQL's.
+		{"SELECT x::int, 'a\\' ; DELETE FROM t; -- '", false, []string{Unbounded}},
+		{"SELECT x::int # 2; DELETE FROM t", false, []string{Unbounded}},
+		{"SELECT x::int --'\n; DELETE FROM t; -- '", false, []string{Unbounded}},
+		// Text the MySQL grammar parses whole but PostgreSQL splits (or the
+		// other way round) is never proven: the server's dialect is unknown.
+		{"SELECT 'a\\' ; DELETE FROM t; -- '", false, []string{Unbounded}},
+		{"SELECT 1 # 2; DELETE FROM t", false, []string{Unbounded}},
+		{"SELECT 1 --'\n; DELETE FROM t; -- '", false, []string{Unbounded}},
+		{"SELECT 'a\\' , ' ; DELETE FROM t; SELECT x::int -- '", false, []string{Unbounded}},
+		{"SELECT id::text FROM t WHERE name ~ '^\\d+$'", false, []string{}},
+		{"SELECT e'it\\'s'::text", false, []string{}},
+		{"SELECT a FROM t -- the ids\n WHERE b = 1 --\n", true, []string{Read}},
 		{"DELETE FROM t WHERE a::int = 1", false, []string{}},
 		{"", false, []string{}},
 		{"not sql at all", false, []string{}},
