@@ -116,7 +116,7 @@ func claudeSettings(f File) ([]claudeSetting, policy.Diagnostics) {
 						}
 						s, ok := it.(string)
 						if !ok {
-							return fmt.Errorf("%w@%d: a permission rule is a string", errShape, istart)
+							return shapeErr(istart, "a permission rule is a string")
 						}
 						out = append(out, claudeSetting{list: path[1], text: s, pos: at(istart)})
 						continue
@@ -130,23 +130,38 @@ func claudeSettings(f File) ([]claudeSetting, policy.Diagnostics) {
 			}
 		}
 		if len(path) == 2 && path[0] == "permissions" && (path[1] == "allow" || path[1] == "ask" || path[1] == "deny") {
-			return fmt.Errorf("%w@%d: permissions.%s must be a list of rules", errShape, start, path[1])
+			return shapeErr(start, "permissions.%s must be a list of rules", path[1])
 		}
 		return nil
 	}
 	if err := walk(nil); err != nil && !errors.Is(err, io.EOF) {
-		var off int64
-		msg := err.Error()
-		if errors.Is(err, errShape) {
-			fmt.Sscanf(msg[strings.Index(msg, "@")+1:], "%d", &off)
-			msg = msg[strings.Index(msg, ":")+2:]
-		}
-		ds = append(ds, diag(CodeInvalid, policy.SeverityError, at(off), "%s", msg))
+		ds = append(ds, walkDiag(err, at))
 	}
 	return out, ds
 }
 
-var errShape = errors.New("shape")
+// shapeError is a value of the wrong shape in a settings file, at
+// offset off of its data.
+type shapeError struct {
+	off int64
+	msg string
+}
+
+func (e *shapeError) Error() string { return e.msg }
+
+func shapeErr(off int64, format string, args ...any) error {
+	return &shapeError{off: off, msg: fmt.Sprintf(format, args...)}
+}
+
+// walkDiag is the diagnostic of the error that ended a walk of a settings
+// file: at the value a shapeError names, else at the start.
+func walkDiag(err error, at func(int64) policy.Pos) policy.Diagnostic {
+	var se *shapeError
+	if errors.As(err, &se) {
+		return diag(CodeInvalid, policy.SeverityError, at(se.off), "%s", se.msg)
+	}
+	return diag(CodeInvalid, policy.SeverityError, at(0), "%s", err.Error())
+}
 
 // tokenStart skips the whitespace, commas and colons before the next token.
 func tokenStart(data []byte, off int64) int64 {

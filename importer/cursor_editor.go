@@ -95,9 +95,6 @@ func cursorEditorEntries(f File) ([]cursorEntry, policy.Diagnostics) {
 	var out []cursorEntry
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	bad := func(off int64, format string, args ...any) error {
-		return fmt.Errorf("%w@%d: %s", errShape, off, fmt.Sprintf(format, args...))
-	}
 	// skip reads one value whatever it is.
 	var skip func() error
 	skip = func() error {
@@ -129,7 +126,7 @@ func cursorEditorEntries(f File) ([]cursorEntry, policy.Diagnostics) {
 			return err
 		}
 		if d, ok := tok.(json.Delim); !ok || d != '[' {
-			return bad(start, "%s must be a list of strings", name)
+			return shapeErr(start, "%s must be a list of strings", name)
 		}
 		for dec.More() {
 			istart := tokenStart(data, dec.InputOffset())
@@ -161,7 +158,7 @@ func cursorEditorEntries(f File) ([]cursorEntry, policy.Diagnostics) {
 			return err
 		}
 		if d, ok := tok.(json.Delim); !ok || d != '{' {
-			return bad(start, "a permissions.json is an object")
+			return shapeErr(start, "a permissions.json is an object")
 		}
 		for dec.More() {
 			kstart := tokenStart(data, dec.InputOffset())
@@ -182,7 +179,7 @@ func cursorEditorEntries(f File) ([]cursorEntry, policy.Diagnostics) {
 					return err
 				}
 				if d, ok := tok.(json.Delim); !ok || d != '{' {
-					return bad(ostart, "autoRun must be an object")
+					return shapeErr(ostart, "autoRun must be an object")
 				}
 				for dec.More() {
 					sstart := tokenStart(data, dec.InputOffset())
@@ -216,13 +213,7 @@ func cursorEditorEntries(f File) ([]cursorEntry, policy.Diagnostics) {
 		return err
 	}
 	if err := walk(); err != nil && !errors.Is(err, io.EOF) {
-		var off int64
-		msg := err.Error()
-		if errors.Is(err, errShape) {
-			fmt.Sscanf(msg[strings.Index(msg, "@")+1:], "%d", &off)
-			msg = msg[strings.Index(msg, ":")+2:]
-		}
-		ds = append(ds, diag(CodeInvalid, policy.SeverityError, at(off), "%s", msg))
+		ds = append(ds, walkDiag(err, at))
 	}
 	return out, ds
 }
