@@ -3,7 +3,6 @@ package mcpproxy
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,14 +34,11 @@ func (p *Proxy) owner(uri string) *upstream {
 	if o, ok := p.reads[templateKey(uri)]; ok {
 		return o.up
 	}
+	// The answer does not depend on the order of the map: the one
+	// upstream whose templates match, or nil.
 	var found *upstream
-	keys := make([]string, 0, len(p.reads))
-	for key := range p.reads {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
-	for _, key := range keys {
-		tmpl, ok := cutKey(key, "t\x00")
+	for key, o := range p.reads {
+		tmpl, ok := strings.CutPrefix(key, "t\x00")
 		if !ok {
 			continue
 		}
@@ -50,10 +46,10 @@ func (p *Proxy) owner(uri string) *upstream {
 		if err != nil || !t.Regexp().MatchString(uri) {
 			continue
 		}
-		if found != nil && found != p.reads[key].up {
+		if found != nil && found != o.up {
 			return nil // two upstreams' templates: which one is meant cannot be told
 		}
-		found = p.reads[key].up
+		found = o.up
 	}
 	return found
 }

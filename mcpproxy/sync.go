@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -151,9 +152,9 @@ func (p *Proxy) syncResources(ctx context.Context, up *upstream, cs *mcp.ClientS
 	}
 	var resources, templates []string
 	for _, key := range p.gone(up, seen, "r\x00", "t\x00") {
-		if uri, ok := cutKey(key, "r\x00"); ok {
+		if uri, ok := strings.CutPrefix(key, "r\x00"); ok {
 			resources = append(resources, uri)
-		} else if tmpl, ok := cutKey(key, "t\x00"); ok {
+		} else if tmpl, ok := strings.CutPrefix(key, "t\x00"); ok {
 			templates = append(templates, tmpl)
 		}
 	}
@@ -191,7 +192,7 @@ func (p *Proxy) syncPrompts(ctx context.Context, up *upstream, cs *mcp.ClientSes
 	}
 	var gone []string
 	for _, key := range p.gone(up, seen, "p\x00") {
-		name, _ := cutKey(key, "p\x00")
+		name, _ := strings.CutPrefix(key, "p\x00")
 		gone = append(gone, name)
 	}
 	if len(gone) > 0 {
@@ -239,7 +240,7 @@ func (p *Proxy) gone(up *upstream, seen map[string]bool, prefixes ...string) []s
 			continue
 		}
 		for _, pre := range prefixes {
-			if len(key) >= len(pre) && key[:len(pre)] == pre {
+			if strings.HasPrefix(key, pre) {
 				out = append(out, key)
 				delete(p.reads, key)
 				break
@@ -247,13 +248,6 @@ func (p *Proxy) gone(up *upstream, seen map[string]bool, prefixes ...string) []s
 		}
 	}
 	return out
-}
-
-func cutKey(key, prefix string) (string, bool) {
-	if len(key) < len(prefix) || key[:len(prefix)] != prefix {
-		return "", false
-	}
-	return key[len(prefix):], true
 }
 
 // sameDef reports whether two definitions are the same as JSON.

@@ -233,7 +233,10 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("denial refused", "operator", operator, "session_id", sess.ID(), "request", req.RequestID, "code", CodeStaleAnswer)
 		writeError(w, http.StatusConflict, CodeStaleAnswer, msg)
 	}
-	i := slices.IndexFunc(sess.Requests(), func(p eval.PendingRequest) bool { return p.ID == req.RequestID })
+	// One read of the pending requests: a second one may have lost a
+	// request since (expired, answered), and i would index past it.
+	reqs := sess.Requests()
+	i := slices.IndexFunc(reqs, func(p eval.PendingRequest) bool { return p.ID == req.RequestID })
 	if i < 0 {
 		answered := slices.ContainsFunc(sess.Denials(), func(d eval.Denial) bool { return d.ID == req.RequestID }) ||
 			slices.ContainsFunc(sess.Grants(), func(g eval.Grant) bool { return g.ID == req.RequestID })
@@ -244,7 +247,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNoSuchRequest, fmt.Sprintf("session %q has no pending request %q (never made, expired or forgotten)", sess.ID(), req.RequestID))
 		return
 	}
-	if req.Digest != "" && subtle.ConstantTimeCompare([]byte(req.Digest), []byte(sess.Requests()[i].Digest)) != 1 {
+	if req.Digest != "" && subtle.ConstantTimeCompare([]byte(req.Digest), []byte(reqs[i].Digest)) != 1 {
 		stale(fmt.Sprintf("request %s is not the call you were shown (its digest differs): read it again", req.RequestID))
 		return
 	}

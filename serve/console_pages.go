@@ -376,12 +376,15 @@ func (s *Server) consoleAnswer(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, err)
 		return
 	}
-	i := slices.IndexFunc(sess.Requests(), func(p eval.PendingRequest) bool { return p.ID == f.Request })
+	// One read of the pending requests: a second one may have lost a
+	// request since (expired, answered), and i would index past it.
+	reqs := sess.Requests()
+	i := slices.IndexFunc(reqs, func(p eval.PendingRequest) bool { return p.ID == f.Request })
 	if i < 0 {
 		fail(http.StatusConflict, CodeStaleAnswer, fmt.Sprintf("request %s was answered already, or expired: nothing was changed", f.Request))
 		return
 	}
-	rq := sess.Requests()[i]
+	rq := reqs[i]
 	if f.Digest == "" || subtle.ConstantTimeCompare([]byte(f.Digest), []byte(rq.Digest)) != 1 {
 		fail(http.StatusConflict, CodeStaleAnswer, fmt.Sprintf("request %s is not the call the page showed (its digest differs): reload and read it again", f.Request))
 		return
