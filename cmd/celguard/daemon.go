@@ -116,11 +116,11 @@ func (p hookParams) daemon(store *statedir.Dir) *daemonClient {
 	}
 	args := append(opts.args(), "--timeout", p.timeout.String(), "--keep-days", strconv.Itoa(p.keepDays),
 		"--max-state-bytes", strconv.FormatInt(p.maxStateBytes, 10))
-	// The environment the layers are found by: a hook run with another
-	// has another daemon.
+	// The environment the layers are found by, and the one a decision
+	// reads (daemonwire.IDEnv): a hook run with another has another daemon.
 	// And the telemetry environment: a hook exporting elsewhere (or not
 	// at all) has another daemon.
-	id := daemonwire.ID(append(append([]string{exe, os.Getenv("HOME"), os.Getenv("XDG_CONFIG_HOME"), os.Getenv("XDG_STATE_HOME")}, args...), daemonTelemetryEnv()...)...)
+	id := daemonwire.ID(append(append(append([]string{exe}, daemonwire.IDEnv(os.Getenv)...), args...), daemonTelemetryEnv()...)...)
 	socket, err := daemonwire.Socket(store.Dir, id)
 	if err != nil {
 		return nil

@@ -45,9 +45,19 @@ func (a HookArgs) Socket(exe string, getenv func(string) string) (socket, stateD
 		}
 	}
 	args := a.DaemonArgs(stateDir)
-	id := ID(append([]string{exe, getenv("HOME"), getenv("XDG_CONFIG_HOME"), getenv("XDG_STATE_HOME")}, args...)...)
+	id := ID(append(append([]string{exe}, IDEnv(getenv)...), args...)...)
 	socket, err = Socket(stateDir, id)
 	return socket, stateDir, err
+}
+
+// IDEnv is the environment a daemon's id covers, after the binary exe is
+// prepended by the caller: the variables the layers are found by (HOME,
+// XDG_CONFIG_HOME, XDG_STATE_HOME) and those a decision reads from the
+// process (CLAUDE_PROJECT_DIR: where a Claude Code permission answer is
+// remembered). The daemon has the environment of the hook that started it,
+// so a hook with another value must have another daemon.
+func IDEnv(getenv func(string) string) []string {
+	return []string{getenv("HOME"), getenv("XDG_CONFIG_HOME"), getenv("XDG_STATE_HOME"), getenv("CLAUDE_PROJECT_DIR")}
 }
 
 // Ask asks the user's decision daemon for the answer to r's event, as the
