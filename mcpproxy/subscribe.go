@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/celguard/celguard/eval"
 )
@@ -37,14 +36,9 @@ func (p *Proxy) owner(uri string) *upstream {
 	// The answer does not depend on the order of the map: the one
 	// upstream whose templates match, or nil.
 	var found *upstream
-	for key, o := range p.reads {
-		tmpl, ok := strings.CutPrefix(key, "t\x00")
-		if !ok {
-			continue
-		}
-		t, err := uritemplate.New(tmpl)
-		if err != nil || !t.Regexp().MatchString(uri) {
-			continue
+	for _, o := range p.reads {
+		if o.tmpl == nil || !o.tmpl.Regexp().MatchString(uri) {
+			continue // not a template, or one that does not compile or match
 		}
 		if found != nil && found != o.up {
 			return nil // two upstreams' templates: which one is meant cannot be told

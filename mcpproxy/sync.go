@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 )
 
 // What an upstream offers can change while the proxy runs: it says so with
@@ -30,10 +31,12 @@ const (
 
 // offered is a resource, resource template or prompt the proxy offers: the
 // upstream it is from, and its definition as the upstream gave it (JSON),
-// to tell a change.
+// to tell a change; a template's is compiled once, here (nil when it does
+// not compile), for Proxy.owner.
 type offered struct {
-	up  *upstream
-	def []byte
+	up   *upstream
+	def  []byte
+	tmpl *uritemplate.Template
 }
 
 // Keys of Proxy.reads.
@@ -224,8 +227,12 @@ func (p *Proxy) fresh(up *upstream, key string, def any) ([]byte, bool) {
 
 // setRead records that up offers key, defined as def.
 func (p *Proxy) setRead(key string, up *upstream, def []byte) {
+	o := offered{up: up, def: def}
+	if t, ok := strings.CutPrefix(key, "t\x00"); ok {
+		o.tmpl, _ = uritemplate.New(t)
+	}
 	p.mu.Lock()
-	p.reads[key] = offered{up: up, def: def}
+	p.reads[key] = o
 	p.mu.Unlock()
 }
 

@@ -84,6 +84,9 @@ func TestListChanged(t *testing.T) {
 	prompt("first")
 	resource("doc://one")
 	resource("secret://keys")
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "note://{id}", Name: "note"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "text of " + req.Params.URI}}}, nil
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	upstream := func() mcp.Transport {
@@ -232,5 +235,17 @@ func TestListChanged(t *testing.T) {
 		if got := wait(t, updates, "resources/updated"); got != "doc://two" {
 			t.Fatalf("update of %s", got)
 		}
+	}
+
+	// A URI one of the upstream's templates matches is the upstream's; a
+	// URI nothing offers is refused before any upstream hears of it.
+	if err := legacy.Subscribe(ctx, &mcp.SubscribeParams{URI: "note://7"}); err != nil {
+		t.Fatalf("a subscription to a URI of a template: %v", err)
+	}
+	if got := wait(t, subscribed, "upstream subscription"); got != "note://7" {
+		t.Fatalf("the upstream was subscribed to %s", got)
+	}
+	if err := legacy.Subscribe(ctx, &mcp.SubscribeParams{URI: "other://7"}); err == nil || !strings.Contains(err.Error(), mcpproxy.CodeReadRefused) {
+		t.Fatalf("a subscription to a URI nothing offers: %v", err)
 	}
 }
