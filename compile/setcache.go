@@ -45,28 +45,27 @@ import (
 // policy.Expr.Layout; kept only when every one comes back from the
 // encoding equal to the parser's), and for each
 // program, in the order the compiler makes them, its text and its
-// position, its checked and planned expressions (cel-go's
-// CheckedExpr protobuf without type map and value-free references, which
-// the index keeps as tables of distinct types and references), its cost
-// proof and, for a variable, its type.
+// position, its checked and planned expressions (cel-go's native AST in
+// columns, setAST, with tables of the distinct strings, types and
+// references of all of them), its cost proof and, for a variable, its
+// type.
 //
 // The record decides verdicts as the AST cache's entries do: whoever can
 // rewrite it can change what a rule evaluates, lift a cost limit or hide
-// an error. So the index GetSet returns must be authentic (an
+// an error. So the record GetSet returns must be authentic (an
 // implementation kept where the agent may write authenticates it, as
-// hooks.SetCache does with an HMAC under the state key); the blobs need
-// not be: each is used only if its SHA-256 is the one the index gives.
-// Anything that does not check (another version or key, an expression
-// whose text or place differs, a count that differs, an unknown proof
-// size, a bound over the limit) makes the compile a full one, with the
-// same answer; a program whose recorded expression does not decode at
-// first use is taken from a full compile of the set made then.
+// hooks.SetCache does with an HMAC under the state key). Anything that
+// does not check (another version or key, an expression whose text or
+// place differs, a count that differs, an unknown proof size, a bound
+// over the limit) makes the compile a full one, with the same answer; a
+// program whose recorded expression does not decode at first use is taken
+// from a full compile of the set made then.
 type SetCache interface {
-	// GetSet returns the record stored under key: its index, which the
-	// implementation vouches for, and its blobs, which it need not.
-	GetSet(key string) (index []byte, blobs [][]byte, ok bool)
+	// GetSet returns the record stored under key, which the
+	// implementation vouches for.
+	GetSet(key string) (index []byte, ok bool)
 	// PutSet stores a record under key.
-	PutSet(key string, index []byte, blobs [][]byte)
+	PutSet(key string, index []byte)
 }
 
 // WithSetCache makes Compile replay the record of a set it compiled
@@ -91,25 +90,24 @@ type MemorySetCache struct {
 
 type memorySet struct {
 	index []byte
-	blobs [][]byte
 }
 
 // GetSet implements SetCache.
-func (c *MemorySetCache) GetSet(key string) ([]byte, [][]byte, bool) {
+func (c *MemorySetCache) GetSet(key string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.m[key]
-	return s.index, s.blobs, ok
+	return s.index, ok
 }
 
 // PutSet implements SetCache.
-func (c *MemorySetCache) PutSet(key string, index []byte, blobs [][]byte) {
+func (c *MemorySetCache) PutSet(key string, index []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = map[string]memorySet{}
 	}
-	c.m[key] = memorySet{index, blobs}
+	c.m[key] = memorySet{index}
 }
 
 // Len returns the number of sets kept.
@@ -287,7 +285,7 @@ func (c *compiler) record(key string) {
 	if err := gob.NewEncoder(&buf).Encode(&idx); err != nil {
 		return
 	}
-	c.cfg.sets.PutSet(key, buf.Bytes(), nil)
+	c.cfg.sets.PutSet(key, buf.Bytes())
 }
 
 // recordSources is the record of the parsed documents docs; nil when one
@@ -512,7 +510,7 @@ type replayState struct {
 // replaySet compiles the set from its record under key: nil when there is
 // none or anything in it does not check.
 func replaySet(srcs []policy.Source, digest string, cfg config, key string) *PolicySet {
-	ib, _, ok := cfg.sets.GetSet(key)
+	ib, ok := cfg.sets.GetSet(key)
 	if !ok {
 		return nil
 	}
