@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/deadline"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -350,8 +351,9 @@ func checkSessionID(id string) error {
 // block with a code that says which.
 func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, call eval.Call, f decider) eval.Decision {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
+	dctx := deadline.New(ctx, start.Add(s.cfg.Timeout))
+	defer dctx.Stop()
+	ctx = dctx
 	var (
 		d        eval.Decision
 		err      error
@@ -360,7 +362,7 @@ func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, ca
 	j := decisionJobs.Get().(*decisionJob)
 	j.ctx, j.f = ctx, f
 	s.workers.start(j)
-	ok := wait(ctx, j.done)
+	ok := waitUntil(dctx, j.done)
 	if ok {
 		// The worker is done with j: its results are read, and j is
 		// reused. A job whose deadline passed is left to its worker.
