@@ -153,7 +153,7 @@ func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
 	d := s.decide(r.Context(), hostAPI, policy.PhaseTurnEnd, eval.Call{}, func(ctx context.Context) (eval.Decision, error) {
 		return sess.EndTurn(ctx)
 	})
-	writeJSON(w, http.StatusOK, d)
+	writeDecision(w, &d)
 }
 
 func (s *Server) before(w http.ResponseWriter, r *http.Request) {
@@ -239,7 +239,8 @@ func answerDecision[T any](s *Server, w http.ResponseWriter, r *http.Request, ph
 		return
 	}
 	call, f := prepare(&req, sess)
-	writeJSON(w, http.StatusOK, s.decide(r.Context(), hostAPI, phase, call, f))
+	d := s.decide(r.Context(), hostAPI, phase, call, f)
+	writeDecision(w, &d)
 }
 
 // halt records (POST) or lifts (DELETE) a fleet halt: every session of an
