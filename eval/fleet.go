@@ -202,6 +202,28 @@ func (e *Engine) setHalt(ctx context.Context, scope policy.Scope, id string, h *
 	return fmt.Errorf("%w: the %s state kept changing on other replicas", ErrStoreConflict, scope)
 }
 
+// untrustedState is what is read of a stored state that failed the
+// store's check (state.Entry.Fault): whether it was halted, which is all
+// failClosed keeps of it; nil when it is not a JSON object. Its bytes are
+// whoever changed them's: decoding all of it (its lists and maps) would
+// let 4 MB of `{"requests":[{},{},...]}` allocate over a gigabyte, and a
+// hook that runs out of memory crashes, which several hosts take as leave
+// to go on. Skipping the other fields allocates nothing; a halt is kept
+// whatever else the state holds.
+func untrustedState(raw []byte) *SessionState {
+	var head struct {
+		Halted json.RawMessage `json:"halted"`
+	}
+	if raw == nil || json.Unmarshal(raw, &head) != nil {
+		return nil
+	}
+	st := new(SessionState)
+	if len(head.Halted) > 0 && string(head.Halted) != "null" {
+		st.Halted = new(Decision)
+	}
+	return st
+}
+
 // storedEntry is an entry as the store answered it, its state decoded.
 type storedEntry struct {
 	Version string
@@ -238,11 +260,12 @@ func (se *storedEngine) commitInto(ctx context.Context, ops []state.Op, out []st
 		if ok || c.State == nil {
 			continue
 		}
+		if c.Fault != "" {
+			out[i].State = untrustedState(c.State)
+			continue
+		}
 		st := new(SessionState)
 		if err := json.Unmarshal(c.State, st); err != nil {
-			if c.Fault != "" {
-				continue // untrusted, and nothing of it could be read
-			}
 			return false, nil, fmt.Errorf("the state of %s does not decode: %w", ops[i].Key, err)
 		}
 		out[i].State = st

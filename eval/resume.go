@@ -60,11 +60,7 @@ func (e *Engine) ResumeSession(ctx context.Context, id string, meta map[string]a
 	if c.Fault != "" {
 		// Restored fail-closed, with meta alone; what could be read of
 		// it (nothing, when it does not decode) is untrusted.
-		ent := storedEntry{Version: c.Version, Fault: c.Fault}
-		if c.State != nil && json.Unmarshal(c.State, &stored) == nil {
-			ent.State = &stored
-		}
-		s.adoptSession(ent)
+		s.adoptSession(storedEntry{Version: c.Version, Fault: c.Fault, State: untrustedState(c.State)})
 		return s, nil
 	}
 	if err := json.Unmarshal(c.State, &stored); err != nil {

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -82,20 +83,58 @@ func (c *ASTCache) load() {
 	if st, err := f.Stat(); err != nil || st.Size() > astCacheMaxBytes {
 		return
 	}
-	var data astCacheFileData
-	if err := json.NewDecoder(f).Decode(&data); err != nil || data.Version != astCacheVersion {
+	if !c.read(json.NewDecoder(io.LimitReader(f, astCacheMaxBytes))) {
 		// Written by another version (earlier ones had no MACs) or not
-		// ours: start afresh, and replace it at the next save.
+		// ours: start afresh (with what was read), and replace it at the
+		// next save.
 		c.dirty = true
-		return
 	}
-	for k, e := range data.Entries {
-		if e != nil && len(c.entries) < astCacheMaxEntries {
-			if _, put := c.entries[k]; !put {
-				c.entries[k] = e
-			}
+}
+
+// read reads the file's entries from dec into c.entries, one at a time,
+// as Save writes them (the version, then the entries, each key once), and
+// stops at astCacheMaxEntries; false when the file is not one of this
+// version's. The entries are checked one by one at their first use
+// (valid), so the file is read before anything in it is vouched for, and
+// the agent can write it: decoding it whole would let 32 MB of
+// `"k1":{},"k2":{},...` allocate over 600 MB (a hook that runs out of
+// memory crashes, which several hosts take as leave to go on). Read so, a
+// file costs at most its entries' values and astCacheMaxEntries entries.
+func (c *ASTCache) read(dec *json.Decoder) bool {
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	if t, err := dec.Token(); err != nil || t != "version" {
+		return false
+	}
+	var version int
+	if err := dec.Decode(&version); err != nil || version != astCacheVersion {
+		return false
+	}
+	if t, err := dec.Token(); err != nil || t != "entries" {
+		return false
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	for dec.More() && len(c.entries) < astCacheMaxEntries {
+		t, err := dec.Token()
+		k, ok := t.(string)
+		if err != nil || !ok {
+			return false
+		}
+		if _, dup := c.entries[k]; dup {
+			return false
+		}
+		var e *astCacheEntry
+		if err := dec.Decode(&e); err != nil {
+			return false
+		}
+		if e != nil {
+			c.entries[k] = e
 		}
 	}
+	return true
 }
 
 // valid checks e's MAC once per process; the caller holds c.mu.

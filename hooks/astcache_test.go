@@ -1,9 +1,14 @@
 package hooks_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -142,4 +147,69 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// A cache file is read before any entry's MAC is checked, and the agent
+// can write it: whatever it holds, reading it costs at most its own size
+// and a bounded number of entries (astCacheMaxEntries). Decoded whole, 4
+// MB of distinct empty entries allocated 80 MB.
+func TestASTCacheForgedFileBounded(t *testing.T) {
+	entries := func(key func(i int) string) []byte {
+		var b bytes.Buffer
+		b.WriteString(`{"version":2,"entries":{`)
+		for i := 0; b.Len() < 4<<20; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `%q:{}`, key(i))
+		}
+		b.WriteString(`}}`)
+		return b.Bytes()
+	}
+	for name, data := range map[string][]byte{
+		"distinct keys":  entries(func(i int) string { return strconv.FormatInt(int64(i), 36) }),
+		"one key":        entries(func(int) string { return "k" }),
+		"entries first":  []byte(`{"entries":{"k":{}},"version":2}`),
+		"a deep nesting": []byte(`{"version":2,"entries":{"k":` + strings.Repeat("[", 1<<20)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			c := loadCache(t, dir)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "ast-cache.json"), data, 0o600))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, ok := c.Get("k")
+			runtime.ReadMemStats(&after)
+			assert.False(t, ok)
+			n := after.TotalAlloc - before.TotalAlloc
+			assert.Less(t, n, uint64(len(data))+8<<20, "%d bytes of file made %d bytes of allocation", len(data), n)
+		})
+	}
+}
+
+// FuzzASTCacheFile reads forged cache files: reading one never panics, and
+// only the entry the cache wrote, under its MAC, is ever a hit.
+func FuzzASTCacheFile(f *testing.F) {
+	dir := f.TempDir()
+	key, err := statedir.LoadKey(dir)
+	require.NoError(f, err)
+	c := hooks.LoadASTCache(dir, key)
+	c.Put("k", []byte("value"))
+	require.NoError(f, c.Save())
+	good, err := os.ReadFile(filepath.Join(dir, "ast-cache.json"))
+	require.NoError(f, err)
+	f.Add(good)
+	f.Add([]byte(`{"version":2,"entries":{"k":{"v":"dmFsdWU=","mac":""},"k":{}}}`))
+	f.Add([]byte(`{"version":2,"entries":{"k":null}}`))
+	f.Add([]byte(`{"version":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(d, "ast-cache.json"), data, 0o600))
+		v, ok := hooks.LoadASTCache(d, key).Get("k")
+		if ok {
+			assert.Equal(t, "value", string(v), "only the entry written passes its MAC")
+		}
+		_, ok = hooks.LoadASTCache(d, key).Get("other")
+		assert.False(t, ok)
+	})
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -35,6 +36,44 @@ type File struct {
 	mu    sync.Mutex
 	held  map[string]*Held     // by session id (Hold)
 	paths map[state.Key]string // shared entries' files (absent)
+	// versions is the last state of each entry this store wrote or read,
+	// with its version: a state read again with the same bytes has the
+	// same digest, which is not computed again.
+	versions      map[state.Key]knownVersion
+	versionsBytes int
+}
+
+// maxVersionsBytes bounds the states File.versions keeps.
+const maxVersionsBytes = 8 << 20
+
+// knownVersion is a state's bytes and their version (digest).
+type knownVersion struct {
+	state   []byte
+	version string
+}
+
+// version is the version of st, entry k's state as written or read.
+func (f *File) version(k state.Key, st []byte) string {
+	f.mu.Lock()
+	kv, ok := f.versions[k]
+	f.mu.Unlock()
+	if ok && bytes.Equal(kv.state, st) {
+		return kv.version
+	}
+	v := digest(st)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if old, ok := f.versions[k]; ok {
+		f.versionsBytes -= len(old.state)
+	}
+	if f.versions == nil || len(f.versions) >= maxPaths || f.versionsBytes+len(st) > maxVersionsBytes {
+		f.versions, f.versionsBytes = map[state.Key]knownVersion{}, 0
+	}
+	if len(st) <= maxVersionsBytes {
+		f.versions[k] = knownVersion{state: st, version: v}
+		f.versionsBytes += len(st)
+	}
+	return v
 }
 
 // NewFile is the file store of a directory.
@@ -226,7 +265,7 @@ func (f *File) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry,
 		if h != nil && h.seen != nil {
 			out[i] = *h.seen
 		} else {
-			if out[i], err = load(ls, ops[i].Key); err != nil {
+			if out[i], err = f.load(ls, ops[i].Key); err != nil {
 				return false, nil, err
 			}
 			if h != nil {
@@ -254,7 +293,7 @@ func (f *File) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry,
 			}
 			return false, nil, err
 		}
-		out[i].Version = digest(written)
+		out[i].Version = f.version(op.Key, written)
 		if holds[i] != nil {
 			holds[i].seen = &state.Entry{Version: out[i].Version, State: written}
 		}
@@ -291,7 +330,7 @@ const maxPaths = 1024
 
 // load reads an entry's file under its lock. A session's file that
 // fails its check is an entry with a Fault; a shared entry's is an error.
-func load(ls *statedir.Locked, k state.Key) (state.Entry, error) {
+func (f *File) load(ls *statedir.Locked, k state.Key) (state.Entry, error) {
 	st, found, err := ls.Load()
 	var tampered *statedir.TamperedError
 	switch {
@@ -300,7 +339,7 @@ func load(ls *statedir.Locked, k state.Key) (state.Entry, error) {
 	case err != nil:
 		return state.Entry{}, err
 	case found:
-		return state.Entry{Version: digest(st), State: st}, nil
+		return state.Entry{Version: f.version(k, st), State: st}, nil
 	}
 	return state.Entry{}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -361,9 +362,10 @@ func (p hookDaemonParams) serveConfig(store *statedir.Dir) (serve.Config, func(*
 		return serve.Config{}, nil, err
 	}
 	var guard *celguard.Guard
+	joined := &joinedManifests{}
 	d := &serve.Daemon{Key: key, IdleExit: p.idle,
 		Decide: func(ctx context.Context, host hooks.Host, event []byte, workDir, want string) (hooks.Response, string, string) {
-			return p.decide(ctx, guard, store, host.Name(), event, workDir, want)
+			return p.decide(ctx, guard, store, joined, host.Name(), event, workDir, want)
 		},
 		Stale: func() error {
 			fi, err := os.Stat(exe)
@@ -415,7 +417,7 @@ func removeDaemonSocket(socket string, info os.FileInfo) {
 // what that set was read from (daemonwire.HeaderManifest): "" when no
 // policy was used, daemonwire.NoManifest when the daemon cannot say (no
 // manifest, or another set was put in force while the event was decided).
-func (p hookDaemonParams) decide(ctx context.Context, guard *celguard.Guard, store *statedir.Dir, hostName string, event []byte, workDir, want string) (resp hooks.Response, digest, manifest string) {
+func (p hookDaemonParams) decide(ctx context.Context, guard *celguard.Guard, store *statedir.Dir, joined *joinedManifests, hostName string, event []byte, workDir, want string) (resp hooks.Response, digest, manifest string) {
 	host, err := p.host(hostName)
 	if err != nil {
 		return hooks.Response{Stderr: err.Error(), Exit: 1}, "", ""
@@ -452,10 +454,50 @@ func (p hookDaemonParams) decide(ctx context.Context, guard *celguard.Guard, sto
 		printWarnings(&b, "celguard hook", hookWarnings(g, p.decisions))
 		resp.Stderr += b.String()
 		if after, afterDigest := g.SourcesManifest(); before != nil && after == before && afterDigest == beforeDigest {
-			manifest = daemonwire.Join(before, call).Encode()
+			manifest = joined.encode(before, call)
 		}
 	}
 	return resp, g.Digest(), manifest
+}
+
+// joinedManifests remembers, per set manifest, the last call manifest
+// joined to it and the encoding of the two (daemonwire.Join, Encode):
+// the calls of one working directory join the same two again and again. A
+// set's manifest is never changed once made, so the same pointer holds
+// the same entries; a call's is compared root by root and entry by entry.
+type joinedManifests struct {
+	mu   sync.Mutex
+	last map[*daemonwire.Manifest]joinedManifest
+}
+
+type joinedManifest struct {
+	call    *daemonwire.Manifest
+	encoded string
+}
+
+// maxJoined bounds the set manifests joinedManifests remembers (a set
+// put in force replaces its project's).
+const maxJoined = 64
+
+// encode is daemonwire.Join(set, call).Encode().
+func (j *joinedManifests) encode(set, call *daemonwire.Manifest) string {
+	if set == nil || call == nil || set.Entries == nil || call.Entries == nil {
+		return daemonwire.Join(set, call).Encode()
+	}
+	j.mu.Lock()
+	last, ok := j.last[set]
+	j.mu.Unlock()
+	if ok && slices.Equal(last.call.Roots, call.Roots) && slices.Equal(last.call.Entries, call.Entries) {
+		return last.encoded
+	}
+	encoded := daemonwire.Join(set, call).Encode()
+	j.mu.Lock()
+	if j.last == nil || len(j.last) >= maxJoined {
+		j.last = map[*daemonwire.Manifest]joinedManifest{}
+	}
+	j.last[set] = joinedManifest{call: call, encoded: encoded}
+	j.mu.Unlock()
+	return encoded
 }
 
 // callManifest is the snapshot of what finds workDir's project: where

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/gob"
 	"encoding/json"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/celguard/celguard"
@@ -206,13 +208,9 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, files, 1, "the hook recorded the compiled set")
 	// The file and its index, as an attacker decodes them (gob matches
-	// fields by name).
-	var file struct {
-		Version    int
-		Build, Key string
-		MAC, Index []byte
-		Blobs      [][]byte
-	}
+	// fields by name): a magic, the MAC, the header's length, the header
+	// (the index and the blobs' sizes, under the MAC) and the blobs.
+	var file forgedSetFile
 	type typeMap struct {
 		IDs, RefIDs []int64
 		Of, RefOf   []uint32
@@ -249,7 +247,7 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 	}
 	good, err := os.ReadFile(files[0])
 	require.NoError(t, err)
-	require.NoError(t, gob.NewDecoder(bytes.NewReader(good)).Decode(&file))
+	file.read(t, good)
 	require.NoError(t, gob.NewDecoder(bytes.NewReader(file.Index)).Decode(&index))
 	// A blob carries no type map: the index's tables say which
 	// expressions are booleans. Each is forged to the constant false, its
@@ -277,23 +275,35 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 		}
 		return false
 	}
+	// The blobs' sizes are under the MAC: a forged blob keeps the size of
+	// the one it replaces (padded with an unknown protobuf field), so that
+	// the MAC checks and only the expressions' SHA-256 do not.
 	n := 0
+	forge := func(i int, tm *typeMap) bool {
+		if !isBool(file.Blobs[i], *tm) {
+			return false
+		}
+		padded := padProto(falseBlob, len(file.Blobs[i]))
+		if padded == nil {
+			return false
+		}
+		file.Blobs[i], *tm = padded, falseTypes
+		return true
+	}
 	for i := range index.Programs {
 		p := &index.Programs[i]
-		if isBool(file.Blobs[p.Checked], p.CheckedTypes) {
-			file.Blobs[p.Checked], p.CheckedTypes = falseBlob, falseTypes
+		if forge(p.Checked, &p.CheckedTypes) {
 			n++
 		}
-		if p.Planned >= 0 && isBool(file.Blobs[p.Planned], p.PlannedTypes) {
-			file.Blobs[p.Planned], p.PlannedTypes = falseBlob, falseTypes
+		if p.Planned >= 0 {
+			forge(p.Planned, &p.PlannedTypes)
 		}
 	}
 	require.Greater(t, n, 10, "boolean expressions forged")
 	write := func() []byte {
-		var buf bytes.Buffer
-		require.NoError(t, gob.NewEncoder(&buf).Encode(&file))
-		require.NoError(t, os.WriteFile(files[0], buf.Bytes(), 0o600))
-		return buf.Bytes()
+		b := file.encode()
+		require.NoError(t, os.WriteFile(files[0], b, 0o600))
+		return b
 	}
 	write()
 	assert.Contains(t, hook(), `"permissionDecision":"deny"`, "forged expressions under the true index")
@@ -308,6 +318,7 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 	var ib bytes.Buffer
 	require.NoError(t, gob.NewEncoder(&ib).Encode(&index))
 	file.Index = ib.Bytes() // the MAC is left as it was: the attacker has no key
+	file.Sizes = nil        // and the blobs' sizes are the forged ones
 	forged := write()
 	assert.Contains(t, hook(), `"permissionDecision":"deny"`, "forged expressions under a forged index")
 	again, err := os.ReadFile(files[0])
@@ -318,9 +329,9 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 	// The parsed documents are in the index, under its MAC: every rule of
 	// the true record rewritten to allow every tool first, whatever the
 	// call (verdict, tools, priority, condition), is not used either.
-	file.Index, file.Blobs = nil, nil
+	file = forgedSetFile{}
 	index.Sources = nil
-	require.NoError(t, gob.NewDecoder(bytes.NewReader(again)).Decode(&file))
+	file.read(t, again)
 	require.NoError(t, gob.NewDecoder(bytes.NewReader(file.Index)).Decode(&index))
 	require.NotEmpty(t, index.Sources, "the record keeps the parsed documents")
 	rules := 0
@@ -347,4 +358,75 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 	again, err = os.ReadFile(files[0])
 	require.NoError(t, err)
 	assert.NotEqual(t, forged, again, "the hook wrote the true record again")
+}
+
+// forgedSetFile is a file of the compiled-set cache as an attacker reads
+// and writes it (hooks.SetCache): a magic, the MAC, the header's length as
+// a big-endian uint32, the header (the gob of the index and the blobs'
+// sizes, under the MAC) and the blobs.
+type forgedSetFile struct {
+	magic, MAC []byte
+	Index      []byte
+	Sizes      []int
+	Blobs      [][]byte
+}
+
+// read decodes data into f.
+func (f *forgedSetFile) read(t *testing.T, data []byte) {
+	t.Helper()
+	const magic = 8
+	require.Greater(t, len(data), magic+sha256.Size+4)
+	f.magic, f.MAC = data[:magic], data[magic:magic+sha256.Size]
+	n := int(binary.BigEndian.Uint32(data[magic+sha256.Size:]))
+	header := data[magic+sha256.Size+4:]
+	var h struct {
+		Index []byte
+		Sizes []int
+	}
+	require.NoError(t, gob.NewDecoder(bytes.NewReader(header[:n])).Decode(&h))
+	f.Index, f.Sizes = h.Index, h.Sizes
+	rest := header[n:]
+	f.Blobs = nil
+	for _, size := range f.Sizes {
+		f.Blobs, rest = append(f.Blobs, bytes.Clone(rest[:size])), rest[size:]
+	}
+	require.Empty(t, rest)
+}
+
+// encode is f's file, with f.Sizes the blobs' own sizes when nil.
+func (f *forgedSetFile) encode() []byte {
+	sizes := f.Sizes
+	if sizes == nil {
+		for _, b := range f.Blobs {
+			sizes = append(sizes, len(b))
+		}
+	}
+	var header bytes.Buffer
+	if err := gob.NewEncoder(&header).Encode(struct {
+		Index []byte
+		Sizes []int
+	}{f.Index, sizes}); err != nil {
+		panic(err)
+	}
+	out := append(bytes.Clone(f.magic), f.MAC...)
+	out = binary.BigEndian.AppendUint32(out, uint32(header.Len()))
+	out = append(out, header.Bytes()...)
+	for _, b := range f.Blobs {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// padProto is the protobuf message msg padded to exactly size bytes with
+// an unknown bytes field; nil when it does not fit.
+func padProto(msg []byte, size int) []byte {
+	rem := size - len(msg) - 2 // the tag of field 1000 is two bytes
+	for k := 1; k <= 3; k++ {
+		if l := rem - k; l >= 0 && protowire.SizeVarint(uint64(l)) == k {
+			out := protowire.AppendTag(bytes.Clone(msg), 1000, protowire.BytesType)
+			out = protowire.AppendVarint(out, uint64(l))
+			return append(out, make([]byte, l)...)
+		}
+	}
+	return nil
 }

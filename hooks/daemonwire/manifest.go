@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -223,8 +224,16 @@ func (m *Manifest) Sum() string { return m.sum }
 // sumOf is the SHA-256 (hex) of entries, each field length-prefixed.
 func sumOf(entries []Entry) string {
 	h := sha256.New()
+	var b []byte
 	for _, e := range entries {
-		fmt.Fprintf(h, "%d:%s%d:%s%d:%s", len(e.Kind), e.Kind, len(e.Path), e.Path, len(e.Value), e.Value)
+		// fmt's "%d:%s%d:%s%d:%s", without fmt.
+		b = b[:0]
+		for _, f := range [3]string{e.Kind, e.Path, e.Value} {
+			b = strconv.AppendInt(b, int64(len(f)), 10)
+			b = append(b, ':')
+			b = append(b, f...)
+		}
+		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

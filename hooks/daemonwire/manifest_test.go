@@ -1,9 +1,13 @@
 package daemonwire
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -123,5 +127,30 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSumOfIsTheFormattedSum: sumOf hashes each entry as
+// fmt's "%d:%s%d:%s%d:%s" of its length-prefixed fields, as manifests have
+// always been summed (a client and a daemon of other builds agree).
+func TestSumOfIsTheFormattedSum(t *testing.T) {
+	want := func(entries []Entry) string {
+		h := sha256.New()
+		for _, e := range entries {
+			fmt.Fprintf(h, "%d:%s%d:%s%d:%s", len(e.Kind), e.Kind, len(e.Path), e.Path, len(e.Value), e.Value)
+		}
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	cases := [][]Entry{
+		nil,
+		{{}},
+		{{Kind: "file", Path: "/a/b", Value: "100644 1000 deadbeef"}},
+		{{Kind: "resolve", Path: "/tmp/x", Value: ""}, {Kind: "dir", Path: "/tmp/%d%s", Value: "40755 0\x00ünï"}},
+		{{Kind: "link", Path: strings.Repeat("p", 1000), Value: "1:2:3:"}, {Kind: "absent", Path: "/", Value: "%"}},
+	}
+	for _, c := range cases {
+		if got := sumOf(c); got != want(c) {
+			t.Errorf("sumOf(%q) = %s, want %s", c, got, want(c))
+		}
 	}
 }

@@ -14,6 +14,7 @@
 package statedir
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -67,6 +68,73 @@ type Dir struct {
 
 	keyMu sync.Mutex
 	key   *Key
+
+	// known remembers, by state file, the bytes this process last wrote
+	// there or found valid there, with the state they hold (knownFile): a
+	// Load that reads the same bytes again returns that state without
+	// checking them again. The key never changes once read (Key), so the
+	// same bytes have the same outcome; any other bytes (another writer, an
+	// edit, a rollback to an older file, a file of another key) are checked
+	// in full. A process that answers many events (the decision daemon)
+	// reads back mostly its own writes.
+	knownMu    sync.Mutex
+	known      map[string]knownFile
+	knownBytes int
+}
+
+// knownFile is a state file's bytes as last written or checked, and the
+// state they hold.
+type knownFile struct {
+	data, state []byte
+}
+
+// maxKnown and maxKnownBytes bound the state files a Dir remembers
+// (Dir.known) and their bytes; past either the memory is dropped and
+// refilled.
+const (
+	maxKnown      = 1024
+	maxKnownBytes = 16 << 20
+)
+
+// knownState is the state that data, the bytes of the state file path,
+// holds, if this process wrote or checked these very bytes there.
+func (s *Dir) knownState(path string, data []byte) ([]byte, bool) {
+	s.knownMu.Lock()
+	defer s.knownMu.Unlock()
+	k, ok := s.known[path]
+	if !ok || !bytes.Equal(k.data, data) {
+		return nil, false
+	}
+	return k.state, true
+}
+
+// remember records that the state file path holds data, whose state is
+// state (both kept as they are: the caller no longer changes them).
+func (s *Dir) remember(path string, data, state []byte) {
+	s.knownMu.Lock()
+	defer s.knownMu.Unlock()
+	if old, ok := s.known[path]; ok {
+		s.knownBytes -= len(old.data) + len(old.state)
+	}
+	n := len(data) + len(state)
+	if s.known == nil || len(s.known) >= maxKnown || s.knownBytes+n > maxKnownBytes {
+		s.known, s.knownBytes = map[string]knownFile{}, 0
+	}
+	if n > maxKnownBytes {
+		return
+	}
+	s.known[path] = knownFile{data: data, state: state}
+	s.knownBytes += n
+}
+
+// forget drops what Dir.known says of the state file path.
+func (s *Dir) forget(path string) {
+	s.knownMu.Lock()
+	defer s.knownMu.Unlock()
+	if old, ok := s.known[path]; ok {
+		s.knownBytes -= len(old.data) + len(old.state)
+		delete(s.known, path)
+	}
 }
 
 // DefaultStateDir is $XDG_STATE_HOME/celguard, or ~/.local/state/celguard.
@@ -172,6 +240,67 @@ func seal(key *Key, format, domain, session string, payload []byte) ([]byte, err
 	return json.Marshal(stateFile{Format: format, MAC: hex.EncodeToString(mac), State: payload})
 }
 
+// sealValid is seal of a payload known to be valid JSON (Save's, which
+// normalize decoded): the same bytes, made without json.Marshal's second
+// pass over the payload when the payload already is as Marshal writes it
+// (compacted); asis says so, and then the file's "state" is payload itself,
+// byte for byte, which Load returns.
+func sealValid(key *Key, format, domain, session string, payload []byte) (data []byte, asis bool, err error) {
+	if !compacted(payload) || !plain(format) {
+		data, err = seal(key, format, domain, session, payload)
+		return data, false, err
+	}
+	mac := key.Sum(domain, []byte(session), payload)
+	b := make([]byte, 0, len(`{"format":"","mac":"","state":}`)+len(format)+hex.EncodedLen(len(mac))+len(payload))
+	b = append(b, `{"format":"`...)
+	b = append(b, format...)
+	b = append(b, `","mac":"`...)
+	b = hex.AppendEncode(b, mac)
+	b = append(b, `","state":`...)
+	b = append(b, payload...)
+	return append(b, '}'), true, nil
+}
+
+// plain reports whether s is written in JSON as itself between quotes.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// compacted reports whether js, valid JSON, is what json.Marshal writes
+// for it as a json.RawMessage (encoding/json's compact, HTML escaping on):
+// no whitespace outside strings, no '<', '>' or '&', no U+2028 or U+2029.
+// Valid JSON has no raw tab, newline or carriage return inside a string,
+// so only a space needs to know where the strings are.
+func compacted(js []byte) bool {
+	in := false
+	for i := 0; i < len(js); i++ {
+		switch c := js[i]; c {
+		case '\\':
+			if in {
+				i++ // the escaped byte
+			}
+		case '"':
+			in = !in
+		case ' ':
+			if !in {
+				return false
+			}
+		case '\t', '\n', '\r', '<', '>', '&':
+			return false
+		case 0xE2:
+			if i+2 < len(js) && js[i+1] == 0x80 && js[i+2]&^1 == 0xA8 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // unseal returns the payload of a stateFile of the format whose MAC checks
 // for the domain and session, or why it is not one: not celguard's (no
 // header of that format) or changed outside celguard (the MAC).
@@ -252,6 +381,9 @@ func (ls *Locked) Load() (state []byte, found bool, err error) {
 		// celguard never writes a state past the cap.
 		return tampered(fmt.Sprintf("larger than %d bytes", max))
 	}
+	if st, ok := ls.store.knownState(ls.path, data); ok {
+		return st, true, nil
+	}
 	payload, why := unseal(key, data, stateFormat, domainState, ls.id)
 	if why == "no "+stateFormat+" header" {
 		why += "; a state written before celguard signed its state files is not trusted either"
@@ -269,6 +401,7 @@ func (ls *Locked) Load() (state []byte, found bool, err error) {
 	if head.ID != ls.id {
 		return nil, false, fmt.Errorf("the session state %s belongs to session %q, not %q", ls.path, head.ID, ls.id)
 	}
+	ls.store.remember(ls.path, data, payload)
 	return payload, true, nil
 }
 
@@ -301,7 +434,7 @@ func (ls *Locked) Save(state []byte) (written []byte, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode the session state: %w", err)
 	}
-	data, err := seal(key, stateFormat, domainState, ls.id, raw)
+	data, asis, err := sealValid(key, stateFormat, domainState, ls.id, raw)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode the session state: %w", err)
 	}
@@ -309,7 +442,17 @@ func (ls *Locked) Save(state []byte) (written []byte, err error) {
 		return nil, fmt.Errorf("the session state would be %d bytes, more than the cap of %d", len(data), max)
 	}
 	if err := atomicfile.Write(ls.path, data, 0o600); err != nil {
+		ls.store.forget(ls.path)
 		return nil, fmt.Errorf("cannot write the session state %s: %w", ls.path, err)
+	}
+	if asis {
+		// Load would find raw in data, its MAC checking and its id the
+		// session's (normalize). raw is the caller's bytes or normalize's,
+		// which the caller no longer changes (state.Store keeps a commit's
+		// Write bytes too).
+		ls.store.remember(ls.path, data, raw)
+	} else {
+		ls.store.forget(ls.path)
 	}
 	return raw, nil
 }
@@ -318,6 +461,7 @@ func (ls *Locked) Save(state []byte) (written []byte, err error) {
 // it (what limits the agent must not be the agent's to reset); store.File's
 // Delete, the operator's route, does.
 func (ls *Locked) Remove() error {
+	ls.store.forget(ls.path)
 	if err := os.Remove(ls.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove the session state: %w", err)
 	}
