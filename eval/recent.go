@@ -3,10 +3,13 @@ package eval
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/celguard/celguard/policy"
@@ -258,4 +261,62 @@ func (r RecentCall) value() map[string]any {
 	return map[string]any{"seq": int64(r.Seq), "turn": int64(r.Turn), "call": r.CallID, "tool": r.Tool,
 		"verdict": r.Verdict, "rule": r.RuleID, "code": r.Code, "digest": r.Digest, "summary": r.Summary,
 		"ids": ids, "status": r.Status}
+}
+
+// recentDecoded remembers recent calls decoded from their JSON, by the
+// exact bytes (RecentCall.UnmarshalJSON). A process that resumes a
+// session at each of its events (the decision daemon, a store's replicas)
+// decodes its state each time, and all but the newest of its recent calls
+// are the ones it decoded the time before: decoding them again was most of
+// decoding the state. Bounded; past the bound it is dropped and refilled.
+var recentDecoded struct {
+	mu sync.Mutex
+	m  map[string]RecentCall
+}
+
+// Bounds of recentDecoded: entries, and the JSON of an entry it keeps.
+const (
+	maxRecentDecoded     = 4096
+	maxRecentDecodedJSON = 1024
+)
+
+// recentJSON is RecentCall without its UnmarshalJSON.
+type recentJSON RecentCall
+
+// UnmarshalJSON implements json.Unmarshaler: the decoding of the standard
+// library, remembered by the exact bytes for a call decoded into a zero
+// RecentCall (a state's, as ResumeSession decodes it). The value remembered
+// is the one those bytes decode to; each decoding gets its own IDs map.
+func (r *RecentCall) UnmarshalJSON(data []byte) error {
+	zero := r.zero()
+	if zero && len(data) <= maxRecentDecodedJSON {
+		recentDecoded.mu.Lock()
+		v, ok := recentDecoded.m[string(data)]
+		recentDecoded.mu.Unlock()
+		if ok {
+			*r = v
+			r.IDs = maps.Clone(v.IDs)
+			return nil
+		}
+	}
+	if err := json.Unmarshal(data, (*recentJSON)(r)); err != nil {
+		return err
+	}
+	if zero && len(data) <= maxRecentDecodedJSON {
+		v := *r
+		v.IDs = maps.Clone(r.IDs)
+		recentDecoded.mu.Lock()
+		if recentDecoded.m == nil || len(recentDecoded.m) >= maxRecentDecoded {
+			recentDecoded.m = map[string]RecentCall{}
+		}
+		recentDecoded.m[string(data)] = v
+		recentDecoded.mu.Unlock()
+	}
+	return nil
+}
+
+// zero reports whether r is RecentCall{}.
+func (r *RecentCall) zero() bool {
+	return r.Seq == 0 && r.Turn == 0 && r.CallID == "" && r.Tool == "" && r.Verdict == "" && r.RuleID == "" &&
+		r.Code == "" && r.Digest == "" && r.Summary == "" && r.IDs == nil && r.Status == ""
 }

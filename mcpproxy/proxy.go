@@ -169,9 +169,13 @@ type Proxy struct {
 	prefixed  bool // several upstreams: client names are SERVER__NAME
 
 	mu    sync.Mutex
-	tools map[string]*exposedTool // by the name the client sees
-	reads map[string]offered      // resources, templates, prompts (resourceKey, ...)
-	subs  map[string]int          // client subscriptions by resource URI (subscribe.go)
+	tools map[string]*exposedTool                    // by the name the client sees
+	reads map[string]offered                         // resources, templates, prompts (resourceKey, ...)
+	subs  map[string]map[*mcp.ServerSession]struct{} // client sessions subscribed, by resource URI (subscribe.go)
+
+	// subMu orders subscriptions' changes and their upstream calls
+	// (subscribe.go); taken before mu.
+	subMu sync.Mutex
 
 	sessions sync.Map // *mcp.ServerSession -> *clientSession
 
@@ -247,7 +251,7 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{cfg: cfg, log: log, tools: map[string]*exposedTool{}, reads: map[string]offered{}, subs: map[string]int{}, prefixed: len(cfg.Upstreams) > 1}
+	p := &Proxy{cfg: cfg, log: log, tools: map[string]*exposedTool{}, reads: map[string]offered{}, subs: map[string]map[*mcp.ServerSession]struct{}{}, prefixed: len(cfg.Upstreams) > 1}
 	if cfg.Guard != nil {
 		p.guard = cfg.Guard
 	} else {
@@ -399,7 +403,7 @@ func (p *Proxy) session(ss *mcp.ServerSession) *clientSession {
 	if !loaded {
 		go func() {
 			ss.Wait()
-			p.sessions.Delete(ss)
+			p.dropSession(ss)
 		}()
 	}
 	return s.(*clientSession)

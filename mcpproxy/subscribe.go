@@ -48,6 +48,16 @@ func (p *Proxy) owner(uri string) *upstream {
 	return found
 }
 
+// The proxy holds an upstream subscription to a URI while at least one
+// client session is subscribed to it, as the SDK's server sees it: a set
+// of sessions per URI (a session that subscribes twice is unsubscribed by
+// one unsubscription, as the SDK's server forgets it then), from which a
+// session leaves by unsubscribing, when its subscriptions/listen stream
+// ends, or when it ends (dropSession) without unsubscribing. The upstream
+// is subscribed when the first session joins and unsubscribed when the
+// last one leaves; subMu orders these changes and their upstream calls, so
+// that an unsubscription never overtakes the subscription it undoes.
+
 // subscribe is the server's SubscribeHandler: the subscription is decided
 // as a read of the URI, and made upstream unless it is already.
 func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
@@ -60,55 +70,104 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 	if _, _, err := p.decideRead(ctx, req.Session, nil, "", &r, false); err != nil {
 		return err
 	}
+	p.subMu.Lock()
+	defer p.subMu.Unlock()
+	if _, live := p.sessions.Load(req.Session); !live {
+		// The session ended while its subscription was decided
+		// (dropSession has run): nothing is left to unsubscribe it.
+		return fmt.Errorf("celguard: the session ended (code %s)", CodeUpstreamFailed)
+	}
 	p.mu.Lock()
-	p.subs[uri]++
-	first := p.subs[uri] == 1
+	subs := p.subs[uri]
+	_, already := subs[req.Session]
 	p.mu.Unlock()
-	if !first {
+	if already {
 		return nil
 	}
-	_, err := do(ctx, up, "", func(ctx context.Context, cs *mcp.ClientSession) (*struct{}, error) {
-		return &struct{}{}, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
-	})
-	if err != nil {
-		p.mu.Lock()
-		p.subs[uri]--
-		if p.subs[uri] <= 0 {
-			delete(p.subs, uri)
+	if len(subs) == 0 {
+		_, err := do(ctx, up, "", func(ctx context.Context, cs *mcp.ClientSession) (*struct{}, error) {
+			return &struct{}{}, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		})
+		if err != nil {
+			p.log.Warn("upstream subscription failed", "server", up.name, "uri", uri, "error", err)
+			return fmt.Errorf("celguard: the %s server failed this subscription: %v (code %s)", up.name, err, CodeUpstreamFailed)
 		}
-		p.mu.Unlock()
-		p.log.Warn("upstream subscription failed", "server", up.name, "uri", uri, "error", err)
-		return fmt.Errorf("celguard: the %s server failed this subscription: %v (code %s)", up.name, err, CodeUpstreamFailed)
 	}
+	p.mu.Lock()
+	if p.subs[uri] == nil {
+		p.subs[uri] = map[*mcp.ServerSession]struct{}{}
+	}
+	p.subs[uri][req.Session] = struct{}{}
+	p.mu.Unlock()
 	return nil
 }
 
 // unsubscribe is the server's UnsubscribeHandler: the last client's
-// unsubscription ends the upstream's.
+// unsubscription ends the upstream's. The SDK's server calls it too when a
+// subscriptions/listen stream ends, with the stream's context, cancelled by
+// then: the upstream is unsubscribed all the same.
 func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	uri := req.Params.URI
+	p.subMu.Lock()
+	defer p.subMu.Unlock()
+	if p.leave(req.Params.URI, req.Session) {
+		p.unsubscribeUpstream(context.WithoutCancel(ctx), req.Params.URI)
+	}
+	return nil
+}
+
+// dropSession takes ss, a client session that ended, out of every
+// subscription, unsubscribing the upstream from the URIs it was the last
+// one subscribed to: a client that disconnects without unsubscribing
+// leaves no upstream subscription behind.
+func (p *Proxy) dropSession(ss *mcp.ServerSession) {
+	p.subMu.Lock()
+	defer p.subMu.Unlock()
+	p.sessions.Delete(ss)
 	p.mu.Lock()
-	n, ok := p.subs[uri]
-	if ok {
-		if n <= 1 {
-			delete(p.subs, uri)
-		} else {
-			p.subs[uri] = n - 1
+	var uris []string
+	for uri, subs := range p.subs {
+		if _, ok := subs[ss]; ok {
+			uris = append(uris, uri)
 		}
 	}
 	p.mu.Unlock()
-	if !ok || n > 1 {
-		return nil
-	}
-	if up := p.owner(uri); up != nil {
-		_, err := do(ctx, up, "", func(ctx context.Context, cs *mcp.ClientSession) (*struct{}, error) {
-			return &struct{}{}, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
-		})
-		if err != nil {
-			p.log.Warn("upstream unsubscription failed", "server", up.name, "uri", uri, "error", err)
+	for _, uri := range uris {
+		if p.leave(uri, ss) {
+			p.unsubscribeUpstream(context.Background(), uri)
 		}
 	}
-	return nil
+}
+
+// leave takes ss out of uri's subscribers, and reports whether it was the
+// last one. The caller holds p.subMu.
+func (p *Proxy) leave(uri string, ss *mcp.ServerSession) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	subs := p.subs[uri]
+	if _, ok := subs[ss]; !ok {
+		return false
+	}
+	delete(subs, ss)
+	if len(subs) > 0 {
+		return false
+	}
+	delete(p.subs, uri)
+	return true
+}
+
+// unsubscribeUpstream ends the upstream's subscription to uri, within the
+// call timeout. The caller holds p.subMu.
+func (p *Proxy) unsubscribeUpstream(ctx context.Context, uri string) {
+	up := p.owner(uri)
+	if up == nil {
+		return
+	}
+	_, err := do(ctx, up, "", func(ctx context.Context, cs *mcp.ClientSession) (*struct{}, error) {
+		return &struct{}{}, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
+	if err != nil {
+		p.log.Warn("upstream unsubscription failed", "server", up.name, "uri", uri, "error", err)
+	}
 }
 
 // updated passes up's notifications/resources/updated on to the clients

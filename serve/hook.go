@@ -17,6 +17,7 @@ import (
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/hooks/daemonwire"
+	"github.com/celguard/celguard/internal/deadline"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -62,19 +63,19 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		ev, resp = s.hookFail(host, nil, CodeTooLarge, fmt.Sprintf("the event is larger than %d bytes", s.cfg.MaxBodyBytes))
 	default:
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		ctx := deadline.New(r.Context(), start.Add(s.cfg.Timeout))
 		// Respond recovers a panic of its own; the deadline is kept here.
 		j := hookJobs.Get().(*hookJob)
 		j.s, j.ctx, j.host, j.body = s, ctx, host, body
 		s.workers.start(j)
-		if wait(ctx, j.done) {
+		if waitUntil(ctx, j.done) {
 			ev, resp = j.ev, j.resp
 			*j = hookJob{done: j.done}
 			hookJobs.Put(j)
 		} else {
 			ev, resp = s.hookFail(host, body, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
 		}
-		cancel()
+		ctx.Stop()
 	}
 	if resp.Exit != 0 {
 		s.metrics.hookFailures.WithLabelValues(name).Inc()

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -134,43 +135,45 @@ func (c *Command) programIs(w string) bool {
 // globalValueOptions lists, per program, the options that come before a
 // subcommand and take the next word as their value (git -c k=v push,
 // git -C dir push, kubectl -n ns delete).
-var globalValueOptions = map[string]map[string]bool{
-	"git": longs("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
-		"--exec-path", "--attr-source"),
-	"docker": longs("-H", "--host", "--context", "-c", "--config", "-l", "--log-level", "--tlscacert",
-		"--tlscert", "--tlskey"),
-	"podman": longs("--connection", "-c", "--url", "--root", "--runroot", "--log-level", "--storage-driver"),
-	"kubectl": longs("-n", "--namespace", "--context", "--cluster", "--user", "--kubeconfig", "-s",
-		"--server", "--token", "--as", "--as-group", "--as-uid", "--cache-dir", "--certificate-authority",
-		"--client-certificate", "--client-key", "--request-timeout", "--tls-server-name", "-v", "-o", "-l",
-		"--output", "--selector", "-f", "--filename"),
-	"helm": longs("-n", "--namespace", "--kube-context", "--kubeconfig", "--registry-config",
-		"--repository-config", "--repository-cache"),
-	"npm":       longs("--prefix", "-w", "--workspace", "--registry", "--userconfig"),
-	"pnpm":      longs("-C", "--dir", "--filter", "-F", "-w", "--workspace"),
-	"yarn":      longs("--cwd"),
-	"cargo":     longs("--color", "--config", "-Z", "-C", "--manifest-path"),
-	"go":        longs("-C"),
-	"aws":       longs("--profile", "--region", "--output", "--endpoint-url", "--query", "--cli-read-timeout"),
-	"gcloud":    longs("--project", "--account", "--configuration", "--format", "--verbosity"),
-	"gh":        longs("-R", "--repo", "--hostname"),
-	"make":      longs("-C", "-f", "--file", "--directory", "-I", "-o", "-W", "--include-dir"),
-	"systemctl": longs("-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-s", "--signal"),
-	"apt":       longs("-o", "-c", "-t"),
-	"apt-get":   longs("-o", "-c", "-t"),
-	"terraform": longs(),
-	"pip":       longs("--index-url", "-i", "--extra-index-url", "--proxy", "--log", "-r", "--requirement"),
-	"pip3":      longs("--index-url", "-i", "--extra-index-url", "--proxy", "--log", "-r", "--requirement"),
-	"brew":      longs(),
-	"svn":       longs("--username", "--password", "--config-dir"),
-	"hg":        longs("-R", "--repository", "--cwd", "--config"),
-}
+var globalValueOptions = sync.OnceValue(func() map[string]map[string]bool {
+	return map[string]map[string]bool{
+		"git": longs("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
+			"--exec-path", "--attr-source"),
+		"docker": longs("-H", "--host", "--context", "-c", "--config", "-l", "--log-level", "--tlscacert",
+			"--tlscert", "--tlskey"),
+		"podman": longs("--connection", "-c", "--url", "--root", "--runroot", "--log-level", "--storage-driver"),
+		"kubectl": longs("-n", "--namespace", "--context", "--cluster", "--user", "--kubeconfig", "-s",
+			"--server", "--token", "--as", "--as-group", "--as-uid", "--cache-dir", "--certificate-authority",
+			"--client-certificate", "--client-key", "--request-timeout", "--tls-server-name", "-v", "-o", "-l",
+			"--output", "--selector", "-f", "--filename"),
+		"helm": longs("-n", "--namespace", "--kube-context", "--kubeconfig", "--registry-config",
+			"--repository-config", "--repository-cache"),
+		"npm":       longs("--prefix", "-w", "--workspace", "--registry", "--userconfig"),
+		"pnpm":      longs("-C", "--dir", "--filter", "-F", "-w", "--workspace"),
+		"yarn":      longs("--cwd"),
+		"cargo":     longs("--color", "--config", "-Z", "-C", "--manifest-path"),
+		"go":        longs("-C"),
+		"aws":       longs("--profile", "--region", "--output", "--endpoint-url", "--query", "--cli-read-timeout"),
+		"gcloud":    longs("--project", "--account", "--configuration", "--format", "--verbosity"),
+		"gh":        longs("-R", "--repo", "--hostname"),
+		"make":      longs("-C", "-f", "--file", "--directory", "-I", "-o", "-W", "--include-dir"),
+		"systemctl": longs("-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-s", "--signal"),
+		"apt":       longs("-o", "-c", "-t"),
+		"apt-get":   longs("-o", "-c", "-t"),
+		"terraform": longs(),
+		"pip":       longs("--index-url", "-i", "--extra-index-url", "--proxy", "--log", "-r", "--requirement"),
+		"pip3":      longs("--index-url", "-i", "--extra-index-url", "--proxy", "--log", "-r", "--requirement"),
+		"brew":      longs(),
+		"svn":       longs("--username", "--password", "--config-dir"),
+		"hg":        longs("-R", "--repository", "--cwd", "--config"),
+	}
+})
 
 // Positionals returns the words after the program that are not options,
 // skipping the values of the program's known global options (git -c k=v,
 // git -C dir, kubectl -n ns, ...). Everything after "--" is positional.
 func (c *Command) Positionals() []string {
-	values := globalValueOptions[c.Program]
+	values := globalValueOptions()[c.Program]
 	out := []string{}
 	args := c.Args()
 	for i := 0; i < len(args); i++ {
