@@ -346,8 +346,8 @@ func sameModel(a, b reflect.Value) bool {
 			ea, eb := a.Interface().(policy.Expr), b.Interface().(policy.Expr)
 			la, oka := ea.Layout()
 			lb, okb := eb.Layout()
-			// The place table itself: a layout says nothing of an empty one.
-			ta, tb := a.FieldByName("at"), b.FieldByName("at")
+			// The runs themselves: a layout does not tell nil from empty.
+			ta, tb := a.FieldByName("runs"), b.FieldByName("runs")
 			return oka && okb && ea.Text == eb.Text && ea.Pos == eb.Pos && slices.Equal(la, lb) &&
 				ta.IsValid() && tb.IsValid() && ta.Kind() == reflect.Slice && ta.IsNil() == tb.IsNil() && ta.Len() == tb.Len()
 		}
