@@ -509,6 +509,21 @@ func (t teeSink) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) erro
 	return nil
 }
 
+// Transient implements eval.TransientSink: the tee keeps nothing of an
+// event when none of its sinks does.
+func (t teeSink) Transient() bool { return allTransient(t) }
+
+// allTransient says whether every sink of sinks is an eval.TransientSink
+// that keeps nothing of an event.
+func allTransient(sinks []eval.DecisionSink) bool {
+	for _, s := range sinks {
+		if ts, ok := s.(eval.TransientSink); !ok || !ts.Transient() {
+			return false
+		}
+	}
+	return true
+}
+
 // closeAll closes every closer, ignoring errors (a failed Load).
 func closeAll(cs []io.Closer) {
 	for _, c := range cs {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/overloads"
@@ -21,12 +22,14 @@ import (
 // one ("undeclared reference to 'f'") and a call whose arguments fit no
 // overload ("found no matching overload for 'f' applied to ..."). cel-go
 // places both at the call's opening parenthesis.
-var celNamedCallRe = regexp.MustCompile(`^(?:undeclared reference to|found no matching overload for) '([^']+)'`)
+var celNamedCallRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:undeclared reference to|found no matching overload for) '([^']+)'`)
+})
 
 // celCalledFunction returns the function a cel-go type error is about, if it
 // is about one (see celNamedCallRe).
 func celCalledFunction(msg string) (string, bool) {
-	m := celNamedCallRe.FindStringSubmatch(msg)
+	m := celNamedCallRe().FindStringSubmatch(msg)
 	if m == nil {
 		return "", false
 	}

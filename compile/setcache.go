@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -46,28 +45,27 @@ import (
 // policy.Expr.Layout; kept only when every one comes back from the
 // encoding equal to the parser's), and for each
 // program, in the order the compiler makes them, its text and its
-// position, its checked and planned expressions (cel-go's
-// CheckedExpr protobuf without type map and value-free references, which
-// the index keeps as tables of distinct types and references), its cost
-// proof and, for a variable, its type.
+// position, its checked and planned expressions (cel-go's native AST in
+// columns, setAST, with tables of the distinct strings, types and
+// references of all of them), its cost proof and, for a variable, its
+// type.
 //
 // The record decides verdicts as the AST cache's entries do: whoever can
 // rewrite it can change what a rule evaluates, lift a cost limit or hide
-// an error. So the index GetSet returns must be authentic (an
+// an error. So the record GetSet returns must be authentic (an
 // implementation kept where the agent may write authenticates it, as
-// hooks.SetCache does with an HMAC under the state key); the blobs need
-// not be: each is used only if its SHA-256 is the one the index gives.
-// Anything that does not check (another version or key, an expression
-// whose text or place differs, a count that differs, an unknown proof
-// size, a bound over the limit) makes the compile a full one, with the
-// same answer; a program whose recorded expression does not decode at
-// first use is taken from a full compile of the set made then.
+// hooks.SetCache does with an HMAC under the state key). Anything that
+// does not check (another version or key, an expression whose text or
+// place differs, a count that differs, an unknown proof size, a bound
+// over the limit) makes the compile a full one, with the same answer; a
+// program whose recorded expression does not decode at first use is taken
+// from a full compile of the set made then.
 type SetCache interface {
-	// GetSet returns the record stored under key: its index, which the
-	// implementation vouches for, and its blobs, which it need not.
-	GetSet(key string) (index []byte, blobs [][]byte, ok bool)
+	// GetSet returns the record stored under key, which the
+	// implementation vouches for.
+	GetSet(key string) (index []byte, ok bool)
 	// PutSet stores a record under key.
-	PutSet(key string, index []byte, blobs [][]byte)
+	PutSet(key string, index []byte)
 }
 
 // WithSetCache makes Compile replay the record of a set it compiled
@@ -92,25 +90,24 @@ type MemorySetCache struct {
 
 type memorySet struct {
 	index []byte
-	blobs [][]byte
 }
 
 // GetSet implements SetCache.
-func (c *MemorySetCache) GetSet(key string) ([]byte, [][]byte, bool) {
+func (c *MemorySetCache) GetSet(key string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.m[key]
-	return s.index, s.blobs, ok
+	return s.index, ok
 }
 
 // PutSet implements SetCache.
-func (c *MemorySetCache) PutSet(key string, index []byte, blobs [][]byte) {
+func (c *MemorySetCache) PutSet(key string, index []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = map[string]memorySet{}
 	}
-	c.m[key] = memorySet{index, blobs}
+	c.m[key] = memorySet{index}
 }
 
 // Len returns the number of sets kept.
@@ -121,7 +118,7 @@ func (c *MemorySetCache) Len() int {
 }
 
 // setCacheVersion is the version of the record's format and meaning.
-const setCacheVersion = "celguard-set-3"
+const setCacheVersion = "celguard-set-4"
 
 // setIndex is a record's index.
 type setIndex struct {
@@ -131,15 +128,17 @@ type setIndex struct {
 	Warnings policy.Diagnostics
 	// Programs are the set's programs in the order the compiler makes them.
 	Programs []setProgram
+	// Strings are the distinct strings of the programs' expressions
+	// (setAST.Strs).
+	Strings []string
 	// Types are the distinct types of the programs' type maps
 	// (v1alpha1.Type protobuf), each converted once per process
-	// (replayState.typ): a blob's CheckedExpr carries no type map, which
-	// was most of the cost of decoding one (every type went through a
-	// protobuf round trip in cel-go's conversion).
+	// (replayState.typ): 9,180 type entries of the recommended bundle
+	// hold 27 distinct types.
 	Types [][]byte
 	// Refs are the distinct references of the programs' reference maps
-	// that name no value; one that names a value (an enum constant) stays
-	// in its blob.
+	// (without their value, setValueRef), each made once per process
+	// (replayState.ref).
 	Refs []setRef
 	// Sources are the sources' parsed documents, in the sources' order, so
 	// that a replay reads no YAML; nil when a document does not survive
@@ -169,28 +168,15 @@ type setRef struct {
 	Overloads []string
 }
 
-// setTypeMap is the type map of a recorded checked expression: the
-// expression with id IDs[i] has type Types[Of[i]] of the index; and its
-// reference map but for references to values: the expression with id
-// RefIDs[i] refers to Refs[RefOf[i]].
-type setTypeMap struct {
-	IDs    []int64
-	Of     []uint32
-	RefIDs []int64
-	RefOf  []uint32
-}
-
 // setProgram is the record of one program.
 type setProgram struct {
 	// Text is the expression's text, Pos its place.
 	Text string
 	Pos  policy.Pos
-	// Checked is the blob of the checked expression; Planned the one of
-	// the expression planned (inlinePatterns), -1 when it is Checked.
-	Checked, Planned       int
-	CheckedSum, PlannedSum [32]byte
-	// CheckedTypes and PlannedTypes are their type maps.
-	CheckedTypes, PlannedTypes setTypeMap
+	// Checked is the checked expression; Planned the expression planned
+	// (inlinePatterns), nil when it is Checked.
+	Checked setAST
+	Planned *setAST
 	// Needs says the expression needs cost accounting
 	// (celenv.NeedsCostTracking); FastUpTo and Bound are its proof
 	// (Program.FastUpTo) when it does.
@@ -237,62 +223,49 @@ func setKey(cfg config, digest string) string {
 // that does not decode when replayed is compiled again then (make).
 func (c *compiler) record(key string) {
 	idx := setIndex{Version: setCacheVersion, Key: key, Warnings: c.set.warnings}
-	var blobs [][]byte
+	strs := &setStrings{}
 	typeOf, refOf := map[string]uint32{}, map[string]uint32{}
-	add := func(ast *cel.Ast) (int, [32]byte, setTypeMap, bool) {
-		var tm setTypeMap
-		pb, err := cel.AstToCheckedExpr(ast)
+	typeN := func(t *types.Type) (uint32, error) {
+		pt, err := types.TypeToExprType(t)
 		if err != nil {
-			return 0, [32]byte{}, tm, false
+			return 0, err
 		}
-		for _, id := range slices.Sorted(maps.Keys(pb.TypeMap)) {
-			tb, err := proto.MarshalOptions{Deterministic: true}.Marshal(pb.TypeMap[id])
-			if err != nil {
-				return 0, [32]byte{}, tm, false
-			}
-			n, ok := typeOf[string(tb)]
-			if !ok {
-				n = uint32(len(idx.Types))
-				typeOf[string(tb)] = n
-				idx.Types = append(idx.Types, tb)
-			}
-			tm.IDs, tm.Of = append(tm.IDs, id), append(tm.Of, n)
-		}
-		pb.TypeMap = nil
-		for _, id := range slices.Sorted(maps.Keys(pb.ReferenceMap)) {
-			ref := pb.ReferenceMap[id]
-			if ref.Value != nil {
-				continue
-			}
-			k := ref.Name + "\x00" + strings.Join(ref.OverloadId, "\x00")
-			n, ok := refOf[k]
-			if !ok {
-				n = uint32(len(idx.Refs))
-				refOf[k] = n
-				idx.Refs = append(idx.Refs, setRef{ref.Name, ref.OverloadId})
-			}
-			tm.RefIDs, tm.RefOf = append(tm.RefIDs, id), append(tm.RefOf, n)
-			delete(pb.ReferenceMap, id)
-		}
-		b, err := proto.Marshal(pb)
+		tb, err := proto.MarshalOptions{Deterministic: true}.Marshal(pt)
 		if err != nil {
-			return 0, [32]byte{}, tm, false
+			return 0, err
 		}
-		blobs = append(blobs, b)
-		return len(blobs) - 1, sha256.Sum256(b), tm, true
+		n, ok := typeOf[string(tb)]
+		if !ok {
+			n = uint32(len(idx.Types))
+			typeOf[string(tb)] = n
+			idx.Types = append(idx.Types, tb)
+		}
+		return n, nil
+	}
+	refN := func(r *celast.ReferenceInfo) uint32 {
+		k := r.Name + "\x00" + strings.Join(r.OverloadIDs, "\x00")
+		n, ok := refOf[k]
+		if !ok {
+			n = uint32(len(idx.Refs))
+			refOf[k] = n
+			idx.Refs = append(idx.Refs, setRef{r.Name, r.OverloadIDs})
+		}
+		return n
 	}
 	for _, m := range c.made {
 		p := m.prg
-		sp := setProgram{Text: m.expr.Text, Pos: m.expr.Pos, Planned: -1,
+		sp := setProgram{Text: m.expr.Text, Pos: m.expr.Pos,
 			Needs: p.accounts(), FastUpTo: p.fastUpTo, Bound: p.bound}
-		var ok bool
-		if sp.Checked, sp.CheckedSum, sp.CheckedTypes, ok = add(p.ast); !ok {
+		var err error
+		if sp.Checked, err = recordAST(p.ast, strs, typeN, refN); err != nil {
 			return
 		}
 		if p.planned != p.ast {
-			if sp.Planned, sp.PlannedSum, sp.PlannedTypes, ok = add(p.planned); !ok {
+			planned, err := recordAST(p.planned, strs, typeN, refN)
+			if err != nil {
 				return
 			}
+			sp.Planned = &planned
 		}
 		if v := m.variable; v != nil {
 			t, err := types.TypeToExprType(v.Type)
@@ -306,12 +279,13 @@ func (c *compiler) record(key string) {
 		}
 		idx.Programs = append(idx.Programs, sp)
 	}
+	idx.Strings = strs.list
 	idx.Sources = recordSources(c.docs)
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(&idx); err != nil {
 		return
 	}
-	c.cfg.sets.PutSet(key, buf.Bytes(), blobs)
+	c.cfg.sets.PutSet(key, buf.Bytes())
 }
 
 // recordSources is the record of the parsed documents docs; nil when one
@@ -507,7 +481,6 @@ func exprsOf(v reflect.Value, f func(*policy.Expr)) {
 // and what a full compile needs when a recorded expression fails.
 type replayState struct {
 	idx    setIndex
-	blobs  [][]byte
 	next   int
 	failed bool
 	// docs are the sources' parsed documents from the record; nil when
@@ -522,21 +495,26 @@ type replayState struct {
 		once  sync.Once
 		progs []*Program
 	}
-	// types are the index's Types converted, made at first use.
+	// types are the index's Types converted, made at first use; refs
+	// its Refs.
 	types struct {
 		mu   sync.Mutex
 		made []*types.Type
+	}
+	refs struct {
+		mu   sync.Mutex
+		made []*celast.ReferenceInfo
 	}
 }
 
 // replaySet compiles the set from its record under key: nil when there is
 // none or anything in it does not check.
 func replaySet(srcs []policy.Source, digest string, cfg config, key string) *PolicySet {
-	ib, blobs, ok := cfg.sets.GetSet(key)
+	ib, ok := cfg.sets.GetSet(key)
 	if !ok {
 		return nil
 	}
-	r := &replayState{blobs: blobs, srcs: srcs, digest: digest, cfg: cfg}
+	r := &replayState{srcs: srcs, digest: digest, cfg: cfg}
 	if err := gob.NewDecoder(bytes.NewReader(ib)).Decode(&r.idx); err != nil ||
 		r.idx.Version != setCacheVersion || r.idx.Key != key || r.idx.Warnings.HasErrors() {
 		return nil
@@ -637,14 +615,14 @@ func (p *Program) make() {
 
 // fill makes p from its record.
 func (s *programSource) fill(p *Program) error {
-	sp := s.r.idx.Programs[s.i]
-	ast, err := s.r.ast(sp.Checked, sp.CheckedSum, sp.CheckedTypes)
+	sp := &s.r.idx.Programs[s.i]
+	ast, err := s.r.replayAST(&sp.Checked)
 	if err != nil {
 		return err
 	}
 	planned := ast
-	if sp.Planned >= 0 {
-		if planned, err = s.r.ast(sp.Planned, sp.PlannedSum, sp.PlannedTypes); err != nil {
+	if sp.Planned != nil {
+		if planned, err = s.r.replayAST(sp.Planned); err != nil {
 			return err
 		}
 	}
@@ -664,46 +642,6 @@ func (s *programSource) fill(p *Program) error {
 		p.setFast(env, sp.FastUpTo, sp.Bound)
 	}
 	return nil
-}
-
-// ast decodes blob i with the type map tm, checking the blob is the one
-// the index names.
-func (r *replayState) ast(i int, sum [32]byte, tm setTypeMap) (*cel.Ast, error) {
-	if i < 0 || i >= len(r.blobs) || sha256.Sum256(r.blobs[i]) != sum {
-		return nil, errors.New("a recorded expression is missing or altered")
-	}
-	var pb exprpb.CheckedExpr
-	if err := proto.Unmarshal(r.blobs[i], &pb); err != nil || len(pb.TypeMap) != 0 ||
-		len(tm.IDs) != len(tm.Of) || len(tm.RefIDs) != len(tm.RefOf) {
-		return nil, errors.New("a recorded expression does not decode")
-	}
-	ast, err := cel.CheckedExprToAstWithSource(&pb, nil)
-	if err != nil {
-		return nil, errors.New("a recorded expression does not decode")
-	}
-	native := ast.NativeRep()
-	for k, id := range tm.IDs {
-		t, err := r.typ(tm.Of[k])
-		if err != nil {
-			return nil, err
-		}
-		native.SetType(id, t)
-	}
-	for k, id := range tm.RefIDs {
-		n := tm.RefOf[k]
-		if int64(n) >= int64(len(r.idx.Refs)) {
-			return nil, errors.New("a recorded reference is missing")
-		}
-		if _, dup := native.ReferenceMap()[id]; dup {
-			return nil, errors.New("a recorded reference is given twice")
-		}
-		ref := r.idx.Refs[n]
-		native.SetReference(id, &celast.ReferenceInfo{Name: ref.Name, OverloadIDs: slices.Clip(ref.Overloads)})
-	}
-	if !ast.IsChecked() {
-		return nil, errors.New("a recorded expression has no types")
-	}
-	return ast, nil
 }
 
 // typ is the index's type n, converted once.
@@ -729,6 +667,26 @@ func (r *replayState) typ(n uint32) (*types.Type, error) {
 	}
 	r.types.made[n] = t
 	return t, nil
+}
+
+// ref is the index's reference n, made once; ok is false when there is
+// none. The references of a replayed set's ASTs are shared, as cel-go's
+// ast.Copy shares them: nothing changes a checked AST's references.
+func (r *replayState) ref(n uint32) (*celast.ReferenceInfo, bool) {
+	r.refs.mu.Lock()
+	defer r.refs.mu.Unlock()
+	if int64(n) >= int64(len(r.idx.Refs)) {
+		return nil, false
+	}
+	if r.refs.made == nil {
+		r.refs.made = make([]*celast.ReferenceInfo, len(r.idx.Refs))
+	}
+	if ref := r.refs.made[n]; ref != nil {
+		return ref, true
+	}
+	ref := &celast.ReferenceInfo{Name: r.idx.Refs[n].Name, OverloadIDs: slices.Clip(r.idx.Refs[n].Overloads)}
+	r.refs.made[n] = ref
+	return ref, true
 }
 
 // fullProgram is program i of a full compile of the set, made once; nil

@@ -5,10 +5,13 @@ import (
 	"encoding/gob"
 	"maps"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/ext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
@@ -29,7 +32,7 @@ func rewriteIndex(t *testing.T, c *MemorySetCache, change func(*setIndex)) {
 		change(&idx)
 		var buf bytes.Buffer
 		require.NoError(t, gob.NewEncoder(&buf).Encode(&idx))
-		c.m[k] = memorySet{buf.Bytes(), s.blobs}
+		c.m[k] = memorySet{buf.Bytes()}
 	}
 }
 
@@ -102,7 +105,7 @@ func TestSetCacheInconsistentRecords(t *testing.T) {
 
 // compiledAndRecorded compiles srcs in full twice: once with no cache, and
 // once recording into a fresh MemorySetCache, which it returns.
-func compiledAndRecorded(t *testing.T, srcs []policy.Source) (*PolicySet, *MemorySetCache) {
+func compiledAndRecorded(t testing.TB, srcs []policy.Source) (*PolicySet, *MemorySetCache) {
 	t.Helper()
 	full, err := Compile(srcs)
 	require.NoError(t, err)
@@ -170,12 +173,38 @@ func TestSetCacheConcurrentFirstUse(t *testing.T) {
 	wg.Wait()
 }
 
-// checkedProto is ast as cel-go's CheckedExpr, to compare two ASTs.
-func checkedProto(t *testing.T, ast *cel.Ast) *exprpb.CheckedExpr {
+// sameAST asserts that got is want: the same tree, source information
+// (every node's offset range, start and stop, its macro calls, lines,
+// description, syntax and extensions), types and references.
+func sameAST(t *testing.T, want, got *cel.Ast, msg ...any) {
 	t.Helper()
-	pb, err := cel.AstToCheckedExpr(ast)
-	require.NoError(t, err)
-	return pb
+	w, g := want.NativeRep(), got.NativeRep()
+	exprProto := func(e celast.Expr) *exprpb.Expr {
+		pb, err := celast.ExprToProto(e)
+		require.NoError(t, err)
+		return pb
+	}
+	assert.True(t, proto.Equal(exprProto(w.Expr()), exprProto(g.Expr())), msg...)
+	wi, gi := w.SourceInfo(), g.SourceInfo()
+	assert.Equal(t, wi.OffsetRanges(), gi.OffsetRanges(), msg...)
+	assert.Equal(t, wi.LineOffsets(), gi.LineOffsets(), msg...)
+	assert.Equal(t, wi.Description(), gi.Description(), msg...)
+	assert.Equal(t, wi.SyntaxVersion(), gi.SyntaxVersion(), msg...)
+	assert.Equal(t, wi.Extensions(), gi.Extensions(), msg...)
+	require.Equal(t, len(wi.MacroCalls()), len(gi.MacroCalls()), msg...)
+	for id, m := range wi.MacroCalls() {
+		gm, ok := gi.GetMacroCall(id)
+		require.True(t, ok, msg...)
+		assert.True(t, proto.Equal(exprProto(m), exprProto(gm)), msg...)
+	}
+	require.Equal(t, len(w.TypeMap()), len(g.TypeMap()), msg...)
+	for id, typ := range w.TypeMap() {
+		gt, ok := g.TypeMap()[id]
+		require.True(t, ok, msg...)
+		assert.True(t, typ.IsExactType(gt), "%v: %v is %v", msg, gt, typ)
+	}
+	assert.Equal(t, w.ReferenceMap(), g.ReferenceMap(), msg...)
+	assert.True(t, got.IsChecked())
 }
 
 // sameASTs asserts every program of got has the checked and planned
@@ -188,14 +217,16 @@ func sameASTs(t *testing.T, want, got *PolicySet) {
 		g := gotProgs[pos]
 		require.NotNil(t, g, "%v", pos)
 		wm, gm := w.made(), g.made()
-		assert.True(t, proto.Equal(checkedProto(t, wm.ast), checkedProto(t, gm.ast)), "checked %v", pos)
-		assert.True(t, proto.Equal(checkedProto(t, wm.planned), checkedProto(t, gm.planned)), "planned %v", pos)
+		sameAST(t, wm.ast, gm.ast, "checked %v", pos)
+		sameAST(t, wm.planned, gm.planned, "planned %v", pos)
+		assert.Equal(t, wm.ast == wm.planned, gm.ast == gm.planned, "%v", pos)
 	}
 }
 
-// A replayed program's expressions, rebuilt from a blob without type map
-// and the index's tables of types and references, are the ones a full
-// compile checks, for every built-in policy.
+// A replayed program's expressions, rebuilt from the record's columns and
+// its tables of strings, types and references, are the ones a full
+// compile checks, for every built-in policy and every conformance suite's
+// (conformance.TestConformanceReplayed runs those).
 func TestSetCacheReplaysTheSameASTs(t *testing.T) {
 	srcs, err := policies.Sources()
 	require.NoError(t, err)
@@ -213,44 +244,115 @@ func TestSetCacheReplaysTheSameASTs(t *testing.T) {
 	assert.NotEmpty(t, idx.Refs)
 }
 
-// A type or reference table that does not fit a program's blob makes that
-// program the full compile's, found when it is first made.
+// everyKind are expressions with every kind of node the record holds:
+// maps, messages, optional entries and fields, optional list elements,
+// every kind of literal, presence tests, two-variable comprehensions,
+// macro calls kept in the source information.
+var everyKind = []string{
+	`{"a": 1, ?"b": m.?c, 2: [1u, 2.5, b"\x00\xff", null, true, false, -3]}`,
+	`[1, ?m.?x, 3].size() > 0 && has(m.a) && m.all(k, v, k != "" || v == null)`,
+	`google.api.expr.v1alpha1.Expr{id: 1, ?call_expr: optional.none()}.id == 1`,
+	`m.exists(k, k.startsWith("x")) ? x : "\u00e9t\u00e9"`,
+	`[1, 2].transformList(i, v, v * i)`,
+}
+
+// recordTexts compiles texts and records them in one index.
+func recordTexts(t testing.TB, texts []string) (setIndex, []setAST, []*cel.Ast) {
+	t.Helper()
+	env, err := cel.NewEnv(cel.OptionalTypes(), cel.Variable("m", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("x", cel.DynType), cel.EnableMacroCallTracking(), cel.Types(&exprpb.Expr{}), ext.TwoVarComprehensions())
+	require.NoError(t, err)
+	strs := &setStrings{}
+	var idx setIndex
+	typeOf := map[*cel.Type]uint32{}
+	typeN := func(typ *cel.Type) (uint32, error) {
+		if n, ok := typeOf[typ]; ok {
+			return n, nil
+		}
+		pt, err := cel.TypeToExprType(typ)
+		if err != nil {
+			return 0, err
+		}
+		tb, err := proto.Marshal(pt)
+		if err != nil {
+			return 0, err
+		}
+		typeOf[typ] = uint32(len(idx.Types))
+		idx.Types = append(idx.Types, tb)
+		return typeOf[typ], nil
+	}
+	refN := func(r *celast.ReferenceInfo) uint32 {
+		idx.Refs = append(idx.Refs, setRef{r.Name, r.OverloadIDs})
+		return uint32(len(idx.Refs) - 1)
+	}
+	var recs []setAST
+	var asts []*cel.Ast
+	for _, text := range texts {
+		a, iss := env.Compile(text)
+		require.NoError(t, iss.Err(), text)
+		rec, err := recordAST(a, strs, typeN, refN)
+		require.NoError(t, err, text)
+		recs, asts = append(recs, rec), append(asts, a)
+	}
+	idx.Strings = strs.list
+	return idx, recs, asts
+}
+
+// Every kind of node the record holds comes back as it was.
+func TestSetASTEveryKind(t *testing.T) {
+	idx, recs, asts := recordTexts(t, everyKind)
+	for i := range recs {
+		back, err := (&replayState{idx: idx}).replayAST(&recs[i])
+		require.NoError(t, err, everyKind[i])
+		sameAST(t, asts[i], back, everyKind[i])
+	}
+}
+
+// A type or reference table that does not fit a program's expression
+// makes that program the full compile's, found when it is first made.
 func TestSetCacheBrokenTypeTables(t *testing.T) {
 	srcs := someBuiltins(t)
 	full, recorded := compiledAndRecorded(t, srcs)
-	withTypes := func(idx *setIndex) *setProgram {
+	withTypes := func(idx *setIndex) *setAST {
 		for i := range idx.Programs {
-			if len(idx.Programs[i].CheckedTypes.IDs) > 0 && len(idx.Programs[i].CheckedTypes.RefIDs) > 0 {
-				return &idx.Programs[i]
+			if a := &idx.Programs[i].Checked; len(a.TypeOf) > 1 && len(a.RefIDs) > 0 {
+				return a
 			}
 		}
 		t.Fatal("no program with types and references")
 		return nil
 	}
 	cases := map[string]func(*setIndex){
-		"a type index out of range": func(idx *setIndex) { withTypes(idx).CheckedTypes.Of[0] = uint32(len(idx.Types)) },
+		"a type index out of range": func(idx *setIndex) { withTypes(idx).TypeOf[0] = uint32(len(idx.Types)) },
 		"a type that does not decode": func(idx *setIndex) {
-			idx.Types[withTypes(idx).CheckedTypes.Of[0]] = []byte{0xff}
+			idx.Types[withTypes(idx).TypeOf[0]] = []byte{0xff}
 		},
 		"a reference index out of range": func(idx *setIndex) {
-			withTypes(idx).CheckedTypes.RefOf[0] = uint32(len(idx.Refs))
+			withTypes(idx).RefOf[0] = uint32(len(idx.Refs))
 		},
-		"types without ids": func(idx *setIndex) {
-			p := withTypes(idx)
-			p.CheckedTypes.Of = p.CheckedTypes.Of[1:]
+		"types missing": func(idx *setIndex) {
+			a := withTypes(idx)
+			a.TypeOf = a.TypeOf[1:]
+		},
+		"a type too many": func(idx *setIndex) {
+			a := withTypes(idx)
+			a.TypeOf = append(a.TypeOf, 0)
 		},
 		"references without ids": func(idx *setIndex) {
-			p := withTypes(idx)
-			p.CheckedTypes.RefOf = p.CheckedTypes.RefOf[1:]
+			a := withTypes(idx)
+			a.RefOf = a.RefOf[1:]
 		},
 		"no types": func(idx *setIndex) {
-			p := withTypes(idx)
-			p.CheckedTypes.IDs, p.CheckedTypes.Of = nil, nil
+			a := withTypes(idx)
+			for i := range a.Kinds {
+				a.Kinds[i] &^= kindHasType
+			}
+			a.TypeOf, a.XTypeIDs, a.XTypeOf = nil, nil, nil
 		},
 		"a reference given twice": func(idx *setIndex) {
-			p := withTypes(idx)
-			p.CheckedTypes.RefIDs = append(p.CheckedTypes.RefIDs, p.CheckedTypes.RefIDs[0])
-			p.CheckedTypes.RefOf = append(p.CheckedTypes.RefOf, p.CheckedTypes.RefOf[0])
+			a := withTypes(idx)
+			a.RefIDs = append(a.RefIDs, a.RefIDs[0])
+			a.RefOf = append(a.RefOf, a.RefOf[0])
 		},
 	}
 	for name, change := range cases {
@@ -263,4 +365,113 @@ func TestSetCacheBrokenTypeTables(t *testing.T) {
 			sameASTs(t, full, set)
 		})
 	}
+}
+
+// An expression whose columns do not make a tree (truncated, too long, an
+// unknown kind, a count or string past the end, too deep) makes that
+// program the full compile's.
+func TestSetCacheBrokenTrees(t *testing.T) {
+	srcs := someBuiltins(t)
+	full, recorded := compiledAndRecorded(t, srcs)
+	with := func(idx *setIndex, kind uint8) *setAST {
+		for i := range idx.Programs {
+			a := &idx.Programs[i].Checked
+			if slices.ContainsFunc(a.Kinds, func(k uint8) bool { return k&kindMask == kind }) {
+				return a
+			}
+		}
+		t.Fatalf("no program with a node of kind %d", kind)
+		return nil
+	}
+	cases := map[string]func(*setIndex){
+		"a node less": func(idx *setIndex) {
+			a := with(idx, kindCall)
+			a.Kinds, a.IDs = a.Kinds[:len(a.Kinds)-1], a.IDs[:len(a.IDs)-1]
+		},
+		"a node more": func(idx *setIndex) {
+			a := with(idx, kindCall)
+			a.Kinds, a.IDs = append(a.Kinds, kindUnspecified), append(a.IDs, 999)
+		},
+		"no nodes": func(idx *setIndex) {
+			a := with(idx, kindCall)
+			a.Kinds, a.IDs = nil, nil
+		},
+		"an id less": func(idx *setIndex) {
+			a := with(idx, kindCall)
+			a.IDs = a.IDs[1:]
+		},
+		"an unknown kind": func(idx *setIndex) {
+			a := with(idx, kindCall)
+			a.Kinds[0] = a.Kinds[0]&^kindMask | 0x3e
+		},
+		"a count past the end": func(idx *setIndex) {
+			a := with(idx, kindCall)
+			a.Counts[0] = 1 << 30
+		},
+		"a string past the table": func(idx *setIndex) {
+			a := with(idx, kindIdent)
+			a.Strs[0] = uint32(len(idx.Strings))
+		},
+		"strings missing": func(idx *setIndex) {
+			a := with(idx, kindIdent)
+			a.Strs = a.Strs[:len(a.Strs)-1]
+		},
+		"a position missing": func(idx *setIndex) {
+			a := with(idx, kindCall)
+			a.Starts, a.Stops = a.Starts[1:], a.Stops[1:]
+		},
+		"a bool that is not one": func(idx *setIndex) {
+			a := with(idx, kindBool)
+			a.Nums[0] = 2
+		},
+		"a number missing": func(idx *setIndex) {
+			a := with(idx, kindBool)
+			a.Nums = nil
+		},
+		"the syntax past the table": func(idx *setIndex) {
+			with(idx, kindCall).Syntax = uint32(len(idx.Strings))
+		},
+		"too deep": func(idx *setIndex) {
+			a := with(idx, kindCall)
+			// A chain of negations deeper than cel-go loads.
+			var kinds []uint8
+			var ids []int64
+			var strs, counts []uint32
+			for i := range maxReplayDepth + 2 {
+				kinds, ids = append(kinds, kindCall), append(ids, int64(i+1))
+				strs, counts = append(strs, 0), append(counts, 1)
+			}
+			*a = setAST{Kinds: append(kinds, kindNull), IDs: append(ids, maxReplayDepth+3), Strs: strs, Counts: counts}
+		},
+	}
+	for name, change := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &MemorySetCache{m: maps.Clone(recorded.m)}
+			rewriteIndex(t, c, change)
+			set, err := Compile(srcs, WithSetCache(c))
+			require.NoError(t, err)
+			require.True(t, set.FromCache())
+			sameASTs(t, full, set)
+		})
+	}
+}
+
+// FuzzReplayAST: whatever a record's expression holds, replaying it fails
+// or gives a checked AST, never a panic.
+func FuzzReplayAST(f *testing.F) {
+	idx, recs, _ := recordTexts(f, everyKind)
+	for _, rec := range recs {
+		var buf bytes.Buffer
+		require.NoError(f, gob.NewEncoder(&buf).Encode(&rec))
+		f.Add(buf.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var a setAST
+		if gob.NewDecoder(bytes.NewReader(data)).Decode(&a) != nil {
+			return
+		}
+		if ast, err := (&replayState{idx: idx}).replayAST(&a); err == nil {
+			assert.True(t, ast.IsChecked())
+		}
+	})
 }

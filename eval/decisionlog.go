@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/celguard/celguard/compile"
@@ -65,6 +66,22 @@ type DecisionSink interface {
 	WriteDecision(ctx context.Context, ev *DecisionEvent) error
 }
 
+// TransientSink is a DecisionSink that keeps nothing of the event it is
+// given once WriteDecision returns (it copies what it keeps, as a metric
+// counts): the engine then writes every decision's event into memory it
+// reuses, instead of a new event per decision. A sink that keeps an event
+// (a console's feed, a log written later) is not transient.
+type TransientSink interface {
+	DecisionSink
+	// Transient reports whether the sink keeps nothing of an event after
+	// WriteDecision returns; a sink made of others (a tee) is transient
+	// when every one of them is.
+	Transient() bool
+}
+
+// transientEvents are events free for reuse by sinks that keep none.
+var transientEvents = sync.Pool{New: func() any { return new(DecisionEvent) }}
+
 // CodeDecisionLogFailed is the code of a decision refused because the
 // decision log could not record it (WithDecisionSink without onError).
 const CodeDecisionLogFailed = "decision_log_failed"
@@ -100,7 +117,17 @@ func (s *Session) logDecision(ctx context.Context, set *compile.PolicySet, d Dec
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ev := &DecisionEvent{Decision: d, Call: call, Start: start}
+	var ev *DecisionEvent
+	if ts, ok := sink.(TransientSink); ok && ts.Transient() {
+		ev = transientEvents.Get().(*DecisionEvent)
+		defer func() {
+			*ev = DecisionEvent{} // nothing of this decision is kept
+			transientEvents.Put(ev)
+		}()
+	} else {
+		ev = new(DecisionEvent)
+	}
+	ev.Decision, ev.Call, ev.Start = d, call, start
 	notesOf(ctx).fill(ev)
 	if io != nil {
 		ev.Messages, ev.Output, ev.Resource = io.messages, io.output, io.resource

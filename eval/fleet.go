@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/celguard/celguard/internal/deadline"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/state"
 )
@@ -241,8 +242,10 @@ func (se *storedEngine) commit(ctx context.Context, ops []state.Op) (bool, []sto
 
 // commitInto is commit, answering in out's array when it has room.
 func (se *storedEngine) commitInto(ctx context.Context, ops []state.Op, out []storedEntry) (bool, []storedEntry, error) {
-	cctx, cancel := context.WithTimeout(ctx, se.timeout)
-	defer cancel()
+	// The store's timeout makes a timer only for a store that waits on
+	// it (deadline.Context): a commit to the memory store answers at once.
+	cctx := deadline.New(ctx, time.Now().Add(se.timeout))
+	defer cctx.Stop()
 	ok, cur, err := se.store.Commit(cctx, ops)
 	if err != nil {
 		return false, nil, err

@@ -41,6 +41,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/celguard/celguard/eval"
@@ -341,7 +342,7 @@ type eventProtocol struct {
 }
 
 // exitCodeLine reads Bash's "Exit code N" first error line.
-var exitCodeLine = regexp.MustCompile(`^Exit code (-?\d+)`)
+var exitCodeLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Exit code (-?\d+)`) })
 
 // decodeEvent decodes an event of the format Claude Code, Codex and Gemini
 // CLI share: hook_event_name, session_id, cwd, and for a call tool_name and
@@ -387,7 +388,7 @@ func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
 			return Event{}, err
 		}
 		ev.Result = eval.Result{IsError: true, Content: msg, Fields: map[string]any{}}
-		if g := exitCodeLine.FindStringSubmatch(msg); g != nil {
+		if g := exitCodeLine().FindStringSubmatch(msg); g != nil {
 			if n, err := strconv.Atoi(g[1]); err == nil {
 				ev.Result.Fields["exit_code"] = float64(n)
 			}

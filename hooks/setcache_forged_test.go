@@ -52,12 +52,13 @@ func forgedLengths(t testing.TB, c *SetCache, key string) map[string][]byte {
 	}
 	require.NoError(t, gob.NewEncoder(&wb).Encode(make([]field, 1<<20)))
 	out["gob, 1M struct elements"] = wb.Bytes()
-	out["framed, gob header of 1M elements"] = frame(make([]byte, 32), wb.Bytes(), nil)
+	// The same as the index of a file of this format, with a MAC that
+	// does not check.
+	out["framed, gob index of 1M elements"] = frame(make([]byte, 32), wb.Bytes())
 
-	// The frame itself claiming more header than there is.
-	huge := frame(make([]byte, 32), []byte("header"), []byte("blobs"))
-	binary.BigEndian.PutUint32(huge[len(setCacheMagic)+32:], 0xFFFFFFFF)
-	out["framed, 4 GiB header"] = huge
+	// The second format's frame, its header's length claiming 4 GiB.
+	second := binary.BigEndian.AppendUint32(append([]byte("cgset/2\n"), make([]byte, 32)...), 0xFFFFFFFF)
+	out["second format, 4 GiB header"] = append(second, "header"...)
 	out["empty"] = nil
 	out["magic only"] = []byte(setCacheMagic)
 	return out
@@ -65,9 +66,7 @@ func forgedLengths(t testing.TB, c *SetCache, key string) map[string][]byte {
 
 // setFile is a file of the cache, cut into its parts (aliasing its bytes).
 type setFile struct {
-	mac    []byte
-	header setCacheHeader
-	blobs  [][]byte
+	mac, index []byte
 }
 
 // splitSetFile cuts a file of the cache into its parts.
@@ -75,24 +74,13 @@ func splitSetFile(t *testing.T, data []byte) setFile {
 	t.Helper()
 	require.Greater(t, len(data), setCacheFrame)
 	require.Equal(t, setCacheMagic, string(data[:len(setCacheMagic)]))
-	var f setFile
-	f.mac = data[len(setCacheMagic) : len(setCacheMagic)+32]
-	n := int(binary.BigEndian.Uint32(data[setCacheFrame-4:]))
-	require.NoError(t, gob.NewDecoder(bytes.NewReader(data[setCacheFrame:setCacheFrame+n])).Decode(&f.header))
-	rest := data[setCacheFrame+n:]
-	for _, size := range f.header.Sizes {
-		f.blobs, rest = append(f.blobs, rest[:size]), rest[size:]
-	}
-	require.Empty(t, rest)
-	return f
+	return setFile{mac: data[len(setCacheMagic):setCacheFrame], index: data[setCacheFrame:]}
 }
 
-// frame is a file of this format with the given MAC, header and blobs.
-func frame(mac, header, blobs []byte) []byte {
+// frame is a file of this format with the given MAC and index.
+func frame(mac, index []byte) []byte {
 	out := append([]byte(setCacheMagic), mac...)
-	out = binary.BigEndian.AppendUint32(out, uint32(len(header)))
-	out = append(out, header...)
-	return append(out, blobs...)
+	return append(out, index...)
 }
 
 // A set-cache file is read before its MAC can vouch for it, and the agent
@@ -114,7 +102,7 @@ func TestSetCacheForgedLengthsBounded(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, os.WriteFile(path, data, 0o600))
 			var ok bool
-			n := allocated(func() { _, _, ok = c.GetSet(key) })
+			n := allocated(func() { _, ok = c.GetSet(key) })
 			assert.False(t, ok, "a forged file is a miss")
 			assert.LessOrEqual(t, n, uint64(len(data))+64<<10, "%d bytes of file made %d bytes of allocation", len(data), n)
 		})
@@ -122,16 +110,16 @@ func TestSetCacheForgedLengthsBounded(t *testing.T) {
 }
 
 // FuzzSetCacheFile reads forged files: reading one never panics, a file
-// accepted has the header the cache wrote (nothing else passes the MAC),
-// its blobs cut to the sizes written, and a file refused allocates almost
-// nothing whatever lengths it claims (no decoding before the MAC).
+// accepted has the index the cache wrote (nothing else passes the MAC),
+// and a file refused allocates almost nothing whatever lengths it claims
+// (no decoding before the MAC).
 func FuzzSetCacheFile(f *testing.F) {
 	dir := f.TempDir()
 	key, err := statedir.LoadKey(dir)
 	require.NoError(f, err)
 	c := NewSetCache(dir, key, "build-1")
 	const setKey = "set:fuzz"
-	c.PutSet(setKey, []byte("the index"), [][]byte{[]byte("blob one"), nil, []byte("blob three")})
+	c.PutSet(setKey, []byte("the index"))
 	good, err := os.ReadFile(c.path(setKey))
 	require.NoError(f, err)
 	f.Add(good)
@@ -141,21 +129,17 @@ func FuzzSetCacheFile(f *testing.F) {
 	for _, n := range []int{0, setCacheFrame - 1, setCacheFrame, len(good) - 1} {
 		f.Add(good[:n])
 	}
-	goodHeader := good[setCacheFrame : len(good)-len("blob oneblob three")]
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var (
 			index []byte
-			blobs [][]byte
 			ok    bool
 		)
-		n := allocated(func() { index, blobs, ok = c.open(setKey, data) })
+		n := allocated(func() { index, ok = c.open(setKey, data) })
 		if !ok {
 			assert.LessOrEqual(t, n, uint64(64<<10), "a refused file of %d bytes allocated %d", len(data), n)
 			return
 		}
-		require.Equal(t, goodHeader, data[setCacheFrame:setCacheFrame+len(goodHeader)], "only the header written passes the MAC")
+		require.Equal(t, good, data, "only the file written passes the MAC")
 		assert.Equal(t, "the index", string(index))
-		require.Len(t, blobs, 3)
-		assert.Equal(t, []int{8, 0, 10}, []int{len(blobs[0]), len(blobs[1]), len(blobs[2])})
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/celguard/celguard/eval"
@@ -94,7 +95,7 @@ const AdminFile = "/etc/celguard/" + FileName
 // maxFile bounds a judges file.
 const maxFile = 1 << 20
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`) })
 
 // Parse reads a judges file.
 func Parse(data []byte) (Config, error) {
@@ -105,7 +106,7 @@ func Parse(data []byte) (Config, error) {
 		return Config{}, fmt.Errorf("not a judges file: %w", err)
 	}
 	for name, s := range c.Judges {
-		if !nameRE.MatchString(name) {
+		if !nameRE().MatchString(name) {
 			return Config{}, fmt.Errorf("judge name %q: use letters, digits, '-' and '_'", name)
 		}
 		if _, err := s.judge(name); err != nil {

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -142,7 +143,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-var varRef = regexp.MustCompile(`\{([a-z_]+)\}`)
+var varRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([a-z_]+)\}`) })
 
 // expandFamily crosses the family's vars (in name order) and substitutes
 // each combination into the call.
@@ -210,7 +211,7 @@ func expandFamily(fam *CorpusFamily) ([]CorpusCase, error) {
 func substitute(v any, vars map[string]string) any {
 	switch x := v.(type) {
 	case string:
-		return varRef.ReplaceAllStringFunc(x, func(m string) string {
+		return varRef().ReplaceAllStringFunc(x, func(m string) string {
 			if s, ok := vars[m[1:len(m)-1]]; ok {
 				return s
 			}

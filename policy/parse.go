@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -18,9 +19,9 @@ import (
 const MaxFileSize = 4 << 20
 
 var (
-	idPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
-	identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	judgeName    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+	idPattern    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`) })
+	identPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	judgeName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`) })
 	celKeywords  = []string{"true", "false", "null", "in", "as", "break", "const", "continue", "else",
 		"for", "function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
 )
@@ -256,7 +257,7 @@ func (d *decoder) str(n *yaml.Node, what string) (String, bool) {
 
 func (d *decoder) id(n *yaml.Node, what string) String {
 	s, ok := d.str(n, what)
-	if ok && !idPattern.MatchString(s.Value) {
+	if ok && !idPattern().MatchString(s.Value) {
 		d.ds.errorf(CodeInvalidID, s.Pos, "%s %q must start with a letter or digit and use only letters, digits and _ . : -", what, s.Value)
 	}
 	return s
@@ -268,7 +269,7 @@ func (d *decoder) ident(n *yaml.Node, what string) String {
 		return s
 	}
 	switch {
-	case !identPattern.MatchString(s.Value):
+	case !identPattern().MatchString(s.Value):
 		d.ds.errorf(CodeInvalidID, s.Pos, "%s %q must be a CEL identifier: a letter or _ followed by letters, digits or _", what, s.Value)
 	case slices.Contains(celKeywords, s.Value):
 		d.ds.errorf(CodeReservedName, s.Pos, "%s %q is a CEL keyword", what, s.Value)
@@ -747,7 +748,7 @@ func (d *decoder) checkRule(r *Rule) {
 	switch {
 	case r.Judge != "" && r.Verdict != Ask:
 		d.ds.errorf(CodeInvalidValue, r.JudgePos, "judge needs verdict: ask: a judge settles an ask, and when it cannot, the rule asks (this rule's verdict is %s)", r.Verdict)
-	case r.Judge != "" && !judgeName.MatchString(r.Judge):
+	case r.Judge != "" && !judgeName().MatchString(r.Judge):
 		d.ds.errorf(CodeInvalidValue, r.JudgePos, "judge %q must be a name of letters, digits, '-' and '_'", r.Judge)
 	}
 	if r.LabelsPos.Line > 0 {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -37,7 +38,7 @@ type Suppression struct {
 const suppressPrefix = "celguard:ignore"
 
 // suppressRe finds a suppression comment on a source line.
-var suppressRe = regexp.MustCompile(`#\s*` + suppressPrefix + `\b(.*)$`)
+var suppressRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#\s*` + suppressPrefix + `\b(.*)$`) })
 
 // suppressibleCodes are the codes a Suppression may name: the warnings and
 // notes about a set that compiles.
@@ -97,7 +98,7 @@ func (d *decoder) suppressions(items []*yaml.Node) []Suppression {
 		}
 		for ln := from; ln <= to && ln <= len(d.lines); ln++ {
 			line := string(d.lines[ln-1])
-			m := suppressRe.FindStringSubmatchIndex(line)
+			m := suppressRe().FindStringSubmatchIndex(line)
 			if m == nil || !strings.Contains(comments, strings.TrimSpace(line[m[0]:])) {
 				continue // not a comment (a # inside a string)
 			}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The adapters to yaml.v3's error messages. Its syntax errors are plain
@@ -16,7 +17,7 @@ import (
 // diagnostic.
 
 // yamlLineRe finds the line yaml.v3 puts in a message.
-var yamlLineRe = regexp.MustCompile(`line (\d+)`)
+var yamlLineRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)`) })
 
 // yamlParserProblems are the problems the YAML parser (as opposed to its
 // scanner) reports. yaml.v3 gives their line 0-based: the line before the
@@ -34,12 +35,12 @@ var yamlParserProblems = []string{
 // without yaml.v3's "yaml: line N:" prefix.
 func yamlError(file string, err error, nlines int) Diagnostic {
 	line := 1
-	m := yamlLineRe.FindStringSubmatch(err.Error())
+	m := yamlLineRe().FindStringSubmatch(err.Error())
 	if m != nil {
 		line, _ = strconv.Atoi(m[1])
 	}
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	msg = yamlLineRe.ReplaceAllString(msg, "")
+	msg = yamlLineRe().ReplaceAllString(msg, "")
 	msg = strings.TrimLeft(msg, ": ")
 	if m != nil && slices.Contains(yamlParserProblems, msg) {
 		line++

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/celguard/celguard/eval"
@@ -63,7 +64,7 @@ type claudeBlock struct {
 
 // claudeExitCode reads the "Exit code N" a failed Bash call's error
 // starts with.
-var claudeExitCode = regexp.MustCompile(`^Exit code (-?\d+)`)
+var claudeExitCode = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Exit code (-?\d+)`) })
 
 func newClaudeReader(l *lines) *lineReader {
 	r := &lineReader{l: l}
@@ -172,7 +173,7 @@ func claudeResult(raw json.RawMessage, bl claudeBlock) eval.Result {
 	if s, ok := resp.(string); ok && bl.IsError {
 		msg := strings.TrimPrefix(s, "Error: ")
 		res := eval.Result{IsError: true, Content: msg}
-		if g := claudeExitCode.FindStringSubmatch(msg); g != nil {
+		if g := claudeExitCode().FindStringSubmatch(msg); g != nil {
 			if n, err := strconv.Atoi(g[1]); err == nil {
 				res.Fields = map[string]any{"exit_code": float64(n)}
 			}

@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/deadline"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -152,7 +153,7 @@ func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
 	d := s.decide(r.Context(), hostAPI, policy.PhaseTurnEnd, eval.Call{}, func(ctx context.Context) (eval.Decision, error) {
 		return sess.EndTurn(ctx)
 	})
-	writeJSON(w, http.StatusOK, d)
+	writeDecision(w, &d)
 }
 
 func (s *Server) before(w http.ResponseWriter, r *http.Request) {
@@ -238,7 +239,8 @@ func answerDecision[T any](s *Server, w http.ResponseWriter, r *http.Request, ph
 		return
 	}
 	call, f := prepare(&req, sess)
-	writeJSON(w, http.StatusOK, s.decide(r.Context(), hostAPI, phase, call, f))
+	d := s.decide(r.Context(), hostAPI, phase, call, f)
+	writeDecision(w, &d)
 }
 
 // halt records (POST) or lifts (DELETE) a fleet halt: every session of an
@@ -350,8 +352,9 @@ func checkSessionID(id string) error {
 // block with a code that says which.
 func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, call eval.Call, f decider) eval.Decision {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
+	dctx := deadline.New(ctx, start.Add(s.cfg.Timeout))
+	defer dctx.Stop()
+	ctx = dctx
 	var (
 		d        eval.Decision
 		err      error
@@ -360,7 +363,7 @@ func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, ca
 	j := decisionJobs.Get().(*decisionJob)
 	j.ctx, j.f = ctx, f
 	s.workers.start(j)
-	ok := wait(ctx, j.done)
+	ok := waitUntil(dctx, j.done)
 	if ok {
 		// The worker is done with j: its results are read, and j is
 		// reused. A job whose deadline passed is left to its worker.

@@ -76,6 +76,17 @@ func (t teeSinks) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) err
 	return nil
 }
 
+// Transient implements eval.TransientSink: the tee keeps nothing of an
+// event when none of its sinks does (the console's feed keeps them).
+func (t teeSinks) Transient() bool {
+	for _, s := range t {
+		if ts, ok := s.(eval.TransientSink); !ok || !ts.Transient() {
+			return false
+		}
+	}
+	return true
+}
+
 func contextWith(r *http.Request, cs *consoleSession) context.Context {
 	return context.WithValue(r.Context(), consoleKey{}, cs)
 }

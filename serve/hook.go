@@ -17,6 +17,7 @@ import (
 	"github.com/celguard/celguard/eval"
 	"github.com/celguard/celguard/hooks"
 	"github.com/celguard/celguard/hooks/daemonwire"
+	"github.com/celguard/celguard/internal/deadline"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -62,19 +63,19 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		ev, resp = s.hookFail(host, nil, CodeTooLarge, fmt.Sprintf("the event is larger than %d bytes", s.cfg.MaxBodyBytes))
 	default:
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		ctx := deadline.New(r.Context(), start.Add(s.cfg.Timeout))
 		// Respond recovers a panic of its own; the deadline is kept here.
 		j := hookJobs.Get().(*hookJob)
 		j.s, j.ctx, j.host, j.body = s, ctx, host, body
 		s.workers.start(j)
-		if wait(ctx, j.done) {
+		if waitUntil(ctx, j.done) {
 			ev, resp = j.ev, j.resp
 			*j = hookJob{done: j.done}
 			hookJobs.Put(j)
 		} else {
 			ev, resp = s.hookFail(host, body, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
 		}
-		cancel()
+		ctx.Stop()
 	}
 	if resp.Exit != 0 {
 		s.metrics.hookFailures.WithLabelValues(name).Inc()
@@ -222,59 +223,85 @@ func DaemonAgentVersion(ctx context.Context) string {
 }
 
 // daemonHook answers a hook event as the command hook's decision daemon
-// (Config.Daemon): decided by Daemon.Decide, answered as a command answer
-// with the digest, the version and the MAC over the client's nonce. A
-// request without a nonce, or one that is too large, answers 400: only
-// the hook talks to the daemon, and it decides in process on any answer it
-// cannot verify.
+// (Config.Daemon) over HTTP, with daemonAnswer: the answer's digest,
+// version, manifest and MAC in the headers (daemonwire.HeaderDigest ...)
+// and the command answer as the body. A request without a nonce, or one
+// that is too large, answers 400: only the hook talks to the daemon, and
+// it decides in process on any answer it cannot verify. The hook clients
+// use the JSON-RPC wire on the same socket (serveDaemonConn); this route
+// answers the same, for any other client.
 func (s *Server) daemonHook(w http.ResponseWriter, r *http.Request, host hooks.Host) {
+	s.used.Store(time.Now().UnixNano())
+	body, ok := s.hookBody(w, r)
+	p := daemonwire.HookParams{Nonce: r.Header.Get(daemonwire.HeaderNonce), Host: host.Name(), WorkDir: r.Header.Get(daemonwire.HeaderWorkDir),
+		Digest: r.Header.Get(daemonwire.HeaderDigest), Event: body, AgentVersion: r.Header.Get(daemonwire.HeaderAgentVersion)}
+	if !ok {
+		p.Nonce = "" // refused below, as too large
+	}
+	// The hook's trace (its TRACEPARENT), which the decision's span joins.
+	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	res, derr := s.daemonAnswer(ctx, host, p)
+	if derr != nil {
+		writeError(w, derr.status, derr.code, derr.msg)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(daemonwire.HeaderDigest, res.Digest)
+	w.Header().Set(daemonwire.HeaderVersion, res.Version)
+	w.Header().Set(daemonwire.HeaderManifest, res.Manifest)
+	w.Header().Set(daemonwire.HeaderMAC, res.MAC)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(res.Body)
+}
+
+// daemonError is why the daemon gives no signed answer: an HTTP status
+// and one of the server's codes.
+type daemonError struct {
+	status    int
+	code, msg string
+}
+
+// daemonAnswer decides one event for the hook's decision daemon
+// (Config.Daemon) and signs the answer, for both of its wires (HTTP:
+// daemonHook; JSON-RPC: serveDaemonConn): decided by Daemon.Decide,
+// answered as a command answer with the digest, the version, the manifest
+// and the MAC over the client's nonce (daemonwire.Sum). ctx carries the
+// hook's trace context. An error is answered unsigned, and the hook
+// decides in process: a request without a nonce or with too large an
+// event, a stale daemon (which stops), no decision within the deadline.
+func (s *Server) daemonAnswer(ctx context.Context, host hooks.Host, p daemonwire.HookParams) (daemonwire.HookResult, *daemonError) {
 	d := s.cfg.Daemon
 	s.used.Store(time.Now().UnixNano())
-	nonce := r.Header.Get(daemonwire.HeaderNonce)
-	body, ok := s.hookBody(w, r)
-	if !ok || len(nonce) != 2*daemonwire.NonceBytes {
-		writeError(w, http.StatusBadRequest, CodeInvalidInput, "a daemon request carries a nonce and an event within the bound")
-		return
+	if len(p.Nonce) != 2*daemonwire.NonceBytes || int64(len(p.Event)) > s.cfg.MaxBodyBytes {
+		return daemonwire.HookResult{}, &daemonError{http.StatusBadRequest, CodeInvalidInput, "a daemon request carries a nonce and an event within the bound"}
 	}
 	if d.Stale != nil {
 		if err := d.Stale(); err != nil {
-			writeError(w, http.StatusServiceUnavailable, CodeDaemonStale, err.Error())
 			s.log.Info("the daemon is stale; stopping", "reason", err.Error())
 			s.Stop()
-			return
+			return daemonwire.HookResult{}, &daemonError{http.StatusServiceUnavailable, CodeDaemonStale, err.Error()}
 		}
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	// The hook's trace (its TRACEPARENT), which the decision's span joins,
-	// and its agent's version, for Decide's telemetry.
-	ctx = propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header))
-	ctx = context.WithValue(ctx, agentVersionKey{}, r.Header.Get(daemonwire.HeaderAgentVersion))
+	// The hook's agent version, for Decide's telemetry.
+	ctx = context.WithValue(ctx, agentVersionKey{}, p.AgentVersion)
 	var resp hooks.Response
 	var digest, manifest string
-	workDir := r.Header.Get(daemonwire.HeaderWorkDir)
 	if !s.workers.run(ctx, func() {
-		resp, digest, manifest = d.Decide(ctx, host, body, workDir, r.Header.Get(daemonwire.HeaderDigest))
+		resp, digest, manifest = d.Decide(ctx, host, p.Event, p.WorkDir, p.Digest)
 	}) {
 		// No signed answer: the hook decides in process.
-		writeError(w, http.StatusServiceUnavailable, CodeDeadlineExceeded, fmt.Sprintf("no decision within the daemon's deadline (%s)", s.cfg.Timeout))
-		return
+		return daemonwire.HookResult{}, &daemonError{http.StatusServiceUnavailable, CodeDeadlineExceeded, fmt.Sprintf("no decision within the daemon's deadline (%s)", s.cfg.Timeout)}
 	}
 	s.metrics.hookLatencyBy.of(host.Name()).Observe(time.Since(start).Seconds())
 	answer, err := json.Marshal(CommandAnswer{Stdout: string(resp.Stdout), Stderr: resp.Stderr, Exit: resp.Exit})
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, CodeInternalError, err.Error())
-		return
+		return daemonwire.HookResult{}, &daemonError{http.StatusInternalServerError, CodeInternalError, err.Error()}
 	}
-	mac := daemonwire.Sum(d.Key, daemonwire.Answer{Nonce: nonce, Host: host.Name(), Event: body, WorkDir: workDir,
-		Digest: digest, Version: s.cfg.Version, Manifest: manifest, Body: answer})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set(daemonwire.HeaderDigest, digest)
-	w.Header().Set(daemonwire.HeaderVersion, s.cfg.Version)
-	w.Header().Set(daemonwire.HeaderManifest, manifest)
-	w.Header().Set(daemonwire.HeaderMAC, hex.EncodeToString(mac))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(answer)
+	res := daemonwire.HookResult{Digest: digest, Version: s.cfg.Version, Manifest: manifest, Body: answer}
+	res.MAC = hex.EncodeToString(daemonwire.Sum(d.Key, res.Answer(p)))
 	s.answered.Add(1)
+	return res, nil
 }

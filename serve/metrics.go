@@ -214,6 +214,10 @@ func (e eventMetrics) WriteDecision(_ context.Context, ev *eval.DecisionEvent) e
 	return nil
 }
 
+// Transient implements eval.TransientSink: the metrics keep nothing of an
+// event but its counts.
+func (eventMetrics) Transient() bool { return true }
+
 // statusWriter records the status a handler answers.
 type statusWriter struct {
 	http.ResponseWriter

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,13 @@ func Run(ctx context.Context, listeners []net.Listener, cfg Config) error {
 	}
 	if cfg.Started != nil {
 		cfg.Started(srv)
+	}
+	if cfg.Daemon != nil {
+		// The hook clients' JSON-RPC wire beside HTTP on the same socket.
+		listeners = slices.Clone(listeners)
+		for i, ln := range listeners {
+			listeners[i] = srv.daemonListener(ln)
+		}
 	}
 	log := srv.log
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg.TLS,
@@ -82,6 +90,13 @@ func Run(ctx context.Context, listeners []net.Listener, cfg Config) error {
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
+	}
+	// The daemon's JSON-RPC answers in flight, within the same bound.
+	rpcDone := make(chan struct{})
+	go func() { srv.rpcConns.Wait(); close(rpcDone) }()
+	select {
+	case <-rpcDone:
+	case <-shut.Done():
 	}
 	// The decision log and the telemetry export (flushed within its
 	// bound).

@@ -295,6 +295,10 @@ type Server struct {
 	stop atomic.Pointer[context.CancelFunc]
 	// answered counts the daemon's signed answers (AgentStatus.DaemonAnswers).
 	answered atomic.Int64
+	// rpcConns are the daemon's connections not yet handed to HTTP or
+	// answered, and its accept loops (daemonListener), which Run waits for
+	// as for HTTP's requests.
+	rpcConns sync.WaitGroup
 
 	// mu guards the reload state.
 	mu        sync.Mutex

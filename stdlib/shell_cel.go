@@ -36,7 +36,7 @@ import (
 //	argv_dynamic list(bool)         parallel to argv: the word is not a literal ($VAR, $(...))
 //	dynamic      bool               any word of argv is not a literal
 //	operands     list(string)       args that are not options (all words after --)
-//	positionals  list(string)       like operands, also skipping values of known global options (git -c k=v)
+//	positionals  list(string)       like operands, also skipping values of known global options (git -c k=v); az and gcloud: their command's leading words (az's in lower case)
 //	subcommand   string             positionals[0] or ""
 //	env          map(string,string) leading NAME=value assignments (also those given to env/sudo)
 //	redirects    list(map)          {op, fd, target, dynamic, body}: op is > >> < << <<< &> >& ...

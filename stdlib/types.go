@@ -81,7 +81,7 @@ var resultTypes = []ResultType{
 		{"argv_dynamic", cel.ListType(cel.BoolType), "parallel to argv: the word is not a literal ($VAR, $(...))"},
 		{"dynamic", cel.BoolType, "any word of argv is not a literal"},
 		{"operands", listString, "args that are not options (all words after --)"},
-		{"positionals", listString, "like operands, also skipping values of known global options (git -c k=v)"},
+		{"positionals", listString, "like operands, also skipping values of known global options (git -c k=v); az and gcloud: their command's leading words (az's in lower case)"},
 		{"subcommand", cel.StringType, `positionals[0] or ""`},
 		{"env", cel.MapType(cel.StringType, cel.StringType), "leading NAME=value assignments (also those given to env/sudo)"},
 		{"redirects", cel.ListType(shellRedirectType), "the command's redirections"},

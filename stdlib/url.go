@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -118,13 +119,13 @@ type ParsedURL struct {
 	Fragment string
 }
 
-var schemeOnly = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:[^0-9]`)
+var schemeOnly = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:[^0-9]`) })
 
 // ParseURL parses a URL as described for url.parse.
 func ParseURL(raw string) ParsedURL {
 	s := strings.TrimSpace(raw)
 	s = strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(s)
-	if !strings.Contains(s, "://") && !strings.HasPrefix(s, "//") && !schemeOnly.MatchString(s) {
+	if !strings.Contains(s, "://") && !strings.HasPrefix(s, "//") && !schemeOnly().MatchString(s) {
 		s = "//" + s
 	}
 	if i := strings.Index(s, "://"); i > 0 {
@@ -164,7 +165,7 @@ func urlToVal(p ParsedURL) ref.Val {
 		str(p.Port), str(p.Path), str(p.RawQuery), types.NewRefValMap(adapter, q), str(p.Fragment))
 }
 
-var hostLabel = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?$`)
+var hostLabel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?$`) })
 
 // validateDomainPattern checks a pattern of url.hostMatches: "*", a host
 // name, an IP address, or "*." followed by a host name.
@@ -187,7 +188,7 @@ func validateDomainPattern(p string) error {
 		return fmt.Errorf("domain pattern %q: a wildcard is only allowed as a leading \"*.\"", p)
 	}
 	for _, label := range strings.Split(rest, ".") {
-		if !hostLabel.MatchString(label) {
+		if !hostLabel().MatchString(label) {
 			return fmt.Errorf("domain pattern %q has an invalid label %q", p, label)
 		}
 	}

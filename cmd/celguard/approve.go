@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -48,7 +49,7 @@ func (p *approveParams) addStateFlags(cmd *cobra.Command) {
 }
 
 // requestID is the form of a request id: 8 lowercase hex digits.
-var requestID = regexp.MustCompile(`^[0-9a-f]{8}$`)
+var requestID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{8}$`) })
 
 // approvalsTimeout bounds the wait for the sessions' locks (a hook holds
 // one while it decides).
@@ -56,7 +57,7 @@ const approvalsTimeout = 30 * time.Second
 
 // begin checks p.id (when wanted) and returns the context to work in.
 func (p *approveParams) begin(ctx context.Context, wantID bool) (context.Context, context.CancelFunc, error) {
-	if wantID && !requestID.MatchString(p.id) {
+	if wantID && !requestID().MatchString(p.id) {
 		return nil, nil, fmt.Errorf("%q is not a request id (8 hex digits, as the refusal names it)", p.id)
 	}
 	if ctx == nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -155,50 +154,28 @@ func (c *daemonClient) ask(ctx context.Context, host hooks.Host, input []byte) (
 	wd, _ := os.Getwd()
 	ctx, cancel := context.WithTimeout(ctx, c.p.timeout+2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://celguard-daemon/v1/hooks/"+host.Name()+"?form="+serve.FormCommand, bytes.NewReader(input))
-	if err != nil {
-		return hooks.Response{}, false
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(daemonwire.HeaderNonce, nonce)
-	req.Header.Set(daemonwire.HeaderWorkDir, wd)
-	req.Header.Set(daemonwire.HeaderDigest, want)
+	p := daemonwire.HookParams{Nonce: nonce, Host: host.Name(), WorkDir: wd, Digest: want, Event: input}
 	if telemetry.Enabled(nil) {
 		// The hook's trace and agent version, for the daemon's telemetry
-		// (daemonwire.HeaderAgentVersion).
-		if tp := os.Getenv("TRACEPARENT"); tp != "" {
-			req.Header.Set("traceparent", tp)
-			if ts := os.Getenv("TRACESTATE"); ts != "" {
-				req.Header.Set("tracestate", ts)
-			}
+		// (daemonwire.HookParams).
+		if p.TraceParent = os.Getenv("TRACEPARENT"); p.TraceParent != "" {
+			p.TraceState = os.Getenv("TRACESTATE")
 		}
-		if v := os.Getenv("CELGUARD_AGENT_VERSION"); v != "" {
-			req.Header.Set(daemonwire.HeaderAgentVersion, v)
-		}
+		p.AgentVersion = os.Getenv("CELGUARD_AGENT_VERSION")
 	}
-	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			d := net.Dialer{Timeout: daemonConnectTimeout}
-			return d.DialContext(ctx, "unix", c.socket)
-		}}}
-	res, err := hc.Do(req)
+	// The JSON-RPC wire on the daemon's socket, as the lean client asks
+	// (daemonwire.Call).
+	res, err := daemonwire.Call(ctx, c.socket, p)
 	if err != nil {
 		return refused("no answer: " + err.Error())
 	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, client.MaxHookAnswer+1))
-	if err != nil || res.StatusCode != http.StatusOK || len(body) > client.MaxHookAnswer {
-		return refused(fmt.Sprintf("answer: HTTP %d: %s", res.StatusCode, firstLineOf(body)))
-	}
-	digest, version := res.Header.Get(daemonwire.HeaderDigest), res.Header.Get(daemonwire.HeaderVersion)
-	if !daemonwire.Verify(key, res.Header.Get(daemonwire.HeaderMAC), daemonwire.Answer{Nonce: nonce, Host: host.Name(), Event: input,
-		WorkDir: wd, Digest: digest, Version: version, Manifest: res.Header.Get(daemonwire.HeaderManifest), Body: body}) {
+	if !daemonwire.Verify(key, res.MAC, res.Answer(p)) {
 		return refused("the answer's MAC does not check")
 	}
-	if want != "" && digest != want {
-		return refused("policy digest " + digest + ", want " + want)
+	if want != "" && res.Digest != want {
+		return refused("policy digest " + res.Digest + ", want " + want)
 	}
-	a, err := client.ParseCommandAnswer(body)
+	a, err := client.ParseCommandAnswer(res.Body)
 	if err != nil {
 		return refused("not a hook answer: " + err.Error())
 	}
@@ -560,15 +537,6 @@ func stopWhenGone(ctx context.Context, srv *serve.Server, socket string, mine os
 			}
 		}
 	}
-}
-
-// firstLineOf is b's first line, at most 200 bytes.
-func firstLineOf(b []byte) string {
-	line, _, _ := strings.Cut(string(b), "\n")
-	if len(line) > 200 {
-		line = line[:200]
-	}
-	return line
 }
 
 // doctorDaemon reports the decision daemons of the default state

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -271,18 +270,12 @@ func TestFakeDaemonNeverDecides(t *testing.T) {
 	ok, _ := f.hook("claude-code", f.event("claude-code", "s3", "ls"))
 	require.True(t, ok)
 	sock := f.lastSocket.Load().(string)
-	ln, err := net.Listen("unix", sock)
-	require.NoError(t, err)
 	var asked atomic.Int64
-	fake := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	fakeDaemon(t, sock, func(p daemonwire.HookParams) (daemonwire.HookResult, error) {
 		asked.Add(1)
-		w.Header().Set(daemonwire.HeaderDigest, r.Header.Get(daemonwire.HeaderDigest))
-		w.Header().Set(daemonwire.HeaderVersion, "v9")
-		w.Header().Set(daemonwire.HeaderMAC, strings.Repeat("00", 32))
-		_, _ = w.Write([]byte(`{"stdout":"","stderr":"","exit":0}`))
-	})}
-	go func() { _ = fake.Serve(ln) }()
-	defer fake.Close()
+		return daemonwire.HookResult{Digest: p.Digest, Version: "v9", MAC: strings.Repeat("00", 32),
+			Body: []byte(`{"stdout":"","stderr":"","exit":0}`)}, nil
+	})
 
 	before := f.inProc.Load()
 	ok, out := f.hook("claude-code", f.event("claude-code", "s3", "rm -rf /"))
@@ -291,4 +284,27 @@ func TestFakeDaemonNeverDecides(t *testing.T) {
 	assert.EqualValues(t, 1, asked.Load(), "the fake was asked")
 	assert.EqualValues(t, before+1, f.inProc.Load(), "and the hook decided in process")
 	assert.Contains(t, f.refusals, "the answer's MAC does not check")
+}
+
+// fakeDaemon listens on sock until the test ends and answers every hook
+// request on the daemon's wire with answer (daemonwire.ServeConn).
+func fakeDaemon(t *testing.T, sock string, answer func(daemonwire.HookParams) (daemonwire.HookResult, error)) {
+	t.Helper()
+	ln, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	var conns sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); conns.Wait() })
+	conns.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Go(func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				_ = daemonwire.ServeConn(c, daemonwire.MaxAnswerLine, answer)
+			})
+		}
+	})
 }

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/gob"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/celguard/celguard"
@@ -197,142 +196,76 @@ func TestHookIgnoresForgedCostProofs(t *testing.T) {
 
 // TestHookIgnoresForgedSetCache is TestHookIgnoresForgedASTCache's attack
 // on the compiled-set cache: every boolean expression of the set's record
-// rewritten to `false`, first with the index left as it was (its MAC
-// checks, the expressions' SHA-256 do not), then with an index naming the
-// forged expressions (its MAC does not check). The hook blocks `rm -rf /`
-// all the same, and writes the true record again.
+// rewritten to `false`, and then every rule of its recorded documents
+// rewritten to allow every tool. The index holds all of it, under the
+// file's MAC, which the attacker cannot compute: the hook blocks `rm -rf /`
+// all the same, and writes the true record again. Control: the same
+// forged record under a MAC made with the state key makes the hook answer
+// otherwise, so what stops it is the MAC.
 func TestHookIgnoresForgedSetCache(t *testing.T) {
 	state, hook := rmRootHook(t)
 	require.Contains(t, hook(), `"permissionDecision":"deny"`)
 	files, err := filepath.Glob(filepath.Join(state, hooks.SetCacheDir, "*.gob"))
 	require.NoError(t, err)
 	require.Len(t, files, 1, "the hook recorded the compiled set")
-	// The file and its index, as an attacker decodes them (gob matches
-	// fields by name): a magic, the MAC, the header's length, the header
-	// (the index and the blobs' sizes, under the MAC) and the blobs.
-	var file forgedSetFile
-	type typeMap struct {
-		IDs, RefIDs []int64
-		Of, RefOf   []uint32
-	}
-	var index struct {
-		Version, Key string
-		Warnings     policy.Diagnostics
-		Programs     []struct {
-			Text                       string
-			Pos                        policy.Pos
-			Checked, Planned           int
-			CheckedSum, PlannedSum     [32]byte
-			CheckedTypes, PlannedTypes typeMap
-			Needs                      bool
-			FastUpTo, Bound            uint64
-			Variable                   bool
-			Type                       []byte
-			CwdOnly                    bool
-		}
-		Types [][]byte
-		Refs  []struct {
-			Name      string
-			Overloads []string
-		}
-		// Sources are the parsed documents, which a replay reads instead
-		// of the YAML.
-		Sources []struct {
-			Doc     policy.Document
-			Layouts []struct {
-				Expr int
-				Runs []policy.PosRun
-			}
-		}
-	}
 	good, err := os.ReadFile(files[0])
 	require.NoError(t, err)
-	file.read(t, good)
-	require.NoError(t, gob.NewDecoder(bytes.NewReader(file.Index)).Decode(&index))
-	// A blob carries no type map: the index's tables say which
-	// expressions are booleans. Each is forged to the constant false, its
-	// type map with it (the type bool added to the index's types).
+	file := readForgedSetFile(t, good)
+	var index forgedSetIndex
+	require.NoError(t, gob.NewDecoder(bytes.NewReader(file.index)).Decode(&index))
+
+	// Each expression of type bool (its root's type, the first of its
+	// nodes' types) becomes the literal false, of type bool, without cost
+	// accounting.
 	boolType, err := proto.Marshal(&exprpb.Type{TypeKind: &exprpb.Type_Primitive{Primitive: exprpb.Type_BOOL}})
 	require.NoError(t, err)
 	index.Types = append(index.Types, boolType)
-	falseExpr := mustFalse(t)
-	var falsePB exprpb.CheckedExpr
-	require.NoError(t, proto.Unmarshal(falseExpr, &falsePB))
-	falseTypes := typeMap{IDs: []int64{falsePB.GetExpr().GetId()}, Of: []uint32{uint32(len(index.Types) - 1)}}
-	falsePB.TypeMap = nil
-	falseBlob, err := proto.Marshal(&falsePB)
-	require.NoError(t, err)
-	isBool := func(blob []byte, tm typeMap) bool {
-		var pb exprpb.CheckedExpr
-		if proto.Unmarshal(blob, &pb) != nil || pb.GetExpr() == nil {
-			return false
-		}
-		for k, id := range tm.IDs {
-			var typ exprpb.Type
-			if id == pb.GetExpr().GetId() && proto.Unmarshal(index.Types[tm.Of[k]], &typ) == nil {
-				return typ.GetPrimitive() == exprpb.Type_BOOL
-			}
-		}
-		return false
+	const kindBool, hasType = 15, 0x40 // compile/setast.go
+	isBool := func(a *forgedAST) bool {
+		var typ exprpb.Type
+		return len(a.Kinds) > 0 && a.Kinds[0]&hasType != 0 && len(a.TypeOf) > 0 &&
+			proto.Unmarshal(index.Types[a.TypeOf[0]], &typ) == nil && typ.GetPrimitive() == exprpb.Type_BOOL
 	}
-	// The blobs' sizes are under the MAC: a forged blob keeps the size of
-	// the one it replaces (padded with an unknown protobuf field), so that
-	// the MAC checks and only the expressions' SHA-256 do not.
+	falseAST := func(a forgedAST) forgedAST {
+		return forgedAST{Kinds: []uint8{kindBool | hasType}, IDs: []int64{1}, Nums: []uint64{0},
+			TypeOf: []uint32{uint32(len(index.Types) - 1)}, Syntax: a.Syntax, Location: a.Location, Lines: a.Lines}
+	}
 	n := 0
-	forge := func(i int, tm *typeMap) bool {
-		if !isBool(file.Blobs[i], *tm) {
-			return false
-		}
-		padded := padProto(falseBlob, len(file.Blobs[i]))
-		if padded == nil {
-			return false
-		}
-		file.Blobs[i], *tm = padded, falseTypes
-		return true
-	}
 	for i := range index.Programs {
 		p := &index.Programs[i]
-		if forge(p.Checked, &p.CheckedTypes) {
-			n++
+		if !isBool(&p.Checked) {
+			continue
 		}
-		if p.Planned >= 0 {
-			forge(p.Planned, &p.PlannedTypes)
-		}
+		p.Checked, p.Planned = falseAST(p.Checked), nil
+		p.Needs, p.FastUpTo, p.Bound = false, math.MaxUint64, 0
+		n++
 	}
 	require.Greater(t, n, 10, "boolean expressions forged")
-	write := func() []byte {
-		b := file.encode()
-		require.NoError(t, os.WriteFile(files[0], b, 0o600))
-		return b
-	}
-	write()
-	assert.Contains(t, hook(), `"permissionDecision":"deny"`, "forged expressions under the true index")
-
-	for i := range index.Programs {
-		p := &index.Programs[i]
-		p.CheckedSum = sha256.Sum256(file.Blobs[p.Checked])
-		if p.Planned >= 0 {
-			p.PlannedSum = sha256.Sum256(file.Blobs[p.Planned])
-		}
-	}
 	var ib bytes.Buffer
 	require.NoError(t, gob.NewEncoder(&ib).Encode(&index))
-	file.Index = ib.Bytes() // the MAC is left as it was: the attacker has no key
-	file.Sizes = nil        // and the blobs' sizes are the forged ones
-	forged := write()
-	assert.Contains(t, hook(), `"permissionDecision":"deny"`, "forged expressions under a forged index")
+	forgedIndex := ib.Bytes()
+
+	// The MAC is left as it was: the attacker has no key.
+	forged := append(bytes.Clone(file.head), forgedIndex...)
+	require.NoError(t, os.WriteFile(files[0], forged, 0o600))
+	assert.Contains(t, hook(), `"permissionDecision":"deny"`, "forged expressions")
 	again, err := os.ReadFile(files[0])
 	require.NoError(t, err)
 	assert.NotEqual(t, forged, again, "the hook wrote the true record again")
-	assert.Contains(t, hook(), `"permissionDecision":"deny"`)
 
-	// The parsed documents are in the index, under its MAC: every rule of
-	// the true record rewritten to allow every tool first, whatever the
-	// call (verdict, tools, priority, condition), is not used either.
-	file = forgedSetFile{}
-	index.Sources = nil
-	file.read(t, again)
-	require.NoError(t, gob.NewDecoder(bytes.NewReader(file.Index)).Decode(&index))
+	// Control: signed with the state key, the same record decides.
+	key, err := statedir.LoadKey(state)
+	require.NoError(t, err)
+	hooks.NewSetCache(state, key, binaryIdentity()).PutSet(index.Key, forgedIndex)
+	assert.NotContains(t, hook(), `"permissionDecision":"deny"`, "the forgery must be one that would change the answer")
+	require.NoError(t, os.WriteFile(files[0], good, 0o600))
+	require.Contains(t, hook(), `"permissionDecision":"deny"`)
+
+	// The parsed documents are in the index too: every rule of the true
+	// record rewritten to allow every tool first, whatever the call
+	// (verdict, tools, priority, condition), is not used either.
+	index = forgedSetIndex{}
+	require.NoError(t, gob.NewDecoder(bytes.NewReader(file.index)).Decode(&index))
 	require.NotEmpty(t, index.Sources, "the record keeps the parsed documents")
 	rules := 0
 	for i := range index.Sources {
@@ -352,8 +285,8 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 	require.Greater(t, rules, 10, "rules forged")
 	ib.Reset()
 	require.NoError(t, gob.NewEncoder(&ib).Encode(&index))
-	file.Index = ib.Bytes()
-	forged = write()
+	forged = append(bytes.Clone(file.head), ib.Bytes()...)
+	require.NoError(t, os.WriteFile(files[0], forged, 0o600))
 	assert.Contains(t, hook(), `"permissionDecision":"deny"`, "forged rules in the recorded documents")
 	again, err = os.ReadFile(files[0])
 	require.NoError(t, err)
@@ -361,72 +294,67 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 }
 
 // forgedSetFile is a file of the compiled-set cache as an attacker reads
-// and writes it (hooks.SetCache): a magic, the MAC, the header's length as
-// a big-endian uint32, the header (the gob of the index and the blobs'
-// sizes, under the MAC) and the blobs.
+// it (hooks.SetCache): a magic and the MAC (head), then the index.
 type forgedSetFile struct {
-	magic, MAC []byte
-	Index      []byte
-	Sizes      []int
-	Blobs      [][]byte
+	head, index []byte
 }
 
-// read decodes data into f.
-func (f *forgedSetFile) read(t *testing.T, data []byte) {
+func readForgedSetFile(t *testing.T, data []byte) forgedSetFile {
 	t.Helper()
-	const magic = 8
-	require.Greater(t, len(data), magic+sha256.Size+4)
-	f.magic, f.MAC = data[:magic], data[magic:magic+sha256.Size]
-	n := int(binary.BigEndian.Uint32(data[magic+sha256.Size:]))
-	header := data[magic+sha256.Size+4:]
-	var h struct {
-		Index []byte
-		Sizes []int
-	}
-	require.NoError(t, gob.NewDecoder(bytes.NewReader(header[:n])).Decode(&h))
-	f.Index, f.Sizes = h.Index, h.Sizes
-	rest := header[n:]
-	f.Blobs = nil
-	for _, size := range f.Sizes {
-		f.Blobs, rest = append(f.Blobs, bytes.Clone(rest[:size])), rest[size:]
-	}
-	require.Empty(t, rest)
+	const head = 8 + sha256.Size
+	require.Greater(t, len(data), head)
+	return forgedSetFile{head: data[:head], index: data[head:]}
 }
 
-// encode is f's file, with f.Sizes the blobs' own sizes when nil.
-func (f *forgedSetFile) encode() []byte {
-	sizes := f.Sizes
-	if sizes == nil {
-		for _, b := range f.Blobs {
-			sizes = append(sizes, len(b))
+// forgedSetIndex is the index of a compiled-set record (compile/setcache.go)
+// as an attacker decodes and encodes it (gob matches fields by name).
+type forgedSetIndex struct {
+	Version, Key string
+	Warnings     policy.Diagnostics
+	Programs     []struct {
+		Text            string
+		Pos             policy.Pos
+		Checked         forgedAST
+		Planned         *forgedAST
+		Needs           bool
+		FastUpTo, Bound uint64
+		Variable        bool
+		Type            []byte
+		CwdOnly         bool
+	}
+	Strings []string
+	Types   [][]byte
+	Refs    []struct {
+		Name      string
+		Overloads []string
+	}
+	// Sources are the parsed documents, which a replay reads instead of
+	// the YAML.
+	Sources []struct {
+		Doc     policy.Document
+		Layouts []struct {
+			Expr int
+			Runs []policy.PosRun
 		}
 	}
-	var header bytes.Buffer
-	if err := gob.NewEncoder(&header).Encode(struct {
-		Index []byte
-		Sizes []int
-	}{f.Index, sizes}); err != nil {
-		panic(err)
-	}
-	out := append(bytes.Clone(f.magic), f.MAC...)
-	out = binary.BigEndian.AppendUint32(out, uint32(header.Len()))
-	out = append(out, header.Bytes()...)
-	for _, b := range f.Blobs {
-		out = append(out, b...)
-	}
-	return out
 }
 
-// padProto is the protobuf message msg padded to exactly size bytes with
-// an unknown bytes field; nil when it does not fit.
-func padProto(msg []byte, size int) []byte {
-	rem := size - len(msg) - 2 // the tag of field 1000 is two bytes
-	for k := 1; k <= 3; k++ {
-		if l := rem - k; l >= 0 && protowire.SizeVarint(uint64(l)) == k {
-			out := protowire.AppendTag(bytes.Clone(msg), 1000, protowire.BytesType)
-			out = protowire.AppendVarint(out, uint64(l))
-			return append(out, make([]byte, l)...)
-		}
-	}
-	return nil
+// forgedAST is an expression of the record (compile.setAST).
+type forgedAST struct {
+	Kinds            []uint8
+	IDs              []int64
+	Strs, Counts     []uint32
+	Nums             []uint64
+	OptIdx           []int32
+	Starts, Stops    []int32
+	TypeOf           []uint32
+	XPosIDs          []int64
+	XStarts, XStop   []int32
+	XTypeIDs         []int64
+	XTypeOf          []uint32
+	MacroIDs         []int64
+	Syntax, Location uint32
+	Lines            []int32
+	RefIDs           []int64
+	RefOf            []uint32
 }

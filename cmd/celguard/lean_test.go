@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,16 +257,11 @@ func TestLeanClientAnswersAsTheHook(t *testing.T) {
 
 	t.Run("a fake daemon decides nothing", func(t *testing.T) {
 		f.stopDaemons()
-		ln, err := net.Listen("unix", f.socket())
-		require.NoError(t, err)
-		fake := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set(daemonwire.HeaderMAC, strings.Repeat("00", 32))
-			_, _ = w.Write([]byte(`{"stdout":"","stderr":"","exit":0}`))
-		})}
-		go func() { _ = fake.Serve(ln) }()
+		fakeDaemon(t, f.socket(), func(daemonwire.HookParams) (daemonwire.HookResult, error) {
+			return daemonwire.HookResult{MAC: strings.Repeat("00", 32), Body: []byte(`{"stdout":"","stderr":"","exit":0}`)}, nil
+		})
 		ev := []byte(`{"session_id":"fake","cwd":"` + f.repo + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"make deploy"},"tool_use_id":"t2"}`)
 		got := f.hook("claude-code", ev)
-		fake.Close()
 		assert.False(t, got.daemon)
 		assert.Contains(t, got.why, "MAC does not check")
 		assert.Contains(t, got.stdout, "deploy_refused", "the full hook decided in process")

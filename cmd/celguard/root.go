@@ -22,7 +22,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // runContext is run with a context for the decisions eval makes.
 func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCmd(stdio{stdin: stdin, stdout: stdout, stderr: stderr})
+	return runRoot(ctx, newRootCmdFor(stdio{stdin: stdin, stdout: stdout, stderr: stderr}, args), args, stderr)
+}
+
+// runRoot runs args in the command tree root and returns the exit code.
+func runRoot(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
@@ -41,7 +45,16 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	return exitUsage
 }
 
-func newRootCmd(sio stdio) *cobra.Command {
+// newRootCmd builds the whole command tree.
+func newRootCmd(sio stdio) *cobra.Command { return newRootCmdFor(sio, nil) }
+
+// newRootCmdFor builds the command tree args run in. A hook process decides
+// one event, on every tool call of every host: when args name the hook
+// command, only that command is added, since building the other nineteen
+// commands and their flag sets cost about 0.5M instructions and 0.3 MB of
+// fresh heap per process (BENCHMARKS.md, issue 26). Its help, errors and
+// subcommands are the same either way.
+func newRootCmdFor(sio stdio, args []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "celguard",
 		Short: "Decide AI-agent tool calls with CEL policies",
@@ -66,7 +79,11 @@ it returns.
 	root.SetVersionTemplate("celguard {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 
-	root.AddCommand(newEvalCmd(sio), newLintCmd(sio), newTestCmd(sio), newHookCmd(sio), newPoliciesCmd(sio), newInitCmd(sio), newSchemaCmd(sio), newTrustCmd(sio), newVersionCmd(sio), newApproveCmd(sio), newApprovalsCmd(sio), newDoctorCmd(sio), newServeCmd(sio), newImportCmd(sio), newLearnCmd(sio), newBundleCmd(sio), newMCPCmd(sio), newReplayCmd(sio), newDiffCmd(sio), newHostsCmd(sio))
+	if len(args) > 0 && args[0] == "hook" {
+		root.AddCommand(newHookCmd(sio))
+	} else {
+		root.AddCommand(newEvalCmd(sio), newLintCmd(sio), newTestCmd(sio), newHookCmd(sio), newPoliciesCmd(sio), newInitCmd(sio), newSchemaCmd(sio), newTrustCmd(sio), newVersionCmd(sio), newApproveCmd(sio), newApprovalsCmd(sio), newDoctorCmd(sio), newServeCmd(sio), newImportCmd(sio), newLearnCmd(sio), newBundleCmd(sio), newMCPCmd(sio), newReplayCmd(sio), newDiffCmd(sio), newHostsCmd(sio))
+	}
 
 	// Make cobra's default help and completion commands now, rather than
 	// at Execute, so that they get examples like every other command.

@@ -1,14 +1,9 @@
 package daemonwire
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -106,49 +101,20 @@ func Ask(ctx context.Context, r Request) (CommandAnswer, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Args.Timeout+2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://celguard-daemon/v1/hooks/"+r.Args.Host+"?form=command", bytes.NewReader(r.Event))
-	if err != nil {
-		return CommandAnswer{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(HeaderNonce, nonce)
-	req.Header.Set(HeaderWorkDir, r.WorkDir)
-	// One request on one connection, written and read in this goroutine
-	// with net/http's own wire format (Request.Write, ReadResponse): a
-	// Transport's pool and its goroutines cost a one-shot client more
-	// than the request does.
-	d := net.Dialer{Timeout: ConnectTimeout}
-	conn, err := d.DialContext(ctx, "unix", socket)
+	p := HookParams{Nonce: nonce, Host: r.Args.Host, WorkDir: r.WorkDir, Event: r.Event}
+	res, err := Call(ctx, socket, p)
 	if err != nil {
 		return CommandAnswer{}, fmt.Errorf("no answer: %w", err)
 	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	req.Close = true
-	if err := req.Write(conn); err != nil {
-		return CommandAnswer{}, fmt.Errorf("no answer: %w", err)
-	}
-	res, err := http.ReadResponse(bufio.NewReader(conn), req)
-	if err != nil {
-		return CommandAnswer{}, fmt.Errorf("no answer: %w", err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, MaxAnswer+1))
-	if err != nil || res.StatusCode != http.StatusOK || len(body) > MaxAnswer {
-		return CommandAnswer{}, fmt.Errorf("answer: HTTP %d", res.StatusCode)
-	}
-	return Accept(key, nonce, r.Args.Host, r.Event, r.WorkDir, res.Header, body)
+	return Accept(key, p, res)
 }
 
-// Accept checks a daemon's answer to the request of nonce, host, event
-// and workDir (Ask): its MAC, its manifest against the files now, and its
-// form. It is the part of Ask a forged or stale answer meets.
-func Accept(key *statedir.Key, nonce, host string, event []byte, workDir string, h http.Header, body []byte) (CommandAnswer, error) {
-	ans := Answer{Nonce: nonce, Host: host, Event: event, WorkDir: workDir, Digest: h.Get(HeaderDigest),
-		Version: h.Get(HeaderVersion), Manifest: h.Get(HeaderManifest), Body: body}
-	if !Verify(key, h.Get(HeaderMAC), ans) {
+// Accept checks a daemon's answer res to the request p (Ask): its MAC,
+// its manifest against the files now, and its form. It is the part of Ask
+// a forged or stale answer meets.
+func Accept(key *statedir.Key, p HookParams, res HookResult) (CommandAnswer, error) {
+	ans := res.Answer(p)
+	if !Verify(key, res.MAC, ans) {
 		return CommandAnswer{}, errors.New("the answer's MAC does not check")
 	}
 	switch ans.Manifest {
@@ -165,7 +131,7 @@ func Accept(key *statedir.Key, nonce, host string, event []byte, workDir string,
 			return CommandAnswer{}, fmt.Errorf("the policies changed since the daemon read them: %w", err)
 		}
 	}
-	a, err := ParseAnswer(body)
+	a, err := ParseAnswer(res.Body)
 	if err != nil {
 		return CommandAnswer{}, fmt.Errorf("not a hook answer: %w", err)
 	}

@@ -1,14 +1,18 @@
 // Package daemonwire is the wire protocol of the hook's decision daemon
 // (docs/hooks.md, "The decision daemon"): the socket and its directory,
-// the headers, the MAC of an answer under the state directory's key, the
-// command answer, and the manifest of the policy files a decision was made
-// with. Both ends link it: the daemon (cmd/celguard, serve), the full
-// `celguard hook` client and the lean hook client (cmd/celguard-hook).
+// the JSON-RPC request and answer the hook clients exchange with it
+// (rpc.go: Call, HookParams, HookResult), the headers of its HTTP route,
+// the MAC of an answer under the state directory's key, the command
+// answer, and the manifest of the policy files a decision was made with.
+// Both ends link it: the daemon (cmd/celguard, serve), the full `celguard
+// hook` client and the lean hook client (cmd/celguard-hook).
 //
-// It is a leaf on purpose: it imports the standard library,
-// store/statedir (the key) and internal/fileowner, nothing that compiles a
-// policy, so that the lean client, which links it alone, starts in a
-// fraction of the full binary's package initialisation (issue 26).
+// It is a leaf on purpose: it imports the standard library (not net),
+// the MCP Go SDK's jsonrpc package (the wire's encoding), store/statedir
+// (the key) and internal/fileowner, nothing that compiles a policy, so
+// that the lean client, which links it alone, starts in a fraction of the
+// full binary's package initialisation, and is a static binary even when
+// built with cgo on (issue 26).
 package daemonwire
 
 import (
@@ -30,7 +34,9 @@ import (
 	"github.com/celguard/celguard/store/statedir"
 )
 
-// The headers of the protocol, on POST /v1/hooks/{host}?form=command.
+// The headers of the daemon's HTTP route, POST /v1/hooks/{host}?form=command
+// (the hook clients use the JSON-RPC wire, whose HookParams and HookResult
+// carry the same values).
 const (
 	// HeaderNonce is the request's fresh nonce (hex, NonceBytes).
 	HeaderNonce = "Celguard-Daemon-Nonce"

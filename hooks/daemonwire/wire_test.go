@@ -3,7 +3,6 @@ package daemonwire
 import (
 	"encoding/hex"
 	"errors"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,69 +53,68 @@ func TestParseHookArgs(t *testing.T) {
 	}
 }
 
-// answerFixture is a signed answer as the daemon makes it.
-func answerFixture(t testing.TB, manifest string) (*statedir.Key, string, http.Header, []byte) {
+// answerFixture is a signed answer as the daemon makes it, and its
+// request.
+func answerFixture(t testing.TB, manifest string) (*statedir.Key, HookParams, HookResult) {
 	dir := t.TempDir()
 	key, err := statedir.LoadKey(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	nonce, _ := NewNonce()
-	body := []byte(`{"stdout":"{\"decision\":\"block\"}","stderr":"","exit":0}`)
-	a := Answer{Nonce: nonce, Host: "claude-code", Event: []byte(`{}`), WorkDir: "/w", Digest: "d", Version: "v", Manifest: manifest, Body: body}
-	h := http.Header{}
-	h.Set(HeaderDigest, "d")
-	h.Set(HeaderVersion, "v")
-	h.Set(HeaderManifest, manifest)
-	h.Set(HeaderMAC, hex.EncodeToString(Sum(key, a)))
-	return key, nonce, h, body
+	p := HookParams{Nonce: nonce, Host: "claude-code", Event: []byte(`{}`), WorkDir: "/w"}
+	res := HookResult{Digest: "d", Version: "v", Manifest: manifest, Body: []byte(`{"stdout":"{\"decision\":\"block\"}","stderr":"","exit":0}`)}
+	res.MAC = hex.EncodeToString(Sum(key, res.Answer(p)))
+	return key, p, res
 }
 
 // TestAccept: a signed answer made without policies is accepted; any
 // change to what the MAC covers, an answer without a manifest, and a
 // stale manifest are not.
 func TestAccept(t *testing.T) {
-	key, nonce, h, body := answerFixture(t, "")
-	if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, body); err != nil {
+	key, p, res := answerFixture(t, "")
+	if _, err := Accept(key, p, res); err != nil {
 		t.Fatal(err)
 	}
-	for name, f := range map[string]func() error{
-		"another nonce": func() error {
-			other, _ := NewNonce()
-			_, err := Accept(key, other, "claude-code", []byte(`{}`), "/w", h, body)
-			return err
+	for name, f := range map[string]func(p HookParams, r HookResult) (HookParams, HookResult){
+		"another nonce": func(p HookParams, r HookResult) (HookParams, HookResult) {
+			p.Nonce, _ = NewNonce()
+			return p, r
 		},
-		"another host":     func() error { _, err := Accept(key, nonce, "codex", []byte(`{}`), "/w", h, body); return err },
-		"another event":    func() error { _, err := Accept(key, nonce, "claude-code", []byte(`{ }`), "/w", h, body); return err },
-		"another work dir": func() error { _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/v", h, body); return err },
-		"another body": func() error {
-			_, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, []byte(`{"stdout":"","stderr":"","exit":0}`))
-			return err
+		"another host":     func(p HookParams, r HookResult) (HookParams, HookResult) { p.Host = "codex"; return p, r },
+		"another event":    func(p HookParams, r HookResult) (HookParams, HookResult) { p.Event = []byte(`{ }`); return p, r },
+		"another work dir": func(p HookParams, r HookResult) (HookParams, HookResult) { p.WorkDir = "/v"; return p, r },
+		"another body": func(p HookParams, r HookResult) (HookParams, HookResult) {
+			r.Body = []byte(`{"stdout":"","stderr":"","exit":0}`)
+			return p, r
 		},
-		"a manifest added": func() error {
-			h2 := h.Clone()
-			h2.Set(HeaderManifest, NoManifest)
-			_, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h2, body)
-			return err
+		"another digest":   func(p HookParams, r HookResult) (HookParams, HookResult) { r.Digest = "e"; return p, r },
+		"another version":  func(p HookParams, r HookResult) (HookParams, HookResult) { r.Version = "w"; return p, r },
+		"a manifest added": func(p HookParams, r HookResult) (HookParams, HookResult) { r.Manifest = NoManifest; return p, r },
+		"no MAC":           func(p HookParams, r HookResult) (HookParams, HookResult) { r.MAC = ""; return p, r },
+		"a MAC of the body": func(p HookParams, r HookResult) (HookParams, HookResult) {
+			r.MAC = hex.EncodeToString(r.Body[:32])
+			return p, r
 		},
 	} {
-		if f() == nil {
+		p2, res2 := f(p, res)
+		if _, err := Accept(key, p2, res2); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	key, nonce, h, body = answerFixture(t, NoManifest)
-	if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, body); err == nil {
+	key, p, res = answerFixture(t, NoManifest)
+	if _, err := Accept(key, p, res); err == nil {
 		t.Error("an answer without a manifest was accepted")
 	}
 	root, roots := tree(t)
 	m, err := Snapshot(roots)
 	must(t, err)
-	key, nonce, h, body = answerFixture(t, m.Encode())
-	if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, body); err != nil {
+	key, p, res = answerFixture(t, m.Encode())
+	if _, err := Accept(key, p, res); err != nil {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(root, ".celguard", "new.yaml"), "x")
-	if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, body); err == nil {
+	if _, err := Accept(key, p, res); err == nil {
 		t.Error("a stale manifest was accepted")
 	}
 }
@@ -124,18 +122,14 @@ func TestAccept(t *testing.T) {
 // FuzzAccept: whatever a process on the socket answers, Accept never
 // panics, and accepts nothing without the key's MAC.
 func FuzzAccept(f *testing.F) {
-	key, nonce, h, body := answerFixture(f, "")
-	f.Add(h.Get(HeaderMAC), "", string(body))
+	key, p, res := answerFixture(f, "")
+	f.Add(res.MAC, "", string(res.Body))
 	f.Add("00", NoManifest, `{"stdout":"","stderr":"","exit":0}`)
 	f.Add("zz", "eyJyb290cyI6W119", `{"stdout":"x"}`)
 	f.Fuzz(func(t *testing.T, mac, manifest, b string) {
-		hh := http.Header{}
-		hh.Set(HeaderMAC, mac)
-		hh.Set(HeaderManifest, manifest)
-		hh.Set(HeaderDigest, "d")
-		hh.Set(HeaderVersion, "v")
-		_, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", hh, []byte(b))
-		if err == nil && (mac != h.Get(HeaderMAC) || manifest != "" || b != string(body)) {
+		r := HookResult{Digest: "d", Version: "v", MAC: mac, Manifest: manifest, Body: []byte(b)}
+		_, err := Accept(key, p, r)
+		if err == nil && (mac != res.MAC || manifest != "" || b != string(res.Body)) {
 			t.Fatalf("accepted a forged answer: mac %q manifest %q body %q", mac, manifest, b)
 		}
 	})
@@ -187,12 +181,12 @@ func TestAcceptForgedBundleManifest(t *testing.T) {
 	withStore := append(roots, Root{Path: storeFile, Tree: true})
 	m, err := Snapshot(withStore)
 	must(t, err)
-	key, nonce, h, body := answerFixture(t, m.Encode())
-	if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, body); err != nil {
+	key, p, res := answerFixture(t, m.Encode())
+	if _, err := Accept(key, p, res); err != nil {
 		t.Fatal(err)
 	}
 	write(t, storeFile, `{"serial":2}`)
-	if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h, body); err == nil {
+	if _, err := Accept(key, p, res); err == nil {
 		t.Fatal("a manifest of another bundle was accepted")
 	}
 	without, err := Snapshot(roots)
@@ -203,9 +197,9 @@ func TestAcceptForgedBundleManifest(t *testing.T) {
 		if forged.Check() != nil {
 			t.Fatalf("%s: the forgery does not even check", name)
 		}
-		h2 := h.Clone()
-		h2.Set(HeaderManifest, forged.Encode())
-		if _, err := Accept(key, nonce, "claude-code", []byte(`{}`), "/w", h2, body); err == nil || !strings.Contains(err.Error(), "MAC") {
+		r2 := res
+		r2.Manifest = forged.Encode()
+		if _, err := Accept(key, p, r2); err == nil || !strings.Contains(err.Error(), "MAC") {
 			t.Errorf("%s: accepted (%v)", name, err)
 		}
 	}

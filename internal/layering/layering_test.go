@@ -21,7 +21,7 @@ var layers = []struct {
 	// internal/aptget finds or installs the programs the test services
 	// run (redistest, registrytest, browsertest), below them all.
 	{-1, []string{"internal/aptget"}},
-	{0, []string{"policy", "stdlib/shell/...", "stdlib/toolchain/...", "stdlib/sql/...", "internal/atomicfile", "internal/gobuildid", "internal/jsonkind", "internal/fileowner", "internal/logfile", "internal/redistest", "internal/registrytest", "internal/browsertest", "internal/otlptest", "internal/npmhost", "internal/unprivileged"}},
+	{0, []string{"policy", "stdlib/shell/...", "stdlib/toolchain/...", "stdlib/sql/...", "internal/atomicfile", "internal/gobuildid", "internal/jsonkind", "internal/fileowner", "internal/logfile", "internal/redistest", "internal/registrytest", "internal/browsertest", "internal/otlptest", "internal/npmhost", "internal/unprivileged", "internal/deadline"}},
 	// state is the persistence protocol the evaluator and every store
 	// share; store/statedir the signed state directory (the hooks' and the
 	// file store's), which knows neither.

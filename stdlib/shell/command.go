@@ -2,6 +2,7 @@ package shell
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -134,43 +135,115 @@ func (c *Command) programIs(w string) bool {
 // globalValueOptions lists, per program, the options that come before a
 // subcommand and take the next word as their value (git -c k=v push,
 // git -C dir push, kubectl -n ns delete).
-var globalValueOptions = map[string]map[string]bool{
-	"git": longs("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
-		"--exec-path", "--attr-source"),
-	"docker": longs("-H", "--host", "--context", "-c", "--config", "-l", "--log-level", "--tlscacert",
-		"--tlscert", "--tlskey"),
-	"podman": longs("--connection", "-c", "--url", "--root", "--runroot", "--log-level", "--storage-driver"),
-	"kubectl": longs("-n", "--namespace", "--context", "--cluster", "--user", "--kubeconfig", "-s",
-		"--server", "--token", "--as", "--as-group", "--as-uid", "--cache-dir", "--certificate-authority",
-		"--client-certificate", "--client-key", "--request-timeout", "--tls-server-name", "-v", "-o", "-l",
-		"--output", "--selector", "-f", "--filename"),
-	"helm": longs("-n", "--namespace", "--kube-context", "--kubeconfig", "--registry-config",
-		"--repository-config", "--repository-cache"),
-	"npm":       longs("--prefix", "-w", "--workspace", "--registry", "--userconfig"),
-	"pnpm":      longs("-C", "--dir", "--filter", "-F", "-w", "--workspace"),
-	"yarn":      longs("--cwd"),
-	"cargo":     longs("--color", "--config", "-Z", "-C", "--manifest-path"),
-	"go":        longs("-C"),
-	"aws":       longs("--profile", "--region", "--output", "--endpoint-url", "--query", "--cli-read-timeout"),
-	"gcloud":    longs("--project", "--account", "--configuration", "--format", "--verbosity"),
-	"gh":        longs("-R", "--repo", "--hostname"),
-	"make":      longs("-C", "-f", "--file", "--directory", "-I", "-o", "-W", "--include-dir"),
-	"systemctl": longs("-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-s", "--signal"),
-	"apt":       longs("-o", "-c", "-t"),
-	"apt-get":   longs("-o", "-c", "-t"),
-	"terraform": longs(),
-	"pip":       longs("--index-url", "-i", "--extra-index-url", "--proxy", "--log", "-r", "--requirement"),
-	"pip3":      longs("--index-url", "-i", "--extra-index-url", "--proxy", "--log", "-r", "--requirement"),
-	"brew":      longs(),
-	"svn":       longs("--username", "--password", "--config-dir"),
-	"hg":        longs("-R", "--repository", "--cwd", "--config"),
+var globalValueOptions = sync.OnceValue(func() map[string]map[string]bool {
+	return map[string]map[string]bool{
+		"git": longs("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
+			"--exec-path", "--attr-source"),
+		"docker": longs("-H", "--host", "--context", "-c", "--config", "-l", "--log-level", "--tlscacert",
+			"--tlscert", "--tlskey"),
+		"podman": longs("--connection", "-c", "--url", "--root", "--runroot", "--log-level", "--storage-driver"),
+		"kubectl": longs("-n", "--namespace", "--context", "--cluster", "--user", "--kubeconfig", "-s",
+			"--server", "--token", "--as", "--as-group", "--as-uid", "--cache-dir", "--certificate-authority",
+			"--client-certificate", "--client-key", "--request-timeout", "--tls-server-name", "-v", "-o", "-l",
+			"--output", "--selector", "-f", "--filename"),
+		"helm": longs("-n", "--namespace", "--kube-context", "--kubeconfig", "--registry-config",
+			"--repository-config", "--repository-cache"),
+		"npm":       longs("--prefix", "-w", "--workspace", "--registry", "--userconfig"),
+		"pnpm":      longs("-C", "--dir", "--filter", "-F", "-w", "--workspace"),
+		"yarn":      longs("--cwd"),
+		"cargo":     longs("--color", "--config", "-Z", "-C", "--manifest-path"),
+		"go":        longs("-C"),
+		"aws":       longs("--profile", "--region", "--output", "--endpoint-url", "--query", "--cli-read-timeout"),
+		"gh":        longs("-R", "--repo", "--hostname"),
+		"make":      longs("-C", "-f", "--file", "--directory", "-I", "-o", "-W", "--include-dir"),
+		"systemctl": longs("-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-s", "--signal"),
+		"apt":       longs("-o", "-c", "-t"),
+		"apt-get":   longs("-o", "-c", "-t"),
+		"terraform": longs(),
+		"pip":       longs("--index-url", "-i", "--extra-index-url", "--proxy", "--log", "-r", "--requirement"),
+		"pip3":      longs("--index-url", "-i", "--extra-index-url", "--proxy", "--log", "-r", "--requirement"),
+		"brew":      longs(),
+		"svn":       longs("--username", "--password", "--config-dir"),
+		"hg":        longs("-R", "--repository", "--cwd", "--config"),
+	}
+})
+
+// leadingCommand is the option model of a program whose command is the
+// words before its first option, as the program reads it, with the
+// program-wide options that may come among those words.
+type leadingCommand struct {
+	// flags take no value; values take the next word unless written
+	// --opt=value. Any other option ends the command's words: what
+	// follows it is the command's own options, their values and its
+	// arguments, never a group or a verb.
+	flags, values map[string]bool
+	// fold says the program reads its command's words in any case.
+	fold bool
+}
+
+// leadingCommands are the programs whose command is their leading words.
+// az (knack's invoker): the command is the words before the first one that
+// starts with "-", compared in lower case (az group DELETE deletes); the
+// options every command takes (--debug, --verbose, --only-show-errors,
+// -h, and -o, --query, --subscription with a value) may come before or
+// among them. gcloud: a command's flags come after the command; the
+// gcloud-wide flags (gcloud topic flags) may come anywhere. So
+// "az storage blob list --prefix delete" lists (delete is --prefix's
+// value), and "az -o none group delete -n rg" deletes.
+var leadingCommands = sync.OnceValue(func() map[string]leadingCommand {
+	return map[string]leadingCommand{
+		"az": {
+			flags:  longs("--debug", "--verbose", "--only-show-errors", "-h", "--help"),
+			values: longs("-o", "--output", "--query", "--subscription"),
+			fold:   true,
+		},
+		"gcloud": {
+			flags: longs("--quiet", "-q", "--help", "-h", "--log-http", "--no-log-http", "--user-output-enabled",
+				"--no-user-output-enabled"),
+			values: longs("--project", "--account", "--configuration", "--format", "--verbosity", "--billing-project",
+				"--impersonate-service-account", "--access-token-file", "--flags-file", "--flatten", "--trace-token"),
+		},
+	}
+})
+
+// positionals are the command's words as m reads them (leadingCommands).
+func (m leadingCommand) positionals(args []string) []string {
+	out := []string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if len(a) > 1 && a[0] == '-' {
+			name, _, hasValue := strings.Cut(a, "=")
+			switch {
+			case m.flags[name] && !hasValue:
+			case m.values[name]:
+				if !hasValue {
+					i++
+				}
+			case a[1] != '-' && m.values[a[:2]]:
+				// -otable: a short option and its value in one word.
+			default:
+				return out
+			}
+			continue
+		}
+		if m.fold {
+			a = strings.ToLower(a)
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // Positionals returns the words after the program that are not options,
 // skipping the values of the program's known global options (git -c k=v,
 // git -C dir, kubectl -n ns, ...). Everything after "--" is positional.
+// For a program whose command is its leading words (leadingCommands: az,
+// gcloud), they are those words, az's in lower case, as it reads them.
 func (c *Command) Positionals() []string {
-	values := globalValueOptions[c.Program]
+	if m, ok := leadingCommands()[c.Program]; ok {
+		return m.positionals(c.Args())
+	}
+	values := globalValueOptions()[c.Program]
 	out := []string{}
 	args := c.Args()
 	for i := 0; i < len(args); i++ {

@@ -70,9 +70,17 @@ func checkCommand(t *testing.T, c *Command) {
 			t.Fatalf("%q: HasFlags%q disagrees with HasFlag", c.Text, specs)
 		}
 	}
-	// Operands and positionals are subsequences of the arguments.
+	// Operands and positionals are subsequences of the arguments (in lower
+	// case for a program that reads its command so, leadingCommands).
 	args := c.Args()
-	if !subsequence(c.Operands(), args) || !subsequence(c.Positionals(), args) {
+	folded := args
+	if m, ok := leadingCommands()[c.Program]; ok && m.fold {
+		folded = make([]string, len(args))
+		for i, a := range args {
+			folded[i] = strings.ToLower(a)
+		}
+	}
+	if !subsequence(c.Operands(), args) || !subsequence(c.Positionals(), folded) {
 		t.Fatalf("%q: operands %q or positionals %q not among args %q", c.Text, c.Operands(), c.Positionals(), args)
 	}
 	pos := c.Positionals()

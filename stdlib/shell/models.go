@@ -37,62 +37,62 @@ type optionModel struct {
 	globalFirst bool
 }
 
-var optionModels = map[string]optionModel{
-	"rg":    {long: []string{"--pre", "--hostname-bin"}},
-	"sort":  {long: []string{"--compress-program"}},
-	"tree":  {short: []string{"-o"}},
-	"date":  {long: []string{"--set"}, short: []string{"-s"}},
-	"tar":   {long: []string{"--checkpoint-action", "--to-command", "--use-compress-program", "--rsh-command", "--info-script", "--new-volume-script", "--rmt-command"}, short: []string{"-I", "-F"}},
-	"zip":   {exact: []string{"-TT", "--unzip-command"}},
-	"cargo": {long: []string{"--config"}, short: []string{"-Z"}, badSubs: []string{"install"}},
-	"docker": {subs: map[string]optionModel{
-		"build": {long: []string{"--output"}, short: []string{"-o"}},
-	}},
-	// npm: a script shell, another registry or configuration file (which
-	// can set script-shell, a registry, node options), node options
-	// (--require code), a global install (docs.npmjs.com, "config").
-	"npm": {long: []string{"--script-shell", "--global", "--registry", "--userconfig", "--globalconfig", "--node-options"}, short: []string{"-g"},
-		badSubs: []string{"exec", "x", "config", "set", "link", "ln", "explore", "edit", "publish"}},
-	// npx: -c/--call runs a shell command; -p/--package installs a package
-	// to run; --yes installs a missing one without asking (npm-exec docs).
-	"npx":  {long: []string{"--call", "--package", "--yes", "--registry", "--node-options", "--userconfig"}, short: []string{"-c", "-p", "-y"}},
-	"pnpm": {long: []string{"--global", "--registry", "--config", "--node-options"}, short: []string{"-g"}, badSubs: []string{"dlx", "exec", "config"}},
-	"yarn": {long: []string{"--global", "--registry", "--use-yarnrc"}, badSubs: []string{"dlx", "global", "config", "exec"}},
-	"pip": {long: []string{"--index-url", "--extra-index-url", "--user", "--target", "--prefix", "--root", "--trusted-host",
-		"--find-links", "--src", "--config-settings"}, short: []string{"-i", "-t", "-f"}},
-	// uv: --with installs more packages for the run; another index or
-	// find-links fetches code from elsewhere (docs.astral.sh/uv, "uv run").
-	"uv": {long: []string{"--with", "--with-editable", "--with-requirements", "--index", "--index-url", "--default-index",
-		"--extra-index-url", "--find-links", "--config-file"}, short: []string{"-f"}, badSubs: []string{"tool"}},
-	"go": {exact: []string{"-toolexec", "-exec", "-vettool", "-overlay", "-modfile"}, subs: map[string]optionModel{
-		"env": {short: []string{"-w", "-u"}},
-	}},
-	"git": {long: []string{"--config-env", "--exec-path", "--git-dir", "--work-tree"}, short: []string{"-c"}, globalFirst: true,
-		badSubs: []string{"filter-branch", "daemon", "instaweb", "credential", "send-email", "shell", "upload-pack", "receive-pack", "difftool", "mergetool", "p4", "svn", "cvsimport", "archimport", "remote-ext", "credential-store", "credential-cache", "fsmonitor--daemon"},
-		subs: map[string]optionModel{
-			"diff":      {long: []string{"--ext-diff", "--textconv"}},
-			"log":       {long: []string{"--ext-diff", "--textconv"}},
-			"show":      {long: []string{"--ext-diff", "--textconv"}},
-			"grep":      {long: []string{"--open-files-in-pager"}, short: []string{"-O"}},
-			"fetch":     {long: []string{"--upload-pack"}},
-			"pull":      {long: []string{"--upload-pack"}},
-			"clone":     {long: []string{"--upload-pack", "--config", "--template"}, short: []string{"-u", "-c"}},
-			"ls-remote": {long: []string{"--upload-pack"}},
-			"push":      {long: []string{"--receive-pack", "--exec"}},
-			"archive":   {long: []string{"--exec", "--remote"}},
-			"rebase":    {long: []string{"--exec"}, short: []string{"-x"}},
-			"submodule": {badSubs: []string{"foreach"}},
-			"bisect":    {badSubs: []string{"run"}},
-			"worktree":  {},
-			"config":    {},
+var optionModels = sync.OnceValue(func() map[string]optionModel {
+	m := map[string]optionModel{
+		"rg":    {long: []string{"--pre", "--hostname-bin"}},
+		"sort":  {long: []string{"--compress-program"}},
+		"tree":  {short: []string{"-o"}},
+		"date":  {long: []string{"--set"}, short: []string{"-s"}},
+		"tar":   {long: []string{"--checkpoint-action", "--to-command", "--use-compress-program", "--rsh-command", "--info-script", "--new-volume-script", "--rmt-command"}, short: []string{"-I", "-F"}},
+		"zip":   {exact: []string{"-TT", "--unzip-command"}},
+		"cargo": {long: []string{"--config"}, short: []string{"-Z"}, badSubs: []string{"install"}},
+		"docker": {subs: map[string]optionModel{
+			"build": {long: []string{"--output"}, short: []string{"-o"}},
 		}},
-}
-
-func init() {
+		// npm: a script shell, another registry or configuration file (which
+		// can set script-shell, a registry, node options), node options
+		// (--require code), a global install (docs.npmjs.com, "config").
+		"npm": {long: []string{"--script-shell", "--global", "--registry", "--userconfig", "--globalconfig", "--node-options"}, short: []string{"-g"},
+			badSubs: []string{"exec", "x", "config", "set", "link", "ln", "explore", "edit", "publish"}},
+		// npx: -c/--call runs a shell command; -p/--package installs a package
+		// to run; --yes installs a missing one without asking (npm-exec docs).
+		"npx":  {long: []string{"--call", "--package", "--yes", "--registry", "--node-options", "--userconfig"}, short: []string{"-c", "-p", "-y"}},
+		"pnpm": {long: []string{"--global", "--registry", "--config", "--node-options"}, short: []string{"-g"}, badSubs: []string{"dlx", "exec", "config"}},
+		"yarn": {long: []string{"--global", "--registry", "--use-yarnrc"}, badSubs: []string{"dlx", "global", "config", "exec"}},
+		"pip": {long: []string{"--index-url", "--extra-index-url", "--user", "--target", "--prefix", "--root", "--trusted-host",
+			"--find-links", "--src", "--config-settings"}, short: []string{"-i", "-t", "-f"}},
+		// uv: --with installs more packages for the run; another index or
+		// find-links fetches code from elsewhere (docs.astral.sh/uv, "uv run").
+		"uv": {long: []string{"--with", "--with-editable", "--with-requirements", "--index", "--index-url", "--default-index",
+			"--extra-index-url", "--find-links", "--config-file"}, short: []string{"-f"}, badSubs: []string{"tool"}},
+		"go": {exact: []string{"-toolexec", "-exec", "-vettool", "-overlay", "-modfile"}, subs: map[string]optionModel{
+			"env": {short: []string{"-w", "-u"}},
+		}},
+		"git": {long: []string{"--config-env", "--exec-path", "--git-dir", "--work-tree"}, short: []string{"-c"}, globalFirst: true,
+			badSubs: []string{"filter-branch", "daemon", "instaweb", "credential", "send-email", "shell", "upload-pack", "receive-pack", "difftool", "mergetool", "p4", "svn", "cvsimport", "archimport", "remote-ext", "credential-store", "credential-cache", "fsmonitor--daemon"},
+			subs: map[string]optionModel{
+				"diff":      {long: []string{"--ext-diff", "--textconv"}},
+				"log":       {long: []string{"--ext-diff", "--textconv"}},
+				"show":      {long: []string{"--ext-diff", "--textconv"}},
+				"grep":      {long: []string{"--open-files-in-pager"}, short: []string{"-O"}},
+				"fetch":     {long: []string{"--upload-pack"}},
+				"pull":      {long: []string{"--upload-pack"}},
+				"clone":     {long: []string{"--upload-pack", "--config", "--template"}, short: []string{"-u", "-c"}},
+				"ls-remote": {long: []string{"--upload-pack"}},
+				"push":      {long: []string{"--receive-pack", "--exec"}},
+				"archive":   {long: []string{"--exec", "--remote"}},
+				"rebase":    {long: []string{"--exec"}, short: []string{"-x"}},
+				"submodule": {badSubs: []string{"foreach"}},
+				"bisect":    {badSubs: []string{"run"}},
+				"worktree":  {},
+				"config":    {},
+			}},
+	}
 	// pip3, gawk and the like read their options as their namesakes.
-	optionModels["pip3"] = optionModels["pip"]
-	optionModels["uvx"] = optionModels["uv"]
-}
+	m["pip3"] = m["pip"]
+	m["uvx"] = m["uv"]
+	return m
+})
 
 // Hazard returns the first word of the command that makes it run code or
 // act on places its words do not show, beyond what its program is trusted
@@ -127,11 +127,11 @@ func (c *Command) Hazard() string {
 			return h
 		}
 	case "curl":
-		return fetchHazard(args, writeSpecs["curl"], curlSends)
+		return fetchHazard(args, writeSpecs()["curl"], curlSends())
 	case "wget":
-		return fetchHazard(args, writeSpecs["wget"], wgetSends)
+		return fetchHazard(args, writeSpecs()["wget"], wgetSends())
 	}
-	m, ok := optionModels[c.Program]
+	m, ok := optionModels()[c.Program]
 	if !ok {
 		return ""
 	}
@@ -651,23 +651,28 @@ func gitConfigHazard(c *Command) string {
 
 // dirOptions lists, per program, the options whose value is a directory
 // the program works in (or a file whose directory it is).
-var dirOptions = map[string]struct {
+var dirOptions = sync.OnceValue(func() map[string]struct {
 	long  []string
 	short []string
-}{
-	"git":    {long: []string{"--git-dir", "--work-tree"}, short: []string{"-C"}},
-	"make":   {long: []string{"--directory"}, short: []string{"-C"}},
-	"gmake":  {long: []string{"--directory"}, short: []string{"-C"}},
-	"go":     {short: []string{"-C"}},
-	"npm":    {long: []string{"--prefix"}},
-	"pnpm":   {long: []string{"--dir"}, short: []string{"-C"}},
-	"yarn":   {long: []string{"--cwd"}},
-	"cargo":  {long: []string{"--manifest-path"}, short: []string{"-C"}},
-	"uv":     {long: []string{"--directory", "--project"}},
-	"poetry": {long: []string{"--directory"}, short: []string{"-C"}},
-	"tar":    {long: []string{"--directory"}, short: []string{"-C"}},
-	"env":    {long: []string{"--chdir"}, short: []string{"-C"}},
-}
+} {
+	return map[string]struct {
+		long  []string
+		short []string
+	}{
+		"git":    {long: []string{"--git-dir", "--work-tree"}, short: []string{"-C"}},
+		"make":   {long: []string{"--directory"}, short: []string{"-C"}},
+		"gmake":  {long: []string{"--directory"}, short: []string{"-C"}},
+		"go":     {short: []string{"-C"}},
+		"npm":    {long: []string{"--prefix"}},
+		"pnpm":   {long: []string{"--dir"}, short: []string{"-C"}},
+		"yarn":   {long: []string{"--cwd"}},
+		"cargo":  {long: []string{"--manifest-path"}, short: []string{"-C"}},
+		"uv":     {long: []string{"--directory", "--project"}},
+		"poetry": {long: []string{"--directory"}, short: []string{"-C"}},
+		"tar":    {long: []string{"--directory"}, short: []string{"-C"}},
+		"env":    {long: []string{"--chdir"}, short: []string{"-C"}},
+	}
+})
 
 // Dirs returns the directories the command works in besides the current
 // one, as written: a cd or pushd operand, and the values of git -C,
@@ -685,11 +690,11 @@ func (c *Command) Dirs() []string {
 	} else if c.Program == "cd" {
 		out = append(out, "~")
 	}
-	if spec, ok := dirOptions[c.Program]; ok {
+	if spec, ok := dirOptions()[c.Program]; ok {
 		out = append(out, optionValues(c.Args(), spec.long, spec.short)...)
 	}
 	for _, w := range c.Wrappers {
-		if spec, ok := dirOptions[w.Program]; ok && len(w.Argv) > 1 {
+		if spec, ok := dirOptions()[w.Program]; ok && len(w.Argv) > 1 {
 			out = append(out, optionValues(w.Argv[1:], spec.long, spec.short)...)
 		}
 	}
@@ -740,18 +745,22 @@ func optionValues(args []string, long, short []string) []string {
 // options, change the request's method, or reach a local socket (curl's
 // manual: --data, --form, --upload-file, --json, --config, --request,
 // --unix-socket, --variable, --engine, ...). A GET of a URL uses none.
-var curlSends = longs("-d", "--data", "--data-raw", "--data-binary", "--data-urlencode", "--data-ascii", "-F",
-	"--form", "--form-string", "-T", "--upload-file", "--json", "-K", "--config", "-X", "--request",
-	"--unix-socket", "--abstract-unix-socket", "--engine", "--variable", "--netrc-file", "-b", "--cookie",
-	"--proto-default", "--ftp-method", "--mail-from", "--mail-rcpt", "--expand-url", "-G", "--get",
-	"--upload", "-Q", "--quote", "--preproxy", "--socks5", "--doh-url", "-K")
+var curlSends = sync.OnceValue(func() map[string]bool {
+	return longs("-d", "--data", "--data-raw", "--data-binary", "--data-urlencode", "--data-ascii", "-F",
+		"--form", "--form-string", "-T", "--upload-file", "--json", "-K", "--config", "-X", "--request",
+		"--unix-socket", "--abstract-unix-socket", "--engine", "--variable", "--netrc-file", "-b", "--cookie",
+		"--proto-default", "--ftp-method", "--mail-from", "--mail-rcpt", "--expand-url", "-G", "--get",
+		"--upload", "-Q", "--quote", "--preproxy", "--socks5", "--doh-url", "-K")
+})
 
 // wgetSends are wget's options that send data, run a command, or read
 // their URLs or commands from a file (wget's manual: --post-data,
 // --body-file, --method, --execute runs a .wgetrc command, --use-askpass
 // runs a program, --input-file, --config).
-var wgetSends = longs("--post-data", "--post-file", "--body-data", "--body-file", "--method", "-e", "--execute",
-	"--use-askpass", "-i", "--input-file", "--config", "--load-cookies", "-B", "--base")
+var wgetSends = sync.OnceValue(func() map[string]bool {
+	return longs("--post-data", "--post-file", "--body-data", "--body-file", "--method", "-e", "--execute",
+		"--use-askpass", "-i", "--input-file", "--config", "--load-cookies", "-B", "--base")
+})
 
 // fetchURL matches what curl and wget fetch with a GET: an http(s) or
 // ftp(s) URL, or a host name they complete with http://.

@@ -776,7 +776,7 @@ func (w *shellWalker) emit(words []shellWord, env map[string]string, redirs []Re
 func (w *shellWalker) follow(cmd *Command, rest []shellWord) {
 	chain := cmd.Wrappers
 	switch {
-	case shellPrograms[cmd.Program]:
+	case shellPrograms()[cmd.Program]:
 		script, ok := shellScriptArg(rest)
 		if ok {
 			if script.dyn && !script.resolved {

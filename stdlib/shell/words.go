@@ -3,6 +3,7 @@ package shell
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -474,28 +475,30 @@ func longs(names ...string) map[string]bool {
 }
 
 // wrapperSpecs are the programs stripped to reach the real program.
-var wrapperSpecs = map[string]wrapperSpec{
-	"sudo": {valueShort: "ugpChDrtUT", valueLong: longs("--user", "--group", "--host", "--prompt", "--close-from",
-		"--chdir", "--role", "--type", "--other-user", "--command-timeout"), assignments: true, stopShort: "elvV"},
-	"doas":    {valueShort: "uC", stopShort: "L"},
-	"env":     {valueShort: "uCS", valueLong: longs("--unset", "--chdir", "--split-string"), assignments: true, splitShort: "S"},
-	"timeout": {valueShort: "sk", valueLong: longs("--signal", "--kill-after"), positionals: 1},
-	"nice":    {valueShort: "n", valueLong: longs("--adjustment")},
-	"nohup":   {},
-	"time":    {valueShort: "fo", valueLong: longs("--format", "--output")},
-	"command": {stopShort: "vV"},
-	"builtin": {},
-	"exec":    {valueShort: "a"},
-	"xargs": {valueShort: "ILnPsdEa", valueLong: longs("--arg-file", "--delimiter", "--max-args",
-		"--max-procs", "--max-chars", "--process-slot-var")},
-	"stdbuf":    {valueShort: "ioe", valueLong: longs("--input", "--output", "--error")},
-	"setsid":    {},
-	"ionice":    {valueShort: "cnpPu", valueLong: longs("--class", "--classdata", "--pid", "--pgid", "--uid")},
-	"chroot":    {valueLong: longs("--userspec", "--groups"), positionals: 1},
-	"nocorrect": {},
-	"noglob":    {},
-	"busybox":   {},
-}
+var wrapperSpecs = sync.OnceValue(func() map[string]wrapperSpec {
+	return map[string]wrapperSpec{
+		"sudo": {valueShort: "ugpChDrtUT", valueLong: longs("--user", "--group", "--host", "--prompt", "--close-from",
+			"--chdir", "--role", "--type", "--other-user", "--command-timeout"), assignments: true, stopShort: "elvV"},
+		"doas":    {valueShort: "uC", stopShort: "L"},
+		"env":     {valueShort: "uCS", valueLong: longs("--unset", "--chdir", "--split-string"), assignments: true, splitShort: "S"},
+		"timeout": {valueShort: "sk", valueLong: longs("--signal", "--kill-after"), positionals: 1},
+		"nice":    {valueShort: "n", valueLong: longs("--adjustment")},
+		"nohup":   {},
+		"time":    {valueShort: "fo", valueLong: longs("--format", "--output")},
+		"command": {stopShort: "vV"},
+		"builtin": {},
+		"exec":    {valueShort: "a"},
+		"xargs": {valueShort: "ILnPsdEa", valueLong: longs("--arg-file", "--delimiter", "--max-args",
+			"--max-procs", "--max-chars", "--process-slot-var")},
+		"stdbuf":    {valueShort: "ioe", valueLong: longs("--input", "--output", "--error")},
+		"setsid":    {},
+		"ionice":    {valueShort: "cnpPu", valueLong: longs("--class", "--classdata", "--pid", "--pgid", "--uid")},
+		"chroot":    {valueLong: longs("--userspec", "--groups"), positionals: 1},
+		"nocorrect": {},
+		"noglob":    {},
+		"busybox":   {},
+	}
+})
 
 // stripWrappers removes wrapper programs (and their options) from the front of
 // words. It returns the remaining words (never empty), the wrappers and the
@@ -508,7 +511,7 @@ func stripWrappers(words []shellWord) ([]shellWord, []Wrapper, map[string]string
 			break
 		}
 		name := ProgramName(words[0].text)
-		spec, ok := wrapperSpecs[name]
+		spec, ok := wrapperSpecs()[name]
 		if !ok {
 			break
 		}
@@ -638,10 +641,12 @@ func isAssignmentWord(t string) bool {
 }
 
 // shellPrograms are the shells whose -c script is parsed in turn.
-var shellPrograms = map[string]bool{
-	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true,
-	"ash": true, "yash": true, "posh": true, "rbash": true,
-}
+var shellPrograms = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true,
+		"ash": true, "yash": true, "posh": true, "rbash": true,
+	}
+})
 
 // shellScriptArg finds the script of "bash [options] -c script [name args]".
 func shellScriptArg(words []shellWord) (shellWord, bool) {

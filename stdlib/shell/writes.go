@@ -3,6 +3,7 @@ package shell
 import (
 	"path"
 	"strings"
+	"sync"
 )
 
 // Writes returns the words naming the files and directories the command
@@ -34,7 +35,7 @@ func (c *Command) Writes() (targets []string, known bool) {
 		return append(out, possibleFiles(c.Args())...), false
 	case p == "":
 		return out, true
-	case readOnlyPrograms[p]:
+	case readOnlyPrograms()[p]:
 		return out, true
 	case (p == "awk" || p == "gawk" || p == "mawk" || p == "nawk") && awkHazard(c.Args()) == "":
 		// A program without system(), pipes, getline or > writes
@@ -56,7 +57,7 @@ func (c *Command) Writes() (targets []string, known bool) {
 		return append(out, possibleFiles(c.findArgs())...), false
 	case p == "patch":
 		return append(out, c.patchWrites()...), true
-	case shellPrograms[p] && c.HasFlag("-c"):
+	case shellPrograms()[p] && c.HasFlag("-c"):
 		// The script is parsed: its commands are analysed on their own.
 		// The words after it are its $0, $1, ...: they may name files.
 		if ops := c.Operands(); len(ops) > 1 {
@@ -84,12 +85,12 @@ func (c *Command) Writes() (targets []string, known bool) {
 		}
 		return append(out, c.stdinPatchPaths()...), true
 	}
-	if spec, ok := writeSpecs[c.Program]; ok {
+	if spec, ok := writeSpecs()[c.Program]; ok {
 		args := c.findArgs()
 		if c.linkOnly {
-			spec = linkSpec
+			spec = linkSpec()
 		}
-		if !globsOwnArgs[c.Program] {
+		if !globsOwnArgs()[c.Program] {
 			args = c.patternArgs()
 		}
 		return append(out, spec.writes(args)...), true
@@ -124,7 +125,9 @@ func (c *Command) redirectWrites() []string {
 // globsOwnArgs lists the programs of the write table that read some
 // operands as patterns of their own (zip's and rsync's wildcards, ar's
 // members): their words are kept as written.
-var globsOwnArgs = longs("zip", "unzip", "rsync", "ar")
+var globsOwnArgs = sync.OnceValue(func() map[string]bool {
+	return longs("zip", "unzip", "rsync", "ar")
+})
 
 // patternArgs is Args with each word in its pattern form (see patternOf):
 // the glob characters the shell takes literally escaped.
@@ -179,13 +182,15 @@ func isFDWord(s string) bool {
 // redirections write. (An interpreter or editor is not one of them: sed,
 // awk, perl and python can write any file their script names, so they are
 // analysed like programs the table does not know.)
-var readOnlyPrograms = longs("cat", "ls", "grep", "egrep", "fgrep", "rg", "ag", "head", "tail", "less", "more",
-	"wc", "file", "stat", "diff", "cmp", "echo", "printf", "pwd", "cd", "pushd", "popd", "test", "[", "true",
-	"false", "which", "type", "whereis", "realpath", "readlink", "dirname", "basename", "md5sum", "sha1sum",
-	"sha256sum", "sha512sum", "b2sum", "cksum", "jq", "du", "df", "tree", "nl", "od", "hexdump", "xxd", "strings",
-	"column", "cut", "tr", "uniq", "comm", "join", "paste", "fold", "fmt", "expand", "unexpand", "rev", "tac",
-	"seq", "date", "env", "printenv", "id", "whoami", "hostname", "uname", "sleep", "exit", "return", "bat",
-	"fd", "sha224sum", "sha384sum", "md5", "shasum", "zcat", "bzcat", "xzcat", "zgrep", "lsof", "ps", "top")
+var readOnlyPrograms = sync.OnceValue(func() map[string]bool {
+	return longs("cat", "ls", "grep", "egrep", "fgrep", "rg", "ag", "head", "tail", "less", "more",
+		"wc", "file", "stat", "diff", "cmp", "echo", "printf", "pwd", "cd", "pushd", "popd", "test", "[", "true",
+		"false", "which", "type", "whereis", "realpath", "readlink", "dirname", "basename", "md5sum", "sha1sum",
+		"sha256sum", "sha512sum", "b2sum", "cksum", "jq", "du", "df", "tree", "nl", "od", "hexdump", "xxd", "strings",
+		"column", "cut", "tr", "uniq", "comm", "join", "paste", "fold", "fmt", "expand", "unexpand", "rev", "tac",
+		"seq", "date", "env", "printenv", "id", "whoami", "hostname", "uname", "sleep", "exit", "return", "bat",
+		"fd", "sha224sum", "sha384sum", "md5", "shasum", "zcat", "bzcat", "xzcat", "zgrep", "lsof", "ps", "top")
+})
 
 // optRole says what an option's value is to the write analysis.
 type optRole uint8
@@ -248,62 +253,66 @@ var (
 )
 
 // writeSpecs is the write table: per program, where its output goes.
-var writeSpecs = map[string]writeSpec{
-	"rm":       {operands: operandsAll, tree: recursive},
-	"rmdir":    {operands: operandsAll},
-	"unlink":   {operands: operandsAll},
-	"shred":    {operands: operandsAll},
-	"touch":    {operands: operandsAll},
-	"truncate": {operands: operandsAll},
-	"mkdir":    {operands: operandsAll},
-	"mkfifo":   {operands: operandsAll},
-	"mknod":    {operands: operandsAll},
-	"chmod":    {operands: operandsAll, tree: recursive},
-	"chown":    {operands: operandsAll, tree: recursive},
-	"chgrp":    {operands: operandsAll, tree: recursive},
-	"chattr":   {operands: operandsAll, tree: []string{"-R"}},
-	"setfacl":  {operands: operandsAll, tree: recursive},
-	"tee":      {operands: operandsAll},
-	"cp": {operands: operandsLast, opts: merge(copyValues, copyDir,
-		roles(optAll, "-s", "--symbolic-link", "-l", "--link"))},
-	"mv": {operands: operandsMove, opts: merge(copyValues, copyDir), tree: []string{""}},
-	"ln": {operands: operandsMove, opts: merge(copyValues, copyDir), tree: []string{""}},
-	"install": {operands: operandsLast, opts: merge(copyValues, copyDir,
-		roles(optValue, "-m", "--mode", "-o", "--owner", "-g", "--group", "--strip-program"),
-		roles(optAll, "-d", "--directory"))},
-	"rsync": {operands: operandsLast, opts: merge(
-		roles(optValue, "-e", "--rsh", "--exclude", "--include", "-f", "--filter", "--files-from",
-			"--exclude-from", "--include-from", "--partial-dir", "-T", "--temp-dir", "--chmod", "--chown",
-			"--timeout", "--port", "--password-file", "--compare-dest", "--copy-dest", "--link-dest",
-			"--rsync-path", "--suffix", "--max-size", "--min-size", "--bwlimit", "--out-format", "--usermap",
-			"--groupmap", "--contimeout", "--iconv", "--log-file-format", "-B", "--block-size", "--read-batch"),
-		roles(optFile, "--log-file", "--write-batch", "--only-write-batch"),
-		roles(optSpread, "--backup-dir"))},
-	"dd":   {assign: []string{"of="}},
-	"sort": {opts: merge(roles(optFile, "-o", "--output"), roles(optValue, "-k", "--key", "-t", "--field-separator", "-S", "--buffer-size", "-T", "--temporary-directory", "--batch-size", "--parallel", "--files0-from", "--compress-program", "--sort", "--random-source"))},
-	"curl": {opts: merge(roles(optFile, "-o", "--output", "-D", "--dump-header", "-c", "--cookie-jar", "--trace",
-		"--trace-ascii", "--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc"),
-		roles(optSpread, "--output-dir"),
-		roles(optValue, "-H", "--header", "-d", "--data", "--data-raw", "--data-binary", "--data-urlencode", "-X",
-			"--request", "-u", "--user", "-A", "--user-agent", "-e", "--referer", "-b", "--cookie", "-F", "--form",
-			"-m", "--max-time", "-x", "--proxy", "-T", "--upload-file", "-K", "--config", "-w", "--write-out",
-			"-r", "--range", "-E", "--cert", "--key", "--cacert", "--connect-timeout", "--retry", "-Y", "-y", "-z",
-			"-C", "--continue-at", "--resolve", "--url"))},
-	"wget": {opts: merge(roles(optFile, "-O", "--output-document", "-o", "--output-file", "-a", "--append-output",
-		"--save-cookies", "--warc-file", "--save-headers"),
-		roles(optSpread, "-P", "--directory-prefix"),
-		roles(optValue, "-U", "--user-agent", "--header", "-t", "--tries", "-T", "--timeout", "-e", "--execute",
-			"-i", "--input-file", "--load-cookies", "--post-data", "--post-file", "-l", "--level", "-A", "--accept",
-			"-R", "--reject", "-D", "--domains", "--user", "--password"))},
-	"unzip": {opts: merge(roles(optSpread, "-d"), roles(optValue, "-x"))},
-	"ar":    {operands: operandsAll},
-	"zip":   {opts: roles(optValue, "-x", "-i", "-b", "-n", "-t", "-tt"), operands: operandsAll},
-}
+var writeSpecs = sync.OnceValue(func() map[string]writeSpec {
+	return map[string]writeSpec{
+		"rm":       {operands: operandsAll, tree: recursive},
+		"rmdir":    {operands: operandsAll},
+		"unlink":   {operands: operandsAll},
+		"shred":    {operands: operandsAll},
+		"touch":    {operands: operandsAll},
+		"truncate": {operands: operandsAll},
+		"mkdir":    {operands: operandsAll},
+		"mkfifo":   {operands: operandsAll},
+		"mknod":    {operands: operandsAll},
+		"chmod":    {operands: operandsAll, tree: recursive},
+		"chown":    {operands: operandsAll, tree: recursive},
+		"chgrp":    {operands: operandsAll, tree: recursive},
+		"chattr":   {operands: operandsAll, tree: []string{"-R"}},
+		"setfacl":  {operands: operandsAll, tree: recursive},
+		"tee":      {operands: operandsAll},
+		"cp": {operands: operandsLast, opts: merge(copyValues, copyDir,
+			roles(optAll, "-s", "--symbolic-link", "-l", "--link"))},
+		"mv": {operands: operandsMove, opts: merge(copyValues, copyDir), tree: []string{""}},
+		"ln": {operands: operandsMove, opts: merge(copyValues, copyDir), tree: []string{""}},
+		"install": {operands: operandsLast, opts: merge(copyValues, copyDir,
+			roles(optValue, "-m", "--mode", "-o", "--owner", "-g", "--group", "--strip-program"),
+			roles(optAll, "-d", "--directory"))},
+		"rsync": {operands: operandsLast, opts: merge(
+			roles(optValue, "-e", "--rsh", "--exclude", "--include", "-f", "--filter", "--files-from",
+				"--exclude-from", "--include-from", "--partial-dir", "-T", "--temp-dir", "--chmod", "--chown",
+				"--timeout", "--port", "--password-file", "--compare-dest", "--copy-dest", "--link-dest",
+				"--rsync-path", "--suffix", "--max-size", "--min-size", "--bwlimit", "--out-format", "--usermap",
+				"--groupmap", "--contimeout", "--iconv", "--log-file-format", "-B", "--block-size", "--read-batch"),
+			roles(optFile, "--log-file", "--write-batch", "--only-write-batch"),
+			roles(optSpread, "--backup-dir"))},
+		"dd":   {assign: []string{"of="}},
+		"sort": {opts: merge(roles(optFile, "-o", "--output"), roles(optValue, "-k", "--key", "-t", "--field-separator", "-S", "--buffer-size", "-T", "--temporary-directory", "--batch-size", "--parallel", "--files0-from", "--compress-program", "--sort", "--random-source"))},
+		"curl": {opts: merge(roles(optFile, "-o", "--output", "-D", "--dump-header", "-c", "--cookie-jar", "--trace",
+			"--trace-ascii", "--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc"),
+			roles(optSpread, "--output-dir"),
+			roles(optValue, "-H", "--header", "-d", "--data", "--data-raw", "--data-binary", "--data-urlencode", "-X",
+				"--request", "-u", "--user", "-A", "--user-agent", "-e", "--referer", "-b", "--cookie", "-F", "--form",
+				"-m", "--max-time", "-x", "--proxy", "-T", "--upload-file", "-K", "--config", "-w", "--write-out",
+				"-r", "--range", "-E", "--cert", "--key", "--cacert", "--connect-timeout", "--retry", "-Y", "-y", "-z",
+				"-C", "--continue-at", "--resolve", "--url"))},
+		"wget": {opts: merge(roles(optFile, "-O", "--output-document", "-o", "--output-file", "-a", "--append-output",
+			"--save-cookies", "--warc-file", "--save-headers"),
+			roles(optSpread, "-P", "--directory-prefix"),
+			roles(optValue, "-U", "--user-agent", "--header", "-t", "--tries", "-T", "--timeout", "-e", "--execute",
+				"-i", "--input-file", "--load-cookies", "--post-data", "--post-file", "-l", "--level", "-A", "--accept",
+				"-R", "--reject", "-D", "--domains", "--user", "--password"))},
+		"unzip": {opts: merge(roles(optSpread, "-d"), roles(optValue, "-x"))},
+		"ar":    {operands: operandsAll},
+		"zip":   {opts: roles(optValue, "-x", "-i", "-b", "-n", "-t", "-tt"), operands: operandsAll},
+	}
+})
 
 // linkSpec is ln's spec for a symbolic link made last in its line: the
 // link names (the destination, and dest/base(target) in a directory), not
 // the targets.
-var linkSpec = writeSpec{operands: operandsLast, opts: merge(copyValues, copyDir)}
+var linkSpec = sync.OnceValue(func() writeSpec {
+	return writeSpec{operands: operandsLast, opts: merge(copyValues, copyDir)}
+})
 
 // scan splits a command's words into its options (with their values) and
 // its operands.

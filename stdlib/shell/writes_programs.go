@@ -3,6 +3,7 @@ package shell
 import (
 	"path"
 	"strings"
+	"sync"
 )
 
 // The programs whose writes depend on a subcommand, an old-style option
@@ -10,17 +11,23 @@ import (
 
 // goFileFlags are the flags of go build and go test whose value is a file
 // written (also as -test.NAME).
-var goFileFlags = longs("o", "coverprofile", "cpuprofile", "memprofile", "blockprofile", "mutexprofile", "trace")
+var goFileFlags = sync.OnceValue(func() map[string]bool {
+	return longs("o", "coverprofile", "cpuprofile", "memprofile", "blockprofile", "mutexprofile", "trace")
+})
 
 // goValueFlags are the other flags of the go command that take a value.
-var goValueFlags = longs("C", "tags", "ldflags", "gcflags", "asmflags", "gccgoflags", "p", "run", "bench", "count",
-	"timeout", "exec", "coverpkg", "covermode", "mod", "modfile", "overlay", "pgo", "pkgdir", "toolexec",
-	"buildmode", "compiler", "installsuffix", "benchtime", "cpu", "parallel", "list", "skip", "shuffle", "fuzz",
-	"fuzztime", "fuzzminimizetime", "blockprofilerate", "memprofilerate", "mutexprofilefraction", "vet",
-	"outputdir", "reldir")
+var goValueFlags = sync.OnceValue(func() map[string]bool {
+	return longs("C", "tags", "ldflags", "gcflags", "asmflags", "gccgoflags", "p", "run", "bench", "count",
+		"timeout", "exec", "coverpkg", "covermode", "mod", "modfile", "overlay", "pgo", "pkgdir", "toolexec",
+		"buildmode", "compiler", "installsuffix", "benchtime", "cpu", "parallel", "list", "skip", "shuffle", "fuzz",
+		"fuzztime", "fuzzminimizetime", "blockprofilerate", "memprofilerate", "mutexprofilefraction", "vet",
+		"outputdir", "reldir")
+})
 
 // goReadOnly are the go subcommands that write no file a rule names.
-var goReadOnly = longs("vet", "list", "version", "env", "doc", "help", "bug")
+var goReadOnly = sync.OnceValue(func() map[string]bool {
+	return longs("vet", "list", "version", "env", "doc", "help", "bug")
+})
 
 // goWrites reads go build -o, go test's output and profile flags (-flag
 // value, -flag=value, one or two dashes) and go install's binaries
@@ -44,7 +51,7 @@ func (c *Command) goWrites() (targets []string, known bool) {
 		sub, rest = a, args[i+1:]
 		break
 	}
-	if sub == "" || goReadOnly[sub] {
+	if sub == "" || goReadOnly()[sub] {
 		return nil, true
 	}
 	if sub != "build" && sub != "test" && sub != "install" {
@@ -63,13 +70,13 @@ func (c *Command) goWrites() (targets []string, known bool) {
 		}
 		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
 		name = strings.TrimPrefix(name, "test.")
-		takes := goFileFlags[name] || goValueFlags[name]
+		takes := goFileFlags()[name] || goValueFlags()[name]
 		if takes && !hasValue && i+1 < len(rest) {
 			i++
 			value = rest[i]
 		}
 		switch {
-		case goFileFlags[name]:
+		case goFileFlags()[name]:
 			files = append(files, value)
 		case name == "outputdir":
 			outputDir = value
@@ -125,7 +132,7 @@ func goBinaryName(pkg string) string {
 // diff, log and show.
 func (c *Command) gitWrites() []string {
 	args := c.Args()
-	values := globalValueOptions["git"]
+	values := globalValueOptions()["git"]
 	var sub string
 	var rest []string
 	for i := 0; i < len(args); i++ {
@@ -247,12 +254,14 @@ func stripComponent(p string) []string {
 // tarShortValues are the letters of tar's short options that take a value.
 const tarShortValues = "fCTXbgNIHVKLF"
 
-var tarSpec = writeSpec{opts: merge(
-	roles(optFile, "-f", "--file", "-g", "--listed-incremental", "--index-file"),
-	roles(optValue, "-C", "--directory", "-T", "--files-from", "-X", "--exclude-from", "-b", "--blocking-factor",
-		"-N", "--newer", "--after-date", "-I", "--use-compress-program", "-H", "--format", "-V", "--label", "-K",
-		"--starting-file", "-L", "--tape-length", "-F", "--info-script", "--exclude", "--transform", "--xform",
-		"--to-command", "--owner", "--group", "--mode", "--mtime", "--strip-components", "--checkpoint-action"))}
+var tarSpec = sync.OnceValue(func() writeSpec {
+	return writeSpec{opts: merge(
+		roles(optFile, "-f", "--file", "-g", "--listed-incremental", "--index-file"),
+		roles(optValue, "-C", "--directory", "-T", "--files-from", "-X", "--exclude-from", "-b", "--blocking-factor",
+			"-N", "--newer", "--after-date", "-I", "--use-compress-program", "-H", "--format", "-V", "--label", "-K",
+			"--starting-file", "-L", "--tape-length", "-F", "--info-script", "--exclude", "--transform", "--xform",
+			"--to-command", "--owner", "--group", "--mode", "--mtime", "--strip-components", "--checkpoint-action"))}
+})
 
 // tarWrites: the archive (-f) and incremental snapshot files, and, when
 // extracting (-x, --extract, --get), DIR/** for -C DIR (the members' names
@@ -272,7 +281,7 @@ func tarWrites(args []string) []string {
 		}
 		args = append(norm, args[k:]...)
 	}
-	opts, _ := tarSpec.scan(args)
+	opts, _ := tarSpec().scan(args)
 	extract := hasOpt(opts, "-x") || hasOpt(opts, "--extract") || hasOpt(opts, "--get")
 	var out, dirs []string
 	for _, o := range opts {
@@ -325,11 +334,13 @@ type findModel struct {
 
 // findTests are the primaries of find that test a file (the others are
 // options, which hold for every file, and actions).
-var findTests = longs("-amin", "-anewer", "-atime", "-cmin", "-cnewer", "-ctime", "-empty", "-executable",
-	"-false", "-fstype", "-gid", "-group", "-ilname", "-iname", "-inum", "-ipath", "-iregex", "-iwholename",
-	"-links", "-lname", "-mmin", "-mtime", "-name", "-newer", "-nogroup", "-nouser", "-path", "-perm",
-	"-readable", "-regex", "-samefile", "-size", "-true", "-type", "-uid", "-used", "-user", "-wholename",
-	"-writable", "-xtype", "-context")
+var findTests = sync.OnceValue(func() map[string]bool {
+	return longs("-amin", "-anewer", "-atime", "-cmin", "-cnewer", "-ctime", "-empty", "-executable",
+		"-false", "-fstype", "-gid", "-group", "-ilname", "-iname", "-inum", "-ipath", "-iregex", "-iwholename",
+		"-links", "-lname", "-mmin", "-mtime", "-name", "-newer", "-nogroup", "-nouser", "-path", "-perm",
+		"-readable", "-regex", "-samefile", "-size", "-true", "-type", "-uid", "-used", "-user", "-wholename",
+		"-writable", "-xtype", "-context")
+})
 
 // scanFind reads find's starting points, name tests and actions. The words
 // of an -exec's command are skipped. Name tests restrict the match only
@@ -382,7 +393,7 @@ func scanFind(args []string) findModel {
 		case "-o", "-or":
 			or = true
 		default:
-			otherTest = otherTest || findTests[a]
+			otherTest = otherTest || findTests()[a]
 		}
 	}
 	if negated || wide || or && otherTest {
@@ -469,18 +480,20 @@ func escapeGlob(s string) string {
 	return b.String()
 }
 
-var patchSpec = writeSpec{opts: merge(
-	roles(optFile, "-o", "--output", "-r", "--reject-file"),
-	roles(optSpread, "-d", "--directory", "-B", "--prefix"),
-	roles(optValue, "-i", "--input", "-p", "--strip", "-D", "--ifdef", "-F", "--fuzz", "-V",
-		"--version-control", "-Y", "--basename-prefix", "-z", "--suffix", "-g", "--get", "--quoting-style"))}
+var patchSpec = sync.OnceValue(func() writeSpec {
+	return writeSpec{opts: merge(
+		roles(optFile, "-o", "--output", "-r", "--reject-file"),
+		roles(optSpread, "-d", "--directory", "-B", "--prefix"),
+		roles(optValue, "-i", "--input", "-p", "--strip", "-D", "--ifdef", "-F", "--fuzz", "-V",
+			"--version-control", "-Y", "--basename-prefix", "-z", "--suffix", "-g", "--get", "--quoting-style"))}
+})
 
 // patchWrites: the file patched (the first operand), -o and the reject
 // file, -d DIR and -B PREFIX as DIR/**, and the paths of a patch fed by a
 // here-document. A patch read from a file (patch -p1 < x.diff) names its
 // files in that file, which the command does not show.
 func (c *Command) patchWrites() []string {
-	opts, operands := patchSpec.scan(c.Args())
+	opts, operands := patchSpec().scan(c.Args())
 	var out []string
 	for _, o := range opts {
 		switch o.role {

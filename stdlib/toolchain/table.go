@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Format is how a family's content is read.
@@ -256,7 +257,9 @@ type indexed struct {
 	pat string
 }
 
-var tableIndex = func() index {
+// tableIndex is built on first use: a process that looks up no file (the
+// hook on an ignored event, a Bash call) does not pay for it.
+var tableIndex = sync.OnceValue(func() index {
 	ix := index{exact: map[string][]int{}, ext: map[string][]int{}, stem: map[string][]int{}, dir: map[string][]indexed{}}
 	for i, f := range Table {
 		for _, pat := range f.Patterns {
@@ -277,7 +280,7 @@ var tableIndex = func() index {
 		}
 	}
 	return ix
-}()
+})
 
 // Lookup returns the family of the file at p (a path as a tool call writes
 // it, relative or absolute, with / or \), or false when no toolchain runs
@@ -298,17 +301,17 @@ func Lookup(p string) (Family, bool) {
 		}
 		best = fam
 	}
-	for _, fam := range tableIndex.exact[base] {
+	for _, fam := range tableIndex().exact[base] {
 		try(fam)
 	}
 	for i := strings.LastIndexByte(base, '.'); i > 0; i = strings.LastIndexByte(base[:i], '.') {
 		// jest.config.ts is a jest.config.* (stem jest.config).
-		for _, fam := range tableIndex.stem[base[:i]] {
+		for _, fam := range tableIndex().stem[base[:i]] {
 			try(fam)
 		}
 	}
 	for i := strings.IndexByte(base, '.'); i >= 0; {
-		for _, fam := range tableIndex.ext[base[i:]] {
+		for _, fam := range tableIndex().ext[base[i:]] {
 			try(fam)
 		}
 		j := strings.IndexByte(base[i+1:], '.')
@@ -317,12 +320,12 @@ func Lookup(p string) (Family, bool) {
 		}
 		i += j + 1
 	}
-	for _, o := range tableIndex.dir[path.Base(path.Dir(p))] {
+	for _, o := range tableIndex().dir[path.Base(path.Dir(p))] {
 		if (best < 0 || o.fam < best) && match(o.pat, p) {
 			try(o.fam)
 		}
 	}
-	for _, o := range tableIndex.others {
+	for _, o := range tableIndex().others {
 		if (best < 0 || o.fam < best) && match(o.pat, p) {
 			try(o.fam)
 		}
