@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,12 +52,11 @@ func newAskFixture(t *testing.T) *askFixture {
 
 // serve answers every connection on the fixture's socket with fn until
 // the test ends; it returns how many connections came.
-func (f *askFixture) serve(t *testing.T, fn func(c net.Conn)) *int {
+func (f *askFixture) serve(t *testing.T, fn func(c net.Conn)) *atomic.Int64 {
 	ln, err := net.Listen("unix", f.socket)
 	require.NoError(t, err)
-	var mu sync.Mutex
 	var wg sync.WaitGroup
-	n := new(int)
+	n := new(atomic.Int64)
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Go(func() {
 		for {
@@ -64,9 +64,7 @@ func (f *askFixture) serve(t *testing.T, fn func(c net.Conn)) *int {
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			*n++
-			mu.Unlock()
+			n.Add(1)
 			wg.Go(func() { defer c.Close(); fn(c) })
 		}
 	})
@@ -86,16 +84,17 @@ func signed(key *statedir.Key, body string) func(HookParams) (HookResult, error)
 // is used; the answer is the command answer it signed.
 func TestAskOverTheWire(t *testing.T) {
 	f := newAskFixture(t)
-	var got HookParams
+	asked := make(chan HookParams, 1)
 	f.serve(t, func(c net.Conn) {
 		_ = ServeConn(c, int(MaxRequestLine(8<<20)), func(p HookParams) (HookResult, error) {
-			got = p
+			asked <- p
 			return signed(f.key, `{"stdout":"{\"decision\":\"block\"}","stderr":"no","exit":0}`)(p)
 		})
 	})
 	a, err := Ask(context.Background(), f.req)
 	require.NoError(t, err)
 	assert.Equal(t, CommandAnswer{Stdout: `{"decision":"block"}`, Stderr: "no", Exit: 0}, a)
+	got := <-asked
 	assert.Equal(t, f.req.Event, got.Event)
 	assert.Equal(t, "claude-code", got.Host)
 	assert.Equal(t, "/w", got.WorkDir)
@@ -189,7 +188,7 @@ func TestAskRefusesBadDaemons(t *testing.T) {
 			_, err := Ask(context.Background(), f.req)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
-			assert.Equal(t, 1, *asked)
+			assert.EqualValues(t, 1, asked.Load())
 		})
 	}
 }
@@ -218,5 +217,5 @@ func TestAskNoDaemon(t *testing.T) {
 	_, err = Ask(context.Background(), f.req)
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "directory: "), err.Error())
-	assert.Equal(t, 0, *asked)
+	assert.EqualValues(t, 0, asked.Load())
 }
