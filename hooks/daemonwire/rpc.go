@@ -24,10 +24,10 @@ import (
 // covers (the event, the answer) travel as base64, so that no
 // re-encoding of JSON between the two ends can change them.
 //
-// Neither end links net/http for it, nor the lean client package net:
-// with cgo on (`go install`), net links runtime/cgo and makes the binary
-// dynamically linked, and net/http's initialisation costs every run
-// (issue 26).
+// The client's side (Call) needs neither net nor net/http, so the lean
+// client links neither: with cgo on (`go install`), net links runtime/cgo
+// and makes the binary dynamically linked, and net/http's initialisation
+// costs every run (issue 26).
 
 // MethodHook is the JSON-RPC method of a hook event.
 const MethodHook = "celguard/hook"
