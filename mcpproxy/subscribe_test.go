@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,4 +200,51 @@ func TestSubscribeTwiceUnsubscribeOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, up.subscribed, "upstream subscription made again")
+}
+
+// A client that leaves after the proxy closed does not start the upstream
+// again to unsubscribe it: a closed proxy's upstreams stay closed.
+func TestNoUpstreamRestartAfterClose(t *testing.T) {
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "allow.yaml")
+	if err := os.WriteFile(pol, []byte("apiVersion: celguard.dev/v1\nkind: Policy\nname: allow\nrules: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	engine := celguard.Config{Policies: policies.Options{Explicit: []string{pol}}, JudgeFiles: []string{}, BundleFiles: []string{}}
+	up, transport := newSubscriptionUpstream(t)
+	var mu sync.Mutex
+	starts := 0
+	counted := func() mcp.Transport {
+		mu.Lock()
+		starts++
+		mu.Unlock()
+		return transport()
+	}
+	ctx := context.Background()
+	p, err := mcpproxy.New(ctx, mcpproxy.Config{Name: "live", Upstream: counted, Engine: engine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = p.Run(sctx, st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "doc://one"}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, up.subscribed, "upstream subscription")
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cs.Close()
+	subscribers(t, p, "doc://one", 0)
+	mu.Lock()
+	defer mu.Unlock()
+	if starts != 1 {
+		t.Fatalf("the upstream was started %d times; once, before the proxy closed", starts)
+	}
 }

@@ -18,6 +18,7 @@ type upstream struct {
 
 	mu      sync.Mutex
 	session *mcp.ClientSession // nil after a failure, until the next request
+	closed  bool               // the proxy closed: never started again (live)
 
 	refresh sync.Mutex // held while what up offers is listed again (sync.go)
 }
@@ -67,6 +68,11 @@ func (u *upstream) live(ctx context.Context) (*mcp.ClientSession, error) {
 	if u.session != nil {
 		return u.session, nil
 	}
+	if u.closed {
+		// A request after Close (a client that leaves at shutdown is
+		// unsubscribed, subscribe.go) starts no upstream process again.
+		return nil, errors.New("the proxy is closed")
+	}
 	cs, err := u.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -103,7 +109,7 @@ func (u *upstream) drop(cs *mcp.ClientSession) {
 func (u *upstream) close() error {
 	u.mu.Lock()
 	cs := u.session
-	u.session = nil
+	u.session, u.closed = nil, true
 	u.mu.Unlock()
 	if cs == nil {
 		return nil
