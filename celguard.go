@@ -173,6 +173,10 @@ type Guard struct {
 	// manifest is what the set in force was read from (Config.Manifests);
 	// nil when there is none.
 	manifest *daemonwire.Manifest
+	// digested are the sources Reload last digested, and their digest
+	// (sourcesDigest).
+	digested   []policy.Source
+	digestedAs string
 }
 
 // Load builds the Guard the options configure: Config.Load of the Config

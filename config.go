@@ -1,6 +1,7 @@
 package celguard
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -544,7 +545,7 @@ func (g *Guard) Reload(force bool) (changed bool, err error) {
 		g.manifest = nil
 		return false, err
 	}
-	digest := compile.Digest(d.Sources)
+	digest := g.sourcesDigest(d.Sources)
 	if digest == g.tried && !force {
 		// The same sources: the manifest is of the set in force only when
 		// that set was compiled from them (the last attempt succeeded).
@@ -565,6 +566,28 @@ func (g *Guard) Reload(force bool) (changed bool, err error) {
 	}
 	g.discovery, g.digest, g.manifest = d, set.Digest(), man
 	return true, nil
+}
+
+// sourcesDigest is compile.Digest(srcs), not computed again for the
+// sources it was last computed for: a long-lived Guard (serve, the
+// decision daemon) checks its sources every few seconds, and hashing them
+// all (the built-in policies alone are some 300 KB) was most of a check,
+// which a call pays when calls are more than the check's interval apart.
+// The caller holds g.mu.
+func (g *Guard) sourcesDigest(srcs []policy.Source) string {
+	if g.digestedAs != "" && slices.EqualFunc(srcs, g.digested, func(a, b policy.Source) bool {
+		return a.Name == b.Name && a.Layer == b.Layer && a.Untrusted == b.Untrusted && bytes.Equal(a.Data, b.Data)
+	}) {
+		return g.digestedAs
+	}
+	digest := compile.Digest(srcs)
+	// A copy of the bytes too: what is compared next is what was hashed.
+	g.digested = slices.Clone(srcs)
+	for i := range g.digested {
+		g.digested[i].Data = bytes.Clone(g.digested[i].Data)
+	}
+	g.digestedAs = digest
+	return digest
 }
 
 // Telemetry is the Guard's OpenTelemetry export (Config.Telemetry), nil

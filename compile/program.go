@@ -28,7 +28,13 @@ import (
 // a decision never depends on machine load, and the limit holds either way.
 type Program struct {
 	tracked cel.Program
-	fast    cel.Program
+	// trackedLazy, in a replayed program that needs accounting, plans
+	// tracked at its first use (trackedProgram): a call whose inputs are
+	// within fastUpTo (most calls) evaluates fast alone, and planning
+	// the program with accounting as well was a fifth of a replayed
+	// set's planning.
+	trackedLazy *lazyProgram
+	fast        cel.Program
 	// fastUpTo is the largest input size for which fast is used; 0 when
 	// there is no fast program, math.MaxUint64 when no accounting is needed.
 	fastUpTo uint64
@@ -103,12 +109,29 @@ func (p *Program) For(n uint64) cel.Program {
 			}
 		}
 	}
-	return p.tracked
+	return p.trackedProgram()
 }
 
 // Tracked returns the program with runtime cost accounting (the only one
 // when the expression needs none: then it has no accounting either).
-func (p *Program) Tracked() cel.Program { return p.made().tracked }
+func (p *Program) Tracked() cel.Program { return p.made().trackedProgram() }
+
+// trackedProgram is tracked, planned now if it is planned at first use;
+// when that fails, the full compile's (setcache.go).
+func (p *Program) trackedProgram() cel.Program {
+	l := p.trackedLazy
+	if l == nil {
+		return p.tracked
+	}
+	l.once.Do(func() {
+		prg, err := l.env.CEL().Program(p.planned, l.env.ProgramOptions()...)
+		if err != nil {
+			prg = p.src.fullTracked(err)
+		}
+		l.prg = prg
+	})
+	return l.prg
+}
 
 // FastUpTo returns the largest input size for which For returns a program
 // without cost accounting (0: none; math.MaxUint64: the expression never

@@ -346,8 +346,8 @@ func sameModel(a, b reflect.Value) bool {
 			ea, eb := a.Interface().(policy.Expr), b.Interface().(policy.Expr)
 			la, oka := ea.Layout()
 			lb, okb := eb.Layout()
-			// The place table itself: a layout says nothing of an empty one.
-			ta, tb := a.FieldByName("at"), b.FieldByName("at")
+			// The runs themselves: a layout does not tell nil from empty.
+			ta, tb := a.FieldByName("runs"), b.FieldByName("runs")
 			return oka && okb && ea.Text == eb.Text && ea.Pos == eb.Pos && slices.Equal(la, lb) &&
 				ta.IsValid() && tb.IsValid() && ta.Kind() == reflect.Slice && ta.IsNil() == tb.IsNil() && ta.Len() == tb.Len()
 		}
@@ -605,12 +605,23 @@ func (p *Program) make() {
 	if err == nil {
 		return
 	}
+	p.trackedLazy = nil
 	if full := src.r.fullProgram(src.i); full != nil {
 		p.tracked, p.fast, p.fastUpTo, p.bound = full.tracked, full.fast, full.fastUpTo, full.bound
 		p.ast, p.planned, p.lazy = full.ast, full.planned, full.lazy
 		return
 	}
 	p.tracked, p.fast, p.fastUpTo, p.lazy = failedProgram{fmt.Errorf("compiled-set cache: %w", err)}, nil, 0, nil
+}
+
+// fullTracked is the program with accounting of the full compile, for a
+// replayed one whose planning failed (err); when that compile fails too, a
+// program that fails every evaluation.
+func (s *programSource) fullTracked(err error) cel.Program {
+	if full := s.r.fullProgram(s.i); full != nil {
+		return full.Tracked()
+	}
+	return failedProgram{fmt.Errorf("compiled-set cache: %w", err)}
 }
 
 // fill makes p from its record.
@@ -626,21 +637,25 @@ func (s *programSource) fill(p *Program) error {
 			return err
 		}
 	}
-	if celenv.NeedsCostTracking(ast) != sp.Needs {
+	if celenv.NeedsCostTracking(planned) != sp.Needs || (planned != ast && celenv.NeedsCostTracking(ast) != sp.Needs) {
 		return errors.New("the recorded cost accounting does not match the expression")
 	}
 	env := s.r.cfg.env
-	prg, err := env.CEL().Program(planned, env.ProgramOptionsFor(planned)...)
+	p.ast, p.planned = ast, planned
+	if sp.Needs {
+		// Planned with the accounting at its first use (trackedProgram),
+		// without it at its first call within FastUpTo (For).
+		p.trackedLazy = &lazyProgram{env: env}
+		if sp.FastUpTo > 0 {
+			p.setFast(env, sp.FastUpTo, sp.Bound)
+		}
+		return nil
+	}
+	prg, err := env.CEL().Program(planned, env.UntrackedProgramOptions()...)
 	if err != nil {
 		return err
 	}
-	p.tracked, p.ast, p.planned = prg, ast, planned
-	switch {
-	case !sp.Needs:
-		p.fast, p.fastUpTo = prg, math.MaxUint64
-	case sp.FastUpTo > 0:
-		p.setFast(env, sp.FastUpTo, sp.Bound)
-	}
+	p.tracked, p.fast, p.fastUpTo = prg, prg, math.MaxUint64
 	return nil
 }
 

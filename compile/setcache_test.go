@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/policies"
 	"github.com/celguard/celguard/policy"
 )
@@ -167,10 +169,63 @@ func TestSetCacheConcurrentFirstUse(t *testing.T) {
 			for _, p := range progs {
 				assert.NotNil(t, p.For(16))
 				assert.NotNil(t, p.AST())
+				assert.NotNil(t, p.Tracked())
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// A replayed program that needs cost accounting and is proven within the
+// limit for small inputs plans the program with accounting only when a
+// call needs it: a small call evaluates the one without. Both answer as
+// the full compile's, and the one with accounting stops at the same cost.
+func TestSetCacheTrackedAtFirstUse(t *testing.T) {
+	env, err := celenv.New(celenv.WithCostLimit(5000))
+	require.NoError(t, err)
+	srcs := []policy.Source{{Name: "p.yaml", Data: []byte(`apiVersion: celguard.dev/v1
+kind: Policy
+name: p
+rules:
+  - id: many
+    condition: args.xs.exists(x, string(x).matches("^a+b$"))
+    verdict: block
+    reason: many
+`)}}
+	full, err := Compile(srcs, WithEnv(env))
+	require.NoError(t, err)
+	c := &MemorySetCache{}
+	_, err = Compile(srcs, WithEnv(env), WithSetCache(c))
+	require.NoError(t, err)
+	set, err := Compile(srcs, WithEnv(env), WithSetCache(c))
+	require.NoError(t, err)
+	require.True(t, set.FromCache())
+	p, fp := set.Rules()[0].Condition, full.Rules()[0].Condition
+	n, _ := p.FastUpTo()
+	require.Positive(t, n)
+	require.NotNil(t, p.trackedLazy)
+
+	act := func(xs []any) map[string]any { return map[string]any{"args": map[string]any{"xs": xs}} }
+	small := act([]any{"ab", "x"})
+	v, _, err := p.For(2).Eval(small)
+	require.NoError(t, err)
+	assert.Equal(t, true, v.Value())
+	assert.Nil(t, p.trackedLazy.prg, "a small call plans no program with accounting")
+
+	v, _, err = p.Tracked().Eval(small)
+	require.NoError(t, err)
+	assert.Equal(t, true, v.Value())
+	assert.NotSame(t, p.For(2), p.Tracked())
+
+	// Past the limit, both programs with accounting stop the same way.
+	big := make([]any, 2000)
+	for i := range big {
+		big[i] = strings.Repeat("a", 100)
+	}
+	_, _, wantErr := fp.Tracked().Eval(act(big))
+	_, _, gotErr := p.Tracked().Eval(act(big))
+	require.Error(t, wantErr)
+	assert.Equal(t, wantErr.Error(), gotErr.Error())
 }
 
 // sameAST asserts that got is want: the same tree, source information

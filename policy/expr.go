@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -15,9 +16,12 @@ type Expr struct {
 	Text string
 	// Pos is the position of the first character of Text.
 	Pos Pos
-	// at holds the file position of each rune of Text, plus one past the end;
-	// nil means Text sits on one line starting at Pos.
-	at []Pos
+	// runs are the file positions of the runes of Text, plus one past the
+	// end, as runs of consecutive columns of one line (Layout), all in
+	// Pos.File; nil means Text sits on one line starting at Pos. A table
+	// of one position per rune cost 32 bytes a character, 2 MB for the
+	// recommended bundle's expressions in every process that loads it.
+	runs []PosRun
 }
 
 // NewExpr returns an expression whose text starts at pos on a single line. It
@@ -45,19 +49,32 @@ func (e Expr) PosOffset(off int) Pos {
 	if off < 0 {
 		off = 0
 	}
-	if e.at == nil {
+	if e.runs == nil {
 		return Pos{File: e.Pos.File, Line: e.Pos.Line, Col: e.Pos.Col + off}
 	}
-	if off >= len(e.at) {
-		off = len(e.at) - 1
+	for i, r := range e.runs {
+		if off < r.N || i == len(e.runs)-1 {
+			// Past the end: the place one past the end (the last run's
+			// last place).
+			off = min(off, r.N-1)
+			return Pos{File: e.Pos.File, Line: r.Line, Col: r.Col + off}
+		}
+		off -= r.N
 	}
-	return e.at[off]
+	return e.Pos
 }
 
 // exprFromNode builds an Expr from a scalar node, aligning the decoded value
 // with the raw source so every rune has its file position. lines is the file
 // split into lines of runes.
 func exprFromNode(file string, lines [][]rune, n *yaml.Node) Expr {
+	e, _ := alignedExpr(file, lines, n)
+	return e
+}
+
+// alignedExpr is exprFromNode's Expr and the position of each of its
+// runes, plus one past the end (nil when the alignment failed).
+func alignedExpr(file string, lines [][]rune, n *yaml.Node) (Expr, []Pos) {
 	start := Pos{File: file, Line: n.Line, Col: n.Column}
 	e := Expr{Text: n.Value, Pos: start}
 	value := []rune(n.Value)
@@ -88,13 +105,29 @@ func exprFromNode(file string, lines [][]rune, n *yaml.Node) Expr {
 	if !ok {
 		// The source did not line up (an unusual YAML construct); fall back
 		// to the scalar's own position for the whole expression.
-		return e
+		return e, nil
 	}
-	e.at = at
+	e.runs = runsOf(at)
 	if len(at) > 0 {
 		e.Pos = at[0]
 	}
-	return e
+	return e, at
+}
+
+// runsOf writes at, places all in one file, as runs of consecutive
+// columns of one line.
+func runsOf(at []Pos) []PosRun {
+	var runs []PosRun
+	for _, p := range at {
+		if n := len(runs); n > 0 {
+			if r := &runs[n-1]; p.Line == r.Line && p.Col == r.Col+r.N {
+				r.N++
+				continue
+			}
+		}
+		runs = append(runs, PosRun{N: 1, Line: p.Line, Col: p.Col})
+	}
+	return slices.Clip(runs)
 }
 
 // blockIndent returns the indentation of the first non-blank line at or after
@@ -278,32 +311,19 @@ type PosRun struct {
 
 // Layout returns where the runes of Text (and the place one past its end)
 // are in the file, as consecutive runs; nil when Text sits on one line
-// starting at Pos. ok is false when the positions cannot be written as
-// runs (one names another file), which the parser never makes.
+// starting at Pos. ok is always true: every place is in Pos.File.
 // WithLayout rebuilds the expression from it: a compiled form that keeps
 // Text, Pos and the layout gives back an Expr equal to the parsed one
 // without parsing the file again.
 func (e Expr) Layout() (runs []PosRun, ok bool) {
-	for _, p := range e.at {
-		if p.File != e.Pos.File {
-			return nil, false
-		}
-		if n := len(runs); n > 0 {
-			if r := &runs[n-1]; p.Line == r.Line && p.Col == r.Col+r.N {
-				r.N++
-				continue
-			}
-		}
-		runs = append(runs, PosRun{N: 1, Line: p.Line, Col: p.Col})
-	}
-	return runs, true
+	return slices.Clone(e.runs), true
 }
 
 // WithLayout returns e with the layout runs (Expr.Layout); ok is false
 // when runs cannot be the layout of e: a run without runes, more places
 // than Text has bytes plus one, or a first place that is not Pos.
 func (e Expr) WithLayout(runs []PosRun) (Expr, bool) {
-	e.at = nil
+	e.runs = nil
 	if len(runs) == 0 {
 		return e, true
 	}
@@ -317,12 +337,6 @@ func (e Expr) WithLayout(runs []PosRun) (Expr, bool) {
 	if runs[0].Line != e.Pos.Line || runs[0].Col != e.Pos.Col {
 		return Expr{}, false
 	}
-	at := make([]Pos, 0, total)
-	for _, r := range runs {
-		for k := range r.N {
-			at = append(at, Pos{File: e.Pos.File, Line: r.Line, Col: r.Col + k})
-		}
-	}
-	e.at = at
+	e.runs = slices.Clip(runs)
 	return e, true
 }

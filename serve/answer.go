@@ -25,7 +25,8 @@ func writeDecision(w http.ResponseWriter, d *eval.Decision) {
 	defer putBuffer(buf)
 	b, ok := appendDecision(buf.AvailableBuffer(), d)
 	if !ok {
-		writeJSON(w, http.StatusOK, d)
+		// A copy: d stays where its caller made it (on its stack).
+		writeJSON(w, http.StatusOK, *d)
 		return
 	}
 	buf.Write(b)
