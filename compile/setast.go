@@ -365,21 +365,20 @@ func (w *astWriter) expr(e celast.Expr) {
 
 // astReader builds the trees of a setAST.
 type astReader struct {
-	a     *setAST
-	strs  []string
-	fac   celast.ExprFactory
-	r     *replayState
-	info  *celast.SourceInfo
-	ast   *celast.AST
-	err   error
-	k     int // the next node
-	s     int // the next string operand
-	c     int // the next count
-	n     int // the next number
-	o     int // the next optional index
-	p     int // the next position
-	t     int // the next type
-	nodes int // the nodes built
+	a    *setAST
+	strs []string
+	fac  celast.ExprFactory
+	r    *replayState
+	info *celast.SourceInfo
+	ast  *celast.AST
+	err  error
+	k    int // the next node
+	s    int // the next string operand
+	c    int // the next count
+	n    int // the next number
+	o    int // the next optional index
+	p    int // the next position
+	t    int // the next type
 }
 
 // replayAST builds the checked expression a records; r's tables give its

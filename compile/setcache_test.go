@@ -309,13 +309,14 @@ var everyKind = []string{
 	`google.api.expr.v1alpha1.Expr{id: 1, ?call_expr: optional.none()}.id == 1`,
 	`m.exists(k, k.startsWith("x")) ? x : "\u00e9t\u00e9"`,
 	`[1, 2].transformList(i, v, v * i)`,
+	`google.api.expr.v1alpha1.Type.PrimitiveType.BOOL == 1`, // a reference to a value
 }
 
 // recordTexts compiles texts and records them in one index.
 func recordTexts(t testing.TB, texts []string) (setIndex, []setAST, []*cel.Ast) {
 	t.Helper()
 	env, err := cel.NewEnv(cel.OptionalTypes(), cel.Variable("m", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("x", cel.DynType), cel.EnableMacroCallTracking(), cel.Types(&exprpb.Expr{}), ext.TwoVarComprehensions())
+		cel.Variable("x", cel.DynType), cel.EnableMacroCallTracking(), cel.Types(&exprpb.Expr{}, &exprpb.Type{}), ext.TwoVarComprehensions())
 	require.NoError(t, err)
 	strs := &setStrings{}
 	var idx setIndex
@@ -356,6 +357,7 @@ func recordTexts(t testing.TB, texts []string) (setIndex, []setAST, []*cel.Ast) 
 // Every kind of node the record holds comes back as it was.
 func TestSetASTEveryKind(t *testing.T) {
 	idx, recs, asts := recordTexts(t, everyKind)
+	assert.NotEmpty(t, recs[len(recs)-1].ValueRefs, "an enum constant is a reference to a value")
 	for i := range recs {
 		back, err := (&replayState{idx: idx}).replayAST(&recs[i])
 		require.NoError(t, err, everyKind[i])
