@@ -170,7 +170,8 @@ type setRef struct {
 
 // setProgram is the record of one program.
 type setProgram struct {
-	// Text is the expression's text, Pos its place.
+	// Text is the expression's text, "" when the index holds the
+	// documents (Sources), whose expressions hold it; Pos its place.
 	Text string
 	Pos  policy.Pos
 	// Checked is the checked expression; Planned the expression planned
@@ -281,6 +282,13 @@ func (c *compiler) record(key string) {
 	}
 	idx.Strings = strs.list
 	idx.Sources = recordSources(c.docs)
+	if idx.Sources != nil {
+		// The documents hold the texts: a program names its expression by
+		// its place alone (take).
+		for i := range idx.Programs {
+			idx.Programs[i].Text = ""
+		}
+	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(&idx); err != nil {
 		return
@@ -547,7 +555,9 @@ func (c *compiler) take(e policy.Expr) (int, *setProgram, bool) {
 	sp := &r.idx.Programs[i]
 	limit := c.cfg.env.CostLimit()
 	switch {
-	case sp.Text != e.Text || sp.Pos != e.Pos,
+	case sp.Pos != e.Pos,
+		r.docs == nil && sp.Text != e.Text,
+		r.docs != nil && sp.Text != "",
 		!sp.Needs && (sp.FastUpTo != math.MaxUint64 || sp.Bound != 0),
 		sp.Needs && sp.FastUpTo == 0 && sp.Bound != 0,
 		sp.Needs && sp.FastUpTo != 0 && (!slices.Contains(boundSizes, sp.FastUpTo) || sp.Bound > limit):

@@ -1,6 +1,10 @@
 package daemonwire
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,5 +32,18 @@ func TestSocketCoversTheDecisionEnvironment(t *testing.T) {
 		other, _, err := a.Socket("/bin/celguard", env(kv))
 		require.NoError(t, err)
 		assert.NotEqual(t, s1, other, name)
+	}
+}
+
+// TestIDUnchanged: a daemon's id is the digest of its parts as
+// "%d:%s\x00" each, as it always was: a hook and a daemon of two builds
+// find the same socket.
+func TestIDUnchanged(t *testing.T) {
+	for _, parts := range [][]string{nil, {""}, {"/bin/celguard", "/home/u", "", "--state-dir", "/s"}, {strings.Repeat("é", 300), "a:b\x00c"}} {
+		h := sha256.New()
+		for _, p := range parts {
+			fmt.Fprintf(h, "%d:%s\x00", len(p), p)
+		}
+		assert.Equal(t, hex.EncodeToString(h.Sum(nil))[:16], ID(parts...), "%q", parts)
 	}
 }

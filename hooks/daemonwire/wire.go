@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -158,8 +159,13 @@ func Socket(stateDir, id string) (string, error) {
 // values: a short digest.
 func ID(parts ...string) string {
 	h := sha256.New()
+	var b []byte
 	for _, p := range parts {
-		fmt.Fprintf(h, "%d:%s\x00", len(p), p)
+		// LEN:PART\x00, LEN in decimal (as fmt's "%d:%s\x00" wrote it: the
+		// ids of running daemons do not change).
+		b = append(strconv.AppendInt(b[:0], int64(len(p)), 10), ':')
+		b = append(append(b, p...), 0)
+		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -134,7 +134,8 @@ func (c *Command) programIs(w string) bool {
 
 // globalValueOptions lists, per program, the options that come before a
 // subcommand and take the next word as their value (git -c k=v push,
-// git -C dir push, kubectl -n ns delete).
+// git -C dir push, kubectl -n ns delete; aws: every global option that
+// takes a value, as aws help lists them).
 var globalValueOptions = sync.OnceValue(func() map[string]map[string]bool {
 	return map[string]map[string]bool{
 		"git": longs("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
@@ -148,12 +149,13 @@ var globalValueOptions = sync.OnceValue(func() map[string]map[string]bool {
 			"--output", "--selector", "-f", "--filename"),
 		"helm": longs("-n", "--namespace", "--kube-context", "--kubeconfig", "--registry-config",
 			"--repository-config", "--repository-cache"),
-		"npm":       longs("--prefix", "-w", "--workspace", "--registry", "--userconfig"),
-		"pnpm":      longs("-C", "--dir", "--filter", "-F", "-w", "--workspace"),
-		"yarn":      longs("--cwd"),
-		"cargo":     longs("--color", "--config", "-Z", "-C", "--manifest-path"),
-		"go":        longs("-C"),
-		"aws":       longs("--profile", "--region", "--output", "--endpoint-url", "--query", "--cli-read-timeout"),
+		"npm":   longs("--prefix", "-w", "--workspace", "--registry", "--userconfig"),
+		"pnpm":  longs("-C", "--dir", "--filter", "-F", "-w", "--workspace"),
+		"yarn":  longs("--cwd"),
+		"cargo": longs("--color", "--config", "-Z", "-C", "--manifest-path"),
+		"go":    longs("-C"),
+		"aws": longs("--profile", "--region", "--output", "--endpoint-url", "--query", "--cli-read-timeout",
+			"--cli-connect-timeout", "--color", "--ca-bundle", "--cli-binary-format"),
 		"gh":        longs("-R", "--repo", "--hostname"),
 		"make":      longs("-C", "-f", "--file", "--directory", "-I", "-o", "-W", "--include-dir"),
 		"systemctl": longs("-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-s", "--signal"),

@@ -45,6 +45,8 @@ func TestLeadingCommandPositionals(t *testing.T) {
 		// Other programs keep their model.
 		{"git -C dir push origin main", []string{"push", "origin", "main"}},
 		{"aws --profile p s3 ls", []string{"s3", "ls"}},
+		{"aws --ca-bundle b.pem --color on --cli-connect-timeout 5 --cli-binary-format raw-in-base64-out ec2 terminate-instances",
+			[]string{"ec2", "terminate-instances"}},
 	} {
 		p := Parse(tc.cmd)
 		if len(p.Commands) != 1 {
