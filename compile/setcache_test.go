@@ -290,6 +290,13 @@ func TestSetCacheReplaysTheSameASTs(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, set.FromCache())
 	sameASTs(t, full, set)
+	// Each of them from its record: a program whose record does not
+	// replay is the full compile's, which sameASTs cannot tell apart.
+	for pos, g := range programsByPos(set) {
+		require.NotNil(t, g.src, "%v", pos)
+		require.NoError(t, g.src.fill(&Program{}), "%v", pos)
+		assert.Empty(t, g.src.r.full.progs, "%v: no program fell back to a full compile", pos)
+	}
 
 	var idx setIndex
 	for _, s := range c.m {
