@@ -40,13 +40,6 @@ func New(parent context.Context, d time.Time) *Context {
 	return &Context{parent: parent, deadline: d}
 }
 
-// Init makes c a context as New(parent, d) makes; c must not be in use
-// (a caller reusing a Context stops it and makes sure nothing holds it
-// any more first).
-func (c *Context) Init(parent context.Context, d time.Time) {
-	*c = Context{parent: parent, deadline: d}
-}
-
 // Deadline is the earlier of the context's deadline and its parent's.
 func (c *Context) Deadline() (time.Time, bool) {
 	if pd, ok := c.parent.Deadline(); ok && pd.Before(c.deadline) {

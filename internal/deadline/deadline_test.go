@@ -148,17 +148,17 @@ func TestNoTimerUntilDone(t *testing.T) {
 	if c.real != nil {
 		t.Fatal("Err made a timer")
 	}
-	c.Init(context.Background(), past)
+	c = New(context.Background(), past)
 	if !errors.Is(c.Err(), context.DeadlineExceeded) || c.real != nil {
 		t.Fatalf("Err past the deadline: %v (timer %v)", c.Err(), c.real != nil)
 	}
 	allocs := testing.AllocsPerRun(100, func() {
-		c.Init(context.Background(), far)
+		*c = Context{parent: context.Background(), deadline: far}
 		_ = c.Err()
 		_, _ = c.Deadline()
 		c.Stop()
 	})
 	if allocs != 0 {
-		t.Fatalf("Init, Err, Deadline and Stop allocate %v times", allocs)
+		t.Fatalf("Err, Deadline and Stop allocate %v times", allocs)
 	}
 }

@@ -70,21 +70,23 @@ type Dir struct {
 	key   *Key
 
 	// known remembers, by state file, the bytes this process last wrote
-	// there or found valid there, with the state they hold (knownFile): a
-	// Load that reads the same bytes again returns that state without
-	// checking them again. The key never changes once read (Key), so the
-	// same bytes have the same outcome; any other bytes (another writer, an
-	// edit, a rollback to an older file, a file of another key) are checked
-	// in full. A process that answers many events (the decision daemon)
+	// there or found valid there for a session, with the state they hold
+	// (knownFile): a Load of that session that reads the same bytes again
+	// returns that state without checking them again. The key never changes
+	// once read (Key), so the same bytes have the same outcome; any other
+	// bytes (another writer, an edit, a rollback to an older file, a file of
+	// another key), or the same bytes read for another session whose id
+	// shares the file name (FileName's hash), are checked in full. A process that answers many events (the decision daemon)
 	// reads back mostly its own writes.
 	knownMu    sync.Mutex
 	known      map[string]knownFile
 	knownBytes int
 }
 
-// knownFile is a state file's bytes as last written or checked, and the
-// state they hold.
+// knownFile is a state file's bytes as last written or checked for the
+// session id, and the state they hold.
 type knownFile struct {
+	id          string
 	data, state []byte
 }
 
@@ -97,20 +99,22 @@ const (
 )
 
 // knownState is the state that data, the bytes of the state file path,
-// holds, if this process wrote or checked these very bytes there.
-func (s *Dir) knownState(path string, data []byte) ([]byte, bool) {
+// holds for session id, if this process wrote or checked these very bytes
+// there for that session.
+func (s *Dir) knownState(path, id string, data []byte) ([]byte, bool) {
 	s.knownMu.Lock()
 	defer s.knownMu.Unlock()
 	k, ok := s.known[path]
-	if !ok || !bytes.Equal(k.data, data) {
+	if !ok || k.id != id || !bytes.Equal(k.data, data) {
 		return nil, false
 	}
 	return k.state, true
 }
 
 // remember records that the state file path holds data, whose state is
-// state (both kept as they are: the caller no longer changes them).
-func (s *Dir) remember(path string, data, state []byte) {
+// state for session id (both kept as they are: the caller no longer
+// changes them).
+func (s *Dir) remember(path, id string, data, state []byte) {
 	s.knownMu.Lock()
 	defer s.knownMu.Unlock()
 	if old, ok := s.known[path]; ok {
@@ -123,7 +127,7 @@ func (s *Dir) remember(path string, data, state []byte) {
 	if n > maxKnownBytes {
 		return
 	}
-	s.known[path] = knownFile{data: data, state: state}
+	s.known[path] = knownFile{id: id, data: data, state: state}
 	s.knownBytes += n
 }
 
@@ -381,7 +385,7 @@ func (ls *Locked) Load() (state []byte, found bool, err error) {
 		// celguard never writes a state past the cap.
 		return tampered(fmt.Sprintf("larger than %d bytes", max))
 	}
-	if st, ok := ls.store.knownState(ls.path, data); ok {
+	if st, ok := ls.store.knownState(ls.path, ls.id, data); ok {
 		return st, true, nil
 	}
 	payload, why := unseal(key, data, stateFormat, domainState, ls.id)
@@ -401,7 +405,7 @@ func (ls *Locked) Load() (state []byte, found bool, err error) {
 	if head.ID != ls.id {
 		return nil, false, fmt.Errorf("the session state %s belongs to session %q, not %q", ls.path, head.ID, ls.id)
 	}
-	ls.store.remember(ls.path, data, payload)
+	ls.store.remember(ls.path, ls.id, data, payload)
 	return payload, true, nil
 }
 
@@ -450,7 +454,7 @@ func (ls *Locked) Save(state []byte) (written []byte, err error) {
 		// session's (normalize). raw is the caller's bytes or normalize's,
 		// which the caller no longer changes (state.Store keeps a commit's
 		// Write bytes too).
-		ls.store.remember(ls.path, data, raw)
+		ls.store.remember(ls.path, ls.id, data, raw)
 	} else {
 		ls.store.forget(ls.path)
 	}

@@ -156,15 +156,31 @@ func TestKnownBounded(t *testing.T) {
 	s := &Dir{Dir: t.TempDir()}
 	big := make([]byte, maxKnownBytes/3)
 	for i := range 10 {
-		s.remember(string(rune('a'+i)), big, nil)
+		s.remember(string(rune('a'+i)), "a", big, nil)
 		assert.LessOrEqual(t, s.knownBytes, maxKnownBytes)
 	}
-	s.remember("huge", make([]byte, maxKnownBytes+1), nil)
+	s.remember("huge", "a", make([]byte, maxKnownBytes+1), nil)
 	assert.LessOrEqual(t, s.knownBytes, maxKnownBytes)
-	_, ok := s.knownState("huge", make([]byte, maxKnownBytes+1))
+	_, ok := s.knownState("huge", "a", make([]byte, maxKnownBytes+1))
 	assert.False(t, ok)
 	for i := range maxKnown + 10 {
-		s.remember(string(rune(i)), []byte("x"), nil)
+		s.remember(string(rune(i)), "a", []byte("x"), nil)
 		assert.LessOrEqual(t, len(s.known), maxKnown)
 	}
+}
+
+// TestKnownIsTheSession: bytes remembered for one session are not
+// known for another whose id names the same file (FileName keeps 64 bits
+// of the id's hash): that one checks them in full, and its MAC, made for
+// the first session, does not check.
+func TestKnownIsTheSession(t *testing.T) {
+	s := &Dir{Dir: t.TempDir()}
+	s.remember("f", "a", []byte("data"), []byte("state"))
+	st, ok := s.knownState("f", "a", []byte("data"))
+	assert.True(t, ok)
+	assert.Equal(t, "state", string(st))
+	_, ok = s.knownState("f", "b", []byte("data"))
+	assert.False(t, ok, "another session's bytes")
+	_, ok = s.knownState("f", "a", []byte("datb"))
+	assert.False(t, ok, "other bytes")
 }
