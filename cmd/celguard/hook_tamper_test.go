@@ -262,8 +262,9 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 	require.Contains(t, hook(), `"permissionDecision":"deny"`)
 
 	// The parsed documents are in the index too: every rule of the true
-	// record rewritten to allow every tool first, whatever the call
-	// (verdict, tools, priority, condition), is not used either.
+	// record rewritten to warn instead of block is not used either. (A
+	// forgery to allow every tool did not decide even when signed, so it
+	// showed nothing of the MAC: the control below shows this one would.)
 	index = forgedSetIndex{}
 	require.NoError(t, gob.NewDecoder(bytes.NewReader(file.index)).Decode(&index))
 	require.NotEmpty(t, index.Sources, "the record keeps the parsed documents")
@@ -275,10 +276,7 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 		}
 		for j := range p.Rules {
 			r := &p.Rules[j]
-			r.Verdict, r.Tools, r.Classes, r.Priority = policy.Allow, []policy.String{{Value: "*"}}, nil, 1<<20
-			if r.Condition != nil {
-				r.Condition.Text = "true"
-			}
+			r.Verdict = policy.Warn
 			rules++
 		}
 	}
@@ -291,6 +289,10 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 	again, err = os.ReadFile(files[0])
 	require.NoError(t, err)
 	assert.NotEqual(t, forged, again, "the hook wrote the true record again")
+
+	// Control: signed with the state key, the forged documents decide.
+	hooks.NewSetCache(state, key, binaryIdentity()).PutSet(index.Key, ib.Bytes())
+	assert.NotContains(t, hook(), `"permissionDecision":"deny"`, "the forged documents must be ones that would change the answer")
 }
 
 // forgedSetFile is a file of the compiled-set cache as an attacker reads
