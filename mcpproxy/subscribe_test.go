@@ -3,17 +3,13 @@ package mcpproxy_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/celguard/celguard"
 	"github.com/celguard/celguard/mcpproxy"
-	"github.com/celguard/celguard/policies"
 )
 
 // subscriptionUpstream is an upstream offering doc://one whose
@@ -82,12 +78,7 @@ func subscribers(t *testing.T, p *mcpproxy.Proxy, uri string, n int) {
 // that leaves does not end the other's subscription, which still gets the
 // upstream's updates.
 func TestSubscriptionFollowsTheSession(t *testing.T) {
-	dir := t.TempDir()
-	pol := filepath.Join(dir, "allow.yaml")
-	if err := os.WriteFile(pol, []byte("apiVersion: celguard.dev/v1\nkind: Policy\nname: allow\nrules: []\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	engine := celguard.Config{Policies: policies.Options{Explicit: []string{pol}}, JudgeFiles: []string{}, BundleFiles: []string{}}
+	engine := engineConfig(t)
 	const doc = "doc://one"
 	for _, version := range []string{"2025-11-25", ""} {
 		t.Run(fmt.Sprintf("protocol %q", version), func(t *testing.T) {
@@ -164,12 +155,7 @@ func TestSubscriptionFollowsTheSession(t *testing.T) {
 // as the SDK's server forgets it then: the upstream is unsubscribed, and
 // subscribed again by the next subscription.
 func TestSubscribeTwiceUnsubscribeOnce(t *testing.T) {
-	dir := t.TempDir()
-	pol := filepath.Join(dir, "allow.yaml")
-	if err := os.WriteFile(pol, []byte("apiVersion: celguard.dev/v1\nkind: Policy\nname: allow\nrules: []\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	engine := celguard.Config{Policies: policies.Options{Explicit: []string{pol}}, JudgeFiles: []string{}, BundleFiles: []string{}}
+	engine := engineConfig(t)
 	up, transport := newSubscriptionUpstream(t)
 	p, _ := connect(t, mcpproxy.Config{Name: "live", Upstream: transport, Engine: engine}, nil)
 	ctx := context.Background()
@@ -205,12 +191,7 @@ func TestSubscribeTwiceUnsubscribeOnce(t *testing.T) {
 // A client that leaves after the proxy closed does not start the upstream
 // again to unsubscribe it: a closed proxy's upstreams stay closed.
 func TestNoUpstreamRestartAfterClose(t *testing.T) {
-	dir := t.TempDir()
-	pol := filepath.Join(dir, "allow.yaml")
-	if err := os.WriteFile(pol, []byte("apiVersion: celguard.dev/v1\nkind: Policy\nname: allow\nrules: []\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	engine := celguard.Config{Policies: policies.Options{Explicit: []string{pol}}, JudgeFiles: []string{}, BundleFiles: []string{}}
+	engine := engineConfig(t)
 	up, transport := newSubscriptionUpstream(t)
 	var mu sync.Mutex
 	starts := 0

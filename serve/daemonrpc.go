@@ -133,7 +133,7 @@ func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 // decision's deadline and ConnTimeout.
 func (s *Server) serveDaemonConn(c net.Conn, br *bufio.Reader) {
 	defer c.Close()
-	_ = daemonwire.ServeConn(readWriter{br, c}, int(daemonwire.MaxRequestLine(s.cfg.MaxBodyBytes)), func(p daemonwire.HookParams) (daemonwire.HookResult, error) {
+	_ = daemonwire.ServeConn(&peekedConn{Conn: c, r: br}, int(daemonwire.MaxRequestLine(s.cfg.MaxBodyBytes)), func(p daemonwire.HookParams) (daemonwire.HookResult, error) {
 		_ = c.SetDeadline(time.Now().Add(s.cfg.Timeout + daemonwire.ConnTimeout))
 		host, ok := s.hosts[p.Host]
 		if !ok {
@@ -152,12 +152,3 @@ func (s *Server) serveDaemonConn(c net.Conn, br *bufio.Reader) {
 		return res, nil
 	})
 }
-
-// readWriter reads from a bufio.Reader and writes to a connection.
-type readWriter struct {
-	r *bufio.Reader
-	c net.Conn
-}
-
-func (rw readWriter) Read(p []byte) (int, error)  { return rw.r.Read(p) }
-func (rw readWriter) Write(p []byte) (int, error) { return rw.c.Write(p) }

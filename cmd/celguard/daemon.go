@@ -464,7 +464,8 @@ func (p hookDaemonParams) decide(ctx context.Context, guard *celguard.Guard, sto
 // joined to it and the encoding of the two (daemonwire.Join, Encode):
 // the calls of one working directory join the same two again and again. A
 // set's manifest is never changed once made, so the same pointer holds
-// the same entries; a call's is compared root by root and entry by entry.
+// the same entries; a call's is compared by its roots and the sum of its
+// entries (Manifest.Equal).
 type joinedManifests struct {
 	mu   sync.Mutex
 	last map[*daemonwire.Manifest]joinedManifest
@@ -487,7 +488,7 @@ func (j *joinedManifests) encode(set, call *daemonwire.Manifest) string {
 	j.mu.Lock()
 	last, ok := j.last[set]
 	j.mu.Unlock()
-	if ok && slices.Equal(last.call.Roots, call.Roots) && slices.Equal(last.call.Entries, call.Entries) {
+	if ok && last.call.Equal(call) {
 		return last.encoded
 	}
 	encoded := daemonwire.Join(set, call).Encode()
