@@ -575,9 +575,7 @@ func (g *Guard) Reload(force bool) (changed bool, err error) {
 // which a call pays when calls are more than the check's interval apart.
 // The caller holds g.mu.
 func (g *Guard) sourcesDigest(srcs []policy.Source) string {
-	if g.digestedAs != "" && slices.EqualFunc(srcs, g.digested, func(a, b policy.Source) bool {
-		return a.Name == b.Name && a.Layer == b.Layer && a.Untrusted == b.Untrusted && bytes.Equal(a.Data, b.Data)
-	}) {
+	if g.digestedAs != "" && slices.EqualFunc(srcs, g.digested, sameSource) {
 		return g.digestedAs
 	}
 	digest := compile.Digest(srcs)
@@ -588,6 +586,13 @@ func (g *Guard) sourcesDigest(srcs []policy.Source) string {
 	}
 	g.digestedAs = digest
 	return digest
+}
+
+// sameSource says whether a and b are the same source in every field, not
+// only in those compile.Digest hashes today: a field Digest comes to hash
+// is then never taken as unchanged (TestSameSourceComparesEveryField).
+func sameSource(a, b policy.Source) bool {
+	return a.Name == b.Name && a.Layer == b.Layer && a.Untrusted == b.Untrusted && a.Bundle == b.Bundle && bytes.Equal(a.Data, b.Data)
 }
 
 // Telemetry is the Guard's OpenTelemetry export (Config.Telemetry), nil

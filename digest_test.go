@@ -1,9 +1,12 @@
 package celguard
 
 import (
+	"bytes"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policy"
@@ -41,4 +44,31 @@ func TestSourcesDigestIsDigest(t *testing.T) {
 	g.sourcesDigest(srcs)
 	srcs[0].Data[0] = 'P'
 	assert.Equal(t, compile.Digest(srcs), g.sourcesDigest(srcs))
+}
+
+// TestSameSourceComparesEveryField fails when policy.Source gains a field
+// sameSource does not compare: sourcesDigest would keep an old digest for
+// sources that differ only there, once compile.Digest hashes it.
+func TestSameSourceComparesEveryField(t *testing.T) {
+	base := policy.Source{Name: "a.yaml", Data: []byte("policy: a"), Layer: policy.LayerProject, Bundle: "b@1/serial-1"}
+	require.True(t, sameSource(base, base))
+	typ := reflect.TypeOf(base)
+	for i := range typ.NumField() {
+		other := base
+		other.Data = bytes.Clone(base.Data)
+		f := reflect.ValueOf(&other).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(f.String() + "x")
+		case reflect.Uint8:
+			f.SetUint(f.Uint() + 1)
+		case reflect.Bool:
+			f.SetBool(!f.Bool())
+		case reflect.Slice:
+			f.SetBytes(append(f.Bytes(), 'x'))
+		default:
+			t.Fatalf("policy.Source.%s is a %s: teach sameSource and this test to compare it", typ.Field(i).Name, f.Kind())
+		}
+		assert.False(t, sameSource(base, other), "sources that differ only in %s are the same to sameSource", typ.Field(i).Name)
+	}
 }
