@@ -467,7 +467,7 @@ func (c Config) engineOptions() ([]eval.Option, eval.DecisionSink, []io.Closer, 
 	case 1:
 		sink = sinks[0]
 	default:
-		sink = teeSink(sinks)
+		sink = eval.Tee(sinks)
 	}
 	if sink != nil {
 		opts = append(opts, eval.WithDecisionSink(sink, nil))
@@ -493,35 +493,6 @@ func (c Config) engineOptions() ([]eval.Option, eval.DecisionSink, []io.Closer, 
 		}
 	}
 	return append(opts, c.EngineOptions...), sink, closers, nil
-}
-
-// teeSink writes each decision to every sink in turn; the first failure
-// fails the write (and so refuses the decision).
-type teeSink []eval.DecisionSink
-
-// WriteDecision implements eval.DecisionSink.
-func (t teeSink) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) error {
-	for _, s := range t {
-		if err := s.WriteDecision(ctx, ev); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Transient implements eval.TransientSink: the tee keeps nothing of an
-// event when none of its sinks does.
-func (t teeSink) Transient() bool { return allTransient(t) }
-
-// allTransient says whether every sink of sinks is an eval.TransientSink
-// that keeps nothing of an event.
-func allTransient(sinks []eval.DecisionSink) bool {
-	for _, s := range sinks {
-		if ts, ok := s.(eval.TransientSink); !ok || !ts.Transient() {
-			return false
-		}
-	}
-	return true
 }
 
 // closeAll closes every closer, ignoring errors (a failed Load).

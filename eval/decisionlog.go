@@ -79,6 +79,32 @@ type TransientSink interface {
 	Transient() bool
 }
 
+// Tee is a DecisionSink that writes each decision to every sink in turn;
+// the first failure fails the write (and so refuses the decision). It is
+// a TransientSink, transient when every one of its sinks is.
+type Tee []DecisionSink
+
+// WriteDecision implements DecisionSink.
+func (t Tee) WriteDecision(ctx context.Context, ev *DecisionEvent) error {
+	for _, s := range t {
+		if err := s.WriteDecision(ctx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Transient implements TransientSink: the tee keeps nothing of an event
+// when none of its sinks does.
+func (t Tee) Transient() bool {
+	for _, s := range t {
+		if ts, ok := s.(TransientSink); !ok || !ts.Transient() {
+			return false
+		}
+	}
+	return true
+}
+
 // transientEvents are events free for reuse by sinks that keep none.
 var transientEvents = sync.Pool{New: func() any { return new(DecisionEvent) }}
 

@@ -2,6 +2,7 @@ package eval_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,4 +59,31 @@ func TestTransientSink(t *testing.T) {
 			assert.Equal(t, "s", ev.Decision.SessionID)
 		}
 	}
+}
+
+// failSink fails every write.
+type failSink struct{}
+
+func (failSink) WriteDecision(context.Context, *eval.DecisionEvent) error {
+	return errors.New("the log is full")
+}
+
+// TestTee: a tee is transient only when every sink is, and writes each
+// sink in turn until the first failure, which is the write's.
+func TestTee(t *testing.T) {
+	yes, no := &pointerSink{transient: true}, &pointerSink{}
+	assert.True(t, eval.Tee{yes, yes}.Transient())
+	assert.True(t, eval.Tee{}.Transient())
+	assert.False(t, eval.Tee{yes, no}.Transient(), "a sink that keeps events")
+	assert.False(t, eval.Tee{yes, failSink{}}.Transient(), "a sink that does not say it is transient")
+
+	first, last := &pointerSink{}, &pointerSink{}
+	ev := &eval.DecisionEvent{Decision: eval.Decision{Tool: "Bash"}}
+	require.NoError(t, eval.Tee{first, last}.WriteDecision(context.Background(), ev))
+	assert.Equal(t, []string{"Bash"}, first.seen)
+	assert.Equal(t, []string{"Bash"}, last.seen)
+	err := eval.Tee{first, failSink{}, last}.WriteDecision(context.Background(), ev)
+	require.EqualError(t, err, "the log is full")
+	assert.Len(t, first.seen, 2)
+	assert.Len(t, last.seen, 1, "a sink after the failure is not written")
 }

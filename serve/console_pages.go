@@ -63,30 +63,6 @@ func newConsole() *console {
 // close ends the event streams.
 func (c *console) close() { c.closeOnce.Do(func() { close(c.closing) }) }
 
-// teeSinks writes each decision to every sink in turn.
-type teeSinks []eval.DecisionSink
-
-// WriteDecision implements eval.DecisionSink.
-func (t teeSinks) WriteDecision(ctx context.Context, ev *eval.DecisionEvent) error {
-	for _, s := range t {
-		if err := s.WriteDecision(ctx, ev); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Transient implements eval.TransientSink: the tee keeps nothing of an
-// event when none of its sinks does (the console's feed keeps them).
-func (t teeSinks) Transient() bool {
-	for _, s := range t {
-		if ts, ok := s.(eval.TransientSink); !ok || !ts.Transient() {
-			return false
-		}
-	}
-	return true
-}
-
 func contextWith(r *http.Request, cs *consoleSession) context.Context {
 	return context.WithValue(r.Context(), consoleKey{}, cs)
 }

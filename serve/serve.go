@@ -346,9 +346,9 @@ func New(cfg Config) (*Server, error) {
 	s.metrics = newMetrics(s)
 	// The metrics a decision's event carries (its store commits, its
 	// judge's answer) are counted as the engine records the decision.
-	sinks := teeSinks{s.metrics.sink()}
+	sinks := eval.Tee{s.metrics.sink()}
 	if ecfg.DecisionSink != nil {
-		sinks = append(teeSinks{ecfg.DecisionSink}, sinks...)
+		sinks = append(eval.Tee{ecfg.DecisionSink}, sinks...)
 	}
 	if cfg.OperatorToken != "" {
 		ecfg.ApprovalRequests = true
