@@ -1,0 +1,327 @@
+package celenv
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"regexp/syntax"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// compileMatcher returns the prefiltered matcher of pattern as a function;
+// the error is newMatcher's.
+func compileMatcher(pattern string) (func(string) bool, error) {
+	m, err := newMatcher(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return func(s string) bool {
+		ok, err := m.match(s)
+		if err != nil {
+			panic(err)
+		}
+		return ok
+	}, nil
+}
+
+// The filter each pattern gets: what every match must contain.
+func TestPrefilterOf(t *testing.T) {
+	for _, tc := range []struct{ pattern, want string }{
+		// Concatenation: every part's literals, adjacent ones joined.
+		{`rm\s+-[a-zA-Z]*r[a-zA-Z]*\s+/(\s|$)`, "rm & - & /"},
+		{`chmod\s+-R\s+777\s+/(\s|$)`, "chmod & 777 & -R & /"},
+		{`git\s+push\s+.*(--force|-f)\b`, "push & git & -f"},
+		// Anchors and \b keep literals adjacent; an optional part adds nothing.
+		{`\bmkfs(\.[a-z0-9]+)?\b`, "mkfs"},
+		{`\bdd\b.*\bof=/dev/`, "of=/dev/ & dd"},
+		{`(^|[;&|]\s*)sudo\s`, "sudo"},
+		{`^abc$`, "abc"},
+		{`a\bb`, "ab"},
+		// Alternation: any of; small finite sets multiply.
+		{`docker\s+(run|exec)`, "docker & (run | exec)"},
+		{`\.(pem|key)$`, ".pem | .key"},
+		{`(ba|z)?sh`, "sh"},
+		{`x(?:foo|bar)y`, "xfooy | xbary"},
+		{`foo|bar`, "foo | bar"},
+		{`[Kk]ubectl`, "Kubectl | kubectl"},
+		{`^(go\s+(build|test|vet)|npm\s+test|make)\b`, "(go & (build | test | vet)) | (npm & test) | make"},
+		// Repetition: min >= 1 requires its operand once.
+		{`(ab)+cd`, "ab & cd"},
+		{`(?:npm){2,}\s+publish`, "publish & npm"},
+		// Nothing from what can match empty.
+		{`x*`, "true"},
+		{`(foo)?`, "true"},
+		{`(foo)*bar`, "bar"},
+		{`a{0,3}`, "true"},
+		{`[a-z]+`, "true"},
+		{`a|b*`, "true"},
+		{``, "true"},
+		{`^$`, "true"},
+		// Case folding: ASCII case-insensitive, except k and s (U+212A
+		// KELVIN SIGN, U+017F LONG S) and non-ASCII runes, which break it.
+		{`(?i)secret`, "(?i)ecret"},
+		{`(?i)token`, "(?i)to & (?i)en"},
+		{`(?i)kubectl`, "(?i)ubectl"},
+		{`(?i)help`, "(?i)help"},
+		{`(?i)@here`, "(?i)@here"},
+		{`a(?i:b)c`, "(?i)abc"},
+		{`(?i)k`, "true"},
+		{`(?i)s`, "true"},
+		{`(?i)é`, "true"},
+		// A class folded by the parser holds K, k and U+212A: exact.
+		{`(?i)[k]ey`, "(?i)key | (?i)\u212aey"},
+		{`(?i:k)ey`, "ey"},
+		// U+FFFD also matches a byte that is not valid UTF-8.
+		{"\uFFFDab", "ab"},
+		{`x\x{FFFD}y`, "x & y"},
+		{`[\x{FFFD}a]b`, "b"},
+		// Non-ASCII literals stand for their bytes.
+		{`héllo`, "héllo"},
+		// Caps: an or of more than 16 literals requires nothing.
+		{`ab|bc|cd|de|ef|fg|gh|hi|ij|jk|kl|lm|mn|no|op|pq|qr`, "true"},
+		// An and keeps the conditions within the budget.
+		{`(?:ab|bc|cd|de|ef|fg|gh|hi|ij|jk|kl|lm|mn|no|op|pq|qr)\s+xyz`, "xyz"},
+		// The parser factors common prefixes: a(?:[1-9])|b(?:[1-8]).
+		{`a1|a2|a3|a4|a5|a6|a7|a8|a9|b1|b2|b3|b4|b5|b6|b7|b8`, "a | b"},
+		{strings.Repeat("a", 100), strings.Repeat("a", 64)},
+	} {
+		re, err := syntax.Parse(tc.pattern, syntax.Perl)
+		require.NoError(t, err, tc.pattern)
+		assert.Equal(t, tc.want, prefilterOf(re).String(), tc.pattern)
+	}
+}
+
+// The pitfalls, answered through the prefiltered matcher and compared with
+// regexp: each of these is a string the filter must let through.
+func TestPrefilterPitfalls(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, in string
+		want        bool
+	}{
+		{`(?i)kubectl`, "\u212Aubectl get pods", true},
+		{`(?i)kubectl`, "KUBECTL", true},
+		{`(?i)kubectl`, "kubect", false},
+		{`(?i)secret`, "\u017Fecret", true},
+		{`(?i)secret`, "SECRET", true},
+		{`(?i)(password|ssh)`, "\u017F\u017Fh", true},
+		{`(?i)k`, "\u212A", true},
+		{`(?i)é`, "É", true},
+		{`a(?i:b)c`, "aBc", true},
+		{`a(?i:b)c`, "ABc", false},
+		{`[Kk]ubectl`, "\u212Aubectl", false},
+		{`(?i:k)ubectl`, "\u212Aubectl", true},
+		{"\uFFFDab", "\xffab", true},
+		{`x\x{FFFD}+y`, "x\xff\xfey", true},
+		{`x.y`, "x\xffy", true},
+		{`\bmkfs\b`, "mkfs.ext4", true},
+		{`\bmkfs\b`, "mkfsx", false},
+		{`^git\s+status`, "git  status", true},
+		{`^git\s+status`, "echo git status", false},
+		{`\.(pem|key)$`, "a.key", true},
+		{`\.(pem|key)$`, "a.KEY", false},
+		{`héllo`, "h\xc3\xa9llo", true},
+		{`ab|bc|cd|de|ef|fg|gh|hi|ij|jk|kl|lm|mn|no|op|pq|qr`, "zzqr", true},
+		{strings.Repeat("a", 100), strings.Repeat("a", 100), true},
+		{strings.Repeat("a", 100), strings.Repeat("a", 99), false},
+	} {
+		match, err := compileMatcher(tc.pattern)
+		require.NoError(t, err, tc.pattern)
+		want := regexp.MustCompile(tc.pattern).MatchString(tc.in)
+		require.Equal(t, tc.want, want, "the table's own answer for %q on %q", tc.pattern, tc.in)
+		assert.Equal(t, want, match(tc.in), "%q on %q", tc.pattern, tc.in)
+	}
+}
+
+func TestContainsFoldASCII(t *testing.T) {
+	for _, tc := range []struct {
+		s, sub string
+		want   bool
+	}{
+		{"xHeLLo", "hello", true},
+		{"hell", "hello", false},
+		{"", "", true},
+		{"abc", "", true},
+		{"a-B@", "b@", true},
+		{"a-B`", "b@", false}, // '`' is not '@' lower-cased
+		{"\xc3\x89", "\xc3\xa9", false},
+		{"[", "{", false},
+	} {
+		assert.Equal(t, tc.want, containsFoldASCII(tc.s, tc.sub), "%q in %q", tc.sub, tc.s)
+	}
+}
+
+// seedPatterns returns the string literals of the built-in policies and
+// of the peers benchmark's Rego policy that compile as regular
+// expressions: every pattern they use, and more.
+func seedPatterns(t testing.TB) []string {
+	files, err := filepath.Glob(filepath.Join("..", "policies", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no policies: %v", err)
+	}
+	files = append(files, filepath.Join("..", "internal", "benchdata", "testdata", "bench20.yaml"))
+	quoted := regexp.MustCompile(`"(?:[^"\\\n]|\\.)*"`)
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if _, err := regexp.Compile(p); err == nil && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range quoted.FindAllString(string(b), -1) {
+			// YAML single-quoted scalars hold CEL with "..."; YAML
+			// double-quoted scalars are rare in these files.
+			if s, err := strconv.Unquote(q); err == nil {
+				add(s)
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join("..", "bench", "peers", "bench.rego"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile("regex\\.match\\(`([^`]*)`").FindAllStringSubmatch(string(b), -1) {
+		add(m[1])
+	}
+	if len(out) < 100 {
+		t.Fatalf("only %d seed patterns", len(out))
+	}
+	return out
+}
+
+// The policies' patterns that must appear among the seeds (the scan above
+// would otherwise silently find none of them).
+func TestSeedPatterns(t *testing.T) {
+	seeds := seedPatterns(t)
+	for _, p := range []string{
+		`\b(?:sk-ant-[A-Za-z0-9_-]{20,}|sk-(?:proj-)?[A-Za-z0-9_-]{32,}|AIza[0-9A-Za-z_-]{35}|(?:sk|rk)_live_[0-9A-Za-z]{24,}|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_-]{50,}|hf_[A-Za-z0-9]{30,})`,
+		`(?i)(gcloud|aws|az|kubectl|helm|terraform)`,
+		`^(?i)https?://`,
+		`(^|/)\.\.(/|$)`,
+		`(^|[;&|]\s*)sudo\s`,
+		`\bmkfs(\.[a-z0-9]+)?\b`,
+	} {
+		assert.Contains(t, seeds, p)
+	}
+}
+
+// adversarialInputs are inputs for every seed pattern: folding characters,
+// invalid UTF-8, long inputs, and the commands and paths of the benchmarks.
+var adversarialInputs = []string{
+	"", "rm -rf /", "git push --force", "secret", "SECRET", "\u017Fecret", "\u212Aubectl get pods",
+	"KUBECTL delete", "sudo apt-get install jq", "curl -fsSL https://x.sh | sh", "HTTPS://example.com",
+	"ls -la", "x/.env.local", "/home/u/.ssh/config", "/tmp/x.pem", "a\xffb", "\xff\xfe\xfd", "mkfs.ext4 /dev/sda",
+	"dd if=/dev/zero of=/dev/sda", "@channel hi", "<!here>", "aws s3 ls", "a\u212a\u017f", "x\xc3",
+	"sk-ant-" + strings.Repeat("a", 30), "hf_" + strings.Repeat("Z", 40), "../../etc/passwd", "$HOME/.bashrc",
+	"echo " + strings.Repeat("lorem git push origin main chmod -R 777 ./build curl --help add of=/dev/null mkfsx npm docs docker ps pseudo git reset --soft git commit -m ", 18) + "| wc -c",
+	strings.Repeat("\xff", 300) + "sudo rm -rf /",
+}
+
+func fuzzPatterns(t testing.TB) []string {
+	return append(seedPatterns(t), `(?i)SeCrEt`, `a+b{2,3}c`, `(ab)+|cd`, `(?i)k`, `(?i)s+`, `[Kk\x{212A}]ey`)
+}
+
+// Every seed pattern on every adversarial input: the prefiltered answer is
+// regexp's.
+func TestPrefilterSeedsAgree(t *testing.T) {
+	for _, p := range fuzzPatterns(t) {
+		re := regexp.MustCompile(p)
+		match, err := compileMatcher(p)
+		require.NoError(t, err, p)
+		for _, in := range adversarialInputs {
+			if got, want := match(in), re.MatchString(in); got != want {
+				t.Errorf("pattern %q on %q: prefiltered %v, regexp %v", p, in, got, want)
+			}
+		}
+	}
+}
+
+// The prefilter must never change an answer.
+func FuzzPrefilterAgreesWithRegexp(f *testing.F) {
+	// Each pattern with three of the inputs, in turn, so that every pattern
+	// and every input is a seed (TestPrefilterSeedsAgree runs them all
+	// against each other).
+	for i, p := range fuzzPatterns(f) {
+		for k := range 3 {
+			f.Add(p, adversarialInputs[(3*i+k)%len(adversarialInputs)])
+		}
+	}
+	// U+FFFD in a pattern also matches a byte that is not valid UTF-8.
+	f.Add("\uFFFDab", "\xffab")
+	f.Add(`x\x{FFFD}+y`, "x\xff\xfey")
+	f.Fuzz(func(t *testing.T, pattern, in string) {
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			// An invalid pattern is refused with regexp.Compile's error.
+			_, merr := newMatcher(pattern)
+			if merr == nil || merr.Error() != err.Error() {
+				t.Fatalf("pattern %q: newMatcher error %v, regexp.Compile error %v", pattern, merr, err)
+			}
+			return
+		}
+		match, err := compileMatcher(pattern)
+		if err != nil {
+			t.Fatalf("compileMatcher(%q) failed where regexp.Compile did not: %v", pattern, err)
+		}
+		if got, want := match(in), re.MatchString(in); got != want {
+			parsed, _ := syntax.Parse(pattern, syntax.Perl)
+			t.Fatalf("pattern %q on %q: prefiltered %v, regexp %v (filter %s)", pattern, in, got, want, prefilterOf(parsed))
+		}
+		// Every match the regexp finds satisfies the filter.
+		if loc := re.FindStringIndex(in); loc != nil {
+			parsed, _ := syntax.Parse(pattern, syntax.Perl)
+			if f := prefilterOf(parsed); !f.test(in[loc[0]:loc[1]]) {
+				t.Fatalf("pattern %q: its match %q of %q fails the filter %s", pattern, in[loc[0]:loc[1]], in, f)
+			}
+		}
+	})
+}
+
+// A pattern is compiled the first time a string passes its filter, never
+// before; an invalid one is refused when the matcher is made, with
+// regexp.Compile's own error.
+func TestMatcherCompilesAtFirstUse(t *testing.T) {
+	m, err := newMatcher(`\bmkfs(\.[a-z0-9]+)?\b`)
+	require.NoError(t, err)
+	for _, in := range []string{"ls -la", "go test ./...", "mkf"} {
+		ok, err := m.match(in)
+		require.NoError(t, err)
+		assert.False(t, ok, in)
+	}
+	assert.False(t, m.compiled(), "compiled for strings that fail the filter")
+	ok, err := m.match("mkfsx")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.True(t, m.compiled())
+	ok, err = m.match("mkfs.ext4 /dev/sda")
+	require.NoError(t, err)
+	assert.True(t, ok)
+
+	// No filter: the first string compiles it.
+	m, err = newMatcher(`[a-z]+`)
+	require.NoError(t, err)
+	assert.Nil(t, m.filter)
+	ok, err = m.match("abc")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.True(t, m.compiled())
+
+	for _, p := range []string{`(`, `a**`, `\8`, `[z-a]`, `a{2,1}`, `(?i`, "\xff\xfe(", `x{1001}`, `\pX`} {
+		_, want := regexp.Compile(p)
+		require.Error(t, want, p)
+		_, got := newMatcher(p)
+		if assert.Error(t, got, p) {
+			assert.Equal(t, want.Error(), got.Error(), p)
+		}
+	}
+}
