@@ -51,6 +51,9 @@ const (
 	filterAnd
 	// filterOr requires at least one sub-condition.
 	filterOr
+	// filterPrefix requires the string to begin with the literal (lit,
+	// fold as for filterLit).
+	filterPrefix
 )
 
 // filter is a condition over literals.
@@ -103,9 +106,88 @@ func (in info) cond() *filter {
 
 // prefilterOf returns the condition every match of re satisfies; the true
 // condition when the pattern requires no literal.
+//
+// A pattern anchored at the start of the text (^ without (?m), \A) whose
+// matches begin with one of a few literals gets only that: the test is then
+// a comparison at the start, where a search for the literals would read the
+// whole string for a regular expression that, anchored, gives up at once.
 func prefilterOf(re *syntax.Regexp) *filter {
+	if ps, ok := anchoredPrefixes(re); ok {
+		or := &filter{op: filterOr}
+		for _, p := range ps {
+			or.sub = append(or.sub, &filter{op: filterPrefix, lit: p.s, fold: p.fold})
+		}
+		return simplify(or)
+	}
 	f := simplify(analyze(re).cond())
 	return capFilter(f)
+}
+
+// anchoredPrefixes returns the literals one of which every match of re
+// begins with, when re is anchored at the start of the text (every match
+// then begins the string); false when it is not anchored or no such
+// literals are known.
+func anchoredPrefixes(re *syntax.Regexp) ([]flit, bool) {
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	if re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText {
+		return nil, false
+	}
+	return prefixes(re.Sub[1:])
+}
+
+// prefixes returns the literals one of which every match of the
+// concatenation subs begins with (none empty), or false.
+func prefixes(subs []*syntax.Regexp) ([]flit, bool) {
+	acc := []flit{{}}
+	for _, s := range subs {
+		in := analyze(s)
+		if in.isExact && len(acc)*len(in.exact) <= maxExact {
+			acc = cross(acc, in.exact)
+			continue
+		}
+		if ps, ok := prefixesOf(s); ok && len(acc)*len(ps) <= maxExact {
+			acc = cross(acc, ps)
+		}
+		break
+	}
+	for _, p := range acc {
+		if p.s == "" {
+			return nil, false
+		}
+	}
+	return acc, true
+}
+
+// prefixesOf returns the literals one of which every match of re begins
+// with, or false.
+func prefixesOf(re *syntax.Regexp) ([]flit, bool) {
+	switch re.Op {
+	case syntax.OpCapture, syntax.OpPlus:
+		return prefixesOf(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return prefixesOf(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		return prefixes(re.Sub)
+	case syntax.OpAlternate:
+		var out []flit
+		for _, s := range re.Sub {
+			ps, ok := prefixesOf(s)
+			if !ok {
+				return nil, false
+			}
+			out = union(out, ps)
+		}
+		return out, len(out) <= maxExact
+	default:
+		if in := analyze(re); in.isExact {
+			return prefixes([]*syntax.Regexp{re})
+		}
+	}
+	return nil, false
 }
 
 func analyze(re *syntax.Regexp) info {
@@ -314,13 +396,13 @@ func orOf(lits []flit) *filter {
 // "a"; in an or, "a" is implied by "ab", which adds nothing).
 func simplify(f *filter) *filter {
 	switch f.op {
-	case filterLit:
+	case filterLit, filterPrefix:
 		if len(f.lit) > maxLitLen {
 			cut := maxLitLen
 			for cut > 0 && !utf8.RuneStart(f.lit[cut]) {
 				cut--
 			}
-			return &filter{op: filterLit, lit: f.lit[:cut], fold: f.fold}
+			return &filter{op: f.op, lit: f.lit[:cut], fold: f.fold}
 		}
 		return f
 	case filterAnd, filterOr:
@@ -441,7 +523,7 @@ func capFilter(f *filter) *filter {
 // it may be satisfied by.
 func score(f *filter) int {
 	switch f.op {
-	case filterLit:
+	case filterLit, filterPrefix:
 		return len(f.lit)
 	case filterOr:
 		m := -1
@@ -463,7 +545,7 @@ func score(f *filter) int {
 
 func countLits(f *filter) int {
 	switch f.op {
-	case filterLit:
+	case filterLit, filterPrefix:
 		return 1
 	case filterAnd, filterOr:
 		n := 0
@@ -483,6 +565,11 @@ func (f *filter) test(s string) bool {
 			return containsFoldASCII(s, f.lit)
 		}
 		return strings.Contains(s, f.lit)
+	case filterPrefix:
+		if f.fold {
+			return len(s) >= len(f.lit) && equalFoldASCII(s[:len(f.lit)], f.lit)
+		}
+		return strings.HasPrefix(s, f.lit)
 	case filterAnd:
 		for _, sub := range f.sub {
 			if !sub.test(s) {
@@ -504,11 +591,15 @@ func (f *filter) test(s string) bool {
 // String renders f for tests and diagnostics: "lit", "(?i)lit", a&b, (a|b).
 func (f *filter) String() string {
 	switch f.op {
-	case filterLit:
-		if f.fold {
-			return "(?i)" + f.lit
+	case filterLit, filterPrefix:
+		s := f.lit
+		if f.op == filterPrefix {
+			s = "^" + s
 		}
-		return f.lit
+		if f.fold {
+			return "(?i)" + s
+		}
+		return s
 	case filterAnd, filterOr:
 		sep := " & "
 		if f.op == filterOr {
@@ -557,19 +648,25 @@ func containsFoldASCII(s, sub string) bool {
 		if c := s[i]; c != c0 && c != c1 {
 			continue
 		}
-		j := 1
-		for ; j < n; j++ {
-			c := s[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != sub[j] {
-				break
-			}
-		}
-		if j == n {
+		if equalFoldASCII(s[i+1:i+n], sub[1:]) {
 			return true
 		}
 	}
 	return false
+}
+
+// equalFoldASCII reports whether s equals lower, a lower-case string of the
+// same length, comparing ASCII letters case-insensitively and every other
+// byte exactly.
+func equalFoldASCII(s, lower string) bool {
+	for j := 0; j < len(lower); j++ {
+		c := s[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[j] {
+			return false
+		}
+	}
+	return true
 }

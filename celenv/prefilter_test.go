@@ -1,6 +1,7 @@
 package celenv
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,7 +41,18 @@ func TestPrefilterOf(t *testing.T) {
 		{`\bmkfs(\.[a-z0-9]+)?\b`, "mkfs"},
 		{`\bdd\b.*\bof=/dev/`, "of=/dev/ & dd"},
 		{`(^|[;&|]\s*)sudo\s`, "sudo"},
-		{`^abc$`, "abc"},
+		// Anchored at the start: the literals it begins with, only.
+		{`^abc$`, "^abc"},
+		{`\Aabc`, "^abc"},
+		{`(^ab)c`, "abc"},
+		{`(^abc)`, "^abc"},
+		{`^git\s+(status|log|diff|show|branch)\b`, "^git"},
+		{`^(ls|cat|head)\b`, "^ls | ^cat | ^head"},
+		{`^(?i)https?://`, "(?i)^http"},
+		{`^(?i)kubectl`, "(?i)ubectl"},
+		{`^[a-z]+foo`, "foo"},
+		{`(?m)^abc`, "abc"},
+		{`^(?:x|y*)abc`, "abc"},
 		{`a\bb`, "ab"},
 		// Alternation: any of; small finite sets multiply.
 		{`docker\s+(run|exec)`, "docker & (run | exec)"},
@@ -49,7 +61,8 @@ func TestPrefilterOf(t *testing.T) {
 		{`x(?:foo|bar)y`, "xfooy | xbary"},
 		{`foo|bar`, "foo | bar"},
 		{`[Kk]ubectl`, "Kubectl | kubectl"},
-		{`^(go\s+(build|test|vet)|npm\s+test|make)\b`, "(go & (build | test | vet)) | (npm & test) | make"},
+		{`^(go\s+(build|test|vet)|npm\s+test|make)\b`, "^go | ^npm | ^make"},
+		{`(go\s+(build|test|vet)|npm\s+test|make)\b`, "(go & (build | test | vet)) | (npm & test) | make"},
 		// Repetition: min >= 1 requires its operand once.
 		{`(ab)+cd`, "ab & cd"},
 		{`(?:npm){2,}\s+publish`, "publish & npm"},
@@ -122,6 +135,11 @@ func TestPrefilterPitfalls(t *testing.T) {
 		{`\bmkfs\b`, "mkfsx", false},
 		{`^git\s+status`, "git  status", true},
 		{`^git\s+status`, "echo git status", false},
+		{`^(?i)https?://`, "HTTP://x", true},
+		{`^(?i)https?://`, "x http://x", false},
+		{`^(?i)kubectl`, "\u212Aubectl", true},
+		{`(?m)^abc`, "x\nabc", true},
+		{`^(?:x|y*)abc`, "abc", true},
 		{`\.(pem|key)$`, "a.key", true},
 		{`\.(pem|key)$`, "a.KEY", false},
 		{`héllo`, "h\xc3\xa9llo", true},
@@ -324,4 +342,64 @@ func TestMatcherCompilesAtFirstUse(t *testing.T) {
 			assert.Equal(t, want.Error(), got.Error(), p)
 		}
 	}
+}
+
+// Random patterns over the pitfalls (folding runes, U+FFFD, anchors, word
+// boundaries, flags in groups, repetition, small classes) against random
+// strings of the same runes and of bytes that are not valid UTF-8: the
+// prefiltered answer is regexp's. Deterministic, so it runs in every test
+// run; FuzzPrefilterAgreesWithRegexp explores further.
+func TestPrefilterRandomPatterns(t *testing.T) {
+	r := rand.New(rand.NewPCG(26, 6))
+	atoms := []string{"a", "b", "ab", "ba", "k", "s", "K", "S", "é", "É", `\x{212A}`, `\x{17F}`, `\x{FFFD}`, ".", `\b`, `\B`, "^", "$", `\A`, `\z`,
+		"[ab]", "[kK]", "[^a]", `\s`, `\w`, "[é\u212a]", `[\x{FFFD}b]`, "xy", "yx", "-", "/"}
+	var gen func(depth int) string
+	gen = func(depth int) string {
+		if depth == 0 || r.IntN(3) == 0 {
+			return atoms[r.IntN(len(atoms))]
+		}
+		switch r.IntN(9) {
+		case 0, 1, 2:
+			return gen(depth-1) + gen(depth-1)
+		case 3:
+			return "(?:" + gen(depth-1) + "|" + gen(depth-1) + ")"
+		case 4:
+			return "(" + gen(depth-1) + ")" + []string{"?", "*", "+", "{1,2}", "{0,2}", "{2}", "+?"}[r.IntN(7)]
+		case 5:
+			return "(?" + []string{"i", "m", "s", "-i", "i-s"}[r.IntN(5)] + ":" + gen(depth-1) + ")"
+		case 6:
+			return "(?i)" + gen(depth-1)
+		case 7:
+			return "^" + gen(depth-1)
+		}
+		return "(" + gen(depth-1) + ")"
+	}
+	runes := []string{"a", "b", "k", "K", "s", "S", "é", "É", "\u212a", "\u017f", "\ufffd", "\xff", "\xc3", "\n", " ", "x", "y", "-", "/"}
+	n := 0
+	for range 4000 {
+		p := gen(4)
+		re, err := regexp.Compile(p)
+		if err != nil {
+			continue
+		}
+		match, err := compileMatcher(p)
+		require.NoError(t, err, p)
+		for range 12 {
+			var b strings.Builder
+			for range r.IntN(10) {
+				b.WriteString(runes[r.IntN(len(runes))])
+			}
+			in := b.String()
+			if loc := re.FindStringIndex(in); loc != nil && r.IntN(2) == 0 {
+				// Around a match, so that matching strings are frequent.
+				in = runes[r.IntN(len(runes))] + in[loc[0]:loc[1]] + runes[r.IntN(len(runes))]
+			}
+			if got, want := match(in), re.MatchString(in); got != want {
+				parsed, _ := syntax.Parse(p, syntax.Perl)
+				t.Fatalf("pattern %q on %q: prefiltered %v, regexp %v (filter %s)", p, in, got, want, prefilterOf(parsed))
+			}
+			n++
+		}
+	}
+	require.Greater(t, n, 20000)
 }
