@@ -4,7 +4,6 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -96,6 +95,10 @@ type info struct {
 
 func exactInfo(lits ...flit) info { return info{exact: lits, isExact: true} }
 
+// emptyOnly is the exact set of the empty string. Shared: no function
+// changes a set in place (union and cross build new ones).
+var emptyOnly = []flit{{}}
+
 // cond is the condition an info stands for.
 func (in info) cond() *filter {
 	if !in.isExact {
@@ -140,7 +143,7 @@ func anchoredPrefixes(re *syntax.Regexp) ([]flit, bool) {
 // prefixes returns the literals one of which every match of the
 // concatenation subs begins with (none empty), or false.
 func prefixes(subs []*syntax.Regexp) ([]flit, bool) {
-	acc := []flit{{}}
+	acc := emptyOnly
 	for _, s := range subs {
 		in := analyze(s)
 		if in.isExact && len(acc)*len(in.exact) <= maxExact {
@@ -194,7 +197,7 @@ func analyze(re *syntax.Regexp) info {
 	switch re.Op {
 	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
 		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
-		return exactInfo(flit{})
+		return exactInfo(emptyOnly...)
 	case syntax.OpLiteral:
 		return literalInfo(re)
 	case syntax.OpCharClass:
@@ -247,15 +250,18 @@ func analyze(re *syntax.Regexp) info {
 // its bytes (see the soundness notes above).
 func literalInfo(re *syntax.Regexp) info {
 	fold := re.Flags&syntax.FoldCase != 0
+	if !fold && !slices.ContainsFunc(re.Rune, badLiteralRune) {
+		return exactInfo(flit{s: string(re.Rune)})
+	}
 	var runs []string
 	var b strings.Builder
 	whole := true
 	for _, r := range re.Rune {
-		ok := r != utf8.RuneError && utf8.ValidRune(r)
+		ok := !badLiteralRune(r)
 		if ok && fold {
 			ok = asciiFoldOrbit(r)
-			if ok {
-				r = unicode.ToLower(r)
+			if 'A' <= r && r <= 'Z' {
+				r += 'a' - 'A'
 			}
 		}
 		if !ok {
@@ -281,17 +287,22 @@ func literalInfo(re *syntax.Regexp) info {
 	return info{match: and}
 }
 
+// badLiteralRune reports whether a rune of a literal cannot stand for its
+// UTF-8 bytes: U+FFFD, which also matches a byte that is not valid UTF-8,
+// and what is not a rune at all.
+func badLiteralRune(r rune) bool { return r == utf8.RuneError || !utf8.ValidRune(r) }
+
 // asciiFoldOrbit reports whether r and every rune it folds to under Unicode
 // simple folding are ASCII: then (?i)r matches exactly the ASCII
 // case-insensitive bytes of r. False for k and s (U+212A, U+017F).
 func asciiFoldOrbit(r rune) bool {
-	if r >= utf8.RuneSelf {
+	switch {
+	case r >= utf8.RuneSelf:
 		return false
-	}
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		if f >= utf8.RuneSelf {
-			return false
-		}
+	case r == 'k' || r == 'K' || r == 's' || r == 'S':
+		// TestASCIIFoldOrbit checks these are the only ASCII runes that
+		// fold outside ASCII.
+		return false
 	}
 	return true
 }
@@ -326,7 +337,7 @@ func classInfo(re *syntax.Regexp) info {
 // product stays within maxExact); every run of them, and every other part's
 // condition, is required.
 func concatInfo(subs []*syntax.Regexp) info {
-	acc := []flit{{}}
+	acc := emptyOnly
 	allExact := true
 	and := &filter{op: filterAnd}
 	for _, s := range subs {
@@ -336,7 +347,7 @@ func concatInfo(subs []*syntax.Regexp) info {
 			continue
 		}
 		and.sub = append(and.sub, orOf(acc))
-		acc = []flit{{}}
+		acc = emptyOnly
 		if in.isExact {
 			acc = in.exact
 			continue
@@ -355,7 +366,13 @@ func concatInfo(subs []*syntax.Regexp) info {
 // folds case anywhere folds it everywhere (lower-cased): a weaker condition
 // than the exact bytes, so still a required one.
 func cross(a, b []flit) []flit {
-	var out []flit
+	switch {
+	case len(a) == 1 && a[0] == flit{}:
+		return b
+	case len(b) == 1 && b[0] == flit{}:
+		return a
+	}
+	out := make([]flit, 0, len(a)*len(b))
 	for _, x := range a {
 		for _, y := range b {
 			z := flit{s: x.s + y.s, fold: x.fold || y.fold}
@@ -406,6 +423,10 @@ func simplify(f *filter) *filter {
 		}
 		return f
 	case filterAnd, filterOr:
+		if f.op == filterOr && countLits(f) > maxFilterLits {
+			// capFilter would make it true: skip the work.
+			return trueFilter
+		}
 		var subs []*filter
 		for _, s := range f.sub {
 			s = simplify(s)

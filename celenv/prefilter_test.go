@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -402,4 +404,47 @@ func TestPrefilterRandomPatterns(t *testing.T) {
 		}
 	}
 	require.Greater(t, n, 20000)
+}
+
+// What a plan pays for each constant pattern: the policies' string
+// literals, each parsed and analysed once (scripts/instr.sh counts it).
+func BenchmarkNewMatcher(b *testing.B) {
+	patterns := seedPatterns(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		for _, p := range patterns {
+			if _, err := newMatcher(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// The same patterns compiled as before (regexp.Compile at plan time).
+func BenchmarkRegexpCompile(b *testing.B) {
+	patterns := seedPatterns(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		for _, p := range patterns {
+			if _, err := regexp.Compile(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// asciiFoldOrbit's short list (k, K, s, S) is exactly the ASCII runes
+// whose simple-folding orbit leaves ASCII.
+func TestASCIIFoldOrbit(t *testing.T) {
+	for r := rune(0); r < 0x100; r++ {
+		want := r < utf8.RuneSelf
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f >= utf8.RuneSelf {
+				want = false
+			}
+		}
+		assert.Equal(t, want, asciiFoldOrbit(r), "%q", r)
+	}
 }
