@@ -8,6 +8,7 @@ import (
 	"regexp/syntax"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 	"unicode/utf8"
@@ -447,4 +448,25 @@ func TestASCIIFoldOrbit(t *testing.T) {
 		}
 		assert.Equal(t, want, asciiFoldOrbit(r), "%q", r)
 	}
+}
+
+// Programs are shared by the goroutines of a server: the first use may come
+// from several at once (run with -race).
+func TestMatcherConcurrentFirstUse(t *testing.T) {
+	m, err := newMatcher(`git\s+push\s+.*(--force|-f)\b`)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			in := "git push --force"
+			if i%2 == 1 {
+				in = "git push -fx"
+			}
+			ok, err := m.match(in)
+			assert.NoError(t, err)
+			assert.Equal(t, i%2 == 0, ok, in)
+		})
+	}
+	wg.Wait()
+	assert.True(t, m.compiled())
 }

@@ -84,3 +84,24 @@ func TestMatchesThroughCEL(t *testing.T) {
 		}
 	}
 }
+
+// A constant pattern that does not compile is still refused when the
+// program is planned (not at its first evaluation), with regexp.Compile's
+// error: here on an expression only parsed, so that no check-time
+// validator sees the literal first.
+func TestInvalidPatternRefusedAtPlan(t *testing.T) {
+	env, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, expr := range []string{`"x".matches("(")`, `matches("x", "a**")`} {
+		ast, iss := env.CEL().Parse(expr)
+		if iss.Err() != nil {
+			t.Fatal(iss.Err())
+		}
+		_, err := env.CEL().Program(ast, env.ProgramOptions()...)
+		if assert.Error(t, err, expr) {
+			assert.Contains(t, err.Error(), "error parsing regexp", expr)
+		}
+	}
+}
