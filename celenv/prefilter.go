@@ -60,7 +60,10 @@ type filter struct {
 	op   filterOp
 	lit  string
 	fold bool
-	sub  []*filter
+	// wbBefore and wbAfter (filterLit): the literal must occur with a word
+	// boundary (\b) right before it, right after it.
+	wbBefore, wbAfter bool
+	sub               []*filter
 }
 
 var trueFilter = &filter{op: filterTrue}
@@ -79,9 +82,14 @@ const (
 
 // flit is one string a node may match exactly (fold: modulo ASCII case,
 // stored lower-case).
+//
+// wbBefore and wbAfter: the string is matched with a word boundary (\b)
+// right before, right after it. On the empty string (\b itself) both are
+// set: a boundary at that point.
 type flit struct {
-	s    string
-	fold bool
+	s                 string
+	fold              bool
+	wbBefore, wbAfter bool
 }
 
 // info is what the analysis knows of a node: either the finite set of
@@ -98,6 +106,10 @@ func exactInfo(lits ...flit) info { return info{exact: lits, isExact: true} }
 // emptyOnly is the exact set of the empty string. Shared: no function
 // changes a set in place (union and cross build new ones).
 var emptyOnly = []flit{{}}
+
+// wordBoundary is the exact set of \b: the empty string, at a word
+// boundary.
+var wordBoundary = []flit{{wbBefore: true, wbAfter: true}}
 
 // cond is the condition an info stands for.
 func (in info) cond() *filter {
@@ -195,8 +207,10 @@ func prefixesOf(re *syntax.Regexp) ([]flit, bool) {
 
 func analyze(re *syntax.Regexp) info {
 	switch re.Op {
+	case syntax.OpWordBoundary:
+		return exactInfo(wordBoundary...)
 	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
-		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		syntax.OpNoWordBoundary:
 		return exactInfo(emptyOnly...)
 	case syntax.OpLiteral:
 		return literalInfo(re)
@@ -375,7 +389,16 @@ func cross(a, b []flit) []flit {
 	out := make([]flit, 0, len(a)*len(b))
 	for _, x := range a {
 		for _, y := range b {
-			z := flit{s: x.s + y.s, fold: x.fold || y.fold}
+			z := flit{s: x.s + y.s, fold: x.fold || y.fold, wbBefore: x.wbBefore, wbAfter: y.wbAfter}
+			// A boundary at an end of an empty side is at that end of
+			// the other; one between two non-empty sides is dropped (a
+			// weaker condition).
+			if x.s == "" {
+				z.wbBefore = x.wbBefore || y.wbBefore
+			}
+			if y.s == "" {
+				z.wbAfter = x.wbAfter || y.wbAfter
+			}
 			if z.fold && !(x.fold && y.fold) {
 				z.s = asciiLower(z.s)
 			}
@@ -402,7 +425,7 @@ func orOf(lits []flit) *filter {
 		if l.s == "" {
 			return trueFilter
 		}
-		or.sub = append(or.sub, &filter{op: filterLit, lit: l.s, fold: l.fold})
+		or.sub = append(or.sub, &filter{op: filterLit, lit: l.s, fold: l.fold, wbBefore: l.wbBefore, wbAfter: l.wbAfter})
 	}
 	return or
 }
@@ -419,7 +442,8 @@ func simplify(f *filter) *filter {
 			for cut > 0 && !utf8.RuneStart(f.lit[cut]) {
 				cut--
 			}
-			return &filter{op: f.op, lit: f.lit[:cut], fold: f.fold}
+			// The boundary after the literal is not after its prefix.
+			return &filter{op: f.op, lit: f.lit[:cut], fold: f.fold, wbBefore: f.wbBefore}
 		}
 		return f
 	case filterAnd, filterOr:
@@ -463,7 +487,7 @@ func simplify(f *filter) *filter {
 func dropImplied(op filterOp, subs []*filter) []*filter {
 	// implies reports whether contains(x) implies contains(y).
 	implies := func(x, y *filter) bool {
-		if x.op != filterLit || y.op != filterLit {
+		if x.op != filterLit || y.op != filterLit || y.wbBefore || y.wbAfter {
 			return false
 		}
 		switch {
@@ -582,8 +606,11 @@ func countLits(f *filter) int {
 func (f *filter) test(s string) bool {
 	switch f.op {
 	case filterLit:
+		if f.wbBefore || f.wbAfter {
+			return f.containsAtBoundaries(s)
+		}
 		if f.fold {
-			return containsFoldASCII(s, f.lit)
+			return indexFoldASCII(s, f.lit) >= 0
 		}
 		return strings.Contains(s, f.lit)
 	case filterPrefix:
@@ -614,6 +641,12 @@ func (f *filter) String() string {
 	switch f.op {
 	case filterLit, filterPrefix:
 		s := f.lit
+		if f.wbBefore {
+			s = `\b` + s
+		}
+		if f.wbAfter {
+			s += `\b`
+		}
 		if f.op == filterPrefix {
 			s = "^" + s
 		}
@@ -654,12 +687,52 @@ func asciiLower(s string) string {
 	return s
 }
 
-// containsFoldASCII reports whether s contains sub, a lower-case string,
-// comparing ASCII letters case-insensitively and every other byte exactly.
-func containsFoldASCII(s, sub string) bool {
+// containsAtBoundaries reports whether s contains f's literal with a word
+// boundary before it (wbBefore) and after it (wbAfter), as regexp decides
+// \b: between a rune that is an ASCII word character ([0-9A-Za-z_]) and one
+// that is not, the start and the end of the text being neither. A byte of
+// a multi-byte sequence or an invalid one decodes to a rune that is not
+// ASCII, so the bytes on either side decide it.
+func (f *filter) containsAtBoundaries(s string) bool {
+	for i := 0; i <= len(s); {
+		var j int
+		if f.fold {
+			j = indexFoldASCII(s[i:], f.lit)
+		} else {
+			j = strings.Index(s[i:], f.lit)
+		}
+		if j < 0 {
+			return false
+		}
+		p := i + j
+		if (!f.wbBefore || wordBoundaryAt(s, p)) && (!f.wbAfter || wordBoundaryAt(s, p+len(f.lit))) {
+			return true
+		}
+		i = p + 1
+	}
+	return false
+}
+
+// wordBoundaryAt reports whether \b holds at byte offset p of s.
+func wordBoundaryAt(s string, p int) bool {
+	return isWordByte(s, p-1) != isWordByte(s, p)
+}
+
+func isWordByte(s string, i int) bool {
+	if i < 0 || i >= len(s) {
+		return false
+	}
+	c := s[i]
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+}
+
+// indexFoldASCII returns the index of the first occurrence of sub, a
+// lower-case string, in s, comparing ASCII letters case-insensitively and
+// every other byte exactly; -1 when there is none.
+func indexFoldASCII(s, sub string) int {
 	n := len(sub)
 	if n == 0 {
-		return true
+		return 0
 	}
 	c0, c1 := sub[0], sub[0]
 	if 'a' <= c0 && c0 <= 'z' {
@@ -670,10 +743,10 @@ func containsFoldASCII(s, sub string) bool {
 			continue
 		}
 		if equalFoldASCII(s[i+1:i+n], sub[1:]) {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // equalFoldASCII reports whether s equals lower, a lower-case string of the

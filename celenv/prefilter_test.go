@@ -39,10 +39,16 @@ func TestPrefilterOf(t *testing.T) {
 		// Concatenation: every part's literals, adjacent ones joined.
 		{`rm\s+-[a-zA-Z]*r[a-zA-Z]*\s+/(\s|$)`, "rm & - & /"},
 		{`chmod\s+-R\s+777\s+/(\s|$)`, "chmod & 777 & -R & /"},
-		{`git\s+push\s+.*(--force|-f)\b`, "push & git & -f"},
+		{`git\s+push\s+.*(--force|-f)\b`, "push & git & (--force\\b | -f\\b)"},
 		// Anchors and \b keep literals adjacent; an optional part adds nothing.
-		{`\bmkfs(\.[a-z0-9]+)?\b`, "mkfs"},
-		{`\bdd\b.*\bof=/dev/`, "of=/dev/ & dd"},
+		// \b next to a literal: found where the boundary holds.
+		{`\bmkfs(\.[a-z0-9]+)?\b`, "\\bmkfs"},
+		{`\bdd\b.*\bof=/dev/`, "\\bof=/dev/ & \\bdd\\b"},
+		{`(?i)\bhelp\b`, "(?i)\\bhelp\\b"},
+		{`\b(?:foo|bar)`, "\\bfoo | \\bbar"},
+		{`x\b(?:foo)?`, "xfoo | x\\b"},
+		{`\b`, "true"},
+		{`\Bdd`, "dd"},
 		{`(^|[;&|]\s*)sudo\s`, "sudo"},
 		// Anchored at the start: the literals it begins with, only.
 		{`^abc$`, "^abc"},
@@ -136,6 +142,17 @@ func TestPrefilterPitfalls(t *testing.T) {
 		{`x.y`, "x\xffy", true},
 		{`\bmkfs\b`, "mkfs.ext4", true},
 		{`\bmkfs\b`, "mkfsx", false},
+		{`\bdd\b`, "add of=/dev/null", false},
+		{`\bdd\b`, "add dd", true},
+		{`\bdd\b`, "dd", true},
+		{`\bdd\b`, "_dd", false},
+		{`\bdd\b`, "dd9", false},
+		{`\bdd\b`, "\xffdd\xc3", true},
+		{`\bdd\b`, "édd", true},
+		{`\bdd\b`, "ddd dd", true},
+		{`(?i)\bdd\b`, "x DD", true},
+		{`(?i)\bdd\b`, "xDD", false},
+		{`a\bb`, "a b ab", false},
 		{`^git\s+status`, "git  status", true},
 		{`^git\s+status`, "echo git status", false},
 		{`^(?i)https?://`, "HTTP://x", true},
@@ -166,13 +183,14 @@ func TestContainsFoldASCII(t *testing.T) {
 		{"xHeLLo", "hello", true},
 		{"hell", "hello", false},
 		{"", "", true},
+		{"aHELLO", "hello", true},
 		{"abc", "", true},
 		{"a-B@", "b@", true},
 		{"a-B`", "b@", false}, // '`' is not '@' lower-cased
 		{"\xc3\x89", "\xc3\xa9", false},
 		{"[", "{", false},
 	} {
-		assert.Equal(t, tc.want, containsFoldASCII(tc.s, tc.sub), "%q in %q", tc.sub, tc.s)
+		assert.Equal(t, tc.want, indexFoldASCII(tc.s, tc.sub) >= 0, "%q in %q", tc.sub, tc.s)
 	}
 }
 
