@@ -86,10 +86,14 @@ const (
 // wbBefore and wbAfter: the string is matched with a word boundary (\b)
 // right before, right after it. On the empty string (\b itself) both are
 // set: a boundary at that point.
+//
+// closed: the string is only how the match begins (a prefix of it): the
+// match goes on with something unknown, so nothing may be appended to it.
 type flit struct {
 	s                 string
 	fold              bool
 	wbBefore, wbAfter bool
+	closed            bool
 }
 
 // info is what the analysis knows of a node: either the finite set of
@@ -360,6 +364,18 @@ func concatInfo(subs []*syntax.Regexp) info {
 			acc = cross(acc, in.exact)
 			continue
 		}
+		// An optional part (x?, x*, x{0,n}) whose matches begin with known
+		// literals: the match goes on either without it or with one of
+		// them, after which nothing more is known (closed).
+		if opt, ok := optionalPrefixes(s); ok && len(acc)*len(opt) <= maxExact {
+			acc = cross(acc, opt)
+			allExact = false
+			if !slices.ContainsFunc(acc, func(l flit) bool { return !l.closed }) {
+				and.sub = append(and.sub, orOf(acc))
+				acc = emptyOnly
+			}
+			continue
+		}
 		and.sub = append(and.sub, orOf(acc))
 		acc = emptyOnly
 		if in.isExact {
@@ -376,6 +392,28 @@ func concatInfo(subs []*syntax.Regexp) info {
 	return info{match: and}
 }
 
+// optionalPrefixes returns, for a part that may match the empty string
+// (x?, x*, x{0,n}) and whose non-empty matches begin with one of a few
+// literals, the empty string and those literals, closed; false otherwise.
+func optionalPrefixes(re *syntax.Regexp) ([]flit, bool) {
+	switch {
+	case re.Op == syntax.OpQuest, re.Op == syntax.OpStar, re.Op == syntax.OpRepeat && re.Min == 0:
+	default:
+		return nil, false
+	}
+	ps, ok := prefixesOf(re.Sub[0])
+	if !ok || len(ps) >= maxExact {
+		return nil, false
+	}
+	out := make([]flit, 0, len(ps)+1)
+	out = append(out, flit{})
+	for _, p := range ps {
+		p.closed, p.wbAfter = true, false
+		out = union(out, []flit{p})
+	}
+	return out, true
+}
+
 // cross is every string of a followed by every string of b. A string that
 // folds case anywhere folds it everywhere (lower-cased): a weaker condition
 // than the exact bytes, so still a required one.
@@ -388,8 +426,12 @@ func cross(a, b []flit) []flit {
 	}
 	out := make([]flit, 0, len(a)*len(b))
 	for _, x := range a {
+		if x.closed {
+			out = union(out, []flit{x})
+			continue
+		}
 		for _, y := range b {
-			z := flit{s: x.s + y.s, fold: x.fold || y.fold, wbBefore: x.wbBefore, wbAfter: y.wbAfter}
+			z := flit{s: x.s + y.s, fold: x.fold || y.fold, wbBefore: x.wbBefore, wbAfter: y.wbAfter, closed: y.closed}
 			// A boundary at an end of an empty side is at that end of
 			// the other; one between two non-empty sides is dropped (a
 			// weaker condition).

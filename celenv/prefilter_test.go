@@ -42,7 +42,7 @@ func TestPrefilterOf(t *testing.T) {
 		{`git\s+push\s+.*(--force|-f)\b`, "push & git & (--force\\b | -f\\b)"},
 		// Anchors and \b keep literals adjacent; an optional part adds nothing.
 		// \b next to a literal: found where the boundary holds.
-		{`\bmkfs(\.[a-z0-9]+)?\b`, "\\bmkfs"},
+		{`\bmkfs(\.[a-z0-9]+)?\b`, "\\bmkfs\\b | \\bmkfs."},
 		{`\bdd\b.*\bof=/dev/`, "\\bof=/dev/ & \\bdd\\b"},
 		{`(?i)\bhelp\b`, "(?i)\\bhelp\\b"},
 		{`\b(?:foo|bar)`, "\\bfoo | \\bbar"},
@@ -78,7 +78,12 @@ func TestPrefilterOf(t *testing.T) {
 		// Nothing from what can match empty.
 		{`x*`, "true"},
 		{`(foo)?`, "true"},
-		{`(foo)*bar`, "bar"},
+		// An optional part that begins with known literals: the match
+		// goes on without it or with one of them.
+		{`(foo)*bar`, "bar | foo"},
+		{`x(\.[a-z]+)?y`, "xy | x."},
+		{`x(\.[a-z]+)?(-[a-z]+)?y`, "xy | x- | x."},
+		{`x(?:a[a-z]*|b)?y`, "xy | xa | xb"},
 		{`a{0,3}`, "true"},
 		{`[a-z]+`, "true"},
 		{`a|b*`, "true"},
@@ -142,6 +147,11 @@ func TestPrefilterPitfalls(t *testing.T) {
 		{`x.y`, "x\xffy", true},
 		{`\bmkfs\b`, "mkfs.ext4", true},
 		{`\bmkfs\b`, "mkfsx", false},
+		{`\bmkfs(\.[a-z0-9]+)?\b`, "mkfsx", false},
+		{`\bmkfs(\.[a-z0-9]+)?\b`, "mkfs.ext4 /dev/x", true},
+		{`\bmkfs(\.[a-z0-9]+)?\b`, "mkfs._", true},
+		{`x(\.[a-z]+)?y`, "x.aby", true},
+		{`x(\.[a-z]+)?y`, "xzy", false},
 		{`\bdd\b`, "add of=/dev/null", false},
 		{`\bdd\b`, "add dd", true},
 		{`\bdd\b`, "dd", true},
@@ -330,19 +340,19 @@ func FuzzPrefilterAgreesWithRegexp(f *testing.F) {
 // before; an invalid one is refused when the matcher is made, with
 // regexp.Compile's own error.
 func TestMatcherCompilesAtFirstUse(t *testing.T) {
-	m, err := newMatcher(`\bmkfs(\.[a-z0-9]+)?\b`)
+	m, err := newMatcher(`git\s+push\s+--force`)
 	require.NoError(t, err)
-	for _, in := range []string{"ls -la", "go test ./...", "mkf"} {
+	for _, in := range []string{"ls -la", "go test ./...", "git push", "git push --forc"} {
 		ok, err := m.match(in)
 		require.NoError(t, err)
 		assert.False(t, ok, in)
 	}
 	assert.False(t, m.compiled(), "compiled for strings that fail the filter")
-	ok, err := m.match("mkfsx")
+	ok, err := m.match("push git --force")
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.True(t, m.compiled())
-	ok, err = m.match("mkfs.ext4 /dev/sda")
+	ok, err = m.match("git  push --force")
 	require.NoError(t, err)
 	assert.True(t, ok)
 
@@ -373,7 +383,7 @@ func TestMatcherCompilesAtFirstUse(t *testing.T) {
 func TestPrefilterRandomPatterns(t *testing.T) {
 	r := rand.New(rand.NewPCG(26, 6))
 	atoms := []string{"a", "b", "ab", "ba", "k", "s", "K", "S", "é", "É", `\x{212A}`, `\x{17F}`, `\x{FFFD}`, ".", `\b`, `\B`, "^", "$", `\A`, `\z`,
-		"[ab]", "[kK]", "[^a]", `\s`, `\w`, "[é\u212a]", `[\x{FFFD}b]`, "xy", "yx", "-", "/"}
+		"[ab]", "[kK]", "[^a]", `\s`, `\w`, "[é\u212a]", `[\x{FFFD}b]`, "xy", "yx", "-", "/", `a[a-z]*`, `x.+`, `-[a-z]+`, `(?:ab|k)[0-9]*`}
 	var gen func(depth int) string
 	gen = func(depth int) string {
 		if depth == 0 || r.IntN(3) == 0 {
