@@ -353,8 +353,8 @@ type forgedSetIndex struct {
 	Exprs     []byte
 	ExprTypes uint32
 	Strings   []string
-	Types   [][]byte
-	Refs    []struct {
+	Types     [][]byte
+	Refs      []struct {
 		Name      string
 		Overloads []string
 	}

@@ -278,6 +278,13 @@ func ReadLine(r io.Reader, max int) ([]byte, error) {
 // caller bounds the connection's reads and writes with deadlines. Its
 // error is the reason nothing was answered, or the write's.
 func ServeConn(rw io.ReadWriter, maxLine int, answer func(HookParams) (HookResult, error)) error {
+	return ServeConnID(rw, maxLine, func(_ jsonrpc.ID, p HookParams) (HookResult, error) { return answer(p) })
+}
+
+// ServeConnID is ServeConn whose answer is also given the request's id:
+// what a daemon needs to answer the request itself, with an error, when
+// answer does not return in time.
+func ServeConnID(rw io.ReadWriter, maxLine int, answer func(jsonrpc.ID, HookParams) (HookResult, error)) error {
 	line, err := ReadLine(rw, maxLine)
 	if err != nil {
 		if errors.Is(err, ErrLineTooLong) {
@@ -295,7 +302,7 @@ func ServeConn(rw io.ReadWriter, maxLine int, answer func(HookParams) (HookResul
 		return werr
 	}
 	var out []byte
-	res, err := answer(p)
+	res, err := answer(id, p)
 	if err == nil {
 		out, err = EncodeResult(id, res)
 	}
