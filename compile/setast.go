@@ -376,13 +376,13 @@ type astReader struct {
 	lean  bool
 	types map[int64]*types.Type
 	err   error
-	k    int // the next node
-	s    int // the next string operand
-	c    int // the next count
-	n    int // the next number
-	o    int // the next optional index
-	p    int // the next position
-	t    int // the next type
+	k     int // the next node
+	s     int // the next string operand
+	c     int // the next count
+	n     int // the next number
+	o     int // the next optional index
+	p     int // the next position
+	t     int // the next type
 }
 
 // replayAST builds the checked expression a records; r's tables give its
