@@ -81,6 +81,12 @@ type Dir struct {
 	knownMu    sync.Mutex
 	known      map[string]knownFile
 	knownBytes int
+
+	// listed are the sessions whose pending after-events this Dir has
+	// listed once (Locked.pendingFiles); after that, a session's pending
+	// files are listed only when its marker says there are some.
+	listedMu sync.Mutex
+	listed   map[string]struct{}
 }
 
 // knownFile is a state file's bytes as last written or checked for the
@@ -555,10 +561,22 @@ func (s *Dir) Cleanup() (int, error) {
 	}
 	cut := s.now().Add(-maxAge)
 	removed := 0
+	// The sessions with a pending file kept: marked after the loop (which
+	// may remove an old marker of theirs), so that the next event of each
+	// applies it, whoever wrote it (pending.go).
+	marks := map[string]bool{}
+	defer func() {
+		for m := range marks {
+			_ = markPending(m)
+		}
+	}()
 	for _, e := range entries {
 		name := e.Name()
 		if e.IsDir() {
 			continue
+		}
+		if i := strings.Index(name, pendingInfix); strings.HasPrefix(name, "s-") && i > 0 {
+			marks[filepath.Join(s.Dir, name[:i]+pendingMarkSuffix)] = true
 		}
 		info, err := e.Info()
 		if err != nil || !info.ModTime().Before(cut) {
@@ -575,6 +593,8 @@ func (s *Dir) Cleanup() (int, error) {
 			if os.Remove(full) == nil {
 				removed++
 			}
+		case strings.HasPrefix(name, "s-") && strings.HasSuffix(name, pendingMarkSuffix):
+			_ = os.Remove(full) // an old marker; marked again below if a file needs it
 		case strings.HasPrefix(name, "s-") && strings.HasSuffix(name, ".json"):
 			if s.removeSession(full) {
 				removed++
