@@ -425,9 +425,13 @@ type SetArg struct {
 
 // phaseIndex maps tool names to the rules that can match them.
 type phaseIndex struct {
-	// exact holds, for each tool name some rule names exactly, every rule
-	// that can match that name (globs and match-all rules included), in order.
-	exact map[string][]*Rule
+	// named holds, for each tool name some rule names exactly (by tool
+	// name or through a class listing it by name), those rules in order;
+	// exact, made at a name's first call, every rule that can match that
+	// name (globs and match-all rules included), in order. A process
+	// deciding one event asks for one or two names of the set's dozens.
+	named map[string][]*Rule
+	exact *sync.Map
 	// open holds the rules that can match a tool nothing names exactly:
 	// match-all rules, glob rules and class rules, in order.
 	open []*Rule
@@ -473,7 +477,7 @@ func globPrefix(g string) string {
 }
 
 func newPhaseIndex(rules []*Rule, classes *classTable) phaseIndex {
-	ix := phaseIndex{exact: map[string][]*Rule{}, classes: classes, all: rules, byPrefix: map[string][]*Rule{}, memo: &candidateMemo{}}
+	ix := phaseIndex{exact: &sync.Map{}, classes: classes, all: rules, byPrefix: map[string][]*Rule{}, memo: &candidateMemo{}}
 	// byName collects, in evaluation order, the rules that name a tool
 	// exactly, by tool name or through a class listing it by name.
 	byName := map[string][]*Rule{}
@@ -533,34 +537,40 @@ func newPhaseIndex(rules []*Rule, classes *classTable) phaseIndex {
 			ix.rest = append(ix.rest, r)
 		}
 	}
-	// Each known name's candidates: its own rules merged, in evaluation
-	// order, with the open rules that match it.
-	for name, own := range byName {
-		cls := classes.classesOf(name)
-		list := make([]*Rule, 0, len(own)+len(ix.open))
-		i := 0
-		for _, r := range ix.open {
-			if !r.matches(name, cls) {
-				continue
-			}
-			for i < len(own) && own[i].Order < r.Order {
-				list = append(list, own[i])
-				i++
-			}
-			if i < len(own) && own[i] == r {
-				i++
-			}
-			list = append(list, r)
-		}
-		list = append(list, own[i:]...)
-		ix.exact[name] = list
-	}
+	ix.named = byName
 	return ix
 }
 
+// exactCandidates are the candidates of name, a name some rule names
+// exactly (own, its rules): its own rules merged, in evaluation order,
+// with the open rules that match it.
+func (ix *phaseIndex) exactCandidates(name string, own []*Rule) []*Rule {
+	cls := ix.classes.classesOf(name)
+	list := make([]*Rule, 0, len(own)+len(ix.open))
+	i := 0
+	for _, r := range ix.open {
+		if !r.matches(name, cls) {
+			continue
+		}
+		for i < len(own) && own[i].Order < r.Order {
+			list = append(list, own[i])
+			i++
+		}
+		if i < len(own) && own[i] == r {
+			i++
+		}
+		list = append(list, r)
+	}
+	return append(list, own[i:]...)
+}
+
 func (ix *phaseIndex) candidates(tool string) []*Rule {
-	if l, ok := ix.exact[tool]; ok {
-		return l
+	if own, ok := ix.named[tool]; ok {
+		if l, ok := ix.exact.Load(tool); ok {
+			return l.([]*Rule)
+		}
+		l, _ := ix.exact.LoadOrStore(tool, ix.exactCandidates(tool, own))
+		return l.([]*Rule)
 	}
 	if !ix.dynamic {
 		return ix.matchAll

@@ -118,7 +118,7 @@ func (c *MemorySetCache) Len() int {
 }
 
 // setCacheVersion is the version of the record's format and meaning.
-const setCacheVersion = "celguard-set-4"
+const setCacheVersion = "celguard-set-5"
 
 // setIndex is a record's index.
 type setIndex struct {
@@ -128,6 +128,14 @@ type setIndex struct {
 	Warnings policy.Diagnostics
 	// Programs are the set's programs in the order the compiler makes them.
 	Programs []setProgram
+	// Exprs are the programs' expressions: one gob stream of setASTs, an
+	// empty one first, whose message carries the stream's type
+	// definitions and ends at ExprTypes, then the programs' (setExpr
+	// places each). A program's expressions are decoded at its first use
+	// (replayState.exprAST), so that a call decodes the expressions of
+	// the rules its tool reaches and no others.
+	Exprs     []byte
+	ExprTypes uint32
 	// Strings are the distinct strings of the programs' expressions
 	// (setAST.Strs).
 	Strings []string
@@ -175,20 +183,26 @@ type setProgram struct {
 	Text string
 	Pos  policy.Pos
 	// Checked is the checked expression; Planned the expression planned
-	// (inlinePatterns), nil when it is Checked.
-	Checked setAST
-	Planned *setAST
+	// (inlinePatterns), none (Len 0) when it is Checked.
+	Checked setExpr
+	Planned setExpr
 	// Needs says the expression needs cost accounting
 	// (celenv.NeedsCostTracking); FastUpTo and Bound are its proof
 	// (Program.FastUpTo) when it does.
 	Needs           bool
 	FastUpTo, Bound uint64
-	// Variable marks a variable's program: Type is its type
-	// (v1alpha1.Type protobuf), CwdOnly says its values are kept per
+	// Variable marks a variable's program: TypeOf is its type (an index
+	// into the index's Types), CwdOnly says its values are kept per
 	// working directory.
 	Variable bool
-	Type     []byte
+	TypeOf   uint32
 	CwdOnly  bool
+}
+
+// setExpr places one expression in the index's Exprs: the gob message of
+// its setAST is Exprs[Off:Off+Len].
+type setExpr struct {
+	Off, Len uint32
 }
 
 // madeProgram is a program a full compile made, in order, for the record.
@@ -253,27 +267,41 @@ func (c *compiler) record(key string) {
 		}
 		return n
 	}
+	var exprs bytes.Buffer
+	enc := gob.NewEncoder(&exprs)
+	if err := enc.Encode(&setAST{}); err != nil || exprs.Len() > math.MaxUint32 {
+		return
+	}
+	idx.ExprTypes = uint32(exprs.Len())
+	put := func(a *cel.Ast) (setExpr, error) {
+		rec, err := recordAST(a, strs, typeN, refN)
+		if err != nil {
+			return setExpr{}, err
+		}
+		off := exprs.Len()
+		if err := enc.Encode(&rec); err != nil {
+			return setExpr{}, err
+		}
+		if exprs.Len() > math.MaxUint32 {
+			return setExpr{}, errors.New("expressions too long to record")
+		}
+		return setExpr{uint32(off), uint32(exprs.Len() - off)}, nil
+	}
 	for _, m := range c.made {
 		p := m.prg
 		sp := setProgram{Text: m.expr.Text, Pos: m.expr.Pos,
 			Needs: p.accounts(), FastUpTo: p.fastUpTo, Bound: p.bound}
 		var err error
-		if sp.Checked, err = recordAST(p.ast, strs, typeN, refN); err != nil {
+		if sp.Checked, err = put(p.ast); err != nil {
 			return
 		}
 		if p.planned != p.ast {
-			planned, err := recordAST(p.planned, strs, typeN, refN)
-			if err != nil {
+			if sp.Planned, err = put(p.planned); err != nil {
 				return
 			}
-			sp.Planned = &planned
 		}
 		if v := m.variable; v != nil {
-			t, err := types.TypeToExprType(v.Type)
-			if err != nil {
-				return
-			}
-			if sp.Type, err = proto.Marshal(t); err != nil {
+			if sp.TypeOf, err = typeN(v.Type); err != nil {
 				return
 			}
 			sp.Variable, sp.CwdOnly = true, v.cwd != nil
@@ -281,6 +309,7 @@ func (c *compiler) record(key string) {
 		idx.Programs = append(idx.Programs, sp)
 	}
 	idx.Strings = strs.list
+	idx.Exprs = exprs.Bytes()
 	idx.Sources = recordSources(c.docs)
 	if idx.Sources != nil {
 		// The documents hold the texts: a program names its expression by
@@ -513,6 +542,53 @@ type replayState struct {
 		mu   sync.Mutex
 		made []*celast.ReferenceInfo
 	}
+	// exprs decodes the index's Exprs: one decoder, which has read the
+	// stream's type definitions, reading one program's message at a time.
+	exprs struct {
+		mu  sync.Mutex
+		dec *gob.Decoder
+		in  bytes.Reader
+	}
+}
+
+// exprAST is the checked expression the index's Exprs hold at e, decoded
+// and built; an error when e is not one whole message of the stream after
+// its type definitions, or does not decode or build.
+func (r *replayState) exprAST(e setExpr) (*cel.Ast, error) {
+	a, err := r.decodeExpr(e)
+	if err != nil {
+		return nil, err
+	}
+	return r.replayAST(a)
+}
+
+// decodeExpr is the setAST the index's Exprs hold at e.
+func (r *replayState) decodeExpr(e setExpr) (*setAST, error) {
+	x := &r.exprs
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	all := r.idx.Exprs
+	end := uint64(e.Off) + uint64(e.Len)
+	if e.Len == 0 || e.Off < r.idx.ExprTypes || end > uint64(len(all)) {
+		return nil, errReplayAST
+	}
+	if x.dec == nil {
+		x.in.Reset(all[:r.idx.ExprTypes])
+		dec := gob.NewDecoder(&x.in)
+		var empty setAST
+		if err := dec.Decode(&empty); err != nil || x.in.Len() != 0 {
+			return nil, errReplayAST
+		}
+		x.dec = dec
+	}
+	x.in.Reset(all[e.Off:end])
+	a := &setAST{}
+	if err := x.dec.Decode(a); err != nil || x.in.Len() != 0 {
+		// A decoder that failed mid-message starts afresh.
+		x.dec = nil
+		return nil, errReplayAST
+	}
+	return a, nil
 }
 
 // replaySet compiles the set from its record under key: nil when there is
@@ -587,12 +663,7 @@ func (c *compiler) replayVariable(e policy.Expr) (*Program, *cel.Type, bool, boo
 		c.replay.failed = true
 		return nil, nil, false, false
 	}
-	var pt exprpb.Type
-	if err := proto.Unmarshal(sp.Type, &pt); err != nil {
-		c.replay.failed = true
-		return nil, nil, false, false
-	}
-	typ, err := types.ExprTypeToType(&pt)
+	typ, err := c.replay.typ(sp.TypeOf)
 	if err != nil || (sp.CwdOnly && !plainType(typ)) {
 		c.replay.failed = true
 		return nil, nil, false, false
@@ -637,13 +708,13 @@ func (s *programSource) fullTracked(err error) cel.Program {
 // fill makes p from its record.
 func (s *programSource) fill(p *Program) error {
 	sp := &s.r.idx.Programs[s.i]
-	ast, err := s.r.replayAST(&sp.Checked)
+	ast, err := s.r.exprAST(sp.Checked)
 	if err != nil {
 		return err
 	}
 	planned := ast
-	if sp.Planned != nil {
-		if planned, err = s.r.replayAST(sp.Planned); err != nil {
+	if sp.Planned.Len != 0 {
+		if planned, err = s.r.exprAST(sp.Planned); err != nil {
 			return err
 		}
 	}

@@ -38,6 +38,58 @@ func rewriteIndex(t *testing.T, c *MemorySetCache, change func(*setIndex)) {
 	}
 }
 
+// indexExprs is every program's checked and planned expression in idx,
+// decoded.
+func indexExprs(t testing.TB, idx *setIndex) (checked, planned []*setAST) {
+	t.Helper()
+	r := &replayState{idx: *idx}
+	for _, sp := range idx.Programs {
+		a, err := r.decodeExpr(sp.Checked)
+		require.NoError(t, err)
+		var p *setAST
+		if sp.Planned.Len != 0 {
+			p, err = r.decodeExpr(sp.Planned)
+			require.NoError(t, err)
+		}
+		checked, planned = append(checked, a), append(planned, p)
+	}
+	return checked, planned
+}
+
+// setIndexExprs writes checked and planned as idx's expressions, in a
+// new stream.
+func setIndexExprs(t testing.TB, idx *setIndex, checked, planned []*setAST) {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := gob.NewEncoder(&buf)
+	require.NoError(t, enc.Encode(&setAST{}))
+	idx.ExprTypes = uint32(buf.Len())
+	put := func(a *setAST) setExpr {
+		off := buf.Len()
+		require.NoError(t, enc.Encode(a))
+		return setExpr{uint32(off), uint32(buf.Len() - off)}
+	}
+	for i := range idx.Programs {
+		idx.Programs[i].Checked = put(checked[i])
+		idx.Programs[i].Planned = setExpr{}
+		if planned[i] != nil {
+			idx.Programs[i].Planned = put(planned[i])
+		}
+	}
+	idx.Exprs = buf.Bytes()
+}
+
+// rewriteExprs is rewriteIndex with the programs' checked expressions
+// decoded for change, and written back.
+func rewriteExprs(t *testing.T, c *MemorySetCache, change func(*setIndex, []*setAST)) {
+	t.Helper()
+	rewriteIndex(t, c, func(idx *setIndex) {
+		checked, planned := indexExprs(t, idx)
+		change(idx, checked)
+		setIndexExprs(t, idx, checked, planned)
+	})
+}
+
 // A record that does not fit the sources or the compiler's invariants is
 // not replayed, even when its cache vouches for it: the compile is a full
 // one, and decides alike.
@@ -68,8 +120,11 @@ func TestSetCacheInconsistentRecords(t *testing.T) {
 		"a proof at an odd size": func(idx *setIndex) { firstWith(idx, proven).FastUpTo = 100 },
 		"a bound over the limit": func(idx *setIndex) { firstWith(idx, proven).Bound = math.MaxUint64 },
 		"a variable as a rule":   func(idx *setIndex) { firstWith(idx, func(sp setProgram) bool { return sp.Variable }).Variable = false },
+		"a variable's type past the table": func(idx *setIndex) {
+			firstWith(idx, func(sp setProgram) bool { return sp.Variable }).TypeOf = uint32(len(idx.Types))
+		},
 		"a variable's type broken": func(idx *setIndex) {
-			firstWith(idx, func(sp setProgram) bool { return sp.Variable }).Type = []byte{0xff}
+			idx.Types[firstWith(idx, func(sp setProgram) bool { return sp.Variable }).TypeOf] = []byte{0xff}
 		},
 	}
 	for name, change := range cases {
@@ -395,44 +450,54 @@ func TestSetASTEveryKind(t *testing.T) {
 func TestSetCacheBrokenTypeTables(t *testing.T) {
 	srcs := someBuiltins(t)
 	full, recorded := compiledAndRecorded(t, srcs)
-	withTypes := func(idx *setIndex) *setAST {
-		for i := range idx.Programs {
-			if a := &idx.Programs[i].Checked; len(a.TypeOf) > 1 && len(a.RefIDs) > 0 {
+	withTypes := func(checked []*setAST) *setAST {
+		for _, a := range checked {
+			if len(a.TypeOf) > 1 && len(a.RefIDs) > 0 {
 				return a
 			}
 		}
 		t.Fatal("no program with types and references")
 		return nil
 	}
-	cases := map[string]func(*setIndex){
-		"a type index out of range": func(idx *setIndex) { withTypes(idx).TypeOf[0] = uint32(len(idx.Types)) },
-		"a type that does not decode": func(idx *setIndex) {
-			idx.Types[withTypes(idx).TypeOf[0]] = []byte{0xff}
+	cases := map[string]func(*setIndex, []*setAST){
+		"a type index out of range": func(idx *setIndex, checked []*setAST) { withTypes(checked).TypeOf[0] = uint32(len(idx.Types)) },
+		"a type that does not decode": func(idx *setIndex, checked []*setAST) {
+			// One no variable has: a variable's type is read when the set
+			// is replayed (TestSetCacheInconsistentRecords).
+			for _, a := range checked {
+				for _, n := range a.TypeOf {
+					if !slices.ContainsFunc(idx.Programs, func(sp setProgram) bool { return sp.Variable && sp.TypeOf == n }) {
+						idx.Types[n] = []byte{0xff}
+						return
+					}
+				}
+			}
+			t.Error("every type of the expressions is a variable's")
 		},
-		"a reference index out of range": func(idx *setIndex) {
-			withTypes(idx).RefOf[0] = uint32(len(idx.Refs))
+		"a reference index out of range": func(idx *setIndex, checked []*setAST) {
+			withTypes(checked).RefOf[0] = uint32(len(idx.Refs))
 		},
-		"types missing": func(idx *setIndex) {
-			a := withTypes(idx)
+		"types missing": func(idx *setIndex, checked []*setAST) {
+			a := withTypes(checked)
 			a.TypeOf = a.TypeOf[1:]
 		},
-		"a type too many": func(idx *setIndex) {
-			a := withTypes(idx)
+		"a type too many": func(idx *setIndex, checked []*setAST) {
+			a := withTypes(checked)
 			a.TypeOf = append(a.TypeOf, 0)
 		},
-		"references without ids": func(idx *setIndex) {
-			a := withTypes(idx)
+		"references without ids": func(idx *setIndex, checked []*setAST) {
+			a := withTypes(checked)
 			a.RefOf = a.RefOf[1:]
 		},
-		"no types": func(idx *setIndex) {
-			a := withTypes(idx)
+		"no types": func(idx *setIndex, checked []*setAST) {
+			a := withTypes(checked)
 			for i := range a.Kinds {
 				a.Kinds[i] &^= kindHasType
 			}
 			a.TypeOf, a.XTypeIDs, a.XTypeOf = nil, nil, nil
 		},
-		"a reference given twice": func(idx *setIndex) {
-			a := withTypes(idx)
+		"a reference given twice": func(idx *setIndex, checked []*setAST) {
+			a := withTypes(checked)
 			a.RefIDs = append(a.RefIDs, a.RefIDs[0])
 			a.RefOf = append(a.RefOf, a.RefOf[0])
 		},
@@ -440,7 +505,7 @@ func TestSetCacheBrokenTypeTables(t *testing.T) {
 	for name, change := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := &MemorySetCache{m: maps.Clone(recorded.m)}
-			rewriteIndex(t, c, change)
+			rewriteExprs(t, c, change)
 			set, err := Compile(srcs, WithSetCache(c))
 			require.NoError(t, err)
 			require.True(t, set.FromCache())
@@ -456,9 +521,8 @@ func TestSetCacheBrokenTypeTables(t *testing.T) {
 func TestSetCacheBrokenTrees(t *testing.T) {
 	srcs := someBuiltins(t)
 	full, recorded := compiledAndRecorded(t, srcs)
-	with := func(idx *setIndex, kind uint8) *setAST {
-		for i := range idx.Programs {
-			a := &idx.Programs[i].Checked
+	with := func(checked []*setAST, kind uint8) *setAST {
+		for _, a := range checked {
 			if slices.ContainsFunc(a.Kinds, func(k uint8) bool { return k&kindMask == kind }) {
 				return a
 			}
@@ -466,56 +530,56 @@ func TestSetCacheBrokenTrees(t *testing.T) {
 		t.Fatalf("no program with a node of kind %d", kind)
 		return nil
 	}
-	cases := map[string]func(*setIndex){
-		"a node less": func(idx *setIndex) {
-			a := with(idx, kindCall)
+	cases := map[string]func(*setIndex, []*setAST){
+		"a node less": func(idx *setIndex, checked []*setAST) {
+			a := with(checked, kindCall)
 			a.Kinds, a.IDs = a.Kinds[:len(a.Kinds)-1], a.IDs[:len(a.IDs)-1]
 		},
-		"a node more": func(idx *setIndex) {
-			a := with(idx, kindCall)
+		"a node more": func(idx *setIndex, checked []*setAST) {
+			a := with(checked, kindCall)
 			a.Kinds, a.IDs = append(a.Kinds, kindUnspecified), append(a.IDs, 999)
 		},
-		"no nodes": func(idx *setIndex) {
-			a := with(idx, kindCall)
+		"no nodes": func(idx *setIndex, checked []*setAST) {
+			a := with(checked, kindCall)
 			a.Kinds, a.IDs = nil, nil
 		},
-		"an id less": func(idx *setIndex) {
-			a := with(idx, kindCall)
+		"an id less": func(idx *setIndex, checked []*setAST) {
+			a := with(checked, kindCall)
 			a.IDs = a.IDs[1:]
 		},
-		"an unknown kind": func(idx *setIndex) {
-			a := with(idx, kindCall)
+		"an unknown kind": func(idx *setIndex, checked []*setAST) {
+			a := with(checked, kindCall)
 			a.Kinds[0] = a.Kinds[0]&^kindMask | 0x3e
 		},
-		"a count past the end": func(idx *setIndex) {
-			a := with(idx, kindCall)
+		"a count past the end": func(idx *setIndex, checked []*setAST) {
+			a := with(checked, kindCall)
 			a.Counts[0] = 1 << 30
 		},
-		"a string past the table": func(idx *setIndex) {
-			a := with(idx, kindIdent)
+		"a string past the table": func(idx *setIndex, checked []*setAST) {
+			a := with(checked, kindIdent)
 			a.Strs[0] = uint32(len(idx.Strings))
 		},
-		"strings missing": func(idx *setIndex) {
-			a := with(idx, kindIdent)
+		"strings missing": func(idx *setIndex, checked []*setAST) {
+			a := with(checked, kindIdent)
 			a.Strs = a.Strs[:len(a.Strs)-1]
 		},
-		"a position missing": func(idx *setIndex) {
-			a := with(idx, kindCall)
+		"a position missing": func(idx *setIndex, checked []*setAST) {
+			a := with(checked, kindCall)
 			a.Starts, a.Stops = a.Starts[1:], a.Stops[1:]
 		},
-		"a bool that is not one": func(idx *setIndex) {
-			a := with(idx, kindBool)
+		"a bool that is not one": func(idx *setIndex, checked []*setAST) {
+			a := with(checked, kindBool)
 			a.Nums[0] = 2
 		},
-		"a number missing": func(idx *setIndex) {
-			a := with(idx, kindBool)
+		"a number missing": func(idx *setIndex, checked []*setAST) {
+			a := with(checked, kindBool)
 			a.Nums = nil
 		},
-		"the syntax past the table": func(idx *setIndex) {
-			with(idx, kindCall).Syntax = uint32(len(idx.Strings))
+		"the syntax past the table": func(idx *setIndex, checked []*setAST) {
+			with(checked, kindCall).Syntax = uint32(len(idx.Strings))
 		},
-		"too deep": func(idx *setIndex) {
-			a := with(idx, kindCall)
+		"too deep": func(idx *setIndex, checked []*setAST) {
+			a := with(checked, kindCall)
 			// A chain of negations deeper than cel-go loads.
 			var kinds []uint8
 			var ids []int64
@@ -530,12 +594,66 @@ func TestSetCacheBrokenTrees(t *testing.T) {
 	for name, change := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := &MemorySetCache{m: maps.Clone(recorded.m)}
-			rewriteIndex(t, c, change)
+			rewriteExprs(t, c, change)
 			set, err := Compile(srcs, WithSetCache(c))
 			require.NoError(t, err)
 			require.True(t, set.FromCache())
 			sameASTs(t, full, set)
 			assert.NotZero(t, unreplayable(t, set), "the broken record is refused")
+		})
+	}
+}
+
+// A program whose place in the record's expressions is not one whole
+// message after the stream's type definitions makes that program the full
+// compile's, found when it is first made.
+func TestSetCacheBrokenExprPlaces(t *testing.T) {
+	srcs := someBuiltins(t)
+	full, recorded := compiledAndRecorded(t, srcs)
+	cases := map[string]func(*setIndex){
+		"past the end": func(idx *setIndex) {
+			idx.Programs[2].Checked.Off = uint32(len(idx.Exprs))
+		},
+		"longer than the stream": func(idx *setIndex) {
+			idx.Programs[2].Checked.Len = math.MaxUint32
+		},
+		"empty": func(idx *setIndex) { idx.Programs[2].Checked.Len = 0 },
+		"in the type definitions": func(idx *setIndex) {
+			idx.Programs[2].Checked = setExpr{0, idx.ExprTypes}
+		},
+		"a message and a half": func(idx *setIndex) {
+			idx.Programs[2].Checked.Len += idx.Programs[3].Checked.Len / 2
+		},
+		"half a message": func(idx *setIndex) { idx.Programs[2].Checked.Len /= 2 },
+		"no type definitions": func(idx *setIndex) {
+			idx.Exprs = idx.Exprs[idx.ExprTypes:]
+			for i := range idx.Programs {
+				idx.Programs[i].Checked.Off -= idx.ExprTypes
+				if idx.Programs[i].Planned.Len != 0 {
+					idx.Programs[i].Planned.Off -= idx.ExprTypes
+				}
+			}
+			idx.ExprTypes = 0
+		},
+	}
+	for name, change := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &MemorySetCache{m: maps.Clone(recorded.m)}
+			rewriteIndex(t, c, change)
+			set, err := Compile(srcs, WithSetCache(c))
+			require.NoError(t, err)
+			require.True(t, set.FromCache())
+			sameASTs(t, full, set)
+			n := unreplayable(t, set)
+			if name == "no type definitions" {
+				for _, g := range programsByPos(set) {
+					assert.Equal(t, len(g.src.r.idx.Programs), n, "no program decodes")
+					break
+				}
+			} else {
+				// The decoder goes on after a program that fails.
+				assert.Equal(t, 1, n, "only the broken program is refused")
+			}
 		})
 	}
 }

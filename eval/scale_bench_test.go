@@ -3,6 +3,8 @@ package eval_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -371,4 +373,24 @@ func loopSources(b *testing.B) []policy.Source {
 		b.Fatalf("built-in loop-detection and tool classes: found %d of 2", len(out))
 	}
 	return out
+}
+
+// BenchmarkBenchEvent decides scripts/bench-hook.sh's PreToolUse (Bash `go
+// test ./...` in a git repository) with the recommended bundle: the call is
+// allowed, so every reachable rule runs to false. It is the rule-evaluation
+// part of the daemon's warm answer (BENCHMARKS.md, issue 26).
+func BenchmarkBenchEvent(b *testing.B) {
+	eng := recommendedEngine(b)
+	repo := b.TempDir()
+	if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	call := eval.Call{Tool: "Bash", Cwd: repo, ID: "toolu_bench",
+		Args: map[string]any{"command": "go test ./...", "description": "Run the tests"}}
+	s := eng.NewSession("bench", nil)
+	d, err := s.Before(context.Background(), call)
+	if err != nil || d.Verdict != policy.Allow {
+		b.Fatalf("the bench event is not allowed: %v %v", d, err)
+	}
+	decideLoop(b, s, []eval.Call{call})
 }

@@ -26,9 +26,11 @@ import (
 
 // daemonListener is a daemon's listener (Config.Daemon): it hands HTTP
 // connections to the HTTP server through Accept, and answers JSON-RPC ones
-// itself (serveDaemonConn). Each connection is told apart on a goroutine
-// of its own, so that one that sends nothing holds up no other (for at
-// most daemonwire.ConnTimeout).
+// itself (serveDaemonConn). Each connection is told apart and answered on
+// a worker of its own (Server.workers: long-lived goroutines whose stacks
+// have grown to a decision's depth), so that one that sends nothing holds
+// up no other (for at most daemonwire.ConnTimeout), and a JSON-RPC
+// request is decided on that worker, with no further hand-off.
 type daemonListener struct {
 	net.Listener
 	s     *Server
@@ -73,9 +75,18 @@ func (l *daemonListener) accept() {
 		}
 		backoff = 0
 		l.s.rpcConns.Add(1)
-		go l.dispatch(c)
+		l.s.workers.start(daemonConnJob{l: l, c: c})
 	}
 }
+
+// daemonConnJob is a connection of the daemon's socket told apart and
+// answered on a worker (daemonListener.dispatch).
+type daemonConnJob struct {
+	l *daemonListener
+	c net.Conn
+}
+
+func (j daemonConnJob) run() { j.l.dispatch(j.c) }
 
 // dispatch reads c's first byte and hands it on.
 func (l *daemonListener) dispatch(c net.Conn) {
@@ -130,18 +141,30 @@ func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 // peeked into br): the request line within daemonwire.ConnTimeout, the
 // event within the server's body bound, decided by daemonAnswer, the same
 // handler as the HTTP route's, and the answer written within the
-// decision's deadline and ConnTimeout.
+// decision's deadline and ConnTimeout. The decision runs here, on the
+// connection's worker; if it has not returned by the server's deadline (a
+// judge, an approver or a store that ignores its context), a timer
+// answers the request with the deadline's error, as the HTTP route does,
+// and closes the connection: the hook decides in process and the daemon
+// goes on answering, while the late decision finishes on its worker and
+// its answer is dropped (daemonReply).
 func (s *Server) serveDaemonConn(c net.Conn, br *bufio.Reader) {
 	defer c.Close()
-	_ = daemonwire.ServeConn(&peekedConn{Conn: c, r: br}, int(daemonwire.MaxRequestLine(s.cfg.MaxBodyBytes)), func(p daemonwire.HookParams) (daemonwire.HookResult, error) {
+	w := &daemonReply{Conn: c, r: br}
+	_ = daemonwire.ServeConnID(w, int(daemonwire.MaxRequestLine(s.cfg.MaxBodyBytes)), func(id jsonrpc.ID, p daemonwire.HookParams) (daemonwire.HookResult, error) {
 		_ = c.SetDeadline(time.Now().Add(s.cfg.Timeout + daemonwire.ConnTimeout))
 		host, ok := s.hosts[p.Host]
 		if !ok {
 			return daemonwire.HookResult{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "no host " + p.Host + " (code " + CodeNotFound + ")"}
 		}
+		late := time.AfterFunc(s.cfg.Timeout, func() {
+			_, _ = w.Write(daemonwire.EncodeError(id, jsonrpc.CodeInternalError, s.deadlineMessage()+" (code "+CodeDeadlineExceeded+")"))
+			_ = c.Close()
+		})
+		defer late.Stop()
 		// The hook's trace (its TRACEPARENT), which the decision's span joins.
 		ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": p.TraceParent, "tracestate": p.TraceState})
-		res, derr := s.daemonAnswer(ctx, host, p)
+		res, derr := s.daemonAnswer(ctx, host, p, inline)
 		if derr != nil {
 			code := int64(jsonrpc.CodeInternalError)
 			if derr.status == http.StatusBadRequest {
@@ -151,4 +174,36 @@ func (s *Server) serveDaemonConn(c net.Conn, br *bufio.Reader) {
 		}
 		return res, nil
 	})
+}
+
+// inline runs fn on the caller's goroutine: serveDaemonConn's decisions,
+// whose deadline its timer keeps.
+func inline(_ context.Context, fn func()) bool {
+	fn()
+	return true
+}
+
+// daemonReply is a daemon connection whose one answer is written once:
+// by the request's worker, or by the deadline's timer
+// (serveDaemonConn), whichever comes first; the other's write is dropped.
+type daemonReply struct {
+	net.Conn
+	r        *bufio.Reader
+	mu       sync.Mutex
+	answered bool
+}
+
+// errAnswered says the connection's answer was already written.
+var errAnswered = errors.New("the request was already answered")
+
+func (c *daemonReply) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *daemonReply) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.answered {
+		return 0, errAnswered
+	}
+	c.answered = true
+	return c.Conn.Write(p)
 }

@@ -33,6 +33,11 @@ import (
 // until the test ends, deciding with decide, stale once stale is set; it
 // returns the socket, the key and a channel Run's result arrives on.
 func daemonSocket(t *testing.T, decide func(ctx context.Context, host hooks.Host, event []byte, workDir, want string) (hooks.Response, string, string), stale func() error) (string, *statedir.Key, chan error) {
+	return daemonSocketTimeout(t, decide, stale, 5*time.Second)
+}
+
+// daemonSocketTimeout is daemonSocket with the server's decision deadline.
+func daemonSocketTimeout(t *testing.T, decide func(ctx context.Context, host hooks.Host, event []byte, workDir, want string) (hooks.Response, string, string), stale func() error, timeout time.Duration) (string, *statedir.Key, chan error) {
 	dir, err := os.MkdirTemp("", "sv") // short: a unix socket's path is bounded
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
@@ -46,7 +51,7 @@ func daemonSocket(t *testing.T, decide func(ctx context.Context, host hooks.Host
 			return []policy.Source{policies.ToolClasses(), source("test.yaml", testPolicy)}, nil
 		}},
 		Version: "test-daemon",
-		Timeout: 5 * time.Second,
+		Timeout: timeout,
 		Daemon:  &serve.Daemon{Key: key, Decide: decide, Stale: stale},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -200,4 +205,71 @@ func TestDaemonSocketRefuses(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("a stale daemon did not stop")
 	}
+}
+
+// TestDaemonSocketDeadline: a decision that ignores its context (a judge,
+// an approver or a store that never returns) is answered at the server's
+// deadline with its error, unsigned, on both wires, and the daemon goes
+// on answering other calls meanwhile; the late decision's answer, when it
+// comes, is dropped.
+func TestDaemonSocketDeadline(t *testing.T) {
+	release := make(chan struct{})
+	var late atomic.Int32
+	decide := func(_ context.Context, _ hooks.Host, event []byte, _, _ string) (hooks.Response, string, string) {
+		if string(event) == `{"hang":true}` {
+			<-release // ignores its context
+			late.Add(1)
+		}
+		return hooks.Response{Stdout: []byte("ok")}, "sha256:d", ""
+	}
+	sock, key, _ := daemonSocketTimeout(t, decide, nil, 300*time.Millisecond)
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the server's cleanup (last in, first out)
+
+	// Two hung calls at once, on the JSON-RPC wire.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = call(t, sock, daemonwire.HookParams{Host: "codex", Event: []byte(`{"hang":true}`)})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "deadline_exceeded")
+	}
+	// Meanwhile the daemon answers, signed.
+	nonce, err := daemonwire.NewNonce()
+	require.NoError(t, err)
+	p := daemonwire.HookParams{Nonce: nonce, Host: "codex", Event: []byte(`{}`)}
+	res, err := call(t, sock, p)
+	require.NoError(t, err)
+	assert.True(t, daemonwire.Verify(key, res.MAC, res.Answer(p)))
+	assert.Equal(t, "sha256:d", res.Digest)
+
+	// The HTTP route too.
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	req, err := http.NewRequest(http.MethodPost, "http://d/v1/hooks/codex", strings.NewReader(`{"hang":true}`))
+	require.NoError(t, err)
+	req.Header.Set(daemonwire.HeaderNonce, nonce)
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Contains(t, string(body), "deadline_exceeded")
+	assert.Empty(t, resp.Header.Get(daemonwire.HeaderMAC))
+
+	assert.EqualValues(t, 0, late.Load(), "a hung decision returned before it was released")
+	free()
+	assert.Eventually(t, func() bool { return late.Load() == 3 }, 20*time.Second, 10*time.Millisecond)
+	// And still answers after the late decisions dropped their answers.
+	_, err = call(t, sock, daemonwire.HookParams{Host: "codex", Event: []byte(`{}`)})
+	require.NoError(t, err)
 }

@@ -240,7 +240,7 @@ func (s *Server) daemonHook(w http.ResponseWriter, r *http.Request, host hooks.H
 	}
 	// The hook's trace (its TRACEPARENT), which the decision's span joins.
 	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	res, derr := s.daemonAnswer(ctx, host, p)
+	res, derr := s.daemonAnswer(ctx, host, p, s.workers.run)
 	if derr != nil {
 		writeError(w, derr.status, derr.code, derr.msg)
 		return
@@ -252,6 +252,11 @@ func (s *Server) daemonHook(w http.ResponseWriter, r *http.Request, host hooks.H
 	w.Header().Set(daemonwire.HeaderMAC, res.MAC)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(res.Body)
+}
+
+// deadlineMessage says the daemon did not decide within its deadline.
+func (s *Server) deadlineMessage() string {
+	return fmt.Sprintf("no decision within the daemon's deadline (%s)", s.cfg.Timeout)
 }
 
 // daemonError is why the daemon gives no signed answer: an HTTP status
@@ -269,7 +274,12 @@ type daemonError struct {
 // hook's trace context. An error is answered unsigned, and the hook
 // decides in process: a request without a nonce or with too large an
 // event, a stale daemon (which stops), no decision within the deadline.
-func (s *Server) daemonAnswer(ctx context.Context, host hooks.Host, p daemonwire.HookParams) (daemonwire.HookResult, *daemonError) {
+//
+// run runs the decision and says whether it returned within ctx: on a
+// worker (workers.run) for the HTTP route, whose handler answers at the
+// deadline; on the caller's goroutine (inline) for the JSON-RPC wire,
+// whose connection has a timer of its own (serveDaemonConn).
+func (s *Server) daemonAnswer(ctx context.Context, host hooks.Host, p daemonwire.HookParams, run func(context.Context, func()) bool) (daemonwire.HookResult, *daemonError) {
 	d := s.cfg.Daemon
 	s.used.Store(time.Now().UnixNano())
 	if len(p.Nonce) != 2*daemonwire.NonceBytes || int64(len(p.Event)) > s.cfg.MaxBodyBytes {
@@ -289,11 +299,11 @@ func (s *Server) daemonAnswer(ctx context.Context, host hooks.Host, p daemonwire
 	ctx = context.WithValue(ctx, agentVersionKey{}, p.AgentVersion)
 	var resp hooks.Response
 	var digest, manifest string
-	if !s.workers.run(ctx, func() {
+	if !run(ctx, func() {
 		resp, digest, manifest = d.Decide(ctx, host, p.Event, p.WorkDir, p.Digest)
 	}) {
 		// No signed answer: the hook decides in process.
-		return daemonwire.HookResult{}, &daemonError{http.StatusServiceUnavailable, CodeDeadlineExceeded, fmt.Sprintf("no decision within the daemon's deadline (%s)", s.cfg.Timeout)}
+		return daemonwire.HookResult{}, &daemonError{http.StatusServiceUnavailable, CodeDeadlineExceeded, s.deadlineMessage()}
 	}
 	s.metrics.hookLatencyBy.of(host.Name()).Observe(time.Since(start).Seconds())
 	answer, err := json.Marshal(CommandAnswer{Stdout: string(resp.Stdout), Stderr: resp.Stderr, Exit: resp.Exit})

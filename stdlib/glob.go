@@ -132,8 +132,9 @@ func globMatch(p, pat ref.Val, name bool) ref.Val {
 	if name {
 		ps = path.Base(ps)
 	}
-	if !doublestar.ValidatePattern(pats) {
+	g := compiledGlob(pats)
+	if !g.valid {
 		return types.NewErr("glob: invalid pattern %q", pats)
 	}
-	return types.Bool(doublestar.MatchUnvalidated(pats, ps))
+	return types.Bool(g.match(pats, ps))
 }

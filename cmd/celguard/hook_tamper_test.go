@@ -230,16 +230,39 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 		return forgedAST{Kinds: []uint8{kindBool | hasType}, IDs: []int64{1}, Nums: []uint64{0},
 			TypeOf: []uint32{uint32(len(index.Types) - 1)}, Syntax: a.Syntax, Location: a.Location, Lines: a.Lines}
 	}
+	// The expressions are one gob stream (the index's Exprs), which each
+	// program places: decoded, forged and written as a new stream.
+	dec := gob.NewDecoder(bytes.NewReader(index.Exprs))
+	require.NoError(t, dec.Decode(&forgedAST{}))
+	var exprs bytes.Buffer
+	enc := gob.NewEncoder(&exprs)
+	require.NoError(t, enc.Encode(&forgedAST{}))
+	index.ExprTypes = uint32(exprs.Len())
+	put := func(a forgedAST) forgedExpr {
+		off := exprs.Len()
+		require.NoError(t, enc.Encode(&a))
+		return forgedExpr{uint32(off), uint32(exprs.Len() - off)}
+	}
 	n := 0
 	for i := range index.Programs {
 		p := &index.Programs[i]
-		if !isBool(&p.Checked) {
+		var checked, planned forgedAST
+		require.NoError(t, dec.Decode(&checked))
+		if p.Planned.Len != 0 {
+			require.NoError(t, dec.Decode(&planned))
+		}
+		if !isBool(&checked) {
+			p.Checked = put(checked)
+			if p.Planned.Len != 0 {
+				p.Planned = put(planned)
+			}
 			continue
 		}
-		p.Checked, p.Planned = falseAST(p.Checked), nil
+		p.Checked, p.Planned = put(falseAST(checked)), forgedExpr{}
 		p.Needs, p.FastUpTo, p.Bound = false, math.MaxUint64, 0
 		n++
 	}
+	index.Exprs = exprs.Bytes()
 	require.Greater(t, n, 10, "boolean expressions forged")
 	var ib bytes.Buffer
 	require.NoError(t, gob.NewEncoder(&ib).Encode(&index))
@@ -316,17 +339,22 @@ type forgedSetIndex struct {
 	Programs     []struct {
 		Text            string
 		Pos             policy.Pos
-		Checked         forgedAST
-		Planned         *forgedAST
+		Checked         forgedExpr
+		Planned         forgedExpr
 		Needs           bool
 		FastUpTo, Bound uint64
 		Variable        bool
-		Type            []byte
+		TypeOf          uint32
 		CwdOnly         bool
 	}
-	Strings []string
-	Types   [][]byte
-	Refs    []struct {
+	// Exprs are the programs' expressions, one gob stream of forgedASTs
+	// (an empty one first, ending at ExprTypes), which Checked and Planned
+	// place.
+	Exprs     []byte
+	ExprTypes uint32
+	Strings   []string
+	Types     [][]byte
+	Refs      []struct {
 		Name      string
 		Overloads []string
 	}
@@ -340,6 +368,9 @@ type forgedSetIndex struct {
 		}
 	}
 }
+
+// forgedExpr places an expression in the index's Exprs (compile.setExpr).
+type forgedExpr struct{ Off, Len uint32 }
 
 // forgedAST is an expression of the record (compile.setAST).
 type forgedAST struct {

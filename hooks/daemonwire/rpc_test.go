@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -182,6 +184,143 @@ func FuzzDaemonRequest(f *testing.F) {
 		}
 		if s, _ := id.Raw().(string); s != p.Nonce || len(p.Nonce) != 2*NonceBytes {
 			t.Fatalf("took id %v with nonce %q", id.Raw(), p.Nonce)
+		}
+	})
+}
+
+// randomParams are HookParams with strings drawn from plain characters,
+// the ones encoding/json escapes, and UTF-8 (valid and not), some empty,
+// and events of random bytes, empty or nil.
+func randomParams(r *rand.Rand) HookParams {
+	alphabet := []string{"a", "Z", "0", "/", " ", "-", ".", "~", "\"", "\\", "<", ">", "&", "\n", "\t", "\x00", "\x7f", "é", "\u2028", "\xff", "日"}
+	allPlain := r.IntN(2) == 0
+	str := func() string {
+		if r.IntN(4) == 0 {
+			return ""
+		}
+		var b strings.Builder
+		plain := allPlain || r.IntN(2) == 0
+		for range r.IntN(40) {
+			if plain {
+				b.WriteString(alphabet[r.IntN(8)])
+			} else {
+				b.WriteString(alphabet[r.IntN(len(alphabet))])
+			}
+		}
+		return b.String()
+	}
+	var ev []byte
+	switch r.IntN(5) {
+	case 0:
+	case 1:
+		ev = []byte{}
+	default:
+		ev = make([]byte, r.IntN(300))
+		for i := range ev {
+			ev[i] = byte(r.IntN(256))
+		}
+	}
+	nonce := str()
+	if r.IntN(2) == 0 {
+		nonce = strings.Repeat("ab", NonceBytes)
+	}
+	return HookParams{Nonce: nonce, Host: str(), WorkDir: str(), Digest: str(), Event: ev,
+		AgentVersion: str(), TraceParent: str(), TraceState: str()}
+}
+
+// TestEncodeRequestPlain: the request line written directly is
+// encoding/json's and the SDK's byte for byte, over 20,000 random
+// requests, and is written directly whenever every string is plain.
+func TestEncodeRequestPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(26, 3))
+	direct := 0
+	for i := 0; i < 20000; i++ {
+		p := randomParams(r)
+		want, err := encodeRequest(p)
+		require.NoError(t, err)
+		got, ok := encodeRequestPlain(p)
+		allPlain := true
+		for _, s := range []string{p.Nonce, p.Host, p.WorkDir, p.Digest, p.AgentVersion, p.TraceParent, p.TraceState} {
+			allPlain = allPlain && plainJSON(s)
+		}
+		require.Equal(t, allPlain, ok, "%+v", p)
+		if ok {
+			direct++
+			require.Equal(t, string(want), string(got), "%+v", p)
+		}
+		line, err := EncodeRequest(p)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(line))
+	}
+	assert.Greater(t, direct, 5000, "too few requests took the direct way to test it")
+}
+
+// FuzzEncodeRequestPlain: whatever the strings and the event, the
+// request line is encoding/json's and the SDK's.
+func FuzzEncodeRequestPlain(f *testing.F) {
+	f.Add(strings.Repeat("ab", NonceBytes), "claude-code", "/w", "", []byte(`{"a":1}`), "", "00-abc-01", "")
+	f.Add("n", "h<", "/ü", "d", []byte{}, "v&", "p", "s\"")
+	f.Fuzz(func(t *testing.T, nonce, host, wd, digest string, event []byte, av, tp, ts string) {
+		p := HookParams{Nonce: nonce, Host: host, WorkDir: wd, Digest: digest, Event: event, AgentVersion: av, TraceParent: tp, TraceState: ts}
+		want, err := encodeRequest(p)
+		if err != nil {
+			t.Skip(err)
+		}
+		got, err := EncodeRequest(p)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("EncodeRequest %q, %v; want %q", got, err, want)
+		}
+	})
+}
+
+// TestDecodeResultPlain: an answer as a daemon writes it (EncodeResult)
+// is decoded without the SDK, to what the SDK's way decodes, over 5,000
+// random results; error responses, another id and broken lines are left
+// to the SDK's way (decodeResultPlain declines them).
+func TestDecodeResultPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(26, 4))
+	for i := 0; i < 5000; i++ {
+		p := randomParams(r)
+		nonce := strings.Repeat("0f", NonceBytes)
+		res := HookResult{Digest: p.Digest, Version: p.Host, Manifest: p.WorkDir, MAC: p.TraceParent, Body: p.Event}
+		id, err := jsonrpc.MakeID(nonce)
+		require.NoError(t, err)
+		line, err := EncodeResult(id, res)
+		require.NoError(t, err)
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		want, werr := decodeResponse(line, nonce)
+		require.NoError(t, werr)
+		got, ok := decodeResultPlain(line, nonce)
+		require.True(t, ok, "%s", line)
+		require.Equal(t, want, got)
+		_, ok = decodeResultPlain(line, strings.Repeat("1f", NonceBytes))
+		require.False(t, ok, "an answer to another request")
+	}
+	id, _ := jsonrpc.MakeID(strings.Repeat("0f", NonceBytes))
+	_, ok := decodeResultPlain(bytes.TrimSuffix(EncodeError(id, jsonrpc.CodeInternalError, "no"), []byte("\n")), strings.Repeat("0f", NonceBytes))
+	assert.False(t, ok, "an error response")
+}
+
+// FuzzDecodeResultPlain: whatever line decodeResultPlain takes, the SDK's
+// way takes too, with the same result.
+func FuzzDecodeResultPlain(f *testing.F) {
+	nonce := strings.Repeat("0f", NonceBytes)
+	id, _ := jsonrpc.MakeID(nonce)
+	line, _ := EncodeResult(id, HookResult{Digest: "sha256:d", Version: "v", Manifest: "m", MAC: "ab", Body: []byte(`{"exit":0}`)})
+	f.Add(bytes.TrimSuffix(line, []byte("\n")))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"` + nonce + `","result":{"digest":"d","DIGEST":"e","body":null},"result":{"mac":"x"}}`))
+	f.Add([]byte(`{"JSONRPC":"2.0","Id":"` + nonce + `","Result":{"Body":"eyJ9"},"error":null}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		got, ok := decodeResultPlain(line, nonce)
+		if !ok {
+			return
+		}
+		want, err := decodeResponse(line, nonce)
+		if err != nil {
+			t.Fatalf("decodeResultPlain took %q, which the SDK's way refuses: %v", line, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: %+v, the SDK's way %+v", line, got, want)
 		}
 	})
 }

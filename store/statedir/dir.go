@@ -81,6 +81,12 @@ type Dir struct {
 	knownMu    sync.Mutex
 	known      map[string]knownFile
 	knownBytes int
+
+	// listed are the sessions whose pending after-events this Dir has
+	// listed once (Locked.pendingFiles); after that, a session's pending
+	// files are listed only when its marker says there are some.
+	listedMu sync.Mutex
+	listed   map[string]struct{}
 }
 
 // knownFile is a state file's bytes as last written or checked for the
@@ -240,6 +246,10 @@ type stateFile struct {
 // seal wraps payload, the JSON of a session's state or pending event, in a
 // stateFile of the format, signed with the key for the domain and session.
 func seal(key *Key, format, domain, session string, payload []byte) ([]byte, error) {
+	payload, err := marshalForm(payload)
+	if err != nil {
+		return nil, err
+	}
 	mac := key.Sum(domain, []byte(session), payload)
 	return json.Marshal(stateFile{Format: format, MAC: hex.EncodeToString(mac), State: payload})
 }
@@ -263,6 +273,23 @@ func sealValid(key *Key, format, domain, session string, payload []byte) (data [
 	b = append(b, `","state":`...)
 	b = append(b, payload...)
 	return append(b, '}'), true, nil
+}
+
+// marshalForm is js as json.Marshal writes it inside a document (a
+// json.RawMessage: compacted, HTML escaped), the bytes the file holds and
+// so the bytes the MAC must be over: a MAC over js itself, with a space
+// or a raw '&' in it, would not check over the file's bytes, and the file
+// would read as tampered.
+func marshalForm(js []byte) ([]byte, error) {
+	if compacted(js) {
+		return js, nil
+	}
+	var c, e bytes.Buffer
+	if err := json.Compact(&c, js); err != nil {
+		return nil, err
+	}
+	json.HTMLEscape(&e, c.Bytes())
+	return e.Bytes(), nil
 }
 
 // plain reports whether s is written in JSON as itself between quotes.
@@ -428,13 +455,19 @@ func salvage(data []byte) []byte {
 // session's (its "id" set to the session id) and keeps MaxStateCounterKeys
 // keys of each counter (bounds.go); a state that would encode larger than
 // the cap is not written. It returns the state as written, which Load
-// returns until the next Save.
+// returns until the next Save. The file is replaced through the session's
+// spare file (spareOf, atomicfile.WriteSpare): a killed writer leaves the
+// old state or the new, as a temporary file and a rename did, for a tenth
+// of their cost.
 func (ls *Locked) Save(state []byte) (written []byte, err error) {
 	key, err := ls.store.Key()
 	if err != nil {
 		return nil, err
 	}
 	raw, err := normalize(state, ls.id, MaxStateCounterKeys)
+	if err == nil {
+		raw, err = marshalForm(raw) // as the file holds it, which Load returns
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode the session state: %w", err)
 	}
@@ -445,7 +478,7 @@ func (ls *Locked) Save(state []byte) (written []byte, err error) {
 	if max := ls.store.maxBytes(); int64(len(data)) > max {
 		return nil, fmt.Errorf("the session state would be %d bytes, more than the cap of %d", len(data), max)
 	}
-	if err := atomicfile.Write(ls.path, data, 0o600); err != nil {
+	if err := atomicfile.WriteSpare(ls.path, spareOf(ls.path), data, 0o600); err != nil {
 		ls.store.forget(ls.path)
 		return nil, fmt.Errorf("cannot write the session state %s: %w", ls.path, err)
 	}
@@ -469,7 +502,20 @@ func (ls *Locked) Remove() error {
 	if err := os.Remove(ls.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove the session state: %w", err)
 	}
+	// The spare holds an earlier state of the session.
+	if err := os.Remove(spareOf(ls.path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove the session state: %w", err)
+	}
 	return nil
+}
+
+// spareOf is the spare file of the state file at path
+// (atomicfile.WriteSpare): after a Save it holds the session's state as it
+// was before, and the next Save writes over it. Its name starts with
+// atomicfile.TempPrefix, so that it is never taken for a session's state
+// (Sessions) and Cleanup removes it once it is old.
+func spareOf(path string) string {
+	return filepath.Join(filepath.Dir(path), atomicfile.TempPrefix+filepath.Base(path))
 }
 
 // Close releases the lock. The lock file stays (removing it would race with
@@ -515,10 +561,22 @@ func (s *Dir) Cleanup() (int, error) {
 	}
 	cut := s.now().Add(-maxAge)
 	removed := 0
+	// The sessions with a pending file kept: marked after the loop (which
+	// may remove an old marker of theirs), so that the next event of each
+	// applies it, whoever wrote it (pending.go).
+	marks := map[string]bool{}
+	defer func() {
+		for m := range marks {
+			_ = markPending(m)
+		}
+	}()
 	for _, e := range entries {
 		name := e.Name()
 		if e.IsDir() {
 			continue
+		}
+		if i := strings.Index(name, pendingInfix); strings.HasPrefix(name, "s-") && i > 0 {
+			marks[filepath.Join(s.Dir, name[:i]+pendingMarkSuffix)] = true
 		}
 		info, err := e.Info()
 		if err != nil || !info.ModTime().Before(cut) {
@@ -535,6 +593,8 @@ func (s *Dir) Cleanup() (int, error) {
 			if os.Remove(full) == nil {
 				removed++
 			}
+		case strings.HasPrefix(name, "s-") && strings.HasSuffix(name, pendingMarkSuffix):
+			_ = os.Remove(full) // an old marker; marked again below if a file needs it
 		case strings.HasPrefix(name, "s-") && strings.HasSuffix(name, ".json"):
 			if s.removeSession(full) {
 				removed++
@@ -562,6 +622,7 @@ func (s *Dir) removeSession(path string) bool {
 		return false
 	}
 	ok := os.Remove(path) == nil
+	_ = os.Remove(spareOf(path))
 	l.removeLocked()
 	return ok
 }

@@ -181,3 +181,100 @@ func TestCleanup(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 }
+
+// TestSpareFile: Saves through the session's spare file load as the
+// states saved, one after the other (a new Dir each time, so that nothing
+// is remembered); the spare is never taken for a session (Sessions);
+// Remove takes it with the state; Cleanup removes an old one.
+func TestSpareFile(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 5 {
+		s := &Dir{Dir: dir}
+		ls, err := s.Lock(context.Background(), "sp")
+		require.NoError(t, err)
+		want := fmt.Sprintf(`{"id":"sp","turn":%d%s}`, i, strings.Repeat(" ", 5-i))
+		_, err = ls.Save([]byte(want))
+		require.NoError(t, err)
+		require.NoError(t, ls.Close())
+		ls, err = (&Dir{Dir: dir}).Lock(context.Background(), "sp")
+		require.NoError(t, err)
+		got, found, err := ls.Load()
+		require.NoError(t, err)
+		require.True(t, found)
+		assert.JSONEq(t, want, string(got), "save %d", i)
+		require.NoError(t, ls.Close())
+	}
+	ids, err := (&Dir{Dir: dir}).Sessions()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"sp"}, ids)
+
+	s := &Dir{Dir: dir}
+	spare := spareOf(s.Path("sp"))
+	if _, err := os.Stat(spare); err != nil {
+		t.Logf("no spare file (%v): this file system has no atomic exchange", err)
+	}
+	ls, err := s.Lock(context.Background(), "sp")
+	require.NoError(t, err)
+	require.NoError(t, ls.Remove())
+	require.NoError(t, ls.Close())
+	_, err = os.Stat(spare)
+	assert.ErrorIs(t, err, os.ErrNotExist, "Remove left the spare file, which holds an earlier state")
+
+	// An old session's spare goes with it.
+	ls, err = s.Lock(context.Background(), "old")
+	require.NoError(t, err)
+	for range 3 {
+		_, err = ls.Save([]byte(`{"id":"old"}`))
+		require.NoError(t, err)
+	}
+	require.NoError(t, ls.Close())
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	for _, p := range []string{s.Path("old"), spareOf(s.Path("old"))} {
+		_ = os.Chtimes(p, old, old)
+	}
+	_, err = s.Cleanup()
+	require.NoError(t, err)
+	_, err = os.Stat(spareOf(s.Path("old")))
+	assert.ErrorIs(t, err, os.ErrNotExist, "Cleanup left an old spare file")
+}
+
+// TestSaveAnyJSONLoads: a state in any JSON form (spaces, a raw '&', '<'
+// or '>', as a shell command has) is saved in json.Marshal's form and
+// signed over those bytes, so that it loads back as saved; a MAC over the
+// bytes as given made such a file read as tampered. A pending event
+// likewise.
+func TestSaveAnyJSONLoads(t *testing.T) {
+	for _, st := range []string{
+		`{"id":"sp","cmd":"a && b > c < d"}`,
+		`{"id":"sp", "turn": 1}`,
+		"{\n  \"id\": \"sp\",\n  \"s\": \"\u2028\"\n}",
+		`{"id":"sp","cmd":"a \u0026\u0026 b"}`,
+	} {
+		dir := t.TempDir()
+		ls, err := (&Dir{Dir: dir}).Lock(context.Background(), "sp")
+		require.NoError(t, err)
+		written, err := ls.Save([]byte(st))
+		require.NoError(t, err)
+		require.NoError(t, ls.Close())
+		ls, err = (&Dir{Dir: dir}).Lock(context.Background(), "sp")
+		require.NoError(t, err)
+		got, found, err := ls.Load()
+		require.NoError(t, err, st)
+		require.True(t, found)
+		assert.Equal(t, string(written), string(got), "Save returns the state as Load reads it")
+		assert.JSONEq(t, st, string(got))
+		require.NoError(t, ls.Close())
+
+		d := &Dir{Dir: dir}
+		require.NoError(t, d.RecordPending("sp", []byte(st)))
+		ls, err = d.Lock(context.Background(), "sp")
+		require.NoError(t, err)
+		evs, failed, bad, err := ls.Pending()
+		require.NoError(t, err)
+		require.NoError(t, bad, st)
+		assert.Empty(t, failed)
+		require.Len(t, evs, 1)
+		assert.JSONEq(t, st, string(evs[0].Event))
+		require.NoError(t, ls.Close())
+	}
+}

@@ -145,10 +145,17 @@ func TestLoadKnownIsExact(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "(none)", got)
 
-	// A state json.Marshal rewrites is written as before (its MAC does
-	// not check on the rewritten bytes) and never known.
+	// A state json.Marshal rewrites is written in Marshal's form and
+	// signed over it (its MAC used to be over the bytes as given, so the
+	// file read as tampered): known, and loaded as written.
 	save(s, `{"id":"a", "turn":6}`)
-	assert.Empty(t, s.known)
+	assert.Len(t, s.known, 1)
+	got, err = load(s)
+	require.NoError(t, err)
+	assert.Equal(t, `{"id":"a","turn":6}`, got)
+	got, err = load(&Dir{Dir: s.Dir})
+	require.NoError(t, err)
+	assert.Equal(t, `{"id":"a","turn":6}`, got)
 }
 
 // TestKnownBounded: the memory of known files stays within its bounds.

@@ -46,3 +46,6 @@ func (l *fileLock) unlock() error {
 	}
 	return nil
 }
+
+// oNoFollow: no such flag here; a marker is an empty file either way.
+const oNoFollow = 0

@@ -54,3 +54,6 @@ func (l *fileLock) unlock() error {
 	}
 	return err
 }
+
+// oNoFollow makes an open fail on a symbolic link (a pending marker).
+const oNoFollow = syscall.O_NOFOLLOW

@@ -24,6 +24,20 @@ import (
 // answers the event as a failure: the after-phase rules did not run on that
 // result.
 
+// Finding the pending files takes a listing of the state directory, which
+// holds every session kept (DefaultMaxAge): a cost that grows with them,
+// paid at every event. So a pending file has a marker, a file of a fixed
+// name per session (pendingMark), which RecordPending makes after the
+// pending file, and the event that takes the lock lists the directory only
+// when the marker is there, removing it before it lists (and making it
+// again when it found files, so that files it does not remove are found
+// again). Every order of the two holds: a pending file written before the
+// marker was removed is listed now, one written after is followed by a
+// marker of its own. A Dir also lists each session once regardless, at its
+// first event (for a file an older celguard wrote without a marker, or
+// whose writer died between the two), and Cleanup marks every session that
+// has a pending file.
+
 // pendingFormat names the format of a pending after-event file.
 const pendingFormat = "celguard-pending/1"
 
@@ -34,6 +48,27 @@ const pendingInfix = ".pending-"
 // PendingPrefix is the start of the paths of a session's pending files.
 func (s *Dir) PendingPrefix(sessionID string) string {
 	return strings.TrimSuffix(s.Path(sessionID), ".json") + pendingInfix
+}
+
+// pendingMark is the marker of a session's pending files: s-<id>.pending.
+func (s *Dir) pendingMark(sessionID string) string {
+	return strings.TrimSuffix(s.Path(sessionID), ".json") + pendingMarkSuffix
+}
+
+// pendingWritten, when set, runs between a pending file's write and its
+// marker's (tests: another event in between).
+var pendingWritten func()
+
+// pendingMarkSuffix ends the name of a pending marker.
+const pendingMarkSuffix = ".pending"
+
+// markPending makes the marker at path (an empty file), if it is not there.
+func markPending(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|oNoFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // RecordPending writes an after-event (its JSON, opaque here) that could
@@ -57,6 +92,12 @@ func (s *Dir) RecordPending(sessionID string, event []byte) error {
 	if err := atomicfile.Write(name, data, 0o600); err != nil {
 		return fmt.Errorf("cannot record the pending after-event: %w", err)
 	}
+	if pendingWritten != nil {
+		pendingWritten()
+	}
+	// After the file (see above). Without it the file is still found at a
+	// Dir's first event of the session, or once Cleanup marks it.
+	_ = markPending(s.pendingMark(sessionID))
 	return nil
 }
 
@@ -69,15 +110,57 @@ type Pending struct {
 	Event []byte
 }
 
-// pendingFiles lists a session's pending files, oldest first.
+// pendingFiles lists a session's pending files, oldest first: when its
+// marker is there, or at the Dir's first event of the session.
 func (ls *Locked) pendingFiles() ([]string, error) {
+	mark := ls.store.pendingMark(ls.id)
+	if ls.store.listedBefore(ls.path) {
+		if _, err := os.Lstat(mark); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	if err := os.Remove(mark); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("cannot list the pending after-events: %w", err)
+	}
+	names, err := ls.listPending()
+	if err == nil && len(names) > 0 {
+		// Found again by the next event unless they are removed by then.
+		err = markPending(mark)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the pending after-events: %w", err)
+	}
+	return names, nil
+}
+
+// maxListed bounds the sessions a Dir remembers having listed: past it,
+// it forgets them all (each is listed once more).
+const maxListed = 4096
+
+// listedBefore reports whether this Dir listed the pending files of the
+// state file at path before, and remembers that it has now.
+func (s *Dir) listedBefore(path string) bool {
+	s.listedMu.Lock()
+	defer s.listedMu.Unlock()
+	if _, ok := s.listed[path]; ok {
+		return true
+	}
+	if s.listed == nil || len(s.listed) >= maxListed {
+		s.listed = map[string]struct{}{}
+	}
+	s.listed[path] = struct{}{}
+	return false
+}
+
+// listPending lists the directory for the session's pending files.
+func (ls *Locked) listPending() ([]string, error) {
 	prefix := ls.store.PendingPrefix(ls.id)
 	entries, err := os.ReadDir(filepath.Dir(prefix))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot list the pending after-events: %w", err)
+		return nil, err
 	}
 	base := filepath.Base(prefix)
 	var names []string
