@@ -689,10 +689,34 @@ func (p *Program) make() {
 	p.trackedLazy = nil
 	if full := src.r.fullProgram(src.i); full != nil {
 		p.tracked, p.fast, p.fastUpTo, p.bound = full.tracked, full.fast, full.fastUpTo, full.bound
-		p.ast, p.planned, p.lazy = full.ast, full.planned, full.lazy
+		p.ast, p.planned, p.plan, p.lazy = full.ast, full.planned, full.plan, full.lazy
 		return
 	}
 	p.tracked, p.fast, p.fastUpTo, p.lazy = failedProgram{fmt.Errorf("compiled-set cache: %w", err)}, nil, 0, nil
+}
+
+// makeAST builds the checked and planned expressions of p, made from its
+// record (fill planned it from the lean AST): from the record, and when
+// that fails, or they do not need the accounting the record says, the full
+// compile's; nil when that fails too.
+func (p *Program) makeAST() {
+	if p.ast != nil {
+		return // the full compile's (make)
+	}
+	src := p.src
+	sp := &src.r.idx.Programs[src.i]
+	ast, err := src.r.exprAST(sp.Checked)
+	planned := ast
+	if err == nil && sp.Planned.Len != 0 {
+		planned, err = src.r.exprAST(sp.Planned)
+	}
+	if err == nil && celenv.NeedsCostTracking(ast) == sp.Needs && celenv.NeedsCostTracking(planned) == sp.Needs {
+		p.ast, p.planned = ast, planned
+		return
+	}
+	if full := src.r.fullProgram(src.i); full != nil {
+		p.ast, p.planned = full.ast, full.planned
+	}
 }
 
 // fullTracked is the program with accounting of the full compile, for a
@@ -708,21 +732,23 @@ func (s *programSource) fullTracked(err error) cel.Program {
 // fill makes p from its record.
 func (s *programSource) fill(p *Program) error {
 	sp := &s.r.idx.Programs[s.i]
-	ast, err := s.r.exprAST(sp.Checked)
+	e := sp.Checked
+	if sp.Planned.Len != 0 {
+		e = sp.Planned
+	}
+	a, err := s.r.decodeExpr(e)
 	if err != nil {
 		return err
 	}
-	planned := ast
-	if sp.Planned.Len != 0 {
-		if planned, err = s.r.exprAST(sp.Planned); err != nil {
-			return err
-		}
+	plan, err := s.r.planAST(a)
+	if err != nil {
+		return err
 	}
-	if celenv.NeedsCostTracking(planned) != sp.Needs || (planned != ast && celenv.NeedsCostTracking(ast) != sp.Needs) {
+	if celenv.NeedsCostTrackingExpr(plan.Expr()) != sp.Needs {
 		return errors.New("the recorded cost accounting does not match the expression")
 	}
 	env := s.r.cfg.env
-	p.ast, p.planned = ast, planned
+	p.plan = plan
 	if sp.Needs {
 		// Planned with the accounting at its first use (trackedProgram),
 		// without it at its first call within FastUpTo (For).
@@ -732,7 +758,7 @@ func (s *programSource) fill(p *Program) error {
 		}
 		return nil
 	}
-	prg, err := env.CEL().Program(planned, env.UntrackedProgramOptions()...)
+	prg, err := env.CEL().PlanProgram(plan, env.UntrackedProgramOptions()...)
 	if err != nil {
 		return err
 	}

@@ -317,6 +317,26 @@ func sameAST(t *testing.T, want, got *cel.Ast, msg ...any) {
 	assert.True(t, got.IsChecked())
 }
 
+// samePlan asserts got is want's tree, types, references and source
+// extensions: what a plan reads (planAST).
+func samePlan(t *testing.T, want, got *celast.AST, msg ...any) {
+	t.Helper()
+	require.NotNil(t, got, msg...)
+	wpb, err := celast.ExprToProto(want.Expr())
+	require.NoError(t, err)
+	gpb, err := celast.ExprToProto(got.Expr())
+	require.NoError(t, err)
+	assert.True(t, proto.Equal(wpb, gpb), msg...)
+	assert.Equal(t, want.SourceInfo().Extensions(), got.SourceInfo().Extensions(), msg...)
+	require.Equal(t, len(want.TypeMap()), len(got.TypeMap()), msg...)
+	for id, typ := range want.TypeMap() {
+		gt, ok := got.TypeMap()[id]
+		require.True(t, ok, msg...)
+		assert.True(t, typ.IsExactType(gt), "%v: %v is %v", msg, gt, typ)
+	}
+	assert.Equal(t, want.ReferenceMap(), got.ReferenceMap(), msg...)
+}
+
 // sameASTs asserts every program of got has the checked and planned
 // expressions of want's at the same place.
 func sameASTs(t *testing.T, want, got *PolicySet) {
@@ -327,6 +347,10 @@ func sameASTs(t *testing.T, want, got *PolicySet) {
 		g := gotProgs[pos]
 		require.NotNil(t, g, "%v", pos)
 		wm, gm := w.made(), g.made()
+		// What the programs were planned from, before any AST is built.
+		samePlan(t, wm.plan, gm.plan, "plan %v", pos)
+		wm.AST()
+		require.NotNil(t, gm.AST(), "%v", pos)
 		sameAST(t, wm.ast, gm.ast, "checked %v", pos)
 		sameAST(t, wm.planned, gm.planned, "planned %v", pos)
 		assert.Equal(t, wm.ast == wm.planned, gm.ast == gm.planned, "%v", pos)
@@ -345,7 +369,12 @@ func unreplayable(t *testing.T, set *PolicySet) int {
 	require.NotNil(t, r)
 	n := 0
 	for i := range r.idx.Programs {
-		if (&programSource{r: r, i: i}).fill(&Program{}) != nil {
+		sp := &r.idx.Programs[i]
+		_, err := r.exprAST(sp.Checked)
+		if err == nil && sp.Planned.Len != 0 {
+			_, err = r.exprAST(sp.Planned)
+		}
+		if err != nil || (&programSource{r: r, i: i}).fill(&Program{}) != nil {
 			n++
 		}
 	}
