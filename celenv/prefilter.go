@@ -74,8 +74,8 @@ var trueFilter = &filter{op: filterTrue}
 // longer than maxLitLen bytes to a prefix (a prefix of a required literal is
 // required).
 const (
-	maxExact      = 16
-	maxFilterLits = 16
+	maxExact      = 32
+	maxFilterLits = 64
 	maxLitLen     = 64
 	maxClassRunes = 4
 )
@@ -489,10 +489,6 @@ func simplify(f *filter) *filter {
 		}
 		return f
 	case filterAnd, filterOr:
-		if f.op == filterOr && countLits(f) > maxFilterLits {
-			// capFilter would make it true: skip the work.
-			return trueFilter
-		}
 		var subs []*filter
 		for _, s := range f.sub {
 			s = simplify(s)
@@ -566,17 +562,34 @@ func dropImplied(op filterOp, subs []*filter) []*filter {
 	return out
 }
 
-// capFilter bounds the literals of f: an or with more than maxFilterLits
-// literals requires nothing (no branch may be dropped); an and keeps its
-// most selective conditions within the budget (dropping a condition of an
-// and only weakens it). An and's conditions are ordered most selective
-// first, so that a string that fails fails early.
+// capFilter bounds the literals of f. An or past maxFilterLits literals
+// keeps only the best condition of each branch that is an and, and requires
+// nothing if it is still past the budget (no branch may be dropped). An and
+// keeps its conditions within the budget, cheapest first (fewest literals,
+// then the most selective), so that a string that fails fails early;
+// dropping a condition of an and only weakens it.
 func capFilter(f *filter) *filter {
 	switch f.op {
 	case filterOr:
-		if countLits(f) > maxFilterLits {
+		if countLits(f) <= maxFilterLits {
+			return f
+		}
+		// Each branch that is an and keeps only its most selective
+		// condition (the branch then requires less, so the or does too).
+		or := &filter{op: filterOr, sub: make([]*filter, len(f.sub))}
+		for i, s := range f.sub {
+			if s.op == filterAnd {
+				s = capFilter(s)
+			}
+			if s.op == filterAnd {
+				s = slices.MaxFunc(s.sub, func(a, b *filter) int { return score(a) - score(b) })
+			}
+			or.sub[i] = s
+		}
+		if countLits(or) > maxFilterLits {
 			return trueFilter
 		}
+		return or
 	case filterAnd:
 		subs := make([]*filter, 0, len(f.sub))
 		for _, s := range f.sub {
@@ -584,7 +597,14 @@ func capFilter(f *filter) *filter {
 				subs = append(subs, s)
 			}
 		}
-		slices.SortStableFunc(subs, func(a, b *filter) int { return score(b) - score(a) })
+		// Cheapest first (a single literal before an or of many), then
+		// the most selective.
+		slices.SortStableFunc(subs, func(a, b *filter) int {
+			if c := countLits(a) - countLits(b); c != 0 {
+				return c
+			}
+			return score(b) - score(a)
+		})
 		n, kept := 0, subs[:0]
 		for _, s := range subs {
 			if c := countLits(s); n+c <= maxFilterLits {
