@@ -135,8 +135,9 @@ const maxAnyLiterals = 8
 // are longer than the single literal; nil when there is none.
 // Case-folded parts (?i) never contribute.
 //
-// The pattern is parsed once (a hook process plans every constant pattern
-// its call reaches, and a parse is most of this function's cost).
+// This is the simple analysis of the hand-written peer of the benchmarks
+// (bench/peers); CEL's matches uses the fuller condition of prefilter.go
+// (all of, any of, case folding, word boundaries, anchors).
 func RequiredLiterals(pattern string) []string {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
