@@ -657,7 +657,7 @@ func TestSetCacheBrokenExprPlaces(t *testing.T) {
 			idx.Programs[2].Checked.Len += idx.Programs[3].Checked.Len / 2
 		},
 		"half a message": func(idx *setIndex) { idx.Programs[2].Checked.Len /= 2 },
-		"cut short": func(idx *setIndex) { idx.exprs = idx.exprs[:len(idx.exprs)/2] },
+		"cut short":      func(idx *setIndex) { idx.exprs = idx.exprs[:len(idx.exprs)/2] },
 		"no type definitions": func(idx *setIndex) {
 			idx.exprs = idx.exprs[idx.ExprTypes:]
 			for i := range idx.Programs {
