@@ -46,8 +46,14 @@ var linearNamespaces = []string{"shell.", "path.", "glob.", "hash.", "secrets.",
 // input, and skip the accounting (which is about a third of a rule's
 // evaluation time).
 func NeedsCostTracking(ast *cel.Ast) bool {
+	return NeedsCostTrackingExpr(ast.NativeRep().Expr())
+}
+
+// NeedsCostTrackingExpr is NeedsCostTracking of a checked expression's
+// native tree.
+func NeedsCostTrackingExpr(x celast.Expr) bool {
 	needs := false
-	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+	celast.PreOrderVisit(x, celast.NewExprVisitor(func(e celast.Expr) {
 		switch e.Kind() {
 		case celast.ComprehensionKind:
 			needs = true

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
 
 	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/policy"
@@ -43,6 +44,12 @@ type Program struct {
 	ast   *cel.Ast
 	// planned is ast as planned (inlinePatterns), often ast itself.
 	planned *cel.Ast
+	// plan is what the programs are planned from: planned's native AST,
+	// or in a replayed program the lean one of its record (planAST),
+	// whose ast and planned are built at the first AST (makeAST).
+	plan *celast.AST
+	// astOnce builds a replayed program's ast and planned.
+	astOnce sync.Once
 	// lazy plans the program without accounting at its first use, when
 	// fast is nil and fastUpTo is not 0: a process (a hook) uses a few of
 	// the set's programs, and planning the others is wasted.
@@ -73,11 +80,11 @@ type lazyProgram struct {
 	prg  cel.Program
 }
 
-// get plans the program of ast without accounting, once; nil when that
+// get plans the program of plan without accounting, once; nil when that
 // fails (the caller keeps the accounting).
-func (l *lazyProgram) get(ast *cel.Ast) cel.Program {
+func (l *lazyProgram) get(plan *celast.AST) cel.Program {
 	l.once.Do(func() {
-		if prg, err := l.env.CEL().Program(ast, l.env.UntrackedProgramOptions()...); err == nil {
+		if prg, err := l.env.CEL().PlanProgram(plan, l.env.UntrackedProgramOptions()...); err == nil {
 			l.prg = prg
 		}
 	})
@@ -104,7 +111,7 @@ func (p *Program) For(n uint64) cel.Program {
 			return p.fast
 		}
 		if p.lazy != nil {
-			if prg := p.lazy.get(p.planned); prg != nil {
+			if prg := p.lazy.get(p.plan); prg != nil {
 				return prg
 			}
 		}
@@ -124,7 +131,7 @@ func (p *Program) trackedProgram() cel.Program {
 		return p.tracked
 	}
 	l.once.Do(func() {
-		prg, err := l.env.CEL().Program(p.planned, l.env.ProgramOptions()...)
+		prg, err := l.env.CEL().PlanProgram(p.plan, l.env.ProgramOptions()...)
 		if err != nil {
 			prg = p.src.fullTracked(err)
 		}
@@ -157,7 +164,13 @@ func (p *Program) Linear() bool {
 func (p *Program) accounts() bool { return p.fastUpTo != math.MaxUint64 }
 
 // AST returns the checked expression.
-func (p *Program) AST() *cel.Ast { return p.made().ast }
+func (p *Program) AST() *cel.Ast {
+	p.made()
+	if p.src != nil {
+		p.astOnce.Do(p.makeAST)
+	}
+	return p.ast
+}
 
 // program plans a checked expression. Planning needs the functions, not the
 // policy's variable declarations (the checked AST already resolved every
@@ -174,7 +187,7 @@ func (c *compiler) program(ast *cel.Ast, e policy.Expr, info map[string]exprInfo
 		c.errorf(policy.CodeCELType, e.Pos, "%v", err)
 		return nil
 	}
-	p := &Program{tracked: prg, ast: ast, planned: planned}
+	p := &Program{tracked: prg, ast: ast, planned: planned, plan: planned.NativeRep()}
 	if !needs {
 		p.fast, p.fastUpTo = prg, math.MaxUint64
 	}

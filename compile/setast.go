@@ -371,14 +371,18 @@ type astReader struct {
 	r    *replayState
 	info *celast.SourceInfo
 	ast  *celast.AST
-	err  error
-	k    int // the next node
-	s    int // the next string operand
-	c    int // the next count
-	n    int // the next number
-	o    int // the next optional index
-	p    int // the next position
-	t    int // the next type
+	// lean builds the tree to plan (planAST): no offset ranges, and the
+	// types into types.
+	lean  bool
+	types map[int64]*types.Type
+	err   error
+	k     int // the next node
+	s     int // the next string operand
+	c     int // the next count
+	n     int // the next number
+	o     int // the next optional index
+	p     int // the next position
+	t     int // the next type
 }
 
 // replayAST builds the checked expression a records; r's tables give its
@@ -478,6 +482,77 @@ func (r *replayState) replayAST(a *setAST) (*cel.Ast, error) {
 	return out, nil
 }
 
+// planAST builds the checked expression a records as a plan needs it
+// (cel.Env.PlanProgram): its tree, types, references and source
+// extensions, without the offset ranges and macro calls that only an
+// explanation reads (replayAST builds those, at the first AST). Its maps
+// are made at their size rather than grown one insert at a time. The
+// columns are checked as replayAST checks them, but for the macro calls'
+// trees, which follow the expression's and are not read.
+func (r *replayState) planAST(a *setAST) (*celast.AST, error) {
+	if len(a.Kinds) == 0 || len(a.Kinds) != len(a.IDs) || len(a.Starts) != len(a.Stops) ||
+		len(a.XPosIDs) != len(a.XStarts) || len(a.XPosIDs) != len(a.XStop) ||
+		len(a.XTypeIDs) != len(a.XTypeOf) || len(a.RefIDs) != len(a.RefOf) {
+		return nil, errReplayAST
+	}
+	if _, ok := str(r.idx.Strings, a.Syntax); !ok {
+		return nil, errReplayAST
+	}
+	if _, ok := str(r.idx.Strings, a.Location); !ok {
+		return nil, errReplayAST
+	}
+	info := celast.NewSourceInfo(nil)
+	for _, e := range a.Ext {
+		for _, c := range e.Components {
+			if c != celast.ComponentParser && c != celast.ComponentTypeChecker && c != celast.ComponentRuntime {
+				return nil, errReplayAST
+			}
+		}
+		info.AddExtension(celast.NewExtension(e.ID, e.Version, slices.Clone(e.Components)...))
+	}
+	d := &astReader{a: a, strs: r.idx.Strings, fac: celast.NewExprFactory(), r: r, lean: true,
+		types: make(map[int64]*types.Type, len(a.TypeOf)+len(a.XTypeIDs))}
+	root := d.expr(0)
+	if d.err != nil {
+		return nil, d.err
+	}
+	for i, id := range a.XTypeIDs {
+		d.setType(id, a.XTypeOf[i])
+	}
+	refs := make(map[int64]*celast.ReferenceInfo, len(a.RefIDs)+len(a.ValueRefs))
+	for i, id := range a.RefIDs {
+		ref, ok := r.ref(a.RefOf[i])
+		if !ok {
+			return nil, errors.New("a recorded reference is missing")
+		}
+		if _, dup := refs[id]; dup {
+			return nil, errors.New("a recorded reference is given twice")
+		}
+		refs[id] = ref
+	}
+	for _, vr := range a.ValueRefs {
+		ref, ok := r.ref(vr.Ref)
+		if !ok {
+			return nil, errors.New("a recorded reference is missing")
+		}
+		if _, dup := refs[vr.ID]; dup {
+			return nil, errors.New("a recorded reference is given twice")
+		}
+		v, ok := d.value(vr.Kind, vr.Num, vr.Str)
+		if !ok {
+			return nil, errReplayAST
+		}
+		refs[vr.ID] = &celast.ReferenceInfo{Name: ref.Name, OverloadIDs: ref.OverloadIDs, Value: v}
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.types) == 0 {
+		return nil, errors.New("a recorded expression has no types")
+	}
+	return celast.NewCheckedAST(celast.NewAST(root, info), d.types, refs), nil
+}
+
 // str is strs[n], if there is one.
 func str(strs []string, n uint32) (string, bool) {
 	if int64(n) >= int64(len(strs)) {
@@ -532,6 +607,10 @@ func (d *astReader) setType(id int64, n uint32) {
 		}
 		return
 	}
+	if d.lean {
+		d.types[id] = t
+		return
+	}
 	d.ast.SetType(id, t)
 }
 
@@ -570,7 +649,9 @@ func (d *astReader) head() (uint8, int64, bool) {
 		if d.p >= len(d.a.Starts) {
 			return 0, 0, false
 		}
-		d.info.SetOffsetRange(id, celast.OffsetRange{Start: d.a.Starts[d.p], Stop: d.a.Stops[d.p]})
+		if !d.lean {
+			d.info.SetOffsetRange(id, celast.OffsetRange{Start: d.a.Starts[d.p], Stop: d.a.Stops[d.p]})
+		}
 		d.p++
 	}
 	if k&kindHasType != 0 {

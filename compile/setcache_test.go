@@ -30,10 +30,13 @@ func rewriteIndex(t *testing.T, c *MemorySetCache, change func(*setIndex)) {
 	require.Equal(t, 1, c.Len())
 	for k, s := range c.m {
 		var idx setIndex
-		require.NoError(t, gob.NewDecoder(bytes.NewReader(s.index)).Decode(&idx))
+		in := bytes.NewReader(s.index)
+		require.NoError(t, gob.NewDecoder(in).Decode(&idx))
+		idx.exprs = bytes.Clone(s.index[len(s.index)-in.Len():])
 		change(&idx)
 		var buf bytes.Buffer
 		require.NoError(t, gob.NewEncoder(&buf).Encode(&idx))
+		buf.Write(idx.exprs)
 		c.m[k] = memorySet{buf.Bytes()}
 	}
 }
@@ -76,7 +79,7 @@ func setIndexExprs(t testing.TB, idx *setIndex, checked, planned []*setAST) {
 			idx.Programs[i].Planned = put(planned[i])
 		}
 	}
-	idx.Exprs = buf.Bytes()
+	idx.exprs = buf.Bytes()
 }
 
 // rewriteExprs is rewriteIndex with the programs' checked expressions
@@ -317,6 +320,26 @@ func sameAST(t *testing.T, want, got *cel.Ast, msg ...any) {
 	assert.True(t, got.IsChecked())
 }
 
+// samePlan asserts got is want's tree, types, references and source
+// extensions: what a plan reads (planAST).
+func samePlan(t *testing.T, want, got *celast.AST, msg ...any) {
+	t.Helper()
+	require.NotNil(t, got, msg...)
+	wpb, err := celast.ExprToProto(want.Expr())
+	require.NoError(t, err)
+	gpb, err := celast.ExprToProto(got.Expr())
+	require.NoError(t, err)
+	assert.True(t, proto.Equal(wpb, gpb), msg...)
+	assert.Equal(t, want.SourceInfo().Extensions(), got.SourceInfo().Extensions(), msg...)
+	require.Equal(t, len(want.TypeMap()), len(got.TypeMap()), msg...)
+	for id, typ := range want.TypeMap() {
+		gt, ok := got.TypeMap()[id]
+		require.True(t, ok, msg...)
+		assert.True(t, typ.IsExactType(gt), "%v: %v is %v", msg, gt, typ)
+	}
+	assert.Equal(t, want.ReferenceMap(), got.ReferenceMap(), msg...)
+}
+
 // sameASTs asserts every program of got has the checked and planned
 // expressions of want's at the same place.
 func sameASTs(t *testing.T, want, got *PolicySet) {
@@ -327,6 +350,10 @@ func sameASTs(t *testing.T, want, got *PolicySet) {
 		g := gotProgs[pos]
 		require.NotNil(t, g, "%v", pos)
 		wm, gm := w.made(), g.made()
+		// What the programs were planned from, before any AST is built.
+		samePlan(t, wm.plan, gm.plan, "plan %v", pos)
+		wm.AST()
+		require.NotNil(t, gm.AST(), "%v", pos)
 		sameAST(t, wm.ast, gm.ast, "checked %v", pos)
 		sameAST(t, wm.planned, gm.planned, "planned %v", pos)
 		assert.Equal(t, wm.ast == wm.planned, gm.ast == gm.planned, "%v", pos)
@@ -345,7 +372,12 @@ func unreplayable(t *testing.T, set *PolicySet) int {
 	require.NotNil(t, r)
 	n := 0
 	for i := range r.idx.Programs {
-		if (&programSource{r: r, i: i}).fill(&Program{}) != nil {
+		sp := &r.idx.Programs[i]
+		_, err := r.exprAST(sp.Checked)
+		if err == nil && sp.Planned.Len != 0 {
+			_, err = r.exprAST(sp.Planned)
+		}
+		if err != nil || (&programSource{r: r, i: i}).fill(&Program{}) != nil {
 			n++
 		}
 	}
@@ -612,7 +644,7 @@ func TestSetCacheBrokenExprPlaces(t *testing.T) {
 	full, recorded := compiledAndRecorded(t, srcs)
 	cases := map[string]func(*setIndex){
 		"past the end": func(idx *setIndex) {
-			idx.Programs[2].Checked.Off = uint32(len(idx.Exprs))
+			idx.Programs[2].Checked.Off = uint32(len(idx.exprs))
 		},
 		"longer than the stream": func(idx *setIndex) {
 			idx.Programs[2].Checked.Len = math.MaxUint32
@@ -625,8 +657,9 @@ func TestSetCacheBrokenExprPlaces(t *testing.T) {
 			idx.Programs[2].Checked.Len += idx.Programs[3].Checked.Len / 2
 		},
 		"half a message": func(idx *setIndex) { idx.Programs[2].Checked.Len /= 2 },
+		"cut short":      func(idx *setIndex) { idx.exprs = idx.exprs[:len(idx.exprs)/2] },
 		"no type definitions": func(idx *setIndex) {
-			idx.Exprs = idx.Exprs[idx.ExprTypes:]
+			idx.exprs = idx.exprs[idx.ExprTypes:]
 			for i := range idx.Programs {
 				idx.Programs[i].Checked.Off -= idx.ExprTypes
 				if idx.Programs[i].Planned.Len != 0 {
@@ -645,7 +678,9 @@ func TestSetCacheBrokenExprPlaces(t *testing.T) {
 			require.True(t, set.FromCache())
 			sameASTs(t, full, set)
 			n := unreplayable(t, set)
-			if name == "no type definitions" {
+			if name == "cut short" {
+				assert.Greater(t, n, 1, "the programs past the end are refused")
+			} else if name == "no type definitions" {
 				for _, g := range programsByPos(set) {
 					assert.Equal(t, len(g.src.r.idx.Programs), n, "no program decodes")
 					break

@@ -26,7 +26,9 @@
 #   3. instructions, valgrind's callgrind over the whole process, the
 #      minimum of 3 (GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1);
 #   4. celguard serve against OPA's server (bench/peers/loadgen) at
-#      concurrency 1, 4 and 16;
+#      concurrency 1, 4 and 16, each server in its own process: pinned
+#      (each server alone on the last CPU, the generator on the others;
+#      the run of record) and unpinned;
 #
 # and prints `uptime` before and after, `go version`, the commit and the
 # issue's table (what | measured | target | met?), every ratio and verdict
@@ -387,10 +389,16 @@ for r in "${cgrows[@]}"; do
   printf '%s\t%s\n' "$name" "$best" >>"$O/instr.tsv"
 done
 
-say "celguard serve against OPA (loadgen, $loaddur per run)"
-"$B/loadgen" -duration "$loaddur" -c 1,4,16 -targets celguard-api,celguard-hook,opa >"$O/loadgen.txt" 2>&1 ||
-  die "loadgen failed: $(tail -5 "$O/loadgen.txt")"
-grep -q '^#   first error' "$O/loadgen.txt" && die "loadgen saw errors: $(grep -A0 'first error' "$O/loadgen.txt")"
+# The run of record is pinned (-pin: each server alone on the last CPU,
+# the generator on the others); the unpinned run follows, for comparison.
+for pinning in pinned unpinned; do
+  say "celguard serve against OPA (loadgen, $loaddur per run, $pinning)"
+  f=$O/loadgen.txt
+  [ $pinning = pinned ] || f=$O/loadgen-unpinned.txt
+  "$B/loadgen" -duration "$loaddur" -c 1,4,16 -targets celguard-api,celguard-hook,opa $([ $pinning = pinned ] && echo -pin) >"$f" 2>&1 ||
+    die "loadgen failed: $(tail -5 "$f")"
+  grep -q '^#   first error' "$f" && die "loadgen saw errors: $(grep -A0 'first error' "$f")"
+done
 
 [ -e "/proc/$dpid" ] || die "the daemon $dpid is gone"
 uptime_after=$(uptime)
@@ -443,7 +451,7 @@ for c in 1 4 16; do
     rr=$(ratio "$(lg "$t" "$c" 3)" "$(lg opa "$c" 3)")
     p=$(dur "$(lg "$t" "$c" 5)") po=$(dur "$(lg opa "$c" 5)")
     met=$(awk -v r="$rr" -v p="$p" -v po="$po" 'BEGIN { print (r >= 3 && p <= po) ? "yes" : "**no**" }')
-    echo "| serve ($t) throughput vs OPA's server, concurrency $c | ${rr}x ($(lg "$t" "$c" 3) vs $(lg opa "$c" 3) req/s), p99 $(printf %.2f "$p") vs $(printf %.2f "$po") ms; CPU per request $(printf %.0f "$(awk -v a="$(dur "$(lg "$t" "$c" 7)")" 'BEGIN { print a * 1000 }')") vs $(printf %.0f "$(awk -v a="$(dur "$(lg opa "$c" 7)")" 'BEGIN { print a * 1000 }')") µs | ≥ 3x, lower p99 | $met |"
+    echo "| serve ($t) throughput vs OPA's server, concurrency $c, pinned | ${rr}x ($(lg "$t" "$c" 3) vs $(lg opa "$c" 3) req/s), p99 $(printf %.2f "$p") vs $(printf %.2f "$po") ms; server CPU per request $(printf %.0f "$(awk -v a="$(dur "$(lg "$t" "$c" 7)")" 'BEGIN { print a * 1000 }')") vs $(printf %.0f "$(awk -v a="$(dur "$(lg opa "$c" 7)")" 'BEGIN { print a * 1000 }')") µs | ≥ 3x, lower p99 | $met |"
   done
 done
 echo
@@ -478,10 +486,16 @@ else
   echo "No run was left out: every call was answered the way its row says."
 fi
 echo
-echo "serve against OPA (bench/peers/loadgen, \`loadgen -duration $loaddur -c 1,4,16\`):"
+echo "serve against OPA (bench/peers/loadgen, \`loadgen -duration $loaddur -c 1,4,16 -pin\`, the run of record: each server alone on one CPU, the generator on the other):"
 echo
 echo '```'
 cat "$O/loadgen.txt"
+echo '```'
+echo
+echo "The same, unpinned (\`loadgen -duration $loaddur -c 1,4,16\`: servers and generator on any CPU):"
+echo
+echo '```'
+cat "$O/loadgen-unpinned.txt"
 echo '```'
 echo
 echo "The commands (T is the run's temporary directory; the working directory is \$T/repo; pre.json and notif.json are the two events; HOME and XDG_* are under \$T; raw outputs kept with BENCH_HOOK_OUT=DIR):"
@@ -500,6 +514,7 @@ echo '```sh'
   echo "# CPU: bash -c 'for ((i = 0; i < $calls; i++)); do COMMAND < EVENT >/dev/null 2>&1; done; times'; the daemon: utime+stime of /proc/PID/stat before and after"
   echo "# instructions, min of $cgruns per row (same commands, without sh):"
   echo "CELGUARD_HOOK_TRACE=1 GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null --trace-children=yes --log-file=cg.%p.log COMMAND < EVENT"
-  echo "\$T/bin/loadgen -duration $loaddur -c 1,4,16 -targets celguard-api,celguard-hook,opa"
+  echo "\$T/bin/loadgen -duration $loaddur -c 1,4,16 -targets celguard-api,celguard-hook,opa -pin   # the run of record"
+  echo "\$T/bin/loadgen -duration $loaddur -c 1,4,16 -targets celguard-api,celguard-hook,opa        # unpinned"
 } | sed "s|$T|\$T|g"
 echo '```'

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,8 +83,12 @@ var ErrTooLarge = errors.New("too many files to snapshot")
 // Snapshot records roots as they are now. Its error (a path that cannot
 // be read for another reason than being absent, ErrTooLarge) means no
 // manifest.
-func Snapshot(roots []Root) (*Manifest, error) {
-	s := &snapshot{}
+func Snapshot(roots []Root) (*Manifest, error) { return snapshotWith(roots, false) }
+
+// snapshotWith is Snapshot, with or without its memory of the paths it
+// looked at (snapshot.lstats).
+func snapshotWith(roots []Root, noMemo bool) (*Manifest, error) {
+	s := &snapshot{noMemo: noMemo}
 	for _, r := range roots {
 		if !filepath.IsAbs(r.Path) {
 			return nil, fmt.Errorf("%s is not absolute", r.Path)
@@ -101,6 +106,71 @@ func Snapshot(roots []Root) (*Manifest, error) {
 type snapshot struct {
 	out    []Entry
 	hashed int64
+	// lstats are the paths this snapshot has looked at (os.Lstat), each
+	// looked at once: the roots share their leading directories (the home
+	// directory, the repository), which filepath.EvalSymlinks would look
+	// at again for each. A snapshot is of one moment either way: a change
+	// while it is taken is what the next snapshot sees.
+	lstats map[string]lstatResult
+	// noMemo turns lstats off (tests: the snapshot without it).
+	noMemo bool
+}
+
+// lstatResult is an os.Lstat's answer.
+type lstatResult struct {
+	fi  fs.FileInfo
+	err error
+}
+
+// lstat is os.Lstat(p), once per snapshot.
+func (s *snapshot) lstat(p string) (fs.FileInfo, error) {
+	if s.noMemo {
+		return os.Lstat(p)
+	}
+	if r, ok := s.lstats[p]; ok {
+		return r.fi, r.err
+	}
+	fi, err := os.Lstat(p)
+	if s.lstats == nil {
+		s.lstats = map[string]lstatResult{}
+	}
+	s.lstats[p] = lstatResult{fi, err}
+	return fi, err
+}
+
+// evalSymlinks is filepath.EvalSymlinks(p), looking at each leading
+// directory once per snapshot (lstat): a clean absolute path is walked
+// from the root one component at a time, as EvalSymlinks walks it, and
+// the first symbolic link on the way hands the whole path to
+// EvalSymlinks (TestSnapshotMemoIsEvalSymlinks).
+func (s *snapshot) evalSymlinks(p string) (string, error) {
+	if s.noMemo || runtime.GOOS == "windows" || !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		return filepath.EvalSymlinks(p)
+	}
+	dest, rest := "/", p[1:]
+	for rest != "" {
+		comp := rest
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			comp, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		next := dest + comp
+		if dest != "/" {
+			next = dest + "/" + comp
+		}
+		fi, err := s.lstat(next)
+		switch {
+		case err != nil:
+			return "", err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return filepath.EvalSymlinks(p)
+		case !fi.IsDir() && rest != "":
+			return "", syscall.ENOTDIR
+		}
+		dest = next
+	}
+	return dest, nil
 }
 
 func (s *snapshot) add(kind, path, value string) error {
@@ -118,7 +188,7 @@ func absent(err error) bool {
 }
 
 func (s *snapshot) resolve(p string) error {
-	r, err := filepath.EvalSymlinks(p)
+	r, err := s.evalSymlinks(p)
 	switch {
 	case absent(err):
 		r = ""
@@ -129,7 +199,7 @@ func (s *snapshot) resolve(p string) error {
 }
 
 func (s *snapshot) walk(p string, tree bool, links int) error {
-	fi, err := os.Lstat(p)
+	fi, err := s.lstat(p)
 	if absent(err) {
 		return s.add("absent", p, "")
 	}

@@ -4,11 +4,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // tree is a project as an attacker in the repository finds it: a policy
@@ -151,6 +155,69 @@ func TestSumOfIsTheFormattedSum(t *testing.T) {
 	for _, c := range cases {
 		if got := sumOf(c); got != want(c) {
 			t.Errorf("sumOf(%q) = %s, want %s", c, got, want(c))
+		}
+	}
+}
+
+// TestSnapshotMemoIsEvalSymlinks builds random trees of directories,
+// files and symbolic links (absolute, relative, dangling, looping, through
+// files and through "..") and checks, for random paths in them, that a
+// snapshot's resolution is filepath.EvalSymlinks' (the same result, or the
+// same absence), and that a snapshot of many roots at once is the same
+// manifest as one taken without its memory of leading directories.
+func TestSnapshotMemoIsEvalSymlinks(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("unix paths")
+	}
+	r := rand.New(rand.NewPCG(26, 5))
+	names := []string{"a", "b", "c", ".git", "d e"}
+	for round := 0; round < 40; round++ {
+		base, err := filepath.EvalSymlinks(t.TempDir())
+		require.NoError(t, err)
+		var paths []string
+		var dirs = []string{base}
+		for i := 0; i < 30; i++ {
+			parent := dirs[r.IntN(len(dirs))]
+			p := filepath.Join(parent, names[r.IntN(len(names))])
+			paths = append(paths, p)
+			if _, err := os.Lstat(p); err == nil {
+				continue
+			}
+			switch r.IntN(5) {
+			case 0, 1:
+				if os.Mkdir(p, 0o755) == nil {
+					dirs = append(dirs, p)
+				}
+			case 2:
+				_ = os.WriteFile(p, []byte("x"), 0o644)
+			case 3:
+				_ = os.Symlink(paths[r.IntN(len(paths))], p) // absolute, maybe to itself
+			case 4:
+				rel := []string{"..", "../a", "a/b", ".", "../../c", "nowhere"}[r.IntN(6)]
+				_ = os.Symlink(rel, p)
+			}
+		}
+		var roots []Root
+		for i := 0; i < 20; i++ {
+			p := paths[r.IntN(len(paths))]
+			if r.IntN(3) == 0 {
+				p = filepath.Join(p, names[r.IntN(len(names))])
+			}
+			roots = append(roots, Root{Path: p, Tree: r.IntN(4) == 0})
+			want, werr := filepath.EvalSymlinks(p)
+			got, gerr := (&snapshot{}).evalSymlinks(p)
+			if absent(werr) || absent(gerr) {
+				require.True(t, absent(werr) && absent(gerr), "%s: %v, EvalSymlinks %v", p, gerr, werr)
+				continue
+			}
+			require.Equal(t, werr == nil, gerr == nil, "%s: %v, EvalSymlinks %v", p, gerr, werr)
+			require.Equal(t, want, got, p)
+		}
+		with, err1 := Snapshot(roots)
+		without, err2 := snapshotWith(roots, true)
+		require.Equal(t, err1 == nil, err2 == nil, "%v / %v", err1, err2)
+		if err1 == nil {
+			require.Equal(t, without.Entries, with.Entries)
 		}
 	}
 }

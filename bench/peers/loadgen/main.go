@@ -2,14 +2,20 @@
 // loopback, on the peers benchmark's workload: the 20-rule policy
 // (benchdata.Policy20, bench.rego in Rego) and its 1,000-call stream.
 //
-// Both servers run in this process, each on its own 127.0.0.1 port: celguard
-// serve's handler (package serve, the code `celguard serve` runs) in a
-// net/http server with state in memory, and OPA's runtime (the code `opa
-// run --server` runs) with bench.rego. For each concurrency, that many
-// workers send requests back to back for -duration, each over its own
-// keep-alive connection; the answer's decision is checked against the
-// in-process engine's, so that both servers do the same work. It prints
-// throughput and p50/p99/max latency per target and concurrency:
+// Each target's server runs in a process of its own (this binary, run
+// again with -serve), on its own 127.0.0.1 port: celguard serve's handler
+// (package serve, the code `celguard serve` runs) in a net/http server with
+// state in memory, and OPA's runtime (the code `opa run --server` runs)
+// with bench.rego. This process is the generator only: for each
+// concurrency, that many workers send requests back to back for -duration,
+// each over its own keep-alive connection; the answer's decision is
+// checked against the in-process engine's, so that both servers do the
+// same work. With -pin, every server process runs on the last CPU alone
+// (its GOMAXPROCS is then 1) and the generator on the other CPUs
+// (sched_setaffinity), so that the generator's work is not taken from the
+// server it measures; both peers get the same settings. It prints
+// throughput, p50/p99/max latency, and the server's and the generator's
+// CPU time per request, per target and concurrency:
 //
 //	celguard-api   POST /v1/sessions/wN/before (one session per worker)
 //	celguard-hook  POST /v1/hooks/claude-code (Claude Code's PreToolUse)
@@ -27,6 +33,7 @@
 //	               and writes the fixed answer (net/http's floor)
 //
 //	go run ./loadgen -duration 5s -c 1,4,16,64
+//	go run ./loadgen -duration 5s -c 1,4,16 -pin
 package main
 
 import (
@@ -69,9 +76,11 @@ func main() {
 	targets := flag.String("targets", "celguard-api,celguard-hook,opa", "the targets, comma-separated")
 	storeURL := flag.String("store", "memory:", `celguard's state store, as celguard serve --store takes it (memory:, redis://HOST:PORT/DB), or "none" for sessions without a store`)
 	requests := flag.Int("requests", 0, "when positive, each worker sends this many requests per run, whatever -duration says (for counting instructions: valgrind --tool=callgrind)")
-	clientKind := flag.String("client", "lean", `the generator's HTTP client: "lean" (a connection per worker, written and read in the worker's goroutine with net/http's response parser) or "net/http" (net/http's Client and Transport)`)
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (generator and servers) to this file")
-	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file at the end")
+	clientKind := flag.String("client", "lean", `the generator's HTTP client: "lean" (a connection per worker, written from reused bytes and its answer read in place in the worker's goroutine) or "net/http" (net/http's Client and Transport)`)
+	pin := flag.Bool("pin", false, "run every server on the last CPU alone and the generator on the others (sched_setaffinity); needs 2 CPUs or more")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the generator to this file, and of each target's server to this file with .TARGET appended")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the generator to this file at the end, and of each target's server to this file with .TARGET appended")
+	serveKind := flag.String("serve", "", "internal: run as the server process of this kind (celguard, opa, raw, null) until stdin closes")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -87,7 +96,12 @@ func main() {
 	if *memProfile != "" {
 		runtime.MemProfileRate = 64 << 10
 	}
-	err := run(*duration, *levels, strings.Split(*targets, ","), *storeURL, *clientKind, *requests)
+	var err error
+	if *serveKind != "" {
+		err = serveChild(*serveKind, *storeURL)
+	} else {
+		err = run(*duration, *levels, strings.Split(*targets, ","), *storeURL, *clientKind, *requests, *pin, *cpuProfile, *memProfile)
+	}
 	if err == nil && *memProfile != "" {
 		var f *os.File
 		if f, err = os.Create(*memProfile); err == nil {
@@ -112,12 +126,10 @@ type target struct {
 	verdict func([]byte) (string, error)
 }
 
-func run(duration time.Duration, levels string, names []string, storeURL, clientKind string, requests int) error {
+func run(duration time.Duration, levels string, names []string, storeURL, clientKind string, requests int, pin bool, cpuProfile, memProfile string) error {
 	if clientKind != "lean" && clientKind != "net/http" {
 		return fmt.Errorf(`-client: %q is neither "lean" nor "net/http"`, clientKind)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	calls := benchdata.Stream(1000)
 	ref, err := peers.NewCelguard()
 	if err != nil {
@@ -132,21 +144,19 @@ func run(duration time.Duration, levels string, names []string, storeURL, client
 		want[i] = v
 	}
 
-	rawURL, err := startRaw()
-	if err != nil {
-		return err
-	}
-	nullURL, err := startNull()
-	if err != nil {
-		return err
-	}
-	celURL, err := startCelguard(ctx, storeURL)
-	if err != nil {
-		return err
-	}
-	opaURL, err := startOPA(ctx)
-	if err != nil {
-		return err
+	// The CPUs: with -pin, the servers get the last one and the
+	// generator the others.
+	var srvCPUs, genCPUs *cpuSet
+	if pin {
+		all, err := affinity(0)
+		if err != nil {
+			return fmt.Errorf("-pin: %w", err)
+		}
+		cpus := all.list()
+		if len(cpus) < 2 {
+			return fmt.Errorf("-pin: %d CPU available, 2 needed", len(cpus))
+		}
+		srvCPUs, genCPUs = newCPUSet(cpus[len(cpus)-1:]), newCPUSet(cpus[:len(cpus)-1])
 	}
 
 	maxC := 0
@@ -171,13 +181,13 @@ func run(duration time.Duration, levels string, names []string, storeURL, client
 		}
 	}
 	all := map[string]target{
-		"raw":  {name: "raw", url: rawURL, path: func(int) string { return "/" }, body: func(_, i int) []byte { return apiBodies[i] }},
-		"null": {name: "null", url: nullURL, path: func(int) string { return "/" }, body: func(_, i int) []byte { return apiBodies[i] }},
-		"celguard-api": {name: "celguard-api", url: celURL,
+		"raw":  {name: "raw", path: func(int) string { return "/" }, body: func(_, i int) []byte { return apiBodies[i] }},
+		"null": {name: "null", path: func(int) string { return "/" }, body: func(_, i int) []byte { return apiBodies[i] }},
+		"celguard-api": {name: "celguard-api",
 			path:    func(w int) string { return "/v1/sessions/w" + strconv.Itoa(w) + "/before" },
 			body:    func(_, i int) []byte { return apiBodies[i] },
 			verdict: apiVerdict},
-		"celguard-hook": {name: "celguard-hook", url: celURL,
+		"celguard-hook": {name: "celguard-hook",
 			path: func(int) string { return "/v1/hooks/claude-code" },
 			body: func(w, i int) []byte { return hookBodies[w][i] },
 			verdict: func(b []byte) (string, error) {
@@ -192,14 +202,58 @@ func run(duration time.Duration, levels string, names []string, storeURL, client
 				}
 				return "allow", nil
 			}},
-		"opa": {name: "opa", url: opaURL,
+		"opa": {name: "opa",
 			path:    func(int) string { return "/v1/data/celguard/bench/decision" },
 			body:    func(_, i int) []byte { return opaBodies[i] },
 			verdict: opaVerdict},
 	}
-	fmt.Printf("# loadgen: %d calls (benchdata.Stream), the 20-rule policy, celguard store %s, %s per run, client %s, GOMAXPROCS %d, %s\n",
-		len(calls), store.Redact(storeURL), duration, clientKind, runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
-	fmt.Printf("%-14s %5s %10s %10s %10s %10s %10s %8s\n", "target", "conc", "req/s", "p50", "p99", "max", "cpu/req", "errors")
+	// One server process per target, started once the generator is
+	// ready and before any target is measured.
+	servers := map[string]*server{}
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	for _, name := range names {
+		name = strings.TrimSpace(name)
+		kind, ok := serverKind[name]
+		if !ok {
+			return fmt.Errorf("-targets: no target %q", name)
+		}
+		if servers[name] != nil {
+			continue
+		}
+		args := []string{"-serve", kind, "-store", storeURL}
+		if cpuProfile != "" {
+			args = append(args, "-cpuprofile", cpuProfile+"."+name)
+		}
+		if memProfile != "" {
+			args = append(args, "-memprofile", memProfile+"."+name)
+		}
+		srv, err := spawn(args, srvCPUs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		servers[name] = srv
+	}
+	genProcs := runtime.GOMAXPROCS(0)
+	if genCPUs != nil {
+		if err := pinProcess(genCPUs); err != nil {
+			return fmt.Errorf("-pin: %w", err)
+		}
+		genProcs = len(genCPUs.list())
+		runtime.GOMAXPROCS(genProcs)
+	}
+
+	placement := fmt.Sprintf("unpinned: servers and generator on any CPU, server GOMAXPROCS %d, generator GOMAXPROCS %d", firstServer(servers).procs, genProcs)
+	if pin {
+		placement = fmt.Sprintf("pinned: servers on CPU %v (GOMAXPROCS %d), generator on CPU %v (GOMAXPROCS %d)",
+			srvCPUs.list(), firstServer(servers).procs, genCPUs.list(), genProcs)
+	}
+	fmt.Printf("# loadgen: %d calls (benchdata.Stream), the 20-rule policy, celguard store %s, %s per run, client %s, one server process per target; %s; %s\n",
+		len(calls), store.Redact(storeURL), duration, clientKind, placement, time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("%-14s %5s %10s %10s %10s %10s %10s %10s %8s\n", "target", "conc", "req/s", "p50", "p99", "max", "srv-cpu/req", "gen-cpu/req", "errors")
 	for _, lv := range strings.Split(levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(lv))
 		if err != nil || c <= 0 {
@@ -207,13 +261,12 @@ func run(duration time.Duration, levels string, names []string, storeURL, client
 		}
 		got := map[string]result{}
 		for _, name := range names {
-			t, ok := all[strings.TrimSpace(name)]
-			if !ok {
-				return fmt.Errorf("-targets: no target %q", name)
-			}
-			r := load(t, c, duration, want, clientKind, requests)
+			name = strings.TrimSpace(name)
+			t := all[name]
+			t.url = servers[name].url
+			r := load(t, servers[name].pid, c, duration, want, clientKind, requests)
 			got[t.name] = r
-			fmt.Printf("%-14s %5d %10.0f %10s %10s %10s %10s %8d\n", t.name, c, r.rate, r.p50, r.p99, r.max, r.cpu, r.errors)
+			fmt.Printf("%-14s %5d %10.0f %10s %10s %10s %10s %10s %8d\n", t.name, c, r.rate, r.p50, r.p99, r.max, r.srvCPU, r.genCPU, r.errors)
 			if r.firstErr != nil {
 				fmt.Printf("#   first error: %v\n", r.firstErr)
 			}
@@ -223,20 +276,33 @@ func run(duration time.Duration, levels string, names []string, storeURL, client
 	return nil
 }
 
+// serverKind is the server process each target asks.
+var serverKind = map[string]string{
+	"raw": "raw", "null": "null", "celguard-api": "celguard", "celguard-hook": "celguard", "opa": "opa",
+}
+
+// firstServer is any of servers (they all run with the same placement).
+func firstServer(servers map[string]*server) *server {
+	for _, s := range servers {
+		return s
+	}
+	return &server{}
+}
+
 // result is one run's figures.
 type result struct {
 	rate          float64
 	p50, p99, max time.Duration
-	// cpu is the process's CPU time (user and system) per request, the
-	// generator's and the server's: steadier than wall time on a loaded
-	// machine, where throughput and latency measure the queue.
-	cpu      time.Duration
-	errors   int
-	firstErr error
+	// srvCPU and genCPU are the server process's and the generator's
+	// CPU time (user and system) per request: steadier than wall time on
+	// a loaded machine, where throughput and latency measure the queue.
+	srvCPU, genCPU time.Duration
+	errors         int
+	firstErr       error
 }
 
-// load runs c workers against t for d.
-func load(t target, c int, d time.Duration, want []string, clientKind string, requests int) result {
+// load runs c workers against t, whose server is process pid, for d.
+func load(t target, pid, c int, d time.Duration, want []string, clientKind string, requests int) result {
 	tr := &http.Transport{MaxIdleConns: c, MaxIdleConnsPerHost: c, MaxConnsPerHost: c, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
@@ -244,7 +310,7 @@ func load(t target, c int, d time.Duration, want []string, clientKind string, re
 	var lat []time.Duration
 	var errs int
 	var firstErr error
-	cpu0 := cpuTime()
+	gen0, srv0 := cpuTime(), procCPU(pid)
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
@@ -298,13 +364,13 @@ func load(t target, c int, d time.Duration, want []string, clientKind string, re
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := cpuTime() - cpu0
+	gen, srv := cpuTime()-gen0, procCPU(pid)-srv0
 	slices.Sort(lat)
 	r := result{errors: errs, firstErr: firstErr}
 	if n := len(lat); n > 0 {
 		r.rate = float64(n) / elapsed.Seconds()
 		r.p50, r.p99, r.max = lat[n/2], lat[min(n-1, n*99/100)], lat[n-1]
-		r.cpu = cpu / time.Duration(n)
+		r.srvCPU, r.genCPU = srv/time.Duration(n), gen/time.Duration(n)
 	}
 	return r
 }
@@ -334,10 +400,10 @@ func (c *netHTTP) post(path string, body []byte) (int, []byte, error) {
 }
 
 // leanConn posts over one TCP connection of its own: the request written
-// in one write from reused bytes, the answer read with net/http's own
-// parser (http.ReadResponse: Content-Length or chunked) in the worker's
-// goroutine. It sends what net/http's client sends for the same call, less
-// its User-Agent and Accept-Encoding headers, and costs the generator a
+// in one write from reused bytes, the answer read by readResponse into a
+// reused buffer in the worker's goroutine, with no allocation per request.
+// It sends what net/http's client sends for the same call, less its
+// User-Agent and Accept-Encoding headers, and costs the generator a
 // fraction of the client's CPU time, which on a small machine is taken
 // from the servers it measures.
 type leanConn struct {
@@ -345,7 +411,7 @@ type leanConn struct {
 	conn net.Conn
 	br   *bufio.Reader
 	req  []byte
-	resp bytes.Buffer
+	resp []byte
 }
 
 func (c *leanConn) post(path string, body []byte) (int, []byte, error) {
@@ -368,18 +434,12 @@ func (c *leanConn) post(path string, body []byte) (int, []byte, error) {
 		c.close()
 		return 0, nil, err
 	}
-	res, err := http.ReadResponse(c.br, nil)
-	if err != nil {
-		c.close()
-		return 0, nil, err
-	}
-	c.resp.Reset()
-	_, err = c.resp.ReadFrom(res.Body)
-	res.Body.Close()
-	if err != nil || res.Close {
+	status, b, keep, err := readResponse(c.br, c.resp)
+	c.resp = b
+	if err != nil || !keep {
 		c.close()
 	}
-	return res.StatusCode, c.resp.Bytes(), err
+	return status, b, err
 }
 
 func (c *leanConn) close() {
@@ -387,6 +447,108 @@ func (c *leanConn) close() {
 		c.conn.Close()
 		c.conn = nil
 	}
+}
+
+// errResponse is readResponse's refusal of an answer it does not read.
+var errResponse = errors.New("loadgen: an answer the lean client does not read (not HTTP/1.1 with a Content-Length)")
+
+// readResponse reads one HTTP/1.1 response from br: the status line,
+// the header and a body of Content-Length bytes, into buf's memory
+// (grown when too small). keep is false when the server asked to close
+// the connection. It reads only the answers both servers write (HTTP/1.1,
+// a 3-digit status, a Content-Length, no Transfer-Encoding, names of
+// token characters); any other answer is an error, never another body
+// than net/http's parser would read (TestReadResponseAgreesWithNetHTTP,
+// FuzzReadResponse).
+func readResponse(br *bufio.Reader, buf []byte) (status int, body []byte, keep bool, err error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return 0, buf, false, err
+	}
+	// "HTTP/1.1 200 OK\r\n" or "HTTP/1.1 200\r\n"
+	if len(line) < 14 || string(line[:9]) != "HTTP/1.1 " || line[len(line)-2] != '\r' || line[12] != ' ' && line[12] != '\r' {
+		return 0, buf, false, errResponse
+	}
+	for _, d := range line[9:12] {
+		if d < '0' || d > '9' {
+			return 0, buf, false, errResponse
+		}
+		status = status*10 + int(d-'0')
+	}
+	if status < 200 || status == 204 || status == 304 {
+		return 0, buf, false, errResponse // no body by definition, or an interim answer
+	}
+	n, keep := -1, true
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return 0, buf, false, err
+		}
+		if len(line) < 2 || line[len(line)-2] != '\r' {
+			return 0, buf, false, errResponse
+		}
+		line = line[:len(line)-2]
+		if len(line) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok || len(name) == 0 || !token(name) || !fieldValue(value) {
+			return 0, buf, false, errResponse
+		}
+		value = bytes.Trim(value, " \t")
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if n >= 0 || len(value) == 0 || len(value) > 9 {
+				return 0, buf, false, errResponse
+			}
+			n = 0
+			for _, d := range value {
+				if d < '0' || d > '9' {
+					return 0, buf, false, errResponse
+				}
+				n = n*10 + int(d-'0')
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")), bytes.EqualFold(name, []byte("Trailer")):
+			return 0, buf, false, errResponse
+		case bytes.EqualFold(name, []byte("Connection")):
+			for _, f := range bytes.FieldsFunc(value, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+				if bytes.EqualFold(f, []byte("close")) {
+					keep = false
+				}
+			}
+		}
+	}
+	if n < 0 {
+		return 0, buf, false, errResponse
+	}
+	if cap(buf) < n {
+		buf = make([]byte, n, max(n, 2*cap(buf)))
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(br, buf); err != nil {
+		return 0, buf[:0], false, err
+	}
+	return status, buf, keep, nil
+}
+
+// fieldValue reports whether b holds no control character but tab.
+func fieldValue(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// token reports whether b is made of HTTP token characters (RFC 9110).
+func token(b []byte) bool {
+	for _, c := range b {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // cpuTime is the process's user and system CPU time.
@@ -553,7 +715,7 @@ func startRaw() (string, error) {
 // OPA's requests per second at a p99 no higher than OPA's.
 func compare(c int, names []string, got map[string]result) {
 	opa, ok := got["opa"]
-	if !ok || opa.rate == 0 || opa.p99 == 0 || opa.cpu == 0 {
+	if !ok || opa.rate == 0 || opa.p99 == 0 || opa.srvCPU == 0 {
 		return
 	}
 	for _, name := range names {
@@ -565,8 +727,12 @@ func compare(c int, names []string, got map[string]result) {
 		if r.rate >= 3*opa.rate && r.p99 <= opa.p99 && r.errors == 0 && opa.errors == 0 {
 			met = "yes"
 		}
-		fmt.Printf("# vs opa, c=%d, %s: req/s %.2fx, p99 %.2fx, cpu/req %.2fx OPA's; at least 3x with a p99 no higher: %s\n",
-			c, strings.TrimSpace(name), r.rate/opa.rate, float64(r.p99)/float64(opa.p99), float64(opa.cpu)/float64(r.cpu), met)
+		cpu := "-"
+		if r.srvCPU > 0 {
+			cpu = fmt.Sprintf("%.2fx", float64(opa.srvCPU)/float64(r.srvCPU))
+		}
+		fmt.Printf("# vs opa, c=%d, %s: req/s %.2fx, p99 %.2fx, server cpu/req %s OPA's; at least 3x with a p99 no higher: %s\n",
+			c, strings.TrimSpace(name), r.rate/opa.rate, float64(r.p99)/float64(opa.p99), cpu, met)
 	}
 }
 
