@@ -466,7 +466,8 @@ func recordTexts(t testing.TB, texts []string) (setIndex, []setAST, []*cel.Ast) 
 	return idx, recs, asts
 }
 
-// Every kind of node the record holds comes back as it was.
+// Every kind of node the record holds comes back as it was, in the full
+// AST and in the lean one a plan reads.
 func TestSetASTEveryKind(t *testing.T) {
 	idx, recs, asts := recordTexts(t, everyKind)
 	assert.NotEmpty(t, recs[len(recs)-1].ValueRefs, "an enum constant is a reference to a value")
@@ -474,6 +475,9 @@ func TestSetASTEveryKind(t *testing.T) {
 		back, err := (&replayState{idx: idx}).replayAST(&recs[i])
 		require.NoError(t, err, everyKind[i])
 		sameAST(t, asts[i], back, everyKind[i])
+		plan, err := (&replayState{idx: idx}).planAST(&recs[i])
+		require.NoError(t, err, everyKind[i])
+		samePlan(t, asts[i].NativeRep(), plan, everyKind[i])
 	}
 }
 
@@ -707,8 +711,21 @@ func FuzzReplayAST(f *testing.F) {
 		if gob.NewDecoder(bytes.NewReader(data)).Decode(&a) != nil {
 			return
 		}
-		if ast, err := (&replayState{idx: idx}).replayAST(&a); err == nil {
+		r := &replayState{idx: idx}
+		ast, err := r.replayAST(&a)
+		if err == nil {
 			assert.True(t, ast.IsChecked())
+		}
+		// The lean AST a plan reads: it checks all but the macro calls'
+		// trees, so whatever the full one accepts it accepts, with the
+		// same tree, types and references.
+		plan, perr := r.planAST(&a)
+		if perr == nil {
+			assert.True(t, plan.IsChecked())
+		}
+		if err == nil {
+			require.NoError(t, perr)
+			samePlan(t, ast.NativeRep(), plan)
 		}
 	})
 }
