@@ -118,7 +118,7 @@ func (c *MemorySetCache) Len() int {
 }
 
 // setCacheVersion is the version of the record's format and meaning.
-const setCacheVersion = "celguard-set-5"
+const setCacheVersion = "celguard-set-6"
 
 // setIndex is a record's index.
 type setIndex struct {
@@ -128,13 +128,15 @@ type setIndex struct {
 	Warnings policy.Diagnostics
 	// Programs are the set's programs in the order the compiler makes them.
 	Programs []setProgram
-	// Exprs are the programs' expressions: one gob stream of setASTs, an
-	// empty one first, whose message carries the stream's type
-	// definitions and ends at ExprTypes, then the programs' (setExpr
-	// places each). A program's expressions are decoded at its first use
-	// (replayState.exprAST), so that a call decodes the expressions of
-	// the rules its tool reaches and no others.
-	Exprs     []byte
+	// exprs are the programs' expressions, the record's bytes after the
+	// index's gob message (not part of it, so that neither gob nor the
+	// replay copies them): one gob stream of setASTs, an empty one first,
+	// whose message carries the stream's type definitions and ends at
+	// ExprTypes, then the programs' (setExpr places each). A program's
+	// expressions are decoded at its first use (replayState.exprAST), so
+	// that a call decodes the expressions of the rules its tool reaches
+	// and no others.
+	exprs     []byte
 	ExprTypes uint32
 	// Strings are the distinct strings of the programs' expressions
 	// (setAST.Strs).
@@ -199,8 +201,8 @@ type setProgram struct {
 	CwdOnly  bool
 }
 
-// setExpr places one expression in the index's Exprs: the gob message of
-// its setAST is Exprs[Off:Off+Len].
+// setExpr places one expression in the index's exprs: the gob message of
+// its setAST is exprs[Off:Off+Len].
 type setExpr struct {
 	Off, Len uint32
 }
@@ -309,7 +311,7 @@ func (c *compiler) record(key string) {
 		idx.Programs = append(idx.Programs, sp)
 	}
 	idx.Strings = strs.list
-	idx.Exprs = exprs.Bytes()
+	idx.exprs = exprs.Bytes()
 	idx.Sources = recordSources(c.docs)
 	if idx.Sources != nil {
 		// The documents hold the texts: a program names its expression by
@@ -322,6 +324,7 @@ func (c *compiler) record(key string) {
 	if err := gob.NewEncoder(&buf).Encode(&idx); err != nil {
 		return
 	}
+	buf.Write(idx.exprs)
 	c.cfg.sets.PutSet(key, buf.Bytes())
 }
 
@@ -542,7 +545,7 @@ type replayState struct {
 		mu   sync.Mutex
 		made []*celast.ReferenceInfo
 	}
-	// exprs decodes the index's Exprs: one decoder, which has read the
+	// exprs decodes the index's exprs: one decoder, which has read the
 	// stream's type definitions, reading one program's message at a time.
 	exprs struct {
 		mu  sync.Mutex
@@ -551,7 +554,7 @@ type replayState struct {
 	}
 }
 
-// exprAST is the checked expression the index's Exprs hold at e, decoded
+// exprAST is the checked expression the index's exprs hold at e, decoded
 // and built; an error when e is not one whole message of the stream after
 // its type definitions, or does not decode or build.
 func (r *replayState) exprAST(e setExpr) (*cel.Ast, error) {
@@ -562,12 +565,12 @@ func (r *replayState) exprAST(e setExpr) (*cel.Ast, error) {
 	return r.replayAST(a)
 }
 
-// decodeExpr is the setAST the index's Exprs hold at e.
+// decodeExpr is the setAST the index's exprs hold at e.
 func (r *replayState) decodeExpr(e setExpr) (*setAST, error) {
 	x := &r.exprs
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	all := r.idx.Exprs
+	all := r.idx.exprs
 	end := uint64(e.Off) + uint64(e.Len)
 	if e.Len == 0 || e.Off < r.idx.ExprTypes || end > uint64(len(all)) {
 		return nil, errReplayAST
@@ -599,10 +602,15 @@ func replaySet(srcs []policy.Source, digest string, cfg config, key string) *Pol
 		return nil
 	}
 	r := &replayState{srcs: srcs, digest: digest, cfg: cfg}
-	if err := gob.NewDecoder(bytes.NewReader(ib)).Decode(&r.idx); err != nil ||
+	in := bytes.NewReader(ib)
+	if err := gob.NewDecoder(in).Decode(&r.idx); err != nil ||
 		r.idx.Version != setCacheVersion || r.idx.Key != key || r.idx.Warnings.HasErrors() {
 		return nil
 	}
+	// The decoder reads a bytes.Reader message by message (it is an
+	// io.ByteReader, so gob adds no buffer): what is left is the
+	// expressions.
+	r.idx.exprs = ib[len(ib)-in.Len():]
 	if r.idx.Sources != nil {
 		if r.docs, ok = replaySources(r.idx.Sources, len(srcs)); !ok {
 			return nil

@@ -30,10 +30,13 @@ func rewriteIndex(t *testing.T, c *MemorySetCache, change func(*setIndex)) {
 	require.Equal(t, 1, c.Len())
 	for k, s := range c.m {
 		var idx setIndex
-		require.NoError(t, gob.NewDecoder(bytes.NewReader(s.index)).Decode(&idx))
+		in := bytes.NewReader(s.index)
+		require.NoError(t, gob.NewDecoder(in).Decode(&idx))
+		idx.exprs = bytes.Clone(s.index[len(s.index)-in.Len():])
 		change(&idx)
 		var buf bytes.Buffer
 		require.NoError(t, gob.NewEncoder(&buf).Encode(&idx))
+		buf.Write(idx.exprs)
 		c.m[k] = memorySet{buf.Bytes()}
 	}
 }
@@ -76,7 +79,7 @@ func setIndexExprs(t testing.TB, idx *setIndex, checked, planned []*setAST) {
 			idx.Programs[i].Planned = put(planned[i])
 		}
 	}
-	idx.Exprs = buf.Bytes()
+	idx.exprs = buf.Bytes()
 }
 
 // rewriteExprs is rewriteIndex with the programs' checked expressions
@@ -463,7 +466,8 @@ func recordTexts(t testing.TB, texts []string) (setIndex, []setAST, []*cel.Ast) 
 	return idx, recs, asts
 }
 
-// Every kind of node the record holds comes back as it was.
+// Every kind of node the record holds comes back as it was, in the full
+// AST and in the lean one a plan reads.
 func TestSetASTEveryKind(t *testing.T) {
 	idx, recs, asts := recordTexts(t, everyKind)
 	assert.NotEmpty(t, recs[len(recs)-1].ValueRefs, "an enum constant is a reference to a value")
@@ -471,6 +475,9 @@ func TestSetASTEveryKind(t *testing.T) {
 		back, err := (&replayState{idx: idx}).replayAST(&recs[i])
 		require.NoError(t, err, everyKind[i])
 		sameAST(t, asts[i], back, everyKind[i])
+		plan, err := (&replayState{idx: idx}).planAST(&recs[i])
+		require.NoError(t, err, everyKind[i])
+		samePlan(t, asts[i].NativeRep(), plan, everyKind[i])
 	}
 }
 
@@ -641,7 +648,7 @@ func TestSetCacheBrokenExprPlaces(t *testing.T) {
 	full, recorded := compiledAndRecorded(t, srcs)
 	cases := map[string]func(*setIndex){
 		"past the end": func(idx *setIndex) {
-			idx.Programs[2].Checked.Off = uint32(len(idx.Exprs))
+			idx.Programs[2].Checked.Off = uint32(len(idx.exprs))
 		},
 		"longer than the stream": func(idx *setIndex) {
 			idx.Programs[2].Checked.Len = math.MaxUint32
@@ -654,8 +661,9 @@ func TestSetCacheBrokenExprPlaces(t *testing.T) {
 			idx.Programs[2].Checked.Len += idx.Programs[3].Checked.Len / 2
 		},
 		"half a message": func(idx *setIndex) { idx.Programs[2].Checked.Len /= 2 },
+		"cut short":      func(idx *setIndex) { idx.exprs = idx.exprs[:len(idx.exprs)/2] },
 		"no type definitions": func(idx *setIndex) {
-			idx.Exprs = idx.Exprs[idx.ExprTypes:]
+			idx.exprs = idx.exprs[idx.ExprTypes:]
 			for i := range idx.Programs {
 				idx.Programs[i].Checked.Off -= idx.ExprTypes
 				if idx.Programs[i].Planned.Len != 0 {
@@ -674,7 +682,9 @@ func TestSetCacheBrokenExprPlaces(t *testing.T) {
 			require.True(t, set.FromCache())
 			sameASTs(t, full, set)
 			n := unreplayable(t, set)
-			if name == "no type definitions" {
+			if name == "cut short" {
+				assert.Greater(t, n, 1, "the programs past the end are refused")
+			} else if name == "no type definitions" {
 				for _, g := range programsByPos(set) {
 					assert.Equal(t, len(g.src.r.idx.Programs), n, "no program decodes")
 					break
@@ -701,8 +711,21 @@ func FuzzReplayAST(f *testing.F) {
 		if gob.NewDecoder(bytes.NewReader(data)).Decode(&a) != nil {
 			return
 		}
-		if ast, err := (&replayState{idx: idx}).replayAST(&a); err == nil {
+		r := &replayState{idx: idx}
+		ast, err := r.replayAST(&a)
+		if err == nil {
 			assert.True(t, ast.IsChecked())
+		}
+		// The lean AST a plan reads: it checks all but the macro calls'
+		// trees, so whatever the full one accepts it accepts, with the
+		// same tree, types and references.
+		plan, perr := r.planAST(&a)
+		if perr == nil {
+			assert.True(t, plan.IsChecked())
+		}
+		if err == nil {
+			require.NoError(t, perr)
+			samePlan(t, ast.NativeRep(), plan)
 		}
 	})
 }

@@ -86,8 +86,25 @@ func (s *Session) withNotes(ctx context.Context) (context.Context, *decisionNote
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	n := new(decisionNotes)
-	return context.WithValue(ctx, notesKey{}, n), n
+	c := &notesContext{Context: ctx}
+	return c, &c.notes
+}
+
+// notesContext is a context carrying a decision's notes under notesKey:
+// context.WithValue(ctx, notesKey{}, &notes), in one allocation instead
+// of two (the notes and the context that carries them are made together).
+type notesContext struct {
+	context.Context
+	notes decisionNotes
+}
+
+// Value is the notes for notesKey, and the parent's value for any other
+// key.
+func (c *notesContext) Value(key any) any {
+	if key == (notesKey{}) {
+		return &c.notes
+	}
+	return c.Context.Value(key)
 }
 
 // notesOf is the notes ctx carries, nil when none.

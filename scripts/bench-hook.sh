@@ -451,7 +451,7 @@ for c in 1 4 16; do
     rr=$(ratio "$(lg "$t" "$c" 3)" "$(lg opa "$c" 3)")
     p=$(dur "$(lg "$t" "$c" 5)") po=$(dur "$(lg opa "$c" 5)")
     met=$(awk -v r="$rr" -v p="$p" -v po="$po" 'BEGIN { print (r >= 3 && p <= po) ? "yes" : "**no**" }')
-    echo "| serve ($t) throughput vs OPA's server, concurrency $c | ${rr}x ($(lg "$t" "$c" 3) vs $(lg opa "$c" 3) req/s), p99 $(printf %.2f "$p") vs $(printf %.2f "$po") ms; server CPU per request $(printf %.0f "$(awk -v a="$(dur "$(lg "$t" "$c" 7)")" 'BEGIN { print a * 1000 }')") vs $(printf %.0f "$(awk -v a="$(dur "$(lg opa "$c" 7)")" 'BEGIN { print a * 1000 }')") µs | ≥ 3x, lower p99 | $met |"
+    echo "| serve ($t) throughput vs OPA's server, concurrency $c, pinned | ${rr}x ($(lg "$t" "$c" 3) vs $(lg opa "$c" 3) req/s), p99 $(printf %.2f "$p") vs $(printf %.2f "$po") ms; server CPU per request $(printf %.0f "$(awk -v a="$(dur "$(lg "$t" "$c" 7)")" 'BEGIN { print a * 1000 }')") vs $(printf %.0f "$(awk -v a="$(dur "$(lg opa "$c" 7)")" 'BEGIN { print a * 1000 }')") µs | ≥ 3x, lower p99 | $met |"
   done
 done
 echo

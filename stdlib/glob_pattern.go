@@ -54,9 +54,13 @@ func compiledGlob(pattern string) *globPattern {
 		return g.(*globPattern)
 	}
 	g := analyseGlob(pattern)
+	// A place is reserved before the pattern is stored, so that
+	// concurrent calls never keep more than maxCachedGlobs.
 	if len(pattern) <= maxCachedGlobLength && globPatternCount.Load() < maxCachedGlobs {
-		if _, loaded := globPatterns.LoadOrStore(strings.Clone(pattern), g); !loaded {
-			globPatternCount.Add(1)
+		if globPatternCount.Add(1) > maxCachedGlobs {
+			globPatternCount.Add(-1)
+		} else if _, loaded := globPatterns.LoadOrStore(strings.Clone(pattern), g); loaded {
+			globPatternCount.Add(-1)
 		}
 	}
 	return g

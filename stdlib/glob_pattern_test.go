@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"cel.dev/cel-go/common/types"
@@ -129,14 +130,25 @@ func TestGlobCacheBounded(t *testing.T) {
 	if _, ok := globPatterns.Load(long); ok {
 		t.Fatal("a pattern over the length bound was cached")
 	}
-	for i := range maxCachedGlobs + 10 {
-		compiledGlob(fmt.Sprintf("bound-%d/*", i))
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range maxCachedGlobs/2 + 10 {
+				compiledGlob(fmt.Sprintf("bound-%d/*", i*4+w))
+			}
+		})
 	}
-	if n := globPatternCount.Load(); n > maxCachedGlobs {
-		t.Fatalf("%d patterns cached, bound %d", n, maxCachedGlobs)
+	wg.Wait()
+	kept := 0
+	globPatterns.Range(func(any, any) bool { kept++; return true })
+	if n := globPatternCount.Load(); n != maxCachedGlobs || kept != maxCachedGlobs {
+		t.Fatalf("%d patterns counted, %d kept, bound %d", n, kept, maxCachedGlobs)
 	}
-	p := fmt.Sprintf("bound-%d/*", maxCachedGlobs+5)
+	p := "bound-past-the-bound/*"
 	if got := globMatch(types.String("bound-x/y"), types.String(p), false); got != types.False {
 		t.Fatalf("an uncached pattern answered %v", got)
+	}
+	if _, ok := globPatterns.Load(p); ok {
+		t.Fatal("a pattern past the count bound was cached")
 	}
 }

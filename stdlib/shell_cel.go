@@ -261,20 +261,41 @@ func shellMatcher(f func(*shell.Command, string) bool) func(ref.Val, ref.Val) re
 		}
 		// A list of Go strings (toolchain.runners, a variable's list
 		// literal converted once) is read in place, not copied.
-		list, native := arg.Value().([]string)
-		if !native {
-			var lerr ref.Val
-			if list, lerr = stringList(arg); lerr != nil {
-				return lerr
+		if list, native := arg.Value().([]string); native {
+			for _, s := range list {
+				if f(c, s) {
+					return types.True
+				}
 			}
+			return types.False
 		}
-		for _, s := range list {
-			if f(c, s) {
-				return types.True
-			}
-		}
-		return types.False
+		return anyListString(arg, func(s string) bool { return f(c, s) })
 	}
+}
+
+// anyListString reports whether f holds for a string of the CEL list v,
+// read in place: what stringList(v) and a loop over its result answer,
+// the same error included (a list with an element that is not a string is
+// an error even when an earlier element holds), without copying the list
+// (a list literal of a rule is a list of CEL values, converted at every
+// call before).
+func anyListString(v ref.Val, f func(string) bool) ref.Val {
+	l, ok := v.(traits.Lister)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(v)
+	}
+	n, _ := l.Size().(types.Int)
+	for i := types.Int(0); i < n; i++ {
+		if _, ok := l.Get(i).(types.String); !ok {
+			return types.NewErr("expected a list of strings, got an element of type %s", l.Get(i).Type())
+		}
+	}
+	for i := types.Int(0); i < n; i++ {
+		if f(string(l.Get(i).(types.String))) {
+			return types.True
+		}
+	}
+	return types.False
 }
 
 func stringList(v ref.Val) ([]string, ref.Val) {

@@ -212,7 +212,10 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 	require.NoError(t, err)
 	file := readForgedSetFile(t, good)
 	var index forgedSetIndex
-	require.NoError(t, gob.NewDecoder(bytes.NewReader(file.index)).Decode(&index))
+	in := bytes.NewReader(file.index)
+	require.NoError(t, gob.NewDecoder(in).Decode(&index))
+	// The expressions follow the index's gob message.
+	exprsIn := file.index[len(file.index)-in.Len():]
 
 	// Each expression of type bool (its root's type, the first of its
 	// nodes' types) becomes the literal false, of type bool, without cost
@@ -230,9 +233,9 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 		return forgedAST{Kinds: []uint8{kindBool | hasType}, IDs: []int64{1}, Nums: []uint64{0},
 			TypeOf: []uint32{uint32(len(index.Types) - 1)}, Syntax: a.Syntax, Location: a.Location, Lines: a.Lines}
 	}
-	// The expressions are one gob stream (the index's Exprs), which each
-	// program places: decoded, forged and written as a new stream.
-	dec := gob.NewDecoder(bytes.NewReader(index.Exprs))
+	// The expressions are one gob stream, which each program places:
+	// decoded, forged and written as a new stream.
+	dec := gob.NewDecoder(bytes.NewReader(exprsIn))
 	require.NoError(t, dec.Decode(&forgedAST{}))
 	var exprs bytes.Buffer
 	enc := gob.NewEncoder(&exprs)
@@ -262,10 +265,10 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 		p.Needs, p.FastUpTo, p.Bound = false, math.MaxUint64, 0
 		n++
 	}
-	index.Exprs = exprs.Bytes()
 	require.Greater(t, n, 10, "boolean expressions forged")
 	var ib bytes.Buffer
 	require.NoError(t, gob.NewEncoder(&ib).Encode(&index))
+	ib.Write(exprs.Bytes())
 	forgedIndex := ib.Bytes()
 
 	// The MAC is left as it was: the attacker has no key.
@@ -306,6 +309,7 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 	require.Greater(t, rules, 10, "rules forged")
 	ib.Reset()
 	require.NoError(t, gob.NewEncoder(&ib).Encode(&index))
+	ib.Write(exprsIn)
 	forged = append(bytes.Clone(file.head), ib.Bytes()...)
 	require.NoError(t, os.WriteFile(files[0], forged, 0o600))
 	assert.Contains(t, hook(), `"permissionDecision":"deny"`, "forged rules in the recorded documents")
@@ -347,10 +351,9 @@ type forgedSetIndex struct {
 		TypeOf          uint32
 		CwdOnly         bool
 	}
-	// Exprs are the programs' expressions, one gob stream of forgedASTs
-	// (an empty one first, ending at ExprTypes), which Checked and Planned
-	// place.
-	Exprs     []byte
+	// ExprTypes ends the type definitions of the programs' expressions,
+	// one gob stream of forgedASTs after the index's gob message (an
+	// empty one first), which Checked and Planned place.
 	ExprTypes uint32
 	Strings   []string
 	Types     [][]byte
@@ -369,7 +372,8 @@ type forgedSetIndex struct {
 	}
 }
 
-// forgedExpr places an expression in the index's Exprs (compile.setExpr).
+// forgedExpr places an expression in the expressions after the index
+// (compile.setExpr).
 type forgedExpr struct{ Off, Len uint32 }
 
 // forgedAST is an expression of the record (compile.setAST).

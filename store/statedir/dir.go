@@ -392,7 +392,7 @@ func (ls *Locked) Load() (state []byte, found bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	f, err := os.Open(ls.path)
+	f, err := openFile(ls.path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -401,7 +401,7 @@ func (ls *Locked) Load() (state []byte, found bool, err error) {
 	}
 	defer f.Close()
 	max := ls.store.maxBytes()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	data, err := readUpTo(f, max+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("cannot read the session state %s: %w", ls.path, err)
 	}
@@ -434,6 +434,31 @@ func (ls *Locked) Load() (state []byte, found bool, err error) {
 	}
 	ls.store.remember(ls.path, ls.id, data, payload)
 	return payload, true, nil
+}
+
+// readUpTo is io.ReadAll(io.LimitReader(f, n)) from a buffer of f's size
+// (io.ReadAll starts from 512 bytes and grows: seven reads for a 3 KB
+// state, two here).
+func readUpTo(f *os.File, n int64) ([]byte, error) {
+	c := int64(512)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		c = fi.Size() + 1 // the end of the file in the same buffer
+	}
+	buf := make([]byte, 0, max(min(c, n), 1))
+	r := io.LimitReader(f, n)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // salvage reads what it can of an untrusted state file: the state of a

@@ -278,3 +278,38 @@ func TestSaveAnyJSONLoads(t *testing.T) {
 		require.NoError(t, ls.Close())
 	}
 }
+
+// TestReadUpTo: readUpTo reads what io.ReadAll over the same limit reads,
+// for files shorter than, as long as and longer than the limit, empty, and
+// growing while read (the size it starts from is only a guess).
+func TestReadUpTo(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int{0, 1, 511, 512, 513, 3215, 9999, 10000, 10001, 70000} {
+		p := filepath.Join(dir, fmt.Sprint(size))
+		data := []byte(strings.Repeat("x", size))
+		require.NoError(t, os.WriteFile(p, data, 0o600))
+		for _, n := range []int64{1, 512, 10000, 1 << 20} {
+			f, err := os.Open(p)
+			require.NoError(t, err)
+			got, err := readUpTo(f, n)
+			f.Close()
+			require.NoError(t, err)
+			assert.Equal(t, data[:min(int64(size), n)], got, "size %d, limit %d", size, n)
+		}
+	}
+	// Growing after its size was taken.
+	p := filepath.Join(dir, "grows")
+	require.NoError(t, os.WriteFile(p, []byte("ab"), 0o600))
+	f, err := os.Open(p)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.Stat()
+	require.NoError(t, err)
+	w, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, _ = w.WriteString(strings.Repeat("c", 5000))
+	w.Close()
+	got, err := readUpTo(f, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, 5002, len(got))
+}

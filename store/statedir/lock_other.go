@@ -49,3 +49,8 @@ func (l *fileLock) unlock() error {
 
 // oNoFollow: no such flag here; a marker is an empty file either way.
 const oNoFollow = 0
+
+// openFile is os.OpenFile.
+func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	return os.OpenFile(path, flag, perm)
+}

@@ -5,6 +5,7 @@ package statedir
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -19,7 +20,7 @@ type fileLock struct {
 // no error when somebody does.
 func tryLockFile(path string) (*fileLock, error) {
 	for range 16 {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := openFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, err
 		}
@@ -57,3 +58,21 @@ func (l *fileLock) unlock() error {
 
 // oNoFollow makes an open fail on a symbolic link (a pending marker).
 const oNoFollow = syscall.O_NOFOLLOW
+
+// openFile is os.OpenFile for a regular file that is read or written
+// whole and at once (a lock file, a state file): the file is not given to
+// the runtime's poller, which os.OpenFile tries for every file it opens
+// (four fcntl and an epoll_ctl that fails for a regular file, at every
+// event); os.NewFile leaves a blocking descriptor blocking.
+func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	for {
+		fd, err := syscall.Open(path, flag|syscall.O_CLOEXEC, uint32(perm.Perm()))
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		return os.NewFile(uintptr(fd), path), nil
+	}
+}
