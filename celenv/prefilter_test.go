@@ -517,3 +517,45 @@ func TestMatcherConcurrentFirstUse(t *testing.T) {
 	wg.Wait()
 	assert.True(t, m.compiled())
 }
+
+// The analysis is bounded: nested optional parts, each analysed again for
+// its prefixes, took exponential time (depth 40 did not finish), and a
+// long concatenation of distinct literals quadratic time. Past the budget
+// a node requires nothing, which the answers below check; the policies'
+// patterns stay well within it, so the budget never weakens their filters.
+func TestPrefilterAnalysisBounded(t *testing.T) {
+	nest := func(pre, post string, depth int) string {
+		p := "x+"
+		for range depth {
+			p = pre + p + post
+		}
+		return p
+	}
+	var parts []string
+	for i := range 20000 {
+		parts = append(parts, fmt.Sprintf("q%dq", i))
+	}
+	for _, p := range []string{
+		nest("(?:", ")?y", 40),
+		nest("(?:a", ")?y", 40),
+		nest("(?:a(?:", ")?)?y", 40),
+		nest("(?:(?:", ")+)?y", 40),
+		strings.Join(parts, "."),
+	} {
+		match, err := compileMatcher(p)
+		require.NoError(t, err)
+		re := regexp.MustCompile(p)
+		for _, in := range []string{"xy", "ayyy", "xyyyyyyyyyy", "q19998q-q19999q", strings.Join(parts, "-")} {
+			assert.Equal(t, re.MatchString(in), match(in), "%.40q on %.40q", p, in)
+		}
+	}
+	for _, p := range seedPatterns(t) {
+		re, err := syntax.Parse(p, syntax.Perl)
+		require.NoError(t, err)
+		a := &analysis{left: maxAnalysisSteps}
+		if _, ok := a.anchoredPrefixes(re); !ok {
+			a.analyze(re)
+		}
+		assert.Less(t, maxAnalysisSteps-a.left, maxAnalysisSteps/4, p)
+	}
+}
