@@ -47,8 +47,8 @@ func (l *fileLock) unlock() error {
 	return nil
 }
 
-// oNoFollow: no such flag here; a marker is an empty file either way.
-const oNoFollow = 0
+// oMarker: no such flags here; a marker is an empty file either way.
+const oMarker = 0
 
 // openFile is os.OpenFile.
 func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {

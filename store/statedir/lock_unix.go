@@ -56,8 +56,11 @@ func (l *fileLock) unlock() error {
 	return err
 }
 
-// oNoFollow makes an open fail on a symbolic link (a pending marker).
-const oNoFollow = syscall.O_NOFOLLOW
+// oMarker are the flags a pending marker is made with besides O_CREATE:
+// an open that fails on a symbolic link, and on a FIFO without a reader
+// instead of waiting for one (a FIFO made there would otherwise hang the
+// event that records a pending after-event).
+const oMarker = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 
 // openFile is os.OpenFile for a regular file that is read or written
 // whole and at once (a lock file, a state file): the file is not given to
