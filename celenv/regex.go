@@ -1,10 +1,12 @@
 package celenv
 
 import (
+	"fmt"
 	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/common/overloads"
@@ -14,20 +16,21 @@ import (
 )
 
 // prefilteredMatches replaces cel-go's constant-pattern `matches` with one
-// that first tests a literal every match must contain: most strings a rule
-// sees lack it, and strings.Contains is many times cheaper than running the
-// regular expression. The answer is the regular expression's, always.
+// that first tests the literals every match must contain (prefilterOf):
+// most strings a rule sees lack them, and strings.Contains is many times
+// cheaper than running the regular expression. The answer is the regular
+// expression's, always.
 var prefilteredMatches = []*interpreter.RegexOptimization{
 	{Function: overloads.Matches, OverloadID: overloads.MatchesString, RegexIndex: 1, Factory: prefilterFactory},
 	{Function: overloads.Matches, OverloadID: overloads.Matches, RegexIndex: 1, Factory: prefilterFactory},
 }
 
 func prefilterFactory(call interpreter.InterpretableCall, pattern string) (interpreter.InterpretableCall, error) {
-	match, err := compileMatcher(pattern)
+	m, err := newMatcher(pattern)
 	if err != nil {
 		return nil, err
 	}
-	return &matchCall{id: call.ID(), function: call.Function(), overload: call.OverloadID(), args: call.Args(), match: match}, nil
+	return &matchCall{id: call.ID(), function: call.Function(), overload: call.OverloadID(), args: call.Args(), m: m}, nil
 }
 
 // matchCall is a `matches` call with a constant pattern. It evaluates only
@@ -37,7 +40,7 @@ type matchCall struct {
 	id                 int64
 	function, overload string
 	args               []interpreter.InterpretableV2
-	match              func(string) bool
+	m                  *matcher
 }
 
 func (c *matchCall) ID() int64                           { return c.id }
@@ -56,41 +59,70 @@ func (c *matchCall) Eval(act interpreter.Activation) ref.Val { return c.apply(c.
 func (c *matchCall) apply(v ref.Val) ref.Val {
 	switch in := v.(type) {
 	case types.String:
-		return types.Bool(c.match(string(in)))
+		ok, err := c.m.match(string(in))
+		if err != nil {
+			return types.WrapErr(err)
+		}
+		return types.Bool(ok)
 	case *types.Err, *types.Unknown:
 		return v
 	}
 	return types.NoSuchOverloadErr()
 }
 
-// compileMatcher compiles pattern as cel-go does (RE2 syntax) and returns a
-// matcher that skips the regular expression when the input lacks a literal
-// the pattern requires, or lacks every literal of a set one of which any
-// match contains (an alternation: RequiredLiterals).
-func compileMatcher(pattern string) (func(string) bool, error) {
-	re, err := regexp.Compile(pattern)
+// matcher is a constant pattern of `matches`: its literal prefilter, and
+// its regular expression, compiled the first time a string passes the
+// prefilter. Planning a program parses the pattern (for the prefilter) but
+// does not compile it: a first in-process call plans every reachable rule,
+// and most of their patterns never see a string that passes their filter.
+//
+// Whether a pattern is valid does not change: regexp.Compile fails exactly
+// when syntax.Parse with syntax.Perl does (syntax.Compile cannot fail after
+// a successful parse), so newMatcher returns the very error regexp.Compile
+// would, at plan time, where cel-go's own optimization reports it.
+type matcher struct {
+	pattern string
+	// filter is nil when the pattern requires no literal.
+	filter *filter
+	re     atomic.Pointer[regexp.Regexp]
+}
+
+// newMatcher parses pattern as cel-go compiles the pattern of matches (RE2
+// syntax, regexp.Compile) and derives its prefilter.
+func newMatcher(pattern string) (*matcher, error) {
+	parsed, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return nil, err
 	}
-	lits := RequiredLiterals(pattern)
-	switch len(lits) {
-	case 0:
-		return re.MatchString, nil
-	case 1:
-		lit := lits[0]
-		return func(s string) bool {
-			return strings.Contains(s, lit) && re.MatchString(s)
-		}, nil
+	m := &matcher{pattern: pattern}
+	if f := prefilterOf(parsed); f.op != filterTrue {
+		m.filter = f
 	}
-	return func(s string) bool {
-		for _, lit := range lits {
-			if strings.Contains(s, lit) {
-				return re.MatchString(s)
-			}
-		}
-		return false
-	}, nil
+	return m, nil
 }
+
+// match reports whether s contains a match of the pattern, as
+// regexp.MatchString does. The error is a compile failure after a
+// successful parse, which Go's regexp package never returns: if it ever
+// did, the evaluation fails rather than answer.
+func (m *matcher) match(s string) (bool, error) {
+	if m.filter != nil && !m.filter.test(s) {
+		return false, nil
+	}
+	re := m.re.Load()
+	if re == nil {
+		var err error
+		// Two goroutines may both compile; either result is the same.
+		if re, err = regexp.Compile(m.pattern); err != nil {
+			return false, fmt.Errorf("matches: pattern %q: %w", m.pattern, err)
+		}
+		m.re.Store(re)
+	}
+	return re.MatchString(s), nil
+}
+
+// compiled reports whether the regular expression has been compiled.
+func (m *matcher) compiled() bool { return m.re.Load() != nil }
 
 // maxAnyLiterals bounds the literals of an alternation's prefilter: past
 // it, testing each costs more than it saves.
@@ -103,8 +135,9 @@ const maxAnyLiterals = 8
 // are longer than the single literal; nil when there is none.
 // Case-folded parts (?i) never contribute.
 //
-// The pattern is parsed once (a hook process plans every constant pattern
-// its call reaches, and a parse is most of this function's cost).
+// This is the simple analysis of the hand-written peer of the benchmarks
+// (bench/peers); CEL's matches uses the fuller condition of prefilter.go
+// (all of, any of, case folding, word boundaries, anchors).
 func RequiredLiterals(pattern string) []string {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
