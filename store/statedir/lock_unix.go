@@ -79,3 +79,31 @@ func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 		return os.NewFile(uintptr(fd), path), nil
 	}
 }
+
+// openRegular opens path for reading when it is a regular file. It opens
+// without waiting (O_NONBLOCK: a FIFO with no writer would otherwise hold
+// the open, and the event, for ever) and refuses anything but a regular
+// file with errNotRegular, so that a FIFO, a device or a directory put in
+// the state file's place cannot hang or feed an event.
+func openRegular(path string) (*os.File, error) {
+	f, err := openFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
+	}
+	// A regular file's reads do not wait either way; the descriptor is
+	// made blocking again as openFile's are.
+	if err := syscall.SetNonblock(int(f.Fd()), false); err != nil {
+		f.Close()
+		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+	}
+	return f, nil
+}
