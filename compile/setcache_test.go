@@ -729,3 +729,23 @@ func FuzzReplayAST(f *testing.F) {
 		}
 	})
 }
+
+// PairVariableForTest rewrites the record c holds (one set) so that the
+// expression of the set's variable program from is that of program to,
+// with its cost proof: a record signed by the key that pairs a program with
+// another program's expression. For the tests outside the package
+// (setcache_cycle_test.go).
+func PairVariableForTest(t *testing.T, c *MemorySetCache, from, to int) {
+	t.Helper()
+	rewriteIndex(t, c, func(idx *setIndex) {
+		var vars []int
+		for i, sp := range idx.Programs {
+			if sp.Variable {
+				vars = append(vars, i)
+			}
+		}
+		require.Greater(t, len(vars), max(from, to))
+		a, b := &idx.Programs[vars[from]], idx.Programs[vars[to]]
+		a.Checked, a.Planned, a.Needs, a.FastUpTo, a.Bound = b.Checked, b.Planned, b.Needs, b.FastUpTo, b.Bound
+	})
+}

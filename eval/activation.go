@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -42,8 +43,16 @@ type evaluation struct {
 	// nil when the engine has no sink.
 	notes *decisionNotes
 
-	cur      *compile.Policy
-	vars     []ref.Val
+	cur  *compile.Policy
+	vars []ref.Val
+	// depth is how many programs are being evaluated within one another
+	// (exec): a rule's, the variables and counter keys it reads. The
+	// compiler lets an expression read only what cannot read it back, so
+	// more than a program per variable and counter means a cycle (a
+	// compiled-set record that pairs a variable with an expression
+	// reading it): exec then fails instead of recursing until the stack
+	// overflows, which no recover catches.
+	depth    int
 	counters map[*compile.Policy]map[string]int64
 	keys     map[*compile.Counter]string
 	result   map[string]any
@@ -324,6 +333,21 @@ func (ev *evaluation) ResolveFunction(name string) (functions.LateBoundOp, bool)
 // ContextEval would only add a cancellable child context per evaluation,
 // and the size walk builds the session's value.
 func (ev *evaluation) exec(p *compile.Program) (ref.Val, error) {
+	if ev.depth > len(ev.vars)+len(ev.set.Counters()) {
+		return nil, errCycle
+	}
+	ev.depth++
+	out, err := ev.execNested(p)
+	ev.depth--
+	return out, err
+}
+
+// errCycle is exec's error for a program that reads itself through the
+// variables and counters it reads (evaluation.depth).
+var errCycle = errors.New("the expressions read one another in a cycle")
+
+// execNested is exec within the bound on nesting.
+func (ev *evaluation) execNested(p *compile.Program) (ref.Val, error) {
 	if p.Linear() {
 		out, _, err := p.Tracked().Eval(ev)
 		return out, err

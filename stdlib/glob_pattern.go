@@ -53,15 +53,20 @@ func compiledGlob(pattern string) *globPattern {
 	if g, ok := globPatterns.Load(pattern); ok {
 		return g.(*globPattern)
 	}
+	if len(pattern) > maxCachedGlobLength || globPatternCount.Load() >= maxCachedGlobs {
+		return analyseGlob(pattern)
+	}
+	// What is kept is made from a copy: the literals are substrings of
+	// the pattern, which may be a word of a long command, and would keep
+	// the whole command in memory for the life of the process.
+	pattern = strings.Clone(pattern)
 	g := analyseGlob(pattern)
 	// A place is reserved before the pattern is stored, so that
 	// concurrent calls never keep more than maxCachedGlobs.
-	if len(pattern) <= maxCachedGlobLength && globPatternCount.Load() < maxCachedGlobs {
-		if globPatternCount.Add(1) > maxCachedGlobs {
-			globPatternCount.Add(-1)
-		} else if _, loaded := globPatterns.LoadOrStore(strings.Clone(pattern), g); loaded {
-			globPatternCount.Add(-1)
-		}
+	if globPatternCount.Add(1) > maxCachedGlobs {
+		globPatternCount.Add(-1)
+	} else if _, loaded := globPatterns.LoadOrStore(pattern, g); loaded {
+		globPatternCount.Add(-1)
 	}
 	return g
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"cel.dev/cel-go/common/types"
 	"github.com/bmatcuk/doublestar/v4"
@@ -120,6 +121,37 @@ func TestGlobLiterals(t *testing.T) {
 			t.Errorf("%q: %+v, want literals %q", c.pattern, got, c.want)
 		}
 	}
+}
+
+// TestGlobCacheKeepsNoCaller: a cached pattern's key and literals are a
+// copy, not substrings of the string the call passed (a word of a long
+// command would be kept whole for the life of the process).
+func TestGlobCacheKeepsNoCaller(t *testing.T) {
+	globPatterns.Clear() // room for the pattern, whatever ran before
+	globPatternCount.Store(0)
+	command := "rm " + strings.Repeat("x", 1<<16) + " keep-caller/*.secret tail"
+	i := strings.Index(command, "keep-caller")
+	pattern := command[i : i+len("keep-caller/*.secret")]
+	g := compiledGlob(pattern)
+	if len(g.lits) != 2 {
+		t.Fatalf("literals %q, want keep-caller and .secret", g.lits)
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(command)))
+	within := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return p >= lo && p < lo+uintptr(len(command))
+	}
+	for _, l := range g.lits {
+		if within(l) {
+			t.Fatalf("the cached literal %q is a substring of the caller's string", l)
+		}
+	}
+	globPatterns.Range(func(k, _ any) bool {
+		if within(k.(string)) {
+			t.Fatalf("the cached key %q is a substring of the caller's string", k)
+		}
+		return true
+	})
 }
 
 // TestGlobCacheBounded: patterns past the length bound, or past the count

@@ -466,7 +466,7 @@ func readResponse(br *bufio.Reader, buf []byte) (status int, body []byte, keep b
 		return 0, buf, false, err
 	}
 	// "HTTP/1.1 200 OK\r\n" or "HTTP/1.1 200\r\n"
-	if len(line) < 14 || string(line[:9]) != "HTTP/1.1 " || line[len(line)-2] != '\r' || line[12] != ' ' && line[12] != '\r' {
+	if len(line) < 14 || string(line[:9]) != "HTTP/1.1 " || line[len(line)-2] != '\r' || line[12] != ' ' && len(line) != 14 {
 		return 0, buf, false, errResponse
 	}
 	for _, d := range line[9:12] {

@@ -85,6 +85,7 @@ var responses = []string{
 	"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx",
 	"HTTP/1.1 200 OK\nContent-Length: 1\n\nx",
 	"HTTP/1.1 2x0 OK\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 200\rX\r\nContent-Length: 0\r\n\r\n",
 	"HTTP/1.1 200 OK\r\n Content-Length: 1\r\n\r\nx",
 	"HTTP/1.1 200 OK\r\nContent Length: 1\r\n\r\nx",
 	"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nx",
