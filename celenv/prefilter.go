@@ -78,7 +78,20 @@ const (
 	maxFilterLits = 64
 	maxLitLen     = 64
 	maxClassRunes = 4
+	// maxAnalysisSteps bounds the nodes one analysis visits: an optional
+	// part is analysed again for its prefixes, so nested optional parts
+	// cost exponential time without it ((?:(?:x+)?y)?y... takes seconds at
+	// 150 bytes). Past it, a node requires nothing and has no known
+	// prefixes. The policies' patterns take at most a few hundred.
+	maxAnalysisSteps = 1 << 12
+	// maxImpliedSubs bounds the conditions dropImplied compares pairwise
+	// (a long concatenation of literals would take quadratic time);
+	// past it, none is dropped.
+	maxImpliedSubs = 256
 )
+
+// analysis is one run of prefilterOf: the steps it has left.
+type analysis struct{ left int }
 
 // flit is one string a node may match exactly (fold: modulo ASCII case,
 // stored lower-case).
@@ -131,14 +144,15 @@ func (in info) cond() *filter {
 // a comparison at the start, where a search for the literals would read the
 // whole string for a regular expression that, anchored, gives up at once.
 func prefilterOf(re *syntax.Regexp) *filter {
-	if ps, ok := anchoredPrefixes(re); ok {
+	a := &analysis{left: maxAnalysisSteps}
+	if ps, ok := a.anchoredPrefixes(re); ok {
 		or := &filter{op: filterOr}
 		for _, p := range ps {
 			or.sub = append(or.sub, &filter{op: filterPrefix, lit: p.s, fold: p.fold})
 		}
 		return simplify(or)
 	}
-	f := simplify(analyze(re).cond())
+	f := simplify(a.analyze(re).cond())
 	return capFilter(f)
 }
 
@@ -146,27 +160,27 @@ func prefilterOf(re *syntax.Regexp) *filter {
 // begins with, when re is anchored at the start of the text (every match
 // then begins the string); false when it is not anchored or no such
 // literals are known.
-func anchoredPrefixes(re *syntax.Regexp) ([]flit, bool) {
+func (a *analysis) anchoredPrefixes(re *syntax.Regexp) ([]flit, bool) {
 	for re.Op == syntax.OpCapture {
 		re = re.Sub[0]
 	}
 	if re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText {
 		return nil, false
 	}
-	return prefixes(re.Sub[1:])
+	return a.prefixes(re.Sub[1:])
 }
 
 // prefixes returns the literals one of which every match of the
 // concatenation subs begins with (none empty), or false.
-func prefixes(subs []*syntax.Regexp) ([]flit, bool) {
+func (a *analysis) prefixes(subs []*syntax.Regexp) ([]flit, bool) {
 	acc := emptyOnly
 	for _, s := range subs {
-		in := analyze(s)
+		in := a.analyze(s)
 		if in.isExact && len(acc)*len(in.exact) <= maxExact {
 			acc = cross(acc, in.exact)
 			continue
 		}
-		if ps, ok := prefixesOf(s); ok && len(acc)*len(ps) <= maxExact {
+		if ps, ok := a.prefixesOf(s); ok && len(acc)*len(ps) <= maxExact {
 			acc = cross(acc, ps)
 		}
 		break
@@ -181,20 +195,23 @@ func prefixes(subs []*syntax.Regexp) ([]flit, bool) {
 
 // prefixesOf returns the literals one of which every match of re begins
 // with, or false.
-func prefixesOf(re *syntax.Regexp) ([]flit, bool) {
+func (a *analysis) prefixesOf(re *syntax.Regexp) ([]flit, bool) {
+	if a.left <= 0 {
+		return nil, false
+	}
 	switch re.Op {
 	case syntax.OpCapture, syntax.OpPlus:
-		return prefixesOf(re.Sub[0])
+		return a.prefixesOf(re.Sub[0])
 	case syntax.OpRepeat:
 		if re.Min >= 1 {
-			return prefixesOf(re.Sub[0])
+			return a.prefixesOf(re.Sub[0])
 		}
 	case syntax.OpConcat:
-		return prefixes(re.Sub)
+		return a.prefixes(re.Sub)
 	case syntax.OpAlternate:
 		var out []flit
 		for _, s := range re.Sub {
-			ps, ok := prefixesOf(s)
+			ps, ok := a.prefixesOf(s)
 			if !ok {
 				return nil, false
 			}
@@ -202,14 +219,17 @@ func prefixesOf(re *syntax.Regexp) ([]flit, bool) {
 		}
 		return out, len(out) <= maxExact
 	default:
-		if in := analyze(re); in.isExact {
-			return prefixes([]*syntax.Regexp{re})
+		if in := a.analyze(re); in.isExact {
+			return a.prefixes([]*syntax.Regexp{re})
 		}
 	}
 	return nil, false
 }
 
-func analyze(re *syntax.Regexp) info {
+func (a *analysis) analyze(re *syntax.Regexp) info {
+	if a.left--; a.left < 0 {
+		return info{match: trueFilter}
+	}
 	switch re.Op {
 	case syntax.OpWordBoundary:
 		return exactInfo(wordBoundary...)
@@ -221,27 +241,27 @@ func analyze(re *syntax.Regexp) info {
 	case syntax.OpCharClass:
 		return classInfo(re)
 	case syntax.OpCapture:
-		return analyze(re.Sub[0])
+		return a.analyze(re.Sub[0])
 	case syntax.OpQuest:
-		sub := analyze(re.Sub[0])
+		sub := a.analyze(re.Sub[0])
 		if sub.isExact && len(sub.exact) < maxExact {
 			return exactInfo(union(sub.exact, []flit{{}})...)
 		}
 		return info{match: trueFilter}
 	case syntax.OpPlus:
-		return info{match: analyze(re.Sub[0]).cond()}
+		return info{match: a.analyze(re.Sub[0]).cond()}
 	case syntax.OpRepeat:
 		if re.Min >= 1 {
-			return info{match: analyze(re.Sub[0]).cond()}
+			return info{match: a.analyze(re.Sub[0]).cond()}
 		}
 		return info{match: trueFilter}
 	case syntax.OpConcat:
-		return concatInfo(re.Sub)
+		return a.concatInfo(re.Sub)
 	case syntax.OpAlternate:
 		subs := make([]info, len(re.Sub))
 		allExact := true
 		for i, s := range re.Sub {
-			subs[i] = analyze(s)
+			subs[i] = a.analyze(s)
 			allExact = allExact && subs[i].isExact
 		}
 		if allExact {
@@ -354,12 +374,12 @@ func classInfo(re *syntax.Regexp) info {
 // concatInfo: the exact sets of consecutive parts multiply (while the
 // product stays within maxExact); every run of them, and every other part's
 // condition, is required.
-func concatInfo(subs []*syntax.Regexp) info {
+func (a *analysis) concatInfo(subs []*syntax.Regexp) info {
 	acc := emptyOnly
 	allExact := true
 	and := &filter{op: filterAnd}
 	for _, s := range subs {
-		in := analyze(s)
+		in := a.analyze(s)
 		if in.isExact && len(acc)*len(in.exact) <= maxExact {
 			acc = cross(acc, in.exact)
 			continue
@@ -367,7 +387,7 @@ func concatInfo(subs []*syntax.Regexp) info {
 		// An optional part (x?, x*, x{0,n}) whose matches begin with known
 		// literals: the match goes on either without it or with one of
 		// them, after which nothing more is known (closed).
-		if opt, ok := optionalPrefixes(s); ok && len(acc)*len(opt) <= maxExact {
+		if opt, ok := a.optionalPrefixes(s); ok && len(acc)*len(opt) <= maxExact {
 			acc = cross(acc, opt)
 			allExact = false
 			if !slices.ContainsFunc(acc, func(l flit) bool { return !l.closed }) {
@@ -395,13 +415,13 @@ func concatInfo(subs []*syntax.Regexp) info {
 // optionalPrefixes returns, for a part that may match the empty string
 // (x?, x*, x{0,n}) and whose non-empty matches begin with one of a few
 // literals, the empty string and those literals, closed; false otherwise.
-func optionalPrefixes(re *syntax.Regexp) ([]flit, bool) {
+func (a *analysis) optionalPrefixes(re *syntax.Regexp) ([]flit, bool) {
 	switch {
 	case re.Op == syntax.OpQuest, re.Op == syntax.OpStar, re.Op == syntax.OpRepeat && re.Min == 0:
 	default:
 		return nil, false
 	}
-	ps, ok := prefixesOf(re.Sub[0])
+	ps, ok := a.prefixesOf(re.Sub[0])
 	if !ok || len(ps) >= maxExact {
 		return nil, false
 	}
@@ -523,6 +543,9 @@ func simplify(f *filter) *filter {
 // dropImplied removes the literals of an and that another of its literals
 // implies, and the literals of an or that imply another of its literals.
 func dropImplied(op filterOp, subs []*filter) []*filter {
+	if len(subs) > maxImpliedSubs {
+		return subs
+	}
 	// implies reports whether contains(x) implies contains(y).
 	implies := func(x, y *filter) bool {
 		if x.op != filterLit || y.op != filterLit || y.wbBefore || y.wbAfter {

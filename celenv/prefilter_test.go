@@ -517,3 +517,187 @@ func TestMatcherConcurrentFirstUse(t *testing.T) {
 	wg.Wait()
 	assert.True(t, m.compiled())
 }
+
+// The analysis is bounded: nested optional parts, each analysed again for
+// its prefixes, took exponential time (depth 40 did not finish), and a
+// long concatenation of distinct literals quadratic time. Past the budget
+// a node requires nothing, which the answers below check; the policies'
+// patterns stay well within it, so the budget never weakens their filters.
+func TestPrefilterAnalysisBounded(t *testing.T) {
+	nest := func(pre, post string, depth int) string {
+		p := "x+"
+		for range depth {
+			p = pre + p + post
+		}
+		return p
+	}
+	var parts []string
+	for i := range 20000 {
+		parts = append(parts, fmt.Sprintf("q%dq", i))
+	}
+	for _, p := range []string{
+		nest("(?:", ")?y", 40),
+		nest("(?:a", ")?y", 40),
+		nest("(?:a(?:", ")?)?y", 40),
+		nest("(?:(?:", ")+)?y", 40),
+		strings.Join(parts, "."),
+	} {
+		match, err := compileMatcher(p)
+		require.NoError(t, err)
+		re := regexp.MustCompile(p)
+		for _, in := range []string{"xy", "ayyy", "xyyyyyyyyyy", "q19998q-q19999q", strings.Join(parts, "-")} {
+			assert.Equal(t, re.MatchString(in), match(in), "%.40q on %.40q", p, in)
+		}
+	}
+	for _, p := range seedPatterns(t) {
+		re, err := syntax.Parse(p, syntax.Perl)
+		require.NoError(t, err)
+		a := &analysis{left: maxAnalysisSteps}
+		if _, ok := a.anchoredPrefixes(re); !ok {
+			a.analyze(re)
+		}
+		assert.Less(t, maxAnalysisSteps-a.left, maxAnalysisSteps/4, p)
+	}
+}
+
+// genMatch appends to b a string that re's tree describes: a match of
+// re unless an anchor or a word boundary does not hold there.
+func genMatch(r *rand.Rand, re *syntax.Regexp, b *strings.Builder) {
+	pool := []string{"a", "K", "\u212a", "\u017f", "\xff", "\xc3", "é", " ", "\n", "_", "1", "-"}
+	emit := func(c rune) {
+		if c == unicode.ReplacementChar && r.IntN(2) == 0 {
+			b.WriteString([]string{"\xff", "\xc3", "\xed\xa0\x80"}[r.IntN(3)])
+			return
+		}
+		b.WriteRune(c)
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		for _, c := range re.Rune {
+			if re.Flags&syntax.FoldCase != 0 {
+				for n := r.IntN(4); n > 0; n-- {
+					c = unicode.SimpleFold(c)
+				}
+			}
+			emit(c)
+		}
+	case syntax.OpCharClass:
+		if len(re.Rune) == 0 {
+			return
+		}
+		i := r.IntN(len(re.Rune)/2) * 2
+		lo, hi := re.Rune[i], re.Rune[i+1]
+		c := lo
+		if hi > lo {
+			switch r.IntN(3) {
+			case 0:
+				c = hi
+			case 1:
+				c = lo + rune(r.IntN(int(min(hi-lo, 1000))+1))
+			}
+		}
+		emit(c)
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		b.WriteString(pool[r.IntN(len(pool))])
+	case syntax.OpStar, syntax.OpQuest, syntax.OpPlus, syntax.OpRepeat:
+		lo, hi := 0, 2
+		switch re.Op {
+		case syntax.OpQuest:
+			hi = 1
+		case syntax.OpPlus:
+			lo, hi = 1, 3
+		case syntax.OpRepeat:
+			lo, hi = re.Min, re.Max
+			if hi < 0 {
+				hi = lo + 2
+			}
+		}
+		for n := lo + r.IntN(hi-lo+1); n > 0; n-- {
+			genMatch(r, re.Sub[0], b)
+		}
+	case syntax.OpConcat, syntax.OpCapture:
+		for _, s := range re.Sub {
+			genMatch(r, s, b)
+		}
+	case syntax.OpAlternate:
+		genMatch(r, re.Sub[r.IntN(len(re.Sub))], b)
+	}
+}
+
+// Random patterns over the pitfalls and the caps (literals past 64 bytes,
+// alternations past 32 and 64 literals, classes of surrogates, (?s), (?U),
+// {n,}, {0}) against strings generated from each pattern itself (folded
+// runes taken anywhere in their orbit, U+FFFD written as invalid bytes),
+// so that most inputs match: the prefiltered answer is regexp's.
+// TestPrefilterRandomPatterns draws its inputs at random, which rarely
+// match a long pattern.
+func TestPrefilterGeneratedMatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 33))
+	var words []string
+	for i := range 80 {
+		words = append(words, fmt.Sprintf("w%c%c", 'a'+i%26, 'a'+i/26))
+	}
+	atoms := []string{"a", "ab", "k", "s", "K", "S", "é", `\x{212A}`, `\x{17F}`, `\x{FFFD}`, `[\x{D800}-\x{D801}]`, `\x{D800}`, ".", `(?s:.)`, `\b`, `\B`, "^", "$", `\A`, `\z`,
+		"[ab]", "[kK]", "[a-d]", "[^a]", `\s`, `\w`, `\pL`, `[\x{FFFD}b]`, "xy", "-", "_", "1", `a[a-z]*`, `x.+`, strings.Repeat("L", 70), strings.Repeat("m", 63) + "é",
+		"(?:" + strings.Join(words[:40], "|") + ")", "(?:" + strings.Join(words, "|") + ")", "(?:" + strings.Join(words[:20], "|") + `)\s+z`,
+		`[Kk]ey`, `(?i:key)`, `(?i:SSH)`, "(?i)é"}
+	var gen func(depth int) string
+	gen = func(depth int) string {
+		if depth == 0 || r.IntN(3) == 0 {
+			return atoms[r.IntN(len(atoms))]
+		}
+		switch r.IntN(10) {
+		case 0, 1, 2:
+			return gen(depth-1) + gen(depth-1)
+		case 3:
+			return "(?:" + gen(depth-1) + "|" + gen(depth-1) + ")"
+		case 4:
+			return "(?:" + gen(depth-1) + ")" + []string{"?", "*", "+", "{1,2}", "{0,2}", "{2}", "{0,}", "{2,}", "??", "{0}"}[r.IntN(10)]
+		case 5:
+			return "(?" + []string{"i", "m", "s", "-i", "i-s", "U", "im"}[r.IntN(7)] + ":" + gen(depth-1) + ")"
+		case 6:
+			return "(?i)" + gen(depth-1)
+		case 7:
+			return "^" + gen(depth-1)
+		case 8:
+			return gen(depth-1) + "$"
+		}
+		return "(" + gen(depth-1) + ")"
+	}
+	pool := []string{"a", "b", "k", "K", "s", "\u212a", "\u017f", "\ufffd", "\xff", "\xc3", "\n", " ", "x", "_", "é"}
+	n, matched := 0, 0
+	for range 6000 {
+		p := gen(5)
+		re, err := regexp.Compile(p)
+		if err != nil {
+			continue
+		}
+		m, err := newMatcher(p)
+		if err != nil {
+			t.Fatal(p, err) // regexp.Compile accepted it
+		}
+		parsed, _ := syntax.Parse(p, syntax.Perl)
+		for range 10 {
+			var b strings.Builder
+			if r.IntN(2) == 0 {
+				b.WriteString(pool[r.IntN(len(pool))])
+			}
+			genMatch(r, parsed, &b)
+			if r.IntN(2) == 0 {
+				b.WriteString(pool[r.IntN(len(pool))])
+			}
+			in := b.String()
+			got, _ := m.match(in)
+			want := re.MatchString(in)
+			if want {
+				matched++
+			}
+			if got != want {
+				t.Fatalf("pattern %q on %q: prefiltered %v, regexp %v (filter %s)", p, in, got, want, prefilterOf(parsed))
+			}
+			n++
+		}
+	}
+	require.Greater(t, n, 50000)
+	require.Greater(t, matched, n/2)
+}

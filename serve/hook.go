@@ -278,7 +278,10 @@ type daemonError struct {
 // run runs the decision and says whether it returned within ctx: on a
 // worker (workers.run) for the HTTP route, whose handler answers at the
 // deadline; on the caller's goroutine (inline) for the JSON-RPC wire,
-// whose connection has a timer of its own (serveDaemonConn).
+// whose connection has a timer of its own (serveDaemonConn). Either way a
+// decision that returned once ctx had ended (one that gave up at its
+// deadline, say) is not signed: inline cannot tell, and workers.run may
+// see the decision and the deadline at once.
 func (s *Server) daemonAnswer(ctx context.Context, host hooks.Host, p daemonwire.HookParams, run func(context.Context, func()) bool) (daemonwire.HookResult, *daemonError) {
 	d := s.cfg.Daemon
 	s.used.Store(time.Now().UnixNano())
@@ -301,7 +304,7 @@ func (s *Server) daemonAnswer(ctx context.Context, host hooks.Host, p daemonwire
 	var digest, manifest string
 	if !run(ctx, func() {
 		resp, digest, manifest = d.Decide(ctx, host, p.Event, p.WorkDir, p.Digest)
-	}) {
+	}) || ctx.Err() != nil {
 		// No signed answer: the hook decides in process.
 		return daemonwire.HookResult{}, &daemonError{http.StatusServiceUnavailable, CodeDeadlineExceeded, s.deadlineMessage()}
 	}

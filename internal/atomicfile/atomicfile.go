@@ -19,9 +19,23 @@ const TempPrefix = ".tmp-"
 // directory must exist. On failure the temporary file is removed and path is
 // left as it was.
 func Write(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), TempPrefix+"*")
+	tmp, err := writeTemp(filepath.Dir(path), data, perm)
 	if err != nil {
 		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// writeTemp writes data to a new temporary file in dir, with permissions
+// perm, and returns its path; on failure the file is removed.
+func writeTemp(dir string, data []byte, perm os.FileMode) (string, error) {
+	tmp, err := os.CreateTemp(dir, TempPrefix+"*")
+	if err != nil {
+		return "", err
 	}
 	_, err = tmp.Write(data)
 	if cerr := tmp.Close(); err == nil {
@@ -30,11 +44,9 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	if err == nil {
 		err = os.Chmod(tmp.Name(), perm)
 	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
 	if err != nil {
 		_ = os.Remove(tmp.Name())
+		return "", err
 	}
-	return err
+	return tmp.Name(), nil
 }

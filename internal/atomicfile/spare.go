@@ -42,31 +42,22 @@ func WriteSpare(path, spare string, data []byte, perm os.FileMode) error {
 			return nil
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), TempPrefix+"*")
+	tmp, err := writeTemp(filepath.Dir(path), data, perm)
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), perm)
-	}
-	if err == nil {
-		if exchange(tmp.Name(), path) == nil {
-			// tmp holds path's previous content: the next spare. A spare
-			// that was not usable is replaced; if the rename fails, the
-			// temporary file goes.
-			if os.Rename(tmp.Name(), spare) != nil {
-				_ = os.Remove(tmp.Name())
-			}
-			return nil
+	if exchange(tmp, path) == nil {
+		// tmp holds path's previous content: the next spare. A spare
+		// that was not usable is replaced; if the rename fails, the
+		// temporary file goes.
+		if os.Rename(tmp, spare) != nil {
+			_ = os.Remove(tmp)
 		}
-		err = os.Rename(tmp.Name(), path)
+		return nil
 	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
 	}
-	return err
+	return nil
 }

@@ -392,9 +392,13 @@ func (ls *Locked) Load() (state []byte, found bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	f, err := openFile(ls.path, os.O_RDONLY, 0)
+	f, err := openRegular(ls.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
+	}
+	if errors.Is(err, errNotRegular) {
+		// Not celguard's: it writes only regular files there.
+		return nil, true, &TamperedError{Path: ls.path, Why: "not a regular file"}
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("cannot read the session state: %w", err)
@@ -435,6 +439,10 @@ func (ls *Locked) Load() (state []byte, found bool, err error) {
 	ls.store.remember(ls.path, ls.id, data, payload)
 	return payload, true, nil
 }
+
+// errNotRegular says a state file's path names something other than a
+// regular file (a FIFO, a device, a directory).
+var errNotRegular = errors.New("not a regular file")
 
 // readUpTo is io.ReadAll(io.LimitReader(f, n)) from a buffer of f's size
 // (io.ReadAll starts from 512 bytes and grows: seven reads for a 3 KB

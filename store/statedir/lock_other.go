@@ -47,10 +47,27 @@ func (l *fileLock) unlock() error {
 	return nil
 }
 
-// oNoFollow: no such flag here; a marker is an empty file either way.
-const oNoFollow = 0
+// oMarker: no such flags here; a marker is an empty file either way.
+const oMarker = 0
 
 // openFile is os.OpenFile.
 func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 	return os.OpenFile(path, flag, perm)
+}
+
+// openRegular opens path for reading when it is a regular file, and
+// refuses anything else with errNotRegular.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
+		}
+		return nil, err
+	}
+	return f, nil
 }

@@ -56,8 +56,11 @@ func (l *fileLock) unlock() error {
 	return err
 }
 
-// oNoFollow makes an open fail on a symbolic link (a pending marker).
-const oNoFollow = syscall.O_NOFOLLOW
+// oMarker are the flags a pending marker is made with besides O_CREATE:
+// an open that fails on a symbolic link, and on a FIFO without a reader
+// instead of waiting for one (a FIFO made there would otherwise hang the
+// event that records a pending after-event).
+const oMarker = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 
 // openFile is os.OpenFile for a regular file that is read or written
 // whole and at once (a lock file, a state file): the file is not given to
@@ -75,4 +78,32 @@ func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 		}
 		return os.NewFile(uintptr(fd), path), nil
 	}
+}
+
+// openRegular opens path for reading when it is a regular file. It opens
+// without waiting (O_NONBLOCK: a FIFO with no writer would otherwise hold
+// the open, and the event, for ever) and refuses anything but a regular
+// file with errNotRegular, so that a FIFO, a device or a directory put in
+// the state file's place cannot hang or feed an event.
+func openRegular(path string) (*os.File, error) {
+	f, err := openFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
+	}
+	// A regular file's reads do not wait either way; the descriptor is
+	// made blocking again as openFile's are.
+	if err := syscall.SetNonblock(int(f.Fd()), false); err != nil {
+		f.Close()
+		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+	}
+	return f, nil
 }

@@ -64,7 +64,7 @@ const pendingMarkSuffix = ".pending"
 
 // markPending makes the marker at path (an empty file), if it is not there.
 func markPending(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|oNoFollow, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|oMarker, 0o600)
 	if err != nil {
 		return err
 	}
