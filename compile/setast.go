@@ -448,33 +448,12 @@ func (r *replayState) replayAST(a *setAST) (*cel.Ast, error) {
 	for i, id := range a.XTypeIDs {
 		d.setType(id, a.XTypeOf[i])
 	}
-	refs := native.ReferenceMap()
-	for i, id := range a.RefIDs {
-		ref, ok := r.ref(a.RefOf[i])
-		if !ok {
-			return nil, errors.New("a recorded reference is missing")
-		}
-		if _, dup := refs[id]; dup {
-			return nil, errors.New("a recorded reference is given twice")
-		}
+	refs, err := d.references()
+	if err != nil {
+		return nil, err
+	}
+	for id, ref := range refs {
 		native.SetReference(id, ref)
-	}
-	for _, vr := range a.ValueRefs {
-		ref, ok := r.ref(vr.Ref)
-		if !ok {
-			return nil, errors.New("a recorded reference is missing")
-		}
-		if _, dup := refs[vr.ID]; dup {
-			return nil, errors.New("a recorded reference is given twice")
-		}
-		v, ok := d.value(vr.Kind, vr.Num, vr.Str)
-		if !ok {
-			return nil, errReplayAST
-		}
-		native.SetReference(vr.ID, &celast.ReferenceInfo{Name: ref.Name, OverloadIDs: ref.OverloadIDs, Value: v})
-	}
-	if d.err != nil {
-		return nil, d.err
 	}
 	if !out.IsChecked() {
 		return nil, errors.New("a recorded expression has no types")
@@ -519,6 +498,21 @@ func (r *replayState) planAST(a *setAST) (*celast.AST, error) {
 	for i, id := range a.XTypeIDs {
 		d.setType(id, a.XTypeOf[i])
 	}
+	refs, err := d.references()
+	if err != nil {
+		return nil, err
+	}
+	if len(d.types) == 0 {
+		return nil, errors.New("a recorded expression has no types")
+	}
+	return celast.NewCheckedAST(celast.NewAST(root, info), d.types, refs), nil
+}
+
+// references are the references d's expression records (its RefIDs and
+// ValueRefs), made at their size; an error when one is missing, given
+// twice, or a value does not read.
+func (d *astReader) references() (map[int64]*celast.ReferenceInfo, error) {
+	a, r := d.a, d.r
 	refs := make(map[int64]*celast.ReferenceInfo, len(a.RefIDs)+len(a.ValueRefs))
 	for i, id := range a.RefIDs {
 		ref, ok := r.ref(a.RefOf[i])
@@ -547,10 +541,7 @@ func (r *replayState) planAST(a *setAST) (*celast.AST, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	if len(d.types) == 0 {
-		return nil, errors.New("a recorded expression has no types")
-	}
-	return celast.NewCheckedAST(celast.NewAST(root, info), d.types, refs), nil
+	return refs, nil
 }
 
 // str is strs[n], if there is one.
