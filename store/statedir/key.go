@@ -120,10 +120,15 @@ func ReadKey(dir string) (*Key, error) {
 
 // readKey reads and checks an existing key file.
 func readKey(path string) (*Key, error) {
-	f, err := os.Open(path)
+	// Opened without waiting: a FIFO put in the key's place would
+	// otherwise hang every hook at its first read of the key.
+	f, err := openRegular(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
+		}
+		if errors.Is(err, errNotRegular) {
+			return nil, keyError(path, "is not a regular file")
 		}
 		return nil, keyError(path, fmt.Sprintf("cannot be read (%v)", errors.Unwrap(err)))
 	}

@@ -5,6 +5,7 @@ package statedir
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -71,5 +72,25 @@ func TestLoadRefusesFIFO(t *testing.T) {
 				assert.JSONEq(t, `{"id":"s","turn":1}`, string(st))
 			}
 		})
+	}
+}
+
+// TestKeyRefusesFIFO: a FIFO made where the state key goes is refused at
+// once ("is not a regular file"), by the hook (Key) and by the lean client
+// (ReadKey), instead of hanging the read of the key at every event.
+func TestKeyRefusesFIFO(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, KeyFile), 0o600))
+	done := make(chan error, 1)
+	go func() {
+		_, err := ReadKey(dir)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "is not a regular file")
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading the key hangs on a FIFO")
 	}
 }
