@@ -54,7 +54,13 @@ func Run(ctx context.Context, listeners []net.Listener, cfg Config) error {
 	if cfg.Daemon != nil && cfg.Daemon.IdleExit > 0 {
 		go srv.exitWhenIdle(ctx, cfg.Daemon.IdleExit)
 	}
-	go srv.reloadOnHangup(ctx)
+	// SIGHUP is caught before the server says it listens: one sent after
+	// that line would otherwise be lost (a process started ignoring it,
+	// under nohup) or stop the server (Go's default for SIGHUP).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go srv.reloadOnHangup(ctx, hup)
 	go srv.WatchBundles(ctx)
 	if cfg.ReloadInterval > 0 {
 		go srv.Watch(ctx, cfg.ReloadInterval)
@@ -111,11 +117,9 @@ func Run(ctx context.Context, listeners []net.Listener, cfg Config) error {
 	return err
 }
 
-// reloadOnHangup reloads the policies on every SIGHUP until ctx ends.
-func (s *Server) reloadOnHangup(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// reloadOnHangup reloads the policies on every SIGHUP (hup) until ctx
+// ends.
+func (s *Server) reloadOnHangup(ctx context.Context, hup <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():
