@@ -742,14 +742,11 @@ func TestPrefilterOrder(t *testing.T) {
 	checked, refusedInOrder := 0, 0
 	for range 150 {
 		var p strings.Builder
-		var lits []string
 		for k := range 2 + r.IntN(3) {
 			if k > 0 {
 				p.WriteString(gaps[r.IntN(len(gaps))])
 			}
-			part := parts[r.IntN(len(parts))]
-			p.WriteString(part)
-			lits = append(lits, part)
+			p.WriteString(parts[r.IntN(len(parts))])
 		}
 		pattern := p.String()
 		re, err := regexp.Compile(pattern)
