@@ -57,8 +57,8 @@ type storeSession struct {
 	// every decision it makes on a state restored fail-closed is marked,
 	// not only the first.
 	oneEvent bool
-	// memo keeps the encodings of the session state's parts that did not
-	// change from one commit to the next (stateenc.go).
+	// memo keeps the encoding of the session's id and the space its
+	// state is encoded in, from one commit to the next (stateenc.go).
 	memo stateMemo
 	// ops and cur are a decision's ops and the store's answer (storeOps,
 	// decideStored), reused from one decision to the next: a store keeps
@@ -279,7 +279,7 @@ func (s *Session) storeOps(writes *opStates) ([]state.Op, error) {
 	// are the snapshot the commit keeps (adopt), not the view.
 	s.mu.Lock()
 	view := s.stateLocked()
-	js, err := encodeState(&view, &st.memo)
+	js, err := encodeStateKept(&view, &st.memo, s.facts.recentEncodings(view.Recent))
 	overwrite := st.overwrite
 	s.mu.Unlock()
 	if err != nil {
