@@ -141,7 +141,9 @@ func (st *storeSession) change(ctx context.Context, s *Session, apply func() err
 
 // sync implements backend.
 func (st *storeSession) sync(ctx context.Context, s *Session) error {
-	defer s.eng.stored.locks.lock(s.id)()
+	locks := &s.eng.stored.locks
+	sl := locks.lock(s.id)
+	defer locks.unlock(s.id, sl)
 	return s.syncLocked(ctx)
 }
 
@@ -166,7 +168,9 @@ func (s *Session) bindEntries() {
 // state when another replica changed it.
 func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
 	st := s.st
-	defer s.eng.stored.locks.lock(s.id)()
+	locks := &s.eng.stored.locks
+	sl := locks.lock(s.id)
+	defer locks.unlock(s.id, sl)
 	st.counted = [len(sharedScopes)]bool{}
 	if st.version == "" && len(s.meta) <= 1 {
 		// A handle opened without metadata on a session another replica
@@ -350,7 +354,9 @@ func (s *Session) syncLocked(ctx context.Context) error {
 // changed since, it is applied again on the current one.
 func (s *Session) changeStored(ctx context.Context, change func() error) (uint64, error) {
 	st := s.st
-	defer s.eng.stored.locks.lock(s.id)()
+	locks := &s.eng.stored.locks
+	sl := locks.lock(s.id)
+	defer locks.unlock(s.id, sl)
 	st.counted = [len(sharedScopes)]bool{}
 	for try := 0; try < s.eng.stored.retries; try++ {
 		cerr := change()
