@@ -149,7 +149,7 @@ func (s *Server) hookBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
 		buf.Grow(int(n) + bytes.MinRead) // one read, and the EOF, without growing
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	err := readLimited(&buf, r.Body, s.cfg.MaxBodyBytes)
 	var tooLarge *http.MaxBytesError
 	return buf.Bytes(), !errors.As(err, &tooLarge)
 }
