@@ -506,9 +506,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*bytes.Buffe
 		buf.Grow(int(n) + bytes.MinRead) // one read, and the EOF, without growing
 	}
 	err := readLimited(buf, r.Body, limit)
-	var tooLarge *http.MaxBytesError
 	switch {
-	case errors.As(err, &tooLarge):
+	case tooLarge(err):
 		putBuffer(buf)
 		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", limit))
 		return nil, false

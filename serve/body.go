@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 )
@@ -42,4 +43,14 @@ func readLimited(buf *bytes.Buffer, r io.Reader, limit int64) error {
 			return err
 		}
 	}
+}
+
+// tooLarge says whether err is, or wraps, a *http.MaxBytesError
+// (readLimited's), without errors.As's allocation when err is nil.
+func tooLarge(err error) bool {
+	if err == nil {
+		return false
+	}
+	var m *http.MaxBytesError
+	return errors.As(err, &m)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -150,8 +149,7 @@ func (s *Server) hookBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		buf.Grow(int(n) + bytes.MinRead) // one read, and the EOF, without growing
 	}
 	err := readLimited(&buf, r.Body, s.cfg.MaxBodyBytes)
-	var tooLarge *http.MaxBytesError
-	return buf.Bytes(), !errors.As(err, &tooLarge)
+	return buf.Bytes(), !tooLarge(err)
 }
 
 // hookFail answers an event that is not decided: the host's failure
