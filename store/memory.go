@@ -67,7 +67,15 @@ func (m *Memory) get(k state.Key, now time.Time) (memEntry, bool) {
 	return e, ok
 }
 
-// Commit implements state.Store.
+// memLookup is an op's entry as a commit read it.
+type memLookup struct {
+	e  memEntry
+	ok bool
+}
+
+// Commit implements state.Store. Each op's entry is looked up once (a
+// decision commits four, its session's and three shared ones), again only
+// for an op whose key an earlier op of the commit names.
 func (m *Memory) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return false, nil, err
@@ -77,23 +85,35 @@ func (m *Memory) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entr
 	m.commits++
 	now := m.now()
 	out := make([]state.Entry, len(ops))
+	var buf [4]memLookup
+	cur := buf[:0]
+	match := true
+	fresh := 0
 	for _, op := range ops {
-		if e, _ := m.get(op.Key, now); e.version != op.Version {
-			for i, op := range ops {
-				e, ok := m.get(op.Key, now)
-				out[i].Version = e.version
-				if ok {
-					out[i].State = e.data
-				}
-			}
-			return false, out, nil
+		e, ok := m.get(op.Key, now)
+		cur = append(cur, memLookup{e, ok})
+		match = match && e.version == op.Version
+		if !ok && op.Write != nil {
+			fresh++
 		}
 	}
-	if err := m.room(ops, now); err != nil {
+	if !match {
+		for i, c := range cur {
+			out[i].Version = c.e.version
+			if c.ok {
+				out[i].State = c.e.data
+			}
+		}
+		return false, out, nil
+	}
+	if err := m.room(fresh, now); err != nil {
 		return false, nil, err
 	}
 	for i, op := range ops {
-		e, ok := m.get(op.Key, now)
+		e, ok := cur[i].e, cur[i].ok
+		if named(ops[:i], op.Key) {
+			e, ok = m.get(op.Key, now) // as an earlier op left it
+		}
 		if op.Write != nil {
 			m.versions++
 			var v [14]byte
@@ -114,18 +134,22 @@ func (m *Memory) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entr
 	return true, out, nil
 }
 
-// room checks that the entries ops make fit under the bound, dropping
-// expired entries when they do not; the caller holds m.mu.
-func (m *Memory) room(ops []state.Op, now time.Time) error {
+// named reports whether one of ops is of key k.
+func named(ops []state.Op, k state.Key) bool {
+	for _, op := range ops {
+		if op.Key == k {
+			return true
+		}
+	}
+	return false
+}
+
+// room checks that fresh new entries fit under the bound, dropping expired
+// entries when they do not; the caller holds m.mu.
+func (m *Memory) room(fresh int, now time.Time) error {
 	max := m.MaxEntries
 	if max <= 0 {
 		max = DefaultMaxEntries
-	}
-	fresh := 0
-	for _, op := range ops {
-		if _, ok := m.entries[op.Key]; !ok && op.Write != nil {
-			fresh++
-		}
 	}
 	if len(m.entries)+fresh <= max {
 		return nil
