@@ -114,6 +114,10 @@ type storedEngine struct {
 	store   state.Store
 	timeout time.Duration
 	retries int
+	// copies says the store copies what it keeps (state.WriteCopier): a
+	// session's state is then encoded into its own buffers, not a new
+	// array at every commit (encodeStateKept).
+	copies bool
 
 	sharedMu      sync.Mutex
 	sharedEntries map[state.Key]*sharedEntry

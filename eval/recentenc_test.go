@@ -23,6 +23,7 @@ func TestRecentEncodingsFollowCalls(t *testing.T) {
 	r := rand.New(rand.NewPCG(26, 7))
 	var f sessionFacts
 	memo := &stateMemo{}
+	var held struct{ js, was []byte } // the snapshot's encoding, and a copy
 	verdicts := []policy.Verdict{policy.Allow, policy.Ask, policy.Block, policy.Warn}
 	for step := range 4000 {
 		call := Call{Tool: []string{"Bash", "Read", "a<b"}[r.IntN(3)], Args: map[string]any{"command": fmt.Sprint("c", r.IntN(6), []string{"", " && x", " é"}[r.IntN(3)])}}
@@ -46,7 +47,9 @@ func TestRecentEncodingsFollowCalls(t *testing.T) {
 			continue // not encoded after every step: encodings stay unmade
 		}
 		st := SessionState{ID: "s", Turn: 1, Recent: f.recent, RecentSeq: f.seq}
-		got, err := encodeStateKept(&st, memo, f.recentEncodings(st.Recent))
+		// Lent or copied, as the store takes it; the snapshot keeps the
+		// last encoding, or sometimes not (a commit that failed).
+		got, err := encodeStateKept(&st, memo, f.recentEncodings(st.Recent), held.js, r.IntN(4) != 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,6 +59,12 @@ func TestRecentEncodingsFollowCalls(t *testing.T) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("step %d: the state encoded with the kept encodings is\n%s\njson.Marshal's is\n%s", step, got, want)
+		}
+		if held.js != nil && !bytes.Equal(held.js, held.was) {
+			t.Fatalf("step %d: the encoding the snapshot keeps changed:\n%s\nwas\n%s", step, held.js, held.was)
+		}
+		if r.IntN(5) != 0 {
+			held.js, held.was = got, bytes.Clone(got)
 		}
 	}
 }

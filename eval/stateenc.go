@@ -25,13 +25,20 @@ import (
 // TestRecentEncodingsFollowCalls holds the kept encodings to the calls.
 
 // stateMemo keeps, from one encoding of a session's state to the next, the
-// session id's encoding and the space the encoding is made in. A memo is
-// used by one encoding at a time (the session's store lock).
+// session id's encoding and the two buffers encodings are made in. A memo
+// is used by one encoding at a time (the session's store lock).
 type stateMemo struct {
 	id   string
 	idJS []byte
-	// scratch is where the last encoding was made, kept for the next.
-	scratch []byte
+	// bufs are where encodings are made: each in the one that does not
+	// hold the encoding the session's snapshot keeps (encodeStateKept).
+	bufs [2][]byte
+}
+
+// sameArray reports whether a and b start at the same array element: b is
+// a buffer's encoding as encodeStateKept lent it, and a the buffer.
+func sameArray(a, b []byte) bool {
+	return cap(a) > 0 && cap(b) > 0 && &a[:1][0] == &b[:1][0]
 }
 
 // recentEncoding is the JSON of a recent call (appendRecentCall), when
@@ -70,15 +77,24 @@ func (f *sessionFacts) recentEncodings(rs []RecentCall) []recentEncoding {
 // may be nil). The result is a new slice, which the caller may hand to a
 // store.
 func encodeState(st *SessionState, memo *stateMemo) ([]byte, error) {
-	return encodeStateKept(st, memo, nil)
+	return encodeStateKept(st, memo, nil, nil, false)
 }
 
 // encodeStateKept is encodeState with the kept encodings of st's recent
-// calls (recentEncodings; nil: none), making those that are not ok.
-func encodeStateKept(st *SessionState, memo *stateMemo, kept []recentEncoding) ([]byte, error) {
+// calls (recentEncodings; nil: none), making those that are not ok. With a
+// memo, the encoding is made in the memo's buffer that does not hold held,
+// the encoding the session's snapshot keeps (snapshot.js), and the result
+// is a copy of it; or, when lend is set, the buffer itself, for a store that
+// copies what it keeps (state.WriteCopier): then only the snapshot may come
+// to hold it, and the next encoding is made in the other buffer.
+func encodeStateKept(st *SessionState, memo *stateMemo, kept []recentEncoding, held []byte, lend bool) ([]byte, error) {
 	var b []byte
+	buf := 0
 	if memo != nil {
-		b = memo.scratch[:0]
+		if sameArray(memo.bufs[0], held) {
+			buf = 1
+		}
+		b = memo.bufs[buf][:0]
 	}
 	var err error
 	b = append(b, `{"id":`...)
@@ -103,9 +119,11 @@ func encodeStateKept(st *SessionState, memo *stateMemo, kept []recentEncoding) (
 	if memo == nil {
 		return b, nil
 	}
-	// The encoding is made in the memo's scratch space and handed out in
-	// a slice of its own size, which a store keeps.
-	memo.scratch = b
+	memo.bufs[buf] = b
+	if lend {
+		return b[:len(b):len(b)], nil
+	}
+	// Handed out in a slice of its own size, which a store keeps.
 	return bytes.Clone(b), nil
 }
 

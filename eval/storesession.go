@@ -283,7 +283,7 @@ func (s *Session) storeOps(writes *opStates) ([]state.Op, error) {
 	// are the snapshot the commit keeps (adopt), not the view.
 	s.mu.Lock()
 	view := s.stateLocked()
-	js, err := encodeStateKept(&view, &st.memo, s.facts.recentEncodings(view.Recent))
+	js, err := encodeStateKept(&view, &st.memo, s.facts.recentEncodings(view.Recent), st.committed.js, s.eng.stored.copies)
 	overwrite := st.overwrite
 	s.mu.Unlock()
 	if err != nil {
@@ -362,7 +362,7 @@ func (s *Session) changeStored(ctx context.Context, change func() error) (uint64
 		cerr := change()
 		cur := s.State()
 		op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-		js, err := encodeState(&cur, &st.memo)
+		js, err := encodeStateKept(&cur, &st.memo, nil, st.committed.js, s.eng.stored.copies)
 		if err != nil {
 			s.rollback()
 			return s.Turn(), fmt.Errorf("cannot encode the session state: %w", err)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -13,10 +14,10 @@ import (
 // DefaultMaxEntries bounds the entries of a memory store.
 const DefaultMaxEntries = 1 << 18
 
-// Memory is a store in this process: entries as the JSON they were
-// committed with (which neither side changes), with an expiry refreshed at
-// every use. It is the
-// default, and what tests use to run several engines on one store.
+// Memory is a store in this process: entries as a copy of the JSON they
+// were committed with (state.WriteCopier), with an expiry refreshed at
+// every use. It is the default, and what tests use to run several engines
+// on one store.
 type Memory struct {
 	ttl time.Duration
 	// Now is the clock; nil means time.Now.
@@ -101,7 +102,7 @@ func (m *Memory) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entr
 		for i, c := range cur {
 			out[i].Version = c.e.version
 			if c.ok {
-				out[i].State = c.e.data
+				out[i].State = bytes.Clone(c.e.data) // the caller's own (CopiesWrites)
 			}
 		}
 		return false, out, nil
@@ -117,7 +118,16 @@ func (m *Memory) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entr
 		if op.Write != nil {
 			m.versions++
 			var v [14]byte
-			e = memEntry{version: string(strconv.AppendUint(append(v[:0], 'm'), m.versions, 36)), data: op.Write}
+			// A copy, made in the entry's own array when it has room:
+			// nobody else holds it (answers are copies).
+			var data []byte
+			if ok {
+				data = e.data[:0]
+			}
+			if data = append(data, op.Write...); data == nil {
+				data = []byte{} // an empty state, not an absent one
+			}
+			e = memEntry{version: string(strconv.AppendUint(append(v[:0], 'm'), m.versions, 36)), data: data}
 			ok = true
 		}
 		if ok {
@@ -162,6 +172,11 @@ func (m *Memory) room(fresh int, now time.Time) error {
 	}
 	return nil
 }
+
+// CopiesWrites implements state.WriteCopier: an entry's bytes are the
+// store's own copy, made in the entry's array when it has room, and an
+// answer's are a copy of them.
+func (m *Memory) CopiesWrites() {}
 
 // Delete implements state.Store.
 func (m *Memory) Delete(ctx context.Context, key state.Key) error {

@@ -157,3 +157,44 @@ func TestMemoryCommitDifferential(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryCopiesWrites: the memory store keeps its own copy of what a
+// commit writes and answers with copies of it (state.WriteCopier), so the
+// caller's bytes, changed after the commit, and an answer's bytes, changed
+// by whoever got them, never change what it holds; an entry written again
+// in its own array reads as the last write, longer or shorter.
+func TestMemoryCopiesWrites(t *testing.T) {
+	ctx := context.Background()
+	mem := store.NewMemory(time.Hour)
+	var _ state.WriteCopier = mem
+	key := state.Key{Scope: policy.ScopeSession, ID: "s"}
+	read := func() []byte {
+		ok, cur, err := mem.Commit(ctx, []state.Op{{Key: key, Version: "none"}})
+		if err != nil || ok {
+			t.Fatalf("read: %v %v", ok, err)
+		}
+		return cur[0].State
+	}
+	version := ""
+	for _, w := range []string{`{"id":"s","turn":1}`, `{"id":"s","turn":2,"labels_lost":true}`, `{"id":"s"}`, ``} {
+		buf := []byte(w)
+		ok, cur, err := mem.Commit(ctx, []state.Op{{Key: key, Version: version, Write: buf}})
+		if err != nil || !ok {
+			t.Fatalf("write %q: %v %v", w, ok, err)
+		}
+		version = cur[0].Version
+		for i := range buf {
+			buf[i] = 'X' // the caller reuses its bytes
+		}
+		got := read()
+		if string(got) != w || got == nil {
+			t.Fatalf("after writing %q the store holds %q", w, got)
+		}
+		for i := range got {
+			got[i] = 'Y' // whoever got an answer changes it
+		}
+		if again := read(); string(again) != w {
+			t.Fatalf("an answer's bytes are the store's: it holds %q, want %q", again, w)
+		}
+	}
+}
