@@ -9,11 +9,11 @@ import (
 
 // A literal prefilter for constant regular expressions. From the parsed
 // pattern (regexp/syntax), prefilterOf derives a condition over literals —
-// all of these, any of those, nested — that every string the pattern
-// matches in satisfies. The condition is tested with strings.Contains (or
-// its ASCII case-insensitive twin) before the regular expression runs, and a
-// string that fails it cannot match: the answer is false without running the
-// automaton. A string that passes runs the regular expression, so the answer
+// all of these, any of those, these in this order, nested — that every
+// string the pattern matches in satisfies. The condition is tested with
+// strings.Index (or its ASCII case-insensitive twin) before the regular
+// expression runs, and a string that fails it cannot match: the answer is
+// false without running the automaton. A string that passes runs the regular expression, so the answer
 // is always the regular expression's.
 //
 // Soundness, the one property that matters (a filter that wrongly says
@@ -35,7 +35,17 @@ import (
 //     "ab" is still required of every match: there is none);
 //   - ASCII bytes never occur inside a multi-byte UTF-8 sequence, so an
 //     ASCII case-insensitive byte comparison is exact for the ASCII runes a
-//     folded literal keeps, and leaves the other bytes compared exactly.
+//     folded literal keeps, and leaves the other bytes compared exactly;
+//   - order: a node's condition is met by literals inside the node's own
+//     match (the word boundaries around one looking at the text beside
+//     it), so the parts of a concatenation, which match consecutive
+//     pieces of the text, meet theirs one after the other: "curl", then
+//     "|", then "sh". The test finds, for each part in turn, the earliest
+//     end of the literals its condition needs at or after where the
+//     previous part's ended. Taking the earliest end is never wrong: a
+//     condition that holds in a piece of the text holds in any piece
+//     holding it, so a later end leaves the next parts less room, never
+//     more.
 
 // filterOp is the kind of a prefilter node.
 type filterOp uint8
@@ -53,6 +63,10 @@ const (
 	// filterPrefix requires the string to begin with the literal (lit,
 	// fold as for filterLit).
 	filterPrefix
+	// filterSeq requires every sub-condition, in order: the string splits
+	// into consecutive parts, the first satisfying the first condition,
+	// the second the second, and so on (the parts of a concatenation).
+	filterSeq
 )
 
 // filter is a condition over literals.
@@ -373,11 +387,13 @@ func classInfo(re *syntax.Regexp) info {
 
 // concatInfo: the exact sets of consecutive parts multiply (while the
 // product stays within maxExact); every run of them, and every other part's
-// condition, is required.
+// condition, is required, in the order of the parts (filterSeq).
 func (a *analysis) concatInfo(subs []*syntax.Regexp) info {
 	acc := emptyOnly
 	allExact := true
-	and := &filter{op: filterAnd}
+	// The parts match consecutive pieces of the text: their conditions
+	// hold in that order.
+	and := &filter{op: filterSeq}
 	for _, s := range subs {
 		in := a.analyze(s)
 		if in.isExact && len(acc)*len(in.exact) <= maxExact {
@@ -536,6 +552,27 @@ func simplify(f *filter) *filter {
 			return subs[0]
 		}
 		return &filter{op: f.op, sub: subs}
+	case filterSeq:
+		// True parts drop out, nested sequences are spliced in (both keep
+		// the order of what is left), and nothing else is dropped: a
+		// literal another implies still says where the next part starts.
+		var subs []*filter
+		for _, s := range f.sub {
+			switch s = simplify(s); s.op {
+			case filterTrue:
+			case filterSeq:
+				subs = append(subs, s.sub...)
+			default:
+				subs = append(subs, s)
+			}
+		}
+		switch len(subs) {
+		case 0:
+			return trueFilter
+		case 1:
+			return subs[0]
+		}
+		return &filter{op: filterSeq, sub: subs}
 	}
 	return f
 }
@@ -586,25 +623,27 @@ func dropImplied(op filterOp, subs []*filter) []*filter {
 }
 
 // capFilter bounds the literals of f. An or past maxFilterLits literals
-// keeps only the best condition of each branch that is an and, and requires
-// nothing if it is still past the budget (no branch may be dropped). An and
-// keeps its conditions within the budget, cheapest first (fewest literals,
-// then the most selective), so that a string that fails fails early;
-// dropping a condition of an and only weakens it.
+// keeps only the best condition of each branch that is an and or a
+// sequence, and requires nothing if it is still past the budget (no branch
+// may be dropped). An and keeps its conditions within the budget, cheapest
+// first (fewest literals, then the most selective), so that a string that
+// fails fails early; a sequence keeps those within the budget in their
+// order; dropping a condition of either only weakens it.
 func capFilter(f *filter) *filter {
 	switch f.op {
 	case filterOr:
 		if countLits(f) <= maxFilterLits {
 			return f
 		}
-		// Each branch that is an and keeps only its most selective
-		// condition (the branch then requires less, so the or does too).
+		// Each branch that is an and (or a sequence) keeps only its most
+		// selective condition (the branch then requires less, so the or
+		// does too).
 		or := &filter{op: filterOr, sub: make([]*filter, len(f.sub))}
 		for i, s := range f.sub {
-			if s.op == filterAnd {
+			if s.op == filterAnd || s.op == filterSeq {
 				s = capFilter(s)
 			}
-			if s.op == filterAnd {
+			if s.op == filterAnd || s.op == filterSeq {
 				s = slices.MaxFunc(s.sub, func(a, b *filter) int { return score(a) - score(b) })
 			}
 			or.sub[i] = s
@@ -642,6 +681,26 @@ func capFilter(f *filter) *filter {
 			return kept[0]
 		}
 		return &filter{op: filterAnd, sub: kept}
+	case filterSeq:
+		// The order is kept: a part past the budget is dropped (the parts
+		// before and after it still come in that order).
+		n, kept := 0, make([]*filter, 0, len(f.sub))
+		for _, s := range f.sub {
+			if s = capFilter(s); s.op == filterTrue {
+				continue
+			}
+			if c := countLits(s); n+c <= maxFilterLits {
+				kept = append(kept, s)
+				n += c
+			}
+		}
+		switch len(kept) {
+		case 0:
+			return trueFilter
+		case 1:
+			return kept[0]
+		}
+		return &filter{op: filterSeq, sub: kept}
 	}
 	if countLits(f) > maxFilterLits {
 		return trueFilter
@@ -663,7 +722,7 @@ func score(f *filter) int {
 			}
 		}
 		return max(m, 0)
-	case filterAnd:
+	case filterAnd, filterSeq:
 		m := 0
 		for _, s := range f.sub {
 			m = max(m, score(s))
@@ -677,7 +736,7 @@ func countLits(f *filter) int {
 	switch f.op {
 	case filterLit, filterPrefix:
 		return 1
-	case filterAnd, filterOr:
+	case filterAnd, filterOr, filterSeq:
 		n := 0
 		for _, s := range f.sub {
 			n += countLits(s)
@@ -717,11 +776,66 @@ func (f *filter) test(s string) bool {
 			}
 		}
 		return false
+	case filterSeq:
+		return f.end(s, 0, len(s)) >= 0
 	}
 	return true
 }
 
-// String renders f for tests and diagnostics: "lit", "(?i)lit", a&b, (a|b).
+// end returns the earliest offset e <= limit such that s[from:e] holds
+// what f needs (the literals inside it, their word boundaries looking at s
+// around them), or -1 when there is none. A condition that holds in
+// s[from:e] holds in every piece of s that holds s[from:e] too, so the
+// earliest end is the best start for what comes after (filterSeq). limit
+// only saves work: an or looks for its later literals only where they
+// would end before the best end found so far.
+func (f *filter) end(s string, from, limit int) int {
+	switch f.op {
+	case filterLit:
+		p := f.index(s, from, limit)
+		if p < 0 {
+			return -1
+		}
+		return p + len(f.lit)
+	case filterPrefix:
+		// A condition on the whole text (only ever the whole filter, never
+		// a part): it says nothing of where a part ends.
+		if !f.test(s) {
+			return -1
+		}
+		return from
+	case filterAnd:
+		e := from
+		for _, sub := range f.sub {
+			x := sub.end(s, from, limit)
+			if x < 0 {
+				return -1
+			}
+			e = max(e, x)
+		}
+		return e
+	case filterOr:
+		e := -1
+		for _, sub := range f.sub {
+			if x := sub.end(s, from, limit); x >= 0 {
+				e, limit = x, x
+			}
+		}
+		return e
+	case filterSeq:
+		e := from
+		for _, sub := range f.sub {
+			if e = sub.end(s, e, limit); e < 0 {
+				return -1
+			}
+		}
+		return e
+	}
+	return from
+}
+
+// String renders f for tests and diagnostics: "lit", "(?i)lit", a & b,
+// (a | b), a .. b (a, then b).
 func (f *filter) String() string {
 	switch f.op {
 	case filterLit, filterPrefix:
@@ -739,15 +853,18 @@ func (f *filter) String() string {
 			return "(?i)" + s
 		}
 		return s
-	case filterAnd, filterOr:
+	case filterAnd, filterOr, filterSeq:
 		sep := " & "
-		if f.op == filterOr {
+		switch f.op {
+		case filterOr:
 			sep = " | "
+		case filterSeq:
+			sep = " .. "
 		}
 		parts := make([]string, len(f.sub))
 		for i, s := range f.sub {
 			parts[i] = s.String()
-			if s.op == filterAnd || s.op == filterOr {
+			if s.op == filterAnd || s.op == filterOr || s.op == filterSeq {
 				parts[i] = "(" + parts[i] + ")"
 			}
 		}
@@ -778,24 +895,30 @@ func asciiLower(s string) string {
 // that is not, the start and the end of the text being neither. A byte of
 // a multi-byte sequence or an invalid one decodes to a rune that is not
 // ASCII, so the bytes on either side decide it.
-func (f *filter) containsAtBoundaries(s string) bool {
-	for i := 0; i <= len(s); {
+func (f *filter) containsAtBoundaries(s string) bool { return f.index(s, 0, len(s)) >= 0 }
+
+// index returns the offset of the first occurrence of f's literal in s that
+// starts at or after from and ends at or before limit, with its word
+// boundaries (as containsAtBoundaries decides them, from the bytes of s on
+// either side), or -1.
+func (f *filter) index(s string, from, limit int) int {
+	for i := from; i+len(f.lit) <= limit; {
 		var j int
 		if f.fold {
-			j = indexFoldASCII(s[i:], f.lit)
+			j = indexFoldASCII(s[i:limit], f.lit)
 		} else {
-			j = strings.Index(s[i:], f.lit)
+			j = strings.Index(s[i:limit], f.lit)
 		}
 		if j < 0 {
-			return false
+			return -1
 		}
 		p := i + j
 		if (!f.wbBefore || wordBoundaryAt(s, p)) && (!f.wbAfter || wordBoundaryAt(s, p+len(f.lit))) {
-			return true
+			return p
 		}
 		i = p + 1
 	}
-	return false
+	return -1
 }
 
 // wordBoundaryAt reports whether \b holds at byte offset p of s.

@@ -37,14 +37,14 @@ func compileMatcher(pattern string) (func(string) bool, error) {
 // The filter each pattern gets: what every match must contain.
 func TestPrefilterOf(t *testing.T) {
 	for _, tc := range []struct{ pattern, want string }{
-		// Concatenation: every part's literals, adjacent ones joined.
-		{`rm\s+-[a-zA-Z]*r[a-zA-Z]*\s+/(\s|$)`, "rm & - & /"},
-		{`chmod\s+-R\s+777\s+/(\s|$)`, "chmod & 777 & -R & /"},
-		{`git\s+push\s+.*(--force|-f)\b`, "push & git & (--force\\b | -f\\b)"},
+		// Concatenation: every part's literals, adjacent ones joined, in order.
+		{`rm\s+-[a-zA-Z]*r[a-zA-Z]*\s+/(\s|$)`, "rm .. - .. r .. /"},
+		{`chmod\s+-R\s+777\s+/(\s|$)`, "chmod .. -R .. 777 .. /"},
+		{`git\s+push\s+.*(--force|-f)\b`, "git .. push .. (--force\\b | -f\\b)"},
 		// Anchors and \b keep literals adjacent; an optional part adds nothing.
 		// \b next to a literal: found where the boundary holds.
 		{`\bmkfs(\.[a-z0-9]+)?\b`, "\\bmkfs\\b | \\bmkfs."},
-		{`\bdd\b.*\bof=/dev/`, "\\bof=/dev/ & \\bdd\\b"},
+		{`\bdd\b.*\bof=/dev/`, "\\bdd\\b .. \\bof=/dev/"},
 		{`(?i)\bhelp\b`, "(?i)\\bhelp\\b"},
 		{`\b(?:foo|bar)`, "\\bfoo | \\bbar"},
 		{`x\b(?:foo)?`, "xfoo | x\\b"},
@@ -65,17 +65,17 @@ func TestPrefilterOf(t *testing.T) {
 		{`^(?:x|y*)abc`, "abc"},
 		{`a\bb`, "ab"},
 		// Alternation: any of; small finite sets multiply.
-		{`docker\s+(run|exec)`, "docker & (run | exec)"},
+		{`docker\s+(run|exec)`, "docker .. (run | exec)"},
 		{`\.(pem|key)$`, ".pem | .key"},
 		{`(ba|z)?sh`, "sh"},
 		{`x(?:foo|bar)y`, "xfooy | xbary"},
 		{`foo|bar`, "foo | bar"},
 		{`[Kk]ubectl`, "Kubectl | kubectl"},
 		{`^(go\s+(build|test|vet)|npm\s+test|make)\b`, "^go | ^npm | ^make"},
-		{`(go\s+(build|test|vet)|npm\s+test|make)\b`, "(go & (build | test | vet)) | (npm & test) | make"},
+		{`(go\s+(build|test|vet)|npm\s+test|make)\b`, "(go .. (build | test | vet)) | (npm .. test) | make"},
 		// Repetition: min >= 1 requires its operand once.
-		{`(ab)+cd`, "ab & cd"},
-		{`(?:npm){2,}\s+publish`, "publish & npm"},
+		{`(ab)+cd`, "ab .. cd"},
+		{`(?:npm){2,}\s+publish`, "npm .. publish"},
 		// Nothing from what can match empty.
 		{`x*`, "true"},
 		{`(foo)?`, "true"},
@@ -121,8 +121,8 @@ func TestPrefilterOf(t *testing.T) {
 	}
 }
 
-// Caps: an or of more than 64 literals requires nothing; an and keeps what
-// fits, a single literal first.
+// Caps: an or of more than 64 literals requires nothing; a sequence keeps
+// what fits, in order.
 func TestPrefilterCaps(t *testing.T) {
 	var words []string
 	for i := range 70 {
@@ -132,7 +132,7 @@ func TestPrefilterCaps(t *testing.T) {
 	for _, tc := range []struct{ pattern, want string }{
 		{strings.Join(words, "|"), "true"},
 		{"(?:" + strings.Join(words, "|") + `)\s+xyz`, "xyz"},
-		{"(?:" + strings.Join(words[:40], "|") + `)\s+xyz`, "xyz & (" + strings.Join(words[:40], " | ") + ")"},
+		{"(?:" + strings.Join(words[:40], "|") + `)\s+xyz`, "(" + strings.Join(words[:40], " | ") + ") .. xyz"},
 		// Past the budget, an or keeps the best condition of each branch.
 		{"(?:" + strings.Join(words[:40], "|") + `)\s+xyz|(?:` + strings.Join(words[40:], "|") + `)\s+abc`, "xyz | abc"},
 	} {
@@ -367,7 +367,12 @@ func TestMatcherCompilesAtFirstUse(t *testing.T) {
 		assert.False(t, ok, in)
 	}
 	assert.False(t, m.compiled(), "compiled for strings that fail the filter")
+	// Every literal, out of order: the filter refuses it too.
 	ok, err := m.match("push git --force")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.False(t, m.compiled(), "compiled for literals out of order")
+	ok, err = m.match("git push-x --force")
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.True(t, m.compiled())
@@ -700,4 +705,86 @@ func TestPrefilterGeneratedMatches(t *testing.T) {
 	}
 	require.Greater(t, n, 50000)
 	require.Greater(t, matched, n/2)
+}
+
+// The order of a concatenation's literals (filterSeq): patterns of parts
+// whose literals overlap each other ("ab", "ba", "aba") joined by gaps
+// that match nothing, anything, or anything but a few bytes, on every
+// string of up to 7 bytes over those bytes and some of 9 to 14: the
+// prefiltered answer is regexp's, every match regexp finds passes the
+// filter on its own, and strings holding every literal in the wrong order
+// are refused (the order is what is tested, not a filter that lets them
+// all through).
+func TestPrefilterOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(26, 7))
+	parts := []string{"a", "b", "ab", "ba", "aba", "bab", `\bab`, `ab\b`, `\bb`, "(?:a|ab)", "(?:ab|b)", "(?:ba|bab)", "(?i:AB)", "(?:a|b)+", "(?:ab)+", "(?:a.b)", "c?ab"}
+	gaps := []string{"", "", ".*", `\s*`, "[^|]*", `\s+`, "x?", `\b`, `\|?`, ".+"}
+	alphabet := "ab |xA"
+	var inputs []string
+	var all func(prefix string, n int)
+	all = func(prefix string, n int) {
+		inputs = append(inputs, prefix)
+		if n == 0 {
+			return
+		}
+		for i := range len(alphabet) {
+			all(prefix+alphabet[i:i+1], n-1)
+		}
+	}
+	all("", 5)
+	for range 3000 {
+		var b strings.Builder
+		for range 9 + r.IntN(6) {
+			b.WriteByte(alphabet[r.IntN(len(alphabet))])
+		}
+		inputs = append(inputs, b.String())
+	}
+	checked, refusedInOrder := 0, 0
+	for range 150 {
+		var p strings.Builder
+		for k := range 2 + r.IntN(3) {
+			if k > 0 {
+				p.WriteString(gaps[r.IntN(len(gaps))])
+			}
+			p.WriteString(parts[r.IntN(len(parts))])
+		}
+		pattern := p.String()
+		re, err := regexp.Compile(pattern)
+		require.NoError(t, err, pattern)
+		m, err := newMatcher(pattern)
+		require.NoError(t, err, pattern)
+		parsed, _ := syntax.Parse(pattern, syntax.Perl)
+		f := prefilterOf(parsed)
+		for _, in := range inputs {
+			got, err := m.match(in)
+			require.NoError(t, err)
+			want := re.MatchString(in)
+			if got != want {
+				t.Fatalf("pattern %q on %q: prefiltered %v, regexp %v (filter %s)", pattern, in, got, want, f)
+			}
+			if loc := re.FindStringIndex(in); loc != nil && !f.test(in[loc[0]:loc[1]]) {
+				t.Fatalf("pattern %q: its match %q of %q fails the filter %s", pattern, in[loc[0]:loc[1]], in, f)
+			}
+			checked++
+			if !want && !f.test(in) && unorderedFilter(f).test(in) {
+				refusedInOrder++
+			}
+		}
+	}
+	require.Greater(t, checked, 1_500_000)
+	// Strings the same filter without order would let through.
+	require.Greater(t, refusedInOrder, 10_000)
+}
+
+// unorderedFilter is f with every sequence made an and.
+func unorderedFilter(f *filter) *filter {
+	g := *f
+	if g.op == filterSeq {
+		g.op = filterAnd
+	}
+	g.sub = make([]*filter, len(f.sub))
+	for i, s := range f.sub {
+		g.sub[i] = unorderedFilter(s)
+	}
+	return &g
 }
