@@ -105,6 +105,7 @@ import (
 
 	"github.com/celguard/celguard/compile"
 	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
 )
 
 // Engine decides tool calls against a PolicySet. It is safe for concurrent
@@ -132,7 +133,8 @@ func New(set *compile.PolicySet, opts ...Option) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg}
 	if cfg.store != nil {
-		e.stored = &storedEngine{store: cfg.store, timeout: cfg.storeTimeout, retries: cfg.storeRetries}
+		_, copies := cfg.store.(state.WriteCopier)
+		e.stored = &storedEngine{store: cfg.store, timeout: cfg.storeTimeout, retries: cfg.storeRetries, copies: copies}
 	}
 	e.set.Store(set)
 	return e, nil

@@ -14,3 +14,7 @@ func CheckFast(f func(p *compile.Program, size uint64, tracked *cel.EvalDetails,
 	checkFast = f
 	return func() { checkFast = nil }
 }
+
+// Every test of the package checks the kept encodings of recent calls
+// against encodings made afresh (stateenc.go).
+func init() { checkRecentEncodings = true }

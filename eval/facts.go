@@ -64,6 +64,10 @@ type sessionFacts struct {
 	// recentVals are the CEL values of recent, made once each when first
 	// read (nil until then).
 	recentVals []any
+	// recentEnc are the JSON encodings of recent, made once each when
+	// the state is first encoded after the call changed (stateenc.go);
+	// meaningful only while it is as long as recent.
+	recentEnc []recentEncoding
 	// writes are the files written, least recently written first, and
 	// writesEvicted says an unproven one left or was never kept (writes.go).
 	writes        []WriteFact

@@ -114,6 +114,10 @@ type storedEngine struct {
 	store   state.Store
 	timeout time.Duration
 	retries int
+	// copies says the store copies what it keeps (state.WriteCopier): a
+	// session's state is then encoded into its own buffers, not a new
+	// array at every commit (encodeStateKept).
+	copies bool
 
 	sharedMu      sync.Mutex
 	sharedEntries map[state.Key]*sharedEntry
@@ -375,10 +379,13 @@ func (se *storedEngine) shared(key state.Key) *sharedEntry {
 // sessionLocks serializes an engine's decisions on one session id, over
 // all its handles: each decision runs, commits and perhaps runs again
 // alone, so that replicas, not handles, are what contend in the store. A
-// lock is kept while someone holds or waits for it.
+// lock is kept while someone holds or waits for it; then it waits, unused,
+// in free for the next lock taken (a decision takes one), so that taking
+// a lock allocates nothing.
 type sessionLocks struct {
-	mu sync.Mutex
-	m  map[string]*sessionLock
+	mu   sync.Mutex
+	m    map[string]*sessionLock
+	free []*sessionLock
 }
 
 type sessionLock struct {
@@ -386,26 +393,43 @@ type sessionLock struct {
 	users int
 }
 
-// lock takes the lock of session id and returns its unlock.
-func (l *sessionLocks) lock(id string) func() {
+// maxFreeSessionLocks bounds the unused locks kept.
+const maxFreeSessionLocks = 64
+
+// lock takes the lock of session id; the caller gives it back with unlock.
+func (l *sessionLocks) lock(id string) *sessionLock {
 	l.mu.Lock()
 	if l.m == nil {
 		l.m = map[string]*sessionLock{}
 	}
 	sl := l.m[id]
 	if sl == nil {
-		sl = &sessionLock{}
+		if n := len(l.free); n > 0 {
+			sl = l.free[n-1]
+			l.free[n-1] = nil
+			l.free = l.free[:n-1]
+		} else {
+			sl = &sessionLock{}
+		}
 		l.m[id] = sl
 	}
 	sl.users++
 	l.mu.Unlock()
 	sl.mu.Lock()
-	return func() {
-		sl.mu.Unlock()
-		l.mu.Lock()
-		if sl.users--; sl.users == 0 {
-			delete(l.m, id)
+	return sl
+}
+
+// unlock gives back the lock of session id that lock took: sl, which
+// nobody holds or waits for once its users are gone, and which it is then
+// nobody's (taken out of the map) but free's.
+func (l *sessionLocks) unlock(id string, sl *sessionLock) {
+	sl.mu.Unlock()
+	l.mu.Lock()
+	if sl.users--; sl.users == 0 {
+		delete(l.m, id)
+		if len(l.free) < maxFreeSessionLocks {
+			l.free = append(l.free, sl)
 		}
-		l.mu.Unlock()
 	}
+	l.mu.Unlock()
 }

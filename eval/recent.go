@@ -179,6 +179,9 @@ func (f *sessionFacts) noteRecent(phase policy.Phase, call Call, res *Result, d 
 				if i < len(f.recentVals) {
 					f.recentVals[i] = nil // made again when next read
 				}
+				if i < len(f.recentEnc) {
+					f.recentEnc[i].ok = false // encoded again when next committed
+				}
 				return true
 			}
 		}
@@ -206,12 +209,24 @@ func (s *Session) noteCall(phase policy.Phase, call Call, res *Result, d Decisio
 
 // pushRecent appends r, dropping the oldest past MaxRecent.
 func (f *sessionFacts) pushRecent(r RecentCall) {
+	// The encodings follow the calls while they are as many; otherwise
+	// they are all made again (recentEncodings).
+	enc := len(f.recentEnc) == len(f.recent)
+	var spare []byte
 	if len(f.recent) >= MaxRecent {
-		copy(f.recent, f.recent[len(f.recent)-MaxRecent+1:])
+		drop := len(f.recent) - MaxRecent + 1
+		copy(f.recent, f.recent[drop:])
 		f.recent = f.recent[:MaxRecent-1]
 		if len(f.recentVals) >= MaxRecent {
 			copy(f.recentVals, f.recentVals[len(f.recentVals)-MaxRecent+1:])
 			f.recentVals = f.recentVals[:MaxRecent-1]
+		}
+		if enc {
+			// The oldest call's encoding leaves; its array, which
+			// nothing else holds, serves the new call's.
+			spare = f.recentEnc[0].js[:0]
+			copy(f.recentEnc, f.recentEnc[drop:])
+			f.recentEnc = f.recentEnc[:MaxRecent-1]
 		}
 	}
 	f.recent = append(f.recent, r)
@@ -219,6 +234,11 @@ func (f *sessionFacts) pushRecent(r RecentCall) {
 		f.recentVals = append(f.recentVals, nil) // made when first read
 	} else {
 		f.recentVals = nil
+	}
+	if enc {
+		f.recentEnc = append(f.recentEnc, recentEncoding{js: spare}) // made when first encoded
+	} else {
+		f.recentEnc = f.recentEnc[:0]
 	}
 }
 
@@ -230,6 +250,7 @@ func (f *sessionFacts) restoreRecent(rs []RecentCall, seq uint64) {
 	}
 	f.recent = append([]RecentCall(nil), rs...)
 	f.recentVals = nil
+	f.recentEnc = nil
 	f.seq = seq
 	for _, r := range f.recent {
 		f.seq = max(f.seq, r.Seq)

@@ -3,7 +3,7 @@ package eval
 import (
 	"bytes"
 	"encoding/json"
-	"maps"
+	"fmt"
 	"strconv"
 )
 
@@ -12,53 +12,89 @@ import (
 // fraction of its cost: a decision commits its session's whole state, and
 // encoding it by reflection, its 16 recent calls included, was most of
 // what a store costs a decision (BENCHMARKS.md, "the state store's cost
-// in serve's request"). The object's members are written here in SessionState's
-// order with its omitempty rules; every value is still encoded by
-// encoding/json, and a recent call's encoding is kept from one commit to
-// the next while the call is unchanged (stateMemo), so a decision encodes
-// the one call it records. TestEncodeStateDifferential and
-// FuzzEncodeState hold the bytes to json.Marshal's over random states,
-// every field of SessionState filled by reflection, so a field added to
-// SessionState and not here fails them.
+// in serve's request"). The object's members are written here in
+// SessionState's order with its omitempty rules, and so are a recent
+// call's (appendRecentCall); every other value, and every string JSON
+// would escape, is still encoded by encoding/json. A session keeps each
+// recent call's encoding until the call changes (sessionFacts.recentEnc,
+// recent.go), so a decision encodes the one call it records.
+// TestEncodeStateDifferential and FuzzEncodeState hold the bytes to
+// json.Marshal's over random states, every field of SessionState filled
+// by reflection, so a field added to SessionState and not here fails
+// them; FuzzAppendRecentCall does the same for one recent call, and
+// TestRecentEncodingsFollowCalls holds the kept encodings to the calls.
 
 // stateMemo keeps, from one encoding of a session's state to the next, the
-// encodings of what did not change: the session id's, and each recent
-// call's. An entry is reused only when the value it was made from equals
-// the value to encode, field by field, so a memo never makes an encoding
-// differ from json.Marshal's; a stale entry is only a miss. A memo is used
-// by one encoding at a time (the session's store lock).
+// session id's encoding and the two buffers encodings are made in. A memo
+// is used by one encoding at a time (the session's store lock).
 type stateMemo struct {
 	id   string
 	idJS []byte
-	// recent are the recent calls of the last encoding with their JSON,
-	// spare the slice the next encoding builds its own in.
-	recent, spare []*recentMemo
-	// scratch is where the last encoding was made, kept for the next.
-	scratch []byte
+	// bufs are where encodings are made: each in the one that does not
+	// hold the encoding the session's snapshot keeps (encodeStateKept).
+	bufs [2][]byte
 }
 
-// recentMemo is a recent call and its JSON.
-type recentMemo struct {
-	r  RecentCall
+// sameArray reports whether a and b start at the same array element: b is
+// a buffer's encoding as encodeStateKept lent it, and a the buffer.
+func sameArray(a, b []byte) bool {
+	return cap(a) > 0 && cap(b) > 0 && &a[:1][0] == &b[:1][0]
+}
+
+// recentEncoding is the JSON of a recent call (appendRecentCall), when
+// ok. Its array is the session's own: it is reused for a later call once
+// this one leaves, and only ever copied into a state's encoding.
+type recentEncoding struct {
 	js []byte
+	ok bool
 }
 
-// equalRecent reports whether a and b encode the same: every field of
-// RecentCall is compared (TestEqualRecentFields).
-func equalRecent(a, b *RecentCall) bool {
-	return a.Seq == b.Seq && a.Turn == b.Turn && a.CallID == b.CallID && a.Tool == b.Tool &&
-		a.Verdict == b.Verdict && a.RuleID == b.RuleID && a.Code == b.Code && a.Digest == b.Digest &&
-		a.Summary == b.Summary && a.Status == b.Status && (a.IDs == nil) == (b.IDs == nil) &&
-		(len(a.IDs) == 0 && len(b.IDs) == 0 || maps.Equal(a.IDs, b.IDs))
+// checkRecentEncodings, set by the package's tests, makes every encoding
+// of a state check each kept encoding of a recent call against the call's
+// encoding made afresh, and panic on a difference.
+var checkRecentEncodings bool
+
+// recentEncodings is where the encodings of rs are kept, rs being the
+// recent calls of a view of the session's state (stateLocked); nil when
+// rs are not the session's own calls. The caller holds s.mu.
+func (f *sessionFacts) recentEncodings(rs []RecentCall) []recentEncoding {
+	if len(rs) == 0 || len(rs) != len(f.recent) || &rs[0] != &f.recent[0] {
+		return nil
+	}
+	if len(f.recentEnc) != len(f.recent) {
+		if cap(f.recentEnc) < len(f.recent) {
+			f.recentEnc = make([]recentEncoding, len(f.recent), MaxRecent)
+		}
+		f.recentEnc = f.recentEnc[:len(f.recent)]
+		for i := range f.recentEnc {
+			f.recentEnc[i].ok = false
+		}
+	}
+	return f.recentEnc
 }
 
-// encodeState is json.Marshal(st), with memo's encodings of what did not
-// change since its last use (memo may be nil). The result is a new slice,
-// which the caller may hand to a store.
+// encodeState is json.Marshal(st), with memo's encoding of the id (memo
+// may be nil). The result is a new slice, which the caller may hand to a
+// store.
 func encodeState(st *SessionState, memo *stateMemo) ([]byte, error) {
+	return encodeStateKept(st, memo, nil, nil, false)
+}
+
+// encodeStateKept is encodeState with the kept encodings of st's recent
+// calls (recentEncodings; nil: none), making those that are not ok. With a
+// memo, the encoding is made in the memo's buffer that does not hold held,
+// the encoding the session's snapshot keeps (snapshot.js), and the result
+// is a copy of it; or, when lend is set, the buffer itself, for a store that
+// copies what it keeps (state.WriteCopier): then only the snapshot may come
+// to hold it, and the next encoding is made in the other buffer.
+func encodeStateKept(st *SessionState, memo *stateMemo, kept []recentEncoding, held []byte, lend bool) ([]byte, error) {
 	var b []byte
+	buf := 0
 	if memo != nil {
-		b = memo.scratch[:0]
+		if sameArray(memo.bufs[0], held) {
+			buf = 1
+		}
+		b = memo.bufs[buf][:0]
 	}
 	var err error
 	b = append(b, `{"id":`...)
@@ -76,16 +112,18 @@ func encodeState(st *SessionState, memo *stateMemo) ([]byte, error) {
 	if b, err = appendMembers(b, st); err != nil {
 		return nil, err
 	}
-	if b, err = appendFacts(b, st, memo); err != nil {
+	if b, err = appendFacts(b, st, kept); err != nil {
 		return nil, err
 	}
 	b = append(b, '}')
 	if memo == nil {
 		return b, nil
 	}
-	// The encoding is made in the memo's scratch space and handed out in
-	// a slice of its own size, which a store keeps.
-	memo.scratch = b
+	memo.bufs[buf] = b
+	if lend {
+		return b[:len(b):len(b)], nil
+	}
+	// Handed out in a slice of its own size, which a store keeps.
 	return bytes.Clone(b), nil
 }
 
@@ -153,12 +191,12 @@ func appendMembers(b []byte, st *SessionState) (_ []byte, err error) {
 
 // appendFacts appends the members of st from labels_lost on: the
 // session's facts (facts.go, recent.go, writes.go) and its stream.
-func appendFacts(b []byte, st *SessionState, memo *stateMemo) (_ []byte, err error) {
+func appendFacts(b []byte, st *SessionState, kept []recentEncoding) (_ []byte, err error) {
 	if st.LabelsLost {
 		b = append(b, `,"labels_lost":true`...)
 	}
 	if len(st.Recent) > 0 {
-		if b, err = appendRecent(b, st.Recent, memo); err != nil {
+		if b, err = appendRecent(b, st.Recent, kept); err != nil {
 			return nil, err
 		}
 	}
@@ -197,64 +235,94 @@ func appendMember(b []byte, name string, v any) ([]byte, error) {
 	return appendJSON(append(b, name...), v)
 }
 
-// find is the memo's entry for r, the i-th recent call to encode, if it
-// has one that did not change. Calls keep their order from one encoding to
-// the next, the oldest leaving, so the search starts where r's is likely.
-func (memo *stateMemo) find(r *RecentCall, i int) *recentMemo {
-	if memo == nil {
-		return nil
-	}
-	n := len(memo.recent)
-	if n == 0 {
-		return nil
-	}
-	start := 0
-	if d := r.Seq - memo.recent[0].r.Seq; d < uint64(n) {
-		start = int(d)
-	} else if i < n {
-		start = i
-	}
-	for k := range n {
-		m := memo.recent[(start+k)%n]
-		if m.r.Seq == r.Seq && equalRecent(&m.r, r) {
-			return m
-		}
-	}
-	return nil
-}
-
 // appendRecent appends the recent calls' member, each call's JSON taken
-// from memo when the call did not change since memo's last encoding.
-func appendRecent(b []byte, rs []RecentCall, memo *stateMemo) ([]byte, error) {
+// from kept when it is there (kept, when not nil, is as long as rs) and
+// kept there when it is made.
+func appendRecent(b []byte, rs []RecentCall, kept []recentEncoding) (_ []byte, err error) {
 	b = append(b, `,"recent":[`...)
-	var next []*recentMemo
-	if memo != nil {
-		next = memo.spare[:0]
-	}
 	for i := range rs {
-		r := &rs[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if m := memo.find(r, i); m != nil {
-			b = append(b, m.js...)
-			next = append(next, m)
+		if kept == nil {
+			if b, err = appendRecentCall(b, &rs[i]); err != nil {
+				return nil, err
+			}
 			continue
 		}
-		js, err := json.Marshal(r)
-		if err != nil {
-			return nil, err
+		k := &kept[i]
+		if k.ok && checkRecentEncodings {
+			if fresh, _ := appendRecentCall(nil, &rs[i]); !bytes.Equal(fresh, k.js) {
+				panic(fmt.Sprintf("eval: the kept encoding of recent call %d is stale:\n%s\nmade afresh:\n%s", i, k.js, fresh))
+			}
 		}
-		b = append(b, js...)
-		if memo != nil {
-			kept := *r
-			kept.IDs = maps.Clone(r.IDs) // the memo's own: a later change of r's is a miss
-			next = append(next, &recentMemo{r: kept, js: js})
+		if !k.ok {
+			js, err := appendRecentCall(k.js[:0], &rs[i])
+			if err != nil {
+				return nil, err
+			}
+			k.js, k.ok = js, true
 		}
-	}
-	if memo != nil {
-		clear(memo.recent)
-		memo.recent, memo.spare = next, memo.recent[:0]
+		b = append(b, k.js...)
 	}
 	return append(b, ']'), nil
+}
+
+// appendRecentCall appends json.Marshal(r): its members are written here,
+// in RecentCall's order with its omitempty rules, and so is each string
+// JSON writes as it is (jsonPlain); any other string, and the ids, are
+// encoded by encoding/json.
+func appendRecentCall(b []byte, r *RecentCall) (_ []byte, err error) {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, r.Seq, 10)
+	b = append(b, `,"turn":`...)
+	b = strconv.AppendUint(b, r.Turn, 10)
+	if r.CallID != "" {
+		b = appendString(append(b, `,"call_id":`...), r.CallID)
+	}
+	b = appendString(append(b, `,"tool":`...), r.Tool)
+	b = appendString(append(b, `,"verdict":`...), r.Verdict)
+	if r.RuleID != "" {
+		b = appendString(append(b, `,"rule":`...), r.RuleID)
+	}
+	if r.Code != "" {
+		b = appendString(append(b, `,"code":`...), r.Code)
+	}
+	b = appendString(append(b, `,"digest":`...), r.Digest)
+	if r.Summary != "" {
+		b = appendString(append(b, `,"summary":`...), r.Summary)
+	}
+	if len(r.IDs) > 0 {
+		if b, err = appendMember(b, `,"ids":`, r.IDs); err != nil {
+			return nil, err
+		}
+	}
+	b = appendString(append(b, `,"status":`...), r.Status)
+	return append(b, '}'), nil
+}
+
+// appendString appends json.Marshal(s): s between quotes when JSON writes
+// it as it is (jsonPlain), else encoding/json's encoding of it.
+func appendString(b []byte, s string) []byte {
+	if jsonPlain(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	js, _ := json.Marshal(s) // a string always encodes
+	return append(b, js...)
+}
+
+// jsonPlain reports whether json.Marshal writes s as it is between
+// quotes: s is printable ASCII without the quote and the backslash, which
+// JSON escapes, and without <, > and &, which encoding/json escapes for
+// HTML. Any other byte (a control character, DEL, the bytes of UTF-8,
+// which encoding/json checks and may rewrite) leaves s to encoding/json.
+func jsonPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }

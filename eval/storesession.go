@@ -57,8 +57,8 @@ type storeSession struct {
 	// every decision it makes on a state restored fail-closed is marked,
 	// not only the first.
 	oneEvent bool
-	// memo keeps the encodings of the session state's parts that did not
-	// change from one commit to the next (stateenc.go).
+	// memo keeps the encoding of the session's id and the space its
+	// state is encoded in, from one commit to the next (stateenc.go).
 	memo stateMemo
 	// ops and cur are a decision's ops and the store's answer (storeOps,
 	// decideStored), reused from one decision to the next: a store keeps
@@ -141,7 +141,9 @@ func (st *storeSession) change(ctx context.Context, s *Session, apply func() err
 
 // sync implements backend.
 func (st *storeSession) sync(ctx context.Context, s *Session) error {
-	defer s.eng.stored.locks.lock(s.id)()
+	locks := &s.eng.stored.locks
+	sl := locks.lock(s.id)
+	defer locks.unlock(s.id, sl)
 	return s.syncLocked(ctx)
 }
 
@@ -166,7 +168,9 @@ func (s *Session) bindEntries() {
 // state when another replica changed it.
 func (s *Session) decideStored(ctx context.Context, set *compile.PolicySet, phase policy.Phase, call Call, res *Result, io *modelIO, opts []CallOption) (Decision, error) {
 	st := s.st
-	defer s.eng.stored.locks.lock(s.id)()
+	locks := &s.eng.stored.locks
+	sl := locks.lock(s.id)
+	defer locks.unlock(s.id, sl)
 	st.counted = [len(sharedScopes)]bool{}
 	if st.version == "" && len(s.meta) <= 1 {
 		// A handle opened without metadata on a session another replica
@@ -279,7 +283,7 @@ func (s *Session) storeOps(writes *opStates) ([]state.Op, error) {
 	// are the snapshot the commit keeps (adopt), not the view.
 	s.mu.Lock()
 	view := s.stateLocked()
-	js, err := encodeState(&view, &st.memo)
+	js, err := encodeStateKept(&view, &st.memo, s.facts.recentEncodings(view.Recent), st.committed.js, s.eng.stored.copies)
 	overwrite := st.overwrite
 	s.mu.Unlock()
 	if err != nil {
@@ -350,13 +354,15 @@ func (s *Session) syncLocked(ctx context.Context) error {
 // changed since, it is applied again on the current one.
 func (s *Session) changeStored(ctx context.Context, change func() error) (uint64, error) {
 	st := s.st
-	defer s.eng.stored.locks.lock(s.id)()
+	locks := &s.eng.stored.locks
+	sl := locks.lock(s.id)
+	defer locks.unlock(s.id, sl)
 	st.counted = [len(sharedScopes)]bool{}
 	for try := 0; try < s.eng.stored.retries; try++ {
 		cerr := change()
 		cur := s.State()
 		op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-		js, err := encodeState(&cur, &st.memo)
+		js, err := encodeStateKept(&cur, &st.memo, nil, st.committed.js, s.eng.stored.copies)
 		if err != nil {
 			s.rollback()
 			return s.Turn(), fmt.Errorf("cannot encode the session state: %w", err)

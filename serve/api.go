@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -460,19 +459,8 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any, empty 
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, "the body is empty: it must be a JSON object")
 		return false
 	}
-	// The decoder copies what it keeps (strings, numbers, raw messages):
-	// nothing decoded points into buf, which is reused.
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("more than one JSON value")
-	}
-	if err == nil {
-		if _, terr := dec.Token(); terr != io.EOF {
-			err = errors.New("data after the JSON value")
-		}
-	}
+	// Nothing decoded points into buf, which is reused (decodeBody).
+	err := decodeBody(body, v)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, "the body is not valid: "+err.Error())
 		return false

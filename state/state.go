@@ -85,3 +85,15 @@ type Store interface {
 	// Close releases the store's connections.
 	Close() error
 }
+
+// WriteCopier is a Store that keeps a copy of each op's Write bytes, never
+// the caller's slice, and answers with State bytes that are the caller's
+// own: the caller may write into its Write bytes again as soon as Commit
+// returns. A store in the process's memory (store.Memory) is one; the
+// engine then encodes a session's state into the same two buffers from one
+// decision to the next instead of handing each encoding to the store.
+type WriteCopier interface {
+	Store
+	// CopiesWrites marks the store; it does nothing.
+	CopiesWrites()
+}

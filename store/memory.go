@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -13,10 +14,10 @@ import (
 // DefaultMaxEntries bounds the entries of a memory store.
 const DefaultMaxEntries = 1 << 18
 
-// Memory is a store in this process: entries as the JSON they were
-// committed with (which neither side changes), with an expiry refreshed at
-// every use. It is the
-// default, and what tests use to run several engines on one store.
+// Memory is a store in this process: entries as a copy of the JSON they
+// were committed with (state.WriteCopier), with an expiry refreshed at
+// every use. It is the default, and what tests use to run several engines
+// on one store.
 type Memory struct {
 	ttl time.Duration
 	// Now is the clock; nil means time.Now.
@@ -67,7 +68,15 @@ func (m *Memory) get(k state.Key, now time.Time) (memEntry, bool) {
 	return e, ok
 }
 
-// Commit implements state.Store.
+// memLookup is an op's entry as a commit read it.
+type memLookup struct {
+	e  memEntry
+	ok bool
+}
+
+// Commit implements state.Store. Each op's entry is looked up once (a
+// decision commits four, its session's and three shared ones), again only
+// for an op whose key an earlier op of the commit names.
 func (m *Memory) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return false, nil, err
@@ -77,27 +86,48 @@ func (m *Memory) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entr
 	m.commits++
 	now := m.now()
 	out := make([]state.Entry, len(ops))
+	var buf [4]memLookup
+	cur := buf[:0]
+	match := true
+	fresh := 0
 	for _, op := range ops {
-		if e, _ := m.get(op.Key, now); e.version != op.Version {
-			for i, op := range ops {
-				e, ok := m.get(op.Key, now)
-				out[i].Version = e.version
-				if ok {
-					out[i].State = e.data
-				}
-			}
-			return false, out, nil
+		e, ok := m.get(op.Key, now)
+		cur = append(cur, memLookup{e, ok})
+		match = match && e.version == op.Version
+		if !ok && op.Write != nil {
+			fresh++
 		}
 	}
-	if err := m.room(ops, now); err != nil {
+	if !match {
+		for i, c := range cur {
+			out[i].Version = c.e.version
+			if c.ok {
+				out[i].State = bytes.Clone(c.e.data) // the caller's own (CopiesWrites)
+			}
+		}
+		return false, out, nil
+	}
+	if err := m.room(fresh, now); err != nil {
 		return false, nil, err
 	}
 	for i, op := range ops {
-		e, ok := m.get(op.Key, now)
+		e, ok := cur[i].e, cur[i].ok
+		if named(ops[:i], op.Key) {
+			e, ok = m.get(op.Key, now) // as an earlier op left it
+		}
 		if op.Write != nil {
 			m.versions++
 			var v [14]byte
-			e = memEntry{version: string(strconv.AppendUint(append(v[:0], 'm'), m.versions, 36)), data: op.Write}
+			// A copy, made in the entry's own array when it has room:
+			// nobody else holds it (answers are copies).
+			var data []byte
+			if ok {
+				data = e.data[:0]
+			}
+			if data = append(data, op.Write...); data == nil {
+				data = []byte{} // an empty state, not an absent one
+			}
+			e = memEntry{version: string(strconv.AppendUint(append(v[:0], 'm'), m.versions, 36)), data: data}
 			ok = true
 		}
 		if ok {
@@ -114,18 +144,22 @@ func (m *Memory) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entr
 	return true, out, nil
 }
 
-// room checks that the entries ops make fit under the bound, dropping
-// expired entries when they do not; the caller holds m.mu.
-func (m *Memory) room(ops []state.Op, now time.Time) error {
+// named reports whether one of ops is of key k.
+func named(ops []state.Op, k state.Key) bool {
+	for _, op := range ops {
+		if op.Key == k {
+			return true
+		}
+	}
+	return false
+}
+
+// room checks that fresh new entries fit under the bound, dropping expired
+// entries when they do not; the caller holds m.mu.
+func (m *Memory) room(fresh int, now time.Time) error {
 	max := m.MaxEntries
 	if max <= 0 {
 		max = DefaultMaxEntries
-	}
-	fresh := 0
-	for _, op := range ops {
-		if _, ok := m.entries[op.Key]; !ok && op.Write != nil {
-			fresh++
-		}
 	}
 	if len(m.entries)+fresh <= max {
 		return nil
@@ -138,6 +172,11 @@ func (m *Memory) room(ops []state.Op, now time.Time) error {
 	}
 	return nil
 }
+
+// CopiesWrites implements state.WriteCopier: an entry's bytes are the
+// store's own copy, made in the entry's array when it has room, and an
+// answer's are a copy of them.
+func (m *Memory) CopiesWrites() {}
 
 // Delete implements state.Store.
 func (m *Memory) Delete(ctx context.Context, key state.Key) error {

@@ -1,0 +1,200 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
+	"github.com/celguard/celguard/store"
+)
+
+// refMemory is the memory store's Commit as it was before it looked each
+// op's entry up once, kept as the reference of
+// TestMemoryCommitDifferential.
+type refMemory struct {
+	ttl        time.Duration
+	now        func() time.Time
+	maxEntries int
+	entries    map[state.Key]refEntry
+	versions   uint64
+}
+
+type refEntry struct {
+	version string
+	data    []byte
+	expires time.Time
+}
+
+func (m *refMemory) get(k state.Key, now time.Time) (refEntry, bool) {
+	e, ok := m.entries[k]
+	if ok && !e.expires.IsZero() && !now.Before(e.expires) {
+		delete(m.entries, k)
+		return refEntry{}, false
+	}
+	return e, ok
+}
+
+func (m *refMemory) Commit(ops []state.Op) (bool, []state.Entry, error) {
+	now := m.now()
+	out := make([]state.Entry, len(ops))
+	for _, op := range ops {
+		if e, _ := m.get(op.Key, now); e.version != op.Version {
+			for i, op := range ops {
+				e, ok := m.get(op.Key, now)
+				out[i].Version = e.version
+				if ok {
+					out[i].State = e.data
+				}
+			}
+			return false, out, nil
+		}
+	}
+	if err := m.room(ops, now); err != nil {
+		return false, nil, err
+	}
+	for i, op := range ops {
+		e, ok := m.get(op.Key, now)
+		if op.Write != nil {
+			m.versions++
+			var v [14]byte
+			e = refEntry{version: string(strconv.AppendUint(append(v[:0], 'm'), m.versions, 36)), data: op.Write}
+			ok = true
+		}
+		if ok {
+			switch {
+			case op.Persistent && op.Write != nil:
+				e.expires = time.Time{}
+			case op.Write != nil || !e.expires.IsZero():
+				e.expires = now.Add(m.ttl)
+			}
+			m.entries[op.Key] = e
+		}
+		out[i].Version = e.version
+	}
+	return true, out, nil
+}
+
+func (m *refMemory) room(ops []state.Op, now time.Time) error {
+	fresh := 0
+	for _, op := range ops {
+		if _, ok := m.entries[op.Key]; !ok && op.Write != nil {
+			fresh++
+		}
+	}
+	if len(m.entries)+fresh <= m.maxEntries {
+		return nil
+	}
+	for k := range m.entries {
+		m.get(k, now)
+	}
+	if len(m.entries)+fresh > m.maxEntries {
+		return fmt.Errorf("the memory store is full (%d entries)", m.maxEntries)
+	}
+	return nil
+}
+
+// TestMemoryCommitDifferential: the memory store answers every commit as
+// its reference does (refMemory), over random commits of one to six ops on
+// a few keys (the same key twice in a commit too), with current, stale and
+// absent versions, writes, persistent writes, entries expiring and the
+// store's bound reached; and the entries it holds afterwards read the same.
+func TestMemoryCommitDifferential(t *testing.T) {
+	ctx := context.Background()
+	keys := []state.Key{{Scope: policy.ScopeSession, ID: "a"}, {Scope: policy.ScopeSession, ID: "b"},
+		{Scope: policy.ScopeAgent}, {Scope: policy.ScopeRepository, ID: "r"}, {Scope: policy.ScopeOrg, ID: "o"}}
+	for seed := range uint64(200) {
+		r := rand.New(rand.NewPCG(seed, 26))
+		now := time.Unix(1_800_000_000, 0)
+		clock := func() time.Time { return now }
+		mem := store.NewMemory(time.Minute)
+		mem.Now, mem.MaxEntries = clock, 1+r.IntN(5)
+		ref := &refMemory{ttl: time.Minute, now: clock, maxEntries: mem.MaxEntries, entries: map[state.Key]refEntry{}}
+		seen := map[state.Key][]string{} // versions each key had, to commit stale ones
+		for step := range 60 {
+			ops := make([]state.Op, 1+r.IntN(6))
+			for i := range ops {
+				k := keys[r.IntN(len(keys))]
+				op := state.Op{Key: k}
+				switch v := seen[k]; {
+				case len(v) > 0 && r.IntN(4) != 0:
+					op.Version = v[len(v)-1] // likely current
+				case len(v) > 1:
+					op.Version = v[r.IntN(len(v)-1)] // stale
+				}
+				if r.IntN(2) == 0 {
+					op.Write = fmt.Appendf(nil, `{"step":%d,"op":%d}`, step, i)
+					op.Persistent = r.IntN(4) == 0
+				}
+				ops[i] = op
+			}
+			wok, want, werr := ref.Commit(ops)
+			gok, got, gerr := mem.Commit(ctx, ops)
+			if wok != gok || !reflect.DeepEqual(got, want) || (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+				t.Fatalf("seed %d step %d, ops %+v:\n got %v %+v %v\nwant %v %+v %v", seed, step, ops, gok, got, gerr, wok, want, werr)
+			}
+			for i, e := range got {
+				if e.Version != "" {
+					seen[ops[i].Key] = append(seen[ops[i].Key], e.Version)
+				}
+			}
+			now = now.Add(time.Duration(r.IntN(40)) * time.Second)
+		}
+		// What each holds at the end, read with versions none has.
+		read := make([]state.Op, len(keys))
+		for i, k := range keys {
+			read[i] = state.Op{Key: k, Version: "none"}
+		}
+		_, want, _ := ref.Commit(read)
+		_, got, _ := mem.Commit(ctx, read)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d, the entries at the end:\n got %+v\nwant %+v", seed, got, want)
+		}
+	}
+}
+
+// TestMemoryCopiesWrites: the memory store keeps its own copy of what a
+// commit writes and answers with copies of it (state.WriteCopier), so the
+// caller's bytes, changed after the commit, and an answer's bytes, changed
+// by whoever got them, never change what it holds; an entry written again
+// in its own array reads as the last write, longer or shorter.
+func TestMemoryCopiesWrites(t *testing.T) {
+	ctx := context.Background()
+	mem := store.NewMemory(time.Hour)
+	var _ state.WriteCopier = mem
+	key := state.Key{Scope: policy.ScopeSession, ID: "s"}
+	read := func() []byte {
+		ok, cur, err := mem.Commit(ctx, []state.Op{{Key: key, Version: "none"}})
+		if err != nil || ok {
+			t.Fatalf("read: %v %v", ok, err)
+		}
+		return cur[0].State
+	}
+	version := ""
+	for _, w := range []string{`{"id":"s","turn":1}`, `{"id":"s","turn":2,"labels_lost":true}`, `{"id":"s"}`, ``} {
+		buf := []byte(w)
+		ok, cur, err := mem.Commit(ctx, []state.Op{{Key: key, Version: version, Write: buf}})
+		if err != nil || !ok {
+			t.Fatalf("write %q: %v %v", w, ok, err)
+		}
+		version = cur[0].Version
+		for i := range buf {
+			buf[i] = 'X' // the caller reuses its bytes
+		}
+		got := read()
+		if string(got) != w || got == nil {
+			t.Fatalf("after writing %q the store holds %q", w, got)
+		}
+		for i := range got {
+			got[i] = 'Y' // whoever got an answer changes it
+		}
+		if again := read(); string(again) != w {
+			t.Fatalf("an answer's bytes are the store's: it holds %q, want %q", again, w)
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/benchdata"
+	"github.com/celguard/celguard/internal/redistest"
+	"github.com/celguard/celguard/policy"
+	"github.com/celguard/celguard/state"
+	"github.com/celguard/celguard/store"
+)
+
+// TestStoredStateStream: the state a store keeps after each decision is
+// json.Marshal of the session's state, byte for byte, and each decision is
+// the one an engine without a store makes, on the peers stream (serve's
+// workload: benchdata.Policy20 and Stream) with calls before and after they
+// ran, call ids, id-like arguments, errors and strings JSON escapes, through
+// the memory store and through Redis. The store path encodes only what
+// changed (eval/stateenc.go); this holds it to the plain encoding.
+func TestStoredStateStream(t *testing.T) {
+	set, err := compile.Compile([]policy.Source{benchdata.Source20()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := redistest.Start(t)
+	for _, sc := range []struct {
+		name string
+		open func() state.Store
+	}{
+		{"memory", func() state.Store { return store.NewMemory(store.DefaultTTL) }},
+		{"redis", func() state.Store {
+			st, err := store.Open(context.Background(), srv.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		}},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			st := sc.open()
+			ctx := context.Background()
+			ref, err := eval.New(set, eval.WithApprover(approveAll))
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng, err := eval.New(set, eval.WithApprover(approveAll), eval.WithStore(st))
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := "stream-" + sc.name
+			want, got := ref.NewSession(id, nil), eng.NewSession(id, nil)
+			r := rand.New(rand.NewPCG(26, 8))
+			for i, call := range benchdata.Stream(400) {
+				call.Args = maps2(call.Args)
+				if r.IntN(3) == 0 {
+					call.ID = fmt.Sprint("toolu_", i)
+				}
+				if r.IntN(5) == 0 {
+					call.Args["issue_id"] = float64(i % 7)
+				}
+				if r.IntN(6) == 0 && call.Tool == "Bash" {
+					call.Args["command"] = fmt.Sprint(call.Args["command"], ` > "out é" <in`)
+				}
+				after := r.IntN(2) == 0
+				res := eval.Result{IsError: r.IntN(4) == 0, Content: "done"}
+				for _, phase := range []string{"before", "after"} {
+					var dw, dg eval.Decision
+					var ew, eg error
+					if phase == "before" {
+						dw, ew = want.Before(ctx, call)
+						dg, eg = got.Before(ctx, call)
+					} else {
+						if !after {
+							continue
+						}
+						dw, ew = want.After(ctx, call, res)
+						dg, eg = got.After(ctx, call, res)
+					}
+					if (ew == nil) != (eg == nil) || dw.Verdict != dg.Verdict || dw.RuleID != dg.RuleID || dw.Code != dg.Code || dw.Reason != dg.Reason {
+						t.Fatalf("call %d %s: with the store %+v %v, without %+v %v", i, phase, dg, eg, dw, ew)
+					}
+					kept := stored(t, st, id)
+					plain, err := json.Marshal(got.State())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(kept, plain) {
+						t.Fatalf("call %d %s: the store keeps\n%s\njson.Marshal of the state is\n%s", i, phase, kept, plain)
+					}
+					if refJS, _ := json.Marshal(want.State()); !bytes.Equal(kept, refJS) {
+						t.Fatalf("call %d %s: the store keeps\n%s\nthe state without a store is\n%s", i, phase, kept, refJS)
+					}
+				}
+			}
+		})
+	}
+}
+
+// stored is the state st keeps for session id, read with a version it
+// cannot have.
+func stored(t *testing.T, st state.Store, id string) []byte {
+	t.Helper()
+	ok, cur, err := st.Commit(context.Background(), []state.Op{{Key: state.Key{Scope: policy.ScopeSession, ID: id}, Version: "not-a-version"}})
+	if err != nil || ok || len(cur) != 1 {
+		t.Fatalf("reading the state of %s: %v %v %+v", id, ok, err, cur)
+	}
+	return cur[0].State
+}
+
+// maps2 is a copy of args, which the test changes.
+func maps2(args map[string]any) map[string]any {
+	out := make(map[string]any, len(args)+1)
+	for k, v := range args {
+		out[k] = v
+	}
+	return out
+}
