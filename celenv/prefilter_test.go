@@ -383,7 +383,7 @@ func TestMatcherCompilesAtFirstUse(t *testing.T) {
 	// No filter: the first string compiles it.
 	m, err = newMatcher(`[a-z]+`)
 	require.NoError(t, err)
-	assert.Nil(t, m.filter)
+	assert.Nil(t, m.prefilter())
 	ok, err = m.match("abc")
 	require.NoError(t, err)
 	assert.True(t, ok)
@@ -787,4 +787,40 @@ func unorderedFilter(f *filter) *filter {
 		g.sub[i] = unorderedFilter(s)
 	}
 	return &g
+}
+
+// A matcher's prefilter is derived at its first match, once, whichever of
+// concurrent matches comes first, and is the one the pattern's analysis
+// gives; every answer is regexp's (run with -race).
+func TestMatcherPrefilterAtFirstMatch(t *testing.T) {
+	patterns := []string{`git\s+push\s+.*(--force|-f)\b`, `[a-z]+`, `(?i)(secret|token|password)`,
+		`^(https?://|git@)`, `(^|/)\.\.(/|$)`, `--replicas[= ]0+( |$)`}
+	inputs := []string{"", "git push --force origin", "git push origin", "TOKEN=1", "https://x", "a/../b",
+		"kubectl scale --replicas=0 x", "ls -la", "ſecret"}
+	for _, p := range patterns {
+		m, err := newMatcher(p)
+		require.NoError(t, err, p)
+		assert.NotNil(t, m.parsed, "%s: parsed at plan time", p)
+		assert.Nil(t, m.filter, "%s: not analysed at plan time", p)
+		re := regexp.MustCompile(p)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for _, in := range inputs {
+					got, err := m.match(in)
+					assert.NoError(t, err)
+					assert.Equal(t, re.MatchString(in), got, "%s on %q", p, in)
+				}
+			})
+		}
+		wg.Wait()
+		assert.Nil(t, m.parsed, "%s: the tree is dropped once analysed", p)
+		parsed, err := syntax.Parse(p, syntax.Perl)
+		require.NoError(t, err)
+		want := prefilterOf(parsed)
+		if want.op == filterTrue {
+			want = nil
+		}
+		assert.Equal(t, want, m.prefilter(), p)
+	}
 }

@@ -1,7 +1,6 @@
 package celenv
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -136,25 +135,18 @@ var reservedNames = sync.OnceValue(func() []string {
 })
 
 // stdlibNamespaces reads the stdlib's namespaces from the names of its
-// libraries (celguard.lib.<namespace>), in an environment of the stdlib
-// alone.
+// libraries (celguard.lib.<namespace>), which stdlib.LibraryNames gives
+// without building an environment (a second CEL environment in every
+// process that compiles, 0.7% of a first in-process call's CPU).
 func stdlibNamespaces() []string {
-	lib, err := stdlib.New()
-	if err == nil {
-		var env *cel.Env
-		if env, err = cel.NewEnv(lib.EnvOptions()...); err == nil {
-			var out []string
-			for _, l := range env.Libraries() {
-				if ns, ok := strings.CutPrefix(l, stdlibPrefix); ok {
-					out = append(out, ns)
-				}
-			}
-			slices.Sort(out)
-			return out
+	var out []string
+	for _, l := range stdlib.LibraryNames() {
+		if ns, ok := strings.CutPrefix(l, stdlibPrefix); ok {
+			out = append(out, ns)
 		}
 	}
-	// The stdlib without options always builds; a failure is a bug.
-	panic(fmt.Sprintf("celenv: the stdlib does not build: %v", err))
+	slices.Sort(out)
+	return out
 }
 
 // stdlibPrefix starts the names of the stdlib's libraries.

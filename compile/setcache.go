@@ -18,8 +18,6 @@ import (
 	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
-	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/policy"
@@ -118,7 +116,7 @@ func (c *MemorySetCache) Len() int {
 }
 
 // setCacheVersion is the version of the record's format and meaning.
-const setCacheVersion = "celguard-set-6"
+const setCacheVersion = "celguard-set-7"
 
 // setIndex is a record's index.
 type setIndex struct {
@@ -141,11 +139,11 @@ type setIndex struct {
 	// Strings are the distinct strings of the programs' expressions
 	// (setAST.Strs).
 	Strings []string
-	// Types are the distinct types of the programs' type maps
-	// (v1alpha1.Type protobuf), each converted once per process
-	// (replayState.typ): 9,180 type entries of the recommended bundle
-	// hold 27 distinct types.
-	Types [][]byte
+	// Types are the distinct types of the programs' type maps and of the
+	// variables, each with its parameters before it (setType), made once
+	// per process (replayState.typ): 9,180 type entries of the
+	// recommended bundle hold 27 distinct types.
+	Types []setType
 	// Refs are the distinct references of the programs' reference maps
 	// (without their value, setValueRef), each made once per process
 	// (replayState.ref).
@@ -241,24 +239,9 @@ func setKey(cfg config, digest string) string {
 func (c *compiler) record(key string) {
 	idx := setIndex{Version: setCacheVersion, Key: key, Warnings: c.set.warnings}
 	strs := &setStrings{}
-	typeOf, refOf := map[string]uint32{}, map[string]uint32{}
-	typeN := func(t *types.Type) (uint32, error) {
-		pt, err := types.TypeToExprType(t)
-		if err != nil {
-			return 0, err
-		}
-		tb, err := proto.MarshalOptions{Deterministic: true}.Marshal(pt)
-		if err != nil {
-			return 0, err
-		}
-		n, ok := typeOf[string(tb)]
-		if !ok {
-			n = uint32(len(idx.Types))
-			typeOf[string(tb)] = n
-			idx.Types = append(idx.Types, tb)
-		}
-		return n, nil
-	}
+	typs := &setTypes{}
+	refOf := map[string]uint32{}
+	typeN := typs.add
 	refN := func(r *celast.ReferenceInfo) uint32 {
 		k := r.Name + "\x00" + strings.Join(r.OverloadIDs, "\x00")
 		n, ok := refOf[k]
@@ -311,6 +294,7 @@ func (c *compiler) record(key string) {
 		idx.Programs = append(idx.Programs, sp)
 	}
 	idx.Strings = strs.list
+	idx.Types = typs.list
 	idx.exprs = exprs.Bytes()
 	idx.Sources = recordSources(c.docs)
 	if idx.Sources != nil {
@@ -774,7 +758,8 @@ func (s *programSource) fill(p *Program) error {
 	return nil
 }
 
-// typ is the index's type n, converted once.
+// typ is the index's type n; the table is made at the first type asked
+// for (readTypes).
 func (r *replayState) typ(n uint32) (*types.Type, error) {
 	r.types.mu.Lock()
 	defer r.types.mu.Unlock()
@@ -782,21 +767,12 @@ func (r *replayState) typ(n uint32) (*types.Type, error) {
 		return nil, errors.New("a recorded type is missing")
 	}
 	if r.types.made == nil {
-		r.types.made = make([]*types.Type, len(r.idx.Types))
+		r.types.made = readTypes(r.idx.Types)
 	}
 	if t := r.types.made[n]; t != nil {
 		return t, nil
 	}
-	var pt exprpb.Type
-	if err := proto.Unmarshal(r.idx.Types[n], &pt); err != nil {
-		return nil, errors.New("a recorded type does not decode")
-	}
-	t, err := types.ExprTypeToType(&pt)
-	if err != nil {
-		return nil, errors.New("a recorded type does not decode")
-	}
-	r.types.made[n] = t
-	return t, nil
+	return nil, errRecordedType
 }
 
 // ref is the index's reference n, made once; ok is false when there is

@@ -127,7 +127,7 @@ func TestSetCacheInconsistentRecords(t *testing.T) {
 			firstWith(idx, func(sp setProgram) bool { return sp.Variable }).TypeOf = uint32(len(idx.Types))
 		},
 		"a variable's type broken": func(idx *setIndex) {
-			idx.Types[firstWith(idx, func(sp setProgram) bool { return sp.Variable }).TypeOf] = []byte{0xff}
+			idx.Types[firstWith(idx, func(sp setProgram) bool { return sp.Variable }).TypeOf] = setType{Op: 0xff}
 		},
 	}
 	for name, change := range cases {
@@ -432,22 +432,11 @@ func recordTexts(t testing.TB, texts []string) (setIndex, []setAST, []*cel.Ast) 
 	require.NoError(t, err)
 	strs := &setStrings{}
 	var idx setIndex
-	typeOf := map[*cel.Type]uint32{}
+	typs := &setTypes{}
 	typeN := func(typ *cel.Type) (uint32, error) {
-		if n, ok := typeOf[typ]; ok {
-			return n, nil
-		}
-		pt, err := cel.TypeToExprType(typ)
-		if err != nil {
-			return 0, err
-		}
-		tb, err := proto.Marshal(pt)
-		if err != nil {
-			return 0, err
-		}
-		typeOf[typ] = uint32(len(idx.Types))
-		idx.Types = append(idx.Types, tb)
-		return typeOf[typ], nil
+		n, err := typs.add(typ)
+		idx.Types = typs.list
+		return n, err
 	}
 	refN := func(r *celast.ReferenceInfo) uint32 {
 		idx.Refs = append(idx.Refs, setRef{r.Name, r.OverloadIDs})
@@ -503,7 +492,7 @@ func TestSetCacheBrokenTypeTables(t *testing.T) {
 			for _, a := range checked {
 				for _, n := range a.TypeOf {
 					if !slices.ContainsFunc(idx.Programs, func(sp setProgram) bool { return sp.Variable && sp.TypeOf == n }) {
-						idx.Types[n] = []byte{0xff}
+						idx.Types[n] = setType{Op: 0xff}
 						return
 					}
 				}

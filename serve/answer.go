@@ -11,9 +11,9 @@ import (
 // writeDecision answers decision d as writeJSON does (encoding/json's
 // bytes and a newline, HTTP 200), writing the common decision's members
 // directly: a decision with any member beyond verdict, phase, tool, call
-// id, rule, reason, code, error, flags, and its audit record's id, time,
-// digest and session (an agent, arguments, a rewrite, an approval, a
-// judge, metadata, bundles, a listing, a monitor or a trace) is encoded
+// id, rule, reason, code, approval record, error, flags, and its audit
+// record's id, time, digest and session (an agent, arguments, a rewrite,
+// a judge, metadata, bundles, a listing, a monitor or a trace) is encoded
 // by encoding/json, as is any string that is not plain (appendPlain). So
 // no escaping is written here: TestWriteDecisionDifferential and
 // FuzzWriteDecision hold every answer to encoding/json's, byte for byte,
@@ -39,7 +39,7 @@ func writeDecision(w http.ResponseWriter, d *eval.Decision) {
 // and b is to be dropped, when d has a member it leaves to encoding/json.
 func appendDecision(b []byte, d *eval.Decision) (_ []byte, ok bool) {
 	if !d.Agent.IsZero() || d.Args != nil || d.Content != nil || d.Messages != nil || d.Output != nil ||
-		d.Description != nil || d.Modified != nil || d.Approval != nil || d.Judge != nil || d.Metadata != nil ||
+		d.Description != nil || d.Modified != nil || d.Judge != nil || d.Metadata != nil ||
 		d.Bundles != nil || d.Listing != nil || d.Monitored != nil || d.Trace != nil {
 		return nil, false
 	}
@@ -73,11 +73,37 @@ func appendDecision(b []byte, d *eval.Decision) (_ []byte, ok bool) {
 	}
 	for _, m := range [...]struct {
 		name, v string
-	}{{`,"reason":`, d.Reason}, {`,"code":`, d.Code}, {`,"error":`, d.Error}} {
+	}{{`,"reason":`, d.Reason}, {`,"code":`, d.Code}} {
 		if m.v == "" {
 			continue
 		}
 		if b, ok = appendPlain(append(b, m.name...), m.v); !ok {
+			return nil, false
+		}
+	}
+	if a := d.Approval; a != nil {
+		// An ask rule's record (eval.ApprovalRecord), between the code
+		// and the error as in eval.Decision.
+		if b, ok = appendPlain(append(b, `,"approval":{"rule_id":`...), a.Rule); !ok {
+			return nil, false
+		}
+		if b, ok = appendPlain(append(b, `,"outcome":`...), string(a.Outcome)); !ok {
+			return nil, false
+		}
+		for _, m := range [...]struct {
+			name, v string
+		}{{`,"remember":`, a.Remember}, {`,"reason":`, a.Reason}, {`,"request_id":`, a.Request}} {
+			if m.v == "" {
+				continue
+			}
+			if b, ok = appendPlain(append(b, m.name...), m.v); !ok {
+				return nil, false
+			}
+		}
+		b = append(b, '}')
+	}
+	if d.Error != "" {
+		if b, ok = appendPlain(append(b, `,"error":`...), d.Error); !ok {
 			return nil, false
 		}
 	}

@@ -84,13 +84,17 @@ func fillDecision(r *rand.Rand, v reflect.Value) {
 			f.SetUint(uint64(r.IntN(12)))
 		default:
 			// An agent, arguments, a rewrite, records, a trace: set one
-			// time in ten, with a value of its own kind.
-			if r.IntN(10) != 0 {
+			// time in ten, with a value of its own kind; an approval
+			// record, which writeDecision writes itself, one time in two.
+			if r.IntN(10) != 0 && sf.Name != "Approval" {
 				continue
 			}
 			switch f.Kind() {
 			case reflect.Pointer:
 				f.Set(reflect.New(f.Type().Elem()))
+				if f.Type().Elem().Kind() == reflect.Struct {
+					fillDecision(r, f.Elem()) // an approval record, a judge's...
+				}
 			case reflect.Slice:
 				f.Set(reflect.MakeSlice(f.Type(), r.IntN(2), 1))
 			case reflect.Map:
@@ -147,15 +151,18 @@ func checkDecisionAnswer(t *testing.T, i int, d eval.Decision) {
 // fields writeDecision writes itself) is encoding/json's whatever its
 // strings, numbers and time.
 func FuzzWriteDecision(f *testing.F) {
-	f.Add(uint8(3), uint8(1), "Bash", "c1", "deny-rm-root", "bench20", "bench20.yaml", 12, 3, "rm root", "", "", false, false, "d1", int64(1790000000), int64(5), "sha256:ab", "s")
-	f.Add(uint8(9), uint8(200), "<b>", "\u2028", "\xff", `"`, "é", -1, 0, "a&b", "x>y", "\x00", true, true, "", int64(-62135596801), int64(0), "", "")
-	f.Fuzz(func(t *testing.T, verdict, phase uint8, tool, callID, rule, pol, file string, line, col int, reason, code, errText string, untrusted, tampered bool, id string, sec, nsec int64, digest, session string) {
+	f.Add(uint8(3), uint8(1), "Bash", "c1", "deny-rm-root", "bench20", "bench20.yaml", 12, 3, "rm root", "", "", false, false, "d1", int64(1790000000), int64(5), "sha256:ab", "s", uint8(1), "deferred", "", "deploys need a person", "r1")
+	f.Add(uint8(9), uint8(200), "<b>", "\u2028", "\xff", `"`, "é", -1, 0, "a&b", "x>y", "\x00", true, true, "", int64(-62135596801), int64(0), "", "", uint8(1), "<x>", "session", "\u2028", "\xff")
+	f.Fuzz(func(t *testing.T, verdict, phase uint8, tool, callID, rule, pol, file string, line, col int, reason, code, errText string, untrusted, tampered bool, id string, sec, nsec int64, digest, session string, approval uint8, outcome, remember, aReason, request string) {
 		d := eval.Decision{Verdict: policy.Verdict(verdict), Phase: policy.Phase(phase), Tool: tool, CallID: callID,
 			Reason: reason, Code: code, Error: errText, Untrusted: untrusted, StateTampered: tampered,
 			DecisionID: id, PolicyDigest: digest, SessionID: session}
 		d.RuleID, d.Policy, d.File, d.Line, d.Col = rule, pol, file, line, col
 		if sec != 0 || nsec != 0 {
 			d.Time = time.Unix(sec, nsec%1e9).UTC()
+		}
+		if approval%2 == 1 {
+			d.Approval = &eval.ApprovalRecord{Rule: rule, Outcome: eval.ApprovalOutcome(outcome), Remember: remember, Reason: aReason, Request: request}
 		}
 		checkDecisionAnswer(t, 0, d)
 	})

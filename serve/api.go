@@ -149,10 +149,12 @@ func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d := s.decide(r.Context(), hostAPI, policy.PhaseTurnEnd, eval.Call{}, func(ctx context.Context) (eval.Decision, error) {
+	d, ok := s.decide(r.Context(), w, hostAPI, policy.PhaseTurnEnd, eval.Call{}, func(ctx context.Context) (eval.Decision, error) {
 		return sess.EndTurn(ctx)
 	})
-	writeDecision(w, &d)
+	if ok {
+		writeDecision(w, &d)
+	}
 }
 
 func (s *Server) before(w http.ResponseWriter, r *http.Request) {
@@ -238,8 +240,9 @@ func answerDecision[T any](s *Server, w http.ResponseWriter, r *http.Request, ph
 		return
 	}
 	call, f := prepare(&req, sess)
-	d := s.decide(r.Context(), hostAPI, phase, call, f)
-	writeDecision(w, &d)
+	if d, ok := s.decide(r.Context(), w, hostAPI, phase, call, f); ok {
+		writeDecision(w, &d)
+	}
 }
 
 // halt records (POST) or lifts (DELETE) a fleet halt: every session of an
@@ -346,67 +349,81 @@ func checkSessionID(id string) error {
 }
 
 // decide runs f, the decision of call, under the request's deadline and
-// returns its decision. It never fails open: a panic in f, the deadline
-// passing, or an error from f with a decision that is not a refusal, is a
-// block with a code that says which.
-func (s *Server) decide(ctx context.Context, host string, phase policy.Phase, call eval.Call, f decider) eval.Decision {
+// returns its decision, for the caller to write to w; ok is false when the
+// deadline passed first and its block is already written to w (ontime):
+// the caller then writes nothing. It never fails open: a panic in f, the
+// deadline passing, or an error from f with a decision that is not a
+// refusal, is a block with a code that says which. f runs on the caller's
+// goroutine.
+func (s *Server) decide(ctx context.Context, w http.ResponseWriter, host string, phase policy.Phase, call eval.Call, f decider) (_ eval.Decision, ok bool) {
 	start := time.Now()
 	dctx := deadline.New(ctx, start.Add(s.cfg.Timeout))
 	defer dctx.Stop()
-	ctx = dctx
-	var (
-		d        eval.Decision
-		err      error
-		panicked any
-	)
 	j := decisionJobs.Get().(*decisionJob)
-	j.ctx, j.f = ctx, f
-	s.workers.start(j)
-	ok := waitUntil(dctx, j.done)
-	if ok {
-		// The worker is done with j: its results are read, and j is
-		// reused. A job whose deadline passed is left to its worker.
-		d, err, panicked = j.d, j.err, j.panicked
-		*j = decisionJob{done: j.done}
+	j.s, j.w, j.host, j.phase, j.call, j.start = s, w, host, phase, call, start
+	dl, _ := dctx.Deadline()
+	j.arm(dl)
+	d, panicked, err := runDecider(dctx, f)
+	inTime, reusable := j.settle()
+	if reusable {
+		j.s, j.w, j.call = nil, nil, eval.Call{}
 		decisionJobs.Put(j)
 	}
+	if !inTime {
+		return eval.Decision{}, false // the deadline's block is written (decisionJob.fire)
+	}
 	switch {
-	case !ok:
-		d = s.fault(phase, call, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
 	case panicked != nil:
 		d = s.fault(phase, call, CodeInternalError, fmt.Sprintf("internal error: %v", panicked))
 	case err != nil:
-		d = s.faulted(ctx, phase, call, d, err)
+		d = s.faulted(dctx, phase, call, d, err)
 	}
 	if d.PolicyDigest == "" {
 		d.PolicyDigest = s.eng.PolicySet().Digest()
 	}
 	s.metrics.decided(host, d, time.Since(start))
 	s.noteHost(d, host)
-	return d
+	return d, true
 }
 
-// decisionJob is a decision run on a worker (Server.decide): f under ctx,
-// and what it returned or the panic it raised. done is signalled last
-// (buffered: the worker never waits for a request that gave up).
+// runDecider is f's decision under ctx, or the panic it raised.
+func runDecider(ctx context.Context, f decider) (d eval.Decision, panicked any, err error) {
+	defer func() { panicked = recover() }()
+	d, err = f(ctx)
+	return d, nil, err
+}
+
+// decisionJob is the deadline of a decision (Server.decide): what its
+// timer needs to answer the request with the deadline's block.
 type decisionJob struct {
-	ctx      context.Context
-	f        decider
-	d        eval.Decision
-	err      error
-	panicked any
-	done     chan struct{}
+	ontime
+	s     *Server
+	w     http.ResponseWriter
+	host  string
+	phase policy.Phase
+	call  eval.Call
+	start time.Time
 }
 
 // decisionJobs are the decision jobs free for reuse.
-var decisionJobs = sync.Pool{New: func() any { return &decisionJob{done: make(chan struct{}, 1)} }}
+var decisionJobs = sync.Pool{New: func() any {
+	j := new(decisionJob)
+	j.init(j.fire)
+	return j
+}}
 
-func (j *decisionJob) run() {
-	defer func() {
-		j.panicked = recover()
-		j.done <- struct{}{}
-	}()
-	j.d, j.err = j.f(j.ctx)
+// fire answers the request with the deadline's block, unless its decision
+// returned first.
+func (j *decisionJob) fire() {
+	if !j.claim() {
+		return
+	}
+	s := j.s
+	d := s.fault(j.phase, j.call, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
+	s.metrics.decided(j.host, d, time.Since(j.start))
+	s.noteHost(d, j.host)
+	lateAnswer(j.w, func(w http.ResponseWriter) { writeDecision(w, &d) })
+	j.answeredLate()
 }
 
 // noteHost tells the console which host decision d came through.
@@ -476,10 +493,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*bytes.Buffe
 	if n := r.ContentLength; n > 0 && n <= limit {
 		buf.Grow(int(n) + bytes.MinRead) // one read, and the EOF, without growing
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	var tooLarge *http.MaxBytesError
+	err := readLimited(buf, r.Body, limit)
 	switch {
-	case errors.As(err, &tooLarge):
+	case tooLarge(err):
 		putBuffer(buf)
 		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", limit))
 		return nil, false

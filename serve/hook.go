@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -64,19 +63,30 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		ev, resp = s.hookFail(host, nil, CodeTooLarge, fmt.Sprintf("the event is larger than %d bytes", s.cfg.MaxBodyBytes))
 	default:
 		ctx := deadline.New(r.Context(), start.Add(s.cfg.Timeout))
-		// Respond recovers a panic of its own; the deadline is kept here.
+		// The event is decided here; the deadline's timer answers the
+		// request if Respond has not returned by then (ontime). Respond
+		// recovers a panic of its own.
 		j := hookJobs.Get().(*hookJob)
-		j.s, j.ctx, j.host, j.body = s, ctx, host, body
-		s.workers.start(j)
-		if waitUntil(ctx, j.done) {
-			ev, resp = j.ev, j.resp
-			*j = hookJob{done: j.done}
-			hookJobs.Put(j)
-		} else {
-			ev, resp = s.hookFail(host, body, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
-		}
+		j.s, j.w, j.name, j.host, j.body, j.form, j.start = s, w, name, host, body, form, start
+		dl, _ := ctx.Deadline()
+		j.arm(dl)
+		ev, resp = hooks.Respond(ctx, host, body, false, j.handleFn)
+		inTime, reusable := j.settle()
 		ctx.Stop()
+		if reusable {
+			j.s, j.w, j.host, j.body = nil, nil, nil, nil
+			hookJobs.Put(j)
+		}
+		if !inTime {
+			return // the deadline's answer is written (hookJob.fire)
+		}
 	}
+	s.hookAnswer(w, name, host, form, start, ev, resp)
+}
+
+// hookAnswer writes the host's answer resp to event ev, HTTP 200, in the
+// command hook's form when form says so, and counts it.
+func (s *Server) hookAnswer(w http.ResponseWriter, name string, host hooks.Host, form string, start time.Time, ev hooks.Event, resp hooks.Response) {
 	if resp.Exit != 0 {
 		s.metrics.hookFailures.WithLabelValues(name).Inc()
 		s.log.Warn("hook event failed", "host", name, "event", ev.Name, "session_id", ev.SessionID, "exit", resp.Exit, "stderr", resp.Stderr)
@@ -86,31 +96,44 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, CommandAnswer{Stdout: string(resp.Stdout), Stderr: resp.Stderr, Exit: resp.Exit})
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(hooks.HTTPBody(host, ev, resp))
 }
 
-// hookJob is a hook event answered on a worker (Server.hook): body
-// decided by hooks.Respond under ctx, and its event and answer. done is
-// signalled last (buffered: the worker never waits for a request that gave
-// up).
+// hookJob is the deadline of a hook event decided on its request's
+// goroutine (Server.hook): what its timer needs to answer the request
+// with the host's deny.
 type hookJob struct {
-	s    *Server
-	ctx  context.Context
-	host hooks.Host
-	body []byte
-	ev   hooks.Event
-	resp hooks.Response
-	done chan struct{}
+	ontime
+	s        *Server
+	w        http.ResponseWriter
+	name     string
+	host     hooks.Host
+	body     []byte
+	form     string
+	start    time.Time
+	handleFn func(context.Context, hooks.Event) (hooks.Response, error) // handle, bound once
 }
 
 // hookJobs are the hook jobs free for reuse.
-var hookJobs = sync.Pool{New: func() any { return &hookJob{done: make(chan struct{}, 1)} }}
+var hookJobs = sync.Pool{New: func() any {
+	j := new(hookJob)
+	j.init(j.fire)
+	j.handleFn = j.handle
+	return j
+}}
 
-func (j *hookJob) run() {
-	j.ev, j.resp = hooks.Respond(j.ctx, j.host, j.body, false, j.handle)
-	j.done <- struct{}{}
+// fire answers the request with the deadline's failure (the host's deny),
+// unless its event's decision returned first.
+func (j *hookJob) fire() {
+	if !j.claim() {
+		return
+	}
+	s := j.s
+	ev, resp := s.hookFail(j.host, j.body, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
+	lateAnswer(j.w, func(w http.ResponseWriter) { s.hookAnswer(w, j.name, j.host, j.form, j.start, ev, resp) })
+	j.answeredLate()
 }
 
 func (j *hookJob) handle(ctx context.Context, ev hooks.Event) (hooks.Response, error) {
@@ -125,9 +148,8 @@ func (s *Server) hookBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
 		buf.Grow(int(n) + bytes.MinRead) // one read, and the EOF, without growing
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	var tooLarge *http.MaxBytesError
-	return buf.Bytes(), !errors.As(err, &tooLarge)
+	err := readLimited(&buf, r.Body, s.cfg.MaxBodyBytes)
+	return buf.Bytes(), !tooLarge(err)
 }
 
 // hookFail answers an event that is not decided: the host's failure

@@ -269,3 +269,22 @@ func TestHookSessionEndKeepsLimits(t *testing.T) {
 // noApprovalRE is the end of the refusal of an ask no approval can lift, in
 // a golden answer (hooks.NoApprovalNote and the advice after it).
 var noApprovalRE = regexp.MustCompile(regexp.QuoteMeta(hooks.NoApprovalNote) + `[^"]*`)
+
+// TestHookTooLarge: a hook event larger than the server's limit is the
+// host's failure answer (a block), saying why, and one at the limit is
+// decided.
+func TestHookTooLarge(t *testing.T) {
+	ev := preToolUseTool("x", "Bash")
+	ev["tool_input"] = map[string]any{"command": "ls " + strings.Repeat("a", 300)}
+	body, _ := json.Marshal(ev)
+	f := newFixture(t, func(c *serve.Config) { c.MaxBodyBytes = int64(len(body)) - 1 })
+	a := f.do("POST", "/v1/hooks/claude-code", string(body))
+	if a.status != 200 || !strings.Contains(string(a.body), `"decision":"block"`) || !strings.Contains(string(a.body), "too_large") {
+		t.Fatalf("an event past the limit: %d %s, want a block saying it is too large", a.status, a.body)
+	}
+	f = newFixture(t, func(c *serve.Config) { c.MaxBodyBytes = int64(len(body)) })
+	a = f.do("POST", "/v1/hooks/claude-code", string(body))
+	if a.status != 200 || string(a.body) != "{}\n" {
+		t.Fatalf("an event at the limit: %d %q, want it decided: allowed, {}", a.status, a.body)
+	}
+}

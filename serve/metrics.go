@@ -242,12 +242,22 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // console's and the MCP gateway's event streams flush through it).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// statusWriters are the statusWriters free for reuse (observe): a handler
+// is done with its writer when it returns (a decision past its deadline
+// keeps its handler until it returns, ontime).
+var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
+
 // observe logs and counts every request, and answers a panic outside a
 // decision (which recovers its own) with 500.
 func (s *Server) observe(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		var start time.Time // read only for the debug log
+		debug := s.log.Enabled(r.Context(), slog.LevelDebug)
+		if debug {
+			start = time.Now()
+		}
+		sw := statusWriters.Get().(*statusWriter)
+		sw.ResponseWriter, sw.status = w, 0
 		defer func() {
 			if p := recover(); p != nil {
 				s.metrics.faults.WithLabelValues(CodeInternalError).Inc()
@@ -261,9 +271,11 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 				route = "unknown"
 			}
 			s.metrics.requestsBy.of(requestLabels{route, sw.status}).Inc()
-			if s.log.Enabled(r.Context(), slog.LevelDebug) {
+			if debug {
 				s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
 			}
+			sw.ResponseWriter = nil
+			statusWriters.Put(sw)
 		}()
 		if strings.HasPrefix(r.URL.Path, "/ui/") {
 			securityHeaders(sw) // the console's headers on the mux's own answers too (a redirect to a clean path)

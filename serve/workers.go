@@ -4,17 +4,16 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/celguard/celguard/internal/deadline"
 )
 
 // maxWorkers bounds the goroutines kept waiting for decisions.
 const maxWorkers = 512
 
-// workers run decisions on long-lived goroutines, so that a request can
-// stop waiting at its deadline whatever the decision does, without a new
-// goroutine per decision: a new goroutine starts with a small stack, and
+// workers run the daemon's work on long-lived goroutines (its JSON-RPC
+// connections, and its HTTP route's decisions through run), so that a
+// request can stop waiting at its deadline whatever the decision does,
+// without a new goroutine per decision (the session API and the hook
+// endpoints decide on the request's goroutine instead, with ontime): a new goroutine starts with a small stack, and
 // growing it to the depth of a CEL evaluation costs more than the
 // evaluation itself.
 type workers struct {
@@ -51,39 +50,6 @@ func (w *workers) loop(j job) {
 		j.run()
 	}
 }
-
-// waitUntil waits for done until ctx's deadline; false when the deadline
-// came first. It waits on a timer of its own, reused across requests, not
-// on ctx's Done channel, so that a decision that never asks for that
-// channel makes no timer of its own (deadline.Context); a request whose
-// client went away still waits for its decision, at most to the deadline.
-func waitUntil(ctx *deadline.Context, done <-chan struct{}) bool {
-	select {
-	case <-done:
-		return true // the decision was quick: no timer
-	default:
-	}
-	dl, _ := ctx.Deadline()
-	t := timers.Get().(*time.Timer)
-	t.Reset(time.Until(dl))
-	defer func() {
-		t.Stop() // no value is left in t.C after Stop (Go 1.23)
-		timers.Put(t)
-	}()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// timers are stopped timers free for reuse (waitUntil).
-var timers = sync.Pool{New: func() any {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
-}}
 
 // wait waits for done until ctx ends; false when ctx ended first.
 func wait(ctx context.Context, done <-chan struct{}) bool {

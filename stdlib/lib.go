@@ -189,6 +189,21 @@ func (l *Lib) EnvOptions() []cel.EnvOption {
 	}
 }
 
+// libNamespaces are the namespaces of the libraries EnvOptions installs
+// after the canonical one.
+var libNamespaces = [...]string{"hash", "shell", "path", "glob", "secrets", "url", "mcp", "toolchain", "sql"}
+
+// LibraryNames returns the names of the libraries EnvOptions installs
+// (celguard.lib.<namespace>), as an environment built from them lists
+// them (cel.Env.Libraries), without building one.
+func LibraryNames() []string {
+	out := []string{canonicalLib{}.LibraryName()}
+	for _, ns := range libNamespaces {
+		out = append(out, (&library{ns: ns}).LibraryName())
+	}
+	return out
+}
+
 // NewCallScope returns a fresh per-call memo. Use one per tool call (or Reset
 // a pooled one between calls); a CallScope is used by one goroutine at a time.
 func (l *Lib) NewCallScope() *CallScope { return newCallScope(l) }

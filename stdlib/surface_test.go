@@ -139,6 +139,23 @@ func TestLibraryNames(t *testing.T) {
 	slices.Sort(ours)
 	assert.Equal(t, []string{"celguard.lib.canonical", "celguard.lib.glob", "celguard.lib.hash", "celguard.lib.mcp", "celguard.lib.path",
 		"celguard.lib.secrets", "celguard.lib.shell", "celguard.lib.sql", "celguard.lib.toolchain", "celguard.lib.url"}, ours)
+	// LibraryNames lists them without an environment, and so at every
+	// version (a library's functions may arrive later, not the library).
+	names := LibraryNames()
+	slices.Sort(names)
+	assert.Equal(t, ours, names)
+	for _, v := range []uint32{1, LatestVersion} {
+		env, err := cel.NewEnv(testLib(t, WithVersion(v)).EnvOptions()...)
+		require.NoError(t, err)
+		var at []string
+		for _, lib := range env.Libraries() {
+			if strings.HasPrefix(lib, "celguard.") {
+				at = append(at, lib)
+			}
+		}
+		slices.Sort(at)
+		assert.Equal(t, names, at, "version %d", v)
+	}
 }
 
 func TestVersionPinsFunctions(t *testing.T) {

@@ -100,7 +100,7 @@ func (c *Context) errLocked() error {
 	switch {
 	case c.real != nil:
 		c.err = c.real.Err()
-	case !time.Now().Before(c.deadline):
+	case time.Until(c.deadline) <= 0: // !time.Now().Before(c.deadline), reading only the monotonic clock when the deadline has it
 		c.err = context.DeadlineExceeded
 	case c.parent.Err() != nil:
 		c.err = c.parent.Err()

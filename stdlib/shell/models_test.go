@@ -1,6 +1,9 @@
 package shell
 
 import (
+	"math/rand/v2"
+	"regexp/syntax"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -199,6 +202,95 @@ func FuzzHazardAndDirs(f *testing.F) {
 			}
 			for _, d := range c.Dirs() {
 				_ = d
+			}
+		}
+	})
+}
+
+// genHazardMatch writes to b a random string that re matches (anchors and
+// word boundaries aside, which the hazards do not use).
+func genHazardMatch(r *rand.Rand, re *syntax.Regexp, b *strings.Builder) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		b.WriteString(string(re.Rune))
+	case syntax.OpCharClass:
+		i := r.IntN(len(re.Rune)/2) * 2
+		lo, hi := re.Rune[i], re.Rune[i+1]
+		b.WriteRune(lo + rune(r.IntN(int(min(hi-lo, 200))+1)))
+	case syntax.OpAnyCharNotNL, syntax.OpAnyChar:
+		b.WriteByte('x')
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
+		lo, hi := 0, 3
+		switch re.Op {
+		case syntax.OpPlus:
+			lo = 1
+		case syntax.OpQuest:
+			hi = 1
+		case syntax.OpRepeat:
+			lo, hi = re.Min, max(re.Max, re.Min)
+		}
+		for n := lo + r.IntN(hi-lo+1); n > 0; n-- {
+			genHazardMatch(r, re.Sub[0], b)
+		}
+	case syntax.OpConcat, syntax.OpCapture:
+		for _, s := range re.Sub {
+			genHazardMatch(r, s, b)
+		}
+	case syntax.OpAlternate:
+		genHazardMatch(r, re.Sub[r.IntN(len(re.Sub))], b)
+	}
+}
+
+// The literals each dialect hazard requires before its regexp runs
+// (mayMatch) are in every match: strings generated from each pattern's
+// syntax tree, alone and inside noise made of the literals' own bytes,
+// pass them whenever regexp matches; and a plain command, short or 2 KB,
+// fails every hazard's literals (the search is skipped).
+func TestDialectHazardLiterals(t *testing.T) {
+	r := rand.New(rand.NewPCG(26, 15))
+	noise := []string{"[", "]", "$", "(", ")", "{", "}", "`", "@P}", "*", "?", "#q", "e", ":", "'", `"`, "+", "a", "_", "/dev/", "tcp/", " ", "x"}
+	matched := 0
+	for _, h := range dialectHazards() {
+		parsed, err := syntax.Parse(h.re.String(), syntax.Perl)
+		require.NoError(t, err)
+		for range 20000 {
+			var b strings.Builder
+			for range r.IntN(4) {
+				b.WriteString(noise[r.IntN(len(noise))])
+			}
+			if r.IntN(4) > 0 {
+				genHazardMatch(r, parsed, &b)
+			}
+			for range r.IntN(4) {
+				b.WriteString(noise[r.IntN(len(noise))])
+			}
+			s := b.String()
+			if h.re.MatchString(s) {
+				matched++
+				if !h.mayMatch(s) {
+					t.Fatalf("%s matches %q, which lacks the literals %q then %q", h.re, s, h.first, h.then)
+				}
+			}
+		}
+		for _, s := range []string{"go test ./...", "git status", "echo " + strings.Repeat("lorem ipsum dolor sit amet ", 80) + "| wc -c"} {
+			assert.False(t, h.mayMatch(s), "%s is searched for in %q", h.re, s)
+		}
+	}
+	require.Greater(t, matched, 40000)
+}
+
+// FuzzDialectHazardLiterals: whatever the line, a hazard's regexp matches
+// it only if the line holds the hazard's literals, so the line reads as
+// opaque exactly as it did when every regexp ran.
+func FuzzDialectHazardLiterals(f *testing.F) {
+	for _, s := range []string{"echo $(( a[$(id)] ))", "x='$(id)'; echo ${x@P}", "ls *(e:'rm -rf ~':)", "ls *(+evil)", "ls (#qe:x:)",
+		"cat < /dev/tcp/198.51.100.7/4444", "echo \"[$(date)] done\"", "a[`id`]", "${a}[x]$(y)", "]($(", "(#q(#qe'"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, h := range dialectHazards() {
+			if h.re.MatchString(s) && !h.mayMatch(s) {
+				t.Fatalf("%s matches %q, which lacks the literals %q then %q", h.re, s, h.first, h.then)
 			}
 		}
 	})
