@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,4 +105,74 @@ func TestDeadlineWhileDecisionHangs(t *testing.T) {
 	if !strings.Contains(string(m.body), `verdict="block"`) {
 		t.Errorf("no block counted:\n%s", m.body)
 	}
+}
+
+// TestDeadlineRaces sends many requests whose decisions end around their
+// deadline, so that the handler and the deadline's timer race (and pooled
+// jobs whose timer fired are told apart from those that may be reused):
+// every request gets exactly one whole answer, either its decision or the
+// deadline's block with Connection: close, never a mix. Run with -race.
+func TestDeadlineRaces(t *testing.T) {
+	var n atomic.Int64
+	jittery := eval.ApproverFunc(func(ctx context.Context, _ eval.ApprovalRequest) (eval.Approval, error) {
+		// Spin for a few hundred microseconds, about the deadline.
+		end := time.Now().Add(time.Duration(n.Add(1)%7) * 60 * time.Microsecond)
+		for time.Now().Before(end) {
+		}
+		return eval.Approval{Answer: eval.Approve}, nil
+	})
+	f := newFixture(t, func(cfg *serve.Config) {
+		cfg.Engine.Approver = jittery
+		cfg.Timeout = 200 * time.Microsecond
+	})
+	f.setPolicy(askPolicy)
+	if _, err := f.srv.Reload(false); err != nil {
+		t.Fatal(err)
+	}
+	hook, _ := json.Marshal(preToolUseTool("r", "Deploy"))
+	var late, onTime atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 60 {
+				path, body := "/v1/sessions/r/before", `{"tool":"Deploy"}`
+				if (w+i)%2 == 1 {
+					path, body = "/v1/hooks/claude-code", string(hook)
+				}
+				resp, err := http.Post(f.url+path, "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 || !json.Valid(b) {
+					t.Errorf("%s: HTTP %d %q (%v)", path, resp.StatusCode, b, err)
+					return
+				}
+				// The timer's answer, and only it, closes the connection; a
+				// decision that returned in time may itself say it ran out
+				// of time (eval's refusal), never with Connection: close.
+				timer := strings.Contains(string(b), "no decision within the server's deadline (")
+				refused := strings.Contains(string(b), `"verdict":"block"`) || strings.Contains(string(b), `"permissionDecision":"deny"`)
+				switch {
+				case resp.Close && !(timer && refused):
+					t.Errorf("%s: Connection: close on an answer that is not the deadline's block: %s", path, b)
+				case !resp.Close && timer && !strings.Contains(string(b), "deadline (200µs):"):
+					t.Errorf("%s: the timer's answer without Connection: close: %s", path, b)
+				case !refused && strings.Contains(string(b), "deadline"):
+					t.Errorf("%s: a deadline let through: %s", path, b)
+				}
+				if resp.Close {
+					late.Add(1)
+				} else {
+					onTime.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d answered at the deadline, %d decided in time", late.Load(), onTime.Load())
 }
