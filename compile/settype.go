@@ -153,24 +153,34 @@ func (s *setTypes) addProto(pt *exprpb.Type, depth int) (uint32, error) {
 	return n, nil
 }
 
+// maxTypeNodes bounds the size of a recorded type, counted as a tree:
+// parameters are shared entries, so a table of n entries could otherwise
+// name a type of 2^n nodes, which cel-go walks whole (its String, its
+// assignability).
+const maxTypeNodes = 4096
+
 // readTypes makes the types of the table, in order: made[i] is nil when
 // type i does not decode (an unknown form, a parameter that is not an
 // earlier type or does not decode, parameters the form does not take, a
-// nesting past maxTypeDepth). It makes each type as types.ExprTypeToType
-// makes it from the protobuf form (its ProtoAsType, case by case).
+// nesting past maxTypeDepth, more than maxTypeNodes nodes). It makes each
+// type as types.ExprTypeToType makes it from the protobuf form (its
+// ProtoAsType, case by case).
 func readTypes(list []setType) []*types.Type {
 	made := make([]*types.Type, len(list))
 	depth := make([]int, len(list))
+	nodes := make([]int, len(list))
 	for i, st := range list {
 		params := make([]*types.Type, len(st.Params))
 		ok := true
+		nodes[i] = 1
 		for j, p := range st.Params {
-			if p >= uint32(i) || made[p] == nil || depth[p] >= maxTypeDepth {
+			if p >= uint32(i) || made[p] == nil || depth[p] >= maxTypeDepth || nodes[i]+nodes[p] > maxTypeNodes {
 				ok = false
 				break
 			}
 			params[j] = made[p]
 			depth[i] = max(depth[i], depth[p]+1)
+			nodes[i] += nodes[p]
 		}
 		if ok {
 			made[i] = makeType(st, params)
