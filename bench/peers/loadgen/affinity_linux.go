@@ -112,3 +112,30 @@ func procCPU(pid int) time.Duration {
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
+
+// procSwitches is the number of times process pid's threads gave up
+// their CPU to wait (voluntary context switches, summed over
+// /proc/PID/task/*/status): each is a sleep and a wake-up. 0 when it
+// cannot be read; threads that exited are not counted.
+func procSwitches(pid int) int64 {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		_, rest, ok := strings.Cut(string(b), "\nvoluntary_ctxt_switches:")
+		if !ok {
+			continue
+		}
+		v, _, _ := strings.Cut(rest, "\n")
+		k, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		n += k
+	}
+	return n
+}

@@ -28,3 +28,5 @@ func startOn(cmd *exec.Cmd, cpus *cpuSet) error {
 func pinProcess(*cpuSet) error { return errNoAffinity }
 
 func procCPU(int) time.Duration { return 0 }
+
+func procSwitches(int) int64 { return 0 }

@@ -253,7 +253,7 @@ func run(duration time.Duration, levels string, names []string, storeURL, client
 	}
 	fmt.Printf("# loadgen: %d calls (benchdata.Stream), the 20-rule policy, celguard store %s, %s per run, client %s, one server process per target; %s; %s\n",
 		len(calls), store.Redact(storeURL), duration, clientKind, placement, time.Now().UTC().Format(time.RFC3339))
-	fmt.Printf("%-14s %5s %10s %10s %10s %10s %10s %10s %8s\n", "target", "conc", "req/s", "p50", "p99", "max", "srv-cpu/req", "gen-cpu/req", "errors")
+	fmt.Printf("%-14s %5s %10s %10s %10s %10s %10s %10s %10s %8s\n", "target", "conc", "req/s", "p50", "p99", "max", "srv-cpu/req", "gen-cpu/req", "srv-wait/req", "errors")
 	for _, lv := range strings.Split(levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(lv))
 		if err != nil || c <= 0 {
@@ -266,7 +266,7 @@ func run(duration time.Duration, levels string, names []string, storeURL, client
 			t.url = servers[name].url
 			r := load(t, servers[name].pid, c, duration, want, clientKind, requests)
 			got[t.name] = r
-			fmt.Printf("%-14s %5d %10.0f %10s %10s %10s %10s %10s %8d\n", t.name, c, r.rate, r.p50, r.p99, r.max, r.srvCPU, r.genCPU, r.errors)
+			fmt.Printf("%-14s %5d %10.0f %10s %10s %10s %10s %10s %10.2f %8d\n", t.name, c, r.rate, r.p50, r.p99, r.max, r.srvCPU, r.genCPU, r.srvWaits, r.errors)
 			if r.firstErr != nil {
 				fmt.Printf("#   first error: %v\n", r.firstErr)
 			}
@@ -297,8 +297,11 @@ type result struct {
 	// CPU time (user and system) per request: steadier than wall time on
 	// a loaded machine, where throughput and latency measure the queue.
 	srvCPU, genCPU time.Duration
-	errors         int
-	firstErr       error
+	// srvWaits is the server's voluntary context switches per request
+	// (procSwitches): how often its threads slept and were woken.
+	srvWaits float64
+	errors   int
+	firstErr error
 }
 
 // load runs c workers against t, whose server is process pid, for d.
@@ -310,7 +313,7 @@ func load(t target, pid, c int, d time.Duration, want []string, clientKind strin
 	var lat []time.Duration
 	var errs int
 	var firstErr error
-	gen0, srv0 := cpuTime(), procCPU(pid)
+	gen0, srv0, waits0 := cpuTime(), procCPU(pid), procSwitches(pid)
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
@@ -364,13 +367,14 @@ func load(t target, pid, c int, d time.Duration, want []string, clientKind strin
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	gen, srv := cpuTime()-gen0, procCPU(pid)-srv0
+	gen, srv, waits := cpuTime()-gen0, procCPU(pid)-srv0, procSwitches(pid)-waits0
 	slices.Sort(lat)
 	r := result{errors: errs, firstErr: firstErr}
 	if n := len(lat); n > 0 {
 		r.rate = float64(n) / elapsed.Seconds()
 		r.p50, r.p99, r.max = lat[n/2], lat[min(n-1, n*99/100)], lat[n-1]
 		r.srvCPU, r.genCPU = srv/time.Duration(n), gen/time.Duration(n)
+		r.srvWaits = float64(waits) / float64(n)
 	}
 	return r
 }
