@@ -149,7 +149,7 @@ func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, ok := s.decide(r.Context(), w, hostAPI, policy.PhaseTurnEnd, eval.Call{}, func(ctx context.Context) (eval.Decision, error) {
+	d, ok := s.decide(r, w, hostAPI, policy.PhaseTurnEnd, eval.Call{}, func(ctx context.Context) (eval.Decision, error) {
 		return sess.EndTurn(ctx)
 	})
 	if ok {
@@ -240,7 +240,7 @@ func answerDecision[T any](s *Server, w http.ResponseWriter, r *http.Request, ph
 		return
 	}
 	call, f := prepare(&req, sess)
-	if d, ok := s.decide(r.Context(), w, hostAPI, phase, call, f); ok {
+	if d, ok := s.decide(r, w, hostAPI, phase, call, f); ok {
 		writeDecision(w, &d)
 	}
 }
@@ -354,25 +354,39 @@ func checkSessionID(id string) error {
 // the caller then writes nothing. It never fails open: a panic in f, the
 // deadline passing, or an error from f with a decision that is not a
 // refusal, is a block with a code that says which. f runs on the caller's
-// goroutine.
-func (s *Server) decide(ctx context.Context, w http.ResponseWriter, host string, phase policy.Phase, call eval.Call, f decider) (_ eval.Decision, ok bool) {
+// goroutine, over HTTP/1 (r.ProtoMajor); over HTTP/2, whose stream ends
+// only when its handler returns, f runs on a worker and the handler
+// answers the deadline's block itself (decideOnWorker).
+func (s *Server) decide(r *http.Request, w http.ResponseWriter, host string, phase policy.Phase, call eval.Call, f decider) (_ eval.Decision, ok bool) {
 	start := time.Now()
-	dctx := deadline.New(ctx, start.Add(s.cfg.Timeout))
+	dctx := deadline.New(r.Context(), start.Add(s.cfg.Timeout))
 	defer dctx.Stop()
-	j := decisionJobs.Get().(*decisionJob)
-	j.s, j.w, j.host, j.phase, j.call, j.start = s, w, host, phase, call, start
-	dl, _ := dctx.Deadline()
-	j.arm(dl)
-	d, panicked, err := runDecider(dctx, f)
-	inTime, reusable := j.settle()
-	if reusable {
-		j.s, j.w, j.call = nil, nil, eval.Call{}
-		decisionJobs.Put(j)
-	}
-	if !inTime {
-		return eval.Decision{}, false // the deadline's block is written (decisionJob.fire)
+	var (
+		d        eval.Decision
+		panicked any
+		err      error
+		late     bool
+	)
+	if r.ProtoMajor == 1 {
+		j := decisionJobs.Get().(*decisionJob)
+		j.s, j.w, j.host, j.phase, j.call, j.start = s, w, host, phase, call, start
+		dl, _ := dctx.Deadline()
+		j.arm(dl)
+		d, panicked, err = runDecider(dctx, f)
+		inTime, reusable := j.settle()
+		if reusable {
+			j.s, j.w, j.call = nil, nil, eval.Call{}
+			decisionJobs.Put(j)
+		}
+		if !inTime {
+			return eval.Decision{}, false // the deadline's block is written (decisionJob.fire)
+		}
+	} else {
+		d, panicked, err, late = s.decideOnWorker(dctx, f)
 	}
 	switch {
+	case late:
+		d = s.fault(phase, call, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
 	case panicked != nil:
 		d = s.fault(phase, call, CodeInternalError, fmt.Sprintf("internal error: %v", panicked))
 	case err != nil:
@@ -384,6 +398,19 @@ func (s *Server) decide(ctx context.Context, w http.ResponseWriter, host string,
 	s.metrics.decided(host, d, time.Since(start))
 	s.noteHost(d, host)
 	return d, true
+}
+
+// decideOnWorker runs f under ctx on a worker and waits for it until ctx
+// ends (Server.decide over HTTP/2): late is true when ctx ended first, and
+// f's results, which its worker may still write, are then not read.
+func (s *Server) decideOnWorker(ctx *deadline.Context, f decider) (d eval.Decision, panicked any, err error, late bool) {
+	var wd eval.Decision
+	var wp any
+	var we error
+	if !s.workers.run(ctx, func() { wd, wp, we = runDecider(ctx, f) }) {
+		return eval.Decision{}, nil, nil, true
+	}
+	return wd, wp, we, false
 }
 
 // runDecider is f's decision under ctx, or the panic it raised.

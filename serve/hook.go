@@ -61,6 +61,22 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		ev, resp = s.hookFail(host, body, CodeUnauthorized, "this server needs an Authorization: Bearer token")
 	case !ok:
 		ev, resp = s.hookFail(host, nil, CodeTooLarge, fmt.Sprintf("the event is larger than %d bytes", s.cfg.MaxBodyBytes))
+	case r.ProtoMajor != 1:
+		// An HTTP/2 stream ends only when its handler returns: the event
+		// is decided on a worker, and the handler answers at the deadline.
+		ctx := deadline.New(r.Context(), start.Add(s.cfg.Timeout))
+		var wev hooks.Event
+		var wresp hooks.Response
+		if s.workers.run(ctx, func() {
+			wev, wresp = hooks.Respond(ctx, host, body, false, func(ctx context.Context, ev hooks.Event) (hooks.Response, error) {
+				return s.hookEvent(ctx, host, ev, "")
+			})
+		}) {
+			ev, resp = wev, wresp
+		} else {
+			ev, resp = s.hookFail(host, body, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
+		}
+		ctx.Stop()
 	default:
 		ctx := deadline.New(r.Context(), start.Add(s.cfg.Timeout))
 		// The event is decided here; the deadline's timer answers the

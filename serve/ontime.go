@@ -23,7 +23,9 @@ import (
 // The late answer is written whole, with its Content-Length, flushed and
 // with Connection: close (lateAnswer): the handler's goroutine, and with
 // it the connection, stays with the decision until it returns, so the
-// client must not send its next request on that connection.
+// client must not send its next request on that connection. Over HTTP/2
+// that cannot end the answer (a stream ends when its handler returns), so
+// there the decisions run on workers (Server.decide, Server.hook).
 //
 // An ontime is reused by its owner (a pooled job) only when its timer was
 // stopped before its function started (settle's reusable): a function that

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -175,4 +176,47 @@ func TestDeadlineRaces(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d answered at the deadline, %d decided in time", late.Load(), onTime.Load())
+}
+
+// TestDeadlineOverHTTP2: over HTTP/2 a stream ends only when its handler
+// returns, so Connection: close cannot end the deadline's answer while
+// the decision still runs on the handler's goroutine: a client reading
+// the answer to its end would wait for a decision that hangs. The
+// deadline's answer must reach its end while the decision still hangs.
+func TestDeadlineOverHTTP2(t *testing.T) {
+	release := make(chan struct{})
+	hanging := eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
+		<-release // ignores its context
+		return eval.Approval{Answer: eval.Approve}, nil
+	})
+	f := newFixture(t, func(cfg *serve.Config) {
+		cfg.Engine.Approver = hanging
+		cfg.Timeout = 50 * time.Millisecond
+	})
+	f.setPolicy(askPolicy)
+	if _, err := f.srv.Reload(false); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(f.srv.Handler())
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	defer ts.Close()
+	defer close(release) // before the server waits for its handlers
+	c := ts.Client()
+	c.Timeout = 20 * time.Second // a guard against a hang, not a measurement
+	hook, _ := json.Marshal(preToolUseTool("h2", "Deploy"))
+	for _, k := range []struct{ path, body, want string }{
+		{"/v1/sessions/h2/before", `{"tool":"Deploy"}`, serve.CodeDeadlineExceeded},
+		{"/v1/hooks/claude-code", string(hook), `"permissionDecision":"deny"`},
+	} {
+		resp, err := c.Post(ts.URL+k.path, "application/json", strings.NewReader(k.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.ProtoMajor != 2 || resp.StatusCode != 200 || !strings.Contains(string(b), k.want) || !strings.Contains(string(b), "deadline") {
+			t.Fatalf("%s: %s HTTP %d %q (%v); want the deadline's answer, whole, while the decision hangs", k.path, resp.Proto, resp.StatusCode, b, err)
+		}
+	}
 }
