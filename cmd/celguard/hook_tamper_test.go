@@ -220,14 +220,13 @@ func TestHookIgnoresForgedSetCache(t *testing.T) {
 	// Each expression of type bool (its root's type, the first of its
 	// nodes' types) becomes the literal false, of type bool, without cost
 	// accounting.
-	boolType, err := proto.Marshal(&exprpb.Type{TypeKind: &exprpb.Type_Primitive{Primitive: exprpb.Type_BOOL}})
-	require.NoError(t, err)
+	const typePrimitive = 3 // compile/settype.go
+	boolType := forgedType{Op: typePrimitive, Prim: int32(exprpb.Type_BOOL)}
 	index.Types = append(index.Types, boolType)
 	const kindBool, hasType = 15, 0x40 // compile/setast.go
 	isBool := func(a *forgedAST) bool {
-		var typ exprpb.Type
 		return len(a.Kinds) > 0 && a.Kinds[0]&hasType != 0 && len(a.TypeOf) > 0 &&
-			proto.Unmarshal(index.Types[a.TypeOf[0]], &typ) == nil && typ.GetPrimitive() == exprpb.Type_BOOL
+			index.Types[a.TypeOf[0]].Op == boolType.Op && index.Types[a.TypeOf[0]].Prim == boolType.Prim
 	}
 	falseAST := func(a forgedAST) forgedAST {
 		return forgedAST{Kinds: []uint8{kindBool | hasType}, IDs: []int64{1}, Nums: []uint64{0},
@@ -335,6 +334,15 @@ func readForgedSetFile(t *testing.T, data []byte) forgedSetFile {
 	return forgedSetFile{head: data[:head], index: data[head:]}
 }
 
+// forgedType is an entry of the record's type table as an attacker reads
+// it (compile/settype.go): its form, primitive, name and parameters.
+type forgedType struct {
+	Op     uint8
+	Prim   int32
+	Name   string
+	Params []uint32
+}
+
 // forgedSetIndex is the index of a compiled-set record (compile/setcache.go)
 // as an attacker decodes and encodes it (gob matches fields by name).
 type forgedSetIndex struct {
@@ -356,7 +364,7 @@ type forgedSetIndex struct {
 	// empty one first), which Checked and Planned place.
 	ExprTypes uint32
 	Strings   []string
-	Types     [][]byte
+	Types     []forgedType
 	Refs      []struct {
 		Name      string
 		Overloads []string
