@@ -25,22 +25,6 @@ import (
 // allow is never written: the connection carries exactly one answer and
 // then ends, and the session API counts no allow. On the session API, the hook endpoint and its command form.
 func TestDeadlineWhileDecisionHangs(t *testing.T) {
-	entered := make(chan struct{}, 1)
-	release := make(chan struct{})
-	hanging := eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
-		entered <- struct{}{}
-		<-release // ignores its context: a judge or an approver that hangs
-		return eval.Approval{Answer: eval.Approve}, nil
-	})
-	f := newFixture(t, func(cfg *serve.Config) {
-		cfg.Engine.Approver = hanging
-		cfg.Timeout = 50 * time.Millisecond
-		withOperator(cfg)
-	})
-	f.setPolicy(askPolicy)
-	if _, err := f.srv.Reload(false); err != nil {
-		t.Fatal(err)
-	}
 	hook, _ := json.Marshal(preToolUseTool("x", "Deploy"))
 	cases := []struct {
 		name, path, body string
@@ -58,42 +42,89 @@ func TestDeadlineWhileDecisionHangs(t *testing.T) {
 			return json.Unmarshal(b, &ca) == nil && ca.Exit == 2 && strings.Contains(ca.Stderr, "deadline")
 		}},
 	}
-	addr := strings.TrimPrefix(f.url, "http://")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
+			// The case says something only when the decision reached its
+			// approver before the deadline. On a loaded machine it may not
+			// within the shortest deadline: the deadline then grows (a
+			// condition waited for, not a time asserted).
+			for _, timeout := range []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second, 5 * time.Second, 30 * time.Second} {
+				if answeredWhileHanging(t, timeout, c.path, c.body, c.check) {
+					return
+				}
+				t.Logf("deadline %v: answered before the decision reached its approver; trying a longer one", timeout)
 			}
-			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(time.Minute)) // a guard against a hang, not a measurement
-			req, _ := http.NewRequest("POST", "http://"+addr+c.path, strings.NewReader(c.body))
-			if err := req.Write(conn); err != nil {
-				t.Fatal(err)
-			}
-			br := bufio.NewReader(conn)
-			resp, err := http.ReadResponse(br, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, err := io.ReadAll(resp.Body) // whole by its length, while the decision still hangs
-			if err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-entered:
-			default:
-				t.Fatal("answered before the decision reached its approver")
-			}
-			if resp.StatusCode != 200 || !resp.Close || resp.ContentLength != int64(len(body)) || !c.check(body) {
-				t.Fatalf("HTTP %d, close %v, length %d: %s; want 200, the deadline's answer, Connection: close and its length", resp.StatusCode, resp.Close, resp.ContentLength, body)
-			}
-			release <- struct{}{} // the decision returns, an allow
-			rest, err := io.ReadAll(br)
-			if err != nil || len(rest) != 0 {
-				t.Fatalf("after the deadline's answer the connection carried %q (%v), want nothing and its end", rest, err)
-			}
+			t.Fatal("the decision never reached its approver before the deadline")
 		})
+	}
+}
+
+// answeredWhileHanging runs one request of TestDeadlineWhileDecisionHangs
+// on a server whose decisions time out after timeout and whose approver
+// hangs until released. It reports false, having checked nothing but the
+// deadline's answer, when that answer came before the decision reached the
+// approver.
+func answeredWhileHanging(t *testing.T, timeout time.Duration, path, reqBody string, check func([]byte) bool) bool {
+	t.Helper()
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	released := false
+	free := func() {
+		if !released {
+			released = true
+			close(release)
+		}
+	}
+	defer free() // a decision that reaches the approver late never hangs for ever
+	hanging := eval.ApproverFunc(func(context.Context, eval.ApprovalRequest) (eval.Approval, error) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release // ignores its context: a judge or an approver that hangs
+		return eval.Approval{Answer: eval.Approve}, nil
+	})
+	f := newFixture(t, func(cfg *serve.Config) {
+		cfg.Engine.Approver = hanging
+		cfg.Timeout = timeout
+		withOperator(cfg)
+	})
+	f.setPolicy(askPolicy)
+	if _, err := f.srv.Reload(false); err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(f.url, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Minute)) // a guard against a hang, not a measurement
+	req, _ := http.NewRequest("POST", "http://"+addr+path, strings.NewReader(reqBody))
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body) // whole by its length, while the decision still hangs
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || !resp.Close || resp.ContentLength != int64(len(body)) || !check(body) {
+		t.Fatalf("HTTP %d, close %v, length %d: %s; want 200, the deadline's answer, Connection: close and its length", resp.StatusCode, resp.Close, resp.ContentLength, body)
+	}
+	select {
+	case <-entered:
+	default:
+		return false
+	}
+	free() // the decision returns, an allow
+	rest, err := io.ReadAll(br)
+	if err != nil || len(rest) != 0 {
+		t.Fatalf("after the deadline's answer the connection carried %q (%v), want nothing and its end", rest, err)
 	}
 	// The session API's decisions counted are the deadline's blocks,
 	// never the allow its decision returned after the deadline.
@@ -103,9 +134,10 @@ func TestDeadlineWhileDecisionHangs(t *testing.T) {
 			t.Errorf("a late decision was counted: %s", line)
 		}
 	}
-	if !strings.Contains(string(m.body), `verdict="block"`) {
+	if strings.HasPrefix(path, "/v1/sessions/") && !strings.Contains(string(m.body), `verdict="block"`) {
 		t.Errorf("no block counted:\n%s", m.body)
 	}
+	return true
 }
 
 // TestDeadlineRaces sends many requests whose decisions end around their
