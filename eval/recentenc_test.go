@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/celguard/celguard/compile"
+	"github.com/celguard/celguard/internal/jsonkind"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -125,10 +126,10 @@ func TestJSONPlain(t *testing.T) {
 		s := string([]byte{'a', byte(c)})
 		js, _ := json.Marshal(s)
 		asIs := string(js) == `"`+s+`"`
-		if jsonPlain(s) && !asIs {
-			t.Errorf("byte %#x: jsonPlain, but json.Marshal writes %s", c, js)
+		if jsonkind.Plain(s) && !asIs {
+			t.Errorf("byte %#x: jsonkind.Plain, but json.Marshal writes %s", c, js)
 		}
-		if !jsonPlain(s) && c >= 0x20 && c < 0x7f && asIs && c != '"' && c != '\\' {
+		if !jsonkind.Plain(s) && c >= 0x20 && c < 0x7f && asIs && c != '"' && c != '\\' {
 			t.Logf("byte %#x: written as it is by json.Marshal, left to it", c)
 		}
 	}

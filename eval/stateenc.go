@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/celguard/celguard/internal/jsonkind"
 )
 
 // This file encodes a SessionState as the JSON a store keeps
@@ -302,27 +304,13 @@ func appendRecentCall(b []byte, r *RecentCall) (_ []byte, err error) {
 }
 
 // appendString appends json.Marshal(s): s between quotes when JSON writes
-// it as it is (jsonPlain), else encoding/json's encoding of it.
+// it as it is (jsonkind.Plain), else encoding/json's encoding of it.
 func appendString(b []byte, s string) []byte {
-	if jsonPlain(s) {
+	if jsonkind.Plain(s) {
 		b = append(b, '"')
 		b = append(b, s...)
 		return append(b, '"')
 	}
 	js, _ := json.Marshal(s) // a string always encodes
 	return append(b, js...)
-}
-
-// jsonPlain reports whether json.Marshal writes s as it is between
-// quotes: s is printable ASCII without the quote and the backslash, which
-// JSON escapes, and without <, > and &, which encoding/json escapes for
-// HTML. Any other byte (a control character, DEL, the bytes of UTF-8,
-// which encoding/json checks and may rewrite) leaves s to encoding/json.
-func jsonPlain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
 }

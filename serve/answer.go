@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/jsonkind"
 )
 
 // writeDecision answers decision d as writeJSON does (encoding/json's
@@ -146,10 +147,8 @@ func appendDecision(b []byte, d *eval.Decision) (_ []byte, ok bool) {
 // every byte printable ASCII other than '"', '\\' and the three it
 // escapes for HTML ('<', '>', '&'). ok is false for any other string.
 func appendPlain(b []byte, s string) (_ []byte, ok bool) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return nil, false
-		}
+	if !jsonkind.Plain(s) {
+		return nil, false
 	}
 	b = append(b, '"')
 	b = append(b, s...)

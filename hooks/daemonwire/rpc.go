@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/celguard/celguard/internal/jsonkind"
 )
 
 // The hook's wire to the daemon is one JSON-RPC 2.0 request and one
@@ -164,7 +166,7 @@ func encodeRequestPlain(p HookParams) (line []byte, ok bool) {
 	strs := [...]string{p.Nonce, p.Host, p.WorkDir, p.Digest, p.AgentVersion, p.TraceParent, p.TraceState}
 	n := len(`{"jsonrpc":"2.0","id":"","method":"celguard/hook","params":{"nonce":"","host":"","work_dir":"","digest":"","event":null,"agent_version":"","traceparent":"","tracestate":""}}`) + 1
 	for _, s := range strs {
-		if !plainJSON(s) {
+		if !jsonkind.Plain(s) {
 			return nil, false
 		}
 		n += len(s)
@@ -206,18 +208,6 @@ func appendOptional(b []byte, member, s string) []byte {
 	return append(b, '"')
 }
 
-// plainJSON reports whether encoding/json writes s as itself between
-// quotes: printable ASCII, and none of '"', '\\' and the '<', '>' and '&'
-// it escapes for HTML.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
-}
-
 // DecodeResponse decodes a daemon's answer line (without its newline) to
 // the request of nonce: a JSON-RPC response with that id and a result
 // that is a HookResult and nothing else. An error response is an error
@@ -240,7 +230,7 @@ func DecodeResponse(line []byte, nonce string) (HookResult, error) {
 // answers, decodeResponse answers the same (FuzzDecodeResultPlain); the
 // MAC (Verify) is checked on it as on any.
 func decodeResultPlain(line []byte, nonce string) (HookResult, bool) {
-	if !plainJSON(nonce) {
+	if !jsonkind.Plain(nonce) {
 		return HookResult{}, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))

@@ -12,6 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/celguard/celguard/internal/jsonkind"
 )
 
 // TestRPCRoundTrip: what one end encodes the other decodes to the same
@@ -241,7 +243,7 @@ func TestEncodeRequestPlain(t *testing.T) {
 		got, ok := encodeRequestPlain(p)
 		allPlain := true
 		for _, s := range []string{p.Nonce, p.Host, p.WorkDir, p.Digest, p.AgentVersion, p.TraceParent, p.TraceState} {
-			allPlain = allPlain && plainJSON(s)
+			allPlain = allPlain && jsonkind.Plain(s)
 		}
 		require.Equal(t, allPlain, ok, "%+v", p)
 		if ok {

@@ -1,6 +1,7 @@
 // Package jsonkind names the type of a JSON value the way celguard's error
 // messages say it: "an object", "a string", "null"... ("tool must be a
-// string, not a number").
+// string, not a number"), and tells which strings encoding/json writes as
+// they are (Plain).
 package jsonkind
 
 import (
@@ -49,4 +50,20 @@ func OfRaw(raw json.RawMessage) string {
 		return "null"
 	}
 	return "a number"
+}
+
+// Plain reports whether encoding/json writes s as it is between quotes:
+// every byte is printable ASCII other than '"' and '\\', which JSON
+// escapes, and '<', '>' and '&', which encoding/json escapes for HTML. Any
+// other byte (a control character, DEL, the bytes of UTF-8, which
+// encoding/json checks and may rewrite) makes it false: such a string is
+// left to encoding/json. The hand-written encoders of the hot paths write
+// a plain string themselves and every other through encoding/json.
+func Plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }

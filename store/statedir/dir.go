@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/celguard/celguard/internal/atomicfile"
+	"github.com/celguard/celguard/internal/jsonkind"
 )
 
 // Defaults of a Dir.
@@ -260,7 +261,7 @@ func seal(key *Key, format, domain, session string, payload []byte) ([]byte, err
 // (compacted); asis says so, and then the file's "state" is payload itself,
 // byte for byte, which Load returns.
 func sealValid(key *Key, format, domain, session string, payload []byte) (data []byte, asis bool, err error) {
-	if !compacted(payload) || !plain(format) {
+	if !compacted(payload) || !jsonkind.Plain(format) {
 		data, err = seal(key, format, domain, session, payload)
 		return data, false, err
 	}
@@ -290,16 +291,6 @@ func marshalForm(js []byte) ([]byte, error) {
 	}
 	json.HTMLEscape(&e, c.Bytes())
 	return e.Bytes(), nil
-}
-
-// plain reports whether s is written in JSON as itself between quotes.
-func plain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
 }
 
 // compacted reports whether js, valid JSON, is what json.Marshal writes
