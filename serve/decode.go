@@ -43,36 +43,34 @@ var fastOptions = jsonv2.RejectUnknownMembers(true)
 // The decision routes' bodies go through the first pass; every other body,
 // and every body it refuses, through encoding/json.
 func decodeBody(body []byte, v any) error {
-	switch v.(type) {
-	case *eval.Call, *afterRequest, *eval.Input, *outputRequest:
-		if unmarshalFast(body, v) == nil {
-			return nil
-		}
-		// What the first pass set is dropped: encoding/json decodes
-		// into a zero value, as before.
-		clearValue(v)
+	switch p := v.(type) {
+	case *eval.Call:
+		return decodeFast(body, p)
+	case *afterRequest:
+		return decodeFast(body, p)
+	case *eval.Input:
+		return decodeFast(body, p)
+	case *outputRequest:
+		return decodeFast(body, p)
 	}
 	return decodeStd(body, v)
+}
+
+// decodeFast decodes body into *p by the first pass, or, when it refuses
+// the body, by decodeStd into a zero value: what the first pass set before
+// it refused is dropped, as if it had never run.
+func decodeFast[T any](body []byte, p *T) error {
+	if unmarshalFast(body, p) == nil {
+		return nil
+	}
+	var zero T
+	*p = zero
+	return decodeStd(body, p)
 }
 
 // unmarshalFast is the first pass.
 func unmarshalFast(body []byte, v any) error {
 	return jsonv2.Unmarshal(body, v, fastOptions)
-}
-
-// clearValue sets what v points to, one of the first pass's types, to its
-// zero value.
-func clearValue(v any) {
-	switch p := v.(type) {
-	case *eval.Call:
-		*p = eval.Call{}
-	case *afterRequest:
-		*p = afterRequest{}
-	case *eval.Input:
-		*p = eval.Input{}
-	case *outputRequest:
-		*p = outputRequest{}
-	}
 }
 
 // decodeStd is the decoding of every body before the first pass, and the
