@@ -189,7 +189,7 @@ func (e *Engine) setHalt(ctx context.Context, scope policy.Scope, id string, h *
 	for try := 0; try < se.retries; try++ {
 		w := ent.state()
 		w.Halted = h
-		js, err := encodeState(&w, nil)
+		js, err := encodeState(&w)
 		if err != nil {
 			return err
 		}

@@ -75,16 +75,15 @@ func (f *sessionFacts) recentEncodings(rs []RecentCall) []recentEncoding {
 	return f.recentEnc
 }
 
-// encodeState is json.Marshal(st), with memo's encoding of the id (memo
-// may be nil). The result is a new slice, which the caller may hand to a
-// store.
-func encodeState(st *SessionState, memo *stateMemo) ([]byte, error) {
-	return encodeStateKept(st, memo, nil, nil, false)
+// encodeState is json.Marshal(st). The result is a new slice, which the
+// caller may hand to a store.
+func encodeState(st *SessionState) ([]byte, error) {
+	return encodeStateKept(st, nil, nil, nil, false)
 }
 
-// encodeStateKept is encodeState with the kept encodings of st's recent
-// calls (recentEncodings; nil: none), making those that are not ok. With a
-// memo, the encoding is made in the memo's buffer that does not hold held,
+// encodeStateKept is encodeState with memo's encoding of the id (memo may
+// be nil) and the kept encodings of st's recent calls (recentEncodings;
+// nil: none), making those that are not ok. With a memo, the encoding is made in the memo's buffer that does not hold held,
 // the encoding the session's snapshot keeps (snapshot.js), and the result
 // is a copy of it; or, when lend is set, the buffer itself, for a store that
 // copies what it keeps (state.WriteCopier): then only the snapshot may come

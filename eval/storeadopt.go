@@ -28,7 +28,7 @@ type snapshot struct {
 
 func (sn *snapshot) set(st SessionState) {
 	sn.st, sn.encoded = st, false
-	sn.js, _ = encodeState(&st, nil)
+	sn.js, _ = encodeState(&st)
 }
 
 // setJSON is set with the state's JSON already made.

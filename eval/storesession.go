@@ -301,7 +301,7 @@ func (s *Session) storeOps(writes *opStates) ([]state.Op, error) {
 		}
 		op := state.Op{Key: ent.key, Version: ent.version}
 		est := ent.state()
-		js, err := encodeState(&est, nil)
+		js, err := encodeState(&est)
 		if err != nil {
 			return nil, fmt.Errorf("cannot encode the %s state: %w", ent.key, err)
 		}
