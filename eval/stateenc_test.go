@@ -168,8 +168,7 @@ func randAny(r *rand.Rand, depth int) any {
 }
 
 // checkEncoding fails unless encodeStateKept(st, memo, nil, nil, false) is
-// json.Marshal(st),
-// byte for byte, or both fail.
+// json.Marshal(st), byte for byte, or both fail.
 func checkEncoding(t *testing.T, st *SessionState, memo *stateMemo) {
 	t.Helper()
 	want, werr := json.Marshal(st)

@@ -11,12 +11,12 @@ const maxWorkers = 512
 
 // workers run the daemon's work on long-lived goroutines (its JSON-RPC
 // connections, and its HTTP route's decisions through run), and the
-// session API's and the hook endpoints' decisions over HTTP/2, so that a
-// request can stop waiting at its deadline whatever the decision does,
-// without a new goroutine per decision (over HTTP/1 those decide on the
-// request's goroutine instead, with ontime): a new goroutine starts with a small stack, and
-// growing it to the depth of a CEL evaluation costs more than the
-// evaluation itself.
+// session API's and the hook endpoints' decisions over HTTP/2 (over
+// HTTP/1 those decide on the request's goroutine instead, with ontime),
+// so that a request can stop waiting at its deadline whatever the
+// decision does, without a new goroutine per decision: a new goroutine
+// starts with a small stack, and growing it to the depth of a CEL
+// evaluation costs more than the evaluation itself.
 type workers struct {
 	jobs chan job
 	n    atomic.Int32
