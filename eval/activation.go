@@ -73,6 +73,10 @@ type evaluation struct {
 	// pooledScope and pooledResult are kept from an earlier call for reuse.
 	pooledScope  *stdlib.CallScope
 	pooledResult map[string]any
+	// frame is the execution frame linear programs are evaluated in
+	// (linearFrame): its activation is this evaluation, so it is made
+	// once and kept with the pooled evaluation, never shared with another.
+	frame *interpreter.ExecutionFrame
 }
 
 var _ interpreter.FunctionActivation = (*evaluation)(nil)
@@ -86,8 +90,8 @@ var emptyArgs = map[string]any{}
 
 func newEvaluation(ctx context.Context, s *Session, set *compile.PolicySet, phase policy.Phase, call Call, res *Result) *evaluation {
 	ev := evaluations.Get().(*evaluation)
-	scope, vars, result := ev.pooledScope, ev.vars, ev.pooledResult
-	*ev = evaluation{ctx: ctx, s: s, set: set, phase: phase, call: call, res: res, obs: noObserver{}}
+	scope, vars, result, frame := ev.pooledScope, ev.vars, ev.pooledResult, ev.frame
+	*ev = evaluation{ctx: ctx, s: s, set: set, phase: phase, call: call, res: res, obs: noObserver{}, frame: frame}
 	if ev.call.Args == nil {
 		ev.call.Args = emptyArgs
 	}
@@ -128,7 +132,7 @@ func (ev *evaluation) release() {
 	if scope != nil {
 		scope.Reset()
 	}
-	*ev = evaluation{pooledScope: scope, vars: ev.vars[:0], pooledResult: ev.pooledResult}
+	*ev = evaluation{pooledScope: scope, vars: ev.vars[:0], pooledResult: ev.pooledResult, frame: ev.frame}
 	evaluations.Put(ev)
 }
 
@@ -342,6 +346,31 @@ func (ev *evaluation) exec(p *compile.Program) (ref.Val, error) {
 	return out, err
 }
 
+// linearFrame returns what a linear program is evaluated with: an
+// execution frame over this evaluation, made at the first one and used by
+// every linear program after it, including one evaluated within another (a
+// variable a rule reads). cel-go's Eval takes a frame in place of an
+// activation and then neither makes nor closes one, which was about a
+// fifth of a short program's evaluation. Sharing it is sound for linear
+// programs only: they are planned without cost accounting or state
+// tracking and hold no comprehension, so their evaluation reads the frame
+// (its activation and late-bound functions, both this evaluation) and
+// never writes it. Programs with accounting or comprehensions keep a frame
+// of their own per evaluation (cel-go's Eval and ContextEval of ev).
+//
+// A frame cel-go refuses (it never does for this activation) falls back to
+// the evaluation itself, so the answer is the same either way.
+func (ev *evaluation) linearFrame() any {
+	if ev.frame == nil {
+		f, err := interpreter.NewExecutionFrame(ev)
+		if err != nil {
+			return ev
+		}
+		ev.frame = f
+	}
+	return ev.frame
+}
+
 // errCycle is exec's error for a program that reads itself through the
 // variables and counters it reads (evaluation.depth).
 var errCycle = errors.New("the expressions read one another in a cycle")
@@ -349,7 +378,18 @@ var errCycle = errors.New("the expressions read one another in a cycle")
 // execNested is exec within the bound on nesting.
 func (ev *evaluation) execNested(p *compile.Program) (ref.Val, error) {
 	if p.Linear() {
-		out, _, err := p.Tracked().Eval(ev)
+		if plainLinear {
+			out, _, err := p.Tracked().Eval(ev)
+			return out, err
+		}
+		// An argument read as a string (compile.ArgString) is answered
+		// from the arguments when they are plain, as the program would.
+		if a := p.ArgString(); a != nil {
+			if v, ok := a.Value(ev.call.Args); ok {
+				return v, nil
+			}
+		}
+		out, _, err := p.Tracked().Eval(ev.linearFrame())
 		return out, err
 	}
 	prg := p.For(ev.inputSize())
@@ -366,6 +406,11 @@ func (ev *evaluation) execNested(p *compile.Program) (ref.Val, error) {
 	}
 	return out, err
 }
+
+// plainLinear, set by tests only, evaluates linear programs as before
+// ArgString and linearFrame: each through cel-go with a frame of its own.
+// The differential tests decide the same calls both ways.
+var plainLinear bool
 
 // checkFast, set by tests only, sees every evaluation that skipped the cost
 // accounting, with the same expression evaluated with it.
