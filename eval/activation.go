@@ -70,6 +70,9 @@ type evaluation struct {
 	size uint64
 	// box holds the built-in variables as CEL values (ResolveName).
 	box [numBoxed]ref.Val
+	// last is the policy variable ResolveName returned last: the rules of
+	// a policy mostly read the same one (cmd, path), by the same name.
+	last lastVariable
 	// pooledScope and pooledResult are kept from an earlier call for reuse.
 	pooledScope  *stdlib.CallScope
 	pooledResult map[string]any
@@ -158,6 +161,7 @@ func (ev *evaluation) resetCall() {
 	ev.derived = nil
 	ev.size = 0
 	ev.box = [numBoxed]ref.Val{}
+	ev.last = lastVariable{}
 	if ev.scope != nil {
 		ev.scope.Reset()
 	}
@@ -180,6 +184,9 @@ func (ev *evaluation) toolClasses() []string {
 // per call, so that the dozens of programs reading them do not each convert
 // them again.
 func (ev *evaluation) ResolveName(name string) (any, bool) {
+	if l := &ev.last; l.val != nil && l.cur == ev.cur && l.name == name && !plainLinear {
+		return l.val, true
+	}
 	switch name {
 	case celenv.VarTool:
 		return ev.boxed(boxTool), true
@@ -232,6 +239,11 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 		}
 		return ev.counterValues(ev.cur), true
 	}
+	return ev.variable(name)
+}
+
+// variable resolves a variable of the current policy by name (ResolveName).
+func (ev *evaluation) variable(name string) (any, bool) {
 	if ev.cur == nil {
 		return nil, false
 	}
@@ -240,12 +252,14 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 		return nil, false
 	}
 	if val := ev.vars[v.Slot]; val != nil {
+		ev.last = lastVariable{name: name, cur: ev.cur, val: val}
 		return val, true
 	}
 	// A variable of the working directory alone (the policy's places made
 	// absolute) has the value an earlier call in this directory computed.
 	if val, ok := v.CwdValue(ev.call.Cwd); ok {
 		ev.vars[v.Slot] = val
+		ev.last = lastVariable{name: name, cur: ev.cur, val: val}
 		return val, true
 	}
 	out, err := ev.exec(v.Program)
@@ -255,6 +269,7 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 		v.KeepCwdValue(ev.call.Cwd, out)
 	}
 	ev.vars[v.Slot] = out
+	ev.last = lastVariable{name: name, cur: ev.cur, val: out}
 	return out, true
 }
 
@@ -346,31 +361,6 @@ func (ev *evaluation) exec(p *compile.Program) (ref.Val, error) {
 	return out, err
 }
 
-// linearFrame returns what a linear program is evaluated with: an
-// execution frame over this evaluation, made at the first one and used by
-// every linear program after it, including one evaluated within another (a
-// variable a rule reads). cel-go's Eval takes a frame in place of an
-// activation and then neither makes nor closes one, which was about a
-// fifth of a short program's evaluation. Sharing it is sound for linear
-// programs only: they are planned without cost accounting or state
-// tracking and hold no comprehension, so their evaluation reads the frame
-// (its activation and late-bound functions, both this evaluation) and
-// never writes it. Programs with accounting or comprehensions keep a frame
-// of their own per evaluation (cel-go's Eval and ContextEval of ev).
-//
-// A frame cel-go refuses (it never does for this activation) falls back to
-// the evaluation itself, so the answer is the same either way.
-func (ev *evaluation) linearFrame() any {
-	if ev.frame == nil {
-		f, err := interpreter.NewExecutionFrame(ev)
-		if err != nil {
-			return ev
-		}
-		ev.frame = f
-	}
-	return ev.frame
-}
-
 // errCycle is exec's error for a program that reads itself through the
 // variables and counters it reads (evaluation.depth).
 var errCycle = errors.New("the expressions read one another in a cycle")
@@ -406,11 +396,6 @@ func (ev *evaluation) execNested(p *compile.Program) (ref.Val, error) {
 	}
 	return out, err
 }
-
-// plainLinear, set by tests only, evaluates linear programs as before
-// ArgString and linearFrame: each through cel-go with a frame of its own.
-// The differential tests decide the same calls both ways.
-var plainLinear bool
 
 // checkFast, set by tests only, sees every evaluation that skipped the cost
 // accounting, with the same expression evaluated with it.

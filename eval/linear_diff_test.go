@@ -26,8 +26,19 @@ variables:
   - {name: where, expression: 'has(args.file_path) ? string(args.file_path) : has(args.path) ? string(args.path) : "nowhere"'}
 rules:
   - {id: numeric-command, priority: 30, condition: 'has(args.command) && type(args.command) == int && cmd == "42"', verdict: warn, reason: 'numeric {{ cmd }}'}
-  - {id: rm, priority: 20, condition: 'cmd.contains("rm ") || where.endsWith(".env")', verdict: block, reason: 'cmd={{ cmd }} where={{ where }}'}
+  - {id: rm, priority: 20, condition: 'where.endsWith(".env") || cmd.contains("rm ")', verdict: block, reason: 'cmd={{ cmd }} where={{ where }}'}
   - {id: nowhere, priority: 10, condition: 'where == "nowhere" && cmd == ""', verdict: ask, reason: nothing}
+`
+
+// argsPolicy2 has a variable of argsPolicy's name with another value, and
+// a rule between argsPolicy's by priority: the rules read each policy's own.
+const argsPolicy2 = `apiVersion: celguard.dev/v1
+kind: Policy
+name: args2
+variables:
+  - {name: cmd, expression: 'has(args.path) ? string(args.path) : "p"'}
+rules:
+  - {id: two-cmd, priority: 15, condition: 'cmd == "/repo/.env" || cmd.startsWith("rm")', verdict: warn, reason: 'cmd={{ cmd }}'}
 `
 
 // oddArgs are calls whose arguments are not all strings: a number, null, a
@@ -51,12 +62,14 @@ func oddArgs() []eval.Call {
 // TestLinearFastPathsDifferential decides the same calls twice, in two
 // sessions of two engines over the same set, one with linear programs
 // evaluated as before (eval.PlainLinear: cel-go with a frame per
-// evaluation, no compile.ArgString) and one as now: every decision (verdict,
+// evaluation, no compile.ArgString, variables looked up by name) and one as
+// now: every decision (verdict,
 // rule, reason, code, approval, rewrite, everything in it), every error and
 // the session's state after each call (counters, recent calls) are the same.
 // Over the loadgen stream with the 20-rule policy, the realistic session and
 // the stream with the recommended bundle, and calls with arguments that are
-// not strings with argsPolicy.
+// not strings with argsPolicy and argsPolicy2 (a variable name two
+// policies declare).
 func TestLinearFastPathsDifferential(t *testing.T) {
 	recSrcs, err := policies.Discover(policies.Options{UserDir: "-", ProjectDir: "-"})
 	require.NoError(t, err)
@@ -78,7 +91,7 @@ func TestLinearFastPathsDifferential(t *testing.T) {
 		{"recommended-session", recSrcs, session, results},
 		{"recommended-stream", recSrcs, stream[:600], nil},
 		{"recommended-odd-args", recSrcs, oddArgs(), nil},
-		{"args-odd-args", []policy.Source{{Name: "args.yaml", Data: []byte(argsPolicy)}}, oddArgs(), nil},
+		{"args-odd-args", []policy.Source{{Name: "args.yaml", Data: []byte(argsPolicy)}, {Name: "args2.yaml", Data: []byte(argsPolicy2)}}, oddArgs(), nil},
 	}
 	clock := func() time.Time { return time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC) }
 	ctx := context.Background()
