@@ -3,6 +3,7 @@ package eval
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -149,5 +150,89 @@ func randomArg(r *rand.Rand, depth int) any {
 			l[i] = randomArg(r, depth+1)
 		}
 		return l
+	}
+}
+
+// callDigestGolden are CallDigest of digestShapes' arguments, each with a
+// tool and a working directory (callDigestCall), made by the
+// implementation before it hashed one buffer (c2ddc86: fmt.Fprintf of
+// each part into a sha256 hash). Grants and approval requests name calls
+// by these digests, in session state and across processes: they must
+// never change.
+var callDigestGolden = []string{
+	"6a7f8f48485c5bd26295f5f59e848a0c841c1b0caa7fc23d4c0731a24ddd0452",
+	"feeaed5d2e38b952e0beefc844dbc34419d5d18c3552d7aa48ac423fccc438c6",
+	"5c69376315f5239c462d2de80ef328cd78b9c0885cfd195efdb7f1d29e368453",
+	"16c2d8a8785abecbf245ea5f91598dd609efac7a71871d23fa0c618c83ae3359",
+	"4324eb00eea8df47c14fce2435edbc3640a647a151bc08b1d678cedf73039f8e",
+	"f5ffb81b7f28fc23f885df46b65572bf23ae168c25635497a6e51cf6c4d1b3f7",
+	"738756dd98f2f6612e53546e56f3331763efad5799d91516da1b9815487cce54",
+	"a2a3c1388867b113d03fa92ad704e522cf97d29d0105916379351125d3f2bdee",
+	"d9789bf2c4f42442c708c1cfe8089fe7d1515ce24167c75e617a9e933c6897a8",
+	"9a7b227a4595f62f25711a483e04d0ec8ace4959629bdd07f4e8e8671807a71a",
+	"29e32930d52929484ce271642ec1dba1c234090cf0fad85c5908aa96b2730d94",
+	"a98429f3d7cae1d97f35d3273ee368204405958f4c3ed3940c91121582c3f733",
+	"b2cfe43b7d5611c33101a7f845d5173d1d518b48d55c36f9619ad9fae124e02d",
+	"7b234a37922b5c8e15a2dd25ae05a91d3eb22b8eda04c4a3809419259695ff8a",
+	"c4ebda91eb74912b12d86b198e362412f9b6e373b6533d79233ab4d09df248d6",
+	"ac4634caa979eb1b21423b9ede9f6654b78efe2216b48e9483565dfc52daade0",
+	"1fe56723481075472959789f8ad56589a4146c0d124d9c8ec77257b027cc6a3b",
+	"5617b216cf017536e6d2a9dc5543fe061f34ffafeb9226715980f12986c3d41d",
+	"",
+}
+
+// callDigestCall is the i-th call of TestCallDigestGolden.
+func callDigestCall(i int) Call {
+	tools := []string{"Bash", "", "mcp__github__create_issue", "日本", "Write"}
+	cwds := []string{"/repo", "", "/srv/app with space", "C:\\work\\é", "/tmp/\n"}
+	return Call{Tool: tools[i%len(tools)], Args: digestShapes[i], Cwd: cwds[(i/2)%len(cwds)]}
+}
+
+// TestCallDigestGolden pins the call digest of every argument shape.
+func TestCallDigestGolden(t *testing.T) {
+	if len(callDigestGolden) != len(digestShapes) {
+		for i := range digestShapes {
+			d, err := CallDigest(callDigestCall(i))
+			t.Logf("%q, // %v", d, err)
+		}
+		t.Fatalf("%d golden digests for %d shapes", len(callDigestGolden), len(digestShapes))
+	}
+	for i := range digestShapes {
+		c := callDigestCall(i)
+		got, err := CallDigest(c)
+		if want := callDigestGolden[i]; got != want || (err == nil) != (want != "") {
+			t.Errorf("CallDigest(%#v) = %q, %v; want %q", c, got, err, want)
+		}
+	}
+}
+
+// refCallDigest is CallDigest as it was (c2ddc86).
+func refCallDigest(c Call) (string, error) {
+	args, err := stdlib.CanonicalNative(c.Args)
+	if err != nil {
+		return "", fmt.Errorf("call digest: %w", err)
+	}
+	h := sha256.New()
+	for _, p := range []string{"celguard call v1", c.Tool, args, c.Cwd} {
+		fmt.Fprintf(h, "%d:%s", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// TestCallDigestDifferential holds CallDigest to its previous
+// implementation on random calls.
+func TestCallDigestDifferential(t *testing.T) {
+	r := rand.New(rand.NewPCG(26, 11))
+	for range 5000 {
+		args := map[string]any{}
+		for n := r.IntN(6); n > 0; n-- {
+			args[randomKey(r)] = randomArg(r, 0)
+		}
+		c := Call{Tool: randomKey(r), Args: args, Cwd: randomKey(r) + randomKey(r)}
+		got, err := CallDigest(c)
+		want, werr := refCallDigest(c)
+		if got != want || (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+			t.Fatalf("CallDigest(%#v) = %q, %v; want %q, %v", c, got, err, want, werr)
+		}
 	}
 }
