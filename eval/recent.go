@@ -1,8 +1,6 @@
 package eval
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -126,40 +124,6 @@ func idLike(k string) bool {
 	return l == "id" || l == "number" || strings.HasSuffix(l, "_id") || strings.HasSuffix(k, "Id") ||
 		strings.HasSuffix(k, "ID") || strings.HasSuffix(l, "_number") || strings.HasSuffix(l, "_key")
 }
-
-// argsDigest is the first 16 hex digits of the SHA-256 of the arguments'
-// canonical JSON ("" when they cannot be encoded). The canonical form is
-// written into a pooled buffer and hashed there, and the hex digits made
-// in an array: the digest's string is its one allocation
-// (TestArgsDigestGolden pins the digests).
-func argsDigest(args map[string]any) string {
-	var v any = args
-	if args == nil {
-		v = map[string]any{}
-	}
-	bp := digestBufs.Get().(*[]byte)
-	js, err := stdlib.AppendCanonicalNative((*bp)[:0], v)
-	var sum [sha256.Size]byte
-	if err == nil {
-		sum = sha256.Sum256(js)
-	}
-	if cap(js) <= maxPooledDigest {
-		*bp = js
-		digestBufs.Put(bp)
-	}
-	if err != nil {
-		return ""
-	}
-	var digits [16]byte
-	hex.Encode(digits[:], sum[:8])
-	return string(digits[:])
-}
-
-// digestBufs are argsDigest's buffers; one past maxPooledDigest bytes is
-// not kept.
-var digestBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-const maxPooledDigest = 64 << 10
 
 // clip cuts s to at most n bytes, on a rune boundary.
 func clip(s string, n int) string {
