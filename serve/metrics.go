@@ -249,7 +249,7 @@ var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
 
 // observe logs and counts every request, and answers a panic outside a
 // decision (which recovers its own) with 500.
-func (s *Server) observe(mux *http.ServeMux) http.Handler {
+func (s *Server) observe(rt router) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var start time.Time // read only for the debug log
 		debug := s.log.Enabled(r.Context(), slog.LevelDebug)
@@ -280,6 +280,6 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		if strings.HasPrefix(r.URL.Path, "/ui/") {
 			securityHeaders(sw) // the console's headers on the mux's own answers too (a redirect to a clean path)
 		}
-		mux.ServeHTTP(sw, r)
+		rt.serve(sw, r)
 	})
 }
