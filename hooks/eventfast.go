@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"strconv"
+	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
@@ -37,6 +38,9 @@ type eventFields struct {
 	Other                 map[string]any `json:",unknown"`
 }
 
+// eventFieldsFree are the zero eventFields free for reuse.
+var eventFieldsFree = sync.Pool{New: func() any { return new(eventFields) }}
+
 // metaField is the member of f named key, one of an eventProtocol's meta
 // names; ok is false for a name eventFields does not have.
 func (f *eventFields) metaField(key string) (_ string, ok bool) {
@@ -71,8 +75,12 @@ func decodeEventFast(host string, data []byte, p eventProtocol) (ev Event, ok bo
 	if p.output != "" || p.prompt != "" && p.prompt != "prompt" {
 		return Event{}, false
 	}
-	var f eventFields
-	if jsonv2.Unmarshal(data, &f) != nil || f.HookEventName == "" {
+	f := eventFieldsFree.Get().(*eventFields)
+	defer func() {
+		*f = eventFields{} // the first pass merges into what it finds
+		eventFieldsFree.Put(f)
+	}()
+	if jsonv2.Unmarshal(data, f) != nil || f.HookEventName == "" {
 		return Event{}, false
 	}
 	ev = Event{Host: host, Name: f.HookEventName, SessionID: f.SessionID, Cwd: f.Cwd}
