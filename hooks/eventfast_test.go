@@ -126,8 +126,10 @@ func TestDecodeEventFastTakes(t *testing.T) {
 // FuzzDecodeEventFast: any event decodes to what the map's way decodes it
 // to, or fails with its error.
 func FuzzDecodeEventFast(f *testing.F) {
-	for _, c := range eventCases(f) {
-		if len(c) < 4096 {
+	// One in 16 of the cases (TestDecodeEventFastDifferential runs them
+	// all): enough to start from, few enough that the fuzzer gets past them.
+	for i, c := range eventCases(f) {
+		if i%16 == 0 && len(c) < 4096 {
 			f.Add([]byte(c))
 		}
 	}
