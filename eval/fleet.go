@@ -241,16 +241,24 @@ type storedEntry struct {
 // commit commits ops to the store within the store timeout, checking the
 // store answered for every op, and decodes the states it answered with.
 func (se *storedEngine) commit(ctx context.Context, ops []state.Op) (bool, []storedEntry, error) {
-	return se.commitInto(ctx, ops, nil)
+	return se.commitInto(ctx, ops, nil, nil)
 }
 
-// commitInto is commit, answering in out's array when it has room.
-func (se *storedEngine) commitInto(ctx context.Context, ops []state.Op, out []storedEntry) (bool, []storedEntry, error) {
+// commitInto is commit, answering in out's array when it has room, and
+// asking a store that can (state.CommitterInto) to answer in into's.
+func (se *storedEngine) commitInto(ctx context.Context, ops []state.Op, out []storedEntry, into []state.Entry) (bool, []storedEntry, error) {
 	// The store's timeout makes a timer only for a store that waits on
 	// it (deadline.Context): a commit to the memory store answers at once.
 	cctx := deadline.New(ctx, time.Now().Add(se.timeout))
 	defer cctx.Stop()
-	ok, cur, err := se.store.Commit(cctx, ops)
+	var ok bool
+	var cur []state.Entry
+	var err error
+	if ci, can := se.store.(state.CommitterInto); can && into != nil {
+		ok, cur, err = ci.CommitInto(cctx, ops, into)
+	} else {
+		ok, cur, err = se.store.Commit(cctx, ops)
+	}
 	if err != nil {
 		return false, nil, err
 	}

@@ -3,7 +3,6 @@ package eval
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -142,21 +141,6 @@ func (g Grant) covers(rule, tool, digest string) bool {
 		return g.Tool == tool
 	}
 	return false
-}
-
-// CallDigest is the digest of the exact call an approval is bound to:
-// SHA-256 over the tool, the canonical JSON of the arguments and the
-// working directory, in lowercase hex.
-func CallDigest(c Call) (string, error) {
-	args, err := stdlib.CanonicalNative(c.Args)
-	if err != nil {
-		return "", fmt.Errorf("call digest: %w", err)
-	}
-	h := sha256.New()
-	for _, p := range []string{"celguard call v1", c.Tool, args, c.Cwd} {
-		fmt.Fprintf(h, "%d:%s", len(p), p)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // newRequestID is 8 random lowercase hex digits (32 bits): short enough to

@@ -71,8 +71,11 @@ type decisionNotes struct {
 	counters        []CounterRead
 	countersOmitted int
 	commits         []StoreCommit
-	judgeStart      time.Time
-	judgeEnd        time.Time
+	// commitsBuf holds commits' first: a decision commits once unless
+	// another replica changed the state meanwhile.
+	commitsBuf [1]StoreCommit
+	judgeStart time.Time
+	judgeEnd   time.Time
 }
 
 type notesKey struct{}
@@ -87,6 +90,7 @@ func (s *Session) withNotes(ctx context.Context) (context.Context, *decisionNote
 		ctx = context.Background()
 	}
 	c := &notesContext{Context: ctx}
+	c.notes.commits = c.notes.commitsBuf[:0]
 	return c, &c.notes
 }
 
@@ -170,6 +174,8 @@ func (n *decisionNotes) fill(ev *DecisionEvent) {
 		ev.Counters = append([]CounterRead(nil), n.counters...)
 	}
 	ev.CountersOmitted = n.countersOmitted
-	ev.Commits = n.commits
+	if len(n.commits) > 0 {
+		ev.Commits = n.commits // nil when there was none, as without notes
+	}
 	ev.JudgeStart, ev.JudgeEnd = n.judgeStart, n.judgeEnd
 }

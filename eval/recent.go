@@ -1,8 +1,6 @@
 package eval
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -125,20 +123,6 @@ func idLike(k string) bool {
 	l := strings.ToLower(k)
 	return l == "id" || l == "number" || strings.HasSuffix(l, "_id") || strings.HasSuffix(k, "Id") ||
 		strings.HasSuffix(k, "ID") || strings.HasSuffix(l, "_number") || strings.HasSuffix(l, "_key")
-}
-
-// argsDigest is the first 16 hex digits of the SHA-256 of the arguments'
-// canonical JSON ("" when they cannot be encoded).
-func argsDigest(args map[string]any) string {
-	if args == nil {
-		args = map[string]any{}
-	}
-	js, err := stdlib.CanonicalNative(args)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(js))
-	return hex.EncodeToString(sum[:8])
 }
 
 // clip cuts s to at most n bytes, on a rune boundary.

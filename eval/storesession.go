@@ -65,6 +65,10 @@ type storeSession struct {
 	// nothing of its ops but their bytes (state.Store).
 	ops [1 + len(sharedScopes)]state.Op
 	cur [1 + len(sharedScopes)]storedEntry
+	// answer is the store's answer to a decision's commit, for a store
+	// that answers in the caller's array (state.CommitterInto); nothing
+	// of it is kept past commitInto.
+	answer [1 + len(sharedScopes)]state.Entry
 }
 
 // entry returns the shared entry of counter c's scope; the decision holds
@@ -242,7 +246,7 @@ func (s *Session) commitNoted(ctx context.Context, ops []state.Op, out []storedE
 	if n != nil {
 		start = time.Now()
 	}
-	ok, cur, err := s.eng.stored.commitInto(ctx, ops, out)
+	ok, cur, err := s.eng.stored.commitInto(ctx, ops, out, s.st.answer[:0])
 	if n != nil {
 		outcome := StoreCommitted
 		switch {

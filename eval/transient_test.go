@@ -87,3 +87,53 @@ func TestTee(t *testing.T) {
 	assert.Len(t, first.seen, 2)
 	assert.Len(t, last.seen, 1, "a sink after the failure is not written")
 }
+
+// TestDecisionEventCommits: a decision's event lists its commits to the
+// store, each in its own event (the notes' first commit is kept inline),
+// and none without a store (nil, not empty).
+func TestDecisionEventCommits(t *testing.T) {
+	set := mustSet(t, map[string]string{"cap.yaml": sharedCap})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		store eval.Option
+		want  []string // each event's commit outcomes, nil for none
+	}{
+		{"no store", nil, nil},
+		{"a store", eval.WithStore(&recordStore{}), []string{eval.StoreCommitted}},
+		{"always changed elsewhere", eval.WithStore(&faultStore{}), []string{eval.StoreConflict, eval.StoreConflict, eval.StoreConflict}},
+		{"unreachable", eval.WithStore(&faultStore{err: errors.New("down")}), []string{eval.StoreUnavailable}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &pointerSink{}
+			opts := []eval.Option{eval.WithDecisionSink(sink, nil), eval.WithStoreRetries(3)}
+			if tc.store != nil {
+				opts = append(opts, tc.store)
+			}
+			eng, err := eval.New(set, opts...)
+			require.NoError(t, err)
+			s := eng.NewSession("s", map[string]any{"repository": "r"})
+			for range 3 {
+				_, err := s.Before(ctx, eval.Call{Tool: "Bash"})
+				require.NoError(t, err)
+			}
+			require.Len(t, sink.evs, 3)
+			for i, ev := range sink.evs {
+				if tc.want == nil {
+					assert.Nil(t, ev.Commits, "event %d", i)
+					continue
+				}
+				var got []string
+				for _, c := range ev.Commits {
+					got = append(got, c.Outcome)
+					assert.False(t, c.End.Before(c.Start), "event %d: a commit ends before it starts", i)
+				}
+				assert.Equal(t, tc.want, got, "event %d", i)
+			}
+			// Each event keeps its own commits.
+			if tc.want != nil {
+				assert.NotSame(t, &sink.evs[0].Commits[0], &sink.evs[1].Commits[0])
+			}
+		})
+	}
+}

@@ -97,3 +97,14 @@ type WriteCopier interface {
 	// CopiesWrites marks the store; it does nothing.
 	CopiesWrites()
 }
+
+// CommitterInto is a Store that can answer a commit in the caller's array:
+// CommitInto is Commit, with current made in out's array when it has room
+// (every element of it overwritten), so that a caller committing one
+// decision after another (a session's handle, under its lock) allocates
+// no answer. The caller keeps nothing of current but what it copies out
+// before it passes the same array again. store.Memory is one.
+type CommitterInto interface {
+	Store
+	CommitInto(ctx context.Context, ops []Op, out []Entry) (ok bool, current []Entry, err error)
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -32,17 +33,34 @@ const maxCanonicalDepth = 64
 // strings in UTC; durations are strings such as "1.5s"; map keys that are not
 // strings are written in their decimal or boolean spelling. Keys sort by
 // Unicode code point, and strings are escaped as little as JSON allows (see
-// writeString), so for strings, booleans, null, integers and most non-integral
+// appendString), so for strings, booleans, null, integers and most non-integral
 // doubles the result is byte for byte Python's json.dumps(v, sort_keys=True,
 // separators=(",", ":"), ensure_ascii=False). Doubles differ where Python
 // spells them its own way: 1.0 is "1" here, and a non-integral double of
 // magnitude 1e6 or more is written in exponent form.
 func Canonical(v ref.Val) (string, error) {
-	var b strings.Builder
-	if err := writeCanonical(&b, v, 0); err != nil {
+	bp := canonicalBufs.Get().(*[]byte)
+	defer putCanonicalBuf(bp)
+	b, err := appendCanonical((*bp)[:0], v, 0)
+	*bp = b
+	if err != nil {
 		return "", err
 	}
-	return b.String(), nil
+	return string(b), nil
+}
+
+// canonicalBufs are the buffers Canonical and CanonicalNative write into
+// before the one copy that is their string.
+var canonicalBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledCanonical bounds the buffers canonicalBufs keeps, so that one
+// large value does not keep its space.
+const maxPooledCanonical = 64 << 10
+
+func putCanonicalBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledCanonical {
+		canonicalBufs.Put(bp)
+	}
 }
 
 // CanonicalNative is Canonical for a Go value (for example tool-call arguments
@@ -53,14 +71,35 @@ func Canonical(v ref.Val) (string, error) {
 // directly, without converting it to CEL values first; the bytes are the
 // same (TestCanonicalNativeDifferential, FuzzCanonicalNative).
 func CanonicalNative(v any) (string, error) {
-	var b strings.Builder
-	if ok, err := writeNative(&b, v, 0); ok {
+	bp := canonicalBufs.Get().(*[]byte)
+	defer putCanonicalBuf(bp)
+	b, ok, err := appendNative((*bp)[:0], v, 0)
+	*bp = b
+	if ok {
 		if err != nil {
 			return "", err
 		}
-		return b.String(), nil
+		return string(b), nil
 	}
 	return canonicalAdapted(v)
+}
+
+// AppendCanonicalNative appends CanonicalNative(v) to dst: the same bytes,
+// without making a string of them (a digest of the canonical form needs
+// only the bytes). On an error dst is returned as it was.
+func AppendCanonicalNative(dst []byte, v any) ([]byte, error) {
+	b, ok, err := appendNative(dst, v, 0)
+	if ok {
+		if err != nil {
+			return dst, err
+		}
+		return b, nil
+	}
+	s, err := canonicalAdapted(v)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, s...), nil
 }
 
 // canonicalAdapted is CanonicalNative through cel-go's default type
@@ -73,87 +112,88 @@ func canonicalAdapted(v any) (string, error) {
 	return Canonical(val)
 }
 
-func writeCanonical(b *strings.Builder, v ref.Val, depth int) error {
+func appendCanonical(b []byte, v ref.Val, depth int) ([]byte, error) {
 	if depth > maxCanonicalDepth {
-		return errors.New("canonical: value nested more than 64 levels deep")
+		return b, errors.New("canonical: value nested more than 64 levels deep")
 	}
 	switch x := v.(type) {
 	case types.Null:
-		b.WriteString("null")
+		b = append(b, "null"...)
 	case types.Bool:
-		b.WriteString(strconv.FormatBool(bool(x)))
+		b = strconv.AppendBool(b, bool(x))
 	case types.Int:
-		b.WriteString(strconv.FormatInt(int64(x), 10))
+		b = strconv.AppendInt(b, int64(x), 10)
 	case types.Uint:
-		b.WriteString(strconv.FormatUint(uint64(x), 10))
+		b = strconv.AppendUint(b, uint64(x), 10)
 	case types.Double:
-		writeDouble(b, float64(x))
+		b = appendDouble(b, float64(x))
 	case types.String:
-		writeString(b, string(x))
+		b = appendString(b, string(x))
 	case types.Bytes:
-		writeString(b, base64.StdEncoding.EncodeToString([]byte(x)))
+		b = appendString(b, base64.StdEncoding.EncodeToString([]byte(x)))
 	case types.Timestamp:
-		writeString(b, x.Time.UTC().Format(time.RFC3339Nano))
+		b = appendString(b, x.Time.UTC().Format(time.RFC3339Nano))
 	case types.Duration:
-		writeString(b, x.Duration.String())
+		b = appendString(b, x.Duration.String())
 	case *types.Err:
-		return fmt.Errorf("canonical: %v", x)
+		return b, fmt.Errorf("canonical: %v", x)
 	case traits.Mapper:
-		return writeMap(b, x, depth)
+		return appendMap(b, x, depth)
 	case traits.Lister:
-		b.WriteByte('[')
+		b = append(b, '[')
 		n, ok := x.Size().(types.Int)
 		if !ok {
-			return errors.New("canonical: list without a size")
+			return b, errors.New("canonical: list without a size")
 		}
 		for i := types.Int(0); i < n; i++ {
 			if i > 0 {
-				b.WriteByte(',')
+				b = append(b, ',')
 			}
-			if err := writeCanonical(b, x.Get(i), depth+1); err != nil {
-				return err
+			var err error
+			if b, err = appendCanonical(b, x.Get(i), depth+1); err != nil {
+				return b, err
 			}
 		}
-		b.WriteByte(']')
+		b = append(b, ']')
 	default:
 		if v == nil {
-			b.WriteString("null")
-			return nil
+			return append(b, "null"...), nil
 		}
-		return fmt.Errorf("canonical: unsupported value of type %s", v.Type())
+		return b, fmt.Errorf("canonical: unsupported value of type %s", v.Type())
 	}
-	return nil
+	return b, nil
 }
 
-// writeNative writes the canonical form of v as writeCanonical writes the
-// CEL value cel-go's default type adapter makes of it, when v holds only
-// nil, bool, float64, string, []any and map[string]any; ok is false, and
-// what b holds is to be discarded, when it holds anything else. err is
-// writeCanonical's error for the same value (only nesting can fail).
-func writeNative(b *strings.Builder, v any, depth int) (ok bool, err error) {
+// appendNative appends the canonical form of v as appendCanonical appends
+// the CEL value cel-go's default type adapter makes of it, when v holds
+// only nil, bool, float64, string, []any and map[string]any; ok is false,
+// and what it appended past len(b) is to be discarded, when it holds
+// anything else. err is appendCanonical's error for the same value (only
+// nesting can fail).
+func appendNative(b []byte, v any, depth int) (_ []byte, ok bool, err error) {
 	if depth > maxCanonicalDepth {
-		return true, errors.New("canonical: value nested more than 64 levels deep")
+		return b, true, errors.New("canonical: value nested more than 64 levels deep")
 	}
 	switch x := v.(type) {
 	case nil:
-		b.WriteString("null")
+		b = append(b, "null"...)
 	case bool:
-		b.WriteString(strconv.FormatBool(x))
+		b = strconv.AppendBool(b, x)
 	case float64:
-		writeDouble(b, x)
+		b = appendDouble(b, x)
 	case string:
-		writeString(b, x)
+		b = appendString(b, x)
 	case []any:
-		b.WriteByte('[')
+		b = append(b, '[')
 		for i, e := range x {
 			if i > 0 {
-				b.WriteByte(',')
+				b = append(b, ',')
 			}
-			if ok, err := writeNative(b, e, depth+1); !ok || err != nil {
-				return ok, err
+			if b, ok, err = appendNative(b, e, depth+1); !ok || err != nil {
+				return b, ok, err
 			}
 		}
-		b.WriteByte(']')
+		b = append(b, ']')
 	case map[string]any:
 		var small [8]string
 		keys := small[:0]
@@ -161,25 +201,25 @@ func writeNative(b *strings.Builder, v any, depth int) (ok bool, err error) {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		b.WriteByte('{')
+		b = append(b, '{')
 		for i, k := range keys {
 			if i > 0 {
-				b.WriteByte(',')
+				b = append(b, ',')
 			}
-			writeString(b, k)
-			b.WriteByte(':')
-			if ok, err := writeNative(b, x[k], depth+1); !ok || err != nil {
-				return ok, err
+			b = appendString(b, k)
+			b = append(b, ':')
+			if b, ok, err = appendNative(b, x[k], depth+1); !ok || err != nil {
+				return b, ok, err
 			}
 		}
-		b.WriteByte('}')
+		b = append(b, '}')
 	default:
-		return false, nil
+		return b, false, nil
 	}
-	return true, nil
+	return b, true, nil
 }
 
-func writeMap(b *strings.Builder, m traits.Mapper, depth int) error {
+func appendMap(b []byte, m traits.Mapper, depth int) ([]byte, error) {
 	type entry struct {
 		key string
 		val ref.Val
@@ -190,24 +230,25 @@ func writeMap(b *strings.Builder, m traits.Mapper, depth int) error {
 		k := it.Next()
 		ks, err := KeyString(k)
 		if err != nil {
-			return fmt.Errorf("canonical: %w", err)
+			return b, fmt.Errorf("canonical: %w", err)
 		}
 		entries = append(entries, entry{ks, m.Get(k)})
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
-	b.WriteByte('{')
+	b = append(b, '{')
 	for i, e := range entries {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		writeString(b, e.key)
-		b.WriteByte(':')
-		if err := writeCanonical(b, e.val, depth+1); err != nil {
-			return err
+		b = appendString(b, e.key)
+		b = append(b, ':')
+		var err error
+		if b, err = appendCanonical(b, e.val, depth+1); err != nil {
+			return b, err
 		}
 	}
-	b.WriteByte('}')
-	return nil
+	b = append(b, '}')
+	return b, nil
 }
 
 // KeyString is the JSON object key of a CEL map key: a string as it is, an
@@ -227,32 +268,32 @@ func KeyString(k ref.Val) (string, error) {
 	return "", fmt.Errorf("unsupported map key of type %s", k.Type())
 }
 
-func writeDouble(b *strings.Builder, f float64) {
+func appendDouble(b []byte, f float64) []byte {
 	switch {
 	case math.IsNaN(f):
-		b.WriteString(`"NaN"`)
+		return append(b, `"NaN"`...)
 	case math.IsInf(f, 1):
-		b.WriteString(`"Infinity"`)
+		return append(b, `"Infinity"`...)
 	case math.IsInf(f, -1):
-		b.WriteString(`"-Infinity"`)
+		return append(b, `"-Infinity"`...)
 	case f == math.Trunc(f) && math.Abs(f) < 1<<53:
-		b.WriteString(strconv.FormatInt(int64(f), 10))
+		return strconv.AppendInt(b, int64(f), 10)
 	default:
-		b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
+		return strconv.AppendFloat(b, f, 'g', -1, 64)
 	}
 }
 
-// writeString writes s as a JSON string the way the sorted-key JSON of other
+// appendString appends s as a JSON string the way the sorted-key JSON of other
 // systems spells it (Python's json.dumps with ensure_ascii=False, RFC 8785):
 // only '"', '\\' and the control characters below U+0020 are escaped, with
 // the short escapes \b \f \n \r \t where JSON has them and \u00xx
 // otherwise. '&', '<', '>', U+2028 and U+2029 are written as they are
 // (encoding/json would escape them for HTML, so a regex over a canonical form
 // that mentions them would never match). Invalid UTF-8 is written as U+FFFD.
-func writeString(b *strings.Builder, s string) {
+func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
-	b.Grow(len(s) + 2)
-	b.WriteByte('"')
+	b = slices.Grow(b, len(s)+2)
+	b = append(b, '"')
 	// Runs of bytes written as they are go in one write: results and file
 	// contents are mostly such runs, and a write per byte was most of the
 	// cost of hashing a tool's result (loop detection does, per call).
@@ -264,25 +305,23 @@ func writeString(b *strings.Builder, s string) {
 				i++
 				continue
 			}
-			b.WriteString(s[plain:i])
+			b = append(b, s[plain:i]...)
 			switch {
 			case c == '"' || c == '\\':
-				b.WriteByte('\\')
-				b.WriteByte(c)
+				b = append(b, '\\', c)
 			case c == '\b':
-				b.WriteString(`\b`)
+				b = append(b, `\b`...)
 			case c == '\f':
-				b.WriteString(`\f`)
+				b = append(b, `\f`...)
 			case c == '\n':
-				b.WriteString(`\n`)
+				b = append(b, `\n`...)
 			case c == '\r':
-				b.WriteString(`\r`)
+				b = append(b, `\r`...)
 			case c == '\t':
-				b.WriteString(`\t`)
+				b = append(b, `\t`...)
 			default:
-				b.WriteString(`\u00`)
-				b.WriteByte(hex[c>>4])
-				b.WriteByte(hex[c&0xf])
+				b = append(b, `\u00`...)
+				b = append(b, hex[c>>4], hex[c&0xf])
 			}
 			i++
 			plain = i
@@ -290,16 +329,16 @@ func writeString(b *strings.Builder, s string) {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			b.WriteString(s[plain:i])
-			b.WriteRune(utf8.RuneError)
+			b = append(b, s[plain:i]...)
+			b = utf8.AppendRune(b, utf8.RuneError)
 			i++
 			plain = i
 			continue
 		}
 		i += size
 	}
-	b.WriteString(s[plain:])
-	b.WriteByte('"')
+	b = append(b, s[plain:]...)
+	return append(b, '"')
 }
 
 // CanonicalLib returns the library that declares canonical.

@@ -23,6 +23,11 @@ func agree(t *testing.T, v any) {
 	if got != want || (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
 		t.Fatalf("CanonicalNative(%#v) = %q, %v; through the type adapter %q, %v", v, got, gotErr, want, wantErr)
 	}
+	// AppendCanonicalNative appends the same bytes, and nothing on an error.
+	b, err := AppendCanonicalNative([]byte("pre"), v)
+	if (err == nil) != (gotErr == nil) || string(b) != "pre"+got {
+		t.Fatalf("AppendCanonicalNative(pre, %#v) = %q, %v; want %q, %v", v, b, err, "pre"+got, gotErr)
+	}
 }
 
 // nested returns a value n levels of lists and maps deep.

@@ -1,6 +1,7 @@
 package stdlib
 
 import (
+	"math/bits"
 	"regexp"
 	"sort"
 	"strings"
@@ -81,58 +82,135 @@ func isWordByte(c byte) bool {
 	return c == '_' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
 }
 
-// asciiLower lower-cases ASCII letters only, so byte offsets are unchanged.
-func asciiLower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if 'A' <= b[j] && b[j] <= 'Z' {
-					b[j] += 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
+// maxSecretAnchors bounds the anchors of secretPatterns (secretAnchors).
+const maxSecretAnchors = 32
+
+// anchorTable is every anchor of secretPatterns, numbered in the order
+// findSecrets tries them (pattern by pattern, each pattern's anchors in
+// order), with the anchors each byte can begin, or come second in, as a
+// bit set.
+type anchorTable struct {
+	n       int
+	anchor  [maxSecretAnchors]string // lower case
+	pattern [maxSecretAnchors]int    // index in secretPatterns
+	first   [256]uint32
+	second  [256]uint32
 }
 
+// secretAnchors is secretPatterns' anchorTable, made at the first scan.
+var secretAnchors = sync.OnceValue(func() *anchorTable {
+	t := new(anchorTable)
+	for pi, p := range secretPatterns {
+		for _, a := range p.anchors {
+			if len(a) < 2 || t.n == maxSecretAnchors {
+				// Every anchor is at least two bytes (the scan looks at
+				// two before comparing) and they fit the bit sets.
+				panic("stdlib: secret pattern anchor " + a + " does not fit the anchor table")
+			}
+			t.anchor[t.n], t.pattern[t.n] = a, pi
+			for j, set := range []*[256]uint32{&t.first, &t.second} {
+				c := a[j]
+				set[c] |= 1 << t.n
+				if 'a' <= c && c <= 'z' {
+					set[c-('a'-'A')] |= 1 << t.n
+				}
+			}
+			t.n++
+		}
+	}
+	return t
+})
+
+// hasFoldedPrefix reports whether s begins with the lower-case anchor a,
+// ASCII letters of s compared without case (as asciiLower(s) would begin
+// with a).
+func hasFoldedPrefix(s, a string) bool {
+	if len(s) < len(a) {
+		return false
+	}
+	for j := 0; j < len(a); j++ {
+		c := s[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != a[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// anchorHit is an occurrence of anchor k of secretAnchors at byte at.
+type anchorHit struct {
+	k  int
+	at int
+}
+
+// findSecrets finds the credentials in text. Every occurrence of every
+// anchor is found in one pass over the text (the bytes that can begin an
+// anchor, then the byte after, then the anchor); then each anchor's
+// occurrences are tried in order, pattern by pattern, as one search of the
+// text per anchor would find them: an occurrence inside the previous match
+// of the same anchor is skipped. TestFindSecretsDifferential and
+// FuzzFindSecretsDifferential hold it to that search (the previous
+// implementation, kept in the test), finding for finding.
 func findSecrets(text string) []secretFinding {
 	if len(text) < 8 {
 		return nil
 	}
-	lower := asciiLower(text)
-	var all []secretFinding
-	for _, p := range secretPatterns {
-		for _, a := range p.anchors {
-			for off := 0; off < len(lower); {
-				j := strings.Index(lower[off:], a)
-				if j < 0 {
-					break
-				}
-				i := off + j
-				off = i + 1
-				if p.bound && i > 0 && isWordByte(text[i-1]) {
-					continue
-				}
-				window := text[i:]
-				if p.max > 0 && len(window) > p.max+1 {
-					window = window[:p.max+1]
-				}
-				m := p.re().FindStringSubmatchIndex(window)
-				if m == nil {
-					continue
-				}
-				if p.bound && m[1] < len(window) && isWordByte(window[m[1]]) {
-					continue
-				}
-				s, e := m[2*p.group], m[2*p.group+1]
-				if s < 0 || e <= s {
-					continue
-				}
-				all = append(all, secretFinding{Kind: p.kind, Start: i + s, End: i + e})
-				off = i + m[1]
+	tab := secretAnchors()
+	var small [16]anchorHit
+	hits := small[:0]
+	var seen uint32 // the anchors that occur
+	for i := 0; i+1 < len(text); i++ {
+		m := tab.first[text[i]]
+		if m == 0 {
+			continue
+		}
+		m &= tab.second[text[i+1]]
+		for m != 0 {
+			k := bits.TrailingZeros32(m)
+			m &= m - 1
+			if hasFoldedPrefix(text[i:], tab.anchor[k]) {
+				hits = append(hits, anchorHit{k: k, at: i})
+				seen |= 1 << k
 			}
+		}
+	}
+	var all []secretFinding
+	for k := 0; seen != 0 && k < tab.n; k++ {
+		if seen&(1<<k) == 0 {
+			continue
+		}
+		seen &^= 1 << k
+		p := &secretPatterns[tab.pattern[k]]
+		off := 0
+		for _, h := range hits {
+			if h.k != k || h.at < off {
+				continue
+			}
+			i := h.at
+			off = i + 1
+			if p.bound && i > 0 && isWordByte(text[i-1]) {
+				continue
+			}
+			window := text[i:]
+			if p.max > 0 && len(window) > p.max+1 {
+				window = window[:p.max+1]
+			}
+			m := p.re().FindStringSubmatchIndex(window)
+			if m == nil {
+				continue
+			}
+			if p.bound && m[1] < len(window) && isWordByte(window[m[1]]) {
+				continue
+			}
+			s, e := m[2*p.group], m[2*p.group+1]
+			if s < 0 || e <= s {
+				continue
+			}
+			all = append(all, secretFinding{Kind: p.kind, Start: i + s, End: i + e})
+			off = i + m[1]
 		}
 	}
 	if len(all) == 0 {

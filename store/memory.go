@@ -78,6 +78,12 @@ type memLookup struct {
 // decision commits four, its session's and three shared ones), again only
 // for an op whose key an earlier op of the commit names.
 func (m *Memory) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry, error) {
+	return m.CommitInto(ctx, ops, nil)
+}
+
+// CommitInto implements state.CommitterInto: Commit, answering in out's
+// array when it has room.
+func (m *Memory) CommitInto(ctx context.Context, ops []state.Op, out []state.Entry) (bool, []state.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return false, nil, err
 	}
@@ -85,7 +91,11 @@ func (m *Memory) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entr
 	defer m.mu.Unlock()
 	m.commits++
 	now := m.now()
-	out := make([]state.Entry, len(ops))
+	if cap(out) < len(ops) {
+		out = make([]state.Entry, len(ops))
+	}
+	out = out[:len(ops)]
+	clear(out)
 	var buf [4]memLookup
 	cur := buf[:0]
 	match := true

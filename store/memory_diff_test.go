@@ -104,6 +104,7 @@ func (m *refMemory) room(ops []state.Op, now time.Time) error {
 // a few keys (the same key twice in a commit too), with current, stale and
 // absent versions, writes, persistent writes, entries expiring and the
 // store's bound reached; and the entries it holds afterwards read the same.
+// Half the commits go through CommitInto, answering in a reused array.
 func TestMemoryCommitDifferential(t *testing.T) {
 	ctx := context.Background()
 	keys := []state.Key{{Scope: policy.ScopeSession, ID: "a"}, {Scope: policy.ScopeSession, ID: "b"},
@@ -116,6 +117,7 @@ func TestMemoryCommitDifferential(t *testing.T) {
 		mem.Now, mem.MaxEntries = clock, 1+r.IntN(5)
 		ref := &refMemory{ttl: time.Minute, now: clock, maxEntries: mem.MaxEntries, entries: map[state.Key]refEntry{}}
 		seen := map[state.Key][]string{} // versions each key had, to commit stale ones
+		into := make([]state.Entry, 6)
 		for step := range 60 {
 			ops := make([]state.Op, 1+r.IntN(6))
 			for i := range ops {
@@ -134,7 +136,19 @@ func TestMemoryCommitDifferential(t *testing.T) {
 				ops[i] = op
 			}
 			wok, want, werr := ref.Commit(ops)
-			gok, got, gerr := mem.Commit(ctx, ops)
+			var gok bool
+			var got []state.Entry
+			var gerr error
+			if r.IntN(2) == 0 {
+				gok, got, gerr = mem.Commit(ctx, ops)
+			} else {
+				// Answered in an array that held an earlier answer and
+				// junk, with room or without.
+				for i := range into {
+					into[i] = state.Entry{Version: "junk", State: []byte("junk"), Fault: "junk"}
+				}
+				gok, got, gerr = mem.CommitInto(ctx, ops, into[:r.IntN(len(into)+1)])
+			}
 			if wok != gok || !reflect.DeepEqual(got, want) || (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
 				t.Fatalf("seed %d step %d, ops %+v:\n got %v %+v %v\nwant %v %+v %v", seed, step, ops, gok, got, gerr, wok, want, werr)
 			}
