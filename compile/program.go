@@ -61,6 +61,10 @@ type Program struct {
 	// compiled in full; once makes it at most once (made).
 	src  *programSource
 	once sync.Once
+	// arg is the expression's ArgString shape (nil: another), worked out
+	// once (argOnce).
+	arg     *ArgString
+	argOnce sync.Once
 }
 
 // made returns p ready to evaluate: made from its compiled-set cache

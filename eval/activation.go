@@ -70,9 +70,16 @@ type evaluation struct {
 	size uint64
 	// box holds the built-in variables as CEL values (ResolveName).
 	box [numBoxed]ref.Val
+	// last is the policy variable ResolveName returned last: the rules of
+	// a policy mostly read the same one (cmd, path), by the same name.
+	last lastVariable
 	// pooledScope and pooledResult are kept from an earlier call for reuse.
 	pooledScope  *stdlib.CallScope
 	pooledResult map[string]any
+	// frame is the execution frame linear programs are evaluated in
+	// (linearFrame): its activation is this evaluation, so it is made
+	// once and kept with the pooled evaluation, never shared with another.
+	frame *interpreter.ExecutionFrame
 }
 
 var _ interpreter.FunctionActivation = (*evaluation)(nil)
@@ -86,8 +93,8 @@ var emptyArgs = map[string]any{}
 
 func newEvaluation(ctx context.Context, s *Session, set *compile.PolicySet, phase policy.Phase, call Call, res *Result) *evaluation {
 	ev := evaluations.Get().(*evaluation)
-	scope, vars, result := ev.pooledScope, ev.vars, ev.pooledResult
-	*ev = evaluation{ctx: ctx, s: s, set: set, phase: phase, call: call, res: res, obs: noObserver{}}
+	scope, vars, result, frame := ev.pooledScope, ev.vars, ev.pooledResult, ev.frame
+	*ev = evaluation{ctx: ctx, s: s, set: set, phase: phase, call: call, res: res, obs: noObserver{}, frame: frame}
 	if ev.call.Args == nil {
 		ev.call.Args = emptyArgs
 	}
@@ -128,7 +135,7 @@ func (ev *evaluation) release() {
 	if scope != nil {
 		scope.Reset()
 	}
-	*ev = evaluation{pooledScope: scope, vars: ev.vars[:0], pooledResult: ev.pooledResult}
+	*ev = evaluation{pooledScope: scope, vars: ev.vars[:0], pooledResult: ev.pooledResult, frame: ev.frame}
 	evaluations.Put(ev)
 }
 
@@ -154,6 +161,7 @@ func (ev *evaluation) resetCall() {
 	ev.derived = nil
 	ev.size = 0
 	ev.box = [numBoxed]ref.Val{}
+	ev.last = lastVariable{}
 	if ev.scope != nil {
 		ev.scope.Reset()
 	}
@@ -176,6 +184,9 @@ func (ev *evaluation) toolClasses() []string {
 // per call, so that the dozens of programs reading them do not each convert
 // them again.
 func (ev *evaluation) ResolveName(name string) (any, bool) {
+	if l := &ev.last; l.val != nil && l.cur == ev.cur && l.name == name && !plainLinear {
+		return l.val, true
+	}
 	switch name {
 	case celenv.VarTool:
 		return ev.boxed(boxTool), true
@@ -228,6 +239,11 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 		}
 		return ev.counterValues(ev.cur), true
 	}
+	return ev.variable(name)
+}
+
+// variable resolves a variable of the current policy by name (ResolveName).
+func (ev *evaluation) variable(name string) (any, bool) {
 	if ev.cur == nil {
 		return nil, false
 	}
@@ -236,12 +252,14 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 		return nil, false
 	}
 	if val := ev.vars[v.Slot]; val != nil {
+		ev.last = lastVariable{name: name, cur: ev.cur, val: val}
 		return val, true
 	}
 	// A variable of the working directory alone (the policy's places made
 	// absolute) has the value an earlier call in this directory computed.
 	if val, ok := v.CwdValue(ev.call.Cwd); ok {
 		ev.vars[v.Slot] = val
+		ev.last = lastVariable{name: name, cur: ev.cur, val: val}
 		return val, true
 	}
 	out, err := ev.exec(v.Program)
@@ -251,6 +269,7 @@ func (ev *evaluation) ResolveName(name string) (any, bool) {
 		v.KeepCwdValue(ev.call.Cwd, out)
 	}
 	ev.vars[v.Slot] = out
+	ev.last = lastVariable{name: name, cur: ev.cur, val: out}
 	return out, true
 }
 
@@ -349,7 +368,18 @@ var errCycle = errors.New("the expressions read one another in a cycle")
 // execNested is exec within the bound on nesting.
 func (ev *evaluation) execNested(p *compile.Program) (ref.Val, error) {
 	if p.Linear() {
-		out, _, err := p.Tracked().Eval(ev)
+		if plainLinear {
+			out, _, err := p.Tracked().Eval(ev)
+			return out, err
+		}
+		// An argument read as a string (compile.ArgString) is answered
+		// from the arguments when they are plain, as the program would.
+		if a := p.ArgString(); a != nil {
+			if v, ok := a.Value(ev.call.Args); ok {
+				return v, nil
+			}
+		}
+		out, _, err := p.Tracked().Eval(ev.linearFrame())
 		return out, err
 	}
 	prg := p.For(ev.inputSize())

@@ -18,3 +18,11 @@ func CheckFast(f func(p *compile.Program, size uint64, tracked *cel.EvalDetails,
 // Every test of the package checks the kept encodings of recent calls
 // against encodings made afresh (stateenc.go).
 func init() { checkRecentEncodings = true }
+
+// PlainLinear evaluates every linear program through cel-go with a frame
+// of its own, without compile.ArgString (plainLinear), until the returned
+// function is called. Not safe for parallel tests.
+func PlainLinear() func() {
+	plainLinear = true
+	return func() { plainLinear = false }
+}

@@ -37,9 +37,9 @@ type CommandAnswer struct {
 // hook answers POST /v1/hooks/{host}: the host's event in the body,
 // decided as the command hook decides it (hooks.Respond), and answered
 // with HTTP 200 and the host's answer whatever happens: a missing token, a
-// body too large, a fault or the deadline are the host's deny.
-func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("host")
+// body too large, a fault or the deadline are the host's deny. name is
+// the path's {host}.
+func (s *Server) hook(w http.ResponseWriter, r *http.Request, name string) {
 	host, ok := s.hosts[name]
 	if !ok {
 		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no host %q: want one of %s", name, strings.Join(hooks.Hosts(), ", ")))

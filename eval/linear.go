@@ -1,0 +1,56 @@
+package eval
+
+import (
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/interpreter"
+
+	"github.com/celguard/celguard/compile"
+)
+
+// The cheaper paths of a linear program's evaluation (execNested) and of a
+// variable's lookup (ResolveName). Each gives the answer the plain path
+// gives; plainLinear turns them off for the differential tests
+// (TestLinearFastPathsDifferential).
+
+// plainLinear, set by tests only, evaluates linear programs as before
+// ArgString and linearFrame, each through cel-go with a frame of its own,
+// and looks every variable up by name (lastVariable). The differential
+// tests decide the same calls both ways.
+var plainLinear bool
+
+// linearFrame returns what a linear program is evaluated with: an
+// execution frame over this evaluation, made at the first one and used by
+// every linear program after it, including one evaluated within another (a
+// variable a rule reads). cel-go's Eval takes a frame in place of an
+// activation and then neither makes nor closes one: making and closing a
+// frame per program was 2.3k of the 41.5k instructions of a decision of the
+// loadgen stream (BENCHMARKS.md). Sharing it is sound for linear
+// programs only: they are planned without cost accounting or state
+// tracking and hold no comprehension, so their evaluation reads the frame
+// (its activation and late-bound functions, both this evaluation) and
+// never writes it. Programs with accounting or comprehensions keep a frame
+// of their own per evaluation (cel-go's Eval and ContextEval of ev).
+//
+// A frame cel-go refuses (it never does for this activation) falls back to
+// the evaluation itself, so the answer is the same either way.
+func (ev *evaluation) linearFrame() any {
+	if ev.frame == nil {
+		f, err := interpreter.NewExecutionFrame(ev)
+		if err != nil {
+			return ev
+		}
+		ev.frame = f
+	}
+	return ev.frame
+}
+
+// lastVariable is the policy variable ResolveName returned last, with
+// its value and policy cur: until the call changes (resetCall, which clears the
+// slots), the same name in the same policy is the same slot with the same
+// value, and a policy variable never has a built-in variable's name
+// (compile refuses reserved names), so ResolveName answers it first.
+type lastVariable struct {
+	name string
+	cur  *compile.Policy
+	val  ref.Val
+}
