@@ -349,7 +349,19 @@ var exitCodeLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustComp
 // decodeEvent decodes an event of the format Claude Code, Codex and Gemini
 // CLI share: hook_event_name, session_id, cwd, and for a call tool_name and
 // tool_input, with tool_response after it.
+//
+// Most events take a shorter way with the same answer (decodeEventFast);
+// an event it does not take is decoded here.
 func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
+	if ev, ok := decodeEventFast(host, data, p); ok {
+		return ev, nil
+	}
+	return decodeEventMap(host, data, p)
+}
+
+// decodeEventMap is decodeEvent through the event as a map: every event
+// decodeEventFast does not take, and the answer it is held to.
+func decodeEventMap(host string, data []byte, p eventProtocol) (Event, error) {
 	m, err := decodeObject(data)
 	if err != nil {
 		return Event{}, err

@@ -122,11 +122,11 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
+func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, id string) {
 	if !readJSON(w, r, s.cfg.MaxBodyBytes, &struct{}{}, true) {
 		return
 	}
-	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	sess, _, ok := s.session(w, id, eval.Agent{}, nil)
 	if !ok {
 		return
 	}
@@ -141,11 +141,11 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: sess.ID(), Turn: turn})
 }
 
-func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
+func (s *Server) endTurn(w http.ResponseWriter, r *http.Request, id string) {
 	if !readJSON(w, r, s.cfg.MaxBodyBytes, &struct{}{}, true) {
 		return
 	}
-	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	sess, _, ok := s.session(w, id, eval.Agent{}, nil)
 	if !ok {
 		return
 	}
@@ -157,8 +157,8 @@ func (s *Server) endTurn(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) before(w http.ResponseWriter, r *http.Request) {
-	answerDecision(s, w, r, policy.PhaseBefore, checkCall, func(call *eval.Call, sess *session) (eval.Call, decider) {
+func (s *Server) before(w http.ResponseWriter, r *http.Request, id string) {
+	answerDecision(s, w, r, id, policy.PhaseBefore, checkCall, func(call *eval.Call, sess *session) (eval.Call, decider) {
 		call.Agent = sess.agentOr(call.Agent)
 		return *call, func(ctx context.Context) (eval.Decision, error) {
 			h, err := s.inProject(sess, call.Cwd)
@@ -170,7 +170,7 @@ func (s *Server) before(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) after(w http.ResponseWriter, r *http.Request) {
+func (s *Server) after(w http.ResponseWriter, r *http.Request, id string) {
 	check := func(req *afterRequest) string {
 		if msg := checkCall(&req.Call); msg != "" {
 			return msg
@@ -180,7 +180,7 @@ func (s *Server) after(w http.ResponseWriter, r *http.Request) {
 		}
 		return ""
 	}
-	answerDecision(s, w, r, policy.PhaseAfter, check, func(req *afterRequest, sess *session) (eval.Call, decider) {
+	answerDecision(s, w, r, id, policy.PhaseAfter, check, func(req *afterRequest, sess *session) (eval.Call, decider) {
 		req.Agent = sess.agentOr(req.Agent)
 		return req.Call, func(ctx context.Context) (eval.Decision, error) {
 			h, err := s.inProject(sess, req.Cwd)
@@ -192,27 +192,27 @@ func (s *Server) after(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) input(w http.ResponseWriter, r *http.Request) {
+func (s *Server) input(w http.ResponseWriter, r *http.Request, id string) {
 	check := func(in *eval.Input) string {
 		if in.Messages == nil {
 			return `the body has no "messages": [{"role", "content", "name"?}, ...]`
 		}
 		return ""
 	}
-	answerDecision(s, w, r, policy.PhaseInput, check, func(in *eval.Input, sess *session) (eval.Call, decider) {
+	answerDecision(s, w, r, id, policy.PhaseInput, check, func(in *eval.Input, sess *session) (eval.Call, decider) {
 		in.Agent = sess.agentOr(in.Agent)
 		return eval.Call{ID: in.ID, Agent: in.Agent}, func(ctx context.Context) (eval.Decision, error) { return sess.Input(ctx, *in) }
 	})
 }
 
-func (s *Server) output(w http.ResponseWriter, r *http.Request) {
+func (s *Server) output(w http.ResponseWriter, r *http.Request, id string) {
 	check := func(req *outputRequest) string {
 		if req.Output == nil {
 			return `the body has no "output": {"text", "content"?}`
 		}
 		return ""
 	}
-	answerDecision(s, w, r, policy.PhaseOutput, check, func(req *outputRequest, sess *session) (eval.Call, decider) {
+	answerDecision(s, w, r, id, policy.PhaseOutput, check, func(req *outputRequest, sess *session) (eval.Call, decider) {
 		out := eval.Output{Text: req.Output.Text, Content: req.Output.Content, Agent: sess.agentOr(req.Agent), ID: req.ID}
 		return eval.Call{ID: out.ID, Agent: out.Agent}, func(ctx context.Context) (eval.Decision, error) { return sess.Output(ctx, out) }
 	})
@@ -223,10 +223,10 @@ type decider func(context.Context) (eval.Decision, error)
 
 // answerDecision answers a decision route: the body decoded into a T
 // (strictly; 400 when it is not one, or when check says what is wrong
-// with it), the route's session, and the decision prepare names (with the
+// with it), the session id, and the decision prepare names (with the
 // call it is about, for a fault's block), made under the request's
 // deadline (Server.decide).
-func answerDecision[T any](s *Server, w http.ResponseWriter, r *http.Request, phase policy.Phase, check func(*T) string, prepare func(*T, *session) (eval.Call, decider)) {
+func answerDecision[T any](s *Server, w http.ResponseWriter, r *http.Request, id string, phase policy.Phase, check func(*T) string, prepare func(*T, *session) (eval.Call, decider)) {
 	var req T
 	if !readJSON(w, r, s.cfg.MaxBodyBytes, &req, false) {
 		return
@@ -235,7 +235,7 @@ func answerDecision[T any](s *Server, w http.ResponseWriter, r *http.Request, ph
 		writeError(w, http.StatusBadRequest, CodeInvalidInput, msg)
 		return
 	}
-	sess, _, ok := s.session(w, r.PathValue("id"), eval.Agent{}, nil)
+	sess, _, ok := s.session(w, id, eval.Agent{}, nil)
 	if !ok {
 		return
 	}

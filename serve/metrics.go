@@ -227,16 +227,44 @@ type statusWriter struct {
 func (w *statusWriter) WriteHeader(status int) {
 	if w.status == 0 {
 		w.status = status
+		if h := w.ResponseWriter.Header(); h["Date"] == nil {
+			h["Date"] = httpDate(time.Now())
+		}
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK) // as the writer's Write would
 	}
 	return w.ResponseWriter.Write(b)
 }
+
+// httpDate is the Date header of an answer written at now, as net/http
+// writes it when a handler does not (time.Now().UTC() in http.TimeFormat),
+// formatted once a second: net/http's own formatting (time's general
+// layout code) was about 2,000 instructions of every request. The slice is
+// shared by every answer of that second, as jsonContentType is: net/http
+// only reads it.
+func httpDate(now time.Time) []string {
+	sec := now.Unix()
+	if d := lastDate.Load(); d != nil && d.sec == sec {
+		return d.value
+	}
+	d := &dateHeader{sec: sec, value: []string{now.UTC().Format(http.TimeFormat)}}
+	lastDate.Store(d)
+	return d.value
+}
+
+// dateHeader is the Date header of one second (httpDate).
+type dateHeader struct {
+	sec   int64
+	value []string
+}
+
+// lastDate is the last second's Date header.
+var lastDate atomic.Pointer[dateHeader]
 
 // Unwrap lets http.ResponseController reach the connection's writer (the
 // console's and the MCP gateway's event streams flush through it).
@@ -249,7 +277,7 @@ var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
 
 // observe logs and counts every request, and answers a panic outside a
 // decision (which recovers its own) with 500.
-func (s *Server) observe(mux *http.ServeMux) http.Handler {
+func (s *Server) observe(rt router) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var start time.Time // read only for the debug log
 		debug := s.log.Enabled(r.Context(), slog.LevelDebug)
@@ -280,6 +308,6 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		if strings.HasPrefix(r.URL.Path, "/ui/") {
 			securityHeaders(sw) // the console's headers on the mux's own answers too (a redirect to a clean path)
 		}
-		mux.ServeHTTP(sw, r)
+		rt.serve(sw, r)
 	})
 }

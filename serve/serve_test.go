@@ -665,3 +665,40 @@ func TestReadyzAsksTheStore(t *testing.T) {
 		t.Fatalf("readyz with the store down: %d %s", a.status, a.body)
 	}
 }
+
+// TestDateHeader: every answer, through the server's own writer or
+// net/http's (a decision, an error, a redirect, an ordinary page), has one
+// Date header in net/http's format, of the second it was answered in.
+func TestDateHeader(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, rq := range []struct{ method, path, body string }{
+		{"POST", "/v1/sessions/d1/before", `{"tool": "Bash", "args": {"command": "ls"}}`},
+		{"POST", "/v1/sessions/d1/before", `{"tool": 1}`},
+		{"POST", "/v1/hooks/claude-code", `{"hook_event_name": "PreToolUse", "session_id": "d2", "tool_name": "Bash", "tool_input": {"command": "ls"}}`},
+		{"GET", "/healthz", ""},
+		{"GET", "/v1/sessions/../healthz", ""},
+		{"GET", "/nowhere", ""},
+		{"PUT", "/v1/sessions/d1/before", ""},
+	} {
+		before := time.Now().Truncate(time.Second)
+		req, err := http.NewRequest(rq.method, f.url+rq.path, strings.NewReader(rq.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		after := time.Now()
+		dates := resp.Header.Values("Date")
+		if len(dates) != 1 {
+			t.Fatalf("%s %s: Date %q", rq.method, rq.path, dates)
+		}
+		at, err := time.Parse(http.TimeFormat, dates[0])
+		if err != nil || at.UTC().Format(http.TimeFormat) != dates[0] || at.Before(before) || at.After(after) {
+			t.Fatalf("%s %s (HTTP %d): Date %q, answered between %v and %v (%v)", rq.method, rq.path, resp.StatusCode, dates[0], before, after, err)
+		}
+	}
+}

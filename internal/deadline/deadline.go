@@ -14,6 +14,7 @@ package deadline
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,6 +28,11 @@ import (
 type Context struct {
 	parent   context.Context
 	deadline time.Time
+
+	// settled is set once err or real is: until then Err answers without
+	// the lock while the context has not ended, which is every call of a
+	// decision that ends in time.
+	settled atomic.Bool
 
 	mu     sync.Mutex
 	err    error
@@ -76,6 +82,7 @@ func (c *Context) AfterFunc(f func()) (stop func() bool) {
 func (c *Context) realLocked() context.Context {
 	if c.real == nil {
 		c.real, c.cancel = context.WithDeadline(c.parent, c.deadline)
+		c.settled.Store(true)
 		if c.err != nil {
 			c.cancel()
 		}
@@ -87,6 +94,14 @@ func (c *Context) realLocked() context.Context {
 // context.DeadlineExceeded once the deadline has passed, the parent's
 // error once it ended, context.Canceled once Stop was called.
 func (c *Context) Err() error {
+	// Neither ended when last asked nor given a Done channel: it has
+	// still not ended while its deadline is ahead and its parent has not
+	// ended, which needs no lock (errLocked would say the same: without a
+	// Done channel the error is set only from these, or by Stop, which a
+	// caller racing with this one may see either before or after).
+	if !c.settled.Load() && time.Until(c.deadline) > 0 && c.parent.Err() == nil {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.errLocked()
@@ -105,6 +120,9 @@ func (c *Context) errLocked() error {
 	case c.parent.Err() != nil:
 		c.err = c.parent.Err()
 	}
+	if c.err != nil {
+		c.settled.Store(true)
+	}
 	return c.err
 }
 
@@ -115,6 +133,7 @@ func (c *Context) Stop() {
 	defer c.mu.Unlock()
 	if c.errLocked() == nil {
 		c.err = context.Canceled
+		c.settled.Store(true)
 	}
 	if c.cancel != nil {
 		c.cancel()

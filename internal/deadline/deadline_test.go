@@ -165,3 +165,50 @@ func TestNoTimerUntilDone(t *testing.T) {
 		t.Fatalf("Err, Deadline and Stop allocate %v times", allocs)
 	}
 }
+
+// TestErrOnceEnded: callers asking Err while another stops the context,
+// or while its parent is cancelled, each see nil and then one error that
+// never changes, the same for all of them (Err answers without the lock
+// until the context ends).
+func TestErrOnceEnded(t *testing.T) {
+	for run := range 200 {
+		parent, cancel := context.WithCancel(context.Background())
+		c := New(parent, far)
+		const callers = 4
+		seen := make(chan error, callers)
+		start := make(chan struct{})
+		for range callers {
+			go func() {
+				<-start
+				var first error
+				for i := 0; i < 2000 || first == nil; i++ {
+					err := c.Err()
+					if first == nil {
+						first = err
+					} else if err != first {
+						seen <- errors.Join(errors.New("changed"), first, err)
+						return
+					}
+				}
+				seen <- first
+			}()
+		}
+		close(start)
+		if run%2 == 0 {
+			c.Stop()
+		} else {
+			cancel()
+		}
+		var want error
+		for range callers {
+			err := <-seen
+			if want == nil {
+				want = err
+			}
+			if err != want || (err != context.Canceled) {
+				t.Fatalf("run %d: a caller saw %v, another %v", run, want, err)
+			}
+		}
+		cancel()
+	}
+}

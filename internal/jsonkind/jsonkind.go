@@ -60,6 +60,26 @@ func OfRaw(raw json.RawMessage) string {
 // left to encoding/json. The hand-written encoders of the hot paths write
 // a plain string themselves and every other through encoding/json.
 func Plain(s string) bool {
+	// Eight bytes at a time, w. Each test is the classic exact one:
+	// (v - ones) &^ v has a high bit set in some byte exactly when v has a
+	// zero byte (q, b, l, g, a: a byte of w is '"', '\\', '<', '>' or
+	// '&'), (w - n*ones) &^ w when w has a byte below n (n <= 0x80), and
+	// (w + ones) | w when w has a byte above 0x7e. A borrow or a carry out
+	// of a byte that fails may flag a byte above it too, but no test flags
+	// a word with no byte that fails (TestPlainWords holds this to the
+	// byte test below).
+	for len(s) >= 8 {
+		t := s[:8]
+		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+		q, b, l, g, a := w^'"'*ones, w^'\\'*ones, w^'<'*ones, w^'>'*ones, w^'&'*ones
+		bad := (w-0x20*ones)&^w | (w + ones | w) |
+			(q-ones)&^q | (b-ones)&^b | (l-ones)&^l | (g-ones)&^g | (a-ones)&^a
+		if bad&highs != 0 {
+			return false
+		}
+		s = s[8:]
+	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			return false
@@ -67,3 +87,9 @@ func Plain(s string) bool {
 	}
 	return true
 }
+
+// ones and highs are the bytes 0x01 and 0x80 in every byte of a word.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
