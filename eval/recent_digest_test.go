@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/stdlib"
 )
 
@@ -234,5 +236,38 @@ func TestCallDigestDifferential(t *testing.T) {
 		if got != want || (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
 			t.Fatalf("CallDigest(%#v) = %q, %v; want %q, %v", c, got, err, want, werr)
 		}
+	}
+}
+
+// TestNoteRecentAfterDigests: a result finds its call's entry by the call
+// id, or without one by tool and digest, and a result no entry waits for
+// makes a new entry carrying its arguments' digest, however the digest
+// was made (once per result).
+func TestNoteRecentAfterDigests(t *testing.T) {
+	allow := Decision{Verdict: policy.Allow}
+	a := Call{ID: "1", Tool: "Bash", Args: map[string]any{"command": "ls"}}
+	b := Call{ID: "2", Tool: "Bash", Args: map[string]any{"command": "pwd"}}
+	c := Call{Tool: "Read", Args: map[string]any{"file_path": "/x"}}
+	d := Call{Tool: "Read", Args: map[string]any{"file_path": "/y"}}
+	f := &sessionFacts{}
+	f.noteRecent(policy.PhaseBefore, a, nil, allow, 1)
+	f.noteRecent(policy.PhaseBefore, c, nil, allow, 1)
+	f.noteRecent(policy.PhaseAfter, a, &Result{}, allow, 1)              // a's entry, by id
+	f.noteRecent(policy.PhaseAfter, b, &Result{IsError: true}, allow, 1) // none: a new entry
+	f.noteRecent(policy.PhaseAfter, c, &Result{}, allow, 1)              // c's entry, by digest
+	f.noteRecent(policy.PhaseAfter, d, &Result{}, allow, 1)              // none waits with d's digest
+	type entry struct{ id, tool, verdict, digest, status string }
+	var got []entry
+	for _, r := range f.recent {
+		got = append(got, entry{r.CallID, r.Tool, r.Verdict, r.Digest, r.Status})
+	}
+	want := []entry{
+		{"1", "Bash", "allow", refArgsDigest(a.Args), RecentOK},
+		{"", "Read", "allow", refArgsDigest(c.Args), RecentOK},
+		{"2", "Bash", "", refArgsDigest(b.Args), RecentError},
+		{"", "Read", "", refArgsDigest(d.Args), RecentOK},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("recent calls\n got %+v\nwant %+v", got, want)
 	}
 }
