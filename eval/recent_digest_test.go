@@ -271,3 +271,51 @@ func TestNoteRecentAfterDigests(t *testing.T) {
 		t.Fatalf("recent calls\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// refIDLike is idLike as it was (c2ddc86), without its first test of the
+// last byte.
+func refIDLike(k string) bool {
+	l := strings.ToLower(k)
+	return l == "id" || l == "number" || strings.HasSuffix(l, "_id") || strings.HasSuffix(k, "Id") ||
+		strings.HasSuffix(k, "ID") || strings.HasSuffix(l, "_number") || strings.HasSuffix(l, "_key")
+}
+
+// idLikeNames are names near the id-like ones: every case, runes whose
+// lower case is ASCII (U+0130, the Kelvin sign), invalid UTF-8.
+var idLikeNames = []string{"", "d", "id", "ID", "Id", "iD", "number", "NUMBER", "Number", "user_id", "USER_ID",
+	"userId", "userID", "userid", "issue_number", "ISSUE_NUMBER", "api_key", "API_KEY", "api_Key", "apikey", "key",
+	"command", "file_path", "x_İD", "İD", "x_\u212aEY", "_\u212aey", "x_id\xff", "\xffid", "x_nuMbeR", "grid", "player",
+	"sky", "Id\u0307", "ıd", "x_ıd", "日本_id", "日本Id", "idé"}
+
+// TestIDLikeDifferential holds idLike to its previous body on names near
+// the id-like ones and on random names made of their pieces.
+func TestIDLikeDifferential(t *testing.T) {
+	for _, k := range idLikeNames {
+		if got, want := idLike(k), refIDLike(k); got != want {
+			t.Fatalf("idLike(%q) = %v, want %v", k, got, want)
+		}
+	}
+	pieces := []string{"_", "i", "I", "d", "D", "id", "ID", "key", "KEY", "\u212a", "İ", "ı", "number", "r", "y", "\xff", "é", "x"}
+	r := rand.New(rand.NewPCG(26, 12))
+	for range 100_000 {
+		var b strings.Builder
+		for n := r.IntN(5); n > 0; n-- {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		if k := b.String(); idLike(k) != refIDLike(k) {
+			t.Fatalf("idLike(%q) = %v, want %v", k, idLike(k), refIDLike(k))
+		}
+	}
+}
+
+// FuzzIDLike: idLike answers as its previous body for any name.
+func FuzzIDLike(f *testing.F) {
+	for _, k := range idLikeNames {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		if got, want := idLike(k), refIDLike(k); got != want {
+			t.Fatalf("idLike(%q) = %v, want %v", k, got, want)
+		}
+	})
+}

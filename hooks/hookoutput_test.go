@@ -99,3 +99,30 @@ func FuzzAppendHookOutput(f *testing.F) {
 		checkHookOutput(t, o)
 	})
 }
+
+// refJSONResponse is jsonResponse as it was: marshal and a newline.
+func refJSONResponse(v any) Response {
+	b, err := marshal(v)
+	if err != nil {
+		return Response{Stderr: "celguard: cannot encode the answer: " + err.Error(), Exit: 2}
+	}
+	return Response{Stdout: append(b, '\n')}
+}
+
+// TestJSONResponseDifferential: every host's answer type, and values
+// encoding/json cannot encode, give the answer they gave before.
+func TestJSONResponseDifferential(t *testing.T) {
+	r := rand.New(rand.NewPCG(26, 9))
+	vals := []any{struct{}{}, nil, "x", map[string]any{"a": "<b>&"}, map[string]any{"bad": func() {}}, []any{1.5, "\u2028", "\xff"},
+		copilotOut{PermissionDecision: "deny", PermissionDecisionReason: "a \"b\" <c>"}, opencodeOut{Decision: "block", Reason: "r", Args: map[string]any{"x": []any{}}},
+		cursorOut{Permission: "deny", UserMessage: "m", AgentMessage: "m"}, geminiOut{SystemMessage: "s"}}
+	for range 2000 {
+		vals = append(vals, *randomHookOutput(r))
+	}
+	for _, v := range vals {
+		got, want := jsonResponse(v), refJSONResponse(v)
+		if !bytes.Equal(got.Stdout, want.Stdout) || got.Stderr != want.Stderr || got.Exit != want.Exit {
+			t.Fatalf("%#v: got %q %q %d, want %q %q %d", v, got.Stdout, got.Stderr, got.Exit, want.Stdout, want.Stderr, want.Exit)
+		}
+	}
+}
