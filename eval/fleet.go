@@ -248,16 +248,18 @@ func (se *storedEngine) commit(ctx context.Context, ops []state.Op) (bool, []sto
 // asking a store that can (state.CommitterInto) to answer in into's.
 func (se *storedEngine) commitInto(ctx context.Context, ops []state.Op, out []storedEntry, into []state.Entry) (bool, []storedEntry, error) {
 	// The store's timeout makes a timer only for a store that waits on
-	// it (deadline.Context): a commit to the memory store answers at once.
-	cctx := deadline.New(ctx, time.Now().Add(se.timeout))
-	defer cctx.Stop()
+	// it (deadline.Context); a store in memory answers at once, and is
+	// given the deadline itself.
 	var ok bool
 	var cur []state.Entry
 	var err error
+	by := time.Now().Add(se.timeout)
 	if ci, can := se.store.(state.CommitterInto); can && into != nil {
-		ok, cur, err = ci.CommitInto(cctx, ops, into)
+		ok, cur, err = ci.CommitInto(ctx, by, ops, into)
 	} else {
+		cctx := deadline.New(ctx, by)
 		ok, cur, err = se.store.Commit(cctx, ops)
+		cctx.Stop()
 	}
 	if err != nil {
 		return false, nil, err

@@ -74,8 +74,13 @@ var summaryKeys = []string{"command", "cmd", "file_path", "absolute_path", "path
 
 // recentOf is the entry of call as decided by d before it ran.
 func recentOf(call Call, d Decision, seq, turn uint64) RecentCall {
+	return recentWith(call, d, seq, turn, argsDigest(call.Args))
+}
+
+// recentWith is recentOf with the arguments' digest already made.
+func recentWith(call Call, d Decision, seq, turn uint64, digest string) RecentCall {
 	r := RecentCall{Seq: seq, Turn: turn, CallID: clip(call.ID, maxRecentName), Tool: clip(call.Tool, maxRecentName),
-		Verdict: d.Verdict.String(), RuleID: clip(d.RuleID, maxRecentName), Code: d.Code, Digest: argsDigest(call.Args)}
+		Verdict: d.Verdict.String(), RuleID: clip(d.RuleID, maxRecentName), Code: d.Code, Digest: digest}
 	for _, k := range summaryKeys {
 		if v, ok := call.Args[k].(string); ok && v != "" {
 			r.Summary = clip(stdlib.RedactSecrets(v), maxRecentSummary)
@@ -120,6 +125,17 @@ func recentOf(call Call, d Decision, seq, turn uint64) RecentCall {
 
 // idLike says whether an argument's name names an id.
 func idLike(k string) bool {
+	// Every name it accepts ends in d, D, r, R, y or Y, and no other last
+	// rune lower-cases to d, r or y: most names are refused without
+	// lower-casing them (TestIDLikeDifferential, FuzzIDLike).
+	if k == "" {
+		return false
+	}
+	switch k[len(k)-1] {
+	case 'd', 'D', 'r', 'R', 'y', 'Y':
+	default:
+		return false
+	}
 	l := strings.ToLower(k)
 	return l == "id" || l == "number" || strings.HasSuffix(l, "_id") || strings.HasSuffix(k, "Id") ||
 		strings.HasSuffix(k, "ID") || strings.HasSuffix(l, "_number") || strings.HasSuffix(l, "_key")
@@ -153,7 +169,13 @@ func (f *sessionFacts) noteRecent(phase policy.Phase, call Call, res *Result, d 
 		if res != nil && res.IsError {
 			status = RecentError
 		}
-		digest := argsDigest(call.Args)
+		// The digest is made once: to find the call's entry when it has no
+		// id, and for a new entry when none waits.
+		var digest string
+		digested := false
+		if call.ID == "" {
+			digest, digested = argsDigest(call.Args), true
+		}
 		for i := len(f.recent) - 1; i >= 0; i-- {
 			r := &f.recent[i]
 			waiting := r.Status == RecentPending || r.Status == RecentAsked
@@ -170,7 +192,10 @@ func (f *sessionFacts) noteRecent(phase policy.Phase, call Call, res *Result, d 
 			}
 		}
 		f.seq++
-		r := recentOf(call, Decision{Verdict: policy.Allow}, f.seq, turn)
+		if !digested {
+			digest = argsDigest(call.Args)
+		}
+		r := recentWith(call, Decision{Verdict: policy.Allow}, f.seq, turn, digest)
 		r.Verdict, r.Status = "", status
 		f.pushRecent(r)
 		return true

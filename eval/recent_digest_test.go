@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/stdlib"
 )
 
@@ -235,4 +237,85 @@ func TestCallDigestDifferential(t *testing.T) {
 			t.Fatalf("CallDigest(%#v) = %q, %v; want %q, %v", c, got, err, want, werr)
 		}
 	}
+}
+
+// TestNoteRecentAfterDigests: a result finds its call's entry by the call
+// id, or without one by tool and digest, and a result no entry waits for
+// makes a new entry carrying its arguments' digest, however the digest
+// was made (once per result).
+func TestNoteRecentAfterDigests(t *testing.T) {
+	allow := Decision{Verdict: policy.Allow}
+	a := Call{ID: "1", Tool: "Bash", Args: map[string]any{"command": "ls"}}
+	b := Call{ID: "2", Tool: "Bash", Args: map[string]any{"command": "pwd"}}
+	c := Call{Tool: "Read", Args: map[string]any{"file_path": "/x"}}
+	d := Call{Tool: "Read", Args: map[string]any{"file_path": "/y"}}
+	f := &sessionFacts{}
+	f.noteRecent(policy.PhaseBefore, a, nil, allow, 1)
+	f.noteRecent(policy.PhaseBefore, c, nil, allow, 1)
+	f.noteRecent(policy.PhaseAfter, a, &Result{}, allow, 1)              // a's entry, by id
+	f.noteRecent(policy.PhaseAfter, b, &Result{IsError: true}, allow, 1) // none: a new entry
+	f.noteRecent(policy.PhaseAfter, c, &Result{}, allow, 1)              // c's entry, by digest
+	f.noteRecent(policy.PhaseAfter, d, &Result{}, allow, 1)              // none waits with d's digest
+	type entry struct{ id, tool, verdict, digest, status string }
+	var got []entry
+	for _, r := range f.recent {
+		got = append(got, entry{r.CallID, r.Tool, r.Verdict, r.Digest, r.Status})
+	}
+	want := []entry{
+		{"1", "Bash", "allow", refArgsDigest(a.Args), RecentOK},
+		{"", "Read", "allow", refArgsDigest(c.Args), RecentOK},
+		{"2", "Bash", "", refArgsDigest(b.Args), RecentError},
+		{"", "Read", "", refArgsDigest(d.Args), RecentOK},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("recent calls\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// refIDLike is idLike as it was (c2ddc86), without its first test of the
+// last byte.
+func refIDLike(k string) bool {
+	l := strings.ToLower(k)
+	return l == "id" || l == "number" || strings.HasSuffix(l, "_id") || strings.HasSuffix(k, "Id") ||
+		strings.HasSuffix(k, "ID") || strings.HasSuffix(l, "_number") || strings.HasSuffix(l, "_key")
+}
+
+// idLikeNames are names near the id-like ones: every case, runes whose
+// lower case is ASCII (U+0130, the Kelvin sign), invalid UTF-8.
+var idLikeNames = []string{"", "d", "id", "ID", "Id", "iD", "number", "NUMBER", "Number", "user_id", "USER_ID",
+	"userId", "userID", "userid", "issue_number", "ISSUE_NUMBER", "api_key", "API_KEY", "api_Key", "apikey", "key",
+	"command", "file_path", "x_İD", "İD", "x_\u212aEY", "_\u212aey", "x_id\xff", "\xffid", "x_nuMbeR", "grid", "player",
+	"sky", "Id\u0307", "ıd", "x_ıd", "日本_id", "日本Id", "idé"}
+
+// TestIDLikeDifferential holds idLike to its previous body on names near
+// the id-like ones and on random names made of their pieces.
+func TestIDLikeDifferential(t *testing.T) {
+	for _, k := range idLikeNames {
+		if got, want := idLike(k), refIDLike(k); got != want {
+			t.Fatalf("idLike(%q) = %v, want %v", k, got, want)
+		}
+	}
+	pieces := []string{"_", "i", "I", "d", "D", "id", "ID", "key", "KEY", "\u212a", "İ", "ı", "number", "r", "y", "\xff", "é", "x"}
+	r := rand.New(rand.NewPCG(26, 12))
+	for range 100_000 {
+		var b strings.Builder
+		for n := r.IntN(5); n > 0; n-- {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		if k := b.String(); idLike(k) != refIDLike(k) {
+			t.Fatalf("idLike(%q) = %v, want %v", k, idLike(k), refIDLike(k))
+		}
+	}
+}
+
+// FuzzIDLike: idLike answers as its previous body for any name.
+func FuzzIDLike(f *testing.F) {
+	for _, k := range idLikeNames {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		if got, want := idLike(k), refIDLike(k); got != want {
+			t.Fatalf("idLike(%q) = %v, want %v", k, got, want)
+		}
+	})
 }

@@ -24,13 +24,13 @@ type claude struct {
 }
 
 func (h *claude) before(ev Event, d eval.Decision) *hookOutput {
+	if d.Verdict == policy.Allow && (d.RuleID == "" || !h.opts.Approve) {
+		return nil
+	}
 	msg := message(d)
 	out, hso := withOutput(ev)
 	switch d.Verdict {
 	case policy.Allow:
-		if d.RuleID == "" || !h.opts.Approve {
-			return nil
-		}
 		hso.decide("allow", msg)
 	case policy.Warn:
 		hso.AdditionalContext, out.SystemMessage = msg, msg
@@ -52,6 +52,9 @@ func (h *claude) before(ev Event, d eval.Decision) *hookOutput {
 }
 
 func (h *claude) after(ev Event, d eval.Decision) *hookOutput {
+	if d.Verdict == policy.Allow {
+		return nil
+	}
 	msg := message(d)
 	out, hso := withOutput(ev)
 	verdict := d.Verdict

@@ -30,11 +30,12 @@ import (
 type codex struct{ opts Options }
 
 func (c codex) before(ev Event, d eval.Decision) *hookOutput {
+	if d.Verdict == policy.Allow {
+		return nil
+	}
 	msg := message(d)
 	out, hso := withOutput(ev)
 	switch d.Verdict {
-	case policy.Allow:
-		return nil
 	case policy.Warn:
 		hso.AdditionalContext, out.SystemMessage = msg, msg
 	case policy.Ask:
@@ -53,11 +54,12 @@ func (c codex) before(ev Event, d eval.Decision) *hookOutput {
 }
 
 func (codex) after(ev Event, d eval.Decision) *hookOutput {
+	if d.Verdict == policy.Allow {
+		return nil
+	}
 	msg := message(d)
 	out := hookOutput{}
 	switch d.Verdict {
-	case policy.Allow:
-		return nil
 	case policy.Warn:
 		out.HookSpecificOutput = &hookSpecificOutput{HookEventName: ev.Name, AdditionalContext: msg}
 		out.SystemMessage = msg

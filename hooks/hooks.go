@@ -36,6 +36,7 @@
 package hooks
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -317,12 +318,18 @@ func marshal(v any) ([]byte, error) {
 // jsonResponse is an exit-0 answer with v as stdout. Encoding cannot fail
 // for the wire types of this package; if it ever did, the answer is a
 // failure (exit 2), never an empty allow.
+//
+// The encoder writes marshal's bytes and the newline in one write, into a
+// buffer that becomes the answer: one allocation, where marshal's copy and
+// the appended newline made three.
 func jsonResponse(v any) Response {
-	b, err := marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return Response{Stderr: "celguard: cannot encode the answer: " + err.Error(), Exit: 2}
 	}
-	return Response{Stdout: append(b, '\n')}
+	return Response{Stdout: b.Bytes()}
 }
 
 // eventProtocol is how a host names its events, for decodeEvent.
@@ -349,7 +356,19 @@ var exitCodeLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustComp
 // decodeEvent decodes an event of the format Claude Code, Codex and Gemini
 // CLI share: hook_event_name, session_id, cwd, and for a call tool_name and
 // tool_input, with tool_response after it.
+//
+// Most events take a shorter way with the same answer (decodeEventFast);
+// an event it does not take is decoded here.
 func decodeEvent(host string, data []byte, p eventProtocol) (Event, error) {
+	if ev, ok := decodeEventFast(host, data, p); ok {
+		return ev, nil
+	}
+	return decodeEventMap(host, data, p)
+}
+
+// decodeEventMap is decodeEvent through the event as a map: every event
+// decodeEventFast does not take, and the answer it is held to.
+func decodeEventMap(host string, data []byte, p eventProtocol) (Event, error) {
 	m, err := decodeObject(data)
 	if err != nil {
 		return Event{}, err

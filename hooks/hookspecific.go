@@ -1,7 +1,10 @@
 package hooks
 
 import (
+	"strconv"
+
 	"github.com/celguard/celguard/eval"
+	"github.com/celguard/celguard/internal/jsonkind"
 	"github.com/celguard/celguard/policy"
 )
 
@@ -102,7 +105,90 @@ func (h *hookSpecificHost) Encode(ev Event, d eval.Decision) Response {
 	if out == nil {
 		return Response{}
 	}
-	return jsonResponse(*out)
+	return hookOutputResponse(out)
+}
+
+// hookOutputResponse is jsonResponse(*o), its bytes written by
+// appendHookOutput into one slice where it can, by encoding/json where
+// it cannot.
+func hookOutputResponse(o *hookOutput) Response {
+	n := 160 + len(o.StopReason) + len(o.Decision) + len(o.Reason) + len(o.SystemMessage)
+	if h := o.HookSpecificOutput; h != nil {
+		n += len(h.HookEventName) + len(h.PermissionDecision) + len(h.PermissionDecisionReason) + len(h.AdditionalContext)
+	}
+	b, ok := appendHookOutput(make([]byte, 0, n), o)
+	if !ok {
+		return jsonResponse(*o)
+	}
+	return Response{Stdout: append(b, '\n')}
+}
+
+// appendHookOutput appends marshal(o) to b: encoding/json's bytes for o
+// (without HTML escaping, which a plain string never needs). ok is false,
+// and b is to be dropped, when o has a member it leaves to encoding/json
+// (a rewritten input or output) or a string that encoding/json would not
+// write as it is (jsonkind.Plain). TestAppendHookOutputDifferential and
+// FuzzAppendHookOutput hold it to marshal, byte for byte; a field added to
+// hookOutput or hookSpecificOutput fails them until it is written here.
+func appendHookOutput(b []byte, o *hookOutput) (_ []byte, ok bool) {
+	h := o.HookSpecificOutput
+	if h != nil && (h.UpdatedInput != nil || h.UpdatedToolOutput != nil || h.UpdatedMCPToolOutput != nil) {
+		return nil, false
+	}
+	b = append(b, '{')
+	first := true
+	member := func(name, v string) {
+		if v == "" || !ok {
+			return
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, name...)
+		b, ok = appendPlain(b, v)
+	}
+	ok = true
+	if o.Continue != nil {
+		first = false
+		b = strconv.AppendBool(append(b, `"continue":`...), *o.Continue)
+	}
+	member(`"stopReason":`, o.StopReason)
+	member(`"decision":`, o.Decision)
+	member(`"reason":`, o.Reason)
+	member(`"systemMessage":`, o.SystemMessage)
+	if !ok {
+		return nil, false
+	}
+	if h != nil {
+		if !first {
+			b = append(b, ',')
+		}
+		b = append(b, `"hookSpecificOutput":{"hookEventName":`...)
+		if b, ok = appendPlain(b, h.HookEventName); !ok {
+			return nil, false
+		}
+		first = false
+		member(`"permissionDecision":`, h.PermissionDecision)
+		member(`"permissionDecisionReason":`, h.PermissionDecisionReason)
+		member(`"additionalContext":`, h.AdditionalContext)
+		if !ok {
+			return nil, false
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}'), true
+}
+
+// appendPlain appends s as a JSON string when encoding/json writes it as
+// it is (jsonkind.Plain); ok is false otherwise.
+func appendPlain(b []byte, s string) (_ []byte, ok bool) {
+	if !jsonkind.Plain(s) {
+		return b, false
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), true
 }
 
 // Fail implements Host: exit 2 with the reason on stderr blocks a tool call

@@ -56,7 +56,12 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	var ev hooks.Event
 	var resp hooks.Response
-	switch body, ok := s.hookBody(w, r); {
+	buf, ok := readHookBody(r, s.cfg.MaxBodyBytes)
+	body := buf.Bytes()
+	// The body's buffer goes back to buffers once nothing reads it: the
+	// decoded event and the answer hold copies of what they keep.
+	reuse := true
+	switch {
 	case !s.tokenOK(r):
 		ev, resp = s.hookFail(host, body, CodeUnauthorized, "this server needs an Authorization: Bearer token")
 	case !ok:
@@ -74,6 +79,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request, name string) {
 		}) {
 			ev, resp = wev, wresp
 		} else {
+			reuse = false // the worker may still read body
 			ev, resp = s.hookFail(host, body, CodeDeadlineExceeded, fmt.Sprintf("no decision within the server's deadline (%s)", s.cfg.Timeout))
 		}
 		ctx.Stop()
@@ -94,10 +100,25 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request, name string) {
 			hookJobs.Put(j)
 		}
 		if !inTime {
-			return // the deadline's answer is written (hookJob.fire)
+			return // the deadline's answer is written (hookJob.fire), and buf left to the collector
 		}
 	}
 	s.hookAnswer(w, name, host, form, start, ev, resp)
+	if reuse {
+		putBuffer(buf)
+	}
+}
+
+// readHookBody reads a hook's body into a buffer of buffers; ok is false
+// when it is too large (nothing is answered: the caller answers with the
+// host's deny). A body that could not be read whole fails to decode.
+func readHookBody(r *http.Request, limit int64) (buf *bytes.Buffer, ok bool) {
+	buf = buffers.Get().(*bytes.Buffer)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		buf.Grow(int(n) + bytes.MinRead) // one read, and the EOF, without growing
+	}
+	err := readLimited(buf, r.Body, limit)
+	return buf, !tooLarge(err)
 }
 
 // hookAnswer writes the host's answer resp to event ev, HTTP 200, in the

@@ -20,6 +20,7 @@ package state
 
 import (
 	"context"
+	"time"
 
 	"github.com/celguard/celguard/policy"
 )
@@ -98,13 +99,17 @@ type WriteCopier interface {
 	CopiesWrites()
 }
 
-// CommitterInto is a Store that can answer a commit in the caller's array:
-// CommitInto is Commit, with current made in out's array when it has room
-// (every element of it overwritten), so that a caller committing one
-// decision after another (a session's handle, under its lock) allocates
-// no answer. The caller keeps nothing of current but what it copies out
-// before it passes the same array again. store.Memory is one.
+// CommitterInto is a Store in the process's memory that answers a commit
+// at once, in the caller's array. CommitInto is Commit with ctx ending at
+// deadline (as a context with that deadline would: its error is
+// context.DeadlineExceeded once the deadline has passed, else ctx's; a
+// zero deadline is none), without a context made for it, and with current
+// made in out's array when it has room (every element of it overwritten),
+// so that a caller committing one decision after another (a session's
+// handle, under its lock) allocates neither. The caller keeps nothing of
+// current but what it copies out before it passes the same array again.
+// store.Memory is one.
 type CommitterInto interface {
 	Store
-	CommitInto(ctx context.Context, ops []Op, out []Entry) (ok bool, current []Entry, err error)
+	CommitInto(ctx context.Context, deadline time.Time, ops []Op, out []Entry) (ok bool, current []Entry, err error)
 }

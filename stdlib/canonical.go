@@ -283,6 +283,15 @@ func appendDouble(b []byte, f float64) []byte {
 	}
 }
 
+// canonicalPlain says which bytes appendString writes as they are without
+// looking further: ASCII other than the control characters, '"' and '\\'.
+var canonicalPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string the way the sorted-key JSON of other
 // systems spells it (Python's json.dumps with ensure_ascii=False, RFC 8785):
 // only '"', '\\' and the control characters below U+0020 are escaped, with
@@ -299,12 +308,14 @@ func appendString(b []byte, s string) []byte {
 	// cost of hashing a tool's result (loop detection does, per call).
 	plain := 0
 	for i := 0; i < len(s); {
+		for i < len(s) && canonicalPlain[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			b = append(b, s[plain:i]...)
 			switch {
 			case c == '"' || c == '\\':

@@ -1,6 +1,7 @@
 package stdlib
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -61,4 +62,33 @@ func FuzzWriteStringAgrees(f *testing.F) {
 			t.Fatalf("appendString(%q) = %q, want %q", s, got, want.String())
 		}
 	})
+}
+
+// TestAppendStringAgrees holds appendString to the byte-by-byte writer on
+// every string of one and two bytes, every byte between plain runs, and
+// random strings of escapes, plain runs and UTF-8, valid or not.
+func TestAppendStringAgrees(t *testing.T) {
+	check := func(s string) {
+		var want strings.Builder
+		writeStringByByte(&want, s)
+		if got := appendString(nil, s); string(got) != want.String() {
+			t.Fatalf("appendString(%q) = %q, want %q", s, got, want.String())
+		}
+	}
+	for c := range 256 {
+		check(string([]byte{byte(c)}))
+		check("ab" + string([]byte{byte(c)}) + "cd")
+		for d := range 256 {
+			check(string([]byte{byte(c), byte(d)}))
+		}
+	}
+	pieces := []string{"plain", " ", "\"", "\\", "\n", "\x00", "\x1f", "\x7f", "é", "日本", "😀", "\xff", "\xc3", "\xe6\x97", "\u2028", "<&>"}
+	r := rand.New(rand.NewPCG(26, 13))
+	for range 20_000 {
+		var b strings.Builder
+		for n := r.IntN(12); n > 0; n-- {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		check(b.String())
+	}
 }

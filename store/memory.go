@@ -78,12 +78,17 @@ type memLookup struct {
 // decision commits four, its session's and three shared ones), again only
 // for an op whose key an earlier op of the commit names.
 func (m *Memory) Commit(ctx context.Context, ops []state.Op) (bool, []state.Entry, error) {
-	return m.CommitInto(ctx, ops, nil)
+	return m.CommitInto(ctx, time.Time{}, ops, nil)
 }
 
-// CommitInto implements state.CommitterInto: Commit, answering in out's
-// array when it has room.
-func (m *Memory) CommitInto(ctx context.Context, ops []state.Op, out []state.Entry) (bool, []state.Entry, error) {
+// CommitInto implements state.CommitterInto: Commit by deadline, answering
+// in out's array when it has room. The deadline is checked first, on the
+// system's clock (not Now), as a context with that deadline would
+// (internal/deadline.Context.Err).
+func (m *Memory) CommitInto(ctx context.Context, deadline time.Time, ops []state.Op, out []state.Entry) (bool, []state.Entry, error) {
+	if !deadline.IsZero() && time.Until(deadline) <= 0 {
+		return false, nil, context.DeadlineExceeded
+	}
 	if err := ctx.Err(); err != nil {
 		return false, nil, err
 	}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celguard/celguard/internal/deadline"
 	"github.com/celguard/celguard/policy"
 	"github.com/celguard/celguard/state"
 	"github.com/celguard/celguard/store"
@@ -147,7 +149,7 @@ func TestMemoryCommitDifferential(t *testing.T) {
 				for i := range into {
 					into[i] = state.Entry{Version: "junk", State: []byte("junk"), Fault: "junk"}
 				}
-				gok, got, gerr = mem.CommitInto(ctx, ops, into[:r.IntN(len(into)+1)])
+				gok, got, gerr = mem.CommitInto(ctx, time.Time{}, ops, into[:r.IntN(len(into)+1)])
 			}
 			if wok != gok || !reflect.DeepEqual(got, want) || (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
 				t.Fatalf("seed %d step %d, ops %+v:\n got %v %+v %v\nwant %v %+v %v", seed, step, ops, gok, got, gerr, wok, want, werr)
@@ -210,5 +212,47 @@ func TestMemoryCopiesWrites(t *testing.T) {
 		if again := read(); string(again) != w {
 			t.Fatalf("an answer's bytes are the store's: it holds %q, want %q", again, w)
 		}
+	}
+}
+
+// TestMemoryCommitIntoDeadline: CommitInto by a deadline answers as Commit
+// with a context ending at that deadline (internal/deadline, which the
+// engine gives a store that is not in memory): the deadline's error first,
+// then the context's, and a commit when neither has ended; nothing is
+// written when it fails.
+func TestMemoryCommitIntoDeadline(t *testing.T) {
+	key := state.Key{Scope: policy.ScopeSession, ID: "s"}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	past, future := time.Now().Add(-time.Second), time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		by   time.Time
+	}{
+		{"in time", context.Background(), future},
+		{"deadline passed", context.Background(), past},
+		{"context ended", canceled, future},
+		{"both", canceled, past},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops := []state.Op{{Key: key, Write: []byte(`{"n":1}`)}}
+			ref := store.NewMemory(time.Minute)
+			dctx := deadline.New(tc.ctx, tc.by)
+			wok, want, werr := ref.Commit(dctx, ops)
+			dctx.Stop()
+			mem := store.NewMemory(time.Minute)
+			gok, got, gerr := mem.CommitInto(tc.ctx, tc.by, ops, make([]state.Entry, 0, 4))
+			if gok != wok || !reflect.DeepEqual(got, want) || !errors.Is(gerr, werr) || (gerr == nil) != (werr == nil) {
+				t.Fatalf("CommitInto = %v %+v %v; Commit through a deadline context = %v %+v %v", gok, got, gerr, wok, want, werr)
+			}
+			// What each holds afterwards.
+			read := []state.Op{{Key: key, Version: "none"}}
+			_, want, _ = ref.Commit(context.Background(), read)
+			_, got, _ = mem.Commit(context.Background(), read)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("afterwards: %+v, want %+v", got, want)
+			}
+		})
 	}
 }
