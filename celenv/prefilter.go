@@ -747,16 +747,19 @@ func countLits(f *filter) int {
 }
 
 // test reports whether s satisfies f.
-func (f *filter) test(s string) bool {
+func (f *filter) test(s string) bool { return f.testIn(s, nil) }
+
+// testIn is test, searching s through x when x indexes it (litindex.go).
+func (f *filter) testIn(s string, x *LiteralIndex) bool {
 	switch f.op {
 	case filterLit:
 		if f.wbBefore || f.wbAfter {
-			return f.containsAtBoundaries(s)
+			return f.index(s, 0, len(s), x) >= 0
 		}
 		if f.fold {
 			return indexFoldASCII(s, f.lit) >= 0
 		}
-		return strings.Contains(s, f.lit)
+		return indexIn(x, s, f.lit, 0, len(s)) >= 0
 	case filterPrefix:
 		if f.fold {
 			return len(s) >= len(f.lit) && equalFoldASCII(s[:len(f.lit)], f.lit)
@@ -764,20 +767,20 @@ func (f *filter) test(s string) bool {
 		return strings.HasPrefix(s, f.lit)
 	case filterAnd:
 		for _, sub := range f.sub {
-			if !sub.test(s) {
+			if !sub.testIn(s, x) {
 				return false
 			}
 		}
 		return true
 	case filterOr:
 		for _, sub := range f.sub {
-			if sub.test(s) {
+			if sub.testIn(s, x) {
 				return true
 			}
 		}
 		return false
 	case filterSeq:
-		return f.end(s, 0, len(s)) >= 0
+		return f.end(s, 0, len(s), x) >= 0
 	}
 	return true
 }
@@ -789,10 +792,10 @@ func (f *filter) test(s string) bool {
 // earliest end is the best start for what comes after (filterSeq). limit
 // only saves work: an or looks for its later literals only where they
 // would end before the best end found so far.
-func (f *filter) end(s string, from, limit int) int {
+func (f *filter) end(s string, from, limit int, x *LiteralIndex) int {
 	switch f.op {
 	case filterLit:
-		p := f.index(s, from, limit)
+		p := f.index(s, from, limit, x)
 		if p < 0 {
 			return -1
 		}
@@ -800,32 +803,32 @@ func (f *filter) end(s string, from, limit int) int {
 	case filterPrefix:
 		// A condition on the whole text (only ever the whole filter, never
 		// a part): it says nothing of where a part ends.
-		if !f.test(s) {
+		if !f.testIn(s, x) {
 			return -1
 		}
 		return from
 	case filterAnd:
 		e := from
 		for _, sub := range f.sub {
-			x := sub.end(s, from, limit)
-			if x < 0 {
+			end := sub.end(s, from, limit, x)
+			if end < 0 {
 				return -1
 			}
-			e = max(e, x)
+			e = max(e, end)
 		}
 		return e
 	case filterOr:
 		e := -1
 		for _, sub := range f.sub {
-			if x := sub.end(s, from, limit); x >= 0 {
-				e, limit = x, x
+			if end := sub.end(s, from, limit, x); end >= 0 {
+				e, limit = end, end
 			}
 		}
 		return e
 	case filterSeq:
 		e := from
 		for _, sub := range f.sub {
-			if e = sub.end(s, e, limit); e < 0 {
+			if e = sub.end(s, e, limit, x); e < 0 {
 				return -1
 			}
 		}
@@ -889,30 +892,28 @@ func asciiLower(s string) string {
 	return s
 }
 
-// containsAtBoundaries reports whether s contains f's literal with a word
-// boundary before it (wbBefore) and after it (wbAfter), as regexp decides
-// \b: between a rune that is an ASCII word character ([0-9A-Za-z_]) and one
-// that is not, the start and the end of the text being neither. A byte of
-// a multi-byte sequence or an invalid one decodes to a rune that is not
-// ASCII, so the bytes on either side decide it.
-func (f *filter) containsAtBoundaries(s string) bool { return f.index(s, 0, len(s)) >= 0 }
-
 // index returns the offset of the first occurrence of f's literal in s that
 // starts at or after from and ends at or before limit, with its word
-// boundaries (as containsAtBoundaries decides them, from the bytes of s on
-// either side), or -1.
-func (f *filter) index(s string, from, limit int) int {
+// boundaries, or -1. An exact literal is searched through x when x indexes
+// s.
+//
+// The boundaries are decided as regexp decides \b: between a rune that is
+// an ASCII word character ([0-9A-Za-z_]) and one that is not, the start and
+// the end of the text being neither. A byte of a multi-byte sequence or an
+// invalid one decodes to a rune that is not ASCII, so the bytes on either
+// side decide it.
+func (f *filter) index(s string, from, limit int, x *LiteralIndex) int {
 	for i := from; i+len(f.lit) <= limit; {
-		var j int
+		var p int
 		if f.fold {
-			j = indexFoldASCII(s[i:limit], f.lit)
-		} else {
-			j = strings.Index(s[i:limit], f.lit)
-		}
-		if j < 0 {
+			j := indexFoldASCII(s[i:limit], f.lit)
+			if j < 0 {
+				return -1
+			}
+			p = i + j
+		} else if p = indexIn(x, s, f.lit, i, limit); p < 0 {
 			return -1
 		}
-		p := i + j
 		if (!f.wbBefore || wordBoundaryAt(s, p)) && (!f.wbAfter || wordBoundaryAt(s, p+len(f.lit))) {
 			return p
 		}

@@ -341,9 +341,20 @@ func FuzzPrefilterAgreesWithRegexp(f *testing.F) {
 		if err != nil {
 			t.Fatalf("compileMatcher(%q) failed where regexp.Compile did not: %v", pattern, err)
 		}
+		m, err := newMatcher(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if got, want := match(in), re.MatchString(in); got != want {
 			parsed, _ := syntax.Parse(pattern, syntax.Perl)
 			t.Fatalf("pattern %q on %q: prefiltered %v, regexp %v (filter %s)", pattern, in, got, want, prefilterOf(parsed))
+		}
+		// The same through a literal index of the input (litindex.go).
+		if len(in) >= 2 {
+			got, err := m.matchIn(in, indexed(in))
+			if err != nil || got != re.MatchString(in) {
+				t.Fatalf("pattern %q on %q: indexed %v (%v), regexp %v", pattern, in, got, err, !got)
+			}
 		}
 		// Every match the regexp finds satisfies the filter.
 		if loc := re.FindStringIndex(in); loc != nil {

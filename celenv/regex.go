@@ -50,17 +50,21 @@ func (c *matchCall) OverloadID() string                  { return c.overload }
 func (c *matchCall) Args() []interpreter.InterpretableV2 { return c.args }
 
 // Exec implements interpreter.InterpretableV2.
+// A long string is tested through the literal index the activation keeps
+// (LiteralIndexHolder), shared by the rules of the call.
 func (c *matchCall) Exec(frame *interpreter.ExecutionFrame) ref.Val {
-	return c.apply(c.args[0].Exec(frame))
+	return c.apply(c.args[0].Exec(frame), frame.Scope())
 }
 
 // Eval implements interpreter.Interpretable.
-func (c *matchCall) Eval(act interpreter.Activation) ref.Val { return c.apply(c.args[0].Eval(act)) }
+func (c *matchCall) Eval(act interpreter.Activation) ref.Val {
+	return c.apply(c.args[0].Eval(act), act)
+}
 
-func (c *matchCall) apply(v ref.Val) ref.Val {
+func (c *matchCall) apply(v ref.Val, act interpreter.Activation) ref.Val {
 	switch in := v.(type) {
 	case types.String:
-		ok, err := c.m.match(string(in))
+		ok, err := c.m.matchIn(string(in), literalIndexOf(act, string(in)))
 		if err != nil {
 			return types.WrapErr(err)
 		}
@@ -122,8 +126,12 @@ func (m *matcher) prefilter() *filter {
 // regexp.MatchString does. The error is a compile failure after a
 // successful parse, which Go's regexp package never returns: if it ever
 // did, the evaluation fails rather than answer.
-func (m *matcher) match(s string) (bool, error) {
-	if f := m.prefilter(); f != nil && !f.test(s) {
+func (m *matcher) match(s string) (bool, error) { return m.matchIn(s, nil) }
+
+// matchIn is match, the prefilter searching s through x when x indexes it
+// (litindex.go).
+func (m *matcher) matchIn(s string, x *LiteralIndex) (bool, error) {
+	if f := m.prefilter(); f != nil && !f.testIn(s, x) {
 		return false, nil
 	}
 	re := m.re.Load()

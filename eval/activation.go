@@ -80,6 +80,10 @@ type evaluation struct {
 	// (linearFrame): its activation is this evaluation, so it is made
 	// once and kept with the pooled evaluation, never shared with another.
 	frame *interpreter.ExecutionFrame
+	// lits is the literal index of the last long string the prefilters
+	// tested (celenv.LiteralIndex), kept with the pooled evaluation: it
+	// depends on the string alone.
+	lits *celenv.LiteralIndex
 }
 
 var _ interpreter.FunctionActivation = (*evaluation)(nil)
@@ -93,8 +97,8 @@ var emptyArgs = map[string]any{}
 
 func newEvaluation(ctx context.Context, s *Session, set *compile.PolicySet, phase policy.Phase, call Call, res *Result) *evaluation {
 	ev := evaluations.Get().(*evaluation)
-	scope, vars, result, frame := ev.pooledScope, ev.vars, ev.pooledResult, ev.frame
-	*ev = evaluation{ctx: ctx, s: s, set: set, phase: phase, call: call, res: res, obs: noObserver{}, frame: frame}
+	scope, vars, result, frame, lits := ev.pooledScope, ev.vars, ev.pooledResult, ev.frame, ev.lits
+	*ev = evaluation{ctx: ctx, s: s, set: set, phase: phase, call: call, res: res, obs: noObserver{}, frame: frame, lits: lits}
 	if ev.call.Args == nil {
 		ev.call.Args = emptyArgs
 	}
@@ -135,7 +139,7 @@ func (ev *evaluation) release() {
 	if scope != nil {
 		scope.Reset()
 	}
-	*ev = evaluation{pooledScope: scope, vars: ev.vars[:0], pooledResult: ev.pooledResult, frame: ev.frame}
+	*ev = evaluation{pooledScope: scope, vars: ev.vars[:0], pooledResult: ev.pooledResult, frame: ev.frame, lits: ev.lits}
 	evaluations.Put(ev)
 }
 

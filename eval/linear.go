@@ -4,17 +4,20 @@ import (
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
 
+	"github.com/celguard/celguard/celenv"
 	"github.com/celguard/celguard/compile"
 )
 
-// The cheaper paths of a linear program's evaluation (execNested) and of a
-// variable's lookup (ResolveName). Each gives the answer the plain path
-// gives; plainLinear turns them off for the differential tests
+// The cheaper paths of a linear program's evaluation (execNested), of a
+// variable's lookup (ResolveName) and of the prefilters' searches of a long
+// string (LiteralIndex). Each gives the answer the plain path gives;
+// plainLinear turns them off for the differential tests
 // (TestLinearFastPathsDifferential).
 
 // plainLinear, set by tests only, evaluates linear programs as before
 // ArgString and linearFrame, each through cel-go with a frame of its own,
-// and looks every variable up by name (lastVariable). The differential
+// looks every variable up by name (lastVariable) and searches strings
+// without a literal index (LiteralIndex). The differential
 // tests decide the same calls both ways.
 var plainLinear bool
 
@@ -42,6 +45,18 @@ func (ev *evaluation) linearFrame() any {
 		ev.frame = f
 	}
 	return ev.frame
+}
+
+// LiteralIndex implements celenv.LiteralIndexHolder: the index the
+// prefilters of a call's rules share for a long string they all test.
+func (ev *evaluation) LiteralIndex() *celenv.LiteralIndex {
+	if plainLinear {
+		return nil
+	}
+	if ev.lits == nil {
+		ev.lits = new(celenv.LiteralIndex)
+	}
+	return ev.lits
 }
 
 // lastVariable is the policy variable ResolveName returned last, with
