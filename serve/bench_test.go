@@ -133,7 +133,7 @@ func cpuTime() int64 {
 // not counted. Allocation counts do not depend on the machine's load; a
 // change that adds allocations to every request shows here.
 var handlerAllocBudget = map[string]float64{
-	"api-before":       11, // 45 before the request path reused its buffers and jobs (32 after); 26–29 with the lazy deadline (internal/deadline) and writeDecision (the count moves by 2 from run to run: pooled buffers a collection empties); 30 in the sixth session (measured 26–28); 19 since the body's first decoding pass (decodeBody, measured 15); 11 with observe's writer pooled, the body read without MaxBytesReader nor errors.As and the approval record written directly (measured 9)
+	"api-before":       10, // 45 before the request path reused its buffers and jobs (32 after); 26–29 with the lazy deadline (internal/deadline) and writeDecision (the count moves by 2 from run to run: pooled buffers a collection empties); 30 in the sixth session (measured 26–28); 19 since the body's first decoding pass (decodeBody, measured 15); 11 with observe's writer pooled, the body read without MaxBytesReader nor errors.As and the approval record written directly (measured 9); 10 in the eighth session with the decision routes matched without the ServeMux (measured 8)
 	"hook-claude-code": 12, // 54 before (44 after; the event's generic decoding is most of it: hooks.Decode); 40 with the lazy deadline; 42 since the sixth session (measured 40); 37 in the seventh (measured 35: as the API's, and the answer's Content-Type shared); 32 with hooks' first decoding pass (decodeObject, measured 27–28); 12 in the eighth, the event decoded without a map (decodeEventFast), its body in a pooled buffer and the answer written directly (measured 10)
 }
 

@@ -139,3 +139,19 @@ func procSwitches(pid int) int64 {
 	}
 	return n
 }
+
+// procRSS is process pid's resident memory in bytes (VmRSS of
+// /proc/PID/status), or 0 when it cannot be read.
+func procRSS(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(b), "\nVmRSS:")
+	if !ok {
+		return 0
+	}
+	v, _, _ := strings.Cut(rest, "\n")
+	kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+	return kb << 10
+}

@@ -30,3 +30,5 @@ func pinProcess(*cpuSet) error { return errNoAffinity }
 func procCPU(int) time.Duration { return 0 }
 
 func procSwitches(int) int64 { return 0 }
+
+func procRSS(int) int64 { return 0 }

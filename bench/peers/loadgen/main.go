@@ -253,7 +253,7 @@ func run(duration time.Duration, levels string, names []string, storeURL, client
 	}
 	fmt.Printf("# loadgen: %d calls (benchdata.Stream), the 20-rule policy, celguard store %s, %s per run, client %s, one server process per target; %s; %s\n",
 		len(calls), store.Redact(storeURL), duration, clientKind, placement, time.Now().UTC().Format(time.RFC3339))
-	fmt.Printf("%-14s %5s %10s %10s %10s %10s %10s %10s %10s %8s\n", "target", "conc", "req/s", "p50", "p99", "max", "srv-cpu/req", "gen-cpu/req", "srv-wait/req", "errors")
+	fmt.Printf("%-14s %5s %10s %10s %10s %10s %10s %10s %10s %8s %9s\n", "target", "conc", "req/s", "p50", "p99", "max", "srv-cpu/req", "gen-cpu/req", "srv-wait/req", "errors", "srv-rss")
 	for _, lv := range strings.Split(levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(lv))
 		if err != nil || c <= 0 {
@@ -266,7 +266,7 @@ func run(duration time.Duration, levels string, names []string, storeURL, client
 			t.url = servers[name].url
 			r := load(t, servers[name].pid, c, duration, want, clientKind, requests)
 			got[t.name] = r
-			fmt.Printf("%-14s %5d %10.0f %10s %10s %10s %10s %10s %10.2f %8d\n", t.name, c, r.rate, r.p50, r.p99, r.max, r.srvCPU, r.genCPU, r.srvWaits, r.errors)
+			fmt.Printf("%-14s %5d %10.0f %10s %10s %10s %10s %10s %10.2f %8d %7.1fMB\n", t.name, c, r.rate, r.p50, r.p99, r.max, r.srvCPU, r.genCPU, r.srvWaits, r.errors, float64(r.srvRSS)/(1<<20))
 			if r.firstErr != nil {
 				fmt.Printf("#   first error: %v\n", r.firstErr)
 			}
@@ -300,6 +300,9 @@ type result struct {
 	// srvWaits is the server's voluntary context switches per request
 	// (procSwitches): how often its threads slept and were woken.
 	srvWaits float64
+	// srvRSS is the server process's resident memory at the end of the
+	// run, in bytes (procRSS; 0 where unknown).
+	srvRSS   int64
 	errors   int
 	firstErr error
 }
@@ -369,7 +372,7 @@ func load(t target, pid, c int, d time.Duration, want []string, clientKind strin
 	elapsed := time.Since(start)
 	gen, srv, waits := cpuTime()-gen0, procCPU(pid)-srv0, procSwitches(pid)-waits0
 	slices.Sort(lat)
-	r := result{errors: errs, firstErr: firstErr}
+	r := result{errors: errs, firstErr: firstErr, srvRSS: procRSS(pid)}
 	if n := len(lat); n > 0 {
 		r.rate = float64(n) / elapsed.Seconds()
 		r.p50, r.p99, r.max = lat[n/2], lat[min(n-1, n*99/100)], lat[n-1]
