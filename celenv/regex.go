@@ -75,6 +75,31 @@ func (c *matchCall) apply(v ref.Val, act interpreter.Activation) ref.Val {
 	return types.NoSuchOverloadErr()
 }
 
+// Pattern is a constant pattern of `matches` outside a program: its
+// answers are the planned matches call's, through the same prefilter
+// (compile.VarMatches).
+type Pattern struct{ m *matcher }
+
+// NewPattern parses pattern as a program's constant pattern is parsed; the
+// error is regexp.Compile's.
+func NewPattern(pattern string) (*Pattern, error) {
+	m, err := newMatcher(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return &Pattern{m: m}, nil
+}
+
+// String returns the pattern.
+func (p *Pattern) String() string { return p.m.pattern }
+
+// Match reports whether s contains a match of the pattern, as the
+// program's matches call on s does when evaluated against act (a long s is
+// tested through act's literal index, LiteralIndexHolder).
+func (p *Pattern) Match(s string, act interpreter.Activation) (bool, error) {
+	return p.m.matchIn(s, literalIndexOf(act, s))
+}
+
 // matcher is a constant pattern of `matches`: its literal prefilter, and
 // its regular expression, compiled the first time a string passes the
 // prefilter. Planning a program parses the pattern but neither analyses

@@ -32,13 +32,82 @@ type ArgString struct {
 // ArgString returns the expression's ArgString shape, or nil when it has
 // another shape. It is worked out once per program, from the planned tree.
 func (p *Program) ArgString() *ArgString {
+	p.shapes()
+	return p.arg
+}
+
+// VarMatches returns the expression's VarMatches shape, or nil when it has
+// another shape. It is worked out once per program, from the planned tree.
+func (p *Program) VarMatches() *VarMatches {
+	p.shapes()
+	return p.vm
+}
+
+// shapes works out the program's ArgString and VarMatches shapes, once.
+func (p *Program) shapes() {
 	p.made()
 	p.argOnce.Do(func() {
 		if p.plan != nil {
 			p.arg = argStringOf(p.plan)
+			p.vm = varMatchesOf(p.plan)
 		}
 	})
-	return p.arg
+}
+
+// VarMatches is the shape of most rule conditions over a command or a
+// path: a variable (the policy's, or a built-in) matched against a constant
+// pattern, VAR.matches("...") or matches(VAR, "..."), the pattern
+// possibly kept in a constant of the policy (planned as its literal).
+//
+// An evaluation can answer it without running the program when the
+// variable is a string: Pattern gives the answer the program's matches
+// would, through the same literal prefilter. Any other value (an error, a
+// number) is left to the program.
+type VarMatches struct {
+	Name    string
+	Pattern *celenv.Pattern
+}
+
+// varMatchesOf returns the VarMatches shape of a checked expression, or
+// nil: the matches call of the standard overloads on an identifier the
+// checker resolved to a variable and a string literal.
+func varMatchesOf(a *celast.AST) *VarMatches {
+	e := a.Expr()
+	if e.Kind() != celast.CallKind {
+		return nil
+	}
+	c := e.AsCall()
+	if c.FunctionName() != overloads.Matches {
+		return nil
+	}
+	args := c.Args()
+	if c.IsMemberFunction() {
+		args = append([]celast.Expr{c.Target()}, args...)
+	}
+	if len(args) != 2 {
+		return nil
+	}
+	ids := a.GetOverloadIDs(e.ID())
+	if len(ids) != 1 || ids[0] != overloads.MatchesString && ids[0] != overloads.Matches {
+		return nil
+	}
+	v, lit := args[0], args[1]
+	if v.Kind() != celast.IdentKind || lit.Kind() != celast.LiteralKind {
+		return nil
+	}
+	ref, ok := a.ReferenceMap()[v.ID()]
+	if !ok || ref.Name != v.AsIdent() || ref.Value != nil || len(ref.OverloadIDs) != 0 {
+		return nil
+	}
+	pattern, ok := lit.AsLiteral().(types.String)
+	if !ok {
+		return nil
+	}
+	pat, err := celenv.NewPattern(string(pattern))
+	if err != nil {
+		return nil
+	}
+	return &VarMatches{Name: v.AsIdent(), Pattern: pat}
 }
 
 // Value is the expression's value for a call with arguments args, and

@@ -136,13 +136,14 @@ func FuzzArgString(f *testing.F) {
 	})
 }
 
-// A set replayed from its compiled-set cache finds the same ArgString
-// shapes as the full compile, program by program, over the built-in
-// policies and argStringPolicy; the built-ins hold a chain (mcp-arguments).
+// A set replayed from its compiled-set cache finds the same ArgString and
+// VarMatches shapes as the full compile, program by program, over the
+// built-in policies, argStringPolicy and varMatchesPolicy; the built-ins
+// hold a chain (mcp-arguments).
 func TestArgStringReplayed(t *testing.T) {
 	srcs, err := policies.Sources()
 	require.NoError(t, err)
-	srcs = append(srcs, policy.Source{Name: "p.yaml", Data: []byte(argStringPolicy)})
+	srcs = append(srcs, policy.Source{Name: "p.yaml", Data: []byte(argStringPolicy)}, policy.Source{Name: "vm.yaml", Data: []byte(varMatchesPolicy)})
 	full, err := compile.Compile(srcs)
 	require.NoError(t, err)
 	c := &compile.MemorySetCache{}
@@ -151,27 +152,92 @@ func TestArgStringReplayed(t *testing.T) {
 	set, err := compile.Compile(srcs, compile.WithSetCache(c))
 	require.NoError(t, err)
 	require.True(t, set.FromCache())
-	shapes := func(s *compile.PolicySet) map[policy.Pos]*compile.ArgString {
-		out := map[policy.Pos]*compile.ArgString{}
+	type shape struct {
+		arg *compile.ArgString
+		vm  string // the VarMatches variable and pattern
+	}
+	of := func(p *compile.Program) shape {
+		sh := shape{arg: p.ArgString()}
+		if vm := p.VarMatches(); vm != nil {
+			sh.vm = vm.Name + " " + fmt.Sprint(vm.Pattern)
+		}
+		return sh
+	}
+	shapes := func(s *compile.PolicySet) map[policy.Pos]shape {
+		out := map[policy.Pos]shape{}
 		for _, p := range s.Policies() {
 			for _, v := range p.Variables {
-				out[v.Expr.Pos] = v.Program.ArgString()
+				out[v.Expr.Pos] = of(v.Program)
 			}
 		}
 		for _, r := range s.Rules() {
 			if r.Condition != nil {
-				out[r.Source.Condition.Pos] = r.Condition.ArgString()
+				out[r.Source.Condition.Pos] = of(r.Condition)
 			}
 		}
 		return out
 	}
 	want := shapes(full)
 	assert.Equal(t, want, shapes(set))
-	n := 0
-	for _, a := range want {
-		if a != nil {
-			n++
+	args, vms := 0, 0
+	for _, sh := range want {
+		if sh.arg != nil {
+			args++
+		}
+		if sh.vm != "" {
+			vms++
 		}
 	}
-	assert.GreaterOrEqual(t, n, 6, "the shapes of argStringPolicy and of the built-ins")
+	assert.GreaterOrEqual(t, args, 6, "the ArgString shapes of argStringPolicy and of the built-ins")
+	assert.GreaterOrEqual(t, vms, 5, "the VarMatches shapes of varMatchesPolicy and of the built-ins")
+}
+
+// varMatchesPolicy's rules named yes-* have the VarMatches shape, the
+// others do not.
+const varMatchesPolicy = `apiVersion: celguard.dev/v1
+kind: Policy
+name: vm
+variables:
+  - {name: cmd, expression: 'has(args.command) ? string(args.command) : ""'}
+  - {name: raw, expression: 'has(args.command) ? args.command : ""'}
+  - {name: pat, expression: '"^rm\\s"'}
+rules:
+  - {id: yes-member, verdict: block, condition: 'cmd.matches("^rm\\s+-rf")'}
+  - {id: yes-global, verdict: block, condition: 'matches(cmd, "sudo")'}
+  - {id: yes-builtin, verdict: block, condition: 'tool.matches("^mcp__")'}
+  - {id: yes-constant, verdict: block, condition: 'cmd.matches(pat)'}
+  - {id: yes-dyn, verdict: block, condition: 'raw.matches("x")'}
+  - {id: no-computed, verdict: block, condition: 'cmd.matches(tool)'}
+  - {id: no-select, verdict: block, condition: 'args.command.matches("x")'}
+  - {id: no-negated, verdict: block, condition: '!cmd.matches("x")'}
+  - {id: no-and, verdict: block, condition: 'cmd.matches("x") && cmd != ""'}
+  - {id: no-call, verdict: block, condition: 'cmd.lowerAscii().matches("x")'}
+  - {id: no-contains, verdict: block, condition: 'cmd.contains("x")'}
+`
+
+// Each rule of varMatchesPolicy is classified as its id says; the shape's
+// pattern answers as the program does.
+func TestVarMatchesShape(t *testing.T) {
+	set, err := compile.Compile([]policy.Source{{Name: "vm.yaml", Data: []byte(varMatchesPolicy)}})
+	require.NoError(t, err)
+	want := map[string]string{"yes-member": "cmd", "yes-global": "cmd", "yes-builtin": "tool", "yes-constant": "cmd", "yes-dyn": "raw"}
+	for _, r := range set.Rules() {
+		vm := r.Condition.VarMatches()
+		name, yes := want[r.ID]
+		if !yes {
+			assert.Nil(t, vm, r.ID)
+			continue
+		}
+		require.NotNil(t, vm, r.ID)
+		assert.Equal(t, name, vm.Name, r.ID)
+		for _, s := range []string{"", "rm -rf /", "rm  x", "sudo ls", "mcp__a__b", "x", "\xff", "echo rm -rf"} {
+			out, _, err := r.Condition.Tracked().Eval(map[string]any{name: s, "tool": s, "args": map[string]any{}})
+			require.NoError(t, err, r.ID)
+			got, err := vm.Pattern.Match(s, nil)
+			require.NoError(t, err)
+			assert.Equal(t, out.Value(), got, "%s on %q", r.ID, s)
+		}
+	}
+	v, _ := set.Policies()[0].Variable("cmd")
+	assert.Nil(t, v.Program.VarMatches(), "a variable of another shape")
 }

@@ -61,9 +61,10 @@ type Program struct {
 	// compiled in full; once makes it at most once (made).
 	src  *programSource
 	once sync.Once
-	// arg is the expression's ArgString shape (nil: another), worked out
-	// once (argOnce).
+	// arg and vm are the expression's ArgString and VarMatches shapes
+	// (nil: another), worked out once (argOnce).
 	arg     *ArgString
+	vm      *VarMatches
 	argOnce sync.Once
 }
 

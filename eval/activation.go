@@ -376,12 +376,8 @@ func (ev *evaluation) execNested(p *compile.Program) (ref.Val, error) {
 			out, _, err := p.Tracked().Eval(ev)
 			return out, err
 		}
-		// An argument read as a string (compile.ArgString) is answered
-		// from the arguments when they are plain, as the program would.
-		if a := p.ArgString(); a != nil {
-			if v, ok := a.Value(ev.call.Args); ok {
-				return v, nil
-			}
+		if v, ok := ev.byShape(p); ok {
+			return v, nil
 		}
 		out, _, err := p.Tracked().Eval(ev.linearFrame())
 		return out, err

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
 
@@ -57,6 +58,37 @@ func (ev *evaluation) LiteralIndex() *celenv.LiteralIndex {
 		ev.lits = new(celenv.LiteralIndex)
 	}
 	return ev.lits
+}
+
+// byShape answers a linear program of a known shape without running it,
+// when the call's values are plain; false leaves it to the program, which
+// answers as it always did. An argument read as a string
+// (compile.ArgString) is answered from the arguments; a variable matched
+// against a constant pattern (compile.VarMatches) by the pattern, when the
+// variable is a string (anything else, an error among them, is the
+// program's to report).
+func (ev *evaluation) byShape(p *compile.Program) (ref.Val, bool) {
+	if m := p.VarMatches(); m != nil {
+		v, ok := ev.ResolveName(m.Name)
+		if !ok {
+			return nil, false
+		}
+		s, ok := v.(types.String)
+		if !ok {
+			return nil, false
+		}
+		matched, err := m.Pattern.Match(string(s), ev)
+		if err != nil {
+			return nil, false
+		}
+		return types.Bool(matched), true
+	}
+	if a := p.ArgString(); a != nil {
+		if v, ok := a.Value(ev.call.Args); ok {
+			return v, true
+		}
+	}
+	return nil, false
 }
 
 // lastVariable is the policy variable ResolveName returned last, with

@@ -16,15 +16,20 @@ import (
 )
 
 // argsPolicy reads arguments through compile.ArgString variables (a chain,
-// a default) and through the same reads written otherwise, so that a call
-// whose arguments are not plain strings decides through the program.
+// a default) and through the same reads written otherwise, and matches
+// variables against patterns (compile.VarMatches), one of them not always
+// a string, so that a call whose arguments are not plain strings decides
+// through the program.
 const argsPolicy = `apiVersion: celguard.dev/v1
 kind: Policy
 name: args
 variables:
   - {name: cmd, expression: 'has(args.command) ? string(args.command) : ""'}
   - {name: where, expression: 'has(args.file_path) ? string(args.file_path) : has(args.path) ? string(args.path) : "nowhere"'}
+  - {name: raw, expression: 'has(args.command) ? args.command : ""'}
 rules:
+  - {id: raw-rm, priority: 25, condition: 'raw.matches("^rm -rf")', verdict: block, reason: 'raw {{ cmd }}'}
+  - {id: where-ssh, priority: 24, condition: 'where.matches("\\.ssh/")', verdict: ask, reason: ssh}
   - {id: numeric-command, priority: 30, condition: 'has(args.command) && type(args.command) == int && cmd == "42"', verdict: warn, reason: 'numeric {{ cmd }}'}
   - {id: rm, priority: 20, condition: 'where.endsWith(".env") || cmd.contains("rm ")', verdict: block, reason: 'cmd={{ cmd }} where={{ where }}'}
   - {id: nowhere, priority: 10, condition: 'where == "nowhere" && cmd == ""', verdict: ask, reason: nothing}
