@@ -188,6 +188,13 @@ type Session struct {
 	// needed again after a change of either.
 	facts sessionFacts
 	view  map[string]any
+	// metaJS is the stored state's meta member (`,"meta":{…}`, empty when
+	// meta holds the id alone), encoded from meta at the first commit
+	// after meta changed and kept while metaKept is set: every assignment
+	// of meta clears metaKept (metaMemberLocked). Like the session
+	// variable, it is made from meta's values as they were then.
+	metaJS   []byte
+	metaKept bool
 	// sat, when set, saturates counters lost to a tampered state (state.go).
 	sat *saturation
 	// tampered, when set, is why the handle was restored fail-closed

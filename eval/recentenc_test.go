@@ -50,7 +50,7 @@ func TestRecentEncodingsFollowCalls(t *testing.T) {
 		st := SessionState{ID: "s", Turn: 1, Recent: f.recent, RecentSeq: f.seq}
 		// Lent or copied, as the store takes it; the snapshot keeps the
 		// last encoding, or sometimes not (a commit that failed).
-		got, err := encodeStateKept(&st, memo, f.recentEncodings(st.Recent), held.js, r.IntN(4) != 0)
+		got, err := encodeStateKept(&st, memo, nil, f.recentEncodings(st.Recent), held.js, r.IntN(4) != 0)
 		if err != nil {
 			t.Fatal(err)
 		}

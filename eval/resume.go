@@ -71,7 +71,7 @@ func (e *Engine) ResumeSession(ctx context.Context, id string, meta map[string]a
 		m := maps.Clone(stored.Meta)
 		maps.Copy(m, meta)
 		m["id"] = id
-		s.meta, s.view = m, nil
+		s.meta, s.view, s.metaKept = m, nil, false
 	}
 	s.restore(stored)
 	s.mu.Unlock()

@@ -218,6 +218,27 @@ type KeyCount struct {
 	Last string `json:"last,omitempty"`
 }
 
+// metaMemberLocked returns the stored state's meta member: the session's
+// metadata without its id, encoded as json.Marshal would as a member of
+// SessionState (nothing when the metadata is the id alone), kept from one
+// call to the next until meta changes. The caller holds s.mu.
+func (s *Session) metaMemberLocked() ([]byte, error) {
+	if s.metaKept {
+		return s.metaJS, nil
+	}
+	var b []byte
+	if _, id := s.meta["id"]; len(s.meta) > 1 || len(s.meta) == 1 && !id {
+		m := maps.Clone(s.meta)
+		delete(m, "id")
+		var err error
+		if b, err = appendMember(nil, `,"meta":`, m); err != nil {
+			return nil, err
+		}
+	}
+	s.metaJS, s.metaKept = b, true
+	return b, nil
+}
+
 // State returns a copy of the session's state.
 func (s *Session) State() SessionState {
 	s.mu.Lock()
@@ -244,15 +265,11 @@ func (s *Session) State() SessionState {
 
 // stateLocked is the session's state as State returns it, except that it
 // shares the session's own halt, approval book, labels, recent calls and
-// writes, and has no metadata but the session's own (nil when it has only
-// its id): a view to encode at once (storeOps), never to keep. The caller
-// holds s.mu.
+// writes, and has no metadata (State adds a copy; storeOps writes the
+// kept encoding, metaMemberLocked): a view to encode at once (storeOps),
+// never to keep. The caller holds s.mu.
 func (s *Session) stateLocked() SessionState {
 	st := SessionState{ID: s.id, Turn: s.turn, Halted: s.halt}
-	if _, id := s.meta["id"]; len(s.meta) > 1 || len(s.meta) == 1 && !id {
-		st.Meta = maps.Clone(s.meta)
-		delete(st.Meta, "id")
-	}
 	st.Counters = exportCounters(s.counters)
 	if len(s.book.remembered) > 0 {
 		st.Approvals = make([]string, 0, len(s.book.remembered))

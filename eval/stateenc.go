@@ -78,7 +78,7 @@ func (f *sessionFacts) recentEncodings(rs []RecentCall) []recentEncoding {
 // encodeState is json.Marshal(st). The result is a new slice, which the
 // caller may hand to a store.
 func encodeState(st *SessionState) ([]byte, error) {
-	return encodeStateKept(st, nil, nil, nil, false)
+	return encodeStateKept(st, nil, nil, nil, nil, false)
 }
 
 // encodeStateKept is encodeState with memo's encoding of the id (memo may
@@ -88,7 +88,10 @@ func encodeState(st *SessionState) ([]byte, error) {
 // is a copy of it; or, when lend is set, the buffer itself, for a store that
 // copies what it keeps (state.WriteCopier): then only the snapshot may come
 // to hold it, and the next encoding is made in the other buffer.
-func encodeStateKept(st *SessionState, memo *stateMemo, kept []recentEncoding, held []byte, lend bool) ([]byte, error) {
+//
+// meta, when not nil, is written as the meta member instead of one encoded
+// from st.Meta, which is then empty (metaMemberLocked).
+func encodeStateKept(st *SessionState, memo *stateMemo, meta []byte, kept []recentEncoding, held []byte, lend bool) ([]byte, error) {
 	var b []byte
 	buf := 0
 	if memo != nil {
@@ -110,6 +113,7 @@ func encodeStateKept(st *SessionState, memo *stateMemo, kept []recentEncoding, h
 			memo.id, memo.idJS = st.ID, append([]byte(nil), b[n:]...)
 		}
 	}
+	b = append(b, meta...)
 	if b, err = appendMembers(b, st); err != nil {
 		return nil, err
 	}

@@ -167,12 +167,12 @@ func randAny(r *rand.Rand, depth int) any {
 	}
 }
 
-// checkEncoding fails unless encodeStateKept(st, memo, nil, nil, false) is
+// checkEncoding fails unless encodeStateKept(st, memo, nil, nil, nil, false) is
 // json.Marshal(st), byte for byte, or both fail.
 func checkEncoding(t *testing.T, st *SessionState, memo *stateMemo) {
 	t.Helper()
 	want, werr := json.Marshal(st)
-	got, gerr := encodeStateKept(st, memo, nil, nil, false)
+	got, gerr := encodeStateKept(st, memo, nil, nil, nil, false)
 	if (werr != nil) != (gerr != nil) {
 		t.Fatalf("json.Marshal: %v, encodeState: %v", werr, gerr)
 	}
@@ -272,14 +272,14 @@ func TestEncodeStateMemoAliasing(t *testing.T) {
 		{Seq: 2, Turn: 1, Tool: "Read", Verdict: "allow", Digest: "d2", Status: RecentPending},
 	}}
 	memo := &stateMemo{}
-	first, err := encodeStateKept(&st, memo, nil, nil, false)
+	first, err := encodeStateKept(&st, memo, nil, nil, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kept := bytes.Clone(first)
 	st.Recent[0].IDs["id"] = "8"
 	st.Recent[1].Status = RecentOK
-	second, err := encodeStateKept(&st, memo, nil, nil, false)
+	second, err := encodeStateKept(&st, memo, nil, nil, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestEncodeStateMemoAliasing(t *testing.T) {
 		t.Fatalf("the memo hid a change:\n got %s\nwant %s", second, want)
 	}
 	// Appending to one encoding does not write into another's array.
-	third, _ := encodeStateKept(&st, memo, nil, nil, false)
+	third, _ := encodeStateKept(&st, memo, nil, nil, nil, false)
 	_ = append(second, "tail"...)
 	if !bytes.Equal(third, want) {
 		t.Fatalf("encodings share their arrays: %s", third)
@@ -336,7 +336,7 @@ func TestEncodeStateAllocs(t *testing.T) {
 		i++
 		f.noteRecent(policy.PhaseBefore, calls[i%len(calls)], nil, Decision{Verdict: policy.Allow}, 1)
 		st := SessionState{ID: "s", Turn: 1, Recent: f.recent, RecentSeq: f.seq}
-		js, err := encodeStateKept(&st, memo, f.recentEncodings(st.Recent), held, lend)
+		js, err := encodeStateKept(&st, memo, nil, f.recentEncodings(st.Recent), held, lend)
 		if err != nil {
 			t.Fatal(err)
 		}

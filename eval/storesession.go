@@ -287,7 +287,11 @@ func (s *Session) storeOps(writes *opStates) ([]state.Op, error) {
 	// are the snapshot the commit keeps (adopt), not the view.
 	s.mu.Lock()
 	view := s.stateLocked()
-	js, err := encodeStateKept(&view, &st.memo, s.facts.recentEncodings(view.Recent), st.committed.js, s.eng.stored.copies)
+	meta, err := s.metaMemberLocked()
+	var js []byte
+	if err == nil {
+		js, err = encodeStateKept(&view, &st.memo, meta, s.facts.recentEncodings(view.Recent), st.committed.js, s.eng.stored.copies)
+	}
 	overwrite := st.overwrite
 	s.mu.Unlock()
 	if err != nil {
@@ -344,7 +348,7 @@ func (s *Session) syncLocked(ctx context.Context) error {
 		s.mu.Lock()
 		s.meta = maps.Clone(c.State.Meta)
 		s.meta["id"] = s.id
-		s.view = nil
+		s.view, s.metaKept = nil, false
 		s.mu.Unlock()
 		s.bindEntries()
 	}
@@ -366,7 +370,7 @@ func (s *Session) changeStored(ctx context.Context, change func() error) (uint64
 		cerr := change()
 		cur := s.State()
 		op := state.Op{Key: state.Key{Scope: policy.ScopeSession, ID: s.id}, Version: st.version}
-		js, err := encodeStateKept(&cur, &st.memo, nil, st.committed.js, s.eng.stored.copies)
+		js, err := encodeStateKept(&cur, &st.memo, nil, nil, st.committed.js, s.eng.stored.copies)
 		if err != nil {
 			s.rollback()
 			return s.Turn(), fmt.Errorf("cannot encode the session state: %w", err)
