@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/celguard/celguard/internal/benchdata"
@@ -52,6 +53,25 @@ func eventCases(t testing.TB) []string {
 			base+`,"permission_mode":"plan","model":"m","agent_id":"a1","agent_type":"sub","turn_id":"t","tool_use_id":"u"}`,
 			base+`,"error":"Exit code 7\nno","is_interrupt":true,"tool_response":{"stdout":"x","exit_code":1}}`,
 			base+`,"prompt":"hello","permission_suggestions":[{"type":"addRules"}]}`)
+		// A member spelled only otherwise (upper case, without its
+		// underscores), which encoding/json/v2's case:ignore would match:
+		// the map's way does not read it.
+		full := [][2]string{{"hook_event_name", quote(e)}, {"session_id", `"s"`}, {"cwd", `"/r"`}, {"tool_name", `"Bash"`},
+			{"tool_input", `{"command":"rm -rf /"}`}, {"tool_use_id", `"u"`}, {"agent_type", `"sub"`}, {"agent_id", `"a1"`},
+			{"permission_mode", `"plan"`}, {"model", `"m"`}, {"turn_id", `"t"`}, {"prompt", `"hello"`}, {"error", `"Exit code 7"`},
+			{"is_interrupt", `true`}, {"tool_response", `{"stdout":"x"}`}, {"permission_suggestions", `[{"type":"addRules"}]`}}
+		for i := range full {
+			for _, n := range []string{strings.ToUpper(full[i][0]), strings.ReplaceAll(full[i][0], "_", "")} {
+				members := make([]string, len(full))
+				for j, m := range full {
+					if j == i {
+						m[0] = n
+					}
+					members[j] = quote(m[0]) + ":" + m[1]
+				}
+				cases = append(cases, "{"+strings.Join(members, ",")+"}")
+			}
+		}
 	}
 	return cases
 }

@@ -3,6 +3,7 @@ package hooks
 import (
 	"bytes"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -78,6 +79,75 @@ func TestAppendHookOutputDifferential(t *testing.T) {
 		t.Fatalf("only %d of %d answers written directly: the test checks little", direct, n)
 	}
 	t.Logf("%d of %d answers written directly", direct, n)
+}
+
+// TestAppendHookOutputEveryField: each member of hookOutput and
+// hookSpecificOutput, set alone, gives encoding/json's answer, so that a
+// member added to either and not written by appendHookOutput fails here
+// rather than go missing from the answer (randomHookOutput sets only the
+// members it knows).
+func TestAppendHookOutputEveryField(t *testing.T) {
+	for _, hso := range []bool{false, true} {
+		top := reflect.TypeFor[hookOutput]()
+		for i := range top.NumField() {
+			if top.Field(i).Name == "HookSpecificOutput" {
+				continue
+			}
+			o := &hookOutput{}
+			if hso {
+				o.HookSpecificOutput = &hookSpecificOutput{HookEventName: "PreToolUse"}
+			}
+			setNonZero(t, reflect.ValueOf(o).Elem().Field(i))
+			checkHookOutput(t, o)
+		}
+		if !hso {
+			continue
+		}
+		inner := reflect.TypeFor[hookSpecificOutput]()
+		for i := range inner.NumField() {
+			o := &hookOutput{HookSpecificOutput: &hookSpecificOutput{}}
+			setNonZero(t, reflect.ValueOf(o.HookSpecificOutput).Elem().Field(i))
+			checkHookOutput(t, o)
+		}
+	}
+}
+
+// setNonZero sets v to a value encoding/json writes (a plain string where
+// it can).
+func setNonZero(t *testing.T, v reflect.Value) {
+	t.Helper()
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(1)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(1)
+	case reflect.Interface:
+		v.Set(reflect.ValueOf("x"))
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		setNonZero(t, v.Elem())
+	case reflect.Map:
+		v.Set(reflect.MakeMap(v.Type()))
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		setNonZero(t, k)
+		setNonZero(t, e)
+		v.SetMapIndex(k, e)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		setNonZero(t, v.Index(0))
+	case reflect.Struct:
+		for i := range v.NumField() {
+			setNonZero(t, v.Field(i))
+		}
+	default:
+		t.Fatalf("setNonZero: a member of kind %s", v.Kind())
+	}
 }
 
 // FuzzAppendHookOutput: any answer's bytes are encoding/json's.

@@ -56,7 +56,8 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	var ev hooks.Event
 	var resp hooks.Response
-	buf, ok := readHookBody(r, s.cfg.MaxBodyBytes)
+	buf := buffers.Get().(*bytes.Buffer)
+	ok = readHookBody(buf, r, s.cfg.MaxBodyBytes)
 	body := buf.Bytes()
 	// The body's buffer goes back to buffers once nothing reads it: the
 	// decoded event and the answer hold copies of what they keep.
@@ -109,16 +110,14 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request, name string) {
 	}
 }
 
-// readHookBody reads a hook's body into a buffer of buffers; ok is false
-// when it is too large (nothing is answered: the caller answers with the
-// host's deny). A body that could not be read whole fails to decode.
-func readHookBody(r *http.Request, limit int64) (buf *bytes.Buffer, ok bool) {
-	buf = buffers.Get().(*bytes.Buffer)
+// readHookBody reads a hook's body into buf; ok is false when it is too
+// large (nothing is answered: the caller answers with the host's deny). A
+// body that could not be read whole fails to decode.
+func readHookBody(buf *bytes.Buffer, r *http.Request, limit int64) (ok bool) {
 	if n := r.ContentLength; n > 0 && n <= limit {
 		buf.Grow(int(n) + bytes.MinRead) // one read, and the EOF, without growing
 	}
-	err := readLimited(buf, r.Body, limit)
-	return buf, !tooLarge(err)
+	return !tooLarge(readLimited(buf, r.Body, limit))
 }
 
 // hookAnswer writes the host's answer resp to event ev, HTTP 200, in the
@@ -175,18 +174,6 @@ func (j *hookJob) fire() {
 
 func (j *hookJob) handle(ctx context.Context, ev hooks.Event) (hooks.Response, error) {
 	return j.s.hookEvent(ctx, j.host, ev, "")
-}
-
-// hookBody reads a hook's body; ok is false when it is too large (nothing
-// is answered: the caller answers with the host's deny). A body that could
-// not be read whole fails to decode.
-func (s *Server) hookBody(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
-		buf.Grow(int(n) + bytes.MinRead) // one read, and the EOF, without growing
-	}
-	err := readLimited(&buf, r.Body, s.cfg.MaxBodyBytes)
-	return buf.Bytes(), !tooLarge(err)
 }
 
 // hookFail answers an event that is not decided: the host's failure
@@ -291,7 +278,11 @@ func DaemonAgentVersion(ctx context.Context) string {
 // answers the same, for any other client.
 func (s *Server) daemonHook(w http.ResponseWriter, r *http.Request, host hooks.Host) {
 	s.used.Store(time.Now().UnixNano())
-	body, ok := s.hookBody(w, r)
+	// Not a buffer of buffers: the decision runs on a worker that may
+	// still read the event after the deadline's answer (daemonAnswer).
+	var buf bytes.Buffer
+	ok := readHookBody(&buf, r, s.cfg.MaxBodyBytes)
+	body := buf.Bytes()
 	p := daemonwire.HookParams{Nonce: r.Header.Get(daemonwire.HeaderNonce), Host: host.Name(), WorkDir: r.Header.Get(daemonwire.HeaderWorkDir),
 		Digest: r.Header.Get(daemonwire.HeaderDigest), Event: body, AgentVersion: r.Header.Get(daemonwire.HeaderAgentVersion)}
 	if !ok {

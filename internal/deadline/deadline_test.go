@@ -199,6 +199,11 @@ func TestErrOnceEnded(t *testing.T) {
 		} else {
 			cancel()
 		}
+		// Ended before this call: never nil again (else the callers
+		// above would wait for an error forever).
+		if err := c.Err(); err != context.Canceled {
+			t.Fatalf("run %d: Err after the context ended = %v", run, err)
+		}
 		var want error
 		for range callers {
 			err := <-seen
