@@ -1,9 +1,10 @@
 package stdlib
 
 import (
+	"cmp"
 	"math/bits"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -140,28 +141,64 @@ func hasFoldedPrefix(s, a string) bool {
 	return true
 }
 
-// anchorHit is an occurrence of anchor k of secretAnchors at byte at.
-type anchorHit struct {
-	k  int
-	at int
+// anchoredFinding is a finding with the anchor it was found at, which
+// orders findings of the same span as one search per anchor, in turn,
+// would have listed them.
+type anchoredFinding struct {
+	secretFinding
+	k int
+}
+
+// secretScan is findSecrets' scan of text: where each anchor's search
+// goes on, and the findings so far.
+type secretScan struct {
+	text string
+	next [maxSecretAnchors]int
+	all  []anchoredFinding
+}
+
+// try tries pattern p at the occurrence of its anchor k at byte i, as
+// one search of the text for the anchor would.
+func (sc *secretScan) try(k, i int, p *secretPattern) {
+	sc.next[k] = i + 1
+	if p.bound && i > 0 && isWordByte(sc.text[i-1]) {
+		return
+	}
+	window := sc.text[i:]
+	if p.max > 0 && len(window) > p.max+1 {
+		window = window[:p.max+1]
+	}
+	loc := p.re().FindStringSubmatchIndex(window)
+	if loc == nil {
+		return
+	}
+	if p.bound && loc[1] < len(window) && isWordByte(window[loc[1]]) {
+		return
+	}
+	s, e := loc[2*p.group], loc[2*p.group+1]
+	if s < 0 || e <= s {
+		return
+	}
+	sc.all = append(sc.all, anchoredFinding{secretFinding{Kind: p.kind, Start: i + s, End: i + e}, k})
+	sc.next[k] = i + loc[1]
 }
 
 // findSecrets finds the credentials in text. Every occurrence of every
 // anchor is found in one pass over the text (the bytes that can begin an
-// anchor, then the byte after, then the anchor); then each anchor's
-// occurrences are tried in order, pattern by pattern, as one search of the
-// text per anchor would find them: an occurrence inside the previous match
-// of the same anchor is skipped. TestFindSecretsDifferential and
-// FuzzFindSecretsDifferential hold it to that search (the previous
+// anchor, then the byte after, then the anchor) and tried at once, as one
+// search of the text per anchor would find it: an occurrence inside the
+// previous match of the same anchor is skipped. Nothing is kept of an
+// occurrence but its finding (TestFindSecretsMemoryBound), and findings
+// of the same span are ordered by anchor, as the searches, pattern by
+// pattern, listed them. TestFindSecretsDifferential and
+// FuzzFindSecretsDifferential hold it to those searches (the previous
 // implementation, kept in the test), finding for finding.
 func findSecrets(text string) []secretFinding {
 	if len(text) < 8 {
 		return nil
 	}
 	tab := secretAnchors()
-	var small [16]anchorHit
-	hits := small[:0]
-	var seen uint32 // the anchors that occur
+	sc := secretScan{text: text}
 	for i := 0; i+1 < len(text); i++ {
 		m := tab.first[text[i]]
 		if m == 0 {
@@ -171,64 +208,31 @@ func findSecrets(text string) []secretFinding {
 		for m != 0 {
 			k := bits.TrailingZeros32(m)
 			m &= m - 1
-			if hasFoldedPrefix(text[i:], tab.anchor[k]) {
-				hits = append(hits, anchorHit{k: k, at: i})
-				seen |= 1 << k
+			if i >= sc.next[k] && hasFoldedPrefix(text[i:], tab.anchor[k]) {
+				sc.try(k, i, &secretPatterns[tab.pattern[k]])
 			}
 		}
 	}
-	var all []secretFinding
-	for k := 0; seen != 0 && k < tab.n; k++ {
-		if seen&(1<<k) == 0 {
-			continue
-		}
-		seen &^= 1 << k
-		p := &secretPatterns[tab.pattern[k]]
-		off := 0
-		for _, h := range hits {
-			if h.k != k || h.at < off {
-				continue
-			}
-			i := h.at
-			off = i + 1
-			if p.bound && i > 0 && isWordByte(text[i-1]) {
-				continue
-			}
-			window := text[i:]
-			if p.max > 0 && len(window) > p.max+1 {
-				window = window[:p.max+1]
-			}
-			m := p.re().FindStringSubmatchIndex(window)
-			if m == nil {
-				continue
-			}
-			if p.bound && m[1] < len(window) && isWordByte(window[m[1]]) {
-				continue
-			}
-			s, e := m[2*p.group], m[2*p.group+1]
-			if s < 0 || e <= s {
-				continue
-			}
-			all = append(all, secretFinding{Kind: p.kind, Start: i + s, End: i + e})
-			off = i + m[1]
-		}
-	}
+	all := sc.all
 	if len(all) == 0 {
 		return nil
 	}
-	sort.SliceStable(all, func(i, j int) bool {
-		if all[i].Start != all[j].Start {
-			return all[i].Start < all[j].Start
+	slices.SortFunc(all, func(a, b anchoredFinding) int {
+		if a.Start != b.Start {
+			return cmp.Compare(a.Start, b.Start)
 		}
-		return all[i].End > all[j].End
+		if a.End != b.End {
+			return cmp.Compare(b.End, a.End)
+		}
+		return cmp.Compare(a.k, b.k)
 	})
-	out := all[:0]
+	out := make([]secretFinding, 0, len(all))
 	end := -1
 	for _, f := range all {
 		if f.Start < end {
 			continue
 		}
-		out = append(out, f)
+		out = append(out, f.secretFinding)
 		end = f.End
 	}
 	return out

@@ -2,6 +2,7 @@ package stdlib
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -210,4 +211,28 @@ func FuzzFindSecretsDifferential(f *testing.F) {
 		}
 		sameSecrets(t, s)
 	})
+}
+
+// TestFindSecretsMemoryBound: the scan keeps no list of the anchors'
+// occurrences, so a text that is one anchor after another (a tool's
+// output the agent chose) costs no memory of its own: findSecrets
+// allocates less than the text's size for a text without a secret. A
+// list of every occurrence took 16 bytes an occurrence, some 300 MB
+// (with its growth) for a body of 8 MB.
+func TestFindSecretsMemoryBound(t *testing.T) {
+	for _, s := range []string{
+		strings.Repeat("xo", 1<<19), strings.Repeat("gh", 1<<19), strings.Repeat("Gl", 1<<19),
+		strings.Repeat("bearer ", 1<<17), strings.Repeat("AWS", 1<<18),
+	} {
+		if fs := findSecrets(s); len(fs) != 0 {
+			t.Fatalf("findSecrets(%q...) = %d findings, want none", s[:8], len(fs))
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		findSecrets(s)
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > uint64(len(s)) {
+			t.Errorf("findSecrets(%q...) of %d bytes allocated %d bytes", s[:8], len(s), got)
+		}
+	}
 }
