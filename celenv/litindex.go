@@ -51,7 +51,23 @@ const (
 	minIndexed = 256
 	// indexAfter is the test of a string at which its index is built.
 	indexAfter = 3
+	// maxKept bounds the string an index is kept for after its call
+	// (Kept), as the project's other pooled buffers are bounded (64 KiB):
+	// an index holds its string and four bytes of offsets per byte.
+	maxKept = 64 << 10
 )
+
+// Kept returns x to keep with its holder for a later call, or nil when it
+// holds a string, or offsets, past 64 KiB: a pooled holder is reused for
+// as long as calls come, and would keep the largest string it ever saw
+// (serve takes 8 MiB bodies: 40 MiB per pooled evaluation) for good. A
+// later call indexes its own long string afresh either way.
+func (x *LiteralIndex) Kept() *LiteralIndex {
+	if x == nil || len(x.s) > maxKept || cap(x.pos) > maxKept {
+		return nil
+	}
+	return x
+}
 
 // litBucket is the bucket of the pair of bytes a, b.
 func litBucket(a, b byte) int { return (int(a)*31 + int(b)) & (litBuckets - 1) }

@@ -81,7 +81,8 @@ type evaluation struct {
 	// once and kept with the pooled evaluation, never shared with another.
 	frame *interpreter.ExecutionFrame
 	// lits is the literal index of the last long string the prefilters
-	// tested (celenv.LiteralIndex), kept with the pooled evaluation: it
+	// tested (celenv.LiteralIndex), kept with the pooled evaluation when
+	// its string is at most 64 KiB (release, LiteralIndex.Kept): it
 	// depends on the string alone.
 	lits *celenv.LiteralIndex
 }
@@ -139,7 +140,7 @@ func (ev *evaluation) release() {
 	if scope != nil {
 		scope.Reset()
 	}
-	*ev = evaluation{pooledScope: scope, vars: ev.vars[:0], pooledResult: ev.pooledResult, frame: ev.frame, lits: ev.lits}
+	*ev = evaluation{pooledScope: scope, vars: ev.vars[:0], pooledResult: ev.pooledResult, frame: ev.frame, lits: ev.lits.Kept()}
 	evaluations.Put(ev)
 }
 
