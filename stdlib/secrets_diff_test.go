@@ -220,12 +220,22 @@ func FuzzFindSecretsDifferential(f *testing.F) {
 // list of every occurrence took 16 bytes an occurrence, some 300 MB
 // (with its growth) for a body of 8 MB.
 func TestFindSecretsMemoryBound(t *testing.T) {
-	for _, s := range []string{
-		strings.Repeat("xo", 1<<19), strings.Repeat("gh", 1<<19), strings.Repeat("Gl", 1<<19),
-		strings.Repeat("bearer ", 1<<17), strings.Repeat("AWS", 1<<18),
+	for _, tc := range []struct {
+		s string
+		// matched: every occurrence of the anchor reaches its pattern's
+		// regexp, whose pooled machine the race detector's sync.Pool
+		// makes again at every match: the bound is not this code's there.
+		matched bool
+	}{
+		{s: strings.Repeat("xo", 1<<19)}, {s: strings.Repeat("gh", 1<<19)}, {s: strings.Repeat("Gl", 1<<19)},
+		{s: strings.Repeat("bearer ", 1<<17), matched: true}, {s: strings.Repeat("AWS", 1<<18), matched: true},
 	} {
+		s := tc.s
 		if fs := findSecrets(s); len(fs) != 0 {
 			t.Fatalf("findSecrets(%q...) = %d findings, want none", s[:8], len(fs))
+		}
+		if tc.matched && raceEnabled {
+			continue
 		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
